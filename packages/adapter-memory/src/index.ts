@@ -1,0 +1,39 @@
+/**
+ * @acs/adapter-memory: every store port of @acs/core in memory, plus a
+ * programmable fake sandbox runtime. For tests and demos; nothing survives a restart.
+ *
+ * ```ts
+ * const service = createAgentConversationService(createMemoryPorts());
+ * ```
+ */
+import type { AgentConversationServicePorts } from '@acs/core';
+import { MemoryConversationStore } from './conversation-store.js';
+import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
+import { StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
+import { MemorySandboxStore } from './sandbox-store.js';
+import { MemorySettingsStore } from './settings-store.js';
+import { MemoryStartTaskStore } from './start-task-store.js';
+
+export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
+export { FakeSandboxRuntime, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
+export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
+export { MemorySandboxStore } from './sandbox-store.js';
+export { MemorySettingsStore } from './settings-store.js';
+export { MemoryStartTaskStore } from './start-task-store.js';
+
+export interface MemoryPortsOptions {
+  specs?: readonly SandboxSpecPreset[];
+  runtime?: FakeSandboxRuntimeOptions;
+}
+
+/** All ports in memory, with the fake runtime exposed for steering in tests. */
+export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConversationServicePorts & { runtime: FakeSandboxRuntime } {
+  return {
+    settings: new MemorySettingsStore(),
+    conversations: new MemoryConversationStore(),
+    startTasks: new MemoryStartTaskStore(),
+    sandboxes: new MemorySandboxStore(),
+    sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
+    runtime: new FakeSandboxRuntime(options.runtime),
+  };
+}

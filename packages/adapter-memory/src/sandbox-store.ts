@@ -1,0 +1,33 @@
+import { okAsync, type Result, type ResultAsync } from 'neverthrow';
+import { pageInMemory, type Page, type PageRequest, type SandboxRecord, type SandboxStore, type StoreFailure } from '@acs/core';
+import { KeyedRecords } from './keyed-records.js';
+
+/** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */
+export class MemorySandboxStore implements SandboxStore {
+  readonly #records = new KeyedRecords<SandboxRecord>();
+
+  insert(record: SandboxRecord): ResultAsync<void, StoreFailure> {
+    this.#records.put(record);
+    return okAsync(undefined);
+  }
+
+  get(userId: string, id: string): ResultAsync<SandboxRecord | null, StoreFailure> {
+    return okAsync(this.#records.get(userId, id));
+  }
+
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure> {
+    return okAsync(ids.map((id) => this.#records.get(userId, id)));
+  }
+
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: SandboxRecord) => Result<SandboxRecord, E>,
+  ): ResultAsync<SandboxRecord | null, E | StoreFailure> {
+    return this.#records.update(userId, id, mutate);
+  }
+
+  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {
+    return okAsync(pageInMemory(this.#records.ofUser(userId).filter((r) => r.status !== 'DELETED'), page));
+  }
+}

@@ -1,0 +1,19 @@
+import { okAsync, type ResultAsync } from 'neverthrow';
+import type { SettingsStore, StoredSettings, StoreFailure } from '@acs/core';
+
+/** Settings per user, in memory. */
+export class MemorySettingsStore implements SettingsStore {
+  readonly #byUser = new Map<string, StoredSettings>();
+
+  get(userId: string): ResultAsync<StoredSettings | null, StoreFailure> {
+    const stored = this.#byUser.get(userId);
+    return okAsync(stored ? structuredClone(stored) : null);
+  }
+
+  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
+    const current = this.#byUser.get(userId);
+    const next = mutate(current ? structuredClone(current) : null);
+    this.#byUser.set(userId, structuredClone(next));
+    return okAsync(structuredClone(next));
+  }
+}

@@ -1,0 +1,269 @@
+import { z } from 'zod';
+import { McpConfigSchema, type McpConfig } from '../mcp/schema.js';
+import { GitProviderSchema, type GitProvider } from '../settings/schema.js';
+import { SandboxStatusSchema } from '../sandbox/schema.js';
+
+export const CONVERSATION_STATUSES = ['STARTING', 'RUNNING', 'STOPPED'] as const;
+export const ConversationStatusSchema = z.enum(CONVERSATION_STATUSES);
+export type ConversationStatus = z.infer<typeof ConversationStatusSchema>;
+
+export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
+export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES);
+export type ExecutionStatus = z.infer<typeof ExecutionStatusSchema>;
+
+export const CONVERSATION_TRIGGERS = [
+  'resolver',
+  'gui',
+  'suggested_task',
+  'openhands_api',
+  'slack',
+  'microagent_management',
+  'jira',
+  'jira_dc',
+  'linear',
+  'bitbucket',
+] as const;
+export const ConversationTriggerSchema = z.enum(CONVERSATION_TRIGGERS);
+export type ConversationTrigger = z.infer<typeof ConversationTriggerSchema>;
+
+/** `owner/name`; GitLab subgroups (`group/sub/name`) allowed. */
+export const RepositoryNameSchema = z
+  .string()
+  .trim()
+  .max(255)
+  .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/, 'must look like owner/name');
+
+export const BranchNameSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(255)
+  .refine((b) => !/[\s~^:?*[\\]|\.\.|@\{|^-/.test(b), 'is not a valid git branch name');
+
+/** Images reach the model as URLs: http(s) or inline data URLs only. */
+export const ImageUrlSchema = z
+  .string()
+  .max(20 * 1024 * 1024)
+  .refine((u) => /^https?:\/\/[^\s]+$/i.test(u) || /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+$/i.test(u), {
+    message: 'must be an http(s) URL or a data:image/...;base64 URL',
+  });
+
+/** Client-chosen conversation ids (when the server allows them). */
+export const ClientConversationIdSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'may only contain letters, digits, _ and - and must start with a letter or digit');
+
+export const SuggestedTaskSchema = z.object({
+  repo: RepositoryNameSchema,
+  issue_number: z.int().min(0),
+  title: z.string().max(1024),
+});
+export type SuggestedTask = z.infer<typeof SuggestedTaskSchema>;
+
+export const CreateMicroagentSchema = z.object({
+  repo: RepositoryNameSchema,
+  title: z.string().max(1024).nullable().optional(),
+});
+export type CreateMicroagent = z.infer<typeof CreateMicroagentSchema>;
+
+/** V0 `POST /api/conversations` body. Unknown keys are rejected. */
+export const NewConversationRequestSchema = z.strictObject({
+  repository: RepositoryNameSchema.nullable().optional(),
+  git_provider: GitProviderSchema.nullable().optional(),
+  selected_branch: BranchNameSchema.nullable().optional(),
+  initial_user_msg: z.string().max(1_000_000).nullable().optional(),
+  image_urls: z.array(ImageUrlSchema).max(32).nullable().optional(),
+  replay_json: z.string().nullable().optional(),
+  suggested_task: SuggestedTaskSchema.optional(),
+  create_microagent: CreateMicroagentSchema.optional(),
+  conversation_instructions: z.string().max(100_000).nullable().optional(),
+  mcp_config: McpConfigSchema.optional(),
+  conversation_id: ClientConversationIdSchema.optional(),
+});
+export type NewConversationRequest = z.output<typeof NewConversationRequestSchema>;
+
+export const NewConversationResponseSchema = z.object({
+  status: z.literal('ok'),
+  conversation_id: z.string(),
+  message: z.string().nullable(),
+  conversation_status: ConversationStatusSchema.nullable(),
+});
+export type NewConversationResponse = z.infer<typeof NewConversationResponseSchema>;
+
+const TextContentSchema = z.object({ type: z.literal('text'), text: z.string().max(1_000_000), cache_prompt: z.boolean().optional() });
+const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(ImageUrlSchema).min(1).max(32) });
+
+/** A message sent to the agent (V1 shape). */
+export const SendMessageRequestSchema = z.object({
+  role: z.enum(['user', 'system', 'assistant', 'tool']).default('user'),
+  content: z.array(z.discriminatedUnion('type', [TextContentSchema, ImageContentSchema])).max(64),
+  run: z.boolean().default(false),
+});
+export type SendMessageRequest = z.output<typeof SendMessageRequestSchema>;
+
+/** V1 `POST /api/v1/app-conversations` body. Unknown keys are ignored (as OpenHands does). */
+export const AppConversationStartRequestSchema = z.object({
+  sandbox_id: z.string().min(1).max(128).nullable().optional(),
+  initial_message: SendMessageRequestSchema.nullable().optional(),
+  processors: z.array(z.unknown()).nullable().optional().meta({ description: 'Accepted for compatibility; ignored.' }),
+  llm_model: z.string().trim().min(1).max(512).nullable().optional(),
+  selected_repository: RepositoryNameSchema.nullable().optional(),
+  selected_branch: BranchNameSchema.nullable().optional(),
+  git_provider: GitProviderSchema.nullable().optional(),
+  title: z.string().trim().min(1).max(200).nullable().optional(),
+  trigger: ConversationTriggerSchema.nullable().optional(),
+  pr_number: z.array(z.int().min(0)).max(100).optional(),
+  parent_conversation_id: z.string().min(1).max(100).nullable().optional(),
+  agent_type: z.enum(['default', 'plan']).optional(),
+});
+export type AppConversationStartRequest = z.output<typeof AppConversationStartRequestSchema>;
+
+/** What the conversation was started with; the agent engine reads it. */
+export interface ConversationLaunch {
+  initial_message: SendMessageRequest | null;
+  conversation_instructions: string | null;
+  mcp_config: McpConfig | null;
+  suggested_task: SuggestedTask | null;
+  create_microagent: CreateMicroagent | null;
+  replay_json: string | null;
+  agent_type: 'default' | 'plan';
+}
+
+/** A conversation as kept by a ConversationStore. V0 and V1 see the same record. */
+export interface ConversationRecord {
+  id: string;
+  user_id: string;
+  title: string;
+  status: ConversationStatus;
+  status_detail: string | null;
+  execution_status: ExecutionStatus | null;
+  sandbox_id: string | null;
+  selected_repository: string | null;
+  selected_branch: string | null;
+  git_provider: GitProvider | null;
+  trigger: ConversationTrigger | null;
+  pr_number: number[];
+  llm_model: string | null;
+  parent_conversation_id: string | null;
+  launch: ConversationLaunch;
+  /** Which API created it; informational. */
+  conversation_version: 'V0' | 'V1';
+  created_at: string;
+  updated_at: string;
+}
+
+/** The V0 conversation record (`GET /api/conversations`). */
+export const ConversationInfoSchema = z.object({
+  conversation_id: z.string(),
+  title: z.string(),
+  last_updated_at: z.iso.datetime().nullable(),
+  status: ConversationStatusSchema,
+  status_detail: z.string().nullable(),
+  runtime_status: z.string().nullable(),
+  selected_repository: z.string().nullable(),
+  selected_branch: z.string().nullable(),
+  git_provider: GitProviderSchema.nullable(),
+  trigger: ConversationTriggerSchema.nullable(),
+  num_connections: z.int(),
+  url: z.string().nullable(),
+  session_api_key: z.string().nullable(),
+  created_at: z.iso.datetime(),
+  pr_number: z.array(z.int()),
+  conversation_version: z.enum(['V0', 'V1']),
+  sub_conversation_ids: z.array(z.string()),
+  sandbox_id: z.string().nullable(),
+});
+export type ConversationInfo = z.infer<typeof ConversationInfoSchema>;
+
+export const MetricsSnapshotSchema = z.object({
+  accumulated_cost: z.number().nullable(),
+  max_budget_per_task: z.number().nullable(),
+  prompt_tokens: z.int(),
+  completion_tokens: z.int(),
+});
+
+/** The V1 app conversation record. */
+export const AppConversationSchema = z.object({
+  id: z.string(),
+  created_by_user_id: z.string().nullable(),
+  sandbox_id: z.string().nullable(),
+  selected_repository: z.string().nullable(),
+  selected_branch: z.string().nullable(),
+  git_provider: GitProviderSchema.nullable(),
+  title: z.string().nullable(),
+  trigger: ConversationTriggerSchema.nullable(),
+  pr_number: z.array(z.int()),
+  llm_model: z.string().nullable(),
+  metrics: MetricsSnapshotSchema.nullable(),
+  parent_conversation_id: z.string().nullable(),
+  sub_conversation_ids: z.array(z.string()),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+  sandbox_status: SandboxStatusSchema,
+  execution_status: ExecutionStatusSchema.nullable(),
+  conversation_status: ConversationStatusSchema,
+  status_detail: z.string().nullable(),
+  conversation_url: z.string().nullable(),
+  session_api_key: z.string().nullable(),
+});
+export type AppConversation = z.infer<typeof AppConversationSchema>;
+
+export const START_TASK_STATUSES = [
+  'WORKING',
+  'WAITING_FOR_SANDBOX',
+  'PREPARING_REPOSITORY',
+  'RUNNING_SETUP_SCRIPT',
+  'SETTING_UP_GIT_HOOKS',
+  'STARTING_CONVERSATION',
+  'READY',
+  'ERROR',
+] as const;
+export const StartTaskStatusSchema = z.enum(START_TASK_STATUSES);
+export type StartTaskStatus = z.infer<typeof StartTaskStatusSchema>;
+
+/** The progress of starting one conversation. */
+export interface StartTaskRecord {
+  id: string;
+  user_id: string;
+  status: StartTaskStatus;
+  detail: string | null;
+  app_conversation_id: string;
+  sandbox_id: string | null;
+  request: AppConversationStartRequest;
+  created_at: string;
+  updated_at: string;
+}
+
+export const StartTaskSchema = z.object({
+  id: z.string(),
+  created_by_user_id: z.string().nullable(),
+  status: StartTaskStatusSchema,
+  detail: z.string().nullable(),
+  app_conversation_id: z
+    .string()
+    .nullable()
+    .meta({ description: 'Known from the first response on (the id is reserved when the task is created).' }),
+  sandbox_id: z.string().nullable(),
+  agent_server_url: z.string().nullable(),
+  request: z.record(z.string(), z.unknown()),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+export type StartTask = z.infer<typeof StartTaskSchema>;
+
+export function toStartTask(record: StartTaskRecord): StartTask {
+  return {
+    id: record.id,
+    created_by_user_id: record.user_id,
+    status: record.status,
+    detail: record.detail,
+    app_conversation_id: record.app_conversation_id,
+    sandbox_id: record.sandbox_id,
+    agent_server_url: null,
+    request: record.request as Record<string, unknown>,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+  };
+}

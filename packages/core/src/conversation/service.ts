@@ -1,0 +1,514 @@
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import type { BackgroundTasks } from '../background.js';
+import type { Clock } from '../clock.js';
+import { validationFailed, type DomainError } from '../errors.js';
+import { normalizeId, type IdGenerator } from '../ids.js';
+import type { Logger } from '../logger.js';
+import type { Page, PageRequest } from '../pagination.js';
+import type { SandboxRecord, SandboxSpec } from '../sandbox/schema.js';
+import type { SandboxService } from '../sandbox/service.js';
+import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
+import type { SandboxStore } from '../sandbox/store.js';
+import type { StoredSettings } from '../settings/schema.js';
+import type { SettingsService } from '../settings/service.js';
+import {
+  toStartTask,
+  type AppConversation,
+  type AppConversationStartRequest,
+  type ConversationInfo,
+  type ConversationLaunch,
+  type ConversationRecord,
+  type ConversationStatus,
+  type NewConversationRequest,
+  type NewConversationResponse,
+  type SendMessageRequest,
+  type StartTask,
+  type StartTaskRecord,
+  type StartTaskStatus,
+} from './schema.js';
+import { effectiveConversationStatus, nextConversationStatus, type ConversationEvent } from './state.js';
+import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
+import { toAppConversation, toConversationInfo } from './view.js';
+
+export interface ConversationServiceOptions {
+  /** Accept `conversation_id` in V0 create requests. Default false (the field is then a 422). */
+  allowClientConversationIds?: boolean;
+  /** Models that need no API key (local or cloud-credential providers). */
+  keylessModelPrefixes?: readonly string[];
+}
+
+export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/', 'ollama_chat/'] as const;
+
+export interface ConversationServiceDeps {
+  conversations: ConversationStore;
+  startTasks: StartTaskStore;
+  sandboxStore: SandboxStore;
+  sandboxes: SandboxService;
+  settings: SettingsService;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  background: BackgroundTasks;
+  options?: ConversationServiceOptions;
+}
+
+/** Result of V0 start/stop. */
+export interface ConversationStatusResponse {
+  status: 'ok';
+  conversation_id: string;
+  message: string | null;
+  conversation_status: ConversationStatus;
+}
+
+export interface ConversationService {
+  /** V0 New Conversation. */
+  create(userId: string, request: NewConversationRequest): ResultAsync<NewConversationResponse, DomainError>;
+  /** V1 start: returns the start task at once; the rest runs in the background. */
+  startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, DomainError>;
+  getInfo(userId: string, id: string): ResultAsync<ConversationInfo, DomainError>;
+  listInfo(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationInfo>, DomainError>;
+  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<AppConversation>, DomainError>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(AppConversation | null)[], DomainError>;
+  count(userId: string, filter: ConversationFilter): ResultAsync<number, DomainError>;
+  delete(userId: string, id: string): ResultAsync<void, DomainError>;
+  stop(userId: string, id: string): ResultAsync<ConversationStatusResponse, DomainError>;
+  start(userId: string, id: string): ResultAsync<ConversationStatusResponse, DomainError>;
+  getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], DomainError>;
+  searchStartTasks(
+    userId: string,
+    filter: StartTaskFilter,
+    page: PageRequest,
+    order: 'newest_first' | 'oldest_first',
+  ): ResultAsync<Page<StartTask>, DomainError>;
+  countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, DomainError>;
+  /** Marks the conversations of a lost sandbox STOPPED. */
+  handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
+}
+
+type Plan = { kind: 'existing'; sandbox: SandboxRecord } | { kind: 'new'; spec: SandboxSpec };
+
+export function createConversationService(deps: ConversationServiceDeps): ConversationService {
+  const { conversations, startTasks, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
+  const keyless = deps.options?.keylessModelPrefixes ?? DEFAULT_KEYLESS_MODEL_PREFIXES;
+
+  /** Refuses to start an agent that could not call its model. */
+  const requireLlmSettings = (
+    stored: StoredSettings | null,
+    modelOverride: string | null,
+  ): Result<StoredSettings | null, DomainError> => {
+    if (!stored) return err({ type: 'SettingsRequired', missing: 'settings' });
+    const model = modelOverride ?? stored.llm_model;
+    if (!model) return err({ type: 'SettingsRequired', missing: 'llm_model' });
+    const keyRequired = !keyless.some((prefix) => model.startsWith(prefix));
+    if (keyRequired && !stored.llm_api_key?.trim()) return err({ type: 'SettingsRequired', missing: 'llm_api_key' });
+    return ok(stored);
+  };
+
+  const specFor = (stored: StoredSettings | null): ResultAsync<SandboxSpec, DomainError> =>
+    stored?.sandbox_base_container_image ? sandboxes.specForImage(stored.sandbox_base_container_image) : sandboxes.resolveSpec(null);
+
+  /** Transition a stored conversation; returns null when it no longer exists. */
+  const transition = (
+    userId: string,
+    id: string,
+    event: ConversationEvent,
+    patch: Partial<Pick<ConversationRecord, 'status_detail' | 'execution_status' | 'sandbox_id'>> = {},
+  ): ResultAsync<ConversationRecord | null, DomainError> =>
+    conversations.update(userId, id, (current): Result<ConversationRecord, DomainError> =>
+      nextConversationStatus(current.status, event)
+        .mapErr((e): DomainError => ({ type: 'IllegalConversationTransition', conversationId: id, from: e.from, event: e.event }))
+        .map((status) =>
+          status === current.status && Object.keys(patch).length === 0
+            ? current
+            : { ...current, ...patch, status, updated_at: clock.now() },
+        ),
+    );
+
+  const setTask = (userId: string, taskId: string, status: StartTaskStatus, extra: Partial<StartTaskRecord> = {}) =>
+    startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> => ok({ ...t, ...extra, status, updated_at: clock.now() }));
+
+  /** Brings the conversation's sandbox up and marks the conversation RUNNING, recording each step on the task. */
+  const runStart = async (userId: string, task: StartTaskRecord, sandboxId: string): Promise<void> => {
+    await setTask(userId, task.id, 'WAITING_FOR_SANDBOX', { sandbox_id: sandboxId });
+    const current = (await sandboxStore.get(userId, sandboxId)).unwrapOr(null);
+    if (current?.status === 'PAUSED') {
+      const resumed = await sandboxes.resume(userId, sandboxId);
+      if (resumed.isErr()) logger.warn({ sandboxId, error: resumed.error.type }, 'could not resume sandbox for conversation');
+    }
+    const settled = await sandboxes.whenSettled(userId, sandboxId);
+    if (settled?.status !== 'RUNNING') {
+      const detail = settled
+        ? `sandbox ${sandboxId} is ${settled.status === 'DELETED' ? 'deleted' : settled.status}${settled.status_detail && settled.status !== 'DELETED' ? `: ${settled.status_detail}` : ''}`
+        : `sandbox ${sandboxId} no longer exists`;
+      await transition(userId, task.app_conversation_id, 'start_failed', { status_detail: detail });
+      await setTask(userId, task.id, 'ERROR', { detail });
+      return;
+    }
+    await setTask(userId, task.id, 'STARTING_CONVERSATION');
+    const ready = await transition(userId, task.app_conversation_id, 'sandbox_ready', { status_detail: null, execution_status: 'idle' });
+    if (ready.isErr() || ready.value === null) {
+      const detail =
+        ready.isErr() && ready.error.type === 'IllegalConversationTransition'
+          ? 'the conversation was stopped while it was starting'
+          : ready.isErr()
+            ? `could not record the conversation as running (${ready.error.type})`
+            : 'the conversation was deleted while it was starting';
+      await setTask(userId, task.id, 'ERROR', { detail });
+      return;
+    }
+    await setTask(userId, task.id, 'READY');
+  };
+
+  /** Provides the sandbox (new or existing), the conversation record and its start task, then starts in the background. */
+  const launch = (
+    userId: string,
+    conversation: Omit<ConversationRecord, 'sandbox_id'>,
+    plan: Plan,
+    request: AppConversationStartRequest,
+    isNew: boolean,
+  ): ResultAsync<{ conversation: ConversationRecord; task: StartTaskRecord }, DomainError> => {
+    const sandbox: ResultAsync<SandboxRecord, DomainError> =
+      plan.kind === 'existing' ? okAsync(plan.sandbox) : sandboxes.startFromSpec(userId, plan.spec);
+    return sandbox.andThen((box) => {
+      const record: ConversationRecord = { ...conversation, sandbox_id: box.id };
+      const stored: ResultAsync<ConversationRecord, DomainError> = isNew
+        ? conversations.insert(record).andThen((outcome) => {
+            if (outcome === 'inserted') return okAsync(record);
+            // Lost a race for a client-chosen id: undo the sandbox we made for it.
+            const undo = plan.kind === 'new' ? sandboxes.delete(userId, box.id).orElse(() => okAsync(undefined)) : okAsync(undefined);
+            return undo.andThen(() => errAsync<ConversationRecord, DomainError>({ type: 'ConversationIdTaken', conversationId: record.id }));
+          })
+        : conversations
+            .update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, sandbox_id: box.id, updated_at: clock.now() }))
+            .andThen((c) => (c ? okAsync(c) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: record.id })));
+      return stored.andThen((saved) => {
+        const now = clock.now();
+        const task: StartTaskRecord = {
+          id: ids.next(),
+          user_id: userId,
+          status: 'WORKING',
+          detail: null,
+          app_conversation_id: saved.id,
+          sandbox_id: box.id,
+          request,
+          created_at: now,
+          updated_at: now,
+        };
+        return startTasks.insert(task).map(() => {
+          background.spawn(`start conversation ${saved.id}`, () => runStart(userId, task, box.id));
+          return { conversation: saved, task };
+        });
+      });
+    });
+  };
+
+  const newRecord = (
+    userId: string,
+    id: string,
+    fields: Partial<ConversationRecord> & Pick<ConversationRecord, 'launch' | 'conversation_version'>,
+  ): Omit<ConversationRecord, 'sandbox_id'> => {
+    const now = clock.now();
+    return {
+      id,
+      user_id: userId,
+      title: `Conversation ${id.slice(0, 5)}`,
+      status: 'STARTING',
+      status_detail: null,
+      execution_status: null,
+      selected_repository: null,
+      selected_branch: null,
+      git_provider: null,
+      trigger: null,
+      pr_number: [],
+      llm_model: null,
+      parent_conversation_id: null,
+      created_at: now,
+      updated_at: now,
+      ...fields,
+    };
+  };
+
+  /** Sandbox records for a batch of conversations, keyed by id. */
+  const sandboxesOf = (userId: string, records: readonly ConversationRecord[]) => {
+    const sandboxIds = [...new Set(records.map((r) => r.sandbox_id).filter((x): x is string => x !== null))];
+    return sandboxStore
+      .getMany(userId, sandboxIds)
+      .map((boxes) => new Map(boxes.filter((b): b is SandboxRecord => b !== null).map((b) => [b.id, b])));
+  };
+
+  const withContext = (userId: string, records: readonly ConversationRecord[]) =>
+    ResultAsync.combine([sandboxesOf(userId, records), conversations.childrenOf(userId, records.map((r) => r.id))] as const).map(
+      ([boxes, children]) =>
+        records.map((r) => ({
+          record: r,
+          sandbox: r.sandbox_id ? (boxes.get(r.sandbox_id) ?? null) : null,
+          children: children.get(r.id) ?? [],
+        })),
+    );
+
+  const getRecord = (userId: string, id: string) =>
+    conversations
+      .get(userId, normalizeId(id))
+      .andThen((r) => (r ? okAsync(r) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: id })));
+
+  const statusOf = (userId: string, record: ConversationRecord) =>
+    (record.sandbox_id ? sandboxStore.get(userId, record.sandbox_id) : okAsync(null)).map((box) =>
+      effectiveConversationStatus(record.status, box?.status ?? null),
+    );
+
+  /** Other conversations that still need this sandbox. */
+  const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
+    conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId));
+
+  const service: ConversationService = {
+    create: (userId, request) => {
+      if (request.conversation_id !== undefined && !deps.options?.allowClientConversationIds) {
+        return errAsync(
+          validationFailed([
+            { path: 'conversation_id', message: 'this server does not accept client-chosen conversation ids; omit the field' },
+          ]),
+        );
+      }
+      const id = request.conversation_id !== undefined ? normalizeId(request.conversation_id) : ids.next();
+      return settings
+        .loadWithSecrets(userId)
+        .andThen((stored) => (request.replay_json ? ok(stored) : requireLlmSettings(stored, null)))
+        .andThen((stored) =>
+          (request.conversation_id !== undefined ? conversations.get(userId, id) : okAsync(null)).andThen((existing) =>
+            existing ? errAsync<StoredSettings | null, DomainError>({ type: 'ConversationIdTaken', conversationId: id }) : okAsync(stored),
+          ),
+        )
+        .andThen((stored) => specFor(stored).map((spec) => ({ stored, spec })))
+        .andThen(({ stored, spec }) => {
+          const repository = request.repository ?? request.create_microagent?.repo ?? request.suggested_task?.repo ?? null;
+          const trigger = request.suggested_task ? 'suggested_task' : request.create_microagent ? 'microagent_management' : 'gui';
+          const initial = initialMessageFromV0(request);
+          const launchInfo: ConversationLaunch = {
+            initial_message: initial,
+            conversation_instructions: request.conversation_instructions ?? null,
+            mcp_config: request.mcp_config ?? null,
+            suggested_task: request.suggested_task ?? null,
+            create_microagent: request.create_microagent ?? null,
+            replay_json: request.replay_json ?? null,
+            agent_type: 'default',
+          };
+          const record = newRecord(userId, id, {
+            selected_repository: repository,
+            selected_branch: request.selected_branch ?? null,
+            git_provider: request.git_provider ?? null,
+            trigger,
+            llm_model: stored?.llm_model ?? null,
+            launch: launchInfo,
+            conversation_version: 'V0',
+          });
+          const asV1: AppConversationStartRequest = {
+            initial_message: initial,
+            selected_repository: repository,
+            selected_branch: request.selected_branch ?? null,
+            git_provider: request.git_provider ?? null,
+            trigger,
+          };
+          return launch(userId, record, { kind: 'new', spec }, asV1, true);
+        })
+        .map(({ conversation }) => ({
+          status: 'ok' as const,
+          conversation_id: conversation.id,
+          message: null,
+          conversation_status: conversation.status,
+        }));
+    },
+
+    startApp: (userId, request) => {
+      const parentId = request.parent_conversation_id ? normalizeId(request.parent_conversation_id) : null;
+      const parent: ResultAsync<ConversationRecord | null, DomainError> = parentId
+        ? conversations.get(userId, parentId).andThen((p) =>
+            p
+              ? okAsync(p)
+              : errAsync<ConversationRecord | null, DomainError>(
+                  validationFailed([{ path: 'parent_conversation_id', message: `conversation ${parentId} does not exist` }]),
+                ),
+          )
+        : okAsync(null);
+      return parent.andThen((parentRecord) => {
+        const llmModel = request.llm_model ?? parentRecord?.llm_model ?? null;
+        const sandboxId = request.sandbox_id ?? parentRecord?.sandbox_id ?? null;
+        return settings
+          .loadWithSecrets(userId)
+          .andThen((stored) => requireLlmSettings(stored, llmModel))
+          .andThen((stored) => {
+            if (!sandboxId) return specFor(stored).map((spec): { stored: StoredSettings | null; plan: Plan } => ({ stored, plan: { kind: 'new', spec } }));
+            return sandboxStore.get(userId, sandboxId).andThen((box) => {
+              if (!box || box.status === 'DELETED') return errAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({ type: 'SandboxNotFound', sandboxId });
+              const usable = planSandboxAction(box.status, 'attach');
+              if (usable.isErr()) {
+                return errAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({
+                  type: 'IllegalSandboxTransition',
+                  sandboxId,
+                  from: box.status,
+                  action: 'attach',
+                });
+              }
+              return okAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({ stored, plan: { kind: 'existing', sandbox: box } });
+            });
+          })
+          .andThen(({ stored, plan }) => {
+            const id = ids.next();
+            const record = newRecord(userId, id, {
+              ...(request.title ? { title: request.title } : {}),
+              selected_repository: request.selected_repository ?? parentRecord?.selected_repository ?? null,
+              selected_branch: request.selected_branch ?? parentRecord?.selected_branch ?? null,
+              git_provider: request.git_provider ?? parentRecord?.git_provider ?? null,
+              trigger: request.trigger ?? null,
+              pr_number: request.pr_number ?? [],
+              llm_model: llmModel ?? stored?.llm_model ?? null,
+              parent_conversation_id: parentRecord?.id ?? null,
+              launch: {
+                initial_message: request.initial_message ?? null,
+                conversation_instructions: null,
+                mcp_config: null,
+                suggested_task: null,
+                create_microagent: null,
+                replay_json: null,
+                agent_type: request.agent_type ?? 'default',
+              },
+              conversation_version: 'V1',
+            });
+            return launch(userId, record, plan, request, true);
+          })
+          .map(({ task }) => toStartTask(task));
+      });
+    },
+
+    getInfo: (userId, id) =>
+      getRecord(userId, id)
+        .andThen((record) => withContext(userId, [record]))
+        .map(([entry]) => toConversationInfo(entry!.record, entry!.sandbox, entry!.children)),
+
+    listInfo: (userId, filter, page) =>
+      conversations.search(userId, filter, page).andThen((p) =>
+        withContext(userId, p.items).map((entries) => ({
+          items: entries.map((e) => toConversationInfo(e.record, e.sandbox, e.children)),
+          next_page_id: p.next_page_id,
+        })),
+      ),
+
+    search: (userId, filter, page) =>
+      conversations.search(userId, filter, page).andThen((p) =>
+        withContext(userId, p.items).map((entries) => ({
+          items: entries.map((e) => toAppConversation(e.record, e.sandbox, e.children)),
+          next_page_id: p.next_page_id,
+        })),
+      ),
+
+    getMany: (userId, idList) =>
+      conversations.getMany(userId, idList.map(normalizeId)).andThen((records) => {
+        const present = records.filter((r): r is ConversationRecord => r !== null);
+        return withContext(userId, present).map((entries) => {
+          const byId = new Map(entries.map((e) => [e.record.id, toAppConversation(e.record, e.sandbox, e.children)]));
+          return records.map((r) => (r ? (byId.get(r.id) ?? null) : null));
+        });
+      }),
+
+    count: (userId, filter) => conversations.count(userId, filter),
+
+    delete: (userId, id) =>
+      getRecord(userId, id).andThen((record) =>
+        conversations
+          .delete(userId, record.id)
+          .andThen(() => startTasks.deleteByConversation(userId, record.id))
+          .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
+          .andThen((others) => {
+            if (!record.sandbox_id || others.length > 0) return okAsync(undefined);
+            const sandboxId = record.sandbox_id;
+            // The conversation is gone either way; a sandbox that cannot be removed now is logged, not fatal.
+            return sandboxes.delete(userId, sandboxId).orElse((e) => {
+              if (e.type !== 'SandboxNotFound' && e.type !== 'IllegalSandboxTransition') {
+                logger.warn({ sandboxId, error: e.type }, 'could not delete the sandbox of a deleted conversation');
+              }
+              return okAsync(undefined);
+            });
+          }),
+      ),
+
+    stop: (userId, id) =>
+      getRecord(userId, id).andThen((record) =>
+        transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' })
+          .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
+          .andThen((others) => {
+            const active = others.some((c) => c.status !== 'STOPPED');
+            if (!record.sandbox_id || active) return okAsync(undefined);
+            const sandboxId = record.sandbox_id;
+            return sandboxes.pause(userId, sandboxId).orElse((e) => {
+              // Paused, starting or already gone: nothing more to stop.
+              if (e.type !== 'IllegalSandboxTransition' && e.type !== 'SandboxNotFound') {
+                logger.warn({ sandboxId, error: e.type }, 'could not pause the sandbox of a stopped conversation');
+              }
+              return okAsync(undefined);
+            });
+          })
+          .map(() => ({
+            status: 'ok' as const,
+            conversation_id: record.id,
+            message: record.status === 'STOPPED' ? 'Conversation was not running' : 'Conversation stopped',
+            conversation_status: 'STOPPED' as const,
+          })),
+      ),
+
+    start: (userId, id) =>
+      getRecord(userId, id).andThen((record) =>
+        statusOf(userId, record).andThen((status) => {
+          if (status !== 'STOPPED') {
+            return okAsync({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is already running', conversation_status: status });
+          }
+          return settings
+            .loadWithSecrets(userId)
+            .andThen((stored) => (record.launch.replay_json ? ok(stored) : requireLlmSettings(stored, record.llm_model)))
+            .andThen((stored) =>
+              (record.sandbox_id ? sandboxStore.get(userId, record.sandbox_id) : okAsync(null)).andThen((box) =>
+                box && !isSandboxLost(box.status)
+                  ? okAsync<Plan, DomainError>({ kind: 'existing', sandbox: box })
+                  : specFor(stored).map((spec): Plan => ({ kind: 'new', spec })),
+              ),
+            )
+            .andThen((plan) =>
+              transition(userId, record.id, 'start', { status_detail: null }).andThen(() =>
+                launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, false),
+              ),
+            )
+            .map(() => ({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is starting', conversation_status: 'STARTING' as const }));
+        }),
+      ),
+
+    getStartTasks: (userId, idList) =>
+      startTasks.getMany(userId, idList.map(normalizeId)).map((tasks) => tasks.map((t) => (t ? toStartTask(t) : null))),
+
+    searchStartTasks: (userId, filter, page, order) =>
+      startTasks
+        .search(userId, { ...filter, ...(filter.app_conversation_id ? { app_conversation_id: normalizeId(filter.app_conversation_id) } : {}) }, page, order)
+        .map((p) => ({ items: p.items.map(toStartTask), next_page_id: p.next_page_id })),
+
+    countStartTasks: (userId, filter) =>
+      startTasks.count(userId, { ...filter, ...(filter.app_conversation_id ? { app_conversation_id: normalizeId(filter.app_conversation_id) } : {}) }),
+
+    handleSandboxGone: async (userId, sandboxId, reason) => {
+      const affected = await conversations.listBySandbox(userId, sandboxId);
+      if (affected.isErr()) {
+        logger.error({ sandboxId, error: affected.error.message }, 'could not load the conversations of a lost sandbox');
+        return;
+      }
+      for (const conversation of affected.value) {
+        if (conversation.status === 'STOPPED') continue;
+        const updated = await transition(userId, conversation.id, 'sandbox_lost', { status_detail: reason });
+        if (updated.isErr()) logger.warn({ conversationId: conversation.id, error: updated.error.type }, 'could not stop a conversation whose sandbox was lost');
+      }
+    },
+  };
+  return service;
+}
+
+function initialMessageFromV0(request: NewConversationRequest): SendMessageRequest | null {
+  const content: SendMessageRequest['content'] = [];
+  if (request.initial_user_msg) content.push({ type: 'text', text: request.initial_user_msg });
+  if (request.image_urls && request.image_urls.length > 0) content.push({ type: 'image', image_urls: request.image_urls });
+  return content.length > 0 ? { role: 'user', content, run: true } : null;
+}

@@ -1,0 +1,130 @@
+import { match } from 'ts-pattern';
+
+/** A field-level problem found while validating input. `path` is dotted (`mcp_config.sse_servers.0.url`). */
+export interface FieldIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * Everything a service can refuse or fail with. Plain data, so it serialises and
+ * `ts-pattern` can match it exhaustively at the edge (HTTP, CLI, ...).
+ * Programmer errors are thrown instead and never appear here.
+ */
+export type DomainError =
+  | { readonly type: 'ValidationFailed'; readonly message: string; readonly issues: readonly FieldIssue[] }
+  | { readonly type: 'SettingsNotFound' }
+  | { readonly type: 'SettingsRequired'; readonly missing: 'settings' | 'llm_model' | 'llm_api_key' }
+  | { readonly type: 'ConversationNotFound'; readonly conversationId: string }
+  | { readonly type: 'ConversationIdTaken'; readonly conversationId: string }
+  | { readonly type: 'IllegalConversationTransition'; readonly conversationId: string; readonly from: string; readonly event: string }
+  | { readonly type: 'StartTaskNotFound'; readonly taskId: string }
+  | { readonly type: 'SandboxNotFound'; readonly sandboxId: string }
+  | { readonly type: 'SandboxSpecNotFound'; readonly specId: string }
+  | { readonly type: 'IllegalSandboxTransition'; readonly sandboxId: string; readonly from: string; readonly action: string }
+  | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
+  | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
+  | { readonly type: 'StoreUnavailable'; readonly operation: string; readonly message: string };
+
+export type DomainErrorType = DomainError['type'];
+
+/** Stable machine code and a human sentence for every domain error. */
+export function explainDomainError(error: DomainError): { code: string; message: string } {
+  return match(error)
+    .with({ type: 'ValidationFailed' }, (e) => ({ code: 'VALIDATION_FAILED', message: e.message }))
+    .with({ type: 'SettingsNotFound' }, () => ({
+      code: 'SETTINGS_NOT_FOUND',
+      message: 'No settings are stored for this user yet; store them with POST /api/settings.',
+    }))
+    .with({ type: 'SettingsRequired' }, (e) =>
+      match(e.missing)
+        .with('settings', () => ({
+          code: 'SETTINGS_REQUIRED',
+          message: 'Store settings (at least llm_model and llm_api_key) with POST /api/settings before starting a conversation.',
+        }))
+        .with('llm_model', () => ({
+          code: 'LLM_MODEL_REQUIRED',
+          message: 'The stored settings have no llm_model; set one with POST /api/settings before starting a conversation.',
+        }))
+        .with('llm_api_key', () => ({
+          code: 'LLM_API_KEY_REQUIRED',
+          message: 'The stored settings have no llm_api_key; set one with POST /api/settings before starting a conversation.',
+        }))
+        .exhaustive(),
+    )
+    .with({ type: 'ConversationNotFound' }, (e) => ({
+      code: 'CONVERSATION_NOT_FOUND',
+      message: `Conversation ${e.conversationId} was not found.`,
+    }))
+    .with({ type: 'ConversationIdTaken' }, (e) => ({
+      code: 'CONVERSATION_ID_TAKEN',
+      message: `A conversation with id ${e.conversationId} already exists; choose another id or omit it.`,
+    }))
+    .with({ type: 'IllegalConversationTransition' }, (e) => ({
+      code: 'ILLEGAL_CONVERSATION_TRANSITION',
+      message: `Conversation ${e.conversationId} is ${e.from}; it cannot ${e.event.replaceAll('_', ' ')}.`,
+    }))
+    .with({ type: 'StartTaskNotFound' }, (e) => ({
+      code: 'START_TASK_NOT_FOUND',
+      message: `Start task ${e.taskId} was not found.`,
+    }))
+    .with({ type: 'SandboxNotFound' }, (e) => ({
+      code: 'SANDBOX_NOT_FOUND',
+      message: `Sandbox ${e.sandboxId} was not found.`,
+    }))
+    .with({ type: 'SandboxSpecNotFound' }, (e) => ({
+      code: 'SANDBOX_SPEC_NOT_FOUND',
+      message: `Sandbox spec ${e.specId} does not exist; list the available specs with GET /api/v1/sandbox-specs/search.`,
+    }))
+    .with({ type: 'IllegalSandboxTransition' }, (e) => ({
+      code: 'ILLEGAL_SANDBOX_TRANSITION',
+      message: `Sandbox ${e.sandboxId} is ${e.from}; it cannot be ${pastTense(e.action)}.`,
+    }))
+    .with({ type: 'SandboxRuntimeFailed' }, (e) => ({
+      code: 'SANDBOX_RUNTIME_FAILED',
+      message: `The sandbox runtime failed to ${e.operation} sandbox ${e.sandboxId}: ${e.message}`,
+    }))
+    .with({ type: 'SandboxesUnavailable' }, (e) => ({
+      code: 'SANDBOXES_UNAVAILABLE',
+      message: `Sandboxes are unavailable on this server: ${e.reason}`,
+    }))
+    .with({ type: 'StoreUnavailable' }, (e) => ({
+      code: 'STORE_UNAVAILABLE',
+      message: `Storage failed during ${e.operation}; nothing was changed by this request. Try again.`,
+    }))
+    .exhaustive();
+}
+
+function pastTense(action: string): string {
+  switch (action) {
+    case 'pause':
+      return 'paused';
+    case 'resume':
+      return 'resumed';
+    case 'delete':
+      return 'deleted';
+    case 'start':
+      return 'started';
+    case 'attach':
+      return 'used for a new conversation; start a new sandbox instead';
+    default:
+      return action;
+  }
+}
+
+export const validationFailed = (issues: readonly FieldIssue[], message?: string): DomainError => ({
+  type: 'ValidationFailed',
+  message:
+    message ??
+    `Invalid input: ${issues
+      .slice(0, 5)
+      .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+      .join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`,
+  issues,
+});
+
+export const storeUnavailable = (operation: string, cause: unknown): DomainError => ({
+  type: 'StoreUnavailable',
+  operation,
+  message: cause instanceof Error ? cause.message : String(cause),
+});

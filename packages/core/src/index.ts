@@ -1,0 +1,45 @@
+/**
+ * @acs/core: the framework-agnostic domain of the Agent Conversation Service.
+ *
+ * Compose a service from ports (stores, a sandbox runtime, clock, ids, logger):
+ *
+ * ```ts
+ * const service = createAgentConversationService({ settings, conversations, startTasks, sandboxes, sandboxSpecs, runtime });
+ * const view = await service.settings.load('alice'); // ResultAsync<SettingsView, DomainError>
+ * ```
+ */
+export * from './errors.js';
+export * from './ids.js';
+export * from './clock.js';
+export * from './logger.js';
+export * from './pagination.js';
+export * from './validation.js';
+export type { StoreFailure } from './store-failure.js';
+
+export * from './mcp/schema.js';
+export { splitShellWords } from './mcp/shell-words.js';
+
+export * from './settings/schema.js';
+export { applySettingsInput } from './settings/merge.js';
+export { toSettingsView } from './settings/view.js';
+export type { SettingsStore } from './settings/store.js';
+export type { SettingsService } from './settings/service.js';
+
+export * from './sandbox/schema.js';
+export * from './sandbox/state.js';
+export type * from './sandbox/runtime.js';
+export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
+export type { SandboxService, SandboxServiceOptions } from './sandbox/service.js';
+
+export * from './conversation/schema.js';
+export * from './conversation/state.js';
+export { toAppConversation, toConversationInfo } from './conversation/view.js';
+export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
+export {
+  DEFAULT_KEYLESS_MODEL_PREFIXES,
+  type ConversationService,
+  type ConversationServiceOptions,
+  type ConversationStatusResponse,
+} from './conversation/service.js';
+
+export * from './service.js';

@@ -1,0 +1,296 @@
+import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import type { BackgroundTasks } from '../background.js';
+import type { Clock } from '../clock.js';
+import type { DomainError } from '../errors.js';
+import type { IdGenerator } from '../ids.js';
+import type { Logger } from '../logger.js';
+import type { Page, PageRequest } from '../pagination.js';
+import type { RuntimeObservation, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
+import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
+import { isSandboxLost, planSandboxAction, statusAfterObservation, type SandboxAction } from './state.js';
+import type { SandboxSpecCatalog, SandboxStore } from './store.js';
+
+export interface SandboxServiceOptions {
+  /** How long a sandbox may take to answer before it is marked ERROR. Default 120 s. */
+  startTimeoutMs?: number;
+  /** How often a starting sandbox is inspected. Default 250 ms. */
+  pollIntervalMs?: number;
+}
+
+export interface SandboxServiceDeps {
+  sandboxes: SandboxStore;
+  specs: SandboxSpecCatalog;
+  runtime: SandboxRuntime;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  background: BackgroundTasks;
+  options?: SandboxServiceOptions;
+  /** Called once when a sandbox becomes unusable (ERROR, MISSING, deleted). */
+  onSandboxGone?: (userId: string, sandboxId: string, reason: string) => Promise<void>;
+}
+
+export interface SandboxService {
+  /** Creates a sandbox from a spec (the default when absent). Returns at once, STARTING; it comes up in the background. */
+  start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, DomainError>;
+  /** Creates a sandbox from an already resolved spec and returns its record. */
+  startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, DomainError>;
+  get(userId: string, id: string): ResultAsync<SandboxInfo, DomainError>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxInfo | null)[], DomainError>;
+  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxInfo>, DomainError>;
+  pause(userId: string, id: string): ResultAsync<void, DomainError>;
+  resume(userId: string, id: string): ResultAsync<void, DomainError>;
+  delete(userId: string, id: string): ResultAsync<void, DomainError>;
+  /** The spec to use: by id, or the catalog default. */
+  resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, DomainError>;
+  /** An ad-hoc spec for an image (from `sandbox_base_container_image`), based on the default spec. */
+  specForImage(image: string): ResultAsync<SandboxSpec, DomainError>;
+  /**
+   * Resolves when the sandbox has settled (RUNNING, PAUSED, ERROR, MISSING or deleted),
+   * waiting for start-up in progress. Null when it does not exist for this user.
+   */
+  whenSettled(userId: string, id: string): Promise<SandboxRecord | null>;
+  /** The stored record, tombstones included (for services that compose this one). */
+  record(userId: string, id: string): ResultAsync<SandboxRecord | null, DomainError>;
+}
+
+export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
+  const { sandboxes, specs, runtime, clock, ids, logger, background } = deps;
+  const startTimeoutMs = deps.options?.startTimeoutMs ?? 120_000;
+  const pollIntervalMs = deps.options?.pollIntervalMs ?? 250;
+  const settling = new Map<string, Promise<SandboxRecord | null>>();
+
+  const runtimeFailure =
+    (sandboxId: string, operation: string) =>
+    (e: SandboxRuntimeError): DomainError =>
+      e.kind === 'unavailable'
+        ? { type: 'SandboxesUnavailable', reason: e.message }
+        : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
+
+  /** Stores what the runtime reported; tells the conversation side once when the sandbox is lost. */
+  const applyObservation = (
+    userId: string,
+    id: string,
+    observation: RuntimeObservation,
+  ): ResultAsync<SandboxRecord | null, DomainError> => {
+    let lostNow = false;
+    return sandboxes
+      .update(userId, id, (current): Result<SandboxRecord, never> => {
+        const status = statusAfterObservation(current.status, observation.state);
+        lostNow = !isSandboxLost(current.status) && isSandboxLost(status);
+        if (status === current.status && observation.detail === current.status_detail && sameUrls(current, observation)) {
+          return ok(current);
+        }
+        return ok({
+          ...current,
+          status,
+          status_detail: observation.detail,
+          exposed_urls: observation.exposed_urls,
+          updated_at: clock.now(),
+        });
+      })
+      .andThen((record) => {
+        if (record && lostNow && deps.onSandboxGone) {
+          const reason = `sandbox ${record.status === 'MISSING' ? 'vanished' : 'failed'}${record.status_detail ? `: ${record.status_detail}` : ''}`;
+          return ResultAsync.fromSafePromise(deps.onSandboxGone(userId, id, reason)).map(() => record);
+        }
+        return okAsync(record);
+      });
+  };
+
+  const markError = (userId: string, id: string, detail: string) =>
+    applyObservation(userId, id, { state: 'error', detail, exposed_urls: [] });
+
+  /** Polls the runtime until the sandbox is no longer starting, or marks it ERROR after the timeout. */
+  const awaitRunning = async (userId: string, id: string): Promise<SandboxRecord | null> => {
+    const attempts = Math.max(1, Math.ceil(startTimeoutMs / pollIntervalMs));
+    for (let i = 0; i < attempts && !background.closed; i++) {
+      const inspected = await runtime.inspect(id);
+      if (inspected.isErr()) {
+        const marked = await markError(userId, id, `could not inspect the sandbox: ${inspected.error.message}`);
+        return marked.unwrapOr(null);
+      }
+      const applied = await applyObservation(userId, id, inspected.value);
+      if (applied.isErr()) return null;
+      const record = applied.value;
+      if (!record || record.status !== 'STARTING') return record;
+      await clock.sleep(pollIntervalMs, background.signal);
+    }
+    if (background.closed) return (await sandboxes.get(userId, id)).unwrapOr(null);
+    const marked = await markError(
+      userId,
+      id,
+      `the sandbox did not become ready within ${Math.round(startTimeoutMs / 1000)} s; check that its image starts and stays up, then delete it and start a new one`,
+    );
+    return marked.unwrapOr(null);
+  };
+
+  const track = (id: string, work: () => Promise<SandboxRecord | null>): void => {
+    let done!: (record: SandboxRecord | null) => void;
+    settling.set(id, new Promise((resolve) => (done = resolve)));
+    background.spawn(`sandbox ${id}`, async () => {
+      try {
+        done(await work());
+      } finally {
+        settling.delete(id);
+      }
+    });
+  };
+
+  const bringUp = async (record: SandboxRecord): Promise<SandboxRecord | null> => {
+    const created = await runtime.create({
+      sandbox_id: record.id,
+      user_id: record.user_id,
+      spec: record.spec,
+      env: { ...record.spec.initial_env },
+    });
+    if (created.isErr()) {
+      logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
+      return (await markError(record.user_id, record.id, created.error.message)).unwrapOr(null);
+    }
+    const applied = await applyObservation(record.user_id, record.id, created.value);
+    const current = applied.unwrapOr(null);
+    if (current?.status === 'DELETED') {
+      // Deleted while it was being created: make sure nothing is left running.
+      await runtime.delete(record.id);
+      return current;
+    }
+    if (current?.status !== 'STARTING') return current;
+    return awaitRunning(record.user_id, record.id);
+  };
+
+  const visible = (record: SandboxRecord | null): record is SandboxRecord => record !== null && record.status !== 'DELETED';
+
+  /** Reads the runtime's view of a sandbox we are not already watching, and stores it. */
+  const refresh = (record: SandboxRecord): ResultAsync<SandboxRecord, DomainError> => {
+    if (settling.has(record.id) || !['RUNNING', 'PAUSED', 'STARTING'].includes(record.status)) return okAsync(record);
+    return ResultAsync.fromSafePromise(runtime.inspect(record.id)).andThen((inspected) => {
+      if (inspected.isErr()) {
+        logger.warn({ sandboxId: record.id, reason: inspected.error.message }, 'could not refresh sandbox status');
+        return okAsync(record);
+      }
+      return applyObservation(record.user_id, record.id, inspected.value).map((updated) => updated ?? record);
+    });
+  };
+
+  const act = (userId: string, id: string, action: SandboxAction): ResultAsync<SandboxRecord | 'noop', DomainError> =>
+    sandboxes.get(userId, id).andThen((record) => {
+      if (!record) return errAsync<SandboxRecord | 'noop', DomainError>({ type: 'SandboxNotFound', sandboxId: id });
+      const plan = planSandboxAction(record.status, action);
+      if (plan.isErr()) {
+        return errAsync<SandboxRecord | 'noop', DomainError>(
+          record.status === 'DELETED' && action === 'delete'
+            ? { type: 'SandboxNotFound', sandboxId: id }
+            : { type: 'IllegalSandboxTransition', sandboxId: id, from: record.status, action },
+        );
+      }
+      return okAsync<SandboxRecord | 'noop', DomainError>(plan.value === 'noop' ? 'noop' : record);
+    });
+
+  const service: SandboxService = {
+    resolveSpec: (specId) =>
+      specId
+        ? specs.get(specId).andThen((spec) => (spec ? okAsync(spec) : errAsync<SandboxSpec, DomainError>({ type: 'SandboxSpecNotFound', specId })))
+        : specs.getDefault(),
+
+    specForImage: (image) =>
+      specs.getDefault().map((base) => ({
+        ...base,
+        id: image,
+        image,
+        description: 'Ad-hoc spec from the sandbox_base_container_image setting',
+      })),
+
+    startFromSpec: (userId, spec) => {
+      const now = clock.now();
+      const record: SandboxRecord = {
+        id: ids.next(),
+        user_id: userId,
+        sandbox_spec_id: spec.id,
+        spec,
+        status: 'STARTING',
+        status_detail: null,
+        exposed_urls: [],
+        created_at: now,
+        updated_at: now,
+      };
+      return sandboxes.insert(record).map(() => {
+        track(record.id, () => bringUp(record));
+        return record;
+      });
+    },
+
+    start: (userId, specId) => service.resolveSpec(specId).andThen((spec) => service.startFromSpec(userId, spec)).map(toSandboxInfo),
+
+    get: (userId, id) =>
+      sandboxes
+        .get(userId, id)
+        .andThen((record) => (visible(record) ? refresh(record) : errAsync<SandboxRecord, DomainError>({ type: 'SandboxNotFound', sandboxId: id })))
+        .map(toSandboxInfo),
+
+    getMany: (userId, idList) =>
+      sandboxes
+        .getMany(userId, idList)
+        .andThen((records) =>
+          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r).map((x): SandboxInfo | null => toSandboxInfo(x)) : okAsync<SandboxInfo | null, DomainError>(null)))),
+        ),
+
+    search: (userId, page) => sandboxes.search(userId, page).map((p) => ({ items: p.items.map(toSandboxInfo), next_page_id: p.next_page_id })),
+
+    pause: (userId, id) =>
+      act(userId, id, 'pause').andThen((target) =>
+        target === 'noop'
+          ? okAsync(undefined)
+          : runtime
+              .pause(id)
+              .mapErr(runtimeFailure(id, 'pause'))
+              .andThen((obs) => applyObservation(userId, id, obs))
+              .map(() => undefined),
+      ),
+
+    resume: (userId, id) =>
+      act(userId, id, 'resume').andThen((target) => {
+        if (target === 'noop') return okAsync(undefined);
+        return runtime
+          .resume(id)
+          .mapErr(runtimeFailure(id, 'resume'))
+          .andThen((obs) => applyObservation(userId, id, obs))
+          .map((record) => {
+            if (record?.status === 'STARTING' && !settling.has(id)) track(id, () => awaitRunning(userId, id));
+          });
+      }),
+
+    delete: (userId, id) =>
+      act(userId, id, 'delete').andThen((target) =>
+        target === 'noop'
+          ? okAsync(undefined)
+          : runtime
+              .delete(id)
+              .mapErr(runtimeFailure(id, 'delete'))
+              .andThen(() =>
+                sandboxes.update(userId, id, (current): Result<SandboxRecord, never> =>
+                  ok({ ...current, status: 'DELETED', status_detail: 'deleted', exposed_urls: [], updated_at: clock.now() }),
+                ),
+              )
+              .andThen(() =>
+                deps.onSandboxGone ? ResultAsync.fromSafePromise(deps.onSandboxGone(userId, id, 'sandbox deleted')) : okAsync(undefined),
+              )
+              .map(() => undefined),
+      ),
+
+    whenSettled: async (userId, id) => {
+      const inFlight = settling.get(id);
+      if (inFlight) return inFlight;
+      const record = (await sandboxes.get(userId, id)).unwrapOr(null);
+      if (record?.status !== 'STARTING') return record;
+      return awaitRunning(userId, id);
+    },
+
+    record: (userId, id) => sandboxes.get(userId, id),
+  };
+  return service;
+}
+
+function sameUrls(record: SandboxRecord, observation: RuntimeObservation): boolean {
+  return JSON.stringify(record.exposed_urls) === JSON.stringify(observation.exposed_urls);
+}

@@ -1,0 +1,34 @@
+import type { Result, ResultAsync } from 'neverthrow';
+import type { Page, PageRequest } from '../pagination.js';
+import type { StoreFailure } from '../store-failure.js';
+import type { SandboxRecord, SandboxSpec } from './schema.js';
+
+/**
+ * Keeps sandbox records. Every read and write is scoped to one user: a record of
+ * another user behaves exactly like a missing one. `search` never lists DELETED
+ * tombstones; `get`/`getMany` return them so the service can explain why an
+ * action on a deleted sandbox is refused.
+ */
+export interface SandboxStore {
+  insert(record: SandboxRecord): ResultAsync<void, StoreFailure>;
+  get(userId: string, id: string): ResultAsync<SandboxRecord | null, StoreFailure>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure>;
+  /**
+   * Applies `mutate` to the current record atomically (no other update of the same
+   * record interleaves). Resolves to null when the record does not exist for this user.
+   */
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: SandboxRecord) => Result<SandboxRecord, E>,
+  ): ResultAsync<SandboxRecord | null, E | StoreFailure>;
+  /** Newest first by (created_at, id); DELETED excluded. */
+  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure>;
+}
+
+/** The sandbox specs a server offers. The first one listed is the default. */
+export interface SandboxSpecCatalog {
+  list(page: PageRequest): ResultAsync<Page<SandboxSpec>, StoreFailure>;
+  get(id: string): ResultAsync<SandboxSpec | null, StoreFailure>;
+  getDefault(): ResultAsync<SandboxSpec, StoreFailure>;
+}

@@ -1,0 +1,98 @@
+import { BackgroundTasks } from './background.js';
+import { systemClock, type Clock } from './clock.js';
+import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
+import type { ConversationStore, StartTaskStore } from './conversation/store.js';
+import { randomIdGenerator, type IdGenerator } from './ids.js';
+import { silentLogger, type Logger } from './logger.js';
+import type { SandboxRuntime } from './sandbox/runtime.js';
+import { createSandboxService, type SandboxService, type SandboxServiceOptions } from './sandbox/service.js';
+import type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
+import type { SandboxSpec } from './sandbox/schema.js';
+import type { Page, PageRequest } from './pagination.js';
+import { ResultAsync } from 'neverthrow';
+import type { DomainError } from './errors.js';
+import { createSettingsService, type SettingsService } from './settings/service.js';
+import type { SettingsStore } from './settings/store.js';
+
+/** Everything the service needs from the outside world. Adapters provide these. */
+export interface AgentConversationServicePorts {
+  settings: SettingsStore;
+  conversations: ConversationStore;
+  startTasks: StartTaskStore;
+  sandboxes: SandboxStore;
+  sandboxSpecs: SandboxSpecCatalog;
+  runtime: SandboxRuntime;
+  clock?: Clock;
+  ids?: IdGenerator;
+  logger?: Logger;
+}
+
+export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {}
+
+export interface SandboxSpecService {
+  search(page: PageRequest): ResultAsync<Page<SandboxSpec>, DomainError>;
+  getMany(ids: readonly string[]): ResultAsync<(SandboxSpec | null)[], DomainError>;
+}
+
+/** The whole domain, ready to be bound to HTTP (or anything else). */
+export interface AgentConversationService {
+  readonly settings: SettingsService;
+  readonly conversations: ConversationService;
+  readonly sandboxes: SandboxService;
+  readonly sandboxSpecs: SandboxSpecService;
+  /** Resolves when no background work (sandbox start-up, start pipelines) is left. */
+  idle(): Promise<void>;
+  /** Stops background waits and drains them. Call on shutdown. */
+  close(): Promise<void>;
+}
+
+export function createAgentConversationService(
+  ports: AgentConversationServicePorts,
+  options: AgentConversationServiceOptions = {},
+): AgentConversationService {
+  const clock = ports.clock ?? systemClock;
+  const ids = ports.ids ?? randomIdGenerator;
+  const logger = ports.logger ?? silentLogger;
+  const background = new BackgroundTasks(logger);
+  const settings = createSettingsService(ports.settings);
+
+  // The two services refer to each other: a lost sandbox stops its conversations.
+  let conversations: ConversationService | undefined;
+  const sandboxes = createSandboxService({
+    sandboxes: ports.sandboxes,
+    specs: ports.sandboxSpecs,
+    runtime: ports.runtime,
+    clock,
+    ids,
+    logger,
+    background,
+    options,
+    onSandboxGone: (userId, sandboxId, reason) => conversations?.handleSandboxGone(userId, sandboxId, reason) ?? Promise.resolve(),
+  });
+  conversations = createConversationService({
+    conversations: ports.conversations,
+    startTasks: ports.startTasks,
+    sandboxStore: ports.sandboxes,
+    sandboxes,
+    settings,
+    clock,
+    ids,
+    logger,
+    background,
+    options,
+  });
+
+  const sandboxSpecs: SandboxSpecService = {
+    search: (page) => ports.sandboxSpecs.list(page),
+    getMany: (idList) => ResultAsync.combine(idList.map((id) => ports.sandboxSpecs.get(id))),
+  };
+
+  return {
+    settings,
+    conversations,
+    sandboxes,
+    sandboxSpecs,
+    idle: () => background.idle(),
+    close: () => background.close(),
+  };
+}
