@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+export interface StandaloneConfig {
+  port: number;
+  host: string;
+  /** API key → user id. */
+  apiKeys: Record<string, string>;
+  /** Set when SESSION_API_KEY was not given and one was generated for user `default`. */
+  generatedKey: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  allowClientConversationIds: boolean;
+}
+
+const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  SESSION_API_KEY: KEY.optional(),
+  ACS_API_KEYS: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(['true', 'false', '1', '0']).default('false'),
+});
+
+/** Reads the configuration from the environment; throws an Error that says what to fix. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConfig {
+  const blankToUndefined = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
+  const parsed = EnvSchema.safeParse(blankToUndefined);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  const apiKeys: Record<string, string> = {};
+  const addKey = (key: string, userId: string, source: string) => {
+    const checked = KEY.safeParse(key);
+    if (!checked.success) throw new Error(`Invalid configuration: ${source}: ${checked.error.issues[0]?.message}`);
+    if (apiKeys[key] !== undefined && apiKeys[key] !== userId) throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
+    apiKeys[key] = userId;
+  };
+  let generatedKey: string | null = null;
+  if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, 'default', 'SESSION_API_KEY');
+  for (const pair of (e.ACS_API_KEYS ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const colon = pair.indexOf(':');
+    if (colon <= 0 || colon === pair.length - 1) throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
+    addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
+  }
+  if (!e.SESSION_API_KEY) {
+    generatedKey = randomBytes(24).toString('base64url');
+    apiKeys[generatedKey] = 'default';
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    apiKeys,
+    generatedKey,
+    logLevel: e.LOG_LEVEL,
+    allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
+  };
+}

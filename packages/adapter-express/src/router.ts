@@ -1,0 +1,177 @@
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { silentLogger, toFieldIssues, validationFailed, type AgentConversationService, type FieldIssue, type Logger } from '@acs/core';
+import { z } from 'zod';
+import { apiKeyAuthenticator, type Authenticate } from './auth.js';
+import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
+import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
+import { toExpressPath, type RouteDefinition } from './route.js';
+import { buildRoutes } from './routes.js';
+
+export interface AcsRouterOptions {
+  /** Who is calling: return a user id or null (401). Takes precedence over apiKeys. */
+  authenticate?: Authenticate;
+  /** The default authenticator: X-Session-API-Key value → user id. */
+  apiKeys?: Readonly<Record<string, string>>;
+  /** Largest accepted JSON body (default 1 MiB). */
+  bodyLimit?: number;
+  logger?: Logger;
+  openApi?: OpenApiInfo;
+}
+
+const USER = Symbol('acs.user');
+type WithUser = Request & { [USER]?: string };
+
+/**
+ * The whole HTTP interface as an Express router. Mount it where you like
+ * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
+ * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
+ */
+export function createAcsRouter(service: AgentConversationService, options: AcsRouterOptions = {}): Router {
+  const authenticate = options.authenticate ?? (options.apiKeys ? apiKeyAuthenticator(options.apiKeys) : null);
+  if (!authenticate) {
+    throw new Error('createAcsRouter needs `authenticate` (your own auth) or `apiKeys` (X-Session-API-Key → user id).');
+  }
+  const logger = options.logger ?? silentLogger;
+  const bodyLimit = options.bodyLimit ?? 1024 * 1024;
+  const routes = buildRoutes(service);
+  let document: OpenApiDocument | undefined;
+  const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
+  const parseJson = express.json({ limit: bodyLimit, strict: true, type: () => true });
+
+  const router = express.Router();
+
+  router.use((req, res, next) => {
+    const started = performance.now();
+    res.on('finish', () => {
+      logger.info(
+        { method: req.method, path: req.baseUrl + req.path, status: res.statusCode, ms: Math.round(performance.now() - started), user: (req as WithUser)[USER] ?? null },
+        'request',
+      );
+    });
+    next();
+  });
+
+  for (const route of routes.filter((r) => !r.authenticated)) {
+    router[route.method](toExpressPath(route.path), handlerFor(route));
+  }
+
+  router.use('/api', (req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    Promise.resolve(authenticate(req)).then(
+      (userId) => {
+        if (!userId) {
+          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header.');
+          return;
+        }
+        (req as WithUser)[USER] = userId;
+        next();
+      },
+      (error: unknown) => next(error),
+    );
+  });
+
+  router.get('/api/openapi.json', (_req, res) => {
+    res.json(openApiDocument());
+  });
+
+  for (const route of routes.filter((r) => r.authenticated)) {
+    router[route.method](toExpressPath(route.path), handlerFor(route));
+  }
+
+  const matchers = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i') }));
+  router.use('/api', (req, res) => {
+    const path = req.baseUrl.slice(req.baseUrl.lastIndexOf('/api')) + req.path;
+    const allowed = matchers.filter((m) => m.pattern.test(path)).map((m) => m.method);
+    if (allowed.length > 0) {
+      res.set('Allow', [...new Set(allowed)].join(', '));
+      sendError(res, 405, HTTP_ERROR_CODES.METHOD_NOT_ALLOWED, `${req.method} is not allowed here; use ${[...new Set(allowed)].join(' or ')}.`);
+      return;
+    }
+    sendError(res, 404, HTTP_ERROR_CODES.ROUTE_NOT_FOUND, `There is no route ${req.method} ${path}; see /api/openapi.json.`);
+  });
+
+  router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    const type = (error as { type?: unknown } | null)?.type;
+    switch (type) {
+      case 'entity.parse.failed':
+        sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is not valid JSON.');
+        return;
+      case 'entity.too.large':
+        sendError(res, 413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE, `The request body is larger than ${bodyLimit} bytes.`);
+        return;
+      case 'charset.unsupported':
+      case 'encoding.unsupported':
+        sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as UTF-8 JSON (Content-Type: application/json).');
+        return;
+      case 'request.aborted':
+      case 'request.size.invalid':
+        sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body was incomplete.');
+        return;
+      default:
+        logger.error({ method: req.method, path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'unhandled error');
+        sendError(res, 500, HTTP_ERROR_CODES.INTERNAL_ERROR, 'The server failed to handle this request; it has been logged.');
+    }
+  });
+
+  return router;
+
+  function handlerFor(route: RouteDefinition) {
+    const acceptsBody = !(route.body instanceof z.ZodUndefined);
+    return (req: Request, res: Response, next: NextFunction) => {
+      const withBody = acceptsBody && requestHasBody(req);
+      if (withBody && !req.is(['application/json', 'application/*+json'])) {
+        sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+        return;
+      }
+      if (!withBody && route.bodyRequired) {
+        if (req.get('content-type') && !req.is(['application/json', 'application/*+json'])) {
+          sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+        } else if (req.get('content-type')) {
+          sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is empty; send a JSON object.');
+        } else {
+          sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'This route needs a JSON body with Content-Type: application/json.');
+        }
+        return;
+      }
+      const run = () => {
+        const issues: FieldIssue[] = [];
+        const params = parsePart(route.params, req.params, 'path', issues);
+        const query = parsePart(route.query, req.query, 'query', issues);
+        const body = parsePart(route.body, withBody ? (req.body as unknown) : undefined, null, issues);
+        if (issues.length > 0) {
+          sendDomainError(res, validationFailed(issues));
+          return;
+        }
+        route
+          .handle({ userId: (req as WithUser)[USER] ?? '', params, query, body })
+          .match(
+            (value) => {
+              res.status(route.success.status).json(value);
+            },
+            (error) => sendDomainError(res, error),
+          )
+          .catch(next);
+      };
+      if (withBody) parseJson(req, res, (error?: unknown) => (error ? next(error) : run()));
+      else run();
+    };
+  }
+}
+
+function requestHasBody(req: Request): boolean {
+  const length = req.get('content-length');
+  return req.get('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
+}
+
+function parsePart(schema: z.ZodType, value: unknown, prefix: string | null, issues: FieldIssue[]): unknown {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const issue of toFieldIssues(parsed.error)) {
+    issues.push({ path: prefix ? (issue.path ? `${prefix}.${issue.path}` : prefix) : issue.path, message: issue.message });
+  }
+  return undefined;
+}

@@ -1,0 +1,463 @@
+import {
+  AppConversationSchema,
+  AppConversationStartRequestSchema,
+  ConversationInfoSchema,
+  ConversationStatusSchema,
+  ConversationTriggerSchema,
+  NewConversationRequestSchema,
+  NewConversationResponseSchema,
+  SandboxInfoSchema,
+  SandboxSpecSchema,
+  SettingsInputSchema,
+  SettingsViewSchema,
+  StartSandboxRequestSchema,
+  StartTaskSchema,
+  validationFailed,
+  type AgentConversationService,
+  type DomainError,
+  type Page,
+  type PageRequest,
+} from '@acs/core';
+import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { z } from 'zod';
+import { booleanParam, idList, pageIdParam, pageRequestOf, pagingQuery, limitParam, timestampParam } from './query.js';
+import { defineRoute, type RouteDefinition } from './route.js';
+
+const pageOf = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
+
+const conversationIdParams = z.object({ conversation_id: z.string().min(1).max(100) });
+const sandboxIdParams = z.object({ sandbox_id: z.string().min(1).max(128) });
+const SuccessSchema = z.object({ success: z.literal(true) });
+const MessageSchema = z.object({ message: z.string() });
+const CountSchema = z.int().min(0);
+
+const ConversationStatusResponseSchema = z.object({
+  status: z.literal('ok'),
+  conversation_id: z.string(),
+  message: z.string().nullable(),
+  conversation_status: ConversationStatusSchema,
+});
+
+const conversationFilterQuery = {
+  title__contains: z.string().max(200).optional().meta({ description: 'Case-insensitive substring of the title.' }),
+  created_at__gte: timestampParam,
+  created_at__lt: timestampParam,
+  updated_at__gte: timestampParam,
+  updated_at__lt: timestampParam,
+  include_sub_conversations: booleanParam,
+};
+
+const toFilter = (q: {
+  title__contains?: string | undefined;
+  created_at__gte?: string | undefined;
+  created_at__lt?: string | undefined;
+  updated_at__gte?: string | undefined;
+  updated_at__lt?: string | undefined;
+  include_sub_conversations?: boolean | undefined;
+}) => ({
+  ...(q.title__contains !== undefined ? { title_contains: q.title__contains } : {}),
+  ...(q.created_at__gte !== undefined ? { created_at_gte: q.created_at__gte } : {}),
+  ...(q.created_at__lt !== undefined ? { created_at_lt: q.created_at__lt } : {}),
+  ...(q.updated_at__gte !== undefined ? { updated_at_gte: q.updated_at__gte } : {}),
+  ...(q.updated_at__lt !== undefined ? { updated_at_lt: q.updated_at__lt } : {}),
+  ...(q.include_sub_conversations !== undefined ? { include_sub_conversations: q.include_sub_conversations } : {}),
+});
+
+/** Runs `list` with the decoded page, or refuses a page id this server never issued. */
+function paged<T>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, DomainError>) {
+  const page = pageRequestOf(query);
+  if ('invalidPageId' in page) {
+    return errAsync<Page<T>, DomainError>(
+      validationFailed([{ path: 'query.page_id', message: 'is not a page id issued by this server; use next_page_id from the previous page' }]),
+    );
+  }
+  return list(page);
+}
+
+const ok = okAsync;
+
+/** Every route of the service, in registration order (literal paths before parameterised ones). */
+export function buildRoutes(service: AgentConversationService): RouteDefinition[] {
+  const { settings, conversations, sandboxes, sandboxSpecs } = service;
+  return [
+    // ---- health (open) ----
+    defineRoute({
+      method: 'get',
+      path: '/alive',
+      operationId: 'alive',
+      summary: 'Liveness probe',
+      tags: ['health'],
+      authenticated: false,
+      success: { status: 200, description: 'The process is up.', schema: z.object({ status: z.literal('ok') }) },
+      errors: [],
+      handle: () => ok({ status: 'ok' }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      operationId: 'health',
+      summary: 'Health probe',
+      tags: ['health'],
+      authenticated: false,
+      success: { status: 200, description: 'The service answers.', schema: z.literal('OK') },
+      errors: [],
+      handle: () => ok('OK'),
+    }),
+
+    // ---- V0 settings ----
+    defineRoute({
+      method: 'post',
+      path: '/api/settings',
+      operationId: 'storeSettings',
+      summary: 'Store Settings',
+      description:
+        'Merges the body into the stored settings. An absent field keeps its value. For llm_api_key, search_api_key, sandbox_api_key, llm_model and llm_base_url, null keeps the stored value and "" clears it. secrets_store entries merge one by one (null removes an entry). Unknown keys are ignored.',
+      tags: ['settings'],
+      body: SettingsInputSchema,
+      success: { status: 200, description: 'Settings stored.', schema: MessageSchema },
+      errors: [422],
+      handle: ({ userId, body }) => settings.store(userId, body).map(() => ({ message: 'Settings stored' })),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/settings',
+      operationId: 'loadSettings',
+      summary: 'Load Settings',
+      description: 'Every field with defaults applied. Secret values are never returned; the *_set fields say whether they are stored. 404 until settings are stored.',
+      tags: ['settings'],
+      success: { status: 200, description: 'Successful Response', schema: SettingsViewSchema },
+      errors: [404],
+      handle: ({ userId }) => settings.load(userId),
+    }),
+
+    // ---- V0 conversations ----
+    defineRoute({
+      method: 'post',
+      path: '/api/conversations',
+      operationId: 'newConversation',
+      summary: 'New Conversation',
+      description:
+        'Creates a conversation in a new sandbox and starts it. Needs stored settings with llm_model and llm_api_key unless replay_json is given. Nothing is stored when the request is refused.',
+      tags: ['conversations (V0)'],
+      body: NewConversationRequestSchema,
+      success: { status: 200, description: 'Successful Response', schema: NewConversationResponseSchema },
+      errors: [400, 409, 422],
+      handle: ({ userId, body }) => conversations.create(userId, body),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/conversations',
+      operationId: 'listConversations',
+      summary: 'List conversations (V0 shape)',
+      tags: ['conversations (V0)'],
+      query: z.object({
+        page_id: pageIdParam,
+        limit: limitParam,
+        selected_repository: z.string().max(255).optional(),
+        conversation_trigger: ConversationTriggerSchema.optional(),
+        include_sub_conversations: booleanParam,
+      }),
+      success: {
+        status: 200,
+        description: 'A page of conversations, newest first.',
+        schema: z.object({ results: z.array(ConversationInfoSchema), next_page_id: z.string().nullable() }),
+      },
+      errors: [422],
+      handle: ({ userId, query }) =>
+        paged(query, (page) =>
+          conversations.listInfo(
+            userId,
+            {
+              ...(query.selected_repository !== undefined ? { selected_repository: query.selected_repository } : {}),
+              ...(query.conversation_trigger !== undefined ? { trigger: query.conversation_trigger } : {}),
+              ...(query.include_sub_conversations !== undefined ? { include_sub_conversations: query.include_sub_conversations } : {}),
+            },
+            page,
+          ),
+        ).map((p) => ({ results: p.items, next_page_id: p.next_page_id })),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/conversations/{conversation_id}',
+      operationId: 'getConversation',
+      summary: 'Get a conversation (V0 shape)',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'The conversation.', schema: ConversationInfoSchema },
+      errors: [404, 422],
+      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/conversations/{conversation_id}',
+      operationId: 'deleteConversation',
+      summary: 'Delete a conversation',
+      description: 'Deletes the conversation and its start tasks, and its sandbox when no other conversation uses it.',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'Deleted.', schema: z.literal(true) },
+      errors: [404, 422],
+      handle: ({ userId, params }) => conversations.delete(userId, params.conversation_id).map(() => true as const),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/conversations/{conversation_id}/start',
+      operationId: 'startConversation',
+      summary: 'Start a stopped conversation',
+      description: 'Resumes its sandbox (or starts a new one if it was lost) and brings the conversation back to RUNNING.',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      body: z.object({ providers_set: z.array(z.string()).nullable().optional() }).optional(),
+      bodyRequired: false,
+      success: { status: 200, description: 'The conversation is starting or already running.', schema: ConversationStatusResponseSchema },
+      errors: [400, 404, 409, 422],
+      handle: ({ userId, params }) => conversations.start(userId, params.conversation_id),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/conversations/{conversation_id}/stop',
+      operationId: 'stopConversation',
+      summary: 'Stop a conversation',
+      description: 'Marks it STOPPED and pauses its sandbox unless another running conversation uses it.',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'The conversation is stopped.', schema: ConversationStatusResponseSchema },
+      errors: [404, 409, 422],
+      handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id),
+    }),
+
+    // ---- V1 app conversations (literal paths first) ----
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/app-conversations',
+      operationId: 'startAppConversation',
+      summary: 'Create an app conversation',
+      description:
+        'Returns a start task (WORKING) at once; poll GET /api/v1/app-conversations/start-tasks?ids=… until READY or ERROR. app_conversation_id is known from the first response.',
+      tags: ['app conversations (V1)'],
+      body: AppConversationStartRequestSchema,
+      success: { status: 200, description: 'The start task.', schema: StartTaskSchema },
+      errors: [400, 404, 409, 422],
+      handle: ({ userId, body }) => conversations.startApp(userId, body),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/search',
+      operationId: 'searchAppConversations',
+      summary: 'Search app conversations',
+      tags: ['app conversations (V1)'],
+      query: pagingQuery.extend(conversationFilterQuery),
+      success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
+      errors: [422],
+      handle: ({ userId, query }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/count',
+      operationId: 'countAppConversations',
+      summary: 'Count app conversations',
+      tags: ['app conversations (V1)'],
+      query: z.object(conversationFilterQuery),
+      success: { status: 200, description: 'How many match the filters.', schema: CountSchema },
+      errors: [422],
+      handle: ({ userId, query }) => conversations.count(userId, toFilter(query)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/start-tasks/search',
+      operationId: 'searchStartTasks',
+      summary: 'Search start tasks',
+      tags: ['app conversations (V1)'],
+      query: pagingQuery.extend({
+        conversation_id__eq: z.string().min(1).max(100).optional(),
+        created_at__gte: timestampParam,
+        sort_order: z.enum(['CREATED_AT', 'CREATED_AT_DESC']).default('CREATED_AT_DESC'),
+      }),
+      success: { status: 200, description: 'A page of start tasks.', schema: pageOf(StartTaskSchema) },
+      errors: [422],
+      handle: ({ userId, query }) =>
+        paged(query, (page) =>
+          conversations.searchStartTasks(
+            userId,
+            {
+              ...(query.conversation_id__eq !== undefined ? { app_conversation_id: query.conversation_id__eq } : {}),
+              ...(query.created_at__gte !== undefined ? { created_at_gte: query.created_at__gte } : {}),
+            },
+            page,
+            query.sort_order === 'CREATED_AT' ? 'oldest_first' : 'newest_first',
+          ),
+        ),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/start-tasks/count',
+      operationId: 'countStartTasks',
+      summary: 'Count start tasks',
+      tags: ['app conversations (V1)'],
+      query: z.object({ conversation_id__eq: z.string().min(1).max(100).optional(), created_at__gte: timestampParam }),
+      success: { status: 200, description: 'How many match.', schema: CountSchema },
+      errors: [422],
+      handle: ({ userId, query }) =>
+        conversations.countStartTasks(userId, {
+          ...(query.conversation_id__eq !== undefined ? { app_conversation_id: query.conversation_id__eq } : {}),
+          ...(query.created_at__gte !== undefined ? { created_at_gte: query.created_at__gte } : {}),
+        }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/start-tasks',
+      operationId: 'getStartTasks',
+      summary: 'Get start tasks by id',
+      tags: ['app conversations (V1)'],
+      query: z.object({ ids: idList }),
+      success: { status: 200, description: 'In the order asked; null where there is no such task.', schema: z.array(StartTaskSchema.nullable()) },
+      errors: [422],
+      handle: ({ userId, query }) => conversations.getStartTasks(userId, query.ids),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations',
+      operationId: 'listAppConversations',
+      summary: 'List app conversations, or get them by id',
+      description: 'With ids: an array in the order asked, null where there is no such conversation. Without: a page, like /search.',
+      tags: ['app conversations (V1)'],
+      query: pagingQuery.extend({ ...conversationFilterQuery, ids: idList.optional() }),
+      success: {
+        status: 200,
+        description: 'A page, or an array when ids is given.',
+        schema: z.union([pageOf(AppConversationSchema), z.array(AppConversationSchema.nullable())]),
+      },
+      errors: [422],
+      handle: ({ userId, query }) =>
+        query.ids
+          ? conversations.getMany(userId, query.ids).map((x): unknown => x)
+          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((x): unknown => x),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/{conversation_id}',
+      operationId: 'getAppConversation',
+      summary: 'Get an app conversation',
+      tags: ['app conversations (V1)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'The conversation.', schema: AppConversationSchema },
+      errors: [404, 422],
+      handle: ({ userId, params }) =>
+        conversations
+          .getMany(userId, [params.conversation_id])
+          .andThen(([c]) => (c ? okAsync(c) : errAsync<typeof c, DomainError>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
+    }),
+
+    // ---- V1 sandboxes ----
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes/search',
+      operationId: 'searchSandboxes',
+      summary: 'Search sandboxes',
+      tags: ['sandboxes (V1)'],
+      query: pagingQuery,
+      success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
+      errors: [422],
+      handle: ({ userId, query }) => paged(query, (page) => sandboxes.search(userId, page)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes',
+      operationId: 'getSandboxes',
+      summary: 'Get sandboxes by id',
+      tags: ['sandboxes (V1)'],
+      query: z.object({ id: idList }),
+      success: { status: 200, description: 'In the order asked; null where there is no such sandbox.', schema: z.array(SandboxInfoSchema.nullable()) },
+      errors: [422],
+      handle: ({ userId, query }) => sandboxes.getMany(userId, query.id),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes',
+      operationId: 'startSandbox',
+      summary: 'Start a sandbox',
+      description: 'From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once with STARTING.',
+      tags: ['sandboxes (V1)'],
+      query: z.object({ sandbox_spec_id: z.string().min(1).max(512).optional() }),
+      body: StartSandboxRequestSchema.optional(),
+      bodyRequired: false,
+      success: { status: 200, description: 'The new sandbox.', schema: SandboxInfoSchema },
+      errors: [404, 422, 502, 503],
+      handle: ({ userId, query, body }) => sandboxes.start(userId, body?.sandbox_spec_id ?? query.sandbox_spec_id ?? null),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes/{sandbox_id}',
+      operationId: 'getSandbox',
+      summary: 'Get a sandbox',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'The sandbox, with its status as the runtime reports it now.', schema: SandboxInfoSchema },
+      errors: [404],
+      handle: ({ userId, params }) => sandboxes.get(userId, params.sandbox_id),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v1/sandboxes/{sandbox_id}',
+      operationId: 'deleteSandbox',
+      summary: 'Delete a sandbox',
+      description: 'Removes it from the runtime; conversations in it become STOPPED.',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      query: z.object({ sandbox_id: z.string().optional().meta({ description: 'Accepted for compatibility; the path decides.' }) }),
+      success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
+      errors: [404, 502, 503],
+      handle: ({ userId, params }) => sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes/{sandbox_id}/pause',
+      operationId: 'pauseSandbox',
+      summary: 'Pause a sandbox',
+      description: 'Idempotent: pausing a paused sandbox succeeds. 409 when its state forbids it (starting, in error, missing, deleted).',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'Paused.', schema: SuccessSchema },
+      errors: [404, 409, 502, 503],
+      handle: ({ userId, params }) => sandboxes.pause(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes/{sandbox_id}/resume',
+      operationId: 'resumeSandbox',
+      summary: 'Resume a sandbox',
+      description: 'Idempotent: resuming a running sandbox succeeds. 409 when its state forbids it (in error, missing, deleted).',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'Resumed (it may show STARTING briefly).', schema: SuccessSchema },
+      errors: [404, 409, 502, 503],
+      handle: ({ userId, params }) => sandboxes.resume(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+
+    // ---- V1 sandbox specs ----
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandbox-specs/search',
+      operationId: 'searchSandboxSpecs',
+      summary: 'Search sandbox specs',
+      description: 'In configured order; the first is the default.',
+      tags: ['sandbox specs (V1)'],
+      query: pagingQuery,
+      success: { status: 200, description: 'A page of specs.', schema: pageOf(SandboxSpecSchema) },
+      errors: [422],
+      handle: ({ query }) => paged(query, (page) => sandboxSpecs.search(page)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandbox-specs',
+      operationId: 'getSandboxSpecs',
+      summary: 'Get sandbox specs by id',
+      tags: ['sandbox specs (V1)'],
+      query: z.object({ id: idList }),
+      success: { status: 200, description: 'In the order asked; null where there is no such spec.', schema: z.array(SandboxSpecSchema.nullable()) },
+      errors: [422],
+      handle: ({ query }) => sandboxSpecs.getMany(query.id),
+    }),
+  ];
+}
