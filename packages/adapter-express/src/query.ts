@@ -30,7 +30,8 @@ export function pageRequestOf(query: { page_id?: string | undefined; limit: numb
 /** Ids for batch reads: repeated (`?id=a&id=b`) or comma-separated, 1 to 100. */
 export const idList = z
   .preprocess(
-    (v) => (v === undefined ? v : (Array.isArray(v) ? v : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== '')),
+    (v: unknown): unknown =>
+      v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
     z.array(z.string().min(1).max(128)).min(1, 'give at least one id').max(100, 'at most 100 ids per request'),
   )
   .meta({ description: 'Repeat the parameter or separate ids with commas; 1 to 100.' });

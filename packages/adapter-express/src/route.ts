@@ -63,7 +63,7 @@ export function defineRoute<
     bodyRequired: spec.bodyRequired ?? spec.body !== undefined,
     authenticated: spec.authenticated ?? true,
   };
-  return definition as unknown as RouteDefinition;
+  return definition;
 }
 
 /** `/a/{b}` → `/a/:b` for Express. */

@@ -57,7 +57,7 @@ export function createAgentConversationService(
   const settings = createSettingsService(ports.settings);
 
   // The two services refer to each other: a lost sandbox stops its conversations.
-  let conversations: ConversationService | undefined;
+  // The callback runs only after both exist.
   const sandboxes = createSandboxService({
     sandboxes: ports.sandboxes,
     specs: ports.sandboxSpecs,
@@ -67,9 +67,9 @@ export function createAgentConversationService(
     logger,
     background,
     options,
-    onSandboxGone: (userId, sandboxId, reason) => conversations?.handleSandboxGone(userId, sandboxId, reason) ?? Promise.resolve(),
+    onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
   });
-  conversations = createConversationService({
+  const conversations: ConversationService = createConversationService({
     conversations: ports.conversations,
     startTasks: ports.startTasks,
     sandboxStore: ports.sandboxes,

@@ -262,7 +262,7 @@ export function toStartTask(record: StartTaskRecord): StartTask {
     app_conversation_id: record.app_conversation_id,
     sandbox_id: record.sandbox_id,
     agent_server_url: null,
-    request: record.request as Record<string, unknown>,
+    request: record.request,
     created_at: record.created_at,
     updated_at: record.updated_at,
   };
