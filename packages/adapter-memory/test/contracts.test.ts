@@ -1,0 +1,38 @@
+import { manualClock, randomIdGenerator, systemClock } from '@acs/core';
+import {
+  describeClockContract,
+  describeConversationStoreContract,
+  describeIdGeneratorContract,
+  describeSandboxRuntimeContract,
+  describeSandboxSpecCatalogContract,
+  describeSandboxStoreContract,
+  describeSettingsStoreContract,
+  describeStartTaskStoreContract,
+} from '@acs/core/testing';
+import {
+  FakeSandboxRuntime,
+  MemoryConversationStore,
+  MemorySandboxStore,
+  MemorySettingsStore,
+  MemoryStartTaskStore,
+  StaticSandboxSpecCatalog,
+} from '@acs/adapter-memory';
+
+describeSettingsStoreContract('memory', () => new MemorySettingsStore());
+describeConversationStoreContract('memory', () => new MemoryConversationStore());
+describeStartTaskStoreContract('memory', () => new MemoryStartTaskStore());
+describeSandboxStoreContract('memory', () => new MemorySandboxStore());
+describeSandboxSpecCatalogContract(
+  'static',
+  () =>
+    new StaticSandboxSpecCatalog([
+      { id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace' },
+      { id: 'python', image: 'python:3.12', working_dir: '/app', command: ['sleep', 'infinity'] },
+      { id: 'node', image: 'node:22', working_dir: '/app', initial_env: { NODE_ENV: 'development' } },
+    ]),
+);
+describeSandboxRuntimeContract('fake (running at once)', () => new FakeSandboxRuntime());
+describeSandboxRuntimeContract('fake (slow start)', () => new FakeSandboxRuntime({ inspectionsUntilRunning: 3 }));
+describeClockContract('system', () => systemClock);
+describeClockContract('manual', () => manualClock());
+describeIdGeneratorContract('random', () => randomIdGenerator);

@@ -1,0 +1,98 @@
+import type { ConversationRecord, StartTaskRecord } from '../conversation/schema.js';
+import type { SandboxRecord, SandboxSpec } from '../sandbox/schema.js';
+import { defaultSettings, type StoredSettings } from '../settings/schema.js';
+
+let counter = 0;
+/** A fresh 32-hex id, unique within the process. */
+export const fixtureId = (): string => (++counter).toString(16).padStart(8, '0') + Math.random().toString(16).slice(2, 10).padEnd(8, '0') + '0'.repeat(16);
+
+/** ISO timestamp `n` seconds after a fixed origin, for predictable ordering. */
+export const at = (seconds: number): string => new Date(Date.UTC(2026, 0, 1) + seconds * 1000).toISOString();
+
+export function specFixture(overrides: Partial<SandboxSpec> = {}): SandboxSpec {
+  return {
+    id: 'fixture-spec',
+    image: 'acs-sandbox:bookworm',
+    command: null,
+    working_dir: '/workspace',
+    initial_env: { LANG: 'C.UTF-8' },
+    description: 'fixture',
+    created_at: at(0),
+    ...overrides,
+  };
+}
+
+export function settingsFixture(overrides: Partial<StoredSettings> = {}): StoredSettings {
+  return {
+    ...defaultSettings(),
+    llm_model: 'openai/gpt-4o',
+    llm_api_key: 'sk-fixture-ключ-🔑',
+    secrets_store: {
+      provider_tokens: { github: { token: 'ghp_fixture', host: 'github.example.com', user_id: null } },
+      custom_secrets: { API_TOKEN: { secret: 's3cr3t', description: 'fixture' } },
+    },
+    ...overrides,
+  };
+}
+
+export function conversationFixture(overrides: Partial<ConversationRecord> = {}): ConversationRecord {
+  return {
+    id: fixtureId(),
+    user_id: 'alice',
+    title: 'Conversation fixture',
+    status: 'RUNNING',
+    status_detail: null,
+    execution_status: 'idle',
+    sandbox_id: null,
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    trigger: 'gui',
+    pr_number: [],
+    llm_model: 'openai/gpt-4o',
+    parent_conversation_id: null,
+    launch: {
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'hello' }], run: true },
+      conversation_instructions: null,
+      mcp_config: null,
+      suggested_task: null,
+      create_microagent: null,
+      replay_json: null,
+      agent_type: 'default',
+    },
+    conversation_version: 'V1',
+    created_at: at(0),
+    updated_at: at(0),
+    ...overrides,
+  };
+}
+
+export function sandboxFixture(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
+  return {
+    id: fixtureId(),
+    user_id: 'alice',
+    sandbox_spec_id: 'fixture-spec',
+    spec: specFixture(),
+    status: 'RUNNING',
+    status_detail: null,
+    exposed_urls: [{ name: 'WORKER_1', url: 'http://127.0.0.1:40001' }],
+    created_at: at(0),
+    updated_at: at(0),
+    ...overrides,
+  };
+}
+
+export function startTaskFixture(overrides: Partial<StartTaskRecord> = {}): StartTaskRecord {
+  return {
+    id: fixtureId(),
+    user_id: 'alice',
+    status: 'WORKING',
+    detail: null,
+    app_conversation_id: fixtureId(),
+    sandbox_id: null,
+    request: { initial_message: { role: 'user', content: [{ type: 'text', text: 'hi' }], run: false } },
+    created_at: at(0),
+    updated_at: at(0),
+    ...overrides,
+  };
+}

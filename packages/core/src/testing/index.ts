@@ -1,0 +1,22 @@
+/**
+ * @acs/core/testing: contract suites every adapter runs, and fixtures.
+ *
+ * Call one suite per port from your adapter's test file (vitest):
+ *
+ * ```ts
+ * import { describeConversationStoreContract } from '@acs/core/testing';
+ * describeConversationStoreContract('postgres', () => createPgConversationStore(pool));
+ * ```
+ */
+export * from './fixtures.js';
+export {
+  collectPages,
+  describeConversationStoreContract,
+  describeSandboxSpecCatalogContract,
+  describeSandboxStoreContract,
+  describeSettingsStoreContract,
+  describeStartTaskStoreContract,
+  expectOk,
+  type StoreFactory,
+} from './stores.js';
+export { describeClockContract, describeIdGeneratorContract, describeSandboxRuntimeContract, type SandboxRuntimeContractOptions } from './runtime.js';
