@@ -1,0 +1,7 @@
+import { defineProject } from 'vitest/config';
+
+export default defineProject({
+  resolve: { conditions: ['@acs/source'] },
+  ssr: { resolve: { conditions: ['@acs/source'] } },
+  test: { name: 'embedded-express-app', include: ['test/**/*.test.ts'] },
+});
