@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, type FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/adapter-memory';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
