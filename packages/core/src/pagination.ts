@@ -32,7 +32,10 @@ export function encodeCursor(cursor: PageCursor): string {
 /** Returns null when the page id is not one we issued. */
 export function decodeCursor(pageId: string): PageCursor | null {
   try {
-    const parsed = cursorSchema.safeParse(JSON.parse(Buffer.from(pageId, 'base64url').toString('utf8')));
+    const bytes = Buffer.from(pageId, 'base64url');
+    // Node's decoder skips characters outside the alphabet; only accept what encodeCursor could have produced.
+    if (bytes.toString('base64url') !== pageId) return null;
+    const parsed = cursorSchema.safeParse(JSON.parse(bytes.toString('utf8')));
     return parsed.success ? { created_at: parsed.data.c, id: parsed.data.i } : null;
   } catch {
     return null;

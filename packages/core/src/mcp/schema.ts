@@ -3,6 +3,8 @@ import { splitShellWords } from './shell-words.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SERVER_NAME = /^[A-Za-z0-9_-]+$/;
+/** `scheme://` followed by an authority. WHATWG URL parsing invents a host for `http:///x` and `http:x`, so check the text too. */
+const HAS_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]/;
 
 const serverUrl = z
   .string()
@@ -19,7 +21,7 @@ const serverUrl = z
     }
     if (!['http:', 'https:', 'ws:', 'wss:'].includes(parsed.protocol)) {
       ctx.addIssue({ code: 'custom', message: `scheme ${parsed.protocol.slice(0, -1)} is not allowed; use http, https, ws or wss` });
-    } else if (!parsed.hostname) {
+    } else if (!parsed.hostname || !HAS_AUTHORITY.test(value)) {
       ctx.addIssue({ code: 'custom', message: 'must name a host' });
     }
   });

@@ -19,7 +19,8 @@ const httpUrlOrEmpty = z
     if (value === '') return true;
     try {
       const url = new URL(value);
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+      // `new URL` invents a host for `http:///x` and `http:x`, so the text must have one too.
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && /^https?:\/\/[^/?#]/i.test(value);
     } catch {
       return false;
     }
