@@ -25,6 +25,8 @@ export const HTTP_ERROR_CODES = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   ROUTE_NOT_FOUND: 'ROUTE_NOT_FOUND',
   METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
+  /** A request Express could not read (e.g. a path parameter that is not valid percent-encoding). */
+  BAD_REQUEST: 'BAD_REQUEST',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;
 

@@ -78,7 +78,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
 
-  const matchers = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i') }));
+  const matchers = [
+    ...routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i') })),
+    { method: 'GET', pattern: /^\/api\/openapi\.json\/?$/i },
+  ];
   router.use('/api', (req, res) => {
     const path = req.baseUrl.slice(req.baseUrl.lastIndexOf('/api')) + req.path;
     const allowed = matchers.filter((m) => m.pattern.test(path)).map((m) => m.method);
@@ -112,6 +115,12 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body was incomplete.');
         return;
       default:
+        // Other client errors raised by Express or the body parser (a path parameter that is not
+        // valid percent-encoding, a body that cannot be decompressed): the request is bad, not the server.
+        if (isClientHttpError(error)) {
+          sendError(res, error.status, HTTP_ERROR_CODES.BAD_REQUEST, 'The request could not be read: its URL or body is not correctly encoded.');
+          return;
+        }
         logger.error({ method: req.method, path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'unhandled error');
         sendError(res, 500, HTTP_ERROR_CODES.INTERNAL_ERROR, 'The server failed to handle this request; it has been logged.');
     }
@@ -174,4 +183,10 @@ function parsePart(schema: z.ZodType, value: unknown, prefix: string | null, iss
     issues.push({ path: prefix ? (issue.path ? `${prefix}.${issue.path}` : prefix) : issue.path, message: issue.message });
   }
   return undefined;
+}
+
+/** An http-errors style error (Express, body-parser) with a 4xx status. */
+function isClientHttpError(error: unknown): error is { status: number } {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500;
 }

@@ -35,7 +35,9 @@ export class StaticSandboxSpecCatalog implements SandboxSpecCatalog {
   }
 
   list(page: PageRequest): ResultAsync<Page<SandboxSpec>, StoreFailure> {
-    const start = page.after ? this.#specs.findIndex((s) => s.id === page.after?.id) + 1 : 0;
+    const position = page.after ? this.#specs.findIndex((s) => s.id === page.after?.id) : -1;
+    if (page.after && position < 0) return okAsync({ items: [], next_page_id: null });
+    const start = position + 1;
     const items = this.#specs.slice(start, start + page.limit);
     const last = items.at(-1);
     const more = last !== undefined && start + page.limit < this.#specs.length;

@@ -9,8 +9,8 @@ import { createSandboxService, type SandboxService, type SandboxServiceOptions }
 import type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 import type { SandboxSpec } from './sandbox/schema.js';
 import type { Page, PageRequest } from './pagination.js';
-import { ResultAsync } from 'neverthrow';
-import type { DomainError } from './errors.js';
+import { errAsync, ResultAsync } from 'neverthrow';
+import { validationFailed, type DomainError } from './errors.js';
 import { createSettingsService, type SettingsService } from './settings/service.js';
 import type { SettingsStore } from './settings/store.js';
 
@@ -83,7 +83,18 @@ export function createAgentConversationService(
   });
 
   const sandboxSpecs: SandboxSpecService = {
-    search: (page) => ports.sandboxSpecs.list(page),
+    search: (page) => {
+      const after = page.after;
+      if (!after) return ports.sandboxSpecs.list(page);
+      // Spec pages follow the catalog's order, so a cursor must name a spec that exists.
+      return ports.sandboxSpecs.get(after.id).andThen((spec) =>
+        spec
+          ? ports.sandboxSpecs.list(page)
+          : errAsync<Page<SandboxSpec>, DomainError>(
+              validationFailed([{ path: 'query.page_id', message: 'is not a page id of this list; use next_page_id from the previous page' }]),
+            ),
+      );
+    },
     getMany: (idList) => ResultAsync.combine(idList.map((id) => ports.sandboxSpecs.get(id))),
   };
 

@@ -368,6 +368,11 @@ describe('applySettingsInput: secrets_store.custom_secrets', () => {
     ]);
   });
 
+  it('rejects the secret name __proto__ (as JSON sends it) instead of silently dropping it', () => {
+    const body = JSON.parse('{"secrets_store":{"custom_secrets":{"__proto__":{"secret":"x"}}}}') as unknown;
+    expect(issuePaths(SettingsInputSchema, body)).toEqual(['secrets_store.custom_secrets.__proto__']);
+  });
+
   it.each(['_X', 'a1', 'MY_SECRET_2'])('accepts the secret name %j', (name) => {
     expect(secrets({ [name]: { secret: 'v' } })[name]).toEqual({ secret: 'v', description: null });
   });

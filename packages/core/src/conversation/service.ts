@@ -127,6 +127,10 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const setTask = (userId: string, taskId: string, status: StartTaskStatus, extra: Partial<StartTaskRecord> = {}) =>
     startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> => ok({ ...t, ...extra, status, updated_at: clock.now() }));
 
+  /** Other conversations that still need this sandbox. */
+  const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
+    conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId));
+
   /** Brings the conversation's sandbox up and marks the conversation RUNNING, recording each step on the task. */
   const runStart = async (userId: string, task: StartTaskRecord, sandboxId: string): Promise<void> => {
     await setTask(userId, task.id, 'WAITING_FOR_SANDBOX', { sandbox_id: sandboxId });
@@ -147,6 +151,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     await setTask(userId, task.id, 'STARTING_CONVERSATION');
     const ready = await transition(userId, task.app_conversation_id, 'sandbox_ready', { status_detail: null, execution_status: 'idle' });
     if (ready.isErr() || ready.value === null) {
+      const others = await othersUsing(userId, sandboxId, task.app_conversation_id);
+      await sandboxes.pauseIfUnused(userId, sandboxId, others.isErr() || others.value.some((c) => c.status !== 'STOPPED'));
       const detail =
         ready.isErr() && ready.error.type === 'IllegalConversationTransition'
           ? 'the conversation was stopped while it was starting'
@@ -228,13 +234,12 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     };
   };
 
-  /** Sandbox records for a batch of conversations, keyed by id. */
-  const sandboxesOf = (userId: string, records: readonly ConversationRecord[]) => {
-    const sandboxIds = [...new Set(records.map((r) => r.sandbox_id).filter((x): x is string => x !== null))];
-    return sandboxStore
-      .getMany(userId, sandboxIds)
-      .map((boxes) => new Map(boxes.filter((b): b is SandboxRecord => b !== null).map((b) => [b.id, b])));
-  };
+  /** Sandbox records for a batch of conversations, refreshed from the runtime, keyed by id. */
+  const sandboxesOf = (userId: string, records: readonly ConversationRecord[]) =>
+    sandboxes.liveRecords(
+      userId,
+      records.map((r) => r.sandbox_id).filter((x): x is string => x !== null),
+    );
 
   const withContext = (userId: string, records: readonly ConversationRecord[]) =>
     ResultAsync.combine([sandboxesOf(userId, records), conversations.childrenOf(userId, records.map((r) => r.id))] as const).map(
@@ -252,13 +257,10 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       .andThen((r) => (r ? okAsync(r) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: id })));
 
   const statusOf = (userId: string, record: ConversationRecord) =>
-    (record.sandbox_id ? sandboxStore.get(userId, record.sandbox_id) : okAsync(null)).map((box) =>
-      effectiveConversationStatus(record.status, box?.status ?? null),
-    );
-
-  /** Other conversations that still need this sandbox. */
-  const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
-    conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId));
+    sandboxes.liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : []).map((boxes) => {
+      const box = record.sandbox_id ? boxes.get(record.sandbox_id) : undefined;
+      return effectiveConversationStatus(record.status, box?.status ?? null);
+    });
 
   const service: ConversationService = {
     create: (userId, request) => {
@@ -435,14 +437,14 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' })
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
-            const active = others.some((c) => c.status !== 'STOPPED');
-            if (!record.sandbox_id || active) return okAsync(undefined);
+            if (!record.sandbox_id) return okAsync(undefined);
             const sandboxId = record.sandbox_id;
-            return sandboxes.pause(userId, sandboxId).orElse((e) => {
-              // Paused, starting or already gone: nothing more to stop.
-              if (e.type !== 'IllegalSandboxTransition' && e.type !== 'SandboxNotFound') {
-                logger.warn({ sandboxId, error: e.type }, 'could not pause the sandbox of a stopped conversation');
-              }
+            const stillNeeded = others.some((c) => c.status !== 'STOPPED');
+            const pause = () => sandboxes.pauseIfUnused(userId, sandboxId, stillNeeded);
+            return sandboxStore.get(userId, sandboxId).andThen((box) => {
+              if (box?.status !== 'STARTING') return ResultAsync.fromSafePromise(pause());
+              // Still starting: pause it once it is up, without holding this request.
+              background.spawn(`pause sandbox ${sandboxId}`, pause);
               return okAsync(undefined);
             });
           })

@@ -52,6 +52,13 @@ export interface SandboxService {
   whenSettled(userId: string, id: string): Promise<SandboxRecord | null>;
   /** The stored record, tombstones included (for services that compose this one). */
   record(userId: string, id: string): ResultAsync<SandboxRecord | null, DomainError>;
+  /**
+   * Stored records of these sandboxes, each refreshed from the runtime first (so a
+   * sandbox that died is seen, and its conversations stopped). Missing ids are left out.
+   */
+  liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, DomainError>;
+  /** Pauses the sandbox unless another conversation still needs it; never fails (logs instead). */
+  pauseIfUnused(userId: string, id: string, stillNeeded: boolean): Promise<void>;
 }
 
 export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
@@ -287,6 +294,25 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     },
 
     record: (userId, id) => sandboxes.get(userId, id),
+
+    liveRecords: (userId, idList) =>
+      sandboxes
+        .getMany(userId, [...new Set(idList)])
+        .andThen((records) =>
+          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r) : okAsync<SandboxRecord | null, DomainError>(r)))),
+        )
+        .map((records) => new Map(records.filter((r): r is SandboxRecord => r !== null).map((r) => [r.id, r]))),
+
+    pauseIfUnused: async (userId, id, stillNeeded) => {
+      if (stillNeeded) return;
+      const settled = await service.whenSettled(userId, id);
+      if (settled?.status !== 'RUNNING') return;
+      const paused = await service.pause(userId, id);
+      // Already paused, gone, or busy: nothing left to stop.
+      if (paused.isErr() && paused.error.type !== 'IllegalSandboxTransition' && paused.error.type !== 'SandboxNotFound') {
+        logger.warn({ sandboxId: id, error: paused.error.type }, 'could not pause an unused sandbox');
+      }
+    },
   };
   return service;
 }

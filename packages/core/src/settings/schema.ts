@@ -49,7 +49,16 @@ const customSecretInput = z
 export const UserSecretsInputSchema = z.object({
   provider_tokens: z.partialRecord(GitProviderSchema, providerTokenInput).optional(),
   custom_secrets: z
-    .record(z.string().regex(SECRET_NAME, 'secret names must be valid environment variable names').max(128), customSecretInput)
+    .preprocess(
+      (value, ctx) => {
+        // zod's record drops a "__proto__" key without a word; refuse it instead of losing it silently.
+        if (value !== null && typeof value === 'object' && Object.hasOwn(value, '__proto__')) {
+          ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'this name is reserved', input: value });
+        }
+        return value;
+      },
+      z.record(z.string().regex(SECRET_NAME, 'secret names must be valid environment variable names').max(128), customSecretInput),
+    )
     .optional(),
 });
 

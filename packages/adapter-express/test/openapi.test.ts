@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { buildOpenApiDocument, buildRoutes } from '@acs/adapter-express';
+import { fetchOpenApi, isAuthenticated, operationsOf, startHarness, type Harness, type JsonSchema, type OpenApiDoc } from './harness.js';
+
+/** Every operation the issue asks for. */
+const REQUIRED_OPERATIONS = [
+  'GET /alive',
+  'GET /health',
+  'POST /api/settings',
+  'GET /api/settings',
+  'POST /api/conversations',
+  'GET /api/conversations',
+  'GET /api/conversations/{conversation_id}',
+  'DELETE /api/conversations/{conversation_id}',
+  'POST /api/v1/app-conversations',
+  'GET /api/v1/app-conversations',
+  'GET /api/v1/app-conversations/search',
+  'GET /api/v1/app-conversations/count',
+  'GET /api/v1/app-conversations/start-tasks',
+  'GET /api/v1/app-conversations/start-tasks/search',
+  'GET /api/v1/sandboxes/search',
+  'POST /api/v1/sandboxes',
+  'GET /api/v1/sandboxes',
+  'GET /api/v1/sandboxes/{sandbox_id}',
+  'DELETE /api/v1/sandboxes/{sandbox_id}',
+  'POST /api/v1/sandboxes/{sandbox_id}/pause',
+  'POST /api/v1/sandboxes/{sandbox_id}/resume',
+  'GET /api/v1/sandbox-specs/search',
+  'GET /api/v1/sandbox-specs',
+];
+
+describe('OpenAPI document', () => {
+  let h: Harness;
+  let doc: OpenApiDoc;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    doc = await fetchOpenApi(h);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('is valid against the OpenAPI 3.1 schema', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>);
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+    // The validator does catch a broken document (so the check above means something).
+    const broken = structuredClone(doc) as unknown as Record<string, unknown>;
+    delete broken.info;
+    expect((await new Validator().validate(broken)).valid).toBe(false);
+  });
+
+  it('declares OpenAPI 3.1.x', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+  });
+
+  it('declares the X-Session-API-Key header scheme and requires it by default', () => {
+    expect(doc.components?.securitySchemes?.SessionApiKey).toEqual({ type: 'apiKey', in: 'header', name: 'X-Session-API-Key' });
+    expect(doc.security).toEqual([{ SessionApiKey: [] }]);
+  });
+
+  it('covers every route the issue lists', () => {
+    const documented = operationsOf(doc).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    for (const required of REQUIRED_OPERATIONS) expect(documented, required).toContain(required);
+  });
+
+  it('is what buildOpenApiDocument makes of buildRoutes', () => {
+    expect(doc).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(h.service)))));
+  });
+
+  it('documents a 200 response for every operation, 401 for every authenticated one, and the common error body for every error', () => {
+    for (const { path, method, operation } of operationsOf(doc)) {
+      const label = `${method.toUpperCase()} ${path}`;
+      expect(operation.responses['200'], label).toBeDefined();
+      if (isAuthenticated(doc, operation)) expect(operation.responses['401'], label).toBeDefined();
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue;
+        expect(response.content?.['application/json']?.schema.$ref, `${label} ${status}`).toBe('#/components/schemas/ErrorBody');
+      }
+    }
+    const errorBody = doc.components?.schemas?.ErrorBody as JsonSchema;
+    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'issues', 'message']);
+    expect((errorBody.required as string[]).sort()).toEqual(['code', 'message']);
+  });
+
+  it('documents a JSON request body for the routes that take one', () => {
+    const withBody = operationsOf(doc)
+      .filter(({ operation }) => operation.requestBody)
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
+      .sort();
+    expect(withBody).toEqual(
+      [
+        'POST /api/settings',
+        'POST /api/conversations',
+        'POST /api/conversations/{conversation_id}/start',
+        'POST /api/v1/app-conversations',
+        'POST /api/v1/sandboxes',
+      ].sort(),
+    );
+    for (const { operation } of operationsOf(doc)) {
+      if (operation.requestBody) expect(Object.keys(operation.requestBody.content)).toEqual(['application/json']);
+    }
+  });
+
+  it('marks the secret settings fields as passwords and lists all 25 settings fields', () => {
+    const schema = doc.paths['/api/settings']?.post?.requestBody?.content['application/json']?.schema as JsonSchema;
+    const properties = schema.properties ?? {};
+    expect(Object.keys(properties)).toHaveLength(25);
+    for (const field of ['llm_api_key', 'search_api_key', 'sandbox_api_key']) {
+      expect(JSON.stringify(properties[field]), field).toContain('"format":"password"');
+    }
+    const view = doc.paths['/api/settings']?.get?.responses['200']?.content?.['application/json']?.schema as JsonSchema;
+    expect(Object.keys(view.properties ?? {}).sort()).toEqual(
+      [...Object.keys(properties), 'llm_api_key_set', 'provider_tokens_set', 'search_api_key_set'].sort(),
+    );
+  });
+
+  it('documents the paging and filter query parameters of the list routes', () => {
+    const params = (path: string) => (doc.paths[path]?.get?.parameters ?? []).map((p) => p.name).sort();
+    expect(params('/api/v1/sandboxes/search')).toEqual(['limit', 'page_id']);
+    expect(params('/api/v1/app-conversations/search')).toEqual(
+      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
+    );
+    expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual(['conversation_id__eq', 'created_at__gte', 'limit', 'page_id', 'sort_order']);
+    expect(params('/api/v1/sandboxes')).toEqual(['id']);
+    expect(params('/api/v1/app-conversations/start-tasks')).toEqual(['ids']);
+  });
+});
