@@ -8,6 +8,7 @@
  */
 import type { AgentConversationServicePorts } from '@acs/core';
 import { MemoryConversationStore } from './conversation-store.js';
+import { MemoryEventStore } from './event-store.js';
 import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 import { StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 import { MemorySandboxStore } from './sandbox-store.js';
@@ -15,6 +16,7 @@ import { MemorySettingsStore } from './settings-store.js';
 import { MemoryStartTaskStore } from './start-task-store.js';
 
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
+export { MemoryEventStore } from './event-store.js';
 export { FakeSandboxRuntime, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';
@@ -32,6 +34,7 @@ export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConver
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),
     startTasks: new MemoryStartTaskStore(),
+    events: new MemoryEventStore(),
     sandboxes: new MemorySandboxStore(),
     sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     runtime: new FakeSandboxRuntime(options.runtime),

@@ -2,6 +2,7 @@ import { manualClock, randomIdGenerator, systemClock } from '@acs/core';
 import {
   describeClockContract,
   describeConversationStoreContract,
+  describeEventStoreContract,
   describeIdGeneratorContract,
   describeSandboxRuntimeContract,
   describeSandboxSpecCatalogContract,
@@ -12,6 +13,7 @@ import {
 import {
   FakeSandboxRuntime,
   MemoryConversationStore,
+  MemoryEventStore,
   MemorySandboxStore,
   MemorySettingsStore,
   MemoryStartTaskStore,
@@ -21,6 +23,7 @@ import {
 describeSettingsStoreContract('memory', () => new MemorySettingsStore());
 describeConversationStoreContract('memory', () => new MemoryConversationStore());
 describeStartTaskStoreContract('memory', () => new MemoryStartTaskStore());
+describeEventStoreContract('memory', () => new MemoryEventStore());
 describeSandboxStoreContract('memory', () => new MemorySandboxStore());
 describeSandboxSpecCatalogContract(
   'static',

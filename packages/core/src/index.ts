@@ -43,3 +43,6 @@ export {
 } from './conversation/service.js';
 
 export * from './service.js';
+
+export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
+export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions, type SecretCipher, type SecretCipherError } from './secrets/cipher.js';

@@ -2,6 +2,7 @@ import { BackgroundTasks } from './background.js';
 import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
+import type { EventStore } from './events/store.js';
 import { randomIdGenerator, type IdGenerator } from './ids.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { SandboxRuntime } from './sandbox/runtime.js';
@@ -19,6 +20,7 @@ export interface AgentConversationServicePorts {
   settings: SettingsStore;
   conversations: ConversationStore;
   startTasks: StartTaskStore;
+  events: EventStore;
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
   runtime: SandboxRuntime;
@@ -72,6 +74,7 @@ export function createAgentConversationService(
   const conversations: ConversationService = createConversationService({
     conversations: ports.conversations,
     startTasks: ports.startTasks,
+    events: ports.events,
     sandboxStore: ports.sandboxes,
     sandboxes,
     settings,

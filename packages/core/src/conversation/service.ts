@@ -1,5 +1,6 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
+import type { EventStore } from '../events/store.js';
 import type { Clock } from '../clock.js';
 import { validationFailed, type DomainError } from '../errors.js';
 import { normalizeId, type IdGenerator } from '../ids.js';
@@ -42,6 +43,7 @@ export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/
 export interface ConversationServiceDeps {
   conversations: ConversationStore;
   startTasks: StartTaskStore;
+  events: EventStore;
   sandboxStore: SandboxStore;
   sandboxes: SandboxService;
   settings: SettingsService;
@@ -88,7 +90,7 @@ export interface ConversationService {
 type Plan = { kind: 'existing'; sandbox: SandboxRecord } | { kind: 'new'; spec: SandboxSpec };
 
 export function createConversationService(deps: ConversationServiceDeps): ConversationService {
-  const { conversations, startTasks, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
+  const { conversations, startTasks, events, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
   const keyless = deps.options?.keylessModelPrefixes ?? DEFAULT_KEYLESS_MODEL_PREFIXES;
 
   /** Refuses to start an agent that could not call its model. */
@@ -418,6 +420,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         conversations
           .delete(userId, record.id)
           .andThen(() => startTasks.deleteByConversation(userId, record.id))
+          .andThen(() => events.deleteConversation(userId, record.id))
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
             if (!record.sandbox_id || others.length > 0) return okAsync(undefined);

@@ -20,3 +20,4 @@ export {
   type StoreFactory,
 } from './stores.js';
 export { describeClockContract, describeIdGeneratorContract, describeSandboxRuntimeContract, type SandboxRuntimeContractOptions } from './runtime.js';
+export { describeEventStoreContract } from './events.js';
