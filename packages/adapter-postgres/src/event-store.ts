@@ -1,0 +1,58 @@
+import type { ResultAsync } from 'neverthrow';
+import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core';
+import { run } from './query-helpers.js';
+import type { SqlExecutor } from './sql.js';
+import type { Tables } from './tables.js';
+
+/**
+ * Conversation event logs in PostgreSQL. Ids come from a per-conversation counter row
+ * bumped in the same transaction as the insert: the row lock orders concurrent appends
+ * and a rolled-back append gives its ids back, so ids stay gap-free and unique.
+ */
+export class PostgresEventStore implements EventStore {
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly t: Tables,
+  ) {}
+
+  append(userId: string, conversationId: string, events: readonly NewEvent[]): ResultAsync<StoredEvent[], StoreFailure> {
+    return run('append events', async () => {
+      if (events.length === 0) return [];
+      return this.db.transaction(async (tx) => {
+        const counter = await tx.query<{ last_id: number }>(
+          `INSERT INTO ${this.t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, $3)
+           ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id RETURNING last_id`,
+          [userId, conversationId, events.length],
+        );
+        const first = Number(counter.rows[0]?.last_id) - events.length + 1;
+        const stored = events.map((e, i): StoredEvent => ({ ...e, id: first + i, conversation_id: conversationId }));
+        await tx.query(
+          `INSERT INTO ${this.t.events} (user_id, conversation_id, id, event)
+           SELECT $1, $2, u.id, u.event FROM unnest($3::int[], $4::jsonb[]) AS u(id, event)`,
+          [userId, conversationId, stored.map((e) => e.id), stored.map((e) => JSON.stringify(e))],
+        );
+        return stored;
+      });
+    });
+  }
+
+  readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
+    return run('read events', async () => {
+      const rows = await this.db.query<{ event: StoredEvent }>(
+        `SELECT event FROM ${this.t.events} WHERE user_id = $1 AND conversation_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
+        [userId, conversationId, afterId, limit],
+      );
+      return rows.rows.map((r) => r.event);
+    });
+  }
+
+  deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
+    return run('delete events', () =>
+      this.db.transaction(async (tx) => {
+        const deleted = await tx.query(`DELETE FROM ${this.t.events} WHERE user_id = $1 AND conversation_id = $2 RETURNING id`, [userId, conversationId]);
+        await tx.query(`DELETE FROM ${this.t.eventCounters} WHERE user_id = $1 AND conversation_id = $2`, [userId, conversationId]);
+        return deleted.rows.length;
+      }),
+    );
+  }
+}

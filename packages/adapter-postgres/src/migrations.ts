@@ -1,0 +1,118 @@
+import type { SqlExecutor } from './sql.js';
+import { tablesIn, type Tables } from './tables.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  /** Statements run in order, in one transaction. Only additive DDL: never drop or rewrite data. */
+  statements: (t: Tables) => string[];
+}
+
+/** Shipped inside the package; append new versions, never edit old ones. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.settings} (
+        user_id text PRIMARY KEY,
+        data jsonb NOT NULL,
+        key_ids text[] NOT NULL DEFAULT '{}',
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${t.secretKeys} (
+        key_id text PRIMARY KEY,
+        check_value text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${t.conversations} (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        title text NOT NULL,
+        status text NOT NULL,
+        sandbox_id text,
+        parent_conversation_id text,
+        selected_repository text,
+        trigger text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        record jsonb NOT NULL,
+        PRIMARY KEY (user_id, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_conversations_by_created ON ${t.conversations} (user_id, created_at DESC, id DESC)`,
+      `CREATE INDEX IF NOT EXISTS acs_conversations_by_sandbox ON ${t.conversations} (user_id, sandbox_id)`,
+      `CREATE INDEX IF NOT EXISTS acs_conversations_by_parent ON ${t.conversations} (user_id, parent_conversation_id)`,
+      `CREATE TABLE IF NOT EXISTS ${t.startTasks} (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        app_conversation_id text NOT NULL,
+        created_at timestamptz NOT NULL,
+        record jsonb NOT NULL,
+        PRIMARY KEY (user_id, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_start_tasks_by_created ON ${t.startTasks} (user_id, created_at DESC, id DESC)`,
+      `CREATE INDEX IF NOT EXISTS acs_start_tasks_by_conversation ON ${t.startTasks} (user_id, app_conversation_id)`,
+      `CREATE TABLE IF NOT EXISTS ${t.sandboxes} (
+        user_id text NOT NULL,
+        id text NOT NULL,
+        status text NOT NULL,
+        created_at timestamptz NOT NULL,
+        record jsonb NOT NULL,
+        PRIMARY KEY (user_id, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_sandboxes_by_created ON ${t.sandboxes} (user_id, created_at DESC, id DESC) WHERE status <> 'DELETED'`,
+      `CREATE TABLE IF NOT EXISTS ${t.eventCounters} (
+        user_id text NOT NULL,
+        conversation_id text NOT NULL,
+        last_id integer NOT NULL,
+        PRIMARY KEY (user_id, conversation_id)
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${t.events} (
+        user_id text NOT NULL,
+        conversation_id text NOT NULL,
+        id integer NOT NULL,
+        event jsonb NOT NULL,
+        PRIMARY KEY (user_id, conversation_id, id)
+      )`,
+    ],
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+export interface MigrateOptions {
+  /** A PostgreSQL schema to keep the tables in (created if missing). Default: the connection's search_path. */
+  schema?: string | null;
+}
+
+/** Versions applied so far (empty on a fresh database). */
+export async function appliedMigrations(db: SqlExecutor, options: MigrateOptions = {}): Promise<number[]> {
+  const t = tablesIn(options.schema ?? null);
+  const exists = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [t.migrations]);
+  if (!exists.rows[0]?.present) return [];
+  const rows = await db.query<{ version: number }>(`SELECT version FROM ${t.migrations} ORDER BY version`);
+  return rows.rows.map((r) => Number(r.version));
+}
+
+/**
+ * Applies the migrations this database lacks, in one transaction under an advisory
+ * lock, so two processes starting at once apply each version exactly once.
+ * Idempotent; never destructive. Resolves to the versions it applied.
+ */
+export async function migrate(db: SqlExecutor, options: MigrateOptions = {}): Promise<number[]> {
+  const t = tablesIn(options.schema ?? null);
+  return db.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`acs.migrate:${t.schema ?? ''}`]);
+    if (t.schema) await tx.query(`CREATE SCHEMA IF NOT EXISTS "${t.schema}"`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${t.migrations} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM ${t.migrations}`)).rows.map((r) => Number(r.version)));
+    const applied: number[] = [];
+    for (const migration of MIGRATIONS) {
+      if (done.has(migration.version)) continue;
+      for (const statement of migration.statements(t)) await tx.query(statement);
+      await tx.query(`INSERT INTO ${t.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+}

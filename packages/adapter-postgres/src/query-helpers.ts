@@ -1,0 +1,35 @@
+import { ResultAsync } from 'neverthrow';
+import { encodeCursor, storeUnavailable, type Page, type PageRequest, type StoreFailure } from '@acs/core';
+
+/** Runs database work as a ResultAsync: a failing query is a StoreUnavailable, never a throw. */
+export function run<T>(operation: string, work: () => Promise<T>): ResultAsync<T, StoreFailure> {
+  return ResultAsync.fromPromise(Promise.resolve().then(work), (cause) => storeUnavailable(operation, cause) as StoreFailure);
+}
+
+/** Collects positional parameters while a query is assembled. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** The keyset condition and order for (created_at, id) paging. */
+export function keyset(page: PageRequest, params: Params, order: 'newest_first' | 'oldest_first' = 'newest_first'): { where: string; orderBy: string } {
+  const desc = order === 'newest_first';
+  const where = page.after
+    ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(page.after.created_at)}::timestamptz, ${params.add(page.after.id)})`
+    : 'TRUE';
+  return { where, orderBy: desc ? 'created_at DESC, id DESC' : 'created_at ASC, id ASC' };
+}
+
+/** Turns `limit + 1` fetched records into a page. */
+export function toPage<R extends { created_at: string; id: string }>(records: R[], limit: number): Page<R> {
+  const items = records.slice(0, limit);
+  const last = items.at(-1);
+  return { items, next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null };
+}
+
+/** `%`, `_` and `\` taken literally inside ILIKE. */
+export const likeEscape = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);

@@ -1,0 +1,52 @@
+import type { ResultAsync } from 'neverthrow';
+import type { SecretCipher, SettingsStore, StoredSettings, StoreFailure } from '@acs/core';
+import { run } from './query-helpers.js';
+import { openSettings, sealSettings } from './settings-secrets.js';
+import type { SqlExecutor } from './sql.js';
+import type { Tables } from './tables.js';
+
+/**
+ * Settings in PostgreSQL, one row per user, every secret value encrypted with the
+ * SecretCipher. Updates of one user are serialised with a transaction-scoped advisory
+ * lock (which also covers the first insert, when there is no row to lock yet).
+ */
+export class PostgresSettingsStore implements SettingsStore {
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly t: Tables,
+    private readonly cipher: SecretCipher,
+  ) {}
+
+  private open(data: StoredSettings, userId: string): StoredSettings {
+    const opened = openSettings(data, userId, this.cipher);
+    if (opened.isErr()) throw opened.error;
+    return opened.value;
+  }
+
+  get(userId: string): ResultAsync<StoredSettings | null, StoreFailure> {
+    return run('load settings', async () => {
+      const rows = await this.db.query<{ data: StoredSettings }>(`SELECT data FROM ${this.t.settings} WHERE user_id = $1`, [userId]);
+      const data = rows.rows[0]?.data;
+      return data ? this.open(data, userId) : null;
+    });
+  }
+
+  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
+    return run('store settings', () =>
+      this.db.transaction(async (tx) => {
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [`acs.settings:${this.t.schema ?? ''}`, userId]);
+        const rows = await tx.query<{ data: StoredSettings }>(`SELECT data FROM ${this.t.settings} WHERE user_id = $1`, [userId]);
+        const stored = rows.rows[0]?.data;
+        const current = stored ? this.open(stored, userId) : null;
+        const next = mutate(current);
+        const sealed = sealSettings(next, userId, this.cipher);
+        await tx.query(
+          `INSERT INTO ${this.t.settings} (user_id, data, key_ids, updated_at) VALUES ($1, $2::jsonb, $3::text[], now())
+           ON CONFLICT (user_id) DO UPDATE SET data = EXCLUDED.data, key_ids = EXCLUDED.key_ids, updated_at = now()`,
+          [userId, JSON.stringify(sealed.data), sealed.keyIds],
+        );
+        return structuredClone(next);
+      }),
+    );
+  }
+}

@@ -1,0 +1,63 @@
+import type { AgentConversationServicePorts, SecretCipher } from '@acs/core';
+import { PostgresConversationStore } from './conversation-store.js';
+import { PostgresEventStore } from './event-store.js';
+import { appliedMigrations, LATEST_SCHEMA_VERSION, migrate, MIGRATIONS } from './migrations.js';
+import { PostgresSandboxStore } from './sandbox-store.js';
+import { verifySecretKeys } from './secret-keys.js';
+import { PostgresSettingsStore } from './settings-store.js';
+import { toExecutor, type DatabaseInput, type SqlExecutor } from './sql.js';
+import { PostgresStartTaskStore } from './start-task-store.js';
+import { tablesIn } from './tables.js';
+
+export interface PostgresStorageOptions {
+  /** A pg.Pool, a PGlite instance, or a connection string (then a pool is created and closed by `close()`). */
+  db: DatabaseInput;
+  /** Encrypts secret values at rest. */
+  cipher: SecretCipher;
+  /** Keep the tables in this PostgreSQL schema (created by the migrations). Default: the connection's search_path. */
+  schema?: string;
+  /**
+   * `auto`: apply pending migrations at start. `check` (default): refuse to start while
+   * migrations are pending, so a host that runs `migrate()` itself never gets surprised.
+   */
+  migrations?: 'auto' | 'check';
+}
+
+/** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
+export interface PostgresStorage
+  extends Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'sandboxes' | 'events'> {
+  readonly db: SqlExecutor;
+  /** Closes the database connection if this storage opened it. */
+  close(): Promise<void>;
+}
+
+export async function createPostgresStorage(options: PostgresStorageOptions): Promise<PostgresStorage> {
+  const db = await toExecutor(options.db);
+  const t = tablesIn(options.schema ?? null);
+  try {
+    if ((options.migrations ?? 'check') === 'auto') {
+      await migrate(db, { schema: t.schema });
+    } else {
+      const applied = new Set(await appliedMigrations(db, { schema: t.schema }));
+      const pending = MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => m.version);
+      if (pending.length > 0) {
+        throw new Error(
+          `The database schema is at version ${Math.max(0, ...applied)} but this adapter needs ${LATEST_SCHEMA_VERSION}: run migrate() first, or pass migrations: 'auto'.`,
+        );
+      }
+    }
+    await verifySecretKeys(db, t, options.cipher);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  return {
+    db,
+    settings: new PostgresSettingsStore(db, t, options.cipher),
+    conversations: new PostgresConversationStore(db, t),
+    startTasks: new PostgresStartTaskStore(db, t),
+    sandboxes: new PostgresSandboxStore(db, t),
+    events: new PostgresEventStore(db, t),
+    close: () => db.close(),
+  };
+}
