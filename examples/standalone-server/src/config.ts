@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
 export interface StandaloneConfig {
@@ -10,6 +11,14 @@ export interface StandaloneConfig {
   generatedKey: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowClientConversationIds: boolean;
+  /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
+  storage: { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
+  /** Absolute; holds the PGlite database and the generated secret key. */
+  dataDir: string;
+  /** ACS_SECRET_KEY, if given (else a key file in dataDir is used or created). */
+  secretKey: string | null;
+  /** Earlier keys still needed to read secrets stored before a rotation. */
+  previousSecretKeys: string[];
 }
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
@@ -21,6 +30,13 @@ const EnvSchema = z.object({
   ACS_API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_STORAGE: z.enum(['pglite', 'postgres', 'memory']).optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string').optional(),
+  DATA_DIR: z.string().default('./data'),
+  ACS_SECRET_KEY: z.string().optional(),
+  ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
+  /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
+  INIT_CWD: z.string().optional(),
 });
 
 /** Reads the configuration from the environment; throws an Error that says what to fix. */
@@ -50,7 +66,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     generatedKey = randomBytes(24).toString('base64url');
     apiKeys[generatedKey] = 'default';
   }
+  const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'pglite');
+  if (storageKind === 'postgres' && !e.DATABASE_URL) throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
+  const base = e.INIT_CWD ?? process.cwd();
   return {
+    storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
+    dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
+    secretKey: e.ACS_SECRET_KEY ?? null,
+    previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     port: e.PORT,
     host: e.HOST,
     apiKeys,

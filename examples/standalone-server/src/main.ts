@@ -9,7 +9,13 @@ try {
   process.exit(1);
 }
 
-const server = createStandaloneServer(config);
+let server;
+try {
+  server = await createStandaloneServer(config);
+} catch (error) {
+  console.error(`Cannot start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+}
 if (config.generatedKey) {
   // Shown once, on stderr, so it never enters the structured log on stdout.
   console.error(`SESSION_API_KEY is not set; generated a key for user "default" (valid until this process exits):\n\n  ${config.generatedKey}\n`);

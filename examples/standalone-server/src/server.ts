@@ -3,10 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
-import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { createAgentConversationService, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { createPostgresStorage } from '@acs/adapter-postgres';
 import type { StandaloneConfig } from './config.js';
+import { loadCipher } from './secret-key.js';
 
 export interface StandaloneServer {
   readonly service: AgentConversationService;
@@ -17,8 +21,36 @@ export interface StandaloneServer {
   close(): Promise<void>;
 }
 
-/** Composes the example server: Express + the in-memory adapters, from a config. */
-export function createStandaloneServer(config: StandaloneConfig, destination?: DestinationStream): StandaloneServer {
+interface Storage {
+  ports: Partial<AgentConversationServicePorts>;
+  description: Record<string, unknown>;
+  close(): Promise<void>;
+}
+
+/** The configured storage, migrated and with its secret key verified; throws with a clear message otherwise. */
+async function openStorage(config: StandaloneConfig): Promise<Storage> {
+  if (config.storage.kind === 'memory') {
+    return { ports: {}, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+  }
+  const { cipher, source, keyFile } = await loadCipher(config);
+  const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
+  if (config.storage.kind === 'postgres') {
+    const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
+    return { ports: storage, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
+  }
+  const directory = join(config.dataDir, 'pglite');
+  const pglite = await PGlite.create(directory);
+  try {
+    const storage = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
+    return { ports: storage, description: { storage: 'pglite', dataDir: directory, ...keyInfo }, close: () => pglite.close() };
+  } catch (error) {
+    await pglite.close();
+    throw error;
+  }
+}
+
+/** Composes the example server: Express + storage (PGlite, PostgreSQL or memory) + the fake sandbox runtime. */
+export async function createStandaloneServer(config: StandaloneConfig, destination?: DestinationStream): Promise<StandaloneServer> {
   const logger = pino(
     {
       level: config.logLevel,
@@ -30,8 +62,11 @@ export function createStandaloneServer(config: StandaloneConfig, destination?: D
     },
     destination,
   );
-  const ports = createMemoryPorts();
-  const service = createAgentConversationService({ ...ports, logger }, { allowClientConversationIds: config.allowClientConversationIds });
+  const storage = await openStorage(config);
+  const service = createAgentConversationService(
+    { ...createMemoryPorts(), ...storage.ports, logger },
+    { allowClientConversationIds: config.allowClientConversationIds },
+  );
   const app = express();
   app.disable('x-powered-by');
   app.use(createAcsRouter(service, { apiKeys: config.apiKeys, logger }));
@@ -45,7 +80,10 @@ export function createStandaloneServer(config: StandaloneConfig, destination?: D
       await once(server, 'listening');
       const { address, port } = server.address() as AddressInfo;
       const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
-      logger.info({ url, storage: 'memory', sandboxes: 'memory (fake runtime)', users: [...new Set(Object.values(config.apiKeys))] }, 'agent conversation service listening');
+      logger.info(
+        { url, ...storage.description, sandboxes: 'memory (fake runtime)', users: [...new Set(Object.values(config.apiKeys))] },
+        'agent conversation service listening',
+      );
       return url;
     },
     async close() {
@@ -58,6 +96,7 @@ export function createStandaloneServer(config: StandaloneConfig, destination?: D
         clearTimeout(force);
       }
       await service.close();
+      await storage.close();
       logger.info({}, 'agent conversation service stopped');
     },
   };

@@ -1,59 +1,7 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-
-const exampleDir = fileURLToPath(new URL('..', import.meta.url));
-
-interface Running {
-  child: ChildProcessWithoutNullStreams;
-  url: string;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-const started: Running[] = [];
-
-/** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
-async function startServer(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
-    cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const line = out.split('\n').find((l) => l.includes('"agent conversation service listening"'));
-    if (line) {
-      const running = { child, url: (JSON.parse(line) as { url: string }).url, stdout: () => out, stderr: () => err, exited };
-      started.push(running);
-      return running;
-    }
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${err}${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-afterEach(async () => {
-  for (const running of started.splice(0)) {
-    if (running.child.exitCode === null) {
-      running.child.kill('SIGKILL');
-      await running.exited;
-    }
-  }
-});
-
-const call = (url: string, path: string, key: string | null, body?: unknown) =>
-  fetch(url + path, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+import { describe, expect, it } from 'vitest';
+import { call, exampleDir, startServer } from './process.js';
 
 describe('the standalone example server', () => {
   it('generates a key for user default when none is configured, shows it once on stderr, and accepts it', async () => {
@@ -73,7 +21,7 @@ describe('the standalone example server', () => {
   it('serves several users from SESSION_API_KEY and ACS_API_KEYS, keeps them apart, and never logs a secret', async () => {
     const defaultKey = 'default-key-0123456789abcdef';
     const bobKey = 'bob-key-0123456789abcdef';
-    const server = await startServer({ SESSION_API_KEY: defaultKey, ACS_API_KEYS: `bob:${bobKey}`, LOG_LEVEL: 'debug' });
+    const server = await startServer({ SESSION_API_KEY: defaultKey, ACS_API_KEYS: `bob:${bobKey}`, LOG_LEVEL: 'debug', ACS_STORAGE: 'memory' });
     const secret = 'sk-live-SECRET-VALUE-42';
     const stored = await call(server.url, '/api/settings', defaultKey, {
       llm_model: 'openai/gpt-4o',
@@ -89,6 +37,8 @@ describe('the standalone example server', () => {
     const mine = await call(server.url, `/api/conversations/${conversation_id}`, defaultKey);
     expect(mine.status).toBe(200);
 
+    // pino writes asynchronously: wait for the request lines to reach stdout.
+    for (let i = 0; i < 100 && (server.stdout().match(/"msg":"request"/g) ?? []).length < 6; i++) await new Promise((r) => setTimeout(r, 20));
     const logs = server.stdout();
     const lines = logs.trim().split('\n');
     expect(lines.length).toBeGreaterThan(3);
@@ -97,8 +47,11 @@ describe('the standalone example server', () => {
     expect(logs).toContain('"path":"/api/settings"');
   });
 
-  it.each(['SIGTERM', 'SIGINT'] as const)('shuts down cleanly on %s', async (signal) => {
-    const server = await startServer({ SESSION_API_KEY: 'default-key-0123456789abcdef' });
+  it.each([
+    ['SIGTERM', 'pglite'],
+    ['SIGINT', 'memory'],
+  ] as const)('shuts down cleanly on %s (%s storage)', async (signal, storage) => {
+    const server = await startServer({ SESSION_API_KEY: 'default-key-0123456789abcdef', ACS_STORAGE: storage });
     server.child.kill(signal);
     expect(await server.exited).toBe(0);
     expect(server.stdout()).toContain('"agent conversation service stopped"');

@@ -62,6 +62,8 @@ export class PostgresConversationStore implements ConversationStore {
         if (!current) return ok(null);
         const next = mutate(current);
         if (next.isErr()) return next;
+        // mutate handed back the record it was given: nothing changed, nothing to write.
+        if (next.value === current) return ok(current);
         if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
         await this.write(tx, next.value);
         return ok(next.value);

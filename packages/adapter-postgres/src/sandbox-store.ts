@@ -46,6 +46,8 @@ export class PostgresSandboxStore implements SandboxStore {
         if (!current) return ok(null);
         const next = mutate(current);
         if (next.isErr()) return next;
+        // mutate handed back the record it was given: nothing changed, nothing to write.
+        if (next.value === current) return ok(current);
         if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
         await tx.query(`UPDATE ${this.t.sandboxes} SET status = $3, record = $4::jsonb WHERE user_id = $1 AND id = $2`, [userId, id, next.value.status, JSON.stringify(next.value)]);
         return ok(next.value);

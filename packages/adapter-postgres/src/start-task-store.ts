@@ -43,6 +43,8 @@ export class PostgresStartTaskStore implements StartTaskStore {
         if (!current) return ok(null);
         const next = mutate(current);
         if (next.isErr()) return next;
+        // mutate handed back the record it was given: nothing changed, nothing to write.
+        if (next.value === current) return ok(current);
         if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
         await tx.query(`UPDATE ${this.t.startTasks} SET app_conversation_id = $3, record = $4::jsonb WHERE user_id = $1 AND id = $2`, [
           userId,

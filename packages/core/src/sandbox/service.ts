@@ -74,6 +74,12 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         ? { type: 'SandboxesUnavailable', reason: e.message }
         : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
+  /** Whether an observation would change nothing on this record (then there is nothing to write). */
+  const changesNothing = (record: SandboxRecord, observation: RuntimeObservation) =>
+    statusAfterObservation(record.status, observation.state) === record.status &&
+    observation.detail === record.status_detail &&
+    sameUrls(record, observation);
+
   /** Stores what the runtime reported; tells the conversation side once when the sandbox is lost. */
   const applyObservation = (
     userId: string,
@@ -83,11 +89,9 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     let lostNow = false;
     return sandboxes
       .update(userId, id, (current): Result<SandboxRecord, never> => {
+        if (changesNothing(current, observation)) return ok(current);
         const status = statusAfterObservation(current.status, observation.state);
         lostNow = !isSandboxLost(current.status) && isSandboxLost(status);
-        if (status === current.status && observation.detail === current.status_detail && sameUrls(current, observation)) {
-          return ok(current);
-        }
         return ok({
           ...current,
           status,
@@ -176,6 +180,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         logger.warn({ sandboxId: record.id, reason: inspected.error.message }, 'could not refresh sandbox status');
         return okAsync(record);
       }
+      // Most reads find nothing new: then there is nothing to write.
+      if (changesNothing(record, inspected.value)) return okAsync(record);
       return applyObservation(record.user_id, record.id, inspected.value).map((updated) => updated ?? record);
     });
   };

@@ -1,4 +1,4 @@
-import { GIT_PROVIDERS, type SettingsView, type StoredSettings } from './schema.js';
+import { GIT_PROVIDERS, SETTINGS_FIELDS, type SettingsView, type StoredSettings } from './schema.js';
 
 const isSet = (value: string | null) => value !== null && value.trim() !== '';
 
@@ -8,8 +8,8 @@ export function toSettingsView(stored: StoredSettings): SettingsView {
     const token = stored.secrets_store.provider_tokens[provider];
     return token && (isSet(token.token) || token.user_id !== null) ? [[provider, token] as const] : [];
   });
-  return {
-    ...stored,
+  const view: SettingsView = {
+    ...orderedFields(stored),
     llm_api_key: null,
     search_api_key: null,
     sandbox_api_key: null,
@@ -28,4 +28,10 @@ export function toSettingsView(stored: StoredSettings): SettingsView {
     search_api_key_set: isSet(stored.search_api_key),
     provider_tokens_set: Object.fromEntries(providerTokens.map(([p, t]) => [p, t.host])),
   };
+  return view;
+}
+
+/** The fields in the spec's order, whatever order the store kept them in (jsonb reorders keys). */
+function orderedFields(stored: StoredSettings): StoredSettings {
+  return Object.fromEntries(SETTINGS_FIELDS.map((field) => [field, stored[field]])) as unknown as StoredSettings;
 }

@@ -1,0 +1,65 @@
+/** Runs the example server as a real process for tests. */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+
+export const exampleDir = fileURLToPath(new URL('..', import.meta.url));
+
+export interface Running {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const started: Running[] = [];
+
+/** A fresh data directory, so each server starts from nothing. */
+export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
+
+/** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
+export async function startServer(env: Record<string, string>, options: { expectExit?: boolean } = {}): Promise<Running> {
+  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
+    cwd: exampleDir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ...env },
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const line = out.split('\n').find((l) => l.includes('"agent conversation service listening"'));
+    if (line) {
+      const running = { child, url: (JSON.parse(line) as { url: string }).url, stdout: () => out, stderr: () => err, exited };
+      started.push(running);
+      return running;
+    }
+    if (child.exitCode !== null && options.expectExit) return { child, url: '', stdout: () => out, stderr: () => err, exited };
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${err}${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every server a test started is killed after it (SIGKILL, if it is still running). */
+afterEach(async () => {
+  for (const running of started.splice(0)) {
+    if (running.child.exitCode === null) {
+      running.child.kill('SIGKILL');
+      await running.exited;
+    }
+  }
+});
+
+export const call = (url: string, path: string, key: string | null, body?: unknown) =>
+  fetch(url + path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
