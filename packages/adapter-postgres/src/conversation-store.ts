@@ -1,89 +1,42 @@
-import { ok, type Result, type ResultAsync } from 'neverthrow';
+import type { Result, ResultAsync } from 'neverthrow';
 import type { ConversationFilter, ConversationRecord, ConversationStore, Page, PageRequest, StoreFailure } from '@acs/core';
 import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
-import type { SqlExecutor, SqlQueryable } from './sql.js';
+import { RecordTable } from './record-table.js';
+import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
-
-const columns = (r: ConversationRecord) => [
-  r.user_id,
-  r.id,
-  r.title,
-  r.status,
-  r.sandbox_id,
-  r.parent_conversation_id,
-  r.selected_repository,
-  r.trigger,
-  r.created_at,
-  r.updated_at,
-  JSON.stringify(r),
-];
 
 /** Conversations in PostgreSQL: filters and keyset pages run in SQL on indexed columns; the record is jsonb. */
 export class PostgresConversationStore implements ConversationStore {
+  private readonly table: RecordTable<ConversationRecord>;
+
   constructor(
     private readonly db: SqlExecutor,
     private readonly t: Tables,
-  ) {}
+  ) {
+    this.table = new RecordTable(db, t.conversations, {
+      names: ['title', 'status', 'sandbox_id', 'parent_conversation_id', 'selected_repository', 'trigger', 'created_at', 'updated_at'],
+      values: (r) => [r.title, r.status, r.sandbox_id, r.parent_conversation_id, r.selected_repository, r.trigger, r.created_at, r.updated_at],
+    });
+  }
 
   insert(record: ConversationRecord): ResultAsync<'inserted' | 'exists', StoreFailure> {
-    return run('insert conversation', async () => {
-      const inserted = await this.db.query(
-        `INSERT INTO ${this.t.conversations} (user_id, id, title, status, sandbox_id, parent_conversation_id, selected_repository, trigger, created_at, updated_at, record)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb) ON CONFLICT (user_id, id) DO NOTHING RETURNING id`,
-        columns(record),
-      );
-      return inserted.rows.length > 0 ? 'inserted' : 'exists';
-    });
+    return run('insert conversation', async () => ((await this.table.insert(record)) ? 'inserted' : 'exists'));
   }
 
   get(userId: string, id: string): ResultAsync<ConversationRecord | null, StoreFailure> {
-    return run('get conversation', async () => {
-      const rows = await this.db.query<{ record: ConversationRecord }>(`SELECT record FROM ${this.t.conversations} WHERE user_id = $1 AND id = $2`, [userId, id]);
-      return rows.rows[0]?.record ?? null;
-    });
+    return run('get conversation', () => this.table.get(userId, id));
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(ConversationRecord | null)[], StoreFailure> {
-    return run('get conversations', async () => {
-      const rows = await this.db.query<{ record: ConversationRecord }>(
-        `SELECT record FROM ${this.t.conversations} WHERE user_id = $1 AND id = ANY($2::text[])`,
-        [userId, [...ids]],
-      );
-      const byId = new Map(rows.rows.map((r) => [r.record.id, r.record]));
-      return ids.map((id) => byId.get(id) ?? null);
-    });
+    return run('get conversations', () => this.table.getMany(userId, ids));
   }
 
   update<E>(userId: string, id: string, mutate: (current: ConversationRecord) => Result<ConversationRecord, E>): ResultAsync<ConversationRecord | null, E | StoreFailure> {
-    return run('update conversation', () =>
-      this.db.transaction(async (tx): Promise<Result<ConversationRecord | null, E>> => {
-        const rows = await tx.query<{ record: ConversationRecord }>(`SELECT record FROM ${this.t.conversations} WHERE user_id = $1 AND id = $2 FOR UPDATE`, [userId, id]);
-        const current = rows.rows[0]?.record;
-        if (!current) return ok(null);
-        const next = mutate(current);
-        if (next.isErr()) return next;
-        // mutate handed back the record it was given: nothing changed, nothing to write.
-        if (next.value === current) return ok(current);
-        if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
-        await this.write(tx, next.value);
-        return ok(next.value);
-      }),
-    ).andThen((result) => result);
-  }
-
-  private async write(tx: SqlQueryable, r: ConversationRecord): Promise<void> {
-    await tx.query(
-      `UPDATE ${this.t.conversations} SET title = $3, status = $4, sandbox_id = $5, parent_conversation_id = $6, selected_repository = $7, trigger = $8,
-       created_at = $9, updated_at = $10, record = $11::jsonb WHERE user_id = $1 AND id = $2`,
-      columns(r),
-    );
+    return run('update conversation', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
   delete(userId: string, id: string): ResultAsync<boolean, StoreFailure> {
-    return run('delete conversation', async () => {
-      const rows = await this.db.query(`DELETE FROM ${this.t.conversations} WHERE user_id = $1 AND id = $2 RETURNING id`, [userId, id]);
-      return rows.rows.length > 0;
-    });
+    return run('delete conversation', () => this.table.delete(userId, id));
   }
 
   search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure> {

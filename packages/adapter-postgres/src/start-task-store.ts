@@ -1,60 +1,40 @@
-import { ok, type Result, type ResultAsync } from 'neverthrow';
+import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest, StartTaskFilter, StartTaskRecord, StartTaskStore, StoreFailure } from '@acs/core';
 import { keyset, Params, run, toPage } from './query-helpers.js';
+import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
 
 /** Conversation start tasks in PostgreSQL. */
 export class PostgresStartTaskStore implements StartTaskStore {
+  private readonly table: RecordTable<StartTaskRecord>;
+
   constructor(
     private readonly db: SqlExecutor,
     private readonly t: Tables,
-  ) {}
+  ) {
+    this.table = new RecordTable(db, t.startTasks, {
+      names: ['app_conversation_id', 'created_at'],
+      values: (r) => [r.app_conversation_id, r.created_at],
+    });
+  }
 
   insert(record: StartTaskRecord): ResultAsync<void, StoreFailure> {
     return run('insert start task', async () => {
-      await this.db.query(
-        `INSERT INTO ${this.t.startTasks} (user_id, id, app_conversation_id, created_at, record) VALUES ($1, $2, $3, $4, $5::jsonb)`,
-        [record.user_id, record.id, record.app_conversation_id, record.created_at, JSON.stringify(record)],
-      );
+      if (!(await this.table.insert(record))) throw new Error(`start task ${record.id} already exists`);
     });
   }
 
   get(userId: string, id: string): ResultAsync<StartTaskRecord | null, StoreFailure> {
-    return run('get start task', async () => {
-      const rows = await this.db.query<{ record: StartTaskRecord }>(`SELECT record FROM ${this.t.startTasks} WHERE user_id = $1 AND id = $2`, [userId, id]);
-      return rows.rows[0]?.record ?? null;
-    });
+    return run('get start task', () => this.table.get(userId, id));
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(StartTaskRecord | null)[], StoreFailure> {
-    return run('get start tasks', async () => {
-      const rows = await this.db.query<{ record: StartTaskRecord }>(`SELECT record FROM ${this.t.startTasks} WHERE user_id = $1 AND id = ANY($2::text[])`, [userId, [...ids]]);
-      const byId = new Map(rows.rows.map((r) => [r.record.id, r.record]));
-      return ids.map((id) => byId.get(id) ?? null);
-    });
+    return run('get start tasks', () => this.table.getMany(userId, ids));
   }
 
   update<E>(userId: string, id: string, mutate: (current: StartTaskRecord) => Result<StartTaskRecord, E>): ResultAsync<StartTaskRecord | null, E | StoreFailure> {
-    return run('update start task', () =>
-      this.db.transaction(async (tx): Promise<Result<StartTaskRecord | null, E>> => {
-        const rows = await tx.query<{ record: StartTaskRecord }>(`SELECT record FROM ${this.t.startTasks} WHERE user_id = $1 AND id = $2 FOR UPDATE`, [userId, id]);
-        const current = rows.rows[0]?.record;
-        if (!current) return ok(null);
-        const next = mutate(current);
-        if (next.isErr()) return next;
-        // mutate handed back the record it was given: nothing changed, nothing to write.
-        if (next.value === current) return ok(current);
-        if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
-        await tx.query(`UPDATE ${this.t.startTasks} SET app_conversation_id = $3, record = $4::jsonb WHERE user_id = $1 AND id = $2`, [
-          userId,
-          id,
-          next.value.app_conversation_id,
-          JSON.stringify(next.value),
-        ]);
-        return ok(next.value);
-      }),
-    ).andThen((result) => result);
+    return run('update start task', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
   search(userId: string, filter: StartTaskFilter, page: PageRequest, order: 'newest_first' | 'oldest_first'): ResultAsync<Page<StartTaskRecord>, StoreFailure> {
