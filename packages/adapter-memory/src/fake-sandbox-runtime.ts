@@ -1,9 +1,31 @@
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
-import type { RuntimeCreateRequest, RuntimeObservation, SandboxRuntime, SandboxRuntimeError } from '@acs/core';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import {
+  resolveSandboxPath,
+  type DirectoryEntry,
+  type ExecRequest,
+  type ExecResult,
+  type RuntimeCreateRequest,
+  type RuntimeObservation,
+  type SandboxRuntime,
+  type SandboxRuntimeError,
+} from '@acs/core';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete';
+export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory';
+
+/** What a registered command handler sees. */
+export interface FakeExecContext {
+  sandboxId: string;
+  /** The working directory the command runs in (resolved). */
+  cwd: string;
+  /** The sandbox's files, shared with readFile/writeFile. */
+  files: Map<string, Uint8Array>;
+  signal: AbortSignal;
+}
+
+export type FakeExecHandler = (request: ExecRequest, context: FakeExecContext) => Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>> | Promise<Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>>;
 
 interface FakeSandbox {
+  files: Map<string, Uint8Array>;
   state: RuntimeObservation['state'];
   detail: string | null;
   request: RuntimeCreateRequest;
@@ -34,6 +56,7 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   readonly #held = new Set<string>();
   #unavailable: string | null = null;
   #inspectionsUntilRunning: number;
+  readonly #handlers: { matches: (argv: readonly string[]) => boolean; handle: FakeExecHandler }[] = [];
 
   constructor(options: FakeSandboxRuntimeOptions = {}) {
     this.#inspectionsUntilRunning = options.inspectionsUntilRunning ?? 0;
@@ -74,6 +97,18 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     this.#held.delete(sandboxId);
   }
 
+  /**
+   * Answers commands whose argv matches: a program name (first word), a RegExp over the
+   * argv joined by spaces, or a predicate. Later registrations win. Unmatched commands
+   * exit 127 with a message on stderr.
+   */
+  onExec(match: string | RegExp | ((argv: readonly string[]) => boolean), handle: FakeExecHandler): this {
+    const matches =
+      typeof match === 'string' ? (argv: readonly string[]) => argv[0] === match : match instanceof RegExp ? (argv: readonly string[]) => match.test(argv.join(' ')) : match;
+    this.#handlers.unshift({ matches, handle });
+    return this;
+  }
+
   /** What the runtime holds for a sandbox, or undefined. */
   peek(sandboxId: string): { state: RuntimeObservation['state']; request: RuntimeCreateRequest } | undefined {
     const box = this.#sandboxes.get(sandboxId);
@@ -87,6 +122,7 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#call('create', request.sandbox_id, () => {
       const box: FakeSandbox = {
+        files: new Map(),
         state: 'starting',
         detail: null,
         request: structuredClone(request),
@@ -140,6 +176,79 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     });
   }
 
+  exec(sandboxId: string, request: ExecRequest): ResultAsync<ExecResult, SandboxRuntimeError> {
+    return this.#call('exec', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      const cwd = resolveSandboxPath(box.request.spec.working_dir, request.cwd ?? '.') ?? box.request.spec.working_dir;
+      const handler = this.#handlers.find((h) => h.matches(request.command));
+      const started = Date.now();
+      const abort = new AbortController();
+      const timeoutMs = request.timeoutMs ?? 120_000;
+      type Outcome = Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>;
+      const run: Promise<Outcome> = handler
+        ? Promise.resolve(handler.handle(request, { sandboxId, cwd, files: box.files, signal: abort.signal }))
+        : Promise.resolve({ exit_code: 127, stderr: `fake runtime: no handler for "${request.command.join(' ')}" (register one with onExec)\n` });
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+      return Promise.race([run, timeout]).then((outcome): ExecResult => {
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          abort.abort();
+          return { exit_code: null, stdout: '', stderr: '', timed_out: true, duration_ms: Date.now() - started };
+        }
+        return { exit_code: outcome.exit_code ?? 0, stdout: outcome.stdout ?? '', stderr: outcome.stderr ?? '', timed_out: false, duration_ms: Date.now() - started };
+      });
+    }).andThen((pending) => ResultAsync.fromSafePromise(pending));
+  }
+
+  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError> {
+    return this.#call('readFile', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      const resolved = this.#path(box, path);
+      const content = box.files.get(resolved);
+      if (!content) throw new FakeFailure(`${resolved}: no such file`, 'not_found');
+      return new Uint8Array(content);
+    });
+  }
+
+  writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError> {
+    return this.#call('writeFile', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      box.files.set(this.#path(box, path), new Uint8Array(content));
+    });
+  }
+
+  listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError> {
+    return this.#call('listDirectory', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      const dir = this.#path(box, path);
+      if (box.files.has(dir)) throw new FakeFailure(`${dir}: not a directory`);
+      const prefix = dir === '/' ? '/' : `${dir}/`;
+      const entries = new Map<string, DirectoryEntry>();
+      for (const [file, content] of box.files) {
+        if (!file.startsWith(prefix)) continue;
+        const [name, ...rest] = file.slice(prefix.length).split('/');
+        if (!name) continue;
+        entries.set(name, { name, path: `${prefix}${name}`, type: rest.length > 0 ? 'directory' : 'file', size: rest.length > 0 ? 0 : content.length });
+      }
+      if (entries.size === 0 && dir !== box.request.spec.working_dir && dir !== '/') throw new FakeFailure(`${dir}: no such directory`, 'not_found');
+      return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    });
+  }
+
+  #running(sandboxId: string): FakeSandbox {
+    const box = this.#sandboxes.get(sandboxId);
+    if (!box) throw new FakeFailure(`sandbox ${sandboxId} does not exist`, 'not_found');
+    if (box.state !== 'running') throw new FakeFailure(`sandbox ${sandboxId} is ${box.state}, not running`);
+    return box;
+  }
+
+  #path(box: FakeSandbox, path: string): string {
+    const resolved = resolveSandboxPath(box.request.spec.working_dir, path);
+    if (!resolved) throw new FakeFailure(`"${path}" is not a valid path`);
+    return resolved;
+  }
+
   #isHeld(sandboxId: string): boolean {
     return this.#held.has('*') || this.#held.has(sandboxId);
   }
@@ -162,10 +271,17 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     try {
       return okAsync(run());
     } catch (error) {
-      if (error instanceof FakeFailure) return errAsync({ kind: 'failed', message: error.message });
+      if (error instanceof FakeFailure) return errAsync({ kind: error.kind, message: error.message });
       throw error;
     }
   }
 }
 
-class FakeFailure extends Error {}
+class FakeFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: SandboxRuntimeError['kind'] = 'failed',
+  ) {
+    super(message);
+  }
+}

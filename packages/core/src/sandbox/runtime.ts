@@ -15,12 +15,44 @@ export interface RuntimeCreateRequest {
   spec: SandboxSpec;
   /** The spec's initial_env merged with what the service adds. */
   env: Record<string, string>;
+  /** Multiplies the runtime's configured CPU, memory and pids limits (the user's remote_runtime_resource_factor). Default 1. */
+  resource_factor?: number;
 }
 
 export interface SandboxRuntimeError {
-  /** `unavailable`: the runtime itself cannot be reached (engine down); `failed`: this operation failed. */
-  kind: 'unavailable' | 'failed';
+  /**
+   * `unavailable`: the runtime itself cannot be reached (engine down); `not_found`: the
+   * sandbox, or the file asked for, does not exist; `failed`: this operation failed.
+   */
+  kind: 'unavailable' | 'not_found' | 'failed';
   message: string;
+}
+
+/** A command to run in a sandbox: an argv, run without a shell (use ['bash', '-lc', script] for one). */
+export interface ExecRequest {
+  command: readonly string[];
+  /** Absolute, or relative to the spec's working directory. Default: the working directory. */
+  cwd?: string;
+  env?: Readonly<Record<string, string>>;
+  /** After this the command's whole process group is killed. Default 120 s. */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  /** null when the command was killed before it could exit by itself. */
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  timed_out: boolean;
+  duration_ms: number;
+}
+
+export interface DirectoryEntry {
+  name: string;
+  /** Absolute path inside the sandbox. */
+  path: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
 }
 
 /**
@@ -36,4 +68,28 @@ export interface SandboxRuntime {
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   delete(sandboxId: string): ResultAsync<void, SandboxRuntimeError>;
+  /** Runs a command in a running sandbox; stdout and stderr are kept apart. */
+  exec(sandboxId: string, request: ExecRequest): ResultAsync<ExecResult, SandboxRuntimeError>;
+  /** The bytes of a file (absolute path, or relative to the working directory). */
+  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError>;
+  /** Writes bytes to a file, creating parent directories. */
+  writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError>;
+  /** The entries of a directory, sorted by name. */
+  listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError>;
+}
+
+/**
+ * A path inside a sandbox, resolved against its working directory and normalised.
+ * Paths always name the sandbox's own filesystem; null for what cannot be a path.
+ */
+export function resolveSandboxPath(workingDir: string, path: string): string | null {
+  if (path === '' || path.includes('\0') || path.length > 4096) return null;
+  const joined = path.startsWith('/') ? path : `${workingDir.replace(/\/+$/, '')}/${path}`;
+  const parts: string[] = [];
+  for (const part of joined.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join('/')}`;
 }

@@ -19,5 +19,11 @@ export {
   expectOk,
   type StoreFactory,
 } from './stores.js';
-export { describeClockContract, describeIdGeneratorContract, describeSandboxRuntimeContract, type SandboxRuntimeContractOptions } from './runtime.js';
+export {
+  describeClockContract,
+  describeIdGeneratorContract,
+  describeSandboxExecContract,
+  describeSandboxRuntimeContract,
+  type SandboxRuntimeContractOptions,
+} from './runtime.js';
 export { describeEventStoreContract } from './events.js';

@@ -1,0 +1,403 @@
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import { ResultAsync } from 'neverthrow';
+import {
+  resolveSandboxPath,
+  type DirectoryEntry,
+  type ExecRequest,
+  type ExecResult,
+  type ExposedUrl,
+  type RuntimeCreateRequest,
+  type RuntimeObservation,
+  type SandboxRuntime,
+  type SandboxRuntimeError,
+} from '@acs/core';
+import { firstTarEntry, tarOneFile } from './tar.js';
+
+export interface DockerResourceLimits {
+  /** Memory limit in bytes (default 2 GiB). */
+  memoryBytes?: number;
+  /** CPUs (default 1). */
+  cpus?: number;
+  /** Maximum number of processes (default 512). */
+  pids?: number;
+}
+
+export interface DockerRuntimeOptions {
+  /** A dockerode client already set to the negotiated API version (see createDockerRuntime). */
+  docker: Docker;
+  limits?: DockerResourceLimits;
+  /** `bridge` (default), `none` (no network), or `host` (shares the host's network; allow it only for trusted users). */
+  networkMode?: 'bridge' | 'none' | 'host';
+  /** Container ports published on 127.0.0.1 (a free host port each) and reported as exposed URLs. */
+  exposedPorts?: readonly { name: string; port: number }[];
+  /** Container names are this prefix plus the sandbox id. Default `acs-sandbox-`. */
+  namePrefix?: string;
+}
+
+/** Labels on every container this runtime creates, so a restarted service finds them. */
+export const LABELS = { managed: 'io.acs.managed', sandbox: 'io.acs.sandbox-id', user: 'io.acs.user-id', spec: 'io.acs.sandbox-spec-id' } as const;
+
+/** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
+export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
+
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+interface DockerError {
+  statusCode?: number;
+  code?: string;
+  message?: string;
+  json?: { message?: string } | null;
+}
+
+/** One container per sandbox on a Docker Engine. */
+export class DockerSandboxRuntime implements SandboxRuntime {
+  readonly specificationVersion = 'v1' as const;
+  readonly #docker: Docker;
+  readonly #limits: Required<DockerResourceLimits>;
+  readonly #networkMode: 'bridge' | 'none' | 'host';
+  readonly #exposedPorts: readonly { name: string; port: number }[];
+  readonly #prefix: string;
+  /** Sandboxes that have answered an exec since this process started: they are up. */
+  readonly #answered = new Set<string>();
+  readonly #workingDirs = new Map<string, string>();
+
+  constructor(options: DockerRuntimeOptions) {
+    this.#docker = options.docker;
+    this.#limits = { memoryBytes: options.limits?.memoryBytes ?? 2 * 1024 ** 3, cpus: options.limits?.cpus ?? 1, pids: options.limits?.pids ?? 512 };
+    this.#networkMode = options.networkMode ?? 'bridge';
+    this.#exposedPorts = options.exposedPorts ?? [];
+    this.#prefix = options.namePrefix ?? 'acs-sandbox-';
+  }
+
+  containerName(sandboxId: string): string {
+    return `${this.#prefix}${sandboxId}`;
+  }
+
+  volumeName(sandboxId: string): string {
+    return `${this.#prefix}${sandboxId}-workspace`;
+  }
+
+  create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+    const factor = Math.max(1, request.resource_factor ?? 1);
+    const { spec } = request;
+    return this.#attempt('create', async () => {
+      await this.#docker.createVolume({ Name: this.volumeName(request.sandbox_id), Labels: { [LABELS.managed]: 'true', [LABELS.sandbox]: request.sandbox_id } });
+      const container = await this.#docker
+        .createContainer({
+          name: this.containerName(request.sandbox_id),
+          Image: spec.image,
+          ...(spec.command ? { Cmd: [...spec.command] } : {}),
+          WorkingDir: spec.working_dir,
+          Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+          Labels: { [LABELS.managed]: 'true', [LABELS.sandbox]: request.sandbox_id, [LABELS.user]: request.user_id, [LABELS.spec]: spec.id },
+          ExposedPorts: Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, {}])),
+          HostConfig: {
+            Privileged: false,
+            CapDrop: ['ALL'],
+            CapAdd: [...SANDBOX_CAPABILITIES],
+            SecurityOpt: ['no-new-privileges'],
+            Init: true,
+            Memory: Math.round(this.#limits.memoryBytes * factor),
+            NanoCpus: Math.round(this.#limits.cpus * factor * 1e9),
+            PidsLimit: Math.round(this.#limits.pids * factor),
+            NetworkMode: this.#networkMode,
+            PortBindings:
+              this.#networkMode === 'bridge'
+                ? Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
+                : {},
+            Mounts: [{ Type: 'volume', Source: this.volumeName(request.sandbox_id), Target: spec.working_dir }],
+            RestartPolicy: { Name: 'no' },
+          },
+        })
+        .catch((error: DockerError) => {
+          if (error.statusCode === 404) {
+            throw new RuntimeFailure(
+              `image ${spec.image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`,
+            );
+          }
+          throw error;
+        });
+      this.#workingDirs.set(request.sandbox_id, spec.working_dir);
+      await container.start();
+      return this.#observe(request.sandbox_id);
+    });
+  }
+
+  inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+    return this.#attempt('inspect', () => this.#observe(sandboxId));
+  }
+
+  pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+    return this.#attempt('pause', async () => {
+      const info = await this.#inspectContainer(sandboxId);
+      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
+      if (!info.State.Paused) {
+        if (!info.State.Running) throw new RuntimeFailure(`cannot pause sandbox ${sandboxId}: its container is ${info.State.Status}`);
+        await this.#container(sandboxId).pause();
+      }
+      return this.#observe(sandboxId);
+    });
+  }
+
+  resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+    return this.#attempt('resume', async () => {
+      const info = await this.#inspectContainer(sandboxId);
+      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
+      if (info.State.Paused) await this.#container(sandboxId).unpause();
+      else if (!info.State.Running) {
+        this.#answered.delete(sandboxId);
+        await this.#container(sandboxId).start();
+      }
+      return this.#observe(sandboxId);
+    });
+  }
+
+  delete(sandboxId: string): ResultAsync<void, SandboxRuntimeError> {
+    return this.#attempt('delete', async () => {
+      this.#answered.delete(sandboxId);
+      this.#workingDirs.delete(sandboxId);
+      await this.#container(sandboxId)
+        .remove({ force: true, v: true })
+        .catch((error: DockerError) => {
+          if (error.statusCode !== 404) throw error;
+        });
+      await this.#docker
+        .getVolume(this.volumeName(sandboxId))
+        .remove()
+        .catch((error: DockerError) => {
+          if (error.statusCode !== 404) throw error;
+        });
+    });
+  }
+
+  exec(sandboxId: string, request: ExecRequest): ResultAsync<ExecResult, SandboxRuntimeError> {
+    return this.#attempt('exec', async () => {
+      const cwd = await this.#resolve(sandboxId, request.cwd ?? '.');
+      const timeoutMs = request.timeoutMs ?? 120_000;
+      // coreutils and busybox `timeout` both kill the command's whole process group when time is up.
+      const command = ['timeout', '-s', 'KILL', String(Math.max(1, Math.ceil(timeoutMs / 1000))), ...request.command];
+      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs });
+    });
+  }
+
+  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError> {
+    return this.#attempt('readFile', async () => {
+      const resolved = await this.#resolve(sandboxId, path);
+      const archive = await this.#container(sandboxId)
+        .getArchive({ path: resolved })
+        .catch((error: DockerError) => {
+          if (error.statusCode === 404) throw new RuntimeFailure(`${resolved}: no such file`, 'not_found');
+          throw error;
+        });
+      const entry = firstTarEntry(await collect(archive));
+      if (!entry) throw new RuntimeFailure(`${resolved}: no such file`, 'not_found');
+      if (entry.type === 'directory') throw new RuntimeFailure(`${resolved} is a directory`);
+      if (entry.type !== 'file') throw new RuntimeFailure(`${resolved} is not a regular file`);
+      return new Uint8Array(entry.content);
+    });
+  }
+
+  writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError> {
+    return this.#attempt('writeFile', async () => {
+      const resolved = await this.#resolve(sandboxId, path);
+      if (resolved === '/') throw new RuntimeFailure('cannot write to /');
+      // Extracting at / with the full path creates the missing parent directories.
+      await this.#container(sandboxId).putArchive(tarOneFile(resolved.slice(1), content), { path: '/' });
+    });
+  }
+
+  listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError> {
+    return this.#attempt('listDirectory', async () => {
+      const dir = await this.#resolve(sandboxId, path);
+      const result = await this.#run(sandboxId, ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%s\\t%f\\0'], {
+        cwd: '/',
+        env: {},
+        hostDeadlineMs: 30_000,
+        timeoutMs: 30_000,
+      });
+      if (result.exit_code !== 0) {
+        const reason = result.stderr.trim() || `find exited with ${result.exit_code}`;
+        throw new RuntimeFailure(`cannot list ${dir}: ${reason}`, /No such file/.test(reason) ? 'not_found' : 'failed');
+      }
+      const base = dir === '/' ? '' : dir;
+      return result.stdout
+        .split('\0')
+        .filter(Boolean)
+        .map((line): DirectoryEntry => {
+          const [kind, size, ...name] = line.split('\t');
+          const entryName = name.join('\t');
+          const type = kind === 'd' ? 'directory' : kind === 'f' ? 'file' : kind === 'l' ? 'symlink' : 'other';
+          return { name: entryName, path: `${base}/${entryName}`, type, size: Number(size) };
+        })
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    });
+  }
+
+  #container(sandboxId: string) {
+    return this.#docker.getContainer(this.containerName(sandboxId));
+  }
+
+  async #inspectContainer(sandboxId: string): Promise<Docker.ContainerInspectInfo | null> {
+    try {
+      return await this.#container(sandboxId).inspect();
+    } catch (error) {
+      if ((error as DockerError).statusCode === 404) return null;
+      throw error;
+    }
+  }
+
+  async #resolve(sandboxId: string, path: string): Promise<string> {
+    let workingDir = this.#workingDirs.get(sandboxId);
+    if (!workingDir) {
+      const info = await this.#inspectContainer(sandboxId);
+      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
+      workingDir = info.Config.WorkingDir || '/';
+      this.#workingDirs.set(sandboxId, workingDir);
+    }
+    const resolved = resolveSandboxPath(workingDir, path);
+    if (!resolved) throw new RuntimeFailure(`"${path}" is not a valid path`);
+    return resolved;
+  }
+
+  async #observe(sandboxId: string): Promise<RuntimeObservation> {
+    const info = await this.#inspectContainer(sandboxId);
+    if (!info || info.State.Status === 'removing') {
+      this.#answered.delete(sandboxId);
+      return { state: 'missing', detail: 'its container no longer exists', exposed_urls: [] };
+    }
+    const state = info.State;
+    if (state.Paused) return { state: 'paused', detail: null, exposed_urls: this.#urls(info) };
+    if (state.Running) {
+      if (!this.#answered.has(sandboxId)) {
+        const probe = await this.#run(sandboxId, ['true'], { cwd: '/', env: {}, hostDeadlineMs: 10_000, timeoutMs: 10_000 }).catch(() => null);
+        if (probe?.exit_code === 0) this.#answered.add(sandboxId);
+      }
+      return this.#answered.has(sandboxId)
+        ? { state: 'running', detail: null, exposed_urls: this.#urls(info) }
+        : { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
+    }
+    if (state.Status === 'created' || state.Status === 'restarting') return { state: 'starting', detail: null, exposed_urls: [] };
+    this.#answered.delete(sandboxId);
+    const why = [
+      `its container ${state.Status === 'dead' ? 'is dead' : `exited with code ${state.ExitCode}`}`,
+      state.OOMKilled ? 'killed for using more memory than its limit' : null,
+      state.Error ? state.Error : null,
+    ]
+      .filter(Boolean)
+      .join('; ');
+    return { state: 'error', detail: why, exposed_urls: [] };
+  }
+
+  #urls(info: Docker.ContainerInspectInfo): ExposedUrl[] {
+    const ports = info.NetworkSettings?.Ports ?? {};
+    return this.#exposedPorts.flatMap((p) => {
+      const binding = ports[`${p.port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1') ?? ports[`${p.port}/tcp`]?.[0];
+      return binding ? [{ name: p.name, url: `http://127.0.0.1:${binding.HostPort}` }] : [];
+    });
+  }
+
+  /** Runs argv through docker exec with stdout and stderr demultiplexed; bounded in time and size. */
+  async #run(
+    sandboxId: string,
+    argv: readonly string[],
+    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number },
+  ): Promise<ExecResult> {
+    const started = Date.now();
+    const exec = await this.#container(sandboxId).exec({
+      Cmd: [...argv],
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: false,
+      Tty: false,
+      WorkingDir: options.cwd,
+      Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`),
+    });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    const stdout = new Bounded(MAX_OUTPUT_BYTES);
+    const stderr = new Bounded(MAX_OUTPUT_BYTES);
+    const out = new PassThrough().on('data', (c: Buffer) => stdout.push(c));
+    const err = new PassThrough().on('data', (c: Buffer) => stderr.push(c));
+    this.#docker.modem.demuxStream(stream, out, err);
+    let hostTimeout = false;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        hostTimeout = true;
+        stream.destroy();
+        resolve();
+      }, options.hostDeadlineMs);
+      stream.on('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+    const duration = Date.now() - started;
+    const info = hostTimeout ? null : await exec.inspect();
+    const timedOut = hostTimeout || duration >= options.timeoutMs;
+    const exitCode = info?.ExitCode ?? null;
+    return {
+      exit_code: timedOut && (exitCode === 137 || exitCode === null) ? null : exitCode,
+      stdout: stdout.text(),
+      stderr: stderr.text(),
+      timed_out: timedOut,
+      duration_ms: duration,
+    };
+  }
+
+  #attempt<T>(operation: string, work: () => Promise<T>): ResultAsync<T, SandboxRuntimeError> {
+    return ResultAsync.fromPromise(work(), (error) => toRuntimeError(operation, error));
+  }
+}
+
+/** A failure this adapter explains itself. */
+class RuntimeFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: SandboxRuntimeError['kind'] = 'failed',
+  ) {
+    super(message);
+  }
+}
+
+function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
+  if (error instanceof RuntimeFailure) return { kind: error.kind, message: error.message };
+  const e = error as DockerError;
+  if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT' || e.code === 'EACCES') {
+    return { kind: 'unavailable', message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST` };
+  }
+  if (e.statusCode === 404) return { kind: 'not_found', message: e.json?.message ?? `not found during ${operation}` };
+  return { kind: 'failed', message: e.json?.message ?? e.message ?? String(error) };
+}
+
+/** Keeps at most `limit` bytes, noting how much was dropped. */
+class Bounded {
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+  #dropped = 0;
+  constructor(private readonly limit: number) {}
+  push(chunk: Buffer) {
+    const room = this.limit - this.#size;
+    if (room > 0) this.#chunks.push(chunk.subarray(0, room));
+    this.#size += Math.min(room, chunk.length);
+    this.#dropped += Math.max(0, chunk.length - Math.max(0, room));
+  }
+  text(): string {
+    const text = Buffer.concat(this.#chunks).toString('utf8');
+    return this.#dropped > 0 ? `${text}\n[… ${this.#dropped} more bytes not kept]` : text;
+  }
+}
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
