@@ -19,7 +19,36 @@ export interface StandaloneConfig {
   secretKey: string | null;
   /** Earlier keys still needed to read secrets stored before a rotation. */
   previousSecretKeys: string[];
+  sandboxes: SandboxConfig;
 }
+
+export interface SandboxConfig {
+  /** `docker` (the default: used when an engine answers) or `fake` (in-memory, runs nothing; demos and tests). */
+  runtime: 'docker' | 'fake';
+  specs: { id: string; image: string; working_dir: string; command?: string[] | null; initial_env?: Record<string, string>; description?: string | null }[];
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+  network: 'bridge' | 'none' | 'host';
+  maxRunningPerUser: number;
+  pauseOldestAtLimit: boolean;
+  /** 0: never. */
+  idlePauseMinutes: number;
+}
+
+const SpecSchema = z.object({
+  id: z.string().min(1).max(128),
+  image: z.string().min(1).max(512),
+  working_dir: z.string().regex(/^\//, 'must be an absolute path').default('/workspace'),
+  command: z.array(z.string()).nullable().optional(),
+  initial_env: z.record(z.string(), z.string()).optional(),
+  description: z.string().nullable().optional(),
+});
+
+/** The default spec: the image scripts/build-sandbox-image.sh builds. */
+export const DEFAULT_SPECS: SandboxConfig['specs'] = [
+  { id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace', description: 'Debian bookworm with bash, git and python3' },
+];
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
 
@@ -35,6 +64,15 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   ACS_SECRET_KEY: z.string().optional(),
   ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
+  ACS_SANDBOXES: z.enum(['docker', 'fake']).default('docker'),
+  ACS_SANDBOX_SPECS: z.string().optional(),
+  ACS_SANDBOX_MEMORY_MB: z.coerce.number().int().min(64).max(1_048_576).default(2048),
+  ACS_SANDBOX_CPUS: z.coerce.number().positive().max(256).default(1),
+  ACS_SANDBOX_PIDS: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  ACS_SANDBOX_NETWORK: z.enum(['bridge', 'none', 'host']).default('bridge'),
+  ACS_MAX_RUNNING_SANDBOXES: z.coerce.number().int().min(1).max(1000).default(5),
+  ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
   /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
   INIT_CWD: z.string().optional(),
 });
@@ -69,7 +107,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
   const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'pglite');
   if (storageKind === 'postgres' && !e.DATABASE_URL) throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
   const base = e.INIT_CWD ?? process.cwd();
+  let specs = DEFAULT_SPECS;
+  if (e.ACS_SANDBOX_SPECS) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(e.ACS_SANDBOX_SPECS);
+    } catch {
+      throw new Error('Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}');
+    }
+    const parsed = z.array(SpecSchema).min(1).safeParse(raw);
+    if (!parsed.success) {
+      throw new Error(`Invalid configuration: ACS_SANDBOX_SPECS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    specs = parsed.data;
+  }
   return {
+    sandboxes: {
+      runtime: e.ACS_SANDBOXES,
+      specs,
+      memoryMb: e.ACS_SANDBOX_MEMORY_MB,
+      cpus: e.ACS_SANDBOX_CPUS,
+      pids: e.ACS_SANDBOX_PIDS,
+      network: e.ACS_SANDBOX_NETWORK,
+      maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
+      pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
+      idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
+    },
     storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,

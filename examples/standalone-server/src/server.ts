@@ -5,11 +5,18 @@ import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { createAgentConversationService, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
+import {
+  createAgentConversationService,
+  unavailableSandboxRuntime,
+  type AgentConversationService,
+  type AgentConversationServicePorts,
+  type SandboxRuntime,
+} from '@acs/core';
+import { createDockerRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
-import type { StandaloneConfig } from './config.js';
+import type { SandboxConfig, StandaloneConfig } from './config.js';
 import { loadCipher } from './secret-key.js';
 
 export interface StandaloneServer {
@@ -49,7 +56,22 @@ async function openStorage(config: StandaloneConfig): Promise<Storage> {
   }
 }
 
-/** Composes the example server: Express + storage (PGlite, PostgreSQL or memory) + the fake sandbox runtime. */
+/** Docker when an engine answers; otherwise a runtime that answers 503 saying why (the server still starts). */
+async function openSandboxRuntime(config: SandboxConfig): Promise<{ runtime: SandboxRuntime; description: string; unavailable: string | null }> {
+  if (config.runtime === 'fake') return { runtime: new FakeSandboxRuntime(), description: 'fake (in memory, runs nothing)', unavailable: null };
+  try {
+    const runtime = await createDockerRuntime({
+      limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
+      networkMode: config.network,
+    });
+    return { runtime, description: `docker (engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion})`, unavailable: null };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { runtime: unavailableSandboxRuntime(reason), description: 'unavailable', unavailable: reason };
+  }
+}
+
+/** Composes the example server: Express + storage (PGlite, PostgreSQL or memory) + sandboxes (Docker, or the fake). */
 export async function createStandaloneServer(config: StandaloneConfig, destination?: DestinationStream): Promise<StandaloneServer> {
   const logger = pino(
     {
@@ -63,10 +85,21 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
     destination,
   );
   const storage = await openStorage(config);
+  const sandboxes = await openSandboxRuntime(config.sandboxes);
+  if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
   const service = createAgentConversationService(
-    { ...createMemoryPorts(), ...storage.ports, logger },
-    { allowClientConversationIds: config.allowClientConversationIds },
+    { ...createMemoryPorts(), ...storage.ports, sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs), runtime: sandboxes.runtime, logger },
+    {
+      allowClientConversationIds: config.allowClientConversationIds,
+      maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
+      atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
+      ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+    },
   );
+  if (!sandboxes.unavailable) {
+    const reconciled = await service.sandboxes.reconcile();
+    if (reconciled.isErr()) logger.warn({ error: reconciled.error.type }, 'could not reconcile sandboxes with the runtime');
+  }
   const app = express();
   app.disable('x-powered-by');
   app.use(createAcsRouter(service, { apiKeys: config.apiKeys, logger }));
@@ -81,7 +114,7 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
       const { address, port } = server.address() as AddressInfo;
       const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
       logger.info(
-        { url, ...storage.description, sandboxes: 'memory (fake runtime)', users: [...new Set(Object.values(config.apiKeys))] },
+        { url, ...storage.description, sandboxes: sandboxes.description, users: [...new Set(Object.values(config.apiKeys))] },
         'agent conversation service listening',
       );
       return url;

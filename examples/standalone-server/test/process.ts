@@ -26,7 +26,7 @@ export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
 export async function startServer(env: Record<string, string>, options: { expectExit?: boolean } = {}): Promise<Running> {
   const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
     cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env },
   });
   let out = '';
   let err = '';
@@ -57,9 +57,9 @@ afterEach(async () => {
   }
 });
 
-export const call = (url: string, path: string, key: string | null, body?: unknown) =>
+export const call = (url: string, path: string, key: string | null, body?: unknown, method?: string) =>
   fetch(url + path, {
-    method: body === undefined ? 'GET' : 'POST',
+    method: method ?? (body === undefined ? 'GET' : 'POST'),
     headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });

@@ -9,9 +9,13 @@ import {
   type ExposedUrl,
   type RuntimeCreateRequest,
   type RuntimeObservation,
+  type RuntimeSandboxSummary,
   type SandboxRuntime,
   type SandboxRuntimeError,
+  type OpenShellOptions,
+  type SandboxShell,
 } from '@acs/core';
+import { openDockerShell } from './docker-shell.js';
 import { firstTarEntry, tarOneFile } from './tar.js';
 
 export interface DockerResourceLimits {
@@ -36,7 +40,13 @@ export interface DockerRuntimeOptions {
 }
 
 /** Labels on every container this runtime creates, so a restarted service finds them. */
-export const LABELS = { managed: 'io.acs.managed', sandbox: 'io.acs.sandbox-id', user: 'io.acs.user-id', spec: 'io.acs.sandbox-spec-id' } as const;
+export const LABELS = {
+  managed: 'io.acs.managed',
+  sandbox: 'io.acs.sandbox-id',
+  user: 'io.acs.user-id',
+  spec: 'io.acs.sandbox-spec-id',
+  workingDir: 'io.acs.working-dir',
+} as const;
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
 export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
@@ -78,6 +88,28 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     return `${this.#prefix}${sandboxId}-workspace`;
   }
 
+  ping(): ResultAsync<void, SandboxRuntimeError> {
+    return this.#attempt('ping', async () => {
+      await this.#docker.ping();
+    });
+  }
+
+  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
+    return this.#attempt('list', async () => {
+      const containers = await this.#docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`], name: [this.#prefix] } });
+      return containers
+        .filter((c) => c.Names.some((n) => n.replace(/^\//, '').startsWith(this.#prefix)) && c.Labels[LABELS.sandbox] && c.Labels[LABELS.user])
+        .map((c) => ({
+          sandbox_id: c.Labels[LABELS.sandbox] as string,
+          user_id: c.Labels[LABELS.user] as string,
+          spec_id: c.Labels[LABELS.spec] ?? c.Image,
+          image: c.Image,
+          working_dir: c.Labels[LABELS.workingDir] ?? '/',
+          created_at: new Date(c.Created * 1000).toISOString(),
+        }));
+    });
+  }
+
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     const factor = Math.max(1, request.resource_factor ?? 1);
     const { spec } = request;
@@ -90,7 +122,13 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           ...(spec.command ? { Cmd: [...spec.command] } : {}),
           WorkingDir: spec.working_dir,
           Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
-          Labels: { [LABELS.managed]: 'true', [LABELS.sandbox]: request.sandbox_id, [LABELS.user]: request.user_id, [LABELS.spec]: spec.id },
+          Labels: {
+            [LABELS.managed]: 'true',
+            [LABELS.sandbox]: request.sandbox_id,
+            [LABELS.user]: request.user_id,
+            [LABELS.spec]: spec.id,
+            [LABELS.workingDir]: spec.working_dir,
+          },
           ExposedPorts: Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, {}])),
           HostConfig: {
             Privileged: false,
@@ -231,6 +269,26 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           return { name: entryName, path: `${base}/${entryName}`, type, size: Number(size) };
         })
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    });
+  }
+
+  /** A persistent bash on a TTY in the sandbox (see docker-shell.ts). */
+  openShell(sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
+    return this.#attempt('openShell', async () => {
+      const cwd = await this.#resolve(sandboxId, options.cwd ?? '.');
+      const info = await this.#inspectContainer(sandboxId);
+      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
+      if (info.State.Paused) throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before opening a shell`);
+      if (!info.State.Running) throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
+      return openDockerShell({
+        container: this.#container(sandboxId),
+        sandboxId,
+        cwd,
+        env: options.env ?? {},
+        ...(options.maxOutputChars !== undefined ? { maxOutputChars: options.maxOutputChars } : {}),
+        writeFile: (path, content) => this.writeFile(sandboxId, path, content),
+        toError: toRuntimeError,
+      });
     });
   }
 

@@ -44,6 +44,7 @@ export function statusOf(error: DomainError): number {
     .with({ type: 'IllegalSandboxTransition' }, () => 409)
     .with({ type: 'SandboxRuntimeFailed' }, () => 502)
     .with({ type: 'SandboxesUnavailable' }, () => 503)
+    .with({ type: 'SandboxCapReached' }, () => 429)
     .with({ type: 'StoreUnavailable' }, () => 503)
     .exhaustive();
 }

@@ -92,16 +92,25 @@ describe('POST /api/v1/sandboxes', () => {
     expect(r.exposed_urls).toBeNull();
   });
 
-  it('a runtime that is unavailable: the new sandbox ends in ERROR with the reason, never a 500', async () => {
-    h.ports.runtime.setUnavailable('engine down');
+  it('a runtime that is unavailable: 503 SANDBOXES_UNAVAILABLE with the reason, and nothing stored', async () => {
+    h.ports.runtime.setUnavailable('no Docker engine answers at /var/run/docker.sock');
     const r = await h.call('POST', '/api/v1/sandboxes');
-    expect(r.status, r.text).toBeLessThan(500);
+    expect(r.status, r.text).toBe(503);
+    expect(errorCode(r.body)).toBe('SANDBOXES_UNAVAILABLE');
+    expect(obj(r.body).message).toContain('no Docker engine answers at /var/run/docker.sock');
+    expect(obj((await h.call('GET', '/api/v1/sandboxes/search')).body).items).toEqual([]);
+    expect(h.ports.runtime.calls.filter((c) => c.operation === 'create')).toEqual([]);
+  });
+
+  it('a runtime that fails to create the sandbox: it ends in ERROR with the reason, never a 500', async () => {
+    h.ports.runtime.failNext('create', { message: 'image acs-sandbox:bookworm is not on this Docker engine' });
+    const r = await h.call('POST', '/api/v1/sandboxes');
     expect(r.status).toBe(200);
     const id = obj(r.body).id as string;
     await h.idle();
     const box = obj((await h.call('GET', `/api/v1/sandboxes/${id}`)).body);
     expect(box.status).toBe('ERROR');
-    expect(box.status_detail).toContain('engine down');
+    expect(box.status_detail).toContain('is not on this Docker engine');
   });
 });
 

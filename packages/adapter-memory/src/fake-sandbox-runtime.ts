@@ -6,11 +6,15 @@ import {
   type ExecResult,
   type RuntimeCreateRequest,
   type RuntimeObservation,
+  type RuntimeSandboxSummary,
   type SandboxRuntime,
   type SandboxRuntimeError,
+  type OpenShellOptions,
+  type SandboxShell,
 } from '@acs/core';
+import { openFakeShell } from './fake-shell.js';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory';
+export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell';
 
 /** What a registered command handler sees. */
 export interface FakeExecContext {
@@ -20,12 +24,15 @@ export interface FakeExecContext {
   /** The sandbox's files, shared with readFile/writeFile. */
   files: Map<string, Uint8Array>;
   signal: AbortSignal;
+  /** In a shell (openShell): the text sendInput writes while the command runs; it ends when the command is interrupted. Absent for exec. */
+  input?: AsyncIterable<string>;
 }
 
 export type FakeExecHandler = (request: ExecRequest, context: FakeExecContext) => Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>> | Promise<Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>>;
 
 interface FakeSandbox {
   files: Map<string, Uint8Array>;
+  created_at: string;
   state: RuntimeObservation['state'];
   detail: string | null;
   request: RuntimeCreateRequest;
@@ -119,10 +126,29 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     return this.#sandboxes.size;
   }
 
+  ping(): ResultAsync<void, SandboxRuntimeError> {
+    return this.#unavailable === null ? okAsync(undefined) : errAsync({ kind: 'unavailable', message: this.#unavailable });
+  }
+
+  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
+    if (this.#unavailable !== null) return errAsync({ kind: 'unavailable', message: this.#unavailable });
+    return okAsync(
+      [...this.#sandboxes.values()].map((box) => ({
+        sandbox_id: box.request.sandbox_id,
+        user_id: box.request.user_id,
+        spec_id: box.request.spec.id,
+        image: box.request.spec.image,
+        working_dir: box.request.spec.working_dir,
+        created_at: box.created_at,
+      })),
+    );
+  }
+
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#call('create', request.sandbox_id, () => {
       const box: FakeSandbox = {
         files: new Map(),
+        created_at: new Date().toISOString(),
         state: 'starting',
         detail: null,
         request: structuredClone(request),
@@ -233,6 +259,20 @@ export class FakeSandboxRuntime implements SandboxRuntime {
       }
       if (entries.size === 0 && dir !== box.request.spec.working_dir && dir !== '/') throw new FakeFailure(`${dir}: no such directory`, 'not_found');
       return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    });
+  }
+
+  /** A shell emulated over the registered exec handlers (fake-shell.ts says what it does and does not do). */
+  openShell(sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
+    return this.#call('openShell', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      const unusable = (): SandboxRuntimeError | null => {
+        if (this.#unavailable !== null) return { kind: 'unavailable', message: this.#unavailable };
+        if (this.#sandboxes.get(sandboxId) !== box) return { kind: 'not_found', message: `sandbox ${sandboxId} does not exist` };
+        return box.state === 'running' ? null : { kind: 'failed', message: `sandbox ${sandboxId} is ${box.state}, not running` };
+      };
+      const handlerFor = (argv: readonly string[]) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null;
+      return openFakeShell({ sandboxId, workingDir: box.request.spec.working_dir, files: box.files, unusable, handlerFor }, options);
     });
   }
 

@@ -18,6 +18,7 @@ import { MemoryStartTaskStore } from './start-task-store.js';
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
 export { MemoryEventStore } from './event-store.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
+export { openFakeShell, type FakeShellHost } from './fake-shell.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';
 export { MemorySettingsStore } from './settings-store.js';

@@ -31,6 +31,11 @@ export class KeyedRecords<R extends { id: string; user_id: string }> {
     return this.#records.delete(KeyedRecords.#key(userId, id));
   }
 
+  /** Every user's records (copies). */
+  all(): R[] {
+    return [...this.#records.values()].map((r) => structuredClone(r));
+  }
+
   /** The user's records (copies). */
   ofUser(userId: string): R[] {
     return [...this.#records.values()].filter((r) => r.user_id === userId).map((r) => structuredClone(r));

@@ -1,5 +1,5 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { pageInMemory, type Page, type PageRequest, type SandboxRecord, type SandboxStore, type StoreFailure } from '@acs/core';
+import { compareOldestFirst, pageInMemory, type Page, type SandboxLifecycleStatus, type PageRequest, type SandboxRecord, type SandboxStore, type StoreFailure } from '@acs/core';
 import { KeyedRecords } from './keyed-records.js';
 
 /** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */
@@ -25,6 +25,12 @@ export class MemorySandboxStore implements SandboxStore {
     mutate: (current: SandboxRecord) => Result<SandboxRecord, E>,
   ): ResultAsync<SandboxRecord | null, E | StoreFailure> {
     return this.#records.update(userId, id, mutate);
+  }
+
+  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
+    const wanted = new Set(statuses);
+    const records = userId === null ? this.#records.all() : this.#records.ofUser(userId);
+    return okAsync(records.filter((r) => wanted.has(r.status)).sort(compareOldestFirst));
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {

@@ -1,5 +1,5 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, SandboxRecord, SandboxStore, StoreFailure } from '@acs/core';
+import type { Page, PageRequest, SandboxLifecycleStatus, SandboxRecord, SandboxStore, StoreFailure } from '@acs/core';
 import { keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
@@ -32,6 +32,16 @@ export class PostgresSandboxStore implements SandboxStore {
 
   update<E>(userId: string, id: string, mutate: (current: SandboxRecord) => Result<SandboxRecord, E>): ResultAsync<SandboxRecord | null, E | StoreFailure> {
     return run('update sandbox', () => this.table.update(userId, id, mutate)).andThen((result) => result);
+  }
+
+  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
+    return run('list sandboxes by status', async () => {
+      const rows = await this.db.query<{ record: SandboxRecord }>(
+        `SELECT record FROM ${this.t.sandboxes} WHERE ($1::text IS NULL OR user_id = $1) AND status = ANY($2::text[]) ORDER BY created_at, id`,
+        [userId, [...statuses]],
+      );
+      return rows.rows.map((r) => r.record);
+    });
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {

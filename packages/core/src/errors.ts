@@ -24,6 +24,7 @@ export type DomainError =
   | { readonly type: 'IllegalSandboxTransition'; readonly sandboxId: string; readonly from: string; readonly action: string }
   | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
   | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
+  | { readonly type: 'SandboxCapReached'; readonly limit: number }
   | { readonly type: 'StoreUnavailable'; readonly operation: string; readonly message: string };
 
 export type DomainErrorType = DomainError['type'];
@@ -87,6 +88,10 @@ export function explainDomainError(error: DomainError): { code: string; message:
     .with({ type: 'SandboxesUnavailable' }, (e) => ({
       code: 'SANDBOXES_UNAVAILABLE',
       message: `Sandboxes are unavailable on this server: ${e.reason}`,
+    }))
+    .with({ type: 'SandboxCapReached' }, (e) => ({
+      code: 'SANDBOX_LIMIT_REACHED',
+      message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once; pause or delete one, then try again.`,
     }))
     .with({ type: 'StoreUnavailable' }, (e) => ({
       code: 'STORE_UNAVAILABLE',

@@ -28,7 +28,8 @@ export type { SettingsService } from './settings/service.js';
 export * from './sandbox/schema.js';
 export * from './sandbox/state.js';
 export type * from './sandbox/runtime.js';
-export { resolveSandboxPath } from './sandbox/runtime.js';
+export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
+export * from './sandbox/shell.js';
 export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
 export type { SandboxService, SandboxServiceOptions } from './sandbox/service.js';
 

@@ -70,6 +70,7 @@ export function createAgentConversationService(
     background,
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
+    resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
   const conversations: ConversationService = createConversationService({
     conversations: ports.conversations,
@@ -107,6 +108,9 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs,
     idle: () => background.idle(),
-    close: () => background.close(),
+    close: () => {
+      sandboxes.stop();
+      return background.close();
+    },
   };
 }

@@ -247,6 +247,7 @@ describe('explainDomainError', () => {
     IllegalSandboxTransition: { type: 'IllegalSandboxTransition', sandboxId: 'sbx-1', from: 'DELETED', action: 'resume' },
     SandboxRuntimeFailed: { type: 'SandboxRuntimeFailed', sandboxId: 'sbx-1', operation: 'pause', message: 'engine said no' },
     SandboxesUnavailable: { type: 'SandboxesUnavailable', reason: 'docker is not running' },
+    SandboxCapReached: { type: 'SandboxCapReached', limit: 3 },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused' },
   };
 
@@ -263,6 +264,7 @@ describe('explainDomainError', () => {
     IllegalSandboxTransition: { code: 'ILLEGAL_SANDBOX_TRANSITION', mentions: ['sbx-1', 'DELETED', 'resumed'] },
     SandboxRuntimeFailed: { code: 'SANDBOX_RUNTIME_FAILED', mentions: ['sbx-1', 'pause', 'engine said no'] },
     SandboxesUnavailable: { code: 'SANDBOXES_UNAVAILABLE', mentions: ['docker is not running'] },
+    SandboxCapReached: { code: 'SANDBOX_LIMIT_REACHED', mentions: ['3 running sandboxes', 'pause or delete one'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

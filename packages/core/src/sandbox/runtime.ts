@@ -1,5 +1,6 @@
-import type { ResultAsync } from 'neverthrow';
+import { errAsync, type ResultAsync } from 'neverthrow';
 import type { ExposedUrl, SandboxSpec } from './schema.js';
+import type { OpenShellOptions, SandboxShell } from './shell.js';
 
 /** What the runtime reports about one sandbox. */
 export interface RuntimeObservation {
@@ -61,8 +62,22 @@ export interface DirectoryEntry {
  * until `running`. Pause and resume must be idempotent. `delete` of an unknown
  * sandbox succeeds. Errors say what went wrong in words a user can act on.
  */
+/** A sandbox the runtime holds, as its labels describe it (for adopting it after a restart). */
+export interface RuntimeSandboxSummary {
+  sandbox_id: string;
+  user_id: string;
+  spec_id: string;
+  image: string;
+  working_dir: string;
+  created_at: string;
+}
+
 export interface SandboxRuntime {
   readonly specificationVersion: 'v1';
+  /** Resolves when the runtime can take work (cheap; called before each start). */
+  ping(): ResultAsync<void, SandboxRuntimeError>;
+  /** Every sandbox this runtime holds for the service, whatever its state. */
+  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError>;
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
@@ -76,6 +91,8 @@ export interface SandboxRuntime {
   writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError>;
   /** The entries of a directory, sorted by name. */
   listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError>;
+  /** Opens a persistent shell in a running sandbox: `cd` and `export` carry over between its commands. */
+  openShell(sandboxId: string, options?: OpenShellOptions): ResultAsync<SandboxShell, SandboxRuntimeError>;
 }
 
 /**
@@ -92,4 +109,27 @@ export function resolveSandboxPath(workingDir: string, path: string): string | n
     else parts.push(part);
   }
   return `/${parts.join('/')}`;
+}
+
+/**
+ * A runtime for a host without sandboxes (no engine answered at start-up): every call
+ * fails as `unavailable` with the reason, so sandbox routes answer 503 saying why.
+ */
+export function unavailableSandboxRuntime(reason: string): SandboxRuntime {
+  const fail = <T>() => errAsync<T, SandboxRuntimeError>({ kind: 'unavailable', message: reason });
+  return {
+    specificationVersion: 'v1',
+    ping: () => fail(),
+    list: () => fail(),
+    create: () => fail(),
+    inspect: () => fail(),
+    pause: () => fail(),
+    resume: () => fail(),
+    delete: () => fail(),
+    exec: () => fail(),
+    readFile: () => fail(),
+    writeFile: () => fail(),
+    listDirectory: () => fail(),
+    openShell: () => fail(),
+  };
 }

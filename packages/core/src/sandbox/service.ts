@@ -15,6 +15,26 @@ export interface SandboxServiceOptions {
   startTimeoutMs?: number;
   /** How often a starting sandbox is inspected. Default 250 ms. */
   pollIntervalMs?: number;
+  /** Most sandboxes one user may have starting or running at once. Default: no limit. */
+  maxRunningSandboxesPerUser?: number;
+  /** At the limit: refuse the start or resume (429, the default), or pause the user's oldest running sandbox. */
+  atSandboxLimit?: 'refuse' | 'pause_oldest';
+  /** Pause running sandboxes nobody used for this long. Default: never. */
+  idlePauseAfterMs?: number;
+  /** How often idle sandboxes are looked for. Default: a quarter of idlePauseAfterMs, at most 60 s. */
+  maintenanceIntervalMs?: number;
+}
+
+/** What reconcile() found. */
+export interface ReconcileReport {
+  /** Stored sandboxes whose status was checked against the runtime. */
+  checked: number;
+  /** Of those, how many changed status. */
+  changed: number;
+  /** Sandboxes the runtime held that no record knew of, now recorded. */
+  adopted: number;
+  /** Containers of deleted sandboxes that were still there, now removed. */
+  removed: number;
 }
 
 export interface SandboxServiceDeps {
@@ -28,6 +48,8 @@ export interface SandboxServiceDeps {
   options?: SandboxServiceOptions;
   /** Called once when a sandbox becomes unusable (ERROR, MISSING, deleted). */
   onSandboxGone?: (userId: string, sandboxId: string, reason: string) => Promise<void>;
+  /** The user's remote_runtime_resource_factor (scales the runtime's limits). Default 1. */
+  resourceFactorOf?: (userId: string) => Promise<number>;
 }
 
 export interface SandboxService {
@@ -59,6 +81,18 @@ export interface SandboxService {
   liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, DomainError>;
   /** Pauses the sandbox unless another conversation still needs it; never fails (logs instead). */
   pauseIfUnused(userId: string, id: string, stillNeeded: boolean): Promise<void>;
+  /** Notes that a sandbox is in use, so idle pausing leaves it alone. */
+  touch(sandboxId: string): void;
+  /**
+   * Brings the records in line with the runtime, e.g. after a restart: each stored
+   * sandbox gets the status its container has now (RUNNING, PAUSED, ERROR with the
+   * reason, MISSING), and sandboxes the runtime holds without a record are adopted.
+   */
+  reconcile(): ResultAsync<ReconcileReport, DomainError>;
+  /** Pauses running sandboxes idle longer than idlePauseAfterMs; resolves to how many. */
+  pauseIdle(): Promise<number>;
+  /** Stops the maintenance timer. */
+  stop(): void;
 }
 
 export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
@@ -74,10 +108,14 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         ? { type: 'SandboxesUnavailable', reason: e.message }
         : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
-  /** Whether an observation would change nothing on this record (then there is nothing to write). */
+  /**
+   * Whether an observation would change nothing on this record (then there is nothing to
+   * write). While the status stays the same, a detail the runtime does not repeat is kept
+   * (e.g. why a sandbox was paused).
+   */
   const changesNothing = (record: SandboxRecord, observation: RuntimeObservation) =>
     statusAfterObservation(record.status, observation.state) === record.status &&
-    observation.detail === record.status_detail &&
+    (observation.detail === null || observation.detail === record.status_detail) &&
     sameUrls(record, observation);
 
   /** Stores what the runtime reported; tells the conversation side once when the sandbox is lost. */
@@ -95,7 +133,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         return ok({
           ...current,
           status,
-          status_detail: observation.detail,
+          status_detail: status === current.status ? (observation.detail ?? current.status_detail) : observation.detail,
           exposed_urls: observation.exposed_urls,
           updated_at: clock.now(),
         });
@@ -148,12 +186,13 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     });
   };
 
-  const bringUp = async (record: SandboxRecord): Promise<SandboxRecord | null> => {
+  const bringUp = async (record: SandboxRecord, resourceFactor: number): Promise<SandboxRecord | null> => {
     const created = await runtime.create({
       sandbox_id: record.id,
       user_id: record.user_id,
       spec: record.spec,
       env: { ...record.spec.initial_env },
+      resource_factor: resourceFactor,
     });
     if (created.isErr()) {
       logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
@@ -200,6 +239,79 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       return okAsync<SandboxRecord | 'noop', DomainError>(plan.value === 'noop' ? 'noop' : record);
     });
 
+  /** When each sandbox was last used, in this process (records' updated_at covers the rest). */
+  const lastActive = new Map<string, number>();
+  const maxRunning = deps.options?.maxRunningSandboxesPerUser ?? Number.POSITIVE_INFINITY;
+  const idleAfter = deps.options?.idlePauseAfterMs;
+
+  /** Starts of one user run one at a time, so two concurrent starts cannot both slip under the limit. */
+  const userLocks = new Map<string, Promise<unknown>>();
+  const withUserLock = <T>(userId: string, work: () => ResultAsync<T, DomainError>): ResultAsync<T, DomainError> => {
+    const previous = userLocks.get(userId) ?? Promise.resolve();
+    const result = previous.then(() => work());
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    userLocks.set(userId, settled);
+    void settled.then(() => {
+      if (userLocks.get(userId) === settled) userLocks.delete(userId);
+    });
+    return new ResultAsync(result);
+  };
+
+  /** Makes sure the user may have one more sandbox running: refuses, or pauses the oldest, at the limit. */
+  const makeRoom = (userId: string): ResultAsync<void, DomainError> => {
+    if (!Number.isFinite(maxRunning)) return okAsync(undefined);
+    return sandboxes.listByStatus(userId, ['STARTING', 'RUNNING']).andThen((active) => {
+      if (active.length < maxRunning) return okAsync(undefined);
+      if (deps.options?.atSandboxLimit !== 'pause_oldest') return errAsync<void, DomainError>({ type: 'SandboxCapReached', limit: maxRunning });
+      const oldestRunning = active.filter((r) => r.status === 'RUNNING').slice(0, active.length - maxRunning + 1);
+      if (oldestRunning.length < active.length - maxRunning + 1) return errAsync<void, DomainError>({ type: 'SandboxCapReached', limit: maxRunning });
+      return ResultAsync.combine(oldestRunning.map((r) => service.pause(userId, r.id))).map(() => {
+        logger.info({ userId, paused: oldestRunning.map((r) => r.id) }, 'paused the oldest sandbox to stay within the limit');
+      });
+    });
+  };
+
+  const insertAndBringUp = (userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, DomainError> => {
+    const now = clock.now();
+    const record: SandboxRecord = {
+      id: ids.next(),
+      user_id: userId,
+      sandbox_spec_id: spec.id,
+      spec,
+      status: 'STARTING',
+      status_detail: null,
+      exposed_urls: [],
+      created_at: now,
+      updated_at: now,
+    };
+    return sandboxes.insert(record).map(() => {
+      lastActive.set(record.id, Date.now());
+      track(record.id, async () => bringUp(record, (await deps.resourceFactorOf?.(userId)) ?? 1));
+      return record;
+    });
+  };
+
+  const timer =
+    idleAfter !== undefined && idleAfter > 0
+      ? setInterval(() => background.spawn('pause idle sandboxes', async () => void (await service.pauseIdle())), deps.options?.maintenanceIntervalMs ?? Math.min(60_000, Math.max(10, idleAfter / 4)))
+      : undefined;
+  timer?.unref();
+
+  /** Pauses a sandbox; `reason` is recorded as its status detail in the same write. */
+  const pauseBecause = (userId: string, id: string, reason: string | null): ResultAsync<void, DomainError> =>
+    act(userId, id, 'pause').andThen((target) =>
+      target === 'noop'
+        ? okAsync(undefined)
+        : runtime
+            .pause(id)
+            .mapErr(runtimeFailure(id, 'pause'))
+            .andThen((obs) => applyObservation(userId, id, { ...obs, detail: obs.detail ?? reason }))
+            .map(() => undefined),
+    );
+
   const service: SandboxService = {
     resolveSpec: (specId) =>
       specId
@@ -214,24 +326,11 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         description: 'Ad-hoc spec from the sandbox_base_container_image setting',
       })),
 
-    startFromSpec: (userId, spec) => {
-      const now = clock.now();
-      const record: SandboxRecord = {
-        id: ids.next(),
-        user_id: userId,
-        sandbox_spec_id: spec.id,
-        spec,
-        status: 'STARTING',
-        status_detail: null,
-        exposed_urls: [],
-        created_at: now,
-        updated_at: now,
-      };
-      return sandboxes.insert(record).map(() => {
-        track(record.id, () => bringUp(record));
-        return record;
-      });
-    },
+    startFromSpec: (userId, spec) =>
+      runtime
+        .ping()
+        .mapErr(runtimeFailure('(new)', 'start'))
+        .andThen(() => withUserLock(userId, () => makeRoom(userId).andThen(() => insertAndBringUp(userId, spec)))),
 
     start: (userId, specId) => service.resolveSpec(specId).andThen((spec) => service.startFromSpec(userId, spec)).map(toSandboxInfo),
 
@@ -250,27 +349,19 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
     search: (userId, page) => sandboxes.search(userId, page).map((p) => ({ items: p.items.map(toSandboxInfo), next_page_id: p.next_page_id })),
 
-    pause: (userId, id) =>
-      act(userId, id, 'pause').andThen((target) =>
-        target === 'noop'
-          ? okAsync(undefined)
-          : runtime
-              .pause(id)
-              .mapErr(runtimeFailure(id, 'pause'))
-              .andThen((obs) => applyObservation(userId, id, obs))
-              .map(() => undefined),
-      ),
+    pause: (userId, id) => pauseBecause(userId, id, null),
 
     resume: (userId, id) =>
       act(userId, id, 'resume').andThen((target) => {
         if (target === 'noop') return okAsync(undefined);
-        return runtime
+        lastActive.set(id, Date.now());
+        return withUserLock(userId, () => makeRoom(userId)).andThen(() => runtime
           .resume(id)
           .mapErr(runtimeFailure(id, 'resume'))
           .andThen((obs) => applyObservation(userId, id, obs))
           .map((record) => {
             if (record?.status === 'STARTING' && !settling.has(id)) track(id, () => awaitRunning(userId, id));
-          });
+          }));
       }),
 
     delete: (userId, id) =>
@@ -308,6 +399,94 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
           ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r) : okAsync<SandboxRecord | null, DomainError>(r)))),
         )
         .map((records) => new Map(records.filter((r): r is SandboxRecord => r !== null).map((r) => [r.id, r]))),
+
+    touch: (sandboxId) => {
+      lastActive.set(sandboxId, Date.now());
+    },
+
+    pauseIdle: async () => {
+      if (idleAfter === undefined || idleAfter <= 0) return 0;
+      const running = await sandboxes.listByStatus(null, ['RUNNING']);
+      if (running.isErr()) {
+        logger.warn({ error: running.error.message }, 'could not look for idle sandboxes');
+        return 0;
+      }
+      let paused = 0;
+      for (const record of running.value) {
+        const last = Math.max(lastActive.get(record.id) ?? 0, Date.parse(record.updated_at));
+        if (Date.now() - last < idleAfter || settling.has(record.id)) continue;
+        const idleFor = idleAfter >= 60_000 ? `${Math.round(idleAfter / 60_000)} min` : `${Math.round(idleAfter / 1000)} s`;
+        const result = await pauseBecause(record.user_id, record.id, `paused after ${idleFor} without use`);
+        if (result.isErr()) {
+          logger.warn({ sandboxId: record.id, error: result.error.type }, 'could not pause an idle sandbox');
+          continue;
+        }
+        paused++;
+      }
+      if (paused > 0) logger.info({ paused }, 'paused idle sandboxes');
+      return paused;
+    },
+
+    reconcile: () =>
+      sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED']).andThen((stored) =>
+        runtime
+          .list()
+          .mapErr(runtimeFailure('(all)', 'list'))
+          .andThen((held) =>
+            ResultAsync.fromSafePromise(
+              (async (): Promise<ReconcileReport> => {
+                const report: ReconcileReport = { checked: 0, changed: 0, adopted: 0, removed: 0 };
+                for (const record of stored) {
+                  if (settling.has(record.id)) continue;
+                  report.checked++;
+                  const observed = await runtime.inspect(record.id);
+                  if (observed.isErr()) continue;
+                  const updated = (await applyObservation(record.user_id, record.id, observed.value)).unwrapOr(null);
+                  if (updated && updated.status !== record.status) report.changed++;
+                  if (updated?.status === 'STARTING') track(record.id, () => awaitRunning(record.user_id, record.id));
+                }
+                for (const summary of held) {
+                  const known = (await sandboxes.get(summary.user_id, summary.sandbox_id)).unwrapOr(undefined);
+                  if (known === undefined) continue;
+                  if (known?.status === 'DELETED') {
+                    if ((await runtime.delete(summary.sandbox_id)).isOk()) report.removed++;
+                    continue;
+                  }
+                  if (known) continue;
+                  const observed = await runtime.inspect(summary.sandbox_id);
+                  const spec = (await specs.get(summary.spec_id)).unwrapOr(null) ?? {
+                    id: summary.spec_id,
+                    image: summary.image,
+                    command: null,
+                    working_dir: summary.working_dir,
+                    initial_env: {},
+                    description: 'Adopted: found in the runtime without a record',
+                    created_at: summary.created_at,
+                  };
+                  const state = observed.isOk() ? observed.value : { state: 'error' as const, detail: observed.error.message, exposed_urls: [] };
+                  const inserted = await sandboxes.insert({
+                    id: summary.sandbox_id,
+                    user_id: summary.user_id,
+                    sandbox_spec_id: summary.spec_id,
+                    spec,
+                    status: statusAfterObservation('STARTING', state.state),
+                    status_detail: state.detail,
+                    exposed_urls: state.exposed_urls,
+                    created_at: summary.created_at,
+                    updated_at: clock.now(),
+                  });
+                  if (inserted.isOk()) report.adopted++;
+                }
+                if (report.changed + report.adopted + report.removed > 0) logger.info({ ...report }, 'reconciled sandboxes with the runtime');
+                return report;
+              })(),
+            ),
+          ),
+      ),
+
+    stop: () => {
+      if (timer) clearInterval(timer);
+    },
 
     pauseIfUnused: async (userId, id, stillNeeded) => {
       if (stillNeeded) return;

@@ -1,7 +1,7 @@
 import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { SandboxRecord, SandboxSpec } from './schema.js';
+import type { SandboxLifecycleStatus, SandboxRecord, SandboxSpec } from './schema.js';
 
 /**
  * Keeps sandbox records. Every read and write is scoped to one user: a record of
@@ -24,6 +24,11 @@ export interface SandboxStore {
   ): ResultAsync<SandboxRecord | null, E | StoreFailure>;
   /** Newest first by (created_at, id); DELETED excluded. */
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure>;
+  /**
+   * Sandboxes in any of these statuses, oldest first: of one user, or of every user
+   * when userId is null (for maintenance: idle pause, reconciliation after a restart).
+   */
+  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure>;
 }
 
 /** The sandbox specs a server offers. The first one listed is the default. */

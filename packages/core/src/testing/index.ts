@@ -27,3 +27,4 @@ export {
   type SandboxRuntimeContractOptions,
 } from './runtime.js';
 export { describeEventStoreContract } from './events.js';
+export { describeSandboxShellContract } from './shell.js';

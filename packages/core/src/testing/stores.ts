@@ -307,6 +307,20 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       expect(listed.items.map((r) => r.id)).toEqual([live.id]);
     });
 
+    it('lists by status, oldest first, for one user or for every user', async () => {
+      const store = await make();
+      const a1 = sandboxFixture({ status: 'RUNNING', created_at: at(3) });
+      const a2 = sandboxFixture({ status: 'STARTING', created_at: at(1) });
+      const a3 = sandboxFixture({ status: 'PAUSED', created_at: at(2) });
+      const b1 = sandboxFixture({ user_id: 'bob', status: 'RUNNING', created_at: at(0) });
+      const gone = sandboxFixture({ status: 'DELETED', created_at: at(4) });
+      for (const r of [a1, a2, a3, b1, gone]) await expectOk(store.insert(r));
+      expect((await expectOk(store.listByStatus('alice', ['RUNNING', 'STARTING']))).map((r) => r.id)).toEqual([a2.id, a1.id]);
+      expect((await expectOk(store.listByStatus(null, ['RUNNING']))).map((r) => r.id)).toEqual([b1.id, a1.id]);
+      expect((await expectOk(store.listByStatus('bob', ['PAUSED'])))).toEqual([]);
+      expect((await expectOk(store.listByStatus('alice', ['DELETED']))).map((r) => r.id)).toEqual([gone.id]);
+    });
+
     it('pages newest first without skipping or repeating', async () => {
       const store = await make();
       const records = Array.from({ length: 11 }, (_, i) => sandboxFixture({ created_at: at(i % 4) }));

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { createAgentConversationService, unavailableSandboxRuntime } from '@acs/core';
+import { expectOk } from '@acs/core/testing';
+import { createMemoryPorts } from '@acs/adapter-memory';
+
+describe('sandbox limits and maintenance (memory adapters)', () => {
+  it('counts starting and running sandboxes against the per-user limit, not paused or other users’ ones', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 });
+    const a = await expectOk(service.sandboxes.start('alice'));
+    await expectOk(service.sandboxes.start('alice'));
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 2 });
+    await expectOk(service.sandboxes.start('bob'));
+    await service.idle();
+    await expectOk(service.sandboxes.pause('alice', a.id));
+    const third = await expectOk(service.sandboxes.start('alice'));
+    expect((await service.sandboxes.resume('alice', a.id))._unsafeUnwrapErr().type).toBe('SandboxCapReached');
+    await expectOk(service.sandboxes.delete('alice', third.id));
+    await expectOk(service.sandboxes.resume('alice', a.id));
+    await service.close();
+  });
+
+  it('lets concurrent starts of one user never exceed the limit', async () => {
+    const service = createAgentConversationService(createMemoryPorts(), { pollIntervalMs: 1, maxRunningSandboxesPerUser: 3 });
+    const results = await Promise.all(Array.from({ length: 10 }, () => service.sandboxes.start('alice')));
+    expect(results.filter((r) => r.isOk())).toHaveLength(3);
+    expect(results.filter((r) => r.isErr() && r.error.type === 'SandboxCapReached')).toHaveLength(7);
+    await service.close();
+  });
+
+  it('refuses a conversation when its sandbox would exceed the limit, storing nothing', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1 });
+    await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'k' }));
+    await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
+    const refused = await service.conversations.create('alice', { initial_user_msg: 'two' });
+    expect(refused._unsafeUnwrapErr().type).toBe('SandboxCapReached');
+    expect(await expectOk(service.conversations.count('alice', {}))).toBe(1);
+    await service.close();
+  });
+
+  it('answers 503-style SandboxesUnavailable at once when the runtime cannot take work, storing nothing', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService({ ...ports, runtime: unavailableSandboxRuntime('no engine here') });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxesUnavailable', reason: 'no engine here' });
+    expect((await expectOk(service.sandboxes.search('alice', { limit: 10, after: null }))).items).toEqual([]);
+  });
+
+  it('pauses running sandboxes idle longer than the limit, leaving recently used ones', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService(ports, { pollIntervalMs: 1, idlePauseAfterMs: 200, maintenanceIntervalMs: 60_000 });
+    const idle = await expectOk(service.sandboxes.start('alice'));
+    const busy = await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    await new Promise((r) => setTimeout(r, 250));
+    service.sandboxes.touch(busy.id);
+    expect(await service.sandboxes.pauseIdle()).toBe(1);
+    expect((await expectOk(service.sandboxes.get('alice', idle.id))).status).toBe('PAUSED');
+    expect((await expectOk(service.sandboxes.get('alice', busy.id))).status).toBe('RUNNING');
+    await service.close();
+  });
+
+  it('uses the user’s remote_runtime_resource_factor when creating a sandbox', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService(ports, { pollIntervalMs: 1 });
+    await expectOk(service.settings.store('alice', { remote_runtime_resource_factor: 4 }));
+    const box = await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    expect(ports.runtime.peek(box.id)?.request.resource_factor).toBe(4);
+    const other = await expectOk(service.sandboxes.start('bob'));
+    await service.idle();
+    expect(ports.runtime.peek(other.id)?.request.resource_factor).toBe(1);
+  });
+});
