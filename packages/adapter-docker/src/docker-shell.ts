@@ -66,7 +66,7 @@ const MAX_CAPTURE_CHARS = 16 * 1024 * 1024;
  */
 export async function openDockerShell(options: DockerShellOptions): Promise<SandboxShell> {
   const exec = await options.container.exec({
-    Cmd: ['bash', '--noprofile', '--norc', '-i'],
+    Cmd: ['bash', '--noprofile', '--norc', '--noediting', '-i'],
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,
@@ -183,7 +183,6 @@ class DockerShell implements SandboxShell {
       'set +H',
       'set +o history',
       'unset HISTFILE',
-      "bind 'set enable-bracketed-paste off' 2>/dev/null",
       "PS1=''",
       "PS2=''",
       "PS0=''",
@@ -246,6 +245,7 @@ class DockerShell implements SandboxShell {
         cmd.capture.append(this.#idle);
         this.#idle = '';
         cmd.typed = true;
+if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'WRITE', line);
         this.stream.write(`${line}\n`);
         await this.#waitFor(cmd, options.softTimeoutMs ?? DEFAULT_SHELL_SOFT_TIMEOUT_MS);
       }
@@ -296,6 +296,7 @@ class DockerShell implements SandboxShell {
           if (cmd.interrupted) await this.#killForeground();
           else {
             cmd.interrupted = true;
+if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'CTRL-C');
             this.stream.write('\x03');
             await this.#waitFor(cmd, NUDGE_AFTER_MS);
             // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives just before
@@ -304,6 +305,7 @@ class DockerShell implements SandboxShell {
             // it just after reading the line, and the command starts anyway; a command that would
             // have died of SIGINT (it neither ignores nor handles it) is sent Ctrl-C again.
             const foreground = cmd.done ? null : await this.#foreground();
+if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'FG', JSON.stringify(foreground));
             if (foreground?.isShell) this.stream.write('\n');
             else if (foreground?.defaultSigint && !cmd.done) this.stream.write('\x03');
           }
