@@ -33,6 +33,7 @@ import { createAgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { percentile, positiveInt } from './stats.js';
 
 const ITERATIONS = positiveInt('BENCH_SANDBOXES', 10);
 const WARMUP = 1;
@@ -45,20 +46,6 @@ const SERVICE_POLL_MS = positiveInt('BENCH_SERVICE_POLL_MS', 250);
 const RUNNING_TIMEOUT_MS = 60_000;
 const AIM = 1.3;
 const API_KEY = 'bench-sandbox-api-key-0001';
-
-function positiveInt(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, not "${text}"`);
-  return value;
-}
-
-/** Nearest-rank percentile of an ascending list. */
-function percentile(sorted: readonly number[], p: number): number {
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] ?? Number.NaN;
-}
 
 interface Stats {
   p50: number;

@@ -22,6 +22,7 @@ import { createAgentConversationService, createAesGcmCipher, type AgentConversat
 import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
+import { percentile, positiveInt } from './stats.js';
 
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5432/acs_test';
 const REQUESTS = positiveInt('BENCH_REQUESTS', 2_000);
@@ -53,20 +54,6 @@ interface Result {
   rps: number;
   p50: number;
   p99: number;
-}
-
-function positiveInt(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, not "${text}"`);
-  return value;
-}
-
-/** Nearest-rank percentile of an ascending list. */
-function percentile(sorted: readonly number[], p: number): number {
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] ?? Number.NaN;
 }
 
 /** Calls fn(0..count-1) with at most CONCURRENCY calls in flight; returns each call's latency in ms. */
