@@ -245,7 +245,6 @@ class DockerShell implements SandboxShell {
         cmd.capture.append(this.#idle);
         this.#idle = '';
         cmd.typed = true;
-if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'WRITE', line);
         this.stream.write(`${line}\n`);
         await this.#waitFor(cmd, options.softTimeoutMs ?? DEFAULT_SHELL_SOFT_TIMEOUT_MS);
       }
@@ -296,7 +295,6 @@ if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'WRITE', lin
           if (cmd.interrupted) await this.#killForeground();
           else {
             cmd.interrupted = true;
-if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'CTRL-C');
             this.stream.write('\x03');
             await this.#waitFor(cmd, NUDGE_AFTER_MS);
             // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives just before
@@ -305,7 +303,6 @@ if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'CTRL-C');
             // it just after reading the line, and the command starts anyway; a command that would
             // have died of SIGINT (it neither ignores nor handles it) is sent Ctrl-C again.
             const foreground = cmd.done ? null : await this.#foreground();
-if (process.env.ACS_SHELL_DEBUG) console.error(Date.now() % 100000, 'FG', JSON.stringify(foreground));
             if (foreground?.isShell) this.stream.write('\n');
             else if (foreground?.defaultSigint && !cmd.done) this.stream.write('\x03');
           }
