@@ -39,30 +39,37 @@ const MAX_CAPTURE_CHARS = 16 * 1024 * 1024;
 
 /**
  * Opens a persistent shell in a container: one long-lived `docker exec` of an interactive
- * bash on a TTY. How it works:
+ * bash on a TTY (`bash --noprofile --norc --noediting -i`). How it works:
  *
  * - Completion and exit codes come from a marker, not from guessing at prompts: PS1 and PS2
- *   are empty, the terminal does not echo, and `PROMPT_COMMAND` writes
+ *   are empty, the terminal does not echo (`stty -echo`), and `PROMPT_COMMAND` writes
  *   `__ACS_<nonce>_DONE_<command id>_<exit code>_<base64 of $PWD>__` on a line of its own to
- *   /dev/tty before every prompt. The nonce is random per shell and never appears in anything
- *   typed into the terminal (the set-up line builds the marker with printf from pieces), so
- *   command output cannot fake it by accident.
+ *   /dev/tty before every prompt (so `exec >file` in a command does not hide it). The nonce is
+ *   random per shell and never typed into the terminal: the set-up line assembles the marker
+ *   with printf from pieces, so neither its echo nor command output can fake a marker.
  * - A command line is typed as `__acs_id=<n>; eval $'<command, quoted>'`: the quoted form is
- *   printable ASCII only (so readline, history expansion and tabs never interfere), and an
- *   incomplete command (an unclosed quote) is a syntax error with exit code 2 rather than a
- *   shell waiting at PS2. `cd`, `export`, functions and aliases persist: eval runs in the shell.
- *   Very long commands are written to a file in /tmp and evaluated from there.
+ *   printable ASCII only (no tab completion, control characters or history expansion get in
+ *   the way), and an incomplete command (an unclosed quote) is a syntax error with exit code 2
+ *   rather than a shell waiting at PS2. `cd`, `export`, functions and aliases persist: eval runs
+ *   in the shell itself. Lines longer than 3,000 characters go through a file in /tmp.
+ * - Without readline (`--noediting`) the terminal stays in canonical mode: a typed line reaches
+ *   bash whole or, when Ctrl-C flushes it, not at all, never in part. With readline a Ctrl-C
+ *   right after a line was typed could be swallowed or leave half a line to run.
  * - The TTY merges stdout and stderr as a terminal would; `\r` and bracketed-paste sequences
  *   are removed. Output is bounded per call (head and tail); the full output of the command
  *   goes to /tmp/acs-shell-output-<shell>-<n>.log in the sandbox, named in `spilled_to`.
  * - Ctrl-C is the byte 0x03 written to the TTY; the terminal driver signals the foreground
- *   process group, and bash reports 130. A command that ignores it is still running after
- *   5 s; interrupting it again kills the terminal's foreground process group (SIGKILL, 137).
+ *   process group, and bash reports 130. If the shell is not back after 0.5 s, a probe beside
+ *   the shell looks at the terminal's foreground process group to repair two races (see
+ *   interrupt). A command that ignores Ctrl-C is still running after 5 s; interrupting it
+ *   again kills the terminal's foreground process group (SIGKILL, exit code 137).
  *
- * Limits: a command that replaces the shell (`exec bash`), unsets `PROMPT_COMMAND` or
- * switches the terminal to raw mode for good (a full-screen editor) never reports completion;
- * interrupt it. Input sent with sendInput is not echoed. Output from background jobs that
- * arrives between commands is shown with the next command's output.
+ * Limits: a command that replaces the shell (`exec bash`), changes `PROMPT_COMMAND`, or takes
+ * over the terminal for good (a full-screen editor) never reports completion; interrupt it.
+ * Input sent with sendInput is not echoed, and a single line of it is limited to 4095
+ * characters by the terminal. Output from background jobs that arrives between commands is
+ * shown with the next command's output; job control messages ("[1] 123", "Done") appear as in
+ * a terminal.
  */
 export async function openDockerShell(options: DockerShellOptions): Promise<SandboxShell> {
   const exec = await options.container.exec({
@@ -297,12 +304,12 @@ class DockerShell implements SandboxShell {
             cmd.interrupted = true;
             this.stream.write('\x03');
             await this.#waitFor(cmd, NUDGE_AFTER_MS);
-            // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives just before
-            // bash reads it, the terminal drops the line and bash waits for input without a new
-            // prompt; an empty line brings the prompt (and its marker) back. (2) readline swallows
-            // it just after reading the line, and the command starts anyway; a command that would
+            // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives before bash
+            // reads the line, the terminal drops the line, and bash may wait for input without a
+            // new prompt; an empty line brings the prompt (and its marker) back. (2) bash takes
+            // the signal as it starts the command, and the command runs anyway; one that would
             // have died of SIGINT (it neither ignores nor handles it) is sent Ctrl-C again.
-            const foreground = cmd.done ? null : await this.#foreground();
+            const foreground = cmd.done ? null : await this.#foreground().catch(() => null);
             if (foreground?.isShell) this.stream.write('\n');
             else if (foreground?.defaultSigint && !cmd.done) this.stream.write('\x03');
           }
@@ -322,16 +329,7 @@ class DockerShell implements SandboxShell {
       'echo "fg $fg"',
       'while read -r key value; do case "$key" in SigIgn:|SigCgt:) echo "$key $value";; esac; done < /proc/"$fg"/status',
     ].join('; ');
-    const probe = await this.options.container.exec({ Cmd: ['sh', '-c', script], AttachStdout: true, AttachStderr: false, Tty: true });
-    const stream = await probe.start({ hijack: true, stdin: false, Tty: true });
-    let said = '';
-    stream.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
-    await new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-      setTimeout(resolve, 5_000);
-    });
+    const said = await this.#beside(script);
     const fields: Record<string, string | undefined> = {};
     for (const line of said.split('\n')) {
       const [key, value] = line.trim().split(/\s+/);
@@ -349,8 +347,27 @@ class DockerShell implements SandboxShell {
     if (this.#pid === null) return;
     const pid = this.#pid;
     const script = `read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat && [ "$fg" -gt 0 ] && [ "$fg" != ${pid} ] && kill -KILL -"$fg"`;
-    const killer = await this.options.container.exec({ Cmd: ['sh', '-c', script], AttachStdout: false, AttachStderr: false });
-    await killer.start({ Detach: true });
+    await this.#beside(script);
+  }
+
+  /** Runs a small sh script in the sandbox beside the shell (not through it); what it printed. */
+  async #beside(script: string): Promise<string> {
+    const exec = await this.options.container.exec({ Cmd: ['sh', '-c', script], AttachStdout: true, AttachStderr: false, Tty: true });
+    const stream = await exec.start({ hijack: true, stdin: false, Tty: true });
+    let said = '';
+    stream.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, 5_000);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    stream.destroy();
+    return said;
   }
 
   async close(): Promise<void> {
@@ -358,10 +375,7 @@ class DockerShell implements SandboxShell {
     this.#closed = true;
     if (this.#ended === null && this.#pid !== null) {
       // SIGHUP makes bash hang up its jobs and exit; the kill runs beside the shell, so it works while a command runs.
-      await this.options.container
-        .exec({ Cmd: ['sh', '-c', `kill -HUP ${this.#pid}`], AttachStdout: false, AttachStderr: false })
-        .then((killer) => killer.start({ Detach: true }))
-        .catch(() => undefined);
+      await this.#beside(`kill -HUP ${this.#pid}`).catch(() => undefined);
       await this.#until(() => this.#ended !== null, 2_000);
     }
     this.stream.destroy();

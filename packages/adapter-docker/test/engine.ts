@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll } from 'vitest';
 import Docker from 'dockerode';
 import { specFixture } from '@acs/core/testing';
@@ -5,7 +6,8 @@ import { createDockerRuntime, type DockerRuntimeOptions } from '@acs/adapter-doc
 
 /** The image .ci/run builds with scripts/build-sandbox-image.sh. */
 export const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
-export const TEST_PREFIX = 'acs-test-';
+/** Per test file (vitest gives each file its own module instance), so one file's cleanup never touches another's sandboxes. */
+export const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
 export const bookworm = specFixture({ id: 'bookworm', image: SANDBOX_IMAGE, working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
 
 /** A runtime on the local engine; fails with a message saying what to do when there is none or the image is missing. */
@@ -24,7 +26,7 @@ export async function dockerRuntime(options: Omit<DockerRuntimeOptions, 'docker'
   return runtime;
 }
 
-/** Removes whatever a test run left behind (containers and volumes with the test prefix). */
+/** Removes whatever this test file left behind (containers and volumes with its prefix). */
 afterAll(async () => {
   const docker = new Docker();
   const containers = await docker.listContainers({ all: true, filters: { name: [TEST_PREFIX] } }).catch(() => []);

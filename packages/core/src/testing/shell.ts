@@ -138,6 +138,18 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       expect(await finished(shell, 'echo next')).toMatchObject({ output: 'next\n', exit_code: 0 });
     });
 
+    it('never loses an interrupt that races with the start of a command', async () => {
+      const shell = await open();
+      for (let i = 0; i < 30; i++) {
+        const pending = shell.run('sleep 30; echo done', { softTimeoutMs: 20_000 });
+        await sleep(i % 10);
+        const interrupted = await expectOk(shell.interrupt());
+        expect(interrupted, `attempt ${i}`).toMatchObject({ still_running: false, exit_code: 130 });
+        expect(await expectOk(pending)).toMatchObject({ still_running: false, exit_code: 130 });
+        expect(await finished(shell, 'echo ok')).toMatchObject({ output: 'ok\n', exit_code: 0 });
+      }
+    });
+
     it('kills a command that ignores Ctrl-C when interrupted a second time', async () => {
       const shell = await open();
       expect((await expectOk(shell.run('bash -c "trap \'\' INT; sleep 60"', { softTimeoutMs: 500 }))).still_running).toBe(true);
