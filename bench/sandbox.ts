@@ -22,17 +22,13 @@
  * Everything it creates is named acs-bench-… and removed at the end, also on failure.
  * Numbers, not assertions: nothing here fails on timing.
  */
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import express from 'express';
 import { createAgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
-import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 
 const ITERATIONS = positiveInt('BENCH_SANDBOXES', 10);
@@ -466,19 +462,7 @@ try {
     { ...createMemoryPorts({ specs: [{ id: 'bookworm', image: IMAGE, working_dir: WORKING_DIR }] }), runtime },
     { pollIntervalMs: SERVICE_POLL_MS },
   );
-  const app = express();
-  app.disable('x-powered-by');
-  app.use(createAcsRouter(service, { apiKeys: { [API_KEY]: 'bench' } }));
-  const server: Server = app.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(async () => {
-    const closed = once(server, 'close');
-    server.close();
-    server.closeAllConnections();
-    await closed;
-    await service.close();
-  });
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const base = await serve(service, { [API_KEY]: 'bench' }, cleanups);
 
   // One sandbox of ours, started untimed, shows the settings our runtime gives its containers.
   const probe = (await call(base, 'POST', '/api/v1/sandboxes', {})) as SandboxInfo;

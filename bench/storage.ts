@@ -9,19 +9,15 @@
  * Numbers, not assertions: nothing here fails on timing.
  */
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import express from 'express';
 import pg from 'pg';
 import { createAgentConversationService, createAesGcmCipher, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
-import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
+import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5432/acs_test';
@@ -102,23 +98,6 @@ const settingsBody = (i: number) => ({
   confirmation_mode: i % 2 === 0,
 });
 
-/** Serves `service` on 127.0.0.1 at a free port; returns the base URL. */
-async function serve(service: AgentConversationService, cleanups: (() => Promise<void>)[]): Promise<string> {
-  const app = express();
-  app.disable('x-powered-by');
-  app.use(createAcsRouter(service, { apiKeys: Object.fromEntries(users.map((u) => [u.key, u.id])) }));
-  const server: Server = app.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(async () => {
-    const closed = once(server, 'close');
-    server.close();
-    server.closeAllConnections();
-    await closed;
-    await service.close();
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend[]> {
   const cipher = createAesGcmCipher({ keys: { bench: randomBytes(32) }, currentKeyId: 'bench' });
   const compose = (storage: Partial<AgentConversationServicePorts>) =>
@@ -146,10 +125,11 @@ async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend
   cleanups.push(() => pgStorage.close());
   const server = compose(pgStorage);
 
+  const apiKeys = Object.fromEntries(users.map((u) => [u.key, u.id]));
   return [
-    { name: 'memory', url: await serve(memory, cleanups), service: memory },
-    { name: 'pglite (disk)', url: await serve(embedded, cleanups), service: embedded },
-    { name: 'postgres', url: await serve(server, cleanups), service: server },
+    { name: 'memory', url: await serve(memory, apiKeys, cleanups), service: memory },
+    { name: 'pglite (disk)', url: await serve(embedded, apiKeys, cleanups), service: embedded },
+    { name: 'postgres', url: await serve(server, apiKeys, cleanups), service: server },
   ];
 }
 

@@ -489,11 +489,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     searchStartTasks: (userId, filter, page, order) =>
       startTasks
-        .search(userId, { ...filter, ...(filter.app_conversation_id ? { app_conversation_id: normalizeId(filter.app_conversation_id) } : {}) }, page, order)
+        .search(userId, normalizedTaskFilter(filter), page, order)
         .map((p) => ({ items: p.items.map(toStartTask), next_page_id: p.next_page_id })),
 
     countStartTasks: (userId, filter) =>
-      startTasks.count(userId, { ...filter, ...(filter.app_conversation_id ? { app_conversation_id: normalizeId(filter.app_conversation_id) } : {}) }),
+      startTasks.count(userId, normalizedTaskFilter(filter)),
 
     handleSandboxGone: async (userId, sandboxId, reason) => {
       const affected = await conversations.listBySandbox(userId, sandboxId);
@@ -509,6 +509,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     },
   };
   return service;
+}
+
+/** Conversation ids in a start-task filter, in the stored (32 hex) form. */
+function normalizedTaskFilter(filter: StartTaskFilter): StartTaskFilter {
+  return filter.app_conversation_id ? { ...filter, app_conversation_id: normalizeId(filter.app_conversation_id) } : filter;
 }
 
 function initialMessageFromV0(request: NewConversationRequest): SendMessageRequest | null {

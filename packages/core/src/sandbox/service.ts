@@ -72,8 +72,6 @@ export interface SandboxService {
    * waiting for start-up in progress. Null when it does not exist for this user.
    */
   whenSettled(userId: string, id: string): Promise<SandboxRecord | null>;
-  /** The stored record, tombstones included (for services that compose this one). */
-  record(userId: string, id: string): ResultAsync<SandboxRecord | null, DomainError>;
   /**
    * Stored records of these sandboxes, each refreshed from the runtime first (so a
    * sandbox that died is seen, and its conversations stopped). Missing ids are left out.
@@ -389,8 +387,6 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       if (record?.status !== 'STARTING') return record;
       return awaitRunning(userId, id);
     },
-
-    record: (userId, id) => sandboxes.get(userId, id),
 
     liveRecords: (userId, idList) =>
       sandboxes
