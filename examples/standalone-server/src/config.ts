@@ -20,6 +20,16 @@ export interface StandaloneConfig {
   /** Earlier keys still needed to read secrets stored before a rotation. */
   previousSecretKeys: string[];
   sandboxes: SandboxConfig;
+  llm: LlmConfig;
+}
+
+export interface LlmConfig {
+  /** Per attempt. */
+  timeoutMs: number;
+  /** Retries on 429, 5xx, timeouts and connection errors. */
+  maxRetries: number;
+  /** Steps per user message when the user's max_iterations is unset. */
+  defaultMaxIterations: number;
 }
 
 export interface SandboxConfig {
@@ -73,6 +83,9 @@ const EnvSchema = z.object({
   ACS_MAX_RUNNING_SANDBOXES: z.coerce.number().int().min(1).max(1000).default(5),
   ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
+  ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
+  ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
+  ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
   /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
   INIT_CWD: z.string().optional(),
 });
@@ -133,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
     },
+    llm: { timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000, maxRetries: e.ACS_LLM_MAX_RETRIES, defaultMaxIterations: e.ACS_MAX_ITERATIONS },
     storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,

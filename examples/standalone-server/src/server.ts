@@ -14,6 +14,7 @@ import {
 } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
+import { createOpenAiLlmClient } from '@acs/adapter-openai';
 import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
@@ -88,8 +89,16 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
   const sandboxes = await openSandboxRuntime(config.sandboxes);
   if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
   const service = createAgentConversationService(
-    { ...createMemoryPorts(), ...storage.ports, sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs), runtime: sandboxes.runtime, logger },
     {
+      ...createMemoryPorts(),
+      ...storage.ports,
+      sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
+      runtime: sandboxes.runtime,
+      llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
+      logger,
+    },
+    {
+      agent: { defaultMaxIterations: config.llm.defaultMaxIterations },
       allowClientConversationIds: config.allowClientConversationIds,
       maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
       atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
@@ -97,8 +106,10 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
     },
   );
   if (!sandboxes.unavailable) {
-    const reconciled = await service.sandboxes.reconcile();
-    if (reconciled.isErr()) logger.warn({ error: reconciled.error.type }, 'could not reconcile sandboxes with the runtime');
+    // Adopt the runtime's sandboxes, then resume the agents that were running when the last process stopped.
+    const recovered = await service.recover();
+    if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
+    else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
   }
   const app = express();
   app.disable('x-powered-by');

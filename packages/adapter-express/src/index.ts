@@ -9,5 +9,13 @@ export { createAcsRouter, type AcsRouterOptions } from './router.js';
 export { apiKeyAuthenticator, SESSION_API_KEY_HEADER, type Authenticate } from './auth.js';
 export { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
 export { buildRoutes } from './routes.js';
-export { defineRoute, type RouteDefinition, type RouteInput } from './route.js';
+export {
+  defineRoute,
+  type EventStreamHandle,
+  type JsonRouteDefinition,
+  type RouteDefinition,
+  type RouteInput,
+  type SseMessage,
+  type StreamRouteDefinition,
+} from './route.js';
 export { ErrorBodySchema, HTTP_ERROR_CODES, sendDomainError, statusOf, type ErrorBody } from './http-error.js';

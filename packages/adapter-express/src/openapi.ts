@@ -16,6 +16,12 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'A backend (storage or the sandbox runtime) is unavailable.',
 };
 
+/** The component id a schema registers under (its `.meta({ id })`), if any. */
+const schemaId = (schema: z.ZodType): string | undefined => {
+  const id = z.globalRegistry.get(schema)?.id;
+  return typeof id === 'string' ? id : undefined;
+};
+
 const hasShape = (schema: z.ZodType) => schema instanceof z.ZodObject && Object.keys(schema.shape).length > 0;
 
 /** The generated OpenAPI 3.1 document. */
@@ -34,10 +40,23 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
     const errorStatuses = new Set<number>([...route.errors, 500]);
     if (route.authenticated) errorStatuses.add(401);
     if (hasBody) [400, 413, 415, 422].forEach((s) => errorStatuses.add(s));
-    if (hasShape(route.query) || hasShape(route.params)) errorStatuses.add(422);
-    const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = {
-      [`${route.success.status}`]: { description: route.success.description, content: { 'application/json': { schema: route.success.schema } } },
-    };
+    if (hasShape(route.query) || hasShape(route.params) || hasShape(route.headers)) errorStatuses.add(422);
+    const dataId = route.stream ? schemaId(route.success.schema) : undefined;
+    const success: ZodOpenApiResponseObject = route.stream
+      ? {
+          description: route.success.description,
+          content: {
+            'text/event-stream': {
+              schema: z.string().meta({
+                description: 'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
+              }),
+              // OpenAPI 3.1 has no way to describe the messages of a stream (3.2 adds itemSchema).
+              ...(dataId ? { 'x-sse-data': { $ref: `#/components/schemas/${dataId}` } } : {}),
+            },
+          },
+        }
+      : { description: route.success.description, content: { 'application/json': { schema: route.success.schema } } };
+    const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: success };
     for (const status of [...errorStatuses].sort()) {
       responses[`${status}` as `4${string}`] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
     }
@@ -50,6 +69,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       requestParams: {
         ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
         ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
+        ...(hasShape(route.headers) ? { header: route.headers as z.ZodObject } : {}),
       },
       ...(hasBody
         ? { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }

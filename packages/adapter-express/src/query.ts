@@ -1,4 +1,4 @@
-import { decodeCursor, MAX_PAGE_SIZE, type PageRequest } from '@acs/core';
+import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema, decodeCursor, MAX_PAGE_SIZE, type PageRequest } from '@acs/core';
 import { z } from 'zod';
 
 /** `limit` 1–100, default 100. */
@@ -54,3 +54,32 @@ export const booleanParam = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1')
   .optional();
+
+/** The largest event id (event ids are 32-bit integers in every store). */
+export const MAX_EVENT_ID = 2_147_483_647;
+
+/** A non-negative event id: digits only (no signs, decimals, exponents or blanks). */
+export const eventIdParam = z
+  .preprocess(
+    (v: unknown): unknown => (typeof v === 'string' && /^\d{1,10}$/.test(v.trim()) ? Number(v.trim()) : v),
+    z.int({ error: `must be an event id: an integer between 0 and ${MAX_EVENT_ID}` }).min(0, 'must not be negative').max(MAX_EVENT_ID, `must be at most ${MAX_EVENT_ID}`),
+  );
+
+/** Event kinds: repeated (`?kind=a&kind=b`) or comma-separated; duplicates are ignored. */
+export const kindList = z
+  .preprocess(
+    (v: unknown): unknown =>
+      v === undefined
+        ? v
+        : [
+            ...new Set(
+              (Array.isArray(v) ? (v as unknown[]) : [v])
+                .flatMap((x) => (typeof x === 'string' ? x.split(',') : [x]))
+                .map((x) => (typeof x === 'string' ? x.trim() : x))
+                .filter((x) => x !== ''),
+            ),
+          ],
+    z.array(ConversationEventKindSchema).min(1, 'give at least one kind'),
+  )
+  .optional()
+  .meta({ description: `Only these kinds (${CONVERSATION_EVENT_KINDS.join(', ')}). Repeat the parameter or separate kinds with commas.` });

@@ -5,20 +5,28 @@ import { z } from 'zod';
 export const NO_PARAMS = z.object({});
 export const NO_BODY = z.undefined();
 
-export interface RouteInput<P, Q, B> {
+export interface RouteInput<P, Q, B, H = Record<string, never>> {
   userId: string;
   params: P;
   query: Q;
   body: B;
+  /** The request headers the route declares (by the names it declares them under). */
+  headers: H;
 }
 
-/**
- * One HTTP operation: its schemas (the single source for validation and the
- * OpenAPI document) and its handler. The router and the document are both built
- * from the same list, so a route cannot exist without being documented and
- * authenticated.
- */
-export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+/** One Server-Sent Events message: sent as `id: …`, `event: …`, `data: <JSON>`. */
+export interface SseMessage {
+  id: number | string;
+  event: string;
+  data: unknown;
+}
+
+/** An open event source behind a streaming route; closed when the client goes away. */
+export interface EventStreamHandle {
+  close(): void;
+}
+
+interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType> {
   method: 'get' | 'post' | 'delete';
   /** OpenAPI path template, e.g. `/api/v1/sandboxes/{sandbox_id}`. */
   path: string;
@@ -29,40 +37,71 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   params: P;
   query: Q;
   body: B;
+  /** Request headers the route reads, keyed by header name (e.g. `Last-Event-ID`); documented as header parameters. */
+  headers: H;
   /** A JSON body must be sent (default: whenever the route has a body schema). */
   bodyRequired: boolean;
-  success: { status: 200; description: string; schema: z.ZodType };
   /** Error statuses this route documents, besides 401, 415, 413, 400 for malformed JSON and 500. */
   errors: readonly number[];
   /** False only for health routes. */
   authenticated: boolean;
-  handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>): ResultAsync<unknown, DomainError>;
 }
 
-type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> = Omit<
-  RouteDefinition<P, Q, B>,
-  'params' | 'query' | 'body' | 'bodyRequired' | 'authenticated'
-> & {
-  params?: P;
-  query?: Q;
-  body?: B;
-  bodyRequired?: boolean;
-  authenticated?: boolean;
-};
+/** A route answering with one JSON value. */
+export interface JsonRouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType>
+  extends RouteCommon<P, Q, B, H> {
+  success: { status: 200; description: string; schema: z.ZodType };
+  handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainError>;
+  stream?: never;
+}
+
+/**
+ * A route answering with a Server-Sent Events stream. `stream` opens the source; its
+ * messages are held until it resolves, so a refusal (404, 422) is still a JSON error.
+ * Once it resolves the response switches to `text/event-stream`, and the handle is
+ * closed when the client disconnects.
+ */
+export interface StreamRouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType>
+  extends RouteCommon<P, Q, B, H> {
+  /** `schema` describes the `data` of each message. */
+  success: { status: 200; description: string; schema: z.ZodType };
+  stream(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>, send: (message: SseMessage) => void): ResultAsync<EventStreamHandle, DomainError>;
+  handle?: never;
+}
+
+/**
+ * One HTTP operation: its schemas (the single source for validation and the
+ * OpenAPI document) and its handler. The router and the document are both built
+ * from the same list, so a route cannot exist without being documented and
+ * authenticated.
+ */
+export type RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType> =
+  | JsonRouteDefinition<P, Q, B, H>
+  | StreamRouteDefinition<P, Q, B, H>;
+
+type Defaulted = 'params' | 'query' | 'body' | 'headers' | 'bodyRequired' | 'authenticated';
+type Optional<P, Q, B, H> = { params?: P; query?: Q; body?: B; headers?: H; bodyRequired?: boolean; authenticated?: boolean };
+
+type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType> =
+  | (Omit<JsonRouteDefinition<P, Q, B, H>, Defaulted> & Optional<P, Q, B, H>)
+  | (Omit<StreamRouteDefinition<P, Q, B, H>, Defaulted> & Optional<P, Q, B, H>);
 
 export function defineRoute<
   P extends z.ZodType = typeof NO_PARAMS,
   Q extends z.ZodType = typeof NO_PARAMS,
   B extends z.ZodType = typeof NO_BODY,
->(spec: RouteSpec<P, Q, B>): RouteDefinition {
-  const definition: RouteDefinition<P, Q, B> = {
+  H extends z.ZodType = typeof NO_PARAMS,
+>(spec: RouteSpec<P, Q, B, H>): RouteDefinition {
+  const definition = {
     ...spec,
     params: spec.params ?? (NO_PARAMS as unknown as P),
     query: spec.query ?? (NO_PARAMS as unknown as Q),
     body: spec.body ?? (NO_BODY as unknown as B),
+    headers: spec.headers ?? (NO_PARAMS as unknown as H),
     bodyRequired: spec.bodyRequired ?? spec.body !== undefined,
     authenticated: spec.authenticated ?? true,
-  };
+  } as RouteDefinition<P, Q, B, H>;
+  if (definition.stream && definition.method !== 'get') throw new Error(`${definition.operationId}: event streams are GET routes.`);
   return definition;
 }
 

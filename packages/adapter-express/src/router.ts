@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { apiKeyAuthenticator, type Authenticate } from './auth.js';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
-import { toExpressPath, type RouteDefinition } from './route.js';
+import { toExpressPath, type RouteDefinition, type SseMessage, type StreamRouteDefinition } from './route.js';
 import { buildRoutes } from './routes.js';
 
 export interface AcsRouterOptions {
@@ -16,6 +16,14 @@ export interface AcsRouterOptions {
   bodyLimit?: number;
   logger?: Logger;
   openApi?: OpenApiInfo;
+  /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
+  sseHeartbeatMs?: number;
+  /**
+   * An event stream whose client stops reading is ended once this much data waits to be
+   * sent (default 32 MiB), so a stalled client cannot hold unbounded memory; it resumes
+   * with Last-Event-ID.
+   */
+  sseMaxBufferedBytes?: number;
 }
 
 const USER = Symbol('acs.user');
@@ -33,6 +41,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   }
   const logger = options.logger ?? silentLogger;
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
+  const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
+  if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
+  const maxBufferedBytes = options.sseMaxBufferedBytes ?? 32 * 1024 * 1024;
+  if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
   const routes = buildRoutes(service);
   let document: OpenApiDocument | undefined;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
@@ -151,12 +163,18 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         const params = parsePart(route.params, req.params, 'path', issues);
         const query = parsePart(route.query, req.query, 'query', issues);
         const body = parsePart(route.body, withBody ? (req.body as unknown) : undefined, null, issues);
+        const headers = parsePart(route.headers, headersOf(req, route.headers), 'header', issues);
         if (issues.length > 0) {
           sendDomainError(res, validationFailed(issues));
           return;
         }
+        const input = { userId: (req as WithUser)[USER] ?? '', params, query, body, headers };
+        if (route.stream) {
+          openEventStream(route, input, req, res, next);
+          return;
+        }
         route
-          .handle({ userId: (req as WithUser)[USER] ?? '', params, query, body })
+          .handle(input)
           .match(
             (value) => {
               res.status(route.success.status).json(value);
@@ -169,6 +187,106 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       else run();
     };
   }
+
+  /**
+   * Opens the route's source; its messages are held until it is open, so a refusal is
+   * still a JSON error. Then switches to text/event-stream, writes what was held and
+   * follows; the source is closed when the client goes away.
+   */
+  function openEventStream(route: StreamRouteDefinition, input: Parameters<StreamRouteDefinition['stream']>[0], req: Request, res: Response, next: NextFunction) {
+    const started = performance.now();
+    let held: SseMessage[] | null = [];
+    let gone = false;
+    let sent = 0;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let close: (() => void) | undefined;
+
+    const end = () => {
+      if (gone) return;
+      gone = true;
+      clearInterval(heartbeat);
+      close?.();
+      if (!res.writableEnded && !res.destroyed) res.end();
+    };
+    const write = (chunk: string) => {
+      if (gone || res.writableEnded || res.destroyed) return;
+      res.write(chunk);
+      // A compression middleware (e.g. `compression`) buffers unless told to flush.
+      (res as Response & { flush?: () => void }).flush?.();
+      // A client that stopped reading: stop buffering for it; it resumes from its last id.
+      if (res.writableLength > maxBufferedBytes) {
+        logger.warn({ path: req.baseUrl + req.path, user: input.userId, buffered: res.writableLength }, 'event stream client is not reading; closing the stream');
+        end();
+      }
+    };
+    const send = (message: SseMessage) => {
+      if (gone) return;
+      if (held) held.push(message);
+      else {
+        sent++;
+        write(formatSse(message));
+      }
+    };
+    res.on('close', () => {
+      const wasOpen = held === null;
+      end();
+      if (wasOpen) logger.info({ path: req.baseUrl + req.path, user: input.userId, events: sent, ms: Math.round(performance.now() - started) }, 'event stream closed');
+    });
+    res.on('error', (error: unknown) => {
+      logger.warn({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream write failed');
+      end();
+    });
+
+    route
+      .stream(input, send)
+      .match(
+        (handle) => {
+          close = () => handle.close();
+          if (gone) {
+            // The client left while the source was opening.
+            handle.close();
+            return;
+          }
+          res.writeHead(200, {
+            'Content-Type': 'text/event-stream',
+            'Cache-Control': 'no-cache',
+            'X-Accel-Buffering': 'no',
+          });
+          res.flushHeaders();
+          if (req.method === 'HEAD') {
+            end();
+            return;
+          }
+          const replay = held ?? [];
+          held = null;
+          sent += replay.length;
+          if (replay.length > 0) write(replay.map(formatSse).join(''));
+          heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
+          heartbeat.unref();
+        },
+        (error) => {
+          held = null;
+          if (!gone) sendDomainError(res, error);
+        },
+      )
+      .catch((error: unknown) => {
+        if (res.headersSent) {
+          logger.error({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream failed');
+          end();
+        } else next(error);
+      });
+  }
+}
+
+/** One SSE message; JSON never contains a raw line break, so `data` is one line. */
+function formatSse(message: SseMessage): string {
+  return `id: ${String(message.id)}\nevent: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
+}
+
+/** The declared headers of a request, by their declared names; an empty header counts as absent. */
+function headersOf(req: Request, schema: z.ZodType): Record<string, string | undefined> {
+  if (!(schema instanceof z.ZodObject)) return {};
+  return Object.fromEntries(Object.keys(schema.shape).map((name) => [name, req.get(name) || undefined]));
 }
 
 function requestHasBody(req: Request): boolean {

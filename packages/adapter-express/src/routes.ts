@@ -2,12 +2,16 @@ import {
   AppConversationSchema,
   AppConversationStartRequestSchema,
   ConversationInfoSchema,
+  ConversationEventSchema,
   ConversationStatusSchema,
   ConversationTriggerSchema,
+  EventPageSchema,
+  MessageEventSchema,
   NewConversationRequestSchema,
   NewConversationResponseSchema,
   SandboxInfoSchema,
   SandboxSpecSchema,
+  SendMessageRequestSchema,
   SettingsInputSchema,
   SettingsViewSchema,
   StartSandboxRequestSchema,
@@ -20,7 +24,7 @@ import {
 } from '@acs/core';
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { booleanParam, idList, pageIdParam, pageRequestOf, pagingQuery, limitParam, timestampParam } from './query.js';
+import { booleanParam, eventIdParam, idList, kindList, pageIdParam, pageRequestOf, pagingQuery, limitParam, timestampParam } from './query.js';
 import { defineRoute, type RouteDefinition } from './route.js';
 
 const pageOf = <T extends z.ZodType>(item: T) =>
@@ -31,6 +35,15 @@ const sandboxIdParams = z.object({ sandbox_id: z.string().min(1).max(128) });
 const SuccessSchema = z.object({ success: z.literal(true) });
 const MessageSchema = z.object({ message: z.string() });
 const CountSchema = z.int().min(0);
+
+/** V0 `POST /api/conversations/{id}/message` body. */
+const V0MessageRequestSchema = z.strictObject({
+  message: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(1_000_000, 'must be at most 1,000,000 characters')
+    .refine((text) => text.trim() !== '', 'must not be blank'),
+});
 
 const ConversationStatusResponseSchema = z.object({
   status: z.literal('ok'),
@@ -226,6 +239,23 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       errors: [404, 409, 422],
       handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id),
     }),
+    defineRoute({
+      method: 'post',
+      path: '/api/conversations/{conversation_id}/message',
+      operationId: 'sendConversationMessage',
+      summary: 'Send a message to the agent (V0 shape)',
+      description:
+        'Appends a user message to the conversation. A running conversation acts on it at once (also after the agent finished); a stopped one acts on it when started.',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      body: V0MessageRequestSchema,
+      success: { status: 200, description: 'The message is stored.', schema: SuccessSchema },
+      errors: [404, 422],
+      handle: ({ userId, params, body }) =>
+        conversations
+          .sendMessage(userId, params.conversation_id, { role: 'user', content: [{ type: 'text', text: body.message }], run: true })
+          .map(() => ({ success: true as const })),
+    }),
 
     // ---- V1 app conversations (literal paths first) ----
     defineRoute({
@@ -347,6 +377,61 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         conversations
           .getMany(userId, [params.conversation_id])
           .andThen(([c]) => (c ? okAsync(c) : errAsync<typeof c, DomainError>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/app-conversations/{conversation_id}/send-message',
+      operationId: 'sendAppConversationMessage',
+      summary: 'Send a message to the agent',
+      description:
+        'Appends a user message (text and/or images) to the conversation and returns the stored message event. A running conversation acts on it at once (also after the agent finished); a stopped one acts on it when started. Only role "user" is accepted.',
+      tags: ['events (V1)'],
+      params: conversationIdParams,
+      body: SendMessageRequestSchema,
+      success: { status: 200, description: 'The stored message event.', schema: MessageEventSchema },
+      errors: [404, 422],
+      handle: ({ userId, params, body }) => conversations.sendMessage(userId, params.conversation_id, body),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/{conversation_id}/events',
+      operationId: 'searchConversationEvents',
+      summary: "Read a conversation's events",
+      description:
+        'Oldest first, the events with an id greater than `after`, optionally of some kinds only. Pass `next_after` as `after` for the next page; it is null when the page reached the end of the log so far (later events may still come: poll with the last id, or use /events/stream).',
+      tags: ['events (V1)'],
+      params: conversationIdParams,
+      query: z.object({
+        after: eventIdParam.default(0).meta({ description: 'Only events with a greater id (default 0: from the start).' }),
+        kind: kindList,
+        limit: limitParam,
+      }),
+      success: { status: 200, description: 'A page of events, oldest first.', schema: EventPageSchema },
+      errors: [404, 422],
+      handle: ({ userId, params, query }) =>
+        conversations.searchEvents(userId, params.conversation_id, { after: query.after, kinds: query.kind ?? null, limit: query.limit }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/app-conversations/{conversation_id}/events/stream',
+      operationId: 'streamConversationEvents',
+      summary: "Follow a conversation's events (Server-Sent Events)",
+      description:
+        'A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host\'s own authentication); keys in the URL are not accepted.',
+      tags: ['events (V1)'],
+      params: conversationIdParams,
+      query: z.object({
+        after: eventIdParam.optional().meta({ description: 'Resume after this event id (default 0: from the start). Last-Event-ID wins when both are given.' }),
+      }),
+      headers: z.object({
+        'Last-Event-ID': eventIdParam.optional().meta({ description: 'The id of the last event received; the stream resumes after it.' }),
+      }),
+      success: { status: 200, description: 'The event stream; the data of every message is a ConversationEvent.', schema: ConversationEventSchema },
+      errors: [404, 422],
+      stream: ({ userId, params, query, headers }, send) =>
+        conversations.subscribeEvents(userId, params.conversation_id, headers['Last-Event-ID'] ?? query.after ?? 0, (event) =>
+          send({ id: event.id, event: event.kind, data: event }),
+        ),
     }),
 
     // ---- V1 sandboxes ----

@@ -11,7 +11,7 @@ import {
   type Logger,
 } from '@acs/core';
 import { createMemoryPorts, type MemoryPortsOptions } from '@acs/adapter-memory';
-import { createAcsRouter } from '@acs/adapter-express';
+import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
 
 /** Alice's and Bob's API keys (the default authenticator needs at least 16 characters). */
 export const KEY_A = 'alice-key-0123456789abcdef';
@@ -56,6 +56,8 @@ export interface HarnessOptions {
   ports?: MemoryPortsOptions;
   /** 'system' (default) or 'manual' (strictly increasing, deterministic timestamps; sleeps return at once). */
   clock?: 'system' | 'manual';
+  /** Router options besides auth and logger (e.g. a short sseHeartbeatMs). */
+  router?: Omit<AcsRouterOptions, 'apiKeys' | 'authenticate' | 'logger'>;
 }
 
 export interface Harness {
@@ -78,7 +80,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
   const service = createAgentConversationService({ ...ports, clock, logger }, { pollIntervalMs: 1, ...options.service });
   const app = express();
-  app.use(createAcsRouter(service, { apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger }));
+  app.use(createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger }));
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
   });

@@ -28,6 +28,10 @@ const REQUIRED_OPERATIONS = [
   'POST /api/v1/sandboxes/{sandbox_id}/resume',
   'GET /api/v1/sandbox-specs/search',
   'GET /api/v1/sandbox-specs',
+  'POST /api/conversations/{conversation_id}/message',
+  'POST /api/v1/app-conversations/{conversation_id}/send-message',
+  'GET /api/v1/app-conversations/{conversation_id}/events',
+  'GET /api/v1/app-conversations/{conversation_id}/events/stream',
 ];
 
 describe('OpenAPI document', () => {
@@ -97,7 +101,9 @@ describe('OpenAPI document', () => {
         'POST /api/settings',
         'POST /api/conversations',
         'POST /api/conversations/{conversation_id}/start',
+        'POST /api/conversations/{conversation_id}/message',
         'POST /api/v1/app-conversations',
+        'POST /api/v1/app-conversations/{conversation_id}/send-message',
         'POST /api/v1/sandboxes',
       ].sort(),
     );

@@ -3,6 +3,7 @@ import {
   compareOldestFirst,
   pageInMemory,
   type ConversationFilter,
+  type ExecutionStatus,
   type ConversationRecord,
   type ConversationStore,
   type Page,
@@ -64,6 +65,11 @@ export class MemoryConversationStore implements ConversationStore {
 
   listBySandbox(userId: string, sandboxId: string): ResultAsync<ConversationRecord[], StoreFailure> {
     return okAsync(this.#records.ofUser(userId).filter((r) => r.sandbox_id === sandboxId));
+  }
+
+  listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure> {
+    const wanted = new Set<string | null>(statuses);
+    return okAsync(this.#records.all().filter((r) => wanted.has(r.execution_status)).sort(compareOldestFirst));
   }
 
   childrenOf(userId: string, parentIds: readonly string[]): ResultAsync<Map<string, string[]>, StoreFailure> {

@@ -1,6 +1,6 @@
 /**
  * @acs/adapter-memory: every store port of @acs/core in memory, plus a
- * programmable fake sandbox runtime. For tests and demos; nothing survives a restart.
+ * programmable fake sandbox runtime and a scripted LLM. For tests and demos; nothing survives a restart.
  *
  * ```ts
  * const service = createAgentConversationService(createMemoryPorts());
@@ -11,6 +11,7 @@ import { MemoryConversationStore } from './conversation-store.js';
 import { MemoryEventStore } from './event-store.js';
 import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 import { StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
+import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
 import { MemorySandboxStore } from './sandbox-store.js';
 import { MemorySettingsStore } from './settings-store.js';
 import { MemoryStartTaskStore } from './start-task-store.js';
@@ -21,16 +22,18 @@ export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type Fa
 export { openFakeShell, type FakeShellHost } from './fake-shell.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';
+export { ScriptedLlm, type ScriptedLlmOptions, type ScriptedResponder, type ScriptedToolCall, type ScriptedTurn } from './scripted-llm.js';
 export { MemorySettingsStore } from './settings-store.js';
 export { MemoryStartTaskStore } from './start-task-store.js';
 
 export interface MemoryPortsOptions {
   specs?: readonly SandboxSpecPreset[];
   runtime?: FakeSandboxRuntimeOptions;
+  llm?: ScriptedLlmOptions;
 }
 
 /** All ports in memory, with the fake runtime exposed for steering in tests. */
-export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConversationServicePorts & { runtime: FakeSandboxRuntime } {
+export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConversationServicePorts & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
   return {
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),
@@ -39,5 +42,6 @@ export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConver
     sandboxes: new MemorySandboxStore(),
     sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     runtime: new FakeSandboxRuntime(options.runtime),
+    llm: new ScriptedLlm(options.llm),
   };
 }

@@ -1,5 +1,5 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { ConversationFilter, ConversationRecord, ConversationStore, Page, PageRequest, StoreFailure } from '@acs/core';
+import type { ConversationFilter, ConversationRecord, ConversationStore, ExecutionStatus, Page, PageRequest, StoreFailure } from '@acs/core';
 import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
@@ -65,6 +65,16 @@ export class PostgresConversationStore implements ConversationStore {
       const rows = await this.db.query<{ record: ConversationRecord }>(
         `SELECT record FROM ${this.t.conversations} WHERE user_id = $1 AND sandbox_id = $2 ORDER BY created_at, id`,
         [userId, sandboxId],
+      );
+      return rows.rows.map((r) => r.record);
+    });
+  }
+
+  listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure> {
+    return run('list conversations by execution status', async () => {
+      const rows = await this.db.query<{ record: ConversationRecord }>(
+        `SELECT record FROM ${this.t.conversations} WHERE record->>'execution_status' = ANY($1::text[]) ORDER BY created_at, id`,
+        [[...statuses]],
       );
       return rows.rows.map((r) => r.record);
     });

@@ -76,6 +76,12 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'conversations by agent status',
+    // The engine looks up running conversations across users when the service starts.
+    statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_conversations_by_execution_status ON ${t.conversations} ((record->>'execution_status'))`],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

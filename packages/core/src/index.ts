@@ -48,3 +48,16 @@ export * from './service.js';
 
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions, type SecretCipher, type SecretCipherError } from './secrets/cipher.js';
+
+export * from './llm/client.js';
+export * from './events/schema.js';
+export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
+export { createAgentEngine, metricsOf, DEFAULT_MAX_ITERATIONS, type AgentEngine, type AgentEngineOptions, type RecoveryReport, type UserMessage } from './agent/engine.js';
+export { nextExecutionStatus, type ExecutionEvent } from './agent/execution-state.js';
+export { projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
+export { detectStuck, STUCK_THRESHOLDS, type StuckVerdict } from './agent/stuck.js';
+export { BUILTIN_TOOLS, parseToolArguments, Toolset } from './agent/toolset.js';
+export { executeBashTool, DEFAULT_COMMAND_WAIT_SECONDS } from './agent/bash-tool.js';
+export { strReplaceEditorTool, MAX_VIEW_CHARS } from './agent/editor-tool.js';
+export { thinkTool, finishTool } from './agent/builtin-tools.js';
+export type { AgentTool, ToolContext, ToolOutcome } from './agent/tool.js';

@@ -1,4 +1,7 @@
+import { createAgentEngine, type AgentEngine, type AgentEngineOptions, type RecoveryReport } from './agent/engine.js';
 import { BackgroundTasks } from './background.js';
+import { EventLog } from './events/log.js';
+import type { LlmClient } from './llm/client.js';
 import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
@@ -24,12 +27,17 @@ export interface AgentConversationServicePorts {
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
   runtime: SandboxRuntime;
+  /** The model the agents call (an OpenAI-compatible adapter, or a scripted one in tests). */
+  llm: LlmClient;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
 }
 
-export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {}
+export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {
+  /** Agent limits and tools. */
+  agent?: AgentEngineOptions;
+}
 
 export interface SandboxSpecService {
   search(page: PageRequest): ResultAsync<Page<SandboxSpec>, DomainError>;
@@ -42,6 +50,13 @@ export interface AgentConversationService {
   readonly conversations: ConversationService;
   readonly sandboxes: SandboxService;
   readonly sandboxSpecs: SandboxSpecService;
+  /** The agent loops (mostly driven through `conversations`). */
+  readonly engine: AgentEngine;
+  /**
+   * Call once at start-up: adopts the runtime's sandboxes, then resumes the agents that were
+   * running when the last process stopped (tool calls it cut short get an error observation).
+   */
+  recover(): ResultAsync<RecoveryReport, DomainError>;
   /** Resolves when no background work (sandbox start-up, start pipelines) is left. */
   idle(): Promise<void>;
   /** Stops background waits and drains them. Call on shutdown. */
@@ -72,10 +87,24 @@ export function createAgentConversationService(
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
+  const log = new EventLog(ports.events);
+  const engine = createAgentEngine({
+    conversations: ports.conversations,
+    log,
+    sandboxes,
+    runtime: ports.runtime,
+    settings,
+    llm: ports.llm,
+    clock,
+    logger,
+    background,
+    ...(options.agent ? { options: options.agent } : {}),
+  });
   const conversations: ConversationService = createConversationService({
     conversations: ports.conversations,
     startTasks: ports.startTasks,
-    events: ports.events,
+    log,
+    engine,
     sandboxStore: ports.sandboxes,
     sandboxes,
     settings,
@@ -107,6 +136,8 @@ export function createAgentConversationService(
     conversations,
     sandboxes,
     sandboxSpecs,
+    engine,
+    recover: () => sandboxes.reconcile().andThen(() => engine.recover()),
     idle: () => background.idle(),
     close: () => {
       sandboxes.stop();

@@ -7,20 +7,20 @@ import {
   nextConversationStatus,
   planSandboxAction,
   statusAfterObservation,
-  type ConversationEvent,
+  type ConversationStatusEvent,
   type ConversationStatus,
   type RuntimeObservation,
   type SandboxAction,
   type SandboxLifecycleStatus,
 } from '@acs/core';
 
-const CONVERSATION_EVENTS = ['sandbox_ready', 'start_failed', 'sandbox_lost', 'stop', 'start'] as const satisfies readonly ConversationEvent[];
+const CONVERSATION_EVENTS = ['sandbox_ready', 'start_failed', 'sandbox_lost', 'stop', 'start'] as const satisfies readonly ConversationStatusEvent[];
 const LIFECYCLE: readonly SandboxLifecycleStatus[] = [...SANDBOX_STATUSES, 'DELETED'];
 const ACTIONS = ['pause', 'resume', 'delete', 'attach'] as const satisfies readonly SandboxAction[];
 const OBSERVED = ['starting', 'running', 'paused', 'error', 'missing'] as const satisfies readonly RuntimeObservation['state'][];
 
 /** Every (state, event) pair spelled out: the next status, or 'error'. */
-const CONVERSATION_TABLE: Record<ConversationStatus, Record<ConversationEvent, ConversationStatus | 'error'>> = {
+const CONVERSATION_TABLE: Record<ConversationStatus, Record<ConversationStatusEvent, ConversationStatus | 'error'>> = {
   STARTING: { sandbox_ready: 'RUNNING', start_failed: 'STOPPED', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'STARTING' },
   RUNNING: { sandbox_ready: 'RUNNING', start_failed: 'error', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'RUNNING' },
   STOPPED: { sandbox_ready: 'error', start_failed: 'STOPPED', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'STARTING' },

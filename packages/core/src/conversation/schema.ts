@@ -150,6 +150,8 @@ export interface ConversationRecord {
   launch: ConversationLaunch;
   /** Which API created it; informational. */
   conversation_version: 'V0' | 'V1';
+  /** Tokens and cost so far; absent until the first model call (and on records from before the engine). */
+  metrics?: ConversationMetrics | null;
   created_at: string;
   updated_at: string;
 }
@@ -178,11 +180,12 @@ export const ConversationInfoSchema = z.object({
 export type ConversationInfo = z.infer<typeof ConversationInfoSchema>;
 
 export const MetricsSnapshotSchema = z.object({
-  accumulated_cost: z.number().nullable(),
+  accumulated_cost: z.number().nullable().meta({ description: 'USD so far; null when the price of a model used is unknown.' }),
   max_budget_per_task: z.number().nullable(),
   prompt_tokens: z.int(),
   completion_tokens: z.int(),
 });
+export type ConversationMetrics = z.infer<typeof MetricsSnapshotSchema>;
 
 /** The V1 app conversation record. */
 export const AppConversationSchema = z.object({

@@ -1,6 +1,8 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
-import type { EventStore } from '../events/store.js';
+import type { AgentEngine } from '../agent/engine.js';
+import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
+import type { EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { Clock } from '../clock.js';
 import { validationFailed, type DomainError } from '../errors.js';
 import { normalizeId, type IdGenerator } from '../ids.js';
@@ -27,7 +29,7 @@ import {
   type StartTaskRecord,
   type StartTaskStatus,
 } from './schema.js';
-import { effectiveConversationStatus, nextConversationStatus, type ConversationEvent } from './state.js';
+import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from './state.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 import { toAppConversation, toConversationInfo } from './view.js';
 
@@ -43,7 +45,8 @@ export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/
 export interface ConversationServiceDeps {
   conversations: ConversationStore;
   startTasks: StartTaskStore;
-  events: EventStore;
+  log: EventLog;
+  engine: AgentEngine;
   sandboxStore: SandboxStore;
   sandboxes: SandboxService;
   settings: SettingsService;
@@ -83,6 +86,15 @@ export interface ConversationService {
     order: 'newest_first' | 'oldest_first',
   ): ResultAsync<Page<StartTask>, DomainError>;
   countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, DomainError>;
+  /**
+   * Sends a user message to the agent. A running conversation acts on it at once; a
+   * stopped one keeps it and acts on it when started.
+   */
+  sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, DomainError>;
+  /** A page of the conversation's events after an id. */
+  searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, DomainError>;
+  /** Replays the events after `afterId`, then delivers new ones as they happen, each once, in order. */
+  subscribeEvents(userId: string, id: string, afterId: number, listener: EventListener): ResultAsync<EventSubscription, DomainError>;
   /** Marks the conversations of a lost sandbox STOPPED. */
   handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
 }
@@ -90,7 +102,7 @@ export interface ConversationService {
 type Plan = { kind: 'existing'; sandbox: SandboxRecord } | { kind: 'new'; spec: SandboxSpec };
 
 export function createConversationService(deps: ConversationServiceDeps): ConversationService {
-  const { conversations, startTasks, events, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
+  const { conversations, startTasks, log, engine, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
   const keyless = deps.options?.keylessModelPrefixes ?? DEFAULT_KEYLESS_MODEL_PREFIXES;
 
   /** Refuses to start an agent that could not call its model. */
@@ -113,17 +125,19 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const transition = (
     userId: string,
     id: string,
-    event: ConversationEvent,
+    event: ConversationStatusEvent,
     patch: Partial<Pick<ConversationRecord, 'status_detail' | 'execution_status' | 'sandbox_id'>> = {},
   ): ResultAsync<ConversationRecord | null, DomainError> =>
     conversations.update(userId, id, (current): Result<ConversationRecord, DomainError> =>
       nextConversationStatus(current.status, event)
         .mapErr((e): DomainError => ({ type: 'IllegalConversationTransition', conversationId: id, from: e.from, event: e.event }))
-        .map((status) =>
-          status === current.status && Object.keys(patch).length === 0
+        .map((status) => {
+          // A conversation whose sandbox is ready for the first time has an idle agent; later the agent keeps its status.
+          const agent = event === 'sandbox_ready' && current.execution_status === null ? { execution_status: 'idle' as const } : {};
+          return status === current.status && Object.keys(patch).length === 0 && Object.keys(agent).length === 0
             ? current
-            : { ...current, ...patch, status, updated_at: clock.now() },
-        ),
+            : { ...current, ...patch, ...agent, status, updated_at: clock.now() };
+        }),
     );
 
   const setTask = (userId: string, taskId: string, status: StartTaskStatus, extra: Partial<StartTaskRecord> = {}) =>
@@ -151,7 +165,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       return;
     }
     await setTask(userId, task.id, 'STARTING_CONVERSATION');
-    const ready = await transition(userId, task.app_conversation_id, 'sandbox_ready', { status_detail: null, execution_status: 'idle' });
+    const ready = await transition(userId, task.app_conversation_id, 'sandbox_ready', { status_detail: null });
     if (ready.isErr() || ready.value === null) {
       const others = await othersUsing(userId, sandboxId, task.app_conversation_id);
       await sandboxes.pauseIfUnused(userId, sandboxId, others.isErr() || others.value.some((c) => c.status !== 'STOPPED'));
@@ -165,6 +179,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       return;
     }
     await setTask(userId, task.id, 'READY');
+    engine.wake(userId, task.app_conversation_id);
   };
 
   /** Provides the sandbox (new or existing), the conversation record and its start task, then starts in the background. */
@@ -189,7 +204,12 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         : conversations
             .update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, sandbox_id: box.id, updated_at: clock.now() }))
             .andThen((c) => (c ? okAsync(c) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: record.id })));
-      return stored.andThen((saved) => {
+      const withMessage = stored.andThen((saved) => {
+        const initial = isNew ? userMessageOf(saved.launch.initial_message) : null;
+        // The first message is in the log before anything acts on it.
+        return initial ? engine.appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync<ConversationRecord, DomainError>(saved);
+      });
+      return withMessage.andThen((saved) => {
         const now = clock.now();
         const task: StartTaskRecord = {
           id: ids.next(),
@@ -420,7 +440,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         conversations
           .delete(userId, record.id)
           .andThen(() => startTasks.deleteByConversation(userId, record.id))
-          .andThen(() => events.deleteConversation(userId, record.id))
+          .andThen(() => ResultAsync.fromSafePromise(engine.forget(userId, record.id)))
+          .andThen(() => log.deleteConversation(userId, record.id))
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
             if (!record.sandbox_id || others.length > 0) return okAsync(undefined);
@@ -437,7 +458,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     stop: (userId, id) =>
       getRecord(userId, id).andThen((record) =>
-        transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' })
+        ResultAsync.fromSafePromise(engine.pause(userId, record.id, 'the conversation was stopped'))
+          .andThen(() => transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' }))
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
             if (!record.sandbox_id) return okAsync(undefined);
@@ -495,6 +517,26 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     countStartTasks: (userId, filter) =>
       startTasks.count(userId, normalizedTaskFilter(filter)),
 
+    sendMessage: (userId, id, message) => {
+      if (message.role !== 'user') {
+        return errAsync(validationFailed([{ path: 'role', message: `only messages from the user can be sent; got role ${message.role}` }]));
+      }
+      const content = userMessageOf(message);
+      if (!content) return errAsync(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));
+      return getRecord(userId, id).andThen((record) =>
+        engine.appendUserMessage(userId, record.id, content).map((event) => {
+          if (record.status === 'RUNNING') engine.wake(userId, record.id);
+          return event;
+        }),
+      );
+    },
+
+    searchEvents: (userId, id, query) =>
+      getRecord(userId, id).andThen((record) => log.search(userId, record.id, query)),
+
+    subscribeEvents: (userId, id, afterId, listener) =>
+      getRecord(userId, id).andThen((record) => log.subscribe(userId, record.id, afterId, listener)),
+
     handleSandboxGone: async (userId, sandboxId, reason) => {
       const affected = await conversations.listBySandbox(userId, sandboxId);
       if (affected.isErr()) {
@@ -503,6 +545,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       }
       for (const conversation of affected.value) {
         if (conversation.status === 'STOPPED') continue;
+        // Not awaited: this may be called from inside the agent's own loop (a tool found the sandbox gone).
+        background.spawn(`pause agent ${conversation.id}`, () => engine.pause(userId, conversation.id, reason));
         const updated = await transition(userId, conversation.id, 'sandbox_lost', { status_detail: reason });
         if (updated.isErr()) logger.warn({ conversationId: conversation.id, error: updated.error.type }, 'could not stop a conversation whose sandbox was lost');
       }
@@ -514,6 +558,17 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 /** Conversation ids in a start-task filter, in the stored (32 hex) form. */
 function normalizedTaskFilter(filter: StartTaskFilter): StartTaskFilter {
   return filter.app_conversation_id ? { ...filter, app_conversation_id: normalizeId(filter.app_conversation_id) } : filter;
+}
+
+/** The text and images of a message, or null when it has neither. */
+function userMessageOf(message: SendMessageRequest | null): { text: string; image_urls: string[] } | null {
+  if (!message) return null;
+  const text = message.content
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n\n');
+  const image_urls = message.content.flatMap((c) => (c.type === 'image' ? c.image_urls : []));
+  return text.trim() === '' && image_urls.length === 0 ? null : { text, image_urls };
 }
 
 function initialMessageFromV0(request: NewConversationRequest): SendMessageRequest | null {

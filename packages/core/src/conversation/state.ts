@@ -3,7 +3,7 @@ import { match, P } from 'ts-pattern';
 import type { SandboxLifecycleStatus } from '../sandbox/schema.js';
 import type { ConversationStatus } from './schema.js';
 
-export type ConversationEvent =
+export type ConversationStatusEvent =
   | 'sandbox_ready' // its sandbox answered: the conversation can run
   | 'start_failed' // the sandbox could not be started
   | 'sandbox_lost' // its sandbox vanished, died or was deleted
@@ -12,7 +12,7 @@ export type ConversationEvent =
 
 export interface IllegalConversationEvent {
   readonly from: ConversationStatus;
-  readonly event: ConversationEvent;
+  readonly event: ConversationStatusEvent;
 }
 
 /**
@@ -22,9 +22,9 @@ export interface IllegalConversationEvent {
  */
 export function nextConversationStatus(
   from: ConversationStatus,
-  event: ConversationEvent,
+  event: ConversationStatusEvent,
 ): Result<ConversationStatus, IllegalConversationEvent> {
-  return match<[ConversationStatus, ConversationEvent], Result<ConversationStatus, IllegalConversationEvent>>([from, event])
+  return match<[ConversationStatus, ConversationStatusEvent], Result<ConversationStatus, IllegalConversationEvent>>([from, event])
     .with(['STARTING', 'sandbox_ready'], () => ok('RUNNING'))
     .with(['STARTING', P.union('start_failed', 'sandbox_lost', 'stop')], () => ok('STOPPED'))
     .with([P.union('STARTING', 'RUNNING'), 'start'], ([s]) => ok(s))

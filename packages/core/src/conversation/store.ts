@@ -1,7 +1,7 @@
 import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { ConversationRecord, StartTaskRecord } from './schema.js';
+import type { ConversationRecord, ExecutionStatus, StartTaskRecord } from './schema.js';
 
 /** Filters of the conversation search. Timestamps are ISO-8601 UTC; bounds are [gte, lt). */
 export interface ConversationFilter {
@@ -39,6 +39,8 @@ export interface ConversationStore {
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure>;
   /** Conversations running in a sandbox (to stop them when it is lost). */
   listBySandbox(userId: string, sandboxId: string): ResultAsync<ConversationRecord[], StoreFailure>;
+  /** Conversations of every user whose agent is in one of these states (to resume them after a restart). */
+  listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure>;
   /** Ids of the direct children of each parent, in creation order. */
   childrenOf(userId: string, parentIds: readonly string[]): ResultAsync<Map<string, string[]>, StoreFailure>;
 }

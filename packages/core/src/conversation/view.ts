@@ -60,7 +60,7 @@ export function toAppConversation(
     trigger: record.trigger,
     pr_number: record.pr_number,
     llm_model: record.llm_model,
-    metrics: null,
+    metrics: record.metrics ?? null,
     parent_conversation_id: record.parent_conversation_id,
     sub_conversation_ids: subConversationIds,
     created_at: record.created_at,

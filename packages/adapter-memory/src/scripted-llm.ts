@@ -1,0 +1,138 @@
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import type { LlmClient, LlmError, LlmErrorCode, LlmRequest, LlmResponse, LlmUsage } from '@acs/core';
+
+export interface ScriptedToolCall {
+  name: string;
+  /** An object is sent as JSON; a string is sent as is (to script malformed arguments). */
+  arguments: Record<string, unknown> | string;
+  id?: string;
+}
+
+/** One scripted answer: a reply and/or tool calls, or a failure. */
+export type ScriptedTurn =
+  | {
+      content?: string | null;
+      tool_calls?: ScriptedToolCall[];
+      usage?: Partial<LlmUsage>;
+      model?: string;
+      /** Answer after this long (an aborted request ends the wait with `cancelled`). */
+      delayMs?: number;
+    }
+  | { error: LlmErrorCode; message?: string; status?: number; delayMs?: number };
+
+/** Answers computed from the request (e.g. from how many tool results it holds). */
+export type ScriptedResponder = (request: LlmRequest, callIndex: number) => ScriptedTurn | Promise<ScriptedTurn>;
+
+export interface ScriptedLlmOptions {
+  turns?: readonly ScriptedTurn[];
+  /** Used once the queued turns are used up. */
+  responder?: ScriptedResponder;
+  /** The answer when nothing is queued and there is no responder. Default: a short text reply (the agent then finishes). */
+  whenEmpty?: ScriptedTurn;
+  /** cost_usd of every call unless a turn says otherwise. Default null (unknown), like a model without a price. */
+  costPerCallUsd?: number | null;
+}
+
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+/**
+ * An LlmClient that answers from a script, for tests and benchmarks: queued turns first,
+ * then a responder function. Every request is kept in `requests` so tests can look at the
+ * prompts the engine built.
+ */
+export class ScriptedLlm implements LlmClient {
+  readonly requests: LlmRequest[] = [];
+  readonly #queue: ScriptedTurn[];
+  #responder: ScriptedResponder | null;
+  readonly #whenEmpty: ScriptedTurn;
+  readonly #cost: number | null;
+  #calls = 0;
+  #keepRequests = true;
+
+  constructor(options: ScriptedLlmOptions = {}) {
+    this.#queue = [...(options.turns ?? [])];
+    this.#responder = options.responder ?? null;
+    this.#whenEmpty = options.whenEmpty ?? { content: 'The scripted model has nothing more to say.' };
+    this.#cost = options.costPerCallUsd ?? null;
+  }
+
+  /** Queues answers, used in order. */
+  push(...turns: ScriptedTurn[]): this {
+    this.#queue.push(...turns);
+    return this;
+  }
+
+  respondWith(responder: ScriptedResponder | null): this {
+    this.#responder = responder;
+    return this;
+  }
+
+  /** Stop keeping requests (benchmarks with many calls). */
+  forgetRequests(): this {
+    this.#keepRequests = false;
+    this.requests.length = 0;
+    return this;
+  }
+
+  /** Queued answers not used yet. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  get calls(): number {
+    return this.#calls;
+  }
+
+  complete(request: LlmRequest): ResultAsync<LlmResponse, LlmError> {
+    const index = this.#calls++;
+    if (this.#keepRequests) this.requests.push({ ...request, messages: structuredClone([...request.messages]), tools: [...request.tools] });
+    const started = performance.now();
+    const turn: Promise<ScriptedTurn> = Promise.resolve(this.#queue.shift() ?? (this.#responder ? this.#responder(request, index) : this.#whenEmpty));
+    return ResultAsync.fromSafePromise(turn).andThen((t) =>
+      ResultAsync.fromSafePromise(wait(t.delayMs ?? 0, request.signal)).andThen(() => {
+        if (request.signal?.aborted) return errAsync(failure('cancelled', 'the request was cancelled'));
+        if ('error' in t) return errAsync({ ...failure(t.error, t.message ?? `scripted ${t.error}`), status: t.status ?? null });
+        const calls = (t.tool_calls ?? []).map((c, i) => ({
+          id: c.id ?? `call_${index}_${i}`,
+          name: c.name,
+          arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+        }));
+        const promptText = request.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('');
+        const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
+        return okAsync<LlmResponse, LlmError>({
+          id: `scripted-${index}`,
+          model: t.model ?? request.credentials.model,
+          content: t.content ?? null,
+          tool_calls: calls,
+          finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+          usage: {
+            prompt_tokens: estimateTokens(promptText),
+            completion_tokens: estimateTokens(outputText),
+            cached_prompt_tokens: 0,
+            cost_usd: this.#cost,
+            ...t.usage,
+          },
+          latency_ms: performance.now() - started,
+          attempts: 1,
+        });
+      }),
+    );
+  }
+}
+
+function failure(code: LlmErrorCode, message: string): LlmError {
+  return { code, message, status: null, retryable: code === 'rate_limited' || code === 'unreachable' || code === 'timeout' || code === 'provider_error', attempts: 1 };
+}
+
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

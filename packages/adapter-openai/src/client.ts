@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import OpenAI, { APIConnectionTimeoutError, APIUserAbortError } from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import { classifyError, redact, toLlmError, type AttemptFailure } from './errors.js';
+import { parseCompletion, toChatMessages, toChatTools } from './mapping.js';
+import { resolveModel } from './models.js';
+import { costOf, type PriceTable } from './prices.js';
+
+export interface OpenAiLlmClientOptions {
+  /** Retries after the first attempt, on 408/429/5xx (500, 502, 503, 504, 529), connection errors and timeouts. Default 4. */
+  maxRetries?: number;
+  /** Backoff before the first retry; doubles each time, minus up to 25% jitter. Default 1000 ms. */
+  initialBackoffMs?: number;
+  /** Upper bound of one backoff, including a server's `retry-after` / `retry-after-ms`. Default 30000 ms. */
+  maxBackoffMs?: number;
+  /** Time limit of one HTTP attempt, from sending the request to the end of the answer. Default 120000 ms. */
+  timeoutMs?: number;
+  /** Add or override prices (USD per 1M tokens) by model name; see `priceFor`. */
+  prices?: PriceTable;
+  /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
+  headers?: Record<string, string>;
+  /** How many SDK clients (one per base URL and key) are kept for connection reuse. Default 32. */
+  maxCachedClients?: number;
+}
+
+/** Sent as the key to servers that need none (Ollama, vLLM, a local LiteLLM proxy) when `llm_api_key` is empty. */
+export const PLACEHOLDER_API_KEY = 'not-needed';
+export const LITELLM_COST_HEADER = 'x-litellm-response-cost';
+
+const DEFAULTS = { maxRetries: 4, initialBackoffMs: 1000, maxBackoffMs: 30_000, timeoutMs: 120_000, maxCachedClients: 32 };
+
+const nonNegative = (value: number | undefined, fallback: number) =>
+  value !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
+
+/** The backoff before retry number `retry` (1-based): exponential with up to 25% jitter off, or the server's wish; both capped. */
+export function backoffMs(retry: number, serverWishMs: number | null, options: { initialBackoffMs: number; maxBackoffMs: number }, random = Math.random): number {
+  if (serverWishMs !== null) return Math.min(serverWishMs, options.maxBackoffMs);
+  const exponential = Math.min(options.initialBackoffMs * 2 ** (retry - 1), options.maxBackoffMs);
+  return Math.round(exponential * (1 - random() * 0.25));
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+type Attempt =
+  | { ok: true; data: unknown; headers: Headers; status: number }
+  | { ok: false; failure: AttemptFailure };
+
+/**
+ * The `LlmClient` port over any OpenAI-compatible chat-completions API, with the official
+ * `openai` SDK (its own retries off: this adapter retries, so it can count attempts, honour
+ * cancellation during a backoff and cap `retry-after`).
+ *
+ * ```ts
+ * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime, llm: createOpenAiLlmClient() });
+ * ```
+ */
+export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): LlmClient {
+  const maxRetries = Math.floor(nonNegative(options.maxRetries, DEFAULTS.maxRetries));
+  const backoff = {
+    initialBackoffMs: nonNegative(options.initialBackoffMs, DEFAULTS.initialBackoffMs),
+    maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
+  };
+  const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
+  const maxClients = Math.max(1, Math.floor(nonNegative(options.maxCachedClients, DEFAULTS.maxCachedClients)));
+  const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
+  const headers = { ...options.headers };
+
+  // One SDK client per (base URL, key), least recently used dropped first; keyed by a hash so
+  // the map does not hold keys in clear text (the SDK clients do, unavoidably).
+  const clients = new Map<string, OpenAI>();
+  const clientFor = (baseURL: string, apiKey: string): OpenAI => {
+    const id = createHash('sha256').update(baseURL).update('\n').update(apiKey).digest('hex');
+    let client = clients.get(id);
+    if (client) {
+      clients.delete(id);
+    } else {
+      client = new OpenAI({
+        apiKey,
+        baseURL,
+        maxRetries: 0,
+        timeout: timeoutMs,
+        // Never send the operator's OPENAI_* environment (organisation, project, admin key)
+        // to a user's endpoint, and never log requests (they carry the key).
+        organization: null,
+        project: null,
+        adminAPIKey: null,
+        webhookSecret: null,
+        logLevel: 'off',
+        defaultHeaders: headers,
+      });
+      while (clients.size >= maxClients) {
+        const oldest = clients.keys().next();
+        if (oldest.done) break;
+        clients.delete(oldest.value);
+      }
+    }
+    clients.set(id, client);
+    return client;
+  };
+
+  async function attempt(client: OpenAI, body: ChatCompletionCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<Attempt> {
+    // Our own timer covers the whole attempt, reading the answer included (the SDK's stops at the headers).
+    const timer = new AbortController();
+    const timeout = setTimeout(() => timer.abort(), timeoutMs);
+    try {
+      const { data, response } = await client.chat.completions
+        .create(body, { signal: signal ? AbortSignal.any([signal, timer.signal]) : timer.signal, timeout: timeoutMs, maxRetries: 0 })
+        .withResponse();
+      return { ok: true, data, headers: response.headers, status: response.status };
+    } catch (error) {
+      if (signal?.aborted) return { ok: false, failure: classifyError(new APIUserAbortError()) };
+      const failure = classifyError(timer.signal.aborted ? new APIConnectionTimeoutError() : error);
+      if (failure.code === 'timeout' && failure.status === null) failure.detail = `no answer within ${timeoutMs} ms`;
+      return { ok: false, failure };
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
+  async function complete(request: LlmRequest): Promise<Result<LlmResponse, LlmError>> {
+    const started = performance.now();
+    const { credentials, signal } = request;
+    const apiKey = credentials.api_key?.trim() ? credentials.api_key.trim() : null;
+    const resolved = resolveModel(credentials);
+    const fail = (failure: AttemptFailure, attempts: number) => err(toLlmError(failure, { apiKey, attempts, model: credentials.model }));
+    const refuse = (detail: string) => fail({ code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null }, 0);
+
+    if (resolved.baseUrl === null) {
+      return refuse(`"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`);
+    }
+    if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? '')) {
+      return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
+    }
+    if (resolved.model === '') return refuse('llm_model is empty');
+
+    const client = clientFor(resolved.baseUrl, apiKey ?? PLACEHOLDER_API_KEY);
+    const body: ChatCompletionCreateParamsNonStreaming = {
+      model: resolved.model,
+      messages: toChatMessages(request.messages),
+      ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
+    };
+    const cancelled: AttemptFailure = { code: 'cancelled', detail: '', status: null, retry: false, retryableLater: false, retryAfterMs: null };
+
+    let attempts = 0;
+    for (;;) {
+      if (signal?.aborted) return fail(cancelled, attempts);
+      attempts += 1;
+      const outcome = await attempt(client, body, signal);
+      if (outcome.ok) return answer(outcome, attempts);
+      const { failure } = outcome;
+      if (failure.code === 'cancelled') return fail(failure, attempts);
+      if (!failure.retry || attempts > maxRetries) return fail(failure, attempts);
+      if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, backoff), signal))) return fail(cancelled, attempts);
+    }
+
+    function answer(outcome: Extract<Attempt, { ok: true }>, attempts: number): Result<LlmResponse, LlmError> {
+      const parsed = parseCompletion(outcome.data);
+      const status = outcome.status;
+      if (!parsed) {
+        const shape = typeof outcome.data === 'string' ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}` : 'JSON without choices';
+        return fail({ code: 'provider_error', detail: `the answer is not a chat completion (${shape})`, status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+      }
+      if (parsed.finish_reason === 'content_filter' && parsed.content === null && parsed.tool_calls.length === 0) {
+        return fail({ code: 'content_refused', detail: 'finish_reason content_filter with no content', status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+      }
+      const tokens = parsed.usage ?? { prompt_tokens: 0, completion_tokens: 0, cached_prompt_tokens: 0 };
+      const header = outcome.headers.get(LITELLM_COST_HEADER)?.trim();
+      const reported = header ? Number(header) : Number.NaN;
+      let cost_usd: number | null = null;
+      if (Number.isFinite(reported) && reported >= 0) cost_usd = reported;
+      else if (parsed.usage) cost_usd = costOf(resolved.model, tokens, prices) ?? (parsed.model ? costOf(parsed.model, tokens, prices) : null);
+      return ok({
+        id: parsed.id,
+        model: parsed.model ?? resolved.model,
+        content: parsed.content,
+        tool_calls: parsed.tool_calls,
+        finish_reason: parsed.finish_reason,
+        usage: { ...tokens, cost_usd },
+        latency_ms: Math.round(performance.now() - started),
+        attempts,
+      });
+    }
+  }
+
+  return {
+    complete: (request) =>
+      new ResultAsync(
+        complete(request).catch((error: unknown) =>
+          err<LlmResponse, LlmError>({
+            code: 'provider_error',
+            message: redact(`Unexpected failure in the LLM adapter: ${error instanceof Error ? error.message : String(error)}`, request.credentials.api_key),
+            status: null,
+            retryable: false,
+            attempts: 0,
+          }),
+        ),
+      ),
+  };
+}

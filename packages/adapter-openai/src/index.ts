@@ -1,0 +1,16 @@
+/**
+ * @acs/adapter-openai: the `LlmClient` port over any OpenAI-compatible chat-completions API
+ * (OpenAI, a LiteLLM proxy, OpenRouter, Ollama, vLLM, Anthropic/Gemini/DeepSeek compatibility
+ * endpoints) with the official `openai` SDK: tools, retries with backoff, error codes,
+ * token usage and cost.
+ *
+ * ```ts
+ * const llm = createOpenAiLlmClient({ maxRetries: 4, timeoutMs: 120_000 });
+ * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime, llm });
+ * ```
+ */
+export { backoffMs, createOpenAiLlmClient, LITELLM_COST_HEADER, PLACEHOLDER_API_KEY, type OpenAiLlmClientOptions } from './client.js';
+export { classifyError, redact, retryAfterMs, RETRIED_STATUSES, toLlmError, type AttemptFailure } from './errors.js';
+export { parseCompletion, toChatMessages, toChatTools, type ParsedCompletion } from './mapping.js';
+export { NATIVE_PROVIDER_BASE_URLS, OLLAMA_BASE_URL, OPENAI_BASE_URL, OPENROUTER_BASE_URL, resolveModel, type ResolvedModel } from './models.js';
+export { costOf, DEFAULT_PRICES, priceFor, priceKeys, type ModelPrice, type PriceTable, type TokenUsage } from './prices.js';

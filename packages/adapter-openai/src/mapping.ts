@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core';
+import type {
+  ChatCompletionContentPart,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+
+/** `LlmMessage`s as chat-completions messages (tool calls as `function` tool calls). */
+export function toChatMessages(messages: readonly LlmMessage[]): ChatCompletionMessageParam[] {
+  return messages.map((message): ChatCompletionMessageParam => {
+    switch (message.role) {
+      case 'system':
+        return { role: 'system', content: message.content };
+      case 'user':
+        return {
+          role: 'user',
+          content:
+            typeof message.content === 'string'
+              ? message.content
+              : message.content.map(
+                  (part): ChatCompletionContentPart =>
+                    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: part.url } },
+                ),
+        };
+      case 'assistant':
+        // Providers reject `tool_calls: []`, and an assistant message needs content or tool calls.
+        return message.tool_calls.length > 0
+          ? {
+              role: 'assistant',
+              content: message.content,
+              tool_calls: message.tool_calls.map((call) => ({
+                id: call.id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: call.arguments },
+              })),
+            }
+          : { role: 'assistant', content: message.content ?? '' };
+      case 'tool':
+        return { role: 'tool', tool_call_id: message.tool_call_id, content: message.content };
+    }
+  });
+}
+
+export function toChatTools(tools: readonly LlmToolDefinition[]): ChatCompletionFunctionTool[] {
+  return tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  }));
+}
+
+const asRecord = (value: unknown): Record<string, unknown> | null =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+
+const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
+
+/** What the adapter reads out of a chat completion; null when the answer is not one. */
+export interface ParsedCompletion {
+  id: string | null;
+  model: string | null;
+  content: string | null;
+  tool_calls: LlmToolCall[];
+  finish_reason: string | null;
+  /** Null when the provider reported no usage at all. */
+  usage: { prompt_tokens: number; completion_tokens: number; cached_prompt_tokens: number } | null;
+}
+
+/**
+ * Reads the first choice of a chat completion defensively: OpenAI-compatible servers differ
+ * (arguments as an object, missing ids, content parts). Tool-call arguments are kept as the
+ * raw text the model wrote; a missing id becomes `call_<random>`; missing arguments `{}`.
+ */
+export function parseCompletion(data: unknown): ParsedCompletion | null {
+  const body = asRecord(data);
+  const choices = body?.['choices'];
+  if (!body || !Array.isArray(choices)) return null;
+  const choice = asRecord(choices[0]);
+  const message = asRecord(choice?.['message']);
+  if (!choice || !message) return null;
+
+  const rawContent = message['content'];
+  let content: string | null = null;
+  if (typeof rawContent === 'string') content = rawContent;
+  else if (Array.isArray(rawContent)) {
+    content = rawContent
+      .map((part) => asRecord(part))
+      .map((part) => (part && typeof part['text'] === 'string' ? part['text'] : ''))
+      .join('');
+  }
+  if (content === '') content = null;
+
+  const rawCalls = Array.isArray(message['tool_calls']) ? (message['tool_calls'] as unknown[]) : [];
+  const tool_calls: LlmToolCall[] = [];
+  for (const raw of rawCalls) {
+    const call = asRecord(raw);
+    const fn = asRecord(call?.['function']);
+    if (!call || !fn) continue; // custom (non-function) tool calls are not part of the port
+    const args = fn['arguments'];
+    tool_calls.push({
+      id: typeof call['id'] === 'string' && call['id'] !== '' ? call['id'] : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+      name: typeof fn['name'] === 'string' ? fn['name'] : '',
+      arguments: typeof args === 'string' ? args : args === undefined || args === null ? '{}' : JSON.stringify(args),
+    });
+  }
+
+  const usage = asRecord(body['usage']);
+  const details = asRecord(usage?.['prompt_tokens_details']);
+  return {
+    id: typeof body['id'] === 'string' && body['id'] !== '' ? body['id'] : null,
+    model: typeof body['model'] === 'string' && body['model'] !== '' ? body['model'] : null,
+    content,
+    tool_calls,
+    finish_reason: typeof choice['finish_reason'] === 'string' ? choice['finish_reason'] : null,
+    usage: usage
+      ? {
+          prompt_tokens: count(usage['prompt_tokens']),
+          completion_tokens: count(usage['completion_tokens']),
+          cached_prompt_tokens: count(details?.['cached_tokens']),
+        }
+      : null,
+  };
+}

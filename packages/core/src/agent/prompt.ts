@@ -1,0 +1,104 @@
+import type { ConversationEvent } from '../events/schema.js';
+import type { LlmContentPart, LlmMessage } from '../llm/client.js';
+
+export interface PromptContext {
+  /** The sandbox's working directory. */
+  workingDir: string;
+  /** The conversation's own instructions (`conversation_instructions`), if any. */
+  instructions: string | null;
+  /** ISO date-time of the first step, so the prompt prefix stays stable within a conversation. */
+  startedAt: string;
+}
+
+/** Our system prompt: who the agent is, how to work, how to use the tools. */
+export function systemPrompt(context: PromptContext): string {
+  const sections = [
+    'You are a software engineering agent. You work in a sandbox (a Linux machine of your own) on the task the user gives you, using the tools you have: a persistent bash shell (execute_bash), a file editor (str_replace_editor), think and finish.',
+    [
+      'How to work:',
+      '- Understand before changing: look at the files involved, how the project builds and how it is tested.',
+      '- Make the smallest change that solves the task, in the existing files and the existing style. Do not leave copies like file_v2.py or stray scratch files behind.',
+      '- Check your work: run the code or the tests that cover what you changed. Reproduce a bug before fixing it when you can.',
+      '- If the user asks a question, answer it; do not change code unless asked to.',
+      '- When a command fails several times, stop and think about why (use think) before trying again; do not repeat the same call.',
+      '- Combine shell commands where it saves steps; use `git --no-pager` and non-interactive flags.',
+      '- Kill processes you started by PID, never with a broad `pkill -f`.',
+      '- Do not push, open pull requests or contact outside services unless the user asks for it.',
+      '- Never print, copy or send secrets (keys, tokens, passwords) anywhere they do not already belong.',
+      '- When you are done, or need the user to decide something, call finish with a short account of what you did.',
+    ].join('\n'),
+    `The working directory is ${context.workingDir}; start there.`,
+  ];
+  if (context.instructions?.trim()) {
+    sections.push(`Instructions for this conversation, from the user:\n<CONVERSATION_INSTRUCTIONS>\n${context.instructions.trim()}\n</CONVERSATION_INSTRUCTIONS>`);
+  }
+  sections.push(`The conversation started at ${context.startedAt}.`);
+  return sections.join('\n\n');
+}
+
+const userContent = (text: string, imageUrls: readonly string[]): string | LlmContentPart[] =>
+  imageUrls.length === 0 ? text : [...(text ? [{ type: 'text' as const, text }] : []), ...imageUrls.map((url) => ({ type: 'image_url' as const, url }))];
+
+/** What the model is told when a tool call has no recorded result (it can only come from an old or foreign log). */
+export const MISSING_RESULT = 'No result was recorded for this call; assume it did not run.';
+
+/**
+ * The conversation so far as chat messages. Every assistant tool call is followed by
+ * exactly one tool message for it, whatever order the log holds (a user message that
+ * arrived while tools ran comes after their results); results without a call are dropped.
+ */
+export function projectMessages(events: readonly ConversationEvent[]): LlmMessage[] {
+  const results = new Map<string, string>();
+  for (const e of events) if (e.kind === 'observation' && !results.has(e.tool_call_id)) results.set(e.tool_call_id, e.content);
+
+  const messages: LlmMessage[] = [];
+  const answered = new Set<string>();
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.kind === 'message') {
+      if (e.source === 'agent') messages.push({ role: 'assistant', content: e.text, tool_calls: [] });
+      else messages.push({ role: 'user', content: userContent(e.text, e.image_urls) });
+      continue;
+    }
+    if (e.kind !== 'action') continue;
+    // One model response = consecutive actions sharing a response id = one assistant message.
+    const batch = [e];
+    while (i + 1 < events.length) {
+      const next = events[i + 1]!;
+      if (next.kind !== 'action' || next.response_id !== e.response_id) break;
+      batch.push(next);
+      i++;
+    }
+    const calls = batch.filter((a) => !answered.has(a.tool_call_id));
+    if (calls.length === 0) continue;
+    messages.push({
+      role: 'assistant',
+      content: calls[0]!.thought,
+      tool_calls: calls.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: a.raw_arguments })),
+    });
+    for (const a of calls) {
+      answered.add(a.tool_call_id);
+      messages.push({ role: 'tool', tool_call_id: a.tool_call_id, content: results.get(a.tool_call_id) ?? MISSING_RESULT });
+    }
+  }
+  return mergeAdjacentUserMessages(messages);
+}
+
+/** Providers want turns to alternate; two user messages in a row become one. */
+function mergeAdjacentUserMessages(messages: LlmMessage[]): LlmMessage[] {
+  const merged: LlmMessage[] = [];
+  for (const m of messages) {
+    const last = merged[merged.length - 1];
+    if (m.role === 'user' && last?.role === 'user') {
+      const parts = (c: string | LlmContentPart[]): LlmContentPart[] => (typeof c === 'string' ? [{ type: 'text', text: c }] : c);
+      const combined = [...parts(last.content), ...parts(m.content)];
+      merged[merged.length - 1] = {
+        role: 'user',
+        content: combined.every((p) => p.type === 'text') ? combined.map((p) => (p as { text: string }).text).join('\n\n') : combined,
+      };
+      continue;
+    }
+    merged.push(m);
+  }
+  return merged;
+}

@@ -1,0 +1,67 @@
+import type { LlmToolCall, LlmToolDefinition } from '../llm/client.js';
+import { executeBashTool } from './bash-tool.js';
+import { finishTool, thinkTool } from './builtin-tools.js';
+import { strReplaceEditorTool } from './editor-tool.js';
+import { failure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
+
+/** The tools every conversation has, with OpenHands' CodeAct names and parameters. */
+export const BUILTIN_TOOLS: readonly AgentTool[] = [executeBashTool, strReplaceEditorTool, thinkTool, finishTool] as AgentTool[];
+
+/** A tool call's arguments parsed as far as they go: a JSON object, or null with why not. */
+export function parseToolArguments(raw: string): { value: Record<string, unknown> | null; error: string | null } {
+  const text = raw.trim() === '' ? '{}' : raw;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    try {
+      // Models sometimes put raw newlines or tabs inside JSON strings.
+      // eslint-disable-next-line no-control-regex -- matching control characters is the point
+      parsed = JSON.parse(text.replace(/[\u0000-\u001f]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : '')));
+    } catch (error) {
+      return { value: null, error: `the arguments are not valid JSON (${(error as Error).message})` };
+    }
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { value: null, error: 'the arguments must be a JSON object' };
+  // null means "not given" for every parameter of ours.
+  const value = Object.fromEntries(Object.entries(parsed as Record<string, unknown>).filter(([, v]) => v !== null));
+  return { value, error: null };
+}
+
+export class Toolset {
+  readonly #tools: Map<string, AgentTool>;
+
+  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS) {
+    this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
+  }
+
+  get definitions(): LlmToolDefinition[] {
+    return [...this.#tools.values()].map((t) => t.definition);
+  }
+
+  /**
+   * Runs one call. An unknown tool or arguments that do not fit come back as an error
+   * observation that says what was wrong, so the model can correct itself.
+   */
+  async run(call: LlmToolCall, args: Record<string, unknown> | null, argsError: string | null, context: ToolContext): Promise<ToolOutcome> {
+    const tool = this.#tools.get(call.name);
+    if (!tool) {
+      return failure(`There is no tool named ${JSON.stringify(call.name)}. The tools are: ${[...this.#tools.keys()].join(', ')}.`, {
+        details: { invalid_call: true },
+      });
+    }
+    if (args === null) return failure(`The call to ${call.name} was not run: ${argsError ?? 'no arguments'}.`, { details: { invalid_call: true } });
+    const parsed = tool.arguments.safeParse(args);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
+      return failure(`The call to ${call.name} was not run: ${problems}. Check the tool's parameters and call it again.`, {
+        details: { invalid_call: true },
+      });
+    }
+    try {
+      return await tool.run(parsed.data, context);
+    } catch (error) {
+      return failure(`${call.name} failed unexpectedly: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}

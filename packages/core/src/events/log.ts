@@ -1,0 +1,163 @@
+import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import type { StoreFailure } from '../store-failure.js';
+import { fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
+import type { EventStore } from './store.js';
+
+/** Receives events of one conversation, in id order, each exactly once. */
+export type EventListener = (event: ConversationEvent) => void;
+
+export interface EventSubscription {
+  /** The id of the last event delivered so far. */
+  readonly lastId: number;
+  close(): void;
+}
+
+const READ_BATCH = 500;
+
+/**
+ * The event log as the engine and clients use it: typed appends that also notify live
+ * subscribers in this process, paged reads, and subscriptions that replay from an id
+ * and then follow without a gap or a duplicate.
+ */
+export class EventLog {
+  readonly #store: EventStore;
+  readonly #listeners = new Map<string, Set<(event: ConversationEvent) => void>>();
+
+  constructor(store: EventStore) {
+    this.#store = store;
+  }
+
+  static #key(userId: string, conversationId: string): string {
+    return `${userId}\u0000${conversationId}`;
+  }
+
+  append(userId: string, conversationId: string, drafts: readonly ConversationEventDraft[]): ResultAsync<ConversationEvent[], StoreFailure> {
+    if (drafts.length === 0) return okAsync([]);
+    return this.#store.append(userId, conversationId, drafts.map(toNewEvent)).map((stored) => {
+      const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
+      const listeners = this.#listeners.get(EventLog.#key(userId, conversationId));
+      if (listeners) for (const event of events) for (const listener of [...listeners]) listener(event);
+      return events;
+    });
+  }
+
+  /** Every event after `afterId`, oldest first (reads in batches until the end). */
+  readAll(userId: string, conversationId: string, afterId = 0): ResultAsync<ConversationEvent[], StoreFailure> {
+    const collected: ConversationEvent[] = [];
+    const step = (after: number): ResultAsync<ConversationEvent[], StoreFailure> =>
+      this.#store.readAfter(userId, conversationId, after, READ_BATCH).andThen((batch) => {
+        for (const stored of batch) {
+          const event = fromStoredEvent(stored);
+          if (event) collected.push(event);
+        }
+        return batch.length < READ_BATCH ? okAsync(collected) : step(batch[batch.length - 1]!.id);
+      });
+    return step(afterId);
+  }
+
+  /**
+   * One page of events after `query.after`, optionally of some kinds only. A kind
+   * filter scans forward in batches until the page is full or the log ends.
+   */
+  search(userId: string, conversationId: string, query: EventQuery): ResultAsync<EventPage, StoreFailure> {
+    const kinds = query.kinds && query.kinds.length > 0 ? new Set<string>(query.kinds) : null;
+    const items: ConversationEvent[] = [];
+    const step = (after: number): ResultAsync<EventPage, StoreFailure> =>
+      this.#store.readAfter(userId, conversationId, after, kinds ? READ_BATCH : query.limit).andThen((batch) => {
+        for (const stored of batch) {
+          if (kinds && !kinds.has(stored.kind)) continue;
+          const event = fromStoredEvent(stored);
+          if (!event) continue;
+          items.push(event);
+          if (items.length === query.limit) return okAsync({ items, next_after: stored.id });
+        }
+        const requested = kinds ? READ_BATCH : query.limit;
+        if (batch.length < requested) return okAsync({ items, next_after: null });
+        return step(batch[batch.length - 1]!.id);
+      });
+    return step(query.after);
+  }
+
+  /**
+   * Delivers every event after `afterId` (replayed from the store), then each new one
+   * as it is appended in this process. Events appended during the replay are held
+   * and delivered after it, deduplicated by id; a gap (an append this process did not
+   * see) is filled from the store before moving on.
+   */
+  subscribe(userId: string, conversationId: string, afterId: number, listener: EventListener): ResultAsync<EventSubscription, StoreFailure> {
+    const key = EventLog.#key(userId, conversationId);
+    let lastId = afterId;
+    let closed = false;
+    let replaying = true;
+    let draining = false;
+    let pending: ConversationEvent[] = [];
+
+    const deliver = (event: ConversationEvent) => {
+      if (closed || event.id <= lastId) return;
+      lastId = event.id;
+      listener(event);
+    };
+
+    // Delivers held live events in order; a gap before them is read from the store first.
+    const drain = async () => {
+      if (draining) return;
+      draining = true;
+      try {
+        while (!closed) {
+          pending = pending.filter((e) => e.id > lastId).sort((a, b) => a.id - b.id);
+          while (pending.length > 0 && pending[0]!.id === lastId + 1) deliver(pending.shift()!);
+          if (pending.length === 0) return;
+          const missing = await this.readAll(userId, conversationId, lastId);
+          if (missing.isErr()) return; // the next live event tries again
+          for (const e of missing.value) deliver(e);
+        }
+      } finally {
+        draining = false;
+      }
+    };
+
+    const onLive = (event: ConversationEvent) => {
+      if (closed) return;
+      pending.push(event);
+      if (!replaying) void drain();
+    };
+
+    let set = this.#listeners.get(key);
+    if (!set) {
+      set = new Set();
+      this.#listeners.set(key, set);
+    }
+    set.add(onLive);
+    const subscription: EventSubscription = {
+      get lastId() {
+        return lastId;
+      },
+      close: () => {
+        closed = true;
+        const listeners = this.#listeners.get(key);
+        listeners?.delete(onLive);
+        if (listeners?.size === 0) this.#listeners.delete(key);
+      },
+    };
+    return this.readAll(userId, conversationId, afterId)
+      .map((replay) => {
+        for (const e of replay) deliver(e);
+        replaying = false;
+        void drain();
+        return subscription;
+      })
+      .orElse((failure) => {
+        subscription.close();
+        return errAsync(failure);
+      });
+  }
+
+  /** How many live subscribers a conversation has (for tests and metrics). */
+  subscriberCount(userId: string, conversationId: string): number {
+    return this.#listeners.get(EventLog.#key(userId, conversationId))?.size ?? 0;
+  }
+
+  deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
+    return this.#store.deleteConversation(userId, conversationId);
+  }
+}

@@ -1,0 +1,166 @@
+import { z } from 'zod';
+import { ExecutionStatusSchema } from '../conversation/schema.js';
+import type { StoredEvent } from './store.js';
+
+/**
+ * What a conversation's event log holds, one schema per `kind`. Every event has a
+ * per-conversation id (1, 2, 3, … without gaps), a timestamp and a source; the rest
+ * depends on the kind. The log is the whole story: the prompt is rebuilt from it, a
+ * restarted service resumes from it, and clients replay it.
+ */
+
+const base = {
+  id: z.int().min(1).meta({ description: 'Per conversation: 1, 2, 3, … in the order the events happened.' }),
+  timestamp: z.iso.datetime(),
+};
+
+export const MessageEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('message'),
+    source: z.enum(['user', 'agent', 'environment']).meta({ description: 'environment: a note from the service to the model (e.g. a nudge when it repeats itself).' }),
+    text: z.string(),
+    image_urls: z.array(z.string()),
+  })
+  .meta({ id: 'MessageEvent', description: 'A message from the user to the agent, or the agent’s reply to the user.' });
+
+export const ActionEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('action'),
+    source: z.literal('agent'),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({ description: 'The parsed arguments; null when the model sent arguments that are not a JSON object.' }),
+    raw_arguments: z.string().meta({ description: 'The arguments exactly as the model wrote them.' }),
+    thought: z.string().nullable().meta({ description: 'Text the model wrote next to the call (on the first call of a response).' }),
+    response_id: z.string().meta({ description: 'Calls made in one model response share it.' }),
+  })
+  .meta({ id: 'ActionEvent', description: 'A tool call the agent made; it is recorded before it runs.' });
+
+export const ObservationEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('observation'),
+    source: z.literal('environment'),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    content: z.string().meta({ description: 'What the model is shown.' }),
+    is_error: z.boolean().meta({ description: 'The call was invalid, failed, or was interrupted.' }),
+    exit_code: z.int().nullable().meta({ description: 'execute_bash: the exit code; null while the command still runs or for other tools.' }),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'Tool-specific facts (working directory, path, where clipped output was saved…).' }),
+  })
+  .meta({ id: 'ObservationEvent', description: 'The result of one action, matched to it by tool_call_id.' });
+
+export const LlmCallEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('llm_call'),
+    source: z.literal('environment'),
+    response_id: z.string(),
+    model: z.string(),
+    prompt_tokens: z.int(),
+    completion_tokens: z.int(),
+    cached_prompt_tokens: z.int(),
+    cost_usd: z.number().nullable().meta({ description: 'null when the price of the model is unknown.' }),
+    latency_ms: z.int(),
+    attempts: z.int(),
+  })
+  .meta({ id: 'LlmCallEvent', description: 'One successful call to the model: tokens, cost and time.' });
+
+export const StatusEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('status'),
+    source: z.literal('environment'),
+    execution_status: ExecutionStatusSchema,
+    reason: z.string().nullable(),
+  })
+  .meta({ id: 'StatusEvent', description: 'The agent’s execution status changed.' });
+
+export const CONVERSATION_ERROR_CODES = [
+  'llm_auth_failed',
+  'llm_rate_limited',
+  'llm_unreachable',
+  'llm_timeout',
+  'llm_context_too_long',
+  'llm_content_refused',
+  'llm_model_not_found',
+  'llm_bad_request',
+  'llm_provider_error',
+  'llm_not_configured',
+  'max_iterations_reached',
+  'budget_exceeded',
+  'budget_unenforceable',
+  'stuck',
+  'sandbox_unavailable',
+  'restart_interrupted',
+  'internal_error',
+] as const;
+export const ConversationErrorCodeSchema = z.enum(CONVERSATION_ERROR_CODES);
+export type ConversationErrorCode = z.infer<typeof ConversationErrorCodeSchema>;
+
+export const ErrorEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('error'),
+    source: z.literal('environment'),
+    code: ConversationErrorCodeSchema,
+    message: z.string(),
+    fatal: z.boolean().meta({ description: 'true when the agent stopped because of it; false for a warning.' }),
+  })
+  .meta({ id: 'ErrorEvent', description: 'Why the agent stopped (limits, LLM failures, stuck) or something it could not do.' });
+
+export const ConversationEventSchema = z
+  .discriminatedUnion('kind', [MessageEventSchema, ActionEventSchema, ObservationEventSchema, LlmCallEventSchema, StatusEventSchema, ErrorEventSchema])
+  .meta({ id: 'ConversationEvent' });
+export type ConversationEvent = z.infer<typeof ConversationEventSchema>;
+export type ConversationEventKind = ConversationEvent['kind'];
+export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error'] as const satisfies readonly ConversationEventKind[];
+export const ConversationEventKindSchema = z.enum(CONVERSATION_EVENT_KINDS);
+
+export type MessageEvent = z.infer<typeof MessageEventSchema>;
+export type ActionEvent = z.infer<typeof ActionEventSchema>;
+export type ObservationEvent = z.infer<typeof ObservationEventSchema>;
+export type LlmCallEvent = z.infer<typeof LlmCallEventSchema>;
+export type StatusEvent = z.infer<typeof StatusEventSchema>;
+export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
+
+/** An event about to be appended: everything but the id, which the log assigns. */
+export type ConversationEventDraft = ConversationEvent extends infer E ? (E extends ConversationEvent ? Omit<E, 'id'> : never) : never;
+
+/** Splits a draft into the store's generic envelope. */
+export function toNewEvent(draft: ConversationEventDraft): { kind: string; source: 'agent' | 'user' | 'environment'; timestamp: string; payload: Record<string, unknown> } {
+  const { kind, source, timestamp, ...payload } = draft;
+  return { kind, source, timestamp, payload };
+}
+
+/**
+ * The typed event of a stored envelope. Stored events are ours, so this only fails for
+ * a log written by something else; those are returned as null and skipped by readers.
+ */
+export function fromStoredEvent(stored: StoredEvent): ConversationEvent | null {
+  const parsed = ConversationEventSchema.safeParse({ ...stored.payload, id: stored.id, kind: stored.kind, source: stored.source, timestamp: stored.timestamp });
+  return parsed.success ? parsed.data : null;
+}
+
+/** Which events to read: after an id, optionally only some kinds. */
+export interface EventQuery {
+  after: number;
+  kinds: readonly ConversationEventKind[] | null;
+  limit: number;
+}
+
+export const EventPageSchema = z
+  .object({
+    items: z.array(ConversationEventSchema),
+    next_after: z
+      .int()
+      .nullable()
+      .meta({ description: 'Pass as `after` for the next page; null when this page reached the end of the log so far.' }),
+  })
+  .meta({ id: 'EventPage' });
+export type EventPage = z.infer<typeof EventPageSchema>;

@@ -1,0 +1,472 @@
+/* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
+import { describe, expect, it } from 'vitest';
+import {
+  createAgentConversationService,
+  sequentialIdGenerator,
+  type AgentConversationService,
+  type ConversationEvent,
+  type SettingsInput,
+} from '@acs/core';
+import { expectOk } from '@acs/core/testing';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+
+const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
+const WORKDIR = '/workspace';
+
+type Ports = ReturnType<typeof createMemoryPorts>;
+
+async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = [], ports: Ports = createMemoryPorts()) {
+  ports.llm.push(...turns);
+  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
+  return { service, ports, llm: ports.llm, runtime: ports.runtime };
+}
+
+async function converse(service: AgentConversationService, message = 'please do the task', extra: Record<string, unknown> = {}) {
+  const created = await expectOk(service.conversations.create('alice', { initial_user_msg: message, ...extra }));
+  await service.idle();
+  return created.conversation_id;
+}
+
+async function eventsOf(service: AgentConversationService, id: string): Promise<ConversationEvent[]> {
+  const page = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 100 }));
+  return page.items;
+}
+
+async function recordOf(service: AgentConversationService, id: string) {
+  const [conversation] = await expectOk(service.conversations.getMany('alice', [id]));
+  return conversation!;
+}
+
+const call = (name: string, args: Record<string, unknown> | string): ScriptedTurn => ({ tool_calls: [{ name, arguments: args }] });
+const kinds = (events: ConversationEvent[]) => events.map((e) => (e.kind === 'status' ? `status:${e.execution_status}` : e.kind === 'message' ? `message:${e.source}` : e.kind));
+const observations = (events: ConversationEvent[]) => events.filter((e) => e.kind === 'observation');
+const errors = (events: ConversationEvent[]) => events.filter((e) => e.kind === 'error');
+
+describe('agent engine: tools', () => {
+  it('writes a file with the editor, runs it with bash, finishes, and records each step in order', async () => {
+    const { service, runtime, llm } = await setup({}, [
+      call('str_replace_editor', { command: 'create', path: `${WORKDIR}/hello.sh`, file_text: 'echo hello from the agent\n' }),
+      call('execute_bash', { command: 'bash hello.sh' }),
+      { content: 'Done: the script prints hello.', tool_calls: [{ name: 'finish', arguments: { message: 'hello.sh written and run' } }] },
+    ]);
+    runtime.onExec((argv) => argv.join(' ') === 'bash -c bash hello.sh', () => ({ stdout: 'hello from the agent\n', exit_code: 0 }));
+    const id = await converse(service, 'write and run a hello script');
+
+    const events = await eventsOf(service, id);
+    expect(kinds(events)).toEqual([
+      'message:user',
+      'status:running',
+      'llm_call',
+      'action',
+      'observation',
+      'llm_call',
+      'action',
+      'observation',
+      'llm_call',
+      'action',
+      'observation',
+      'status:finished',
+    ]);
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    const sandboxId = (await recordOf(service, id)).sandbox_id!;
+    const file = await expectOk(runtime.readFile(sandboxId, `${WORKDIR}/hello.sh`));
+    expect(new TextDecoder().decode(file)).toBe('echo hello from the agent\n');
+    const [created, ran] = observations(events);
+    expect(created).toMatchObject({ tool_name: 'str_replace_editor', is_error: false });
+    expect(ran).toMatchObject({ tool_name: 'execute_bash', is_error: false, exit_code: 0 });
+    expect(ran!.kind === 'observation' && ran!.content).toContain('hello from the agent');
+    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    // The model saw each result before its next call, paired with its call.
+    const second = llm.requests[1]!.messages;
+    expect(second.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ name: 'str_replace_editor' }] });
+    expect(second.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('File created successfully') });
+    expect(llm.requests[0]!.tools.map((t) => t.name)).toEqual(['execute_bash', 'str_replace_editor', 'think', 'finish']);
+  });
+
+  it('edits with str_replace, insert, view and undo_edit', async () => {
+    const path = `${WORKDIR}/app.py`;
+    const { service, runtime } = await setup({}, [
+      call('str_replace_editor', { command: 'create', path, file_text: 'a = 1\nb = 2\nc = 3\n' }),
+      call('str_replace_editor', { command: 'str_replace', path, old_str: 'b = 2', new_str: 'b = 20' }),
+      call('str_replace_editor', { command: 'insert', path, insert_line: 0, new_str: '# header' }),
+      call('str_replace_editor', { command: 'view', path, view_range: [2, 3] }),
+      call('str_replace_editor', { command: 'undo_edit', path }),
+      call('str_replace_editor', { command: 'str_replace', path, old_str: 'x = 9', new_str: 'y' }),
+      call('str_replace_editor', { command: 'create', path, file_text: 'again' }),
+      call('str_replace_editor', { command: 'view', path: '.' }),
+      call('finish', { message: 'ok' }),
+    ]);
+    const id = await converse(service);
+    const results = observations(await eventsOf(service, id)).map((o) => (o.kind === 'observation' ? { error: o.is_error, content: o.content } : null));
+    expect(results[1]).toMatchObject({ error: false, content: expect.stringContaining('b = 20') });
+    expect(results[3]).toMatchObject({ error: false, content: expect.stringMatching(/2\ta = 1\n\s+3\tb = 20/) });
+    expect(results[4]).toMatchObject({ error: false });
+    expect(results[5]).toMatchObject({ error: true, content: expect.stringContaining('does not appear verbatim') });
+    expect(results[6]).toMatchObject({ error: true, content: expect.stringContaining('already exists') });
+    expect(results[7]).toMatchObject({ error: false, content: expect.stringContaining(`${WORKDIR}/app.py`) });
+    const sandboxId = (await recordOf(service, id)).sandbox_id!;
+    expect(new TextDecoder().decode(await expectOk(runtime.readFile(sandboxId, path)))).toBe('a = 1\nb = 20\nc = 3\n');
+  });
+
+  it('sends invalid tool calls back to the model as error observations and goes on', async () => {
+    const { service, llm } = await setup({}, [
+      call('open_browser', { url: 'https://example.com' }),
+      call('execute_bash', '{"command": "ls" oops'),
+      call('str_replace_editor', { command: 'explode', path: '/x' }),
+      call('execute_bash', { is_input: 'maybe' }),
+      { content: 'I will stop here.' },
+    ]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    const results = observations(events);
+    expect(results).toHaveLength(4);
+    expect(results.every((o) => o.kind === 'observation' && o.is_error)).toBe(true);
+    expect(results[0]!.kind === 'observation' && results[0]!.content).toMatch(/no tool named "open_browser".*execute_bash/);
+    expect(results[1]!.kind === 'observation' && results[1]!.content).toContain('not valid JSON');
+    expect(results[2]!.kind === 'observation' && results[2]!.content).toContain('command');
+    expect(results[3]!.kind === 'observation' && results[3]!.content).toContain('command');
+    const malformed = events.find((e) => e.kind === 'action' && e.raw_arguments.includes('oops'));
+    expect(malformed).toMatchObject({ arguments: null });
+    // The reply without tools ends the run: the agent waits for the user.
+    expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'I will stop here.' });
+    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect(llm.requests).toHaveLength(5);
+    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('no tool named') });
+  });
+
+  it('runs only the calls before finish in a response that has more', async () => {
+    const { service } = await setup({}, [
+      {
+        tool_calls: [
+          { name: 'think', arguments: { thought: 'plan' } },
+          { name: 'finish', arguments: { message: 'done' } },
+          { name: 'execute_bash', arguments: { command: 'rm -rf /' } },
+        ],
+      },
+    ]);
+    const id = await converse(service);
+    const results = observations(await eventsOf(service, id));
+    expect(results.map((o) => o.kind === 'observation' && [o.tool_name, o.is_error])).toEqual([
+      ['think', false],
+      ['finish', false],
+      ['execute_bash', true],
+    ]);
+    expect(results[2]!.kind === 'observation' && results[2]!.content).toContain('finish was called');
+  });
+});
+
+describe('agent engine: limits', () => {
+  it('stops at max_iterations with an error event, and a new message lets it continue', async () => {
+    const { service, llm } = await setup({ max_iterations: 3 });
+    let n = 0;
+    llm.respondWith(() => call('think', { thought: `step ${n++}` }));
+    const id = await converse(service);
+    let events = await eventsOf(service, id);
+    expect(events.filter((e) => e.kind === 'llm_call')).toHaveLength(3);
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true })]);
+    expect((await recordOf(service, id)).execution_status).toBe('error');
+
+    llm.respondWith(null).push({ content: 'continuing, then done' });
+    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'go on' }], run: true }));
+    await service.idle();
+    events = await eventsOf(service, id);
+    expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'continuing, then done' });
+    expect((await recordOf(service, id)).execution_status).toBe('finished');
+  });
+
+  it('defaults to 100 steps when max_iterations is unset', async () => {
+    const { service, llm } = await setup();
+    llm.respondWith((_, i) => call('think', { thought: `step ${i}` }));
+    const id = await converse(service);
+    expect((await eventsOf(service, id)).length).toBeGreaterThan(0);
+    expect(llm.calls).toBe(100);
+    expect((await recordOf(service, id)).execution_status).toBe('error');
+  });
+
+  it('stops before a call that would exceed max_budget_per_task, and shows the cost on the record', async () => {
+    const ports = createMemoryPorts({ llm: { costPerCallUsd: 0.4 } });
+    const { service, llm } = await setup({ max_budget_per_task: 1 }, [], ports);
+    llm.respondWith((_, i) => call('think', { thought: `step ${i}` }));
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(llm.calls).toBe(2);
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_exceeded', fatal: true, message: expect.stringContaining('0.8000 USD') })]);
+    const record = await recordOf(service, id);
+    expect(record.execution_status).toBe('error');
+    expect(record.metrics).toMatchObject({ accumulated_cost: 0.8, max_budget_per_task: 1 });
+    expect(record.metrics!.prompt_tokens).toBeGreaterThan(0);
+  });
+
+  it('warns once that a budget cannot be enforced when the model price is unknown, and counts tokens', async () => {
+    const { service } = await setup({ max_budget_per_task: 1 }, [call('think', { thought: 'a' }), call('think', { thought: 'b' }), { content: 'done' }]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_unenforceable', fatal: false })]);
+    const record = await recordOf(service, id);
+    expect(record.execution_status).toBe('finished');
+    expect(record.metrics).toMatchObject({ accumulated_cost: null });
+    expect(record.metrics!.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it('ends in stuck with an explanation when the same call keeps giving the same result', async () => {
+    const { service, llm, runtime } = await setup();
+    runtime.onExec((argv) => argv[2] === 'ls', () => ({ stdout: 'a.txt\n', exit_code: 0 }));
+    llm.respondWith(() => call('execute_bash', { command: 'ls' }));
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(llm.calls).toBe(4);
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'stuck', message: expect.stringContaining('same execute_bash call 4 times') })]);
+    expect((await recordOf(service, id)).execution_status).toBe('stuck');
+  });
+
+  it('nudges a model that repeats a failing call, then calls it stuck if it goes on', async () => {
+    const { service, llm } = await setup();
+    llm.respondWith(() => call('str_replace_editor', { command: 'view', path: '/nope/missing.txt' }));
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    const nudge = events.find((e) => e.kind === 'message' && e.source === 'environment');
+    expect(nudge).toMatchObject({ text: expect.stringContaining('same str_replace_editor call 3 times') });
+    expect(llm.calls).toBe(4);
+    expect(llm.requests[3]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('Do not repeat it') });
+    expect((await recordOf(service, id)).execution_status).toBe('stuck');
+  });
+
+  it('reports LLM failures with their code and recovers on the next message', async () => {
+    const { service, llm } = await setup({}, [{ error: 'auth_failed', message: 'the key was refused', status: 401 }]);
+    const id = await converse(service);
+    let events = await eventsOf(service, id);
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'llm_auth_failed', message: expect.stringContaining('HTTP 401') })]);
+    expect((await recordOf(service, id)).execution_status).toBe('error');
+    llm.push({ content: 'now it works' });
+    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'retry' }], run: true }));
+    await service.idle();
+    events = await eventsOf(service, id);
+    expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'now it works' });
+  });
+});
+
+describe('agent engine: conversation flow', () => {
+  it('puts the instructions in the system prompt and images in the user message', async () => {
+    const { service, llm } = await setup();
+    await converse(service, 'what is in this picture?', {
+      conversation_instructions: 'Answer in French.',
+      image_urls: ['https://example.com/cat.png'],
+    });
+    const [system, user] = llm.requests[0]!.messages;
+    expect(system).toMatchObject({ role: 'system', content: expect.stringContaining('Answer in French.') });
+    expect(system!.content).toContain(`The working directory is ${WORKDIR}`);
+    expect(user).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is in this picture?' },
+        { type: 'image_url', url: 'https://example.com/cat.png' },
+      ],
+    });
+  });
+
+  it('uses the conversation’s model with the user’s key and base URL', async () => {
+    const { service, llm } = await setup({ llm_base_url: 'http://127.0.0.1:9/v1' });
+    const start = await expectOk(
+      service.conversations.startApp('alice', { initial_message: { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true }, llm_model: 'ollama/qwen3' }),
+    );
+    await service.idle();
+    expect(start.app_conversation_id).toBeTruthy();
+    expect(llm.requests[0]!.credentials).toEqual({ model: 'ollama/qwen3', api_key: 'sk-test-key', base_url: 'http://127.0.0.1:9/v1' });
+  });
+
+  it('stays idle without a first message, and runs when one is sent', async () => {
+    const { service, llm } = await setup({}, [{ content: 'hello!' }]);
+    const created = await expectOk(service.conversations.create('alice', {}));
+    await service.idle();
+    expect(llm.calls).toBe(0);
+    expect((await recordOf(service, created.conversation_id)).execution_status).toBe('idle');
+    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true }));
+    await service.idle();
+    expect(llm.calls).toBe(1);
+    expect((await recordOf(service, created.conversation_id)).execution_status).toBe('finished');
+  });
+
+  it('takes a message sent while the agent works into its next step', async () => {
+    const { service, llm } = await setup({}, [{ ...call('think', { thought: 'working' }), delayMs: 150 }, { content: 'saw both' }]);
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'first' }));
+    while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'second' }], run: true }));
+    await service.idle();
+    const prompt = llm.requests[1]!.messages;
+    expect(JSON.stringify(llm.requests[0]!.messages)).not.toContain('second');
+    expect(JSON.stringify(prompt.filter((m) => m.role === 'user'))).toContain('second');
+    // The tool result stays right after its call even though the message was logged before it.
+    const assistantAt = prompt.findIndex((m) => m.role === 'assistant');
+    expect(prompt[assistantAt + 1]).toMatchObject({ role: 'tool' });
+    expect(llm.calls).toBe(2);
+  });
+
+  it('answers a message that arrives after the model’s last call with another run', async () => {
+    const { service, llm } = await setup({}, [{ content: 'first answer', delayMs: 100 }, { content: 'second answer' }]);
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
+    while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'two' }], run: true }));
+    await service.idle();
+    expect(llm.calls).toBe(2);
+    const events = await eventsOf(service, created.conversation_id);
+    expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && e.text)).toEqual(['one', 'two', 'first answer', 'second answer']);
+  });
+
+  it('rejects messages that are not from the user or are empty, and unknown conversations', async () => {
+    const { service } = await setup();
+    const id = await converse(service);
+    const asAgent = await service.conversations.sendMessage('alice', id, { role: 'assistant', content: [{ type: 'text', text: 'x' }], run: true });
+    expect(asAgent.isErr() && asAgent.error.type).toBe('ValidationFailed');
+    const empty = await service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: '  ' }], run: true });
+    expect(empty.isErr() && empty.error.type).toBe('ValidationFailed');
+    const missing = await service.conversations.sendMessage('bob', id, { role: 'user', content: [{ type: 'text', text: 'x' }], run: true });
+    expect(missing.isErr() && missing.error.type).toBe('ConversationNotFound');
+  });
+
+  it('pauses on stop, interrupting a slow model call, and resumes on start', async () => {
+    const { service, llm } = await setup({}, [{ ...call('think', { thought: 'slow' }), delayMs: 10_000 }, { content: 'finished after resume' }]);
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'go' }));
+    while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    const started = Date.now();
+    await expectOk(service.conversations.stop('alice', created.conversation_id));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await service.idle();
+    let record = await recordOf(service, created.conversation_id);
+    expect(record.execution_status).toBe('paused');
+    expect(record.conversation_status).toBe('STOPPED');
+
+    await expectOk(service.conversations.start('alice', created.conversation_id));
+    await service.idle();
+    record = await recordOf(service, created.conversation_id);
+    expect(record.execution_status).toBe('finished');
+    const events = await eventsOf(service, created.conversation_id);
+    expect(kinds(events)).toEqual(['message:user', 'status:running', 'status:paused', 'status:running', 'llm_call', 'message:agent', 'status:finished']);
+  });
+
+  it('closes a tool call cut short by stop with an error observation', async () => {
+    const { service, llm, runtime } = await setup({}, [call('execute_bash', { command: 'sleep 100', timeout: 60 }), { content: 'ok' }]);
+    runtime.onExec(
+      (argv) => argv[2] === 'sleep 100',
+      (_req, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ exit_code: 130 }))),
+    );
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'go' }));
+    const id = created.conversation_id;
+    for (;;) {
+      const events = await eventsOf(service, id);
+      if (events.some((e) => e.kind === 'action')) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await expectOk(service.conversations.stop('alice', id));
+    await service.idle();
+    const events = await eventsOf(service, id);
+    const observation = observations(events)[0];
+    expect(observation).toMatchObject({ is_error: true, content: expect.stringContaining('paused while this call was running') });
+    expect(llm.calls).toBe(1);
+  });
+
+  it('runs many conversations at once: a slow model call holds up no other conversation', async () => {
+    const { service, llm } = await setup();
+    llm.respondWith((request) => {
+      const text = request.messages.find((m) => m.role === 'user')!.content as string;
+      return text === 'slow' ? { content: 'slow done', delayMs: 1_500 } : { content: `${text} done` };
+    });
+    const slow = await expectOk(service.conversations.create('alice', { initial_user_msg: 'slow' }));
+    const fast = await Promise.all(Array.from({ length: 20 }, (_, i) => expectOk(service.conversations.create('alice', { initial_user_msg: `fast ${i}` }))));
+    const started = Date.now();
+    for (;;) {
+      const records = await Promise.all(fast.map((f) => recordOf(service, f.conversation_id)));
+      if (records.every((r) => r.execution_status === 'finished')) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const fastTime = Date.now() - started;
+    expect((await recordOf(service, slow.conversation_id)).execution_status).toBe('running');
+    expect(fastTime).toBeLessThan(1_500);
+    await service.idle();
+    expect((await recordOf(service, slow.conversation_id)).execution_status).toBe('finished');
+  });
+
+  it('forgets the agent and its log when the conversation is deleted', async () => {
+    const { service, llm, ports } = await setup({}, [{ content: 'slow', delayMs: 10_000 }]);
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'go' }));
+    while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    await expectOk(service.conversations.delete('alice', created.conversation_id));
+    await service.idle();
+    expect(service.engine.activeLoops()).toBe(0);
+    expect(await expectOk(ports.events.readAfter('alice', created.conversation_id, 0, 10))).toEqual([]);
+  });
+});
+
+describe('agent engine: durability', () => {
+  it('resumes a conversation that was running at a crash, from its log, closing the interrupted call', async () => {
+    const ports = createMemoryPorts();
+    // First process: the agent starts a command that never returns, then the process "dies"
+    // (its service is dropped without stop or close, so nothing gets to clean up).
+    const first = await setup({}, [call('execute_bash', { command: 'make build', timeout: 600 })], ports);
+    ports.runtime.onExec((argv) => argv[2] === 'make build', () => new Promise(() => {}));
+    const created = await expectOk(first.service.conversations.create('alice', { initial_user_msg: 'build it' }));
+    const id = created.conversation_id;
+    for (;;) {
+      const events = await expectOk(ports.events.readAfter('alice', id, 0, 100));
+      if (events.some((e) => e.kind === 'action')) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((await recordOf(first.service, id)).execution_status).toBe('running');
+
+    // Second process over the same stores and sandboxes.
+    const secondLlm = ports.llm;
+    secondLlm.push({ content: 'recovered and done' });
+    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const report = await expectOk(second.recover());
+    expect(report).toEqual({ resumed: 1, interrupted_calls: 1 });
+    await second.idle();
+    const events = await eventsOf(second, id);
+    const interrupted = observations(events)[0];
+    expect(interrupted).toMatchObject({ tool_name: 'execute_bash', is_error: true, content: expect.stringContaining('service restarted') });
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'restart_interrupted', fatal: false })]);
+    expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'recovered and done' });
+    expect((await recordOf(second, id)).execution_status).toBe('finished');
+    // The model saw the interrupted call answered, and the same sandbox was used.
+    const prompt = secondLlm.requests.at(-1)!.messages;
+    expect(prompt.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('service restarted') });
+  });
+});
+
+describe('event log', () => {
+  it('pages events after an id and filters by kind', async () => {
+    const { service } = await setup({}, [call('think', { thought: 'a' }), call('think', { thought: 'b' }), { content: 'done' }]);
+    const id = await converse(service);
+    const all = await eventsOf(service, id);
+    const first = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 3 }));
+    expect(first.items.map((e) => e.id)).toEqual([1, 2, 3]);
+    expect(first.next_after).toBe(3);
+    const rest = await expectOk(service.conversations.searchEvents('alice', id, { after: 3, kinds: null, limit: 100 }));
+    expect([...first.items, ...rest.items]).toEqual(all);
+    expect(rest.next_after).toBeNull();
+    const actions = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: ['action', 'message'], limit: 100 }));
+    expect(actions.items.map((e) => e.kind)).toEqual(['message', 'action', 'action', 'message']);
+  });
+
+  it('streams: replays after an id, follows live, never twice, and a reconnect resumes exactly', async () => {
+    const { service, llm } = await setup({}, [
+      { ...call('think', { thought: 'one' }), delayMs: 50 },
+      { ...call('think', { thought: 'two' }), delayMs: 50 },
+      { content: 'done', delayMs: 50 },
+    ]);
+    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'go' }));
+    const id = created.conversation_id;
+    while (llm.calls === 0) await new Promise((r) => setTimeout(r, 2));
+    const seen: number[] = [];
+    const sub = await expectOk(service.conversations.subscribeEvents('alice', id, 0, (e) => seen.push(e.id)));
+    // Drop the connection part-way, then reconnect from the last id seen.
+    while (seen.length < 4) await new Promise((r) => setTimeout(r, 2));
+    sub.close();
+    const resumedFrom = sub.lastId;
+    const again: number[] = [];
+    const sub2 = await expectOk(service.conversations.subscribeEvents('alice', id, resumedFrom, (e) => again.push(e.id)));
+    await service.idle();
+    const total = (await eventsOf(service, id)).length;
+    sub2.close();
+    expect([...seen.filter((n) => n <= resumedFrom), ...again]).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  });
+});
