@@ -384,7 +384,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       operationId: 'sendAppConversationMessage',
       summary: 'Send a message to the agent',
       description:
-        'Appends a user message (text and/or images) to the conversation and returns the stored message event. A running conversation acts on it at once (also after the agent finished); a stopped one acts on it when started. Only role "user" is accepted.',
+        'Appends a user message (text and/or images) to the conversation and returns the stored message event. With `run: true` a running conversation acts on it at once (also after the agent finished); with `run: false` (the default, as in OpenHands) it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way; a stopped conversation sees it when started. Only role "user" is accepted.',
       tags: ['events (V1)'],
       params: conversationIdParams,
       body: SendMessageRequestSchema,

@@ -66,7 +66,7 @@ function scriptGated(h: Harness, turns: readonly { turn: ScriptedTurn; gate?: Ga
   });
 }
 
-const userMessage = (text: string) => ({ role: 'user', content: [{ type: 'text', text }] });
+const userMessage = (text: string, run = true) => ({ role: 'user', content: [{ type: 'text', text }], run });
 
 /** Starts a V1 conversation with an initial message and returns its id (the agent runs in the background). */
 async function startV1(h: Harness, text = 'Please do the task.', key: string = KEY_A): Promise<string> {
@@ -685,6 +685,22 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     await h.idle();
     expect(await events(h, id)).toEqual(before);
     expect(h.ports.llm.calls).toBe(calls);
+  });
+
+  it('with run: false only records the message; the agent sees it on its next run', async () => {
+    const h = await harness();
+    const id = await startV1(h);
+    await h.idle();
+    const calls = h.ports.llm.calls;
+    const quiet = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('Just so you know: use tabs.', false) });
+    expect(quiet.status, quiet.text).toBe(200);
+    await h.idle();
+    expect(h.ports.llm.calls).toBe(calls);
+    h.ports.llm.push({ content: 'Noted, with tabs.' });
+    expect((await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('Go on.') })).status).toBe(200);
+    await h.idle();
+    expect(h.ports.llm.calls).toBe(calls + 1);
+    expect(JSON.stringify(h.ports.llm.requests.at(-1)!.messages)).toContain('use tabs');
   });
 
   it('a stopped conversation keeps the message and acts on it when started', async () => {

@@ -54,7 +54,7 @@ export * from './events/schema.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
 export { createAgentEngine, metricsOf, DEFAULT_MAX_ITERATIONS, type AgentEngine, type AgentEngineOptions, type RecoveryReport, type UserMessage } from './agent/engine.js';
 export { nextExecutionStatus, type ExecutionEvent } from './agent/execution-state.js';
-export { projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
+export { MISSING_RESULT, projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
 export { detectStuck, STUCK_THRESHOLDS, type StuckVerdict } from './agent/stuck.js';
 export { BUILTIN_TOOLS, parseToolArguments, Toolset } from './agent/toolset.js';
 export { executeBashTool, DEFAULT_COMMAND_WAIT_SECONDS } from './agent/bash-tool.js';

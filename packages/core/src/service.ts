@@ -139,8 +139,10 @@ export function createAgentConversationService(
     engine,
     recover: () => sandboxes.reconcile().andThen(() => engine.recover()),
     idle: () => background.idle(),
-    close: () => {
+    close: async () => {
       sandboxes.stop();
+      // Agents stop where they are and stay "running" in the store: the next process resumes them.
+      await engine.shutdown();
       return background.close();
     },
   };

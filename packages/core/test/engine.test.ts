@@ -432,6 +432,27 @@ describe('agent engine: durability', () => {
   });
 });
 
+describe('agent engine: shutdown', () => {
+  it('stops agents promptly on close and leaves them running, so the next process resumes them', async () => {
+    const ports = createMemoryPorts();
+    const first = await setup({}, [{ ...call('think', { thought: 'slow' }), delayMs: 30_000 }], ports);
+    const created = await expectOk(first.service.conversations.create('alice', { initial_user_msg: 'go' }));
+    while (ports.llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    const started = Date.now();
+    await first.service.close();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await recordOf(first.service, created.conversation_id)).execution_status).toBe('running');
+
+    ports.llm.push({ content: 'picked up again' });
+    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    expect(await expectOk(second.recover())).toMatchObject({ resumed: 1 });
+    await second.idle();
+    const events = await eventsOf(second, created.conversation_id);
+    expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'picked up again' });
+    await second.close();
+  });
+});
+
 describe('event log', () => {
   it('pages events after an id and filters by kind', async () => {
     const { service } = await setup({}, [call('think', { thought: 'a' }), call('think', { thought: 'b' }), { content: 'done' }]);

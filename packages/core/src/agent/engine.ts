@@ -72,6 +72,11 @@ export interface AgentEngine {
   recover(): ResultAsync<RecoveryReport, DomainError>;
   /** How many agent loops are running now. */
   activeLoops(): number;
+  /**
+   * Stops every loop for a shutdown, leaving their status `running` so the next process's
+   * `recover()` resumes them. Resolves when they have stopped.
+   */
+  shutdown(): Promise<void>;
 }
 
 interface Runner {
@@ -79,6 +84,8 @@ interface Runner {
   readonly conversationId: string;
   loop: Promise<void> | null;
   abort: AbortController;
+  /** Why the loop is being stopped (words for the observations it leaves). */
+  stopReason: 'paused' | 'shutting down';
   /** Set when something arrived while the loop ran; the loop looks again before it exits. */
   wakeRequested: boolean;
   shell: Promise<Result<SandboxShell, SandboxRuntimeError>> | null;
@@ -90,6 +97,8 @@ interface Runner {
 }
 
 type StepEnd = 'continue' | 'stop';
+
+const stoppedWhy = (r: Runner) => (r.stopReason === 'paused' ? 'paused' : 'stopped by a shutdown of the service');
 
 const errorCodeOf = (e: LlmError): ConversationErrorCode =>
   e.code === 'cancelled' ? 'internal_error' : (`llm_${e.code}` as ConversationErrorCode);
@@ -152,6 +161,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
   const toolset = new Toolset(deps.options?.tools ?? BUILTIN_TOOLS);
   const defaultMaxIterations = deps.options?.defaultMaxIterations ?? DEFAULT_MAX_ITERATIONS;
   const runners = new Map<string, Runner>();
+  let shuttingDown = false;
   const keyOf = (userId: string, conversationId: string) => `${userId}\u0000${conversationId}`;
 
   const runnerFor = (userId: string, conversationId: string): Runner => {
@@ -163,6 +173,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         conversationId,
         loop: null,
         abort: new AbortController(),
+        stopReason: 'paused',
         wakeRequested: false,
         shell: null,
         editHistory: new Map(),
@@ -313,7 +324,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     let finished = false;
     for (const [index, action] of actions.entries()) {
       if (r.abort.signal.aborted) {
-        await append(r, actions.slice(index).map((a) => interruptedObservation(a, 'Not run: the conversation was paused before this call started.')));
+        await append(r, actions.slice(index).map((a) => interruptedObservation(a, `Not run: the conversation was ${stoppedWhy(r)} before this call started.`)));
         return 'paused';
       }
       if (finished) {
@@ -326,7 +337,12 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       if (result === null) {
         // Stop waiting; the command may go on in the sandbox, so say so.
         await append(r, actions.slice(index).map((a, i) =>
-          interruptedObservation(a, i === 0 ? 'Interrupted: the conversation was paused while this call was running; it may or may not have completed.' : 'Not run: the conversation was paused.'),
+          interruptedObservation(
+            a,
+            i === 0
+              ? `Interrupted: the conversation was ${stoppedWhy(r)} while this call was running; it may or may not have completed.`
+              : `Not run: the conversation was ${stoppedWhy(r)}.`,
+          ),
         ));
         return 'paused';
       }
@@ -553,13 +569,16 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         .map((events) => events[0] as MessageEvent),
 
     wake: (userId, conversationId) => {
-      if (background.closed) return;
+      if (background.closed || shuttingDown) return;
       const r = runnerFor(userId, conversationId);
       if (r.loop) {
         r.wakeRequested = true;
         return;
       }
-      if (r.abort.signal.aborted) r.abort = new AbortController();
+      if (r.abort.signal.aborted) {
+        r.abort = new AbortController();
+        r.stopReason = 'paused';
+      }
       // r.loop is set before anything awaits, so a second wake cannot start a second loop.
       const running: Promise<void> = Promise.resolve()
         .then(() => loop(r))
@@ -568,6 +587,17 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         });
       r.loop = running;
       background.spawn(`agent ${conversationId}`, () => running);
+    },
+
+    shutdown: async () => {
+      shuttingDown = true;
+      const running = [...runners.values()].filter((r) => r.loop !== null);
+      for (const r of running) {
+        r.stopReason = 'shutting down';
+        r.abort.abort();
+      }
+      await Promise.all(running.map((r) => r.loop ?? Promise.resolve()));
+      await Promise.all([...runners.values()].map((r) => closeShell(r)));
     },
 
     pause: async (userId, conversationId, reason) => {
@@ -580,6 +610,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         }
         return;
       }
+      r.stopReason = 'paused';
       r.abort.abort();
       await r.loop;
       await closeShell(r);

@@ -87,8 +87,9 @@ export interface ConversationService {
   ): ResultAsync<Page<StartTask>, DomainError>;
   countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, DomainError>;
   /**
-   * Sends a user message to the agent. A running conversation acts on it at once; a
-   * stopped one keeps it and acts on it when started.
+   * Sends a user message to the agent. With `run: true` a running conversation acts on it
+   * at once; with `run: false` (or a stopped conversation) it is kept, and the agent sees
+   * it on its next run. An agent that is working sees it at its next step either way.
    */
   sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, DomainError>;
   /** A page of the conversation's events after an id. */
@@ -525,7 +526,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       if (!content) return errAsync(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));
       return getRecord(userId, id).andThen((record) =>
         engine.appendUserMessage(userId, record.id, content).map((event) => {
-          if (record.status === 'RUNNING') engine.wake(userId, record.id);
+          // run: false only records the message; the agent sees it on its next run.
+          if (record.status === 'RUNNING' && message.run) engine.wake(userId, record.id);
           return event;
         }),
       );

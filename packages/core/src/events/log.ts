@@ -36,7 +36,18 @@ export class EventLog {
     return this.#store.append(userId, conversationId, drafts.map(toNewEvent)).map((stored) => {
       const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
       const listeners = this.#listeners.get(EventLog.#key(userId, conversationId));
-      if (listeners) for (const event of events) for (const listener of [...listeners]) listener(event);
+      if (listeners) {
+        for (const event of events) {
+          for (const listener of [...listeners]) {
+            // A subscriber's failure is its own; it must not fail the append (the engine's step).
+            try {
+              listener(event);
+            } catch {
+              /* ignored */
+            }
+          }
+        }
+      }
       return events;
     });
   }
@@ -95,7 +106,11 @@ export class EventLog {
     const deliver = (event: ConversationEvent) => {
       if (closed || event.id <= lastId) return;
       lastId = event.id;
-      listener(event);
+      try {
+        listener(event);
+      } catch {
+        /* the subscriber's problem; the stream goes on */
+      }
     };
 
     // Delivers held live events in order; a gap before them is read from the store first.
@@ -139,9 +154,17 @@ export class EventLog {
         if (listeners?.size === 0) this.#listeners.delete(key);
       },
     };
-    return this.readAll(userId, conversationId, afterId)
-      .map((replay) => {
-        for (const e of replay) deliver(e);
+    // Replay batch by batch, so a long log is never held in memory at once.
+    const replay = (after: number): ResultAsync<void, StoreFailure> =>
+      this.#store.readAfter(userId, conversationId, after, READ_BATCH).andThen((batch) => {
+        for (const stored of batch) {
+          const event = fromStoredEvent(stored);
+          if (event) deliver(event);
+        }
+        return batch.length < READ_BATCH ? okAsync(undefined) : replay(batch[batch.length - 1]!.id);
+      });
+    return replay(afterId)
+      .map(() => {
         replaying = false;
         void drain();
         return subscription;

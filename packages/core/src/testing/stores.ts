@@ -226,6 +226,21 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       expect(children.get(c1.id) ?? []).toEqual([]);
       expect((await expectOk(store.childrenOf('bob', [parent.id]))).get(parent.id) ?? []).toEqual([]);
     });
+
+    it('lists every user’s conversations whose agent is in given states, oldest first, with the metrics kept', async () => {
+      const store = await make();
+      const running = conversationFixture({ execution_status: 'running', created_at: at(2), metrics: { accumulated_cost: 0.25, max_budget_per_task: 1, prompt_tokens: 10, completion_tokens: 3 } });
+      const bobs = conversationFixture({ user_id: 'bob', execution_status: 'running', created_at: at(1) });
+      const waiting = conversationFixture({ execution_status: 'waiting_for_confirmation', created_at: at(3) });
+      const finished = conversationFixture({ execution_status: 'finished' });
+      const fresh = conversationFixture({ execution_status: null });
+      for (const r of [running, bobs, waiting, finished, fresh]) await expectOk(store.insert(r));
+      expect((await expectOk(store.listByExecutionStatus(['running']))).map((r) => r.id)).toEqual([bobs.id, running.id]);
+      const both = await expectOk(store.listByExecutionStatus(['running', 'waiting_for_confirmation']));
+      expect(both.map((r) => r.id)).toEqual([bobs.id, running.id, waiting.id]);
+      expect(both[1]!.metrics).toEqual(running.metrics);
+      expect(await expectOk(store.listByExecutionStatus(['stuck']))).toEqual([]);
+    });
   });
 }
 
