@@ -30,6 +30,8 @@ import { createDockerRuntime } from '@acs/adapter-docker';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
+import { runCleanups } from './cleanup.js';
+import { printTable } from './report.js';
 
 const ITERATIONS = positiveInt('BENCH_SANDBOXES', 10);
 const WARMUP = 1;
@@ -333,17 +335,6 @@ async function alternate(variants: readonly Variant[], run: (variant: Variant) =
 
 const ms = (value: number) => value.toFixed(1);
 
-function printTable(header: readonly string[], rows: readonly (readonly string[])[], leftColumns: number): void {
-  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => (row[c] ?? '').length)));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, c) => (c < leftColumns ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number)))
-      .join('  ')
-      .trimEnd();
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const row of rows) console.log(line(row));
-}
 
 interface Measurement {
   name: string;
@@ -504,13 +495,6 @@ try {
   failed = true;
   if (!interruption) console.error(error);
 } finally {
-  for (const cleanup of cleanups.reverse()) {
-    try {
-      await cleanup();
-    } catch (error) {
-      failed = true;
-      console.error('cleanup failed:', error);
-    }
-  }
+  if (!(await runCleanups(cleanups))) failed = true;
 }
 process.exitCode = interruption ? 130 : failed ? 1 : 0;

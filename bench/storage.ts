@@ -19,6 +19,8 @@ import { createMemoryPorts } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
+import { runCleanups } from './cleanup.js';
+import { callApi } from './report.js';
 
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5432/acs_test';
 const REQUESTS = positiveInt('BENCH_REQUESTS', 2_000);
@@ -78,17 +80,6 @@ async function measure(backend: string, operation: string, fn: (i: number) => Pr
   return { backend, operation, rps: REQUESTS / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
-/** One request as `user`; throws on anything but 2xx, so a broken backend cannot look fast. */
-async function call(base: string, user: User, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(base + path, {
-    method,
-    headers: { 'X-Session-API-Key': user.key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} as ${user.id}: HTTP ${response.status} ${text.slice(0, 300)}`);
-  return JSON.parse(text) as unknown;
-}
 
 const settingsBody = (i: number) => ({
   llm_model: MODELS[i % MODELS.length],
@@ -135,12 +126,12 @@ async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend
 
 /** USERS users with settings and CONVERSATIONS conversations among them; returns each user's second-page id. */
 async function prepare(backend: Backend): Promise<string[]> {
-  await runConcurrently(USERS, (i) => call(backend.url, userAt(i), 'POST', '/api/settings', settingsBody(i)));
-  await runConcurrently(CONVERSATIONS, (i) => call(backend.url, userAt(i), 'POST', '/api/conversations', { initial_user_msg: `hi #${i}` }));
+  await runConcurrently(USERS, (i) => callApi(backend.url, userAt(i), 'POST', '/api/settings', settingsBody(i)));
+  await runConcurrently(CONVERSATIONS, (i) => callApi(backend.url, userAt(i), 'POST', '/api/conversations', { initial_user_msg: `hi #${i}` }));
   await backend.service.idle();
   return Promise.all(
     users.map(async (user) => {
-      const page = (await call(backend.url, user, 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}`)) as { next_page_id: string | null };
+      const page = (await callApi(backend.url, user, 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}`)) as { next_page_id: string | null };
       if (!page.next_page_id) throw new Error(`${backend.name}: ${user.id} has no second page of conversations`);
       return page.next_page_id;
     }),
@@ -151,12 +142,12 @@ async function benchmark(backend: Backend): Promise<Result[]> {
   const secondPages = await prepare(backend);
   const { name, url } = backend;
   return [
-    await measure(name, 'store settings', (i) => call(url, userAt(i), 'POST', '/api/settings', settingsBody(i))),
-    await measure(name, 'load settings', (i) => call(url, userAt(i), 'GET', '/api/settings')),
+    await measure(name, 'store settings', (i) => callApi(url, userAt(i), 'POST', '/api/settings', settingsBody(i))),
+    await measure(name, 'load settings', (i) => callApi(url, userAt(i), 'GET', '/api/settings')),
     await measure(name, 'search conversations', (i) => {
       // Even requests: a first page; odd ones: the page that follows it.
       const pageId = i % 2 === 0 ? '' : `&page_id=${encodeURIComponent(secondPages[i % USERS] as string)}`;
-      return call(url, userAt(i), 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}${pageId}`);
+      return callApi(url, userAt(i), 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}${pageId}`);
     }),
   ];
 }
@@ -204,13 +195,6 @@ try {
   failed = true;
   console.error(error);
 } finally {
-  for (const cleanup of cleanups.reverse()) {
-    try {
-      await cleanup();
-    } catch (error) {
-      failed = true;
-      console.error('cleanup failed:', error);
-    }
-  }
+  if (!(await runCleanups(cleanups))) failed = true;
 }
 process.exitCode = failed ? 1 : 0;

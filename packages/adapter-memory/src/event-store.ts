@@ -11,15 +11,17 @@ export class MemoryEventStore implements EventStore {
 
   append(userId: string, conversationId: string, events: readonly NewEvent[]): ResultAsync<StoredEvent[], StoreFailure> {
     const key = MemoryEventStore.#key(userId, conversationId);
-    const log = this.#logs.get(key) ?? [];
+    let log = this.#logs.get(key);
+    if (!log) this.#logs.set(key, (log = []));
     const stored = events.map((e, i) => ({ ...structuredClone(e), id: log.length + i + 1, conversation_id: conversationId }));
-    this.#logs.set(key, [...log, ...stored]);
+    log.push(...stored);
     return okAsync(structuredClone(stored));
   }
 
   readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
     const log = this.#logs.get(MemoryEventStore.#key(userId, conversationId)) ?? [];
-    return okAsync(structuredClone(log.filter((e) => e.id > afterId).slice(0, limit)));
+    // Ids are 1…n without gaps, so event n sits at index n - 1.
+    return okAsync(structuredClone(log.slice(Math.max(0, afterId), Math.max(0, afterId) + limit)));
   }
 
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {

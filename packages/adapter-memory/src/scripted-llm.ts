@@ -97,7 +97,8 @@ export class ScriptedLlm implements LlmClient {
           name: c.name,
           arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
         }));
-        const promptText = request.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('');
+        // Token estimates only when the turn does not give them (building the text costs time on long prompts).
+        const promptTokens = () => estimateTokens(request.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join(''));
         const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
         return okAsync<LlmResponse, LlmError>({
           id: `scripted-${index}`,
@@ -106,7 +107,7 @@ export class ScriptedLlm implements LlmClient {
           tool_calls: calls,
           finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
           usage: {
-            prompt_tokens: estimateTokens(promptText),
+            prompt_tokens: t.usage?.prompt_tokens ?? promptTokens(),
             completion_tokens: estimateTokens(outputText),
             cached_prompt_tokens: 0,
             cost_usd: this.#cost,

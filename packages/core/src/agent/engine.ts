@@ -584,6 +584,16 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         .then(() => loop(r))
         .finally(() => {
           r.loop = null;
+          if (r.wakeRequested && !r.abort.signal.aborted) {
+            // A wake that came in while the loop was ending: run again.
+            r.wakeRequested = false;
+            engine.wake(userId, conversationId);
+            return;
+          }
+          // An agent at rest keeps no copy of its log (it is read again on the next run); the shell stays open.
+          r.events = [];
+          r.lastId = 0;
+          r.handledUpTo = null;
         });
       r.loop = running;
       background.spawn(`agent ${conversationId}`, () => running);

@@ -19,9 +19,11 @@ const observationKey = (o: ObservationEvent | null) => (o ? `${o.is_error ? 'E' 
  * first, stuck if it fails once more); or two calls alternating 3 times each.
  */
 export function detectStuck(events: readonly ConversationEvent[]): StuckVerdict {
+  // Only the window matters: stop looking for the last user message at its edge.
+  const floor = Math.max(0, events.length - STUCK_THRESHOLDS.window);
   let start = events.length;
-  while (start > 0 && !(events[start - 1]!.kind === 'message' && events[start - 1]!.source === 'user')) start--;
-  const recent = events.slice(Math.max(start, events.length - STUCK_THRESHOLDS.window));
+  while (start > floor && !(events[start - 1]!.kind === 'message' && events[start - 1]!.source === 'user')) start--;
+  const recent = events.slice(start);
   const observations = new Map<string, ObservationEvent>();
   for (const e of recent) if (e.kind === 'observation') observations.set(e.tool_call_id, e);
   const steps: Step[] = recent
