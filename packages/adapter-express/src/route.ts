@@ -65,7 +65,12 @@ export interface StreamRouteDefinition<P extends z.ZodType = z.ZodType, Q extend
   extends RouteCommon<P, Q, B, H> {
   /** `schema` describes the `data` of each message. */
   success: { status: 200; description: string; schema: z.ZodType };
-  stream(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>, send: (message: SseMessage) => void): ResultAsync<EventStreamHandle, DomainError>;
+  /** Opens the source; `send` writes a message, `end` finishes the response (the source has nothing more, ever). */
+  stream(
+    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
+    send: (message: SseMessage) => void,
+    end: () => void,
+  ): ResultAsync<EventStreamHandle, DomainError>;
   handle?: never;
 }
 

@@ -238,7 +238,15 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     });
 
     route
-      .stream(input, send)
+      .stream(input, send, () => {
+        // Flush what the replay held, then finish: the client sees a clean end, not a cut.
+        if (held) {
+          const replay = held;
+          held = null;
+          if (res.headersSent) write(replay.map(formatSse).join(''));
+        }
+        end();
+      })
       .match(
         (handle) => {
           close = () => handle.close();

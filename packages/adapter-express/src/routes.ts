@@ -428,9 +428,13 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       }),
       success: { status: 200, description: 'The event stream; the data of every message is a ConversationEvent.', schema: ConversationEventSchema },
       errors: [404, 422],
-      stream: ({ userId, params, query, headers }, send) =>
-        conversations.subscribeEvents(userId, params.conversation_id, headers['Last-Event-ID'] ?? query.after ?? 0, (event) =>
-          send({ id: event.id, event: event.kind, data: event }),
+      stream: ({ userId, params, query, headers }, send, end) =>
+        conversations.subscribeEvents(
+          userId,
+          params.conversation_id,
+          headers['Last-Event-ID'] ?? query.after ?? 0,
+          (event) => send({ id: event.id, event: event.kind, data: event }),
+          end,
         ),
     }),
 

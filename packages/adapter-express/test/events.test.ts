@@ -512,6 +512,17 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     expect(new Set(stream.comments)).toEqual(new Set(['ping']));
   });
 
+  it('ends the stream cleanly when the conversation is deleted', async () => {
+    const h = await harness({ router: { sseHeartbeatMs: 20 } });
+    const id = await startV1(h);
+    await h.idle();
+    const stream = await openStream(h, id);
+    await stream.until(finished);
+    expect((await h.call('DELETE', `/api/conversations/${id}`)).status).toBe(200);
+    const outcome = await Promise.race([stream.ended.then(() => 'ended'), new Promise((resolve) => setTimeout(() => resolve('still open'), 2000))]);
+    expect(outcome).toBe('ended');
+  });
+
   it('closes the subscription when the client disconnects, and keeps serving after many reconnects', async () => {
     const h = await harness();
     const counts = countSubscriptions(h);

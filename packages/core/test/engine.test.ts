@@ -468,6 +468,19 @@ describe('event log', () => {
     expect(actions.items.map((e) => e.kind)).toEqual(['message', 'action', 'action', 'message']);
   });
 
+  it('ends live subscriptions when the conversation is deleted', async () => {
+    const { service } = await setup();
+    const id = await converse(service);
+    const ends: string[] = [];
+    const seen: number[] = [];
+    const sub = await expectOk(service.conversations.subscribeEvents('alice', id, 0, (e) => seen.push(e.id), (why) => ends.push(why)));
+    expect(seen.length).toBeGreaterThan(0);
+    await expectOk(service.conversations.delete('alice', id));
+    expect(ends).toEqual(['the conversation was deleted']);
+    sub.close(); // closing again is harmless
+    expect(ends).toHaveLength(1);
+  });
+
   it('streams: replays after an id, follows live, never twice, and a reconnect resumes exactly', async () => {
     const { service, llm } = await setup({}, [
       { ...call('think', { thought: 'one' }), delayMs: 50 },

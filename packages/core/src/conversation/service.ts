@@ -94,8 +94,17 @@ export interface ConversationService {
   sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, DomainError>;
   /** A page of the conversation's events after an id. */
   searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, DomainError>;
-  /** Replays the events after `afterId`, then delivers new ones as they happen, each once, in order. */
-  subscribeEvents(userId: string, id: string, afterId: number, listener: EventListener): ResultAsync<EventSubscription, DomainError>;
+  /**
+   * Replays the events after `afterId`, then delivers new ones as they happen, each once, in
+   * order. `onEnd` is called if the service ends the subscription (the conversation was deleted).
+   */
+  subscribeEvents(
+    userId: string,
+    id: string,
+    afterId: number,
+    listener: EventListener,
+    onEnd?: (reason: string) => void,
+  ): ResultAsync<EventSubscription, DomainError>;
   /** Marks the conversations of a lost sandbox STOPPED. */
   handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
 }
@@ -536,8 +545,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     searchEvents: (userId, id, query) =>
       getRecord(userId, id).andThen((record) => log.search(userId, record.id, query)),
 
-    subscribeEvents: (userId, id, afterId, listener) =>
-      getRecord(userId, id).andThen((record) => log.subscribe(userId, record.id, afterId, listener)),
+    subscribeEvents: (userId, id, afterId, listener, onEnd) =>
+      getRecord(userId, id).andThen((record) => log.subscribe(userId, record.id, afterId, listener, onEnd)),
 
     handleSandboxGone: async (userId, sandboxId, reason) => {
       const affected = await conversations.listBySandbox(userId, sandboxId);

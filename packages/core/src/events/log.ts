@@ -22,6 +22,8 @@ const READ_BATCH = 500;
 export class EventLog {
   readonly #store: EventStore;
   readonly #listeners = new Map<string, Set<(event: ConversationEvent) => void>>();
+  /** How to end each live subscription of a conversation (when the conversation is deleted). */
+  readonly #enders = new Map<string, Set<(reason: string) => void>>();
 
   constructor(store: EventStore) {
     this.#store = store;
@@ -95,7 +97,13 @@ export class EventLog {
    * and delivered after it, deduplicated by id; a gap (an append this process did not
    * see) is filled from the store before moving on.
    */
-  subscribe(userId: string, conversationId: string, afterId: number, listener: EventListener): ResultAsync<EventSubscription, StoreFailure> {
+  subscribe(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+    listener: EventListener,
+    onEnd?: (reason: string) => void,
+  ): ResultAsync<EventSubscription, StoreFailure> {
     const key = EventLog.#key(userId, conversationId);
     let lastId = afterId;
     let closed = false;
@@ -143,6 +151,16 @@ export class EventLog {
       this.#listeners.set(key, set);
     }
     set.add(onLive);
+    const ender = (reason: string) => {
+      subscription.close();
+      onEnd?.(reason);
+    };
+    let enders = this.#enders.get(key);
+    if (!enders) {
+      enders = new Set();
+      this.#enders.set(key, enders);
+    }
+    enders.add(ender);
     const subscription: EventSubscription = {
       get lastId() {
         return lastId;
@@ -152,6 +170,9 @@ export class EventLog {
         const listeners = this.#listeners.get(key);
         listeners?.delete(onLive);
         if (listeners?.size === 0) this.#listeners.delete(key);
+        const enders = this.#enders.get(key);
+        enders?.delete(ender);
+        if (enders?.size === 0) this.#enders.delete(key);
       },
     };
     // Replay batch by batch, so a long log is never held in memory at once.
@@ -180,7 +201,11 @@ export class EventLog {
     return this.#listeners.get(EventLog.#key(userId, conversationId))?.size ?? 0;
   }
 
+  /** Removes the log and ends its live subscriptions (their onEnd is told why). */
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
-    return this.#store.deleteConversation(userId, conversationId);
+    return this.#store.deleteConversation(userId, conversationId).map((count) => {
+      for (const end of [...(this.#enders.get(EventLog.#key(userId, conversationId)) ?? [])]) end('the conversation was deleted');
+      return count;
+    });
   }
 }
