@@ -57,6 +57,7 @@ export interface FakeSandboxRuntimeOptions {
 export class FakeSandboxRuntime implements SandboxRuntime {
   readonly specificationVersion = 'v1' as const;
   /** Every call, in order, for assertions. */
+  /** The most recent calls (the last 10,000), oldest first, for tests to inspect. */
   readonly calls: { operation: FakeRuntimeOperation; sandboxId: string }[] = [];
   readonly #sandboxes = new Map<string, FakeSandbox>();
   readonly #failures = new Map<FakeRuntimeOperation, SandboxRuntimeError[]>();
@@ -305,6 +306,8 @@ export class FakeSandboxRuntime implements SandboxRuntime {
 
   #call<T>(operation: FakeRuntimeOperation, sandboxId: string, run: () => T): ResultAsync<T, SandboxRuntimeError> {
     this.calls.push({ operation, sandboxId });
+    // A long-running server on the fake runtime must not grow without bound.
+    if (this.calls.length > 10_000) this.calls.splice(0, this.calls.length - 10_000);
     if (this.#unavailable !== null) return errAsync({ kind: 'unavailable', message: this.#unavailable });
     const injected = this.#failures.get(operation)?.shift();
     if (injected) return errAsync(injected);
