@@ -32,6 +32,7 @@ import {
 import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from './state.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 import { toAppConversation, toConversationInfo } from './view.js';
+import { createMicroagentMessage, suggestedTaskMessage } from './first-message.js';
 
 export interface ConversationServiceOptions {
   /** Accept `conversation_id` in V0 create requests. Default false (the field is then a 422). */
@@ -582,9 +583,16 @@ function userMessageOf(message: SendMessageRequest | null): { text: string; imag
   return text.trim() === '' && image_urls.length === 0 ? null : { text, image_urls };
 }
 
+/** A suggested task or microagent request becomes the first message; the user's own text follows it. */
 function initialMessageFromV0(request: NewConversationRequest): SendMessageRequest | null {
   const content: SendMessageRequest['content'] = [];
-  if (request.initial_user_msg) content.push({ type: 'text', text: request.initial_user_msg });
+  const template = request.suggested_task
+    ? suggestedTaskMessage(request.suggested_task)
+    : request.create_microagent
+      ? createMicroagentMessage(request.create_microagent)
+      : null;
+  if (template) content.push({ type: 'text', text: template });
+  if (request.initial_user_msg) content.push({ type: 'text', text: template ? `Also, from the user:\n${request.initial_user_msg}` : request.initial_user_msg });
   if (request.image_urls && request.image_urls.length > 0) content.push({ type: 'image', image_urls: request.image_urls });
   return content.length > 0 ? { role: 'user', content, run: true } : null;
 }
