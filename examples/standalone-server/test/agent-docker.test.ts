@@ -126,6 +126,8 @@ const story = (events: readonly ConversationEvent[]): string[] =>
         return `error:${e.code}`;
       case 'llm_call':
         return 'llm_call';
+      case 'setup':
+        return `setup:${e.step}`;
     }
   });
 

@@ -153,7 +153,8 @@ describe('POST /api/conversations: refusals store nothing', () => {
 describe('POST /api/conversations: success', () => {
   it('with replay_json no settings are needed', async () => {
     const h = await harness();
-    const r = await h.call('POST', '/api/conversations', { body: { replay_json: '[]' } });
+    const trajectory = [{ source: 'user', action: 'message', args: { content: 'replay this' } }];
+    const r = await h.call('POST', '/api/conversations', { body: { replay_json: JSON.stringify(trajectory) } });
     expect(r.status, r.text).toBe(200);
     expect(obj(r.body).conversation_status).toBe('STARTING');
   });

@@ -12,6 +12,7 @@ import {
   type OpenShellOptions,
   type SandboxShell,
 } from '@acs/core';
+import { fakeGit } from './fake-git.js';
 import { openFakeShell } from './fake-shell.js';
 
 export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell';
@@ -46,6 +47,11 @@ export interface FakeSandboxRuntimeOptions {
    * sandbox is `running`. 0 (default): it is running at once.
    */
   inspectionsUntilRunning?: number;
+  /**
+   * Answer `git`, `chmod`, `mkdir` and `rm -f` with a minimal emulation (fake-git.ts) so conversations
+   * with a repository start. Handlers registered with onExec win over it. Default true.
+   */
+  fakeGit?: boolean;
 }
 
 /**
@@ -68,6 +74,20 @@ export class FakeSandboxRuntime implements SandboxRuntime {
 
   constructor(options: FakeSandboxRuntimeOptions = {}) {
     this.#inspectionsUntilRunning = options.inspectionsUntilRunning ?? 0;
+    if (options.fakeGit ?? true) {
+      // Pushed, not unshifted: the lowest priority, below anything a test registers.
+      this.#handlers.push(
+        { matches: (argv) => argv[0] === 'git', handle: fakeGit() },
+        { matches: (argv) => argv[0] === 'chmod' || argv[0] === 'mkdir', handle: () => ({ exit_code: 0 }) },
+        {
+          matches: (argv) => argv[0] === 'rm' && argv[1] === '-f',
+          handle: (request, { files }) => {
+            for (const path of request.command.slice(2)) files.delete(path);
+            return { exit_code: 0 };
+          },
+        },
+      );
+    }
   }
 
   /** The next call of `operation` fails with this error (queued, one per call). */

@@ -20,6 +20,7 @@ export { MemoryConversationStore, matchesConversationFilter } from './conversati
 export { MemoryEventStore } from './event-store.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { openFakeShell, type FakeShellHost } from './fake-shell.js';
+export { fakeGit } from './fake-git.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';
 export { ScriptedLlm, type ScriptedLlmOptions, type ScriptedResponder, type ScriptedToolCall, type ScriptedTurn } from './scripted-llm.js';

@@ -34,6 +34,23 @@ export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
 export type { SandboxService, SandboxServiceOptions } from './sandbox/service.js';
 
 export * from './conversation/schema.js';
+export {
+  credentialHelperScript,
+  DEFAULT_CLONE_TIMEOUT_MS,
+  DEFAULT_CREDENTIAL_DIR,
+  DEFAULT_GIT_USER_EMAIL,
+  DEFAULT_GIT_USER_NAME,
+  DEFAULT_SETUP_SCRIPT_TIMEOUT_MS,
+  PROVIDER_HOSTS,
+  repositoryDir,
+  resolveRemote,
+  scrubSecrets,
+  workBranchName,
+  type ConversationWorkspace,
+  type RepositoryRemote,
+  type WorkspaceOptions,
+} from './workspace/repository.js';
+export * from './workspace/guidance.js';
 export * from './conversation/state.js';
 export { toAppConversation, toConversationInfo } from './conversation/view.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
@@ -56,6 +73,7 @@ export { createAgentEngine, metricsOf, DEFAULT_MAX_ITERATIONS, type AgentEngine,
 export { nextExecutionStatus, type ExecutionEvent } from './agent/execution-state.js';
 export { MISSING_RESULT, projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
 export { detectStuck, STUCK_THRESHOLDS, type StuckVerdict } from './agent/stuck.js';
+export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './agent/replay.js';
 export { BUILTIN_TOOLS, parseToolArguments, Toolset } from './agent/toolset.js';
 export { executeBashTool, DEFAULT_COMMAND_WAIT_SECONDS } from './agent/bash-tool.js';
 export { strReplaceEditorTool, MAX_VIEW_CHARS } from './agent/editor-tool.js';

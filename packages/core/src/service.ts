@@ -112,6 +112,7 @@ export function createAgentConversationService(
     ids,
     logger,
     background,
+    runtime: ports.runtime,
     options,
   });
 

@@ -12,7 +12,8 @@ const lineNumber = z.union([z.int(), z.string().trim().regex(/^-?\d+$/).transfor
 
 const EditorArguments = z.discriminatedUnion('command', [
   z.object({ command: z.literal('view'), path: z.string().min(1), view_range: z.tuple([lineNumber, lineNumber]).optional() }),
-  z.object({ command: z.literal('create'), path: z.string().min(1), file_text: z.string() }),
+  // overwrite: internal (not offered to the model): a replayed OpenHands `write` replaces the file.
+  z.object({ command: z.literal('create'), path: z.string().min(1), file_text: z.string(), overwrite: z.boolean().optional() }),
   z.object({ command: z.literal('str_replace'), path: z.string().min(1), old_str: z.string().min(1), new_str: z.string().optional().default('') }),
   z.object({ command: z.literal('insert'), path: z.string().min(1), insert_line: lineNumber.pipe(z.int().min(0)), new_str: z.string() }),
   z.object({ command: z.literal('undo_edit'), path: z.string().min(1) }),
@@ -106,6 +107,11 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
   switch (args.command) {
     case 'create': {
       const existing = await load(context, path);
+      if (args.overwrite === true && (existing.ok || !existing.missing)) {
+        const replaced = await save(context, path, existing.ok ? existing.text : null, args.file_text);
+        if (replaced) return replaced;
+        return outcome(`File written successfully at: ${path} (it existed and was overwritten)`, { details: { path, new_content_chars: args.file_text.length, overwritten: true } });
+      }
       if (existing.ok || !existing.missing) {
         return failure(`${path} already exists; change it with str_replace or insert, or remove it with execute_bash first.`);
       }

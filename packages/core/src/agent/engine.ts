@@ -6,7 +6,7 @@ import type { ConversationStore } from '../conversation/store.js';
 import { storeUnavailable, type DomainError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import type { ActionEvent, ConversationErrorCode, ConversationEvent, ConversationEventDraft, MessageEvent } from '../events/schema.js';
-import type { LlmClient, LlmCredentials, LlmError, LlmResponse } from '../llm/client.js';
+import type { LlmClient, LlmCredentials, LlmError, LlmToolCall } from '../llm/client.js';
 import type { Logger } from '../logger.js';
 import type { SandboxRuntime, SandboxRuntimeError } from '../sandbox/runtime.js';
 import type { SandboxService } from '../sandbox/service.js';
@@ -15,6 +15,7 @@ import type { StoredSettings } from '../settings/schema.js';
 import type { SettingsService } from '../settings/service.js';
 import { nextExecutionStatus, type ExecutionEvent } from './execution-state.js';
 import { projectMessages, systemPrompt } from './prompt.js';
+import { nextReplayStep, parseReplayTrajectory, replayCallId, replayEndIndex } from './replay.js';
 import { detectStuck } from './stuck.js';
 import type { AgentTool, ToolContext, ToolOutcome } from './tool.js';
 import { parseToolArguments, Toolset, BUILTIN_TOOLS } from './toolset.js';
@@ -141,11 +142,12 @@ const lastUserMessageIndex = (events: readonly ConversationEvent[]): number => {
   return -1;
 };
 
-/** From a log alone: the last model call or stopping error, the point up to which the agent has acted. */
+/** From a log alone: the last model call, replayed action or stopping error, the point up to which the agent has acted. */
 const lastHandledId = (events: readonly ConversationEvent[]): number => {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
     if (e.kind === 'llm_call' || (e.kind === 'error' && e.fatal)) return e.id;
+    if ((e.kind === 'action' || (e.kind === 'message' && e.source === 'agent')) && e.replay_step !== undefined) return e.id;
   }
   return 0;
 };
@@ -273,7 +275,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       const opened: Promise<Result<SandboxShell, SandboxRuntimeError>> =
         r.shell ??
         (r.shell = (async () => {
-          const result = await runtime.openShell(sandboxId);
+          const result = await runtime.openShell(sandboxId, { cwd: workingDir });
           if (result.isErr()) r.shell = null;
           return result;
         })());
@@ -313,11 +315,11 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     details: { interrupted: true },
   });
 
-  /** Runs the actions of one model response in order; returns whether the agent called finish. */
+  /** Runs the actions of one model response (or one replayed action) in order; returns whether the agent called finish. */
   const runActions = async (
     r: Runner,
     actions: ActionEvent[],
-    response: LlmResponse,
+    calls: readonly LlmToolCall[],
     sandboxId: string,
     context: ToolContext,
   ): Promise<'finished' | 'paused' | 'sandbox_lost' | 'done'> => {
@@ -331,7 +333,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         await append(r, [interruptedObservation(action, 'Not run: finish was called earlier in the same response.')]);
         continue;
       }
-      const call = response.tool_calls[index]!;
+      const call = calls[index]!;
       const work = toolset.run(call, action.arguments, action.arguments === null ? parseToolArguments(action.raw_arguments).error : null, context);
       const result = await runUnlessAborted(r, work);
       if (result === null) {
@@ -423,8 +425,16 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     }
 
     const messages = [
-      { role: 'system' as const, content: systemPrompt({ workingDir, instructions: record.launch.conversation_instructions, startedAt: record.created_at }) },
-      ...projectMessages(r.events),
+      {
+        role: 'system' as const,
+        content: systemPrompt({
+          workingDir,
+          instructions: record.launch.conversation_instructions,
+          startedAt: record.created_at,
+          repository: record.workspace ? { name: record.workspace.repository, branch: record.workspace.branch, guidance: record.workspace.guidance } : null,
+        }),
+      },
+      ...projectMessages(r.events, record.workspace?.guidance.knowledge ?? []),
     ];
     const seenUpTo = r.lastId;
     r.handledUpTo = seenUpTo;
@@ -496,7 +506,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     }
 
     const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
-    const outcome = await runActions(r, actions, answer, sandboxId, toolContext(r, sandboxId, workingDir));
+    const outcome = await runActions(r, actions, answer.tool_calls, sandboxId, toolContext(r, sandboxId, workingDir));
     sandboxes.touch(sandboxId);
     if (outcome === 'paused') return 'stop';
     if (outcome === 'sandbox_lost') {
@@ -508,6 +518,68 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return 'stop';
     }
     return 'continue';
+  };
+
+  /**
+   * A `replay_json` conversation: runs the trajectory's remaining steps (the log shows which ran,
+   * by `replay_step`) instead of calling the model, each tool call exactly as a model's call would
+   * run, with no llm_call event (so no cost). 'stop' when the run ends here (the trajectory
+   * finished, the agent was paused, or there is no model to go on with); 'continue' when the
+   * model takes over.
+   */
+  const replay = async (r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string): Promise<StepEnd> => {
+    const plan = parseReplayTrajectory(json);
+    if (plan.isErr()) {
+      await fail(r, 'internal_error', `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`);
+      return 'stop';
+    }
+    const { steps } = plan.value;
+    const context = toolContext(r, sandboxId, workingDir);
+    for (let n = nextReplayStep(r.events); n < steps.length; n++) {
+      await catchUp(r);
+      if (r.abort.signal.aborted) return 'stop';
+      const step = steps[n]!;
+      if (step.kind === 'message') {
+        await append(r, [{ kind: 'message', source: step.source, timestamp: now(), text: step.text, image_urls: step.image_urls, replay_step: n }]);
+        continue;
+      }
+      const id = replayCallId(step);
+      const raw = JSON.stringify(step.arguments);
+      const appended = await append(r, [
+        { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: id, tool_name: step.tool_name, arguments: step.arguments, raw_arguments: raw, thought: step.thought, response_id: id, replay_step: n },
+      ]);
+      const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
+      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context);
+      sandboxes.touch(sandboxId);
+      if (outcome === 'paused') return 'stop';
+      if (outcome === 'sandbox_lost') {
+        await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`);
+        return 'stop';
+      }
+      if (outcome === 'finished') {
+        r.handledUpTo = r.lastId;
+        await setStatus(r, 'finish', 'the replayed trajectory called finish');
+        return 'stop';
+      }
+    }
+    // The user wrote after the replay: the model answers (or the usual error says that none is configured).
+    const end = replayEndIndex(r.events);
+    if (r.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
+    const last = steps.at(-1);
+    // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
+    const awaitsUser = last?.kind === 'message' && last.source === 'agent';
+    if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
+    r.handledUpTo = r.lastId;
+    await setStatus(
+      r,
+      'finish',
+      plan.value.endsWithFinish
+        ? 'the replayed trajectory called finish'
+        : awaitsUser
+          ? 'the replayed trajectory ended with a message from the agent, which waits for the user'
+          : 'the trajectory was replayed; no model is configured, so the agent stops here',
+    );
+    return 'stop';
   };
 
   /** One run: from "there is work" to finished, error, stuck or paused. */
@@ -531,13 +603,17 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     const stored = await settings.loadWithSecrets(r.userId);
     const credentials = credentialsOf(record, stored.isOk() ? stored.value : null);
     await setStatus(r, 'run', hasUnseenMessage(r) ? 'a message from the user' : 'resumed');
+    // The replay works where the model would (a repository's clone, when there is one).
+    const replayDir = record.workspace?.repository_dir ?? box.spec.working_dir;
+    if (record.launch.replay_json && (await replay(r, record.launch.replay_json, credentials, sandboxId, replayDir)) === 'stop') return;
     if (!credentials) {
       await fail(r, 'llm_not_configured', 'No model is configured: store llm_model (and llm_api_key) in the settings, then send a message.');
       return;
     }
     const storedSettings = stored.isOk() ? stored.value : null;
     while (!r.abort.signal.aborted) {
-      const end = await step(r, record, storedSettings, credentials, sandboxId, box.spec.working_dir);
+      // With a repository, the agent works in its clone.
+      const end = await step(r, record, storedSettings, credentials, sandboxId, record.workspace?.repository_dir ?? box.spec.working_dir);
       if (end === 'stop') break;
     }
   };

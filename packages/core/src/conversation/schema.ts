@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { McpConfigSchema, type McpConfig } from '../mcp/schema.js';
 import { GitProviderSchema, type GitProvider } from '../settings/schema.js';
 import { SandboxStatusSchema } from '../sandbox/schema.js';
+import type { ConversationWorkspace } from '../workspace/repository.js';
 
 export const CONVERSATION_STATUSES = ['STARTING', 'RUNNING', 'STOPPED'] as const;
 export const ConversationStatusSchema = z.enum(CONVERSATION_STATUSES);
@@ -75,7 +76,14 @@ export const NewConversationRequestSchema = z.strictObject({
   selected_branch: BranchNameSchema.nullable().optional(),
   initial_user_msg: z.string().max(1_000_000).nullable().optional(),
   image_urls: z.array(ImageUrlSchema).max(32).nullable().optional(),
-  replay_json: z.string().nullable().optional(),
+  replay_json: z
+    .string()
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'An OpenHands V0 trajectory (a JSON array of events, as a string) to replay without a model: its first user message starts the conversation (it wins over initial_user_msg), its actions (run, write, edit, read, think, finish, messages) run in the sandbox in order. A trajectory that cannot be replayed is a 422 naming the event, e.g. replay_json[3].args.command.',
+    }),
   suggested_task: SuggestedTaskSchema.optional(),
   create_microagent: CreateMicroagentSchema.optional(),
   conversation_instructions: z.string().max(100_000).nullable().optional(),
@@ -152,6 +160,8 @@ export interface ConversationRecord {
   conversation_version: 'V0' | 'V1';
   /** Tokens and cost so far; absent until the first model call (and on records from before the engine). */
   metrics?: ConversationMetrics | null;
+  /** The repository prepared in the sandbox (clone, branch, guidance); absent without a repository or before it is ready. */
+  workspace?: ConversationWorkspace | null;
   created_at: string;
   updated_at: string;
 }

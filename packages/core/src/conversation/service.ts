@@ -1,6 +1,7 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
 import type { AgentEngine } from '../agent/engine.js';
+import { parseReplayTrajectory } from '../agent/replay.js';
 import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
 import type { EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { Clock } from '../clock.js';
@@ -13,6 +14,8 @@ import type { SandboxService } from '../sandbox/service.js';
 import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
 import type { SandboxStore } from '../sandbox/store.js';
 import type { StoredSettings } from '../settings/schema.js';
+import type { SandboxRuntime } from '../sandbox/runtime.js';
+import { prepareRepository, type WorkspaceOptions } from '../workspace/repository.js';
 import type { SettingsService } from '../settings/service.js';
 import {
   toStartTask,
@@ -39,6 +42,8 @@ export interface ConversationServiceOptions {
   allowClientConversationIds?: boolean;
   /** Models that need no API key (local or cloud-credential providers). */
   keylessModelPrefixes?: readonly string[];
+  /** Repository preparation at start (setup script and clone time limits, where credentials live). */
+  workspace?: WorkspaceOptions;
 }
 
 export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/', 'ollama_chat/'] as const;
@@ -55,6 +60,8 @@ export interface ConversationServiceDeps {
   ids: IdGenerator;
   logger: Logger;
   background: BackgroundTasks;
+  /** Runs the repository preparation (clone, setup script) in sandboxes; without it repositories are not cloned. */
+  runtime?: SandboxRuntime;
   options?: ConversationServiceOptions;
 }
 
@@ -158,6 +165,43 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
     conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId));
 
+  /**
+   * Clones the conversation's repository into its running sandbox (see workspace/repository.ts).
+   * Returns false, with the conversation STOPPED and the task in ERROR saying why, when it cannot.
+   */
+  const prepareWorkspace = async (userId: string, task: StartTaskRecord, box: SandboxRecord): Promise<boolean> => {
+    const found = await conversations.get(userId, task.app_conversation_id);
+    const record = found.isOk() ? found.value : null;
+    if (!record?.selected_repository || !deps.runtime) return true;
+    const stored = await settings.loadWithSecrets(userId);
+    const at = () => clock.now();
+    const result = await prepareRepository({
+      runtime: deps.runtime,
+      sandboxId: box.id,
+      workingDir: box.spec.working_dir,
+      conversationId: record.id,
+      repository: record.selected_repository,
+      branch: record.selected_branch,
+      provider: record.git_provider,
+      settings: stored.isOk() ? stored.value : null,
+      ...(deps.options?.workspace ? { options: deps.options.workspace } : {}),
+      onStep: async (step) => void (await setTask(userId, task.id, step)),
+      onReport: async (report) => void (await log.append(userId, record.id, [{ kind: 'setup', source: 'environment', timestamp: at(), ...report }])),
+    });
+    if (result.ok) {
+      const saved = await conversations.update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, workspace: result.workspace, updated_at: at() }));
+      if (saved.isOk()) return true;
+      logger.warn({ conversationId: record.id, error: saved.error.message }, 'could not record the prepared repository');
+    }
+    const detail = result.ok ? 'could not record the prepared repository' : result.reason;
+    logger.warn({ conversationId: record.id, sandboxId: box.id, detail }, 'could not prepare the repository of a conversation');
+    // Not fatal for the agent: started again (say with a fixed token), it acts on the waiting message.
+    await log.append(userId, record.id, [{ kind: 'error', source: 'environment', timestamp: at(), code: 'repository_setup_failed', message: detail, fatal: false }]);
+    await transition(userId, record.id, 'start_failed', { status_detail: detail });
+    await setTask(userId, task.id, 'ERROR', { detail });
+    return false;
+  };
+
   /** Brings the conversation's sandbox up and marks the conversation RUNNING, recording each step on the task. */
   const runStart = async (userId: string, task: StartTaskRecord, sandboxId: string): Promise<void> => {
     await setTask(userId, task.id, 'WAITING_FOR_SANDBOX', { sandbox_id: sandboxId });
@@ -175,6 +219,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       await setTask(userId, task.id, 'ERROR', { detail });
       return;
     }
+    if (!(await prepareWorkspace(userId, task, settled))) return;
     await setTask(userId, task.id, 'STARTING_CONVERSATION');
     const ready = await transition(userId, task.app_conversation_id, 'sandbox_ready', { status_detail: null });
     if (ready.isErr() || ready.value === null) {
@@ -303,6 +348,13 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             { path: 'conversation_id', message: 'this server does not accept client-chosen conversation ids; omit the field' },
           ]),
         );
+      }
+      if (request.replay_json) {
+        // A trajectory that cannot be replayed is refused before anything is stored. Its first
+        // user message is the conversation's first message (it wins over initial_user_msg, as in OpenHands).
+        const plan = parseReplayTrajectory(request.replay_json);
+        if (plan.isErr()) return errAsync(plan.error);
+        request = { ...request, initial_user_msg: plan.value.initial.text, image_urls: plan.value.initial.image_urls };
       }
       const id = request.conversation_id !== undefined ? normalizeId(request.conversation_id) : ids.next();
       return settings

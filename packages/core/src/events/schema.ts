@@ -14,6 +14,13 @@ const base = {
   timestamp: z.iso.datetime(),
 };
 
+/** Set on the events a `replay_json` trajectory produced: which step of the replay (0-based) this was. */
+const REPLAY_STEP = z
+  .int()
+  .min(0)
+  .optional()
+  .meta({ description: 'Only on events replayed from a replay_json trajectory: the replay step (0-based) that produced it. Replayed actions had no model call.' });
+
 export const MessageEventSchema = z
   .object({
     ...base,
@@ -21,6 +28,7 @@ export const MessageEventSchema = z
     source: z.enum(['user', 'agent', 'environment']).meta({ description: 'environment: a note from the service to the model (e.g. a nudge when it repeats itself).' }),
     text: z.string(),
     image_urls: z.array(z.string()),
+    replay_step: REPLAY_STEP,
   })
   .meta({ id: 'MessageEvent', description: 'A message from the user to the agent, or the agent’s reply to the user.' });
 
@@ -38,6 +46,7 @@ export const ActionEventSchema = z
     raw_arguments: z.string().meta({ description: 'The arguments exactly as the model wrote them.' }),
     thought: z.string().nullable().meta({ description: 'Text the model wrote next to the call (on the first call of a response).' }),
     response_id: z.string().meta({ description: 'Calls made in one model response share it.' }),
+    replay_step: REPLAY_STEP,
   })
   .meta({ id: 'ActionEvent', description: 'A tool call the agent made; it is recorded before it runs.' });
 
@@ -98,6 +107,7 @@ export const CONVERSATION_ERROR_CODES = [
   'stuck',
   'sandbox_unavailable',
   'restart_interrupted',
+  'repository_setup_failed',
   'internal_error',
 ] as const;
 export const ConversationErrorCodeSchema = z.enum(CONVERSATION_ERROR_CODES);
@@ -114,12 +124,26 @@ export const ErrorEventSchema = z
   })
   .meta({ id: 'ErrorEvent', description: 'Why the agent stopped (limits, LLM failures, stuck) or something it could not do.' });
 
+export const SetupEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('setup'),
+    source: z.literal('environment'),
+    step: z.enum(['repository', 'setup_script']).meta({ description: 'repository: the clone and checkout; setup_script: the repository’s .openhands/setup.sh.' }),
+    summary: z.string().meta({ description: 'What was done, in words.' }),
+    output: z.string().meta({ description: 'What the step printed (stdout and stderr), clipped; secrets are masked.' }),
+    exit_code: z.int().nullable().meta({ description: 'null when the step was killed (timed out) or ran no command.' }),
+    timed_out: z.boolean(),
+    duration_ms: z.int(),
+  })
+  .meta({ id: 'SetupEvent', description: 'A step of preparing the sandbox for the conversation (cloning its repository, running its setup script).' });
+
 export const ConversationEventSchema = z
-  .discriminatedUnion('kind', [MessageEventSchema, ActionEventSchema, ObservationEventSchema, LlmCallEventSchema, StatusEventSchema, ErrorEventSchema])
+  .discriminatedUnion('kind', [MessageEventSchema, ActionEventSchema, ObservationEventSchema, LlmCallEventSchema, StatusEventSchema, ErrorEventSchema, SetupEventSchema])
   .meta({ id: 'ConversationEvent' });
 export type ConversationEvent = z.infer<typeof ConversationEventSchema>;
 export type ConversationEventKind = ConversationEvent['kind'];
-export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error'] as const satisfies readonly ConversationEventKind[];
+export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error', 'setup'] as const satisfies readonly ConversationEventKind[];
 export const ConversationEventKindSchema = z.enum(CONVERSATION_EVENT_KINDS);
 
 export type MessageEvent = z.infer<typeof MessageEventSchema>;
@@ -128,6 +152,7 @@ export type ObservationEvent = z.infer<typeof ObservationEventSchema>;
 export type LlmCallEvent = z.infer<typeof LlmCallEventSchema>;
 export type StatusEvent = z.infer<typeof StatusEventSchema>;
 export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
+export type SetupEvent = z.infer<typeof SetupEventSchema>;
 
 /** An event about to be appended: everything but the id, which the log assigns. */
 export type ConversationEventDraft = ConversationEvent extends infer E ? (E extends ConversationEvent ? Omit<E, 'id'> : never) : never;

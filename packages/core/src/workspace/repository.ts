@@ -1,0 +1,376 @@
+import type { ExecRequest, ExecResult, SandboxRuntime } from '../sandbox/runtime.js';
+import type { GitProvider, StoredSettings } from '../settings/schema.js';
+import {
+  clipGuidance,
+  MAX_MICROAGENT_FILES,
+  parseFrontMatter,
+  type GuidanceFile,
+  type KnowledgeFile,
+  type RepositoryGuidance,
+} from './guidance.js';
+
+/**
+ * Puts a conversation's repository into its sandbox: git identity, credentials, clone,
+ * branch, `.openhands/setup.sh`, and the repository's guidance for the prompt.
+ *
+ * The token. It is written once, through the runtime's file API (never an argv), to a
+ * 0600 file outside the working directory (`<credentialDir>/credentials/<host>`), and a
+ * credential helper script that prints that file is configured in the *global* git
+ * config for the provider's URL only. So: the clone URL carries no token, `.git/config`
+ * holds none, no process has it in its argv or environment, and nothing we log or record
+ * contains it (outputs are scrubbed as well). The agent's own `git fetch`/`git push` go
+ * through the same helper and just work.
+ *
+ * Trade-off: the agent runs as the same user as the helper, so it *can* read the token
+ * file on purpose (it needs the token's power to push anyway). We chose a file over an
+ * environment variable in the agent's shell because a variable is inherited by every
+ * process the agent starts and shows up in any `env`, `printenv` or crash dump it prints
+ * (and so in the events); the file only appears if the agent reads it deliberately.
+ */
+
+export interface WorkspaceOptions {
+  /** How long `.openhands/setup.sh` may run before it is killed. Default 600 s. */
+  setupScriptTimeoutMs?: number;
+  /** How long the clone may take. Default 300 s. */
+  cloneTimeoutMs?: number;
+  /** Where the credential helper and the token files live in the sandbox (outside the working directory). Default `/opt/acs-git`. */
+  credentialDir?: string;
+}
+
+export const DEFAULT_SETUP_SCRIPT_TIMEOUT_MS = 600_000;
+export const DEFAULT_CLONE_TIMEOUT_MS = 300_000;
+export const DEFAULT_CREDENTIAL_DIR = '/opt/acs-git';
+export const DEFAULT_GIT_USER_NAME = 'openhands';
+export const DEFAULT_GIT_USER_EMAIL = 'openhands@all-hands.dev';
+/** The most characters of setup output kept in an event (head and tail). */
+export const MAX_SETUP_OUTPUT_CHARS = 20_000;
+
+/** Where a conversation's repository is, once prepared; kept on the conversation record. */
+export interface ConversationWorkspace {
+  repository: string;
+  /** Absolute path of the clone in the sandbox; the agent's working directory. */
+  repository_dir: string;
+  branch: string;
+  guidance: RepositoryGuidance;
+}
+
+export const PROVIDER_HOSTS: Record<GitProvider, string | null> = {
+  github: 'github.com',
+  gitlab: 'gitlab.com',
+  bitbucket: 'bitbucket.org',
+  enterprise_sso: null,
+};
+
+/** The user names providers expect next to a token used as a password. */
+const TOKEN_USERNAMES: Record<GitProvider, string> = {
+  github: 'x-access-token',
+  gitlab: 'oauth2',
+  bitbucket: 'x-token-auth',
+  enterprise_sso: 'oauth2',
+};
+
+export interface RepositoryRemote {
+  provider: GitProvider;
+  /** `https://host[:port][/prefix]/owner/name.git`: never carries credentials. */
+  url: string;
+  /** `scheme://host[:port]`: what the credential helper is configured for. */
+  origin: string;
+  /** `host[:port]`, as git names it to a credential helper. */
+  host: string;
+  token: string | null;
+  username: string;
+}
+
+export type SetupStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT';
+
+/** What a step printed, for an event. */
+export interface SetupReport {
+  step: 'repository' | 'setup_script';
+  summary: string;
+  output: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  duration_ms: number;
+}
+
+export interface PrepareRepositoryInput {
+  runtime: SandboxRuntime;
+  sandboxId: string;
+  workingDir: string;
+  conversationId: string;
+  repository: string;
+  branch: string | null;
+  provider: GitProvider | null;
+  settings: StoredSettings | null;
+  options?: WorkspaceOptions;
+  /** Called as the work moves on (the start task shows it). */
+  onStep?: (step: SetupStep) => Promise<void>;
+  /** Called with each step's outcome (recorded as events). */
+  onReport?: (report: SetupReport) => Promise<void>;
+}
+
+export type PrepareRepositoryResult = { ok: true; workspace: ConversationWorkspace } | { ok: false; reason: string };
+
+/** Masks every secret (and its URL-encoded form) in a text. */
+export function scrubSecrets(text: string, secrets: readonly (string | null | undefined)[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (!secret || secret.length < 4) continue;
+    for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join('****');
+  }
+  return out;
+}
+
+/** Which provider, host and token a repository is fetched with. */
+export function resolveRemote(repository: string, provider: GitProvider | null, settings: StoredSettings | null): { ok: true; remote: RepositoryRemote } | { ok: false; reason: string } {
+  const tokens = settings?.secrets_store.provider_tokens ?? {};
+  const withToken = (Object.keys(tokens) as GitProvider[]).filter((p) => tokens[p]?.token);
+  const chosen: GitProvider = provider ?? (withToken.length === 1 ? withToken[0]! : 'github');
+  const entry = tokens[chosen];
+  const hostText = entry?.host?.trim() || PROVIDER_HOSTS[chosen];
+  if (!hostText) return { ok: false, reason: `the ${chosen} provider has no default host: store one in secrets_store.provider_tokens.${chosen}.host` };
+  let base: URL;
+  try {
+    // A host given with a scheme keeps it (http:// for a server on the local network); otherwise https.
+    base = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(hostText) ? hostText : `https://${hostText}`);
+  } catch {
+    return { ok: false, reason: `the ${chosen} host "${hostText}" is not a host name or URL` };
+  }
+  if ((base.protocol !== 'https:' && base.protocol !== 'http:') || base.username || base.password || !base.hostname) {
+    return { ok: false, reason: `the ${chosen} host "${hostText}" must be a host name or an http(s) URL without credentials` };
+  }
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const token = entry?.token?.trim() || null;
+  // Bitbucket app passwords come as "user:app_password".
+  const split = chosen === 'bitbucket' && token?.includes(':') ? token.indexOf(':') : -1;
+  return {
+    ok: true,
+    remote: {
+      provider: chosen,
+      url: `${base.origin}${prefix}/${repository}.git`,
+      origin: base.origin,
+      host: base.host,
+      token: split >= 0 ? token!.slice(split + 1) : token,
+      username: split >= 0 ? token!.slice(0, split) : TOKEN_USERNAMES[chosen],
+    },
+  };
+}
+
+/** The helper git runs as `credential.<origin>.helper`: prints the stored credentials for the host git asks about. */
+export function credentialHelperScript(credentialDir: string): string {
+  return [
+    '#!/bin/sh',
+    '# git credential helper of the agent conversation service: answers "get" with the',
+    '# credentials stored for the host git asks about. It holds no secret itself.',
+    '[ "$1" = get ] || exit 0',
+    'host=',
+    'while IFS= read -r line; do',
+    '  [ -z "$line" ] && break',
+    '  case "$line" in host=*) host=${line#host=} ;; esac',
+    'done',
+    `file="${credentialDir}/credentials/$(printf '%s' "$host" | tr -c 'A-Za-z0-9.-' '_')"`,
+    '[ -r "$file" ] && cat "$file"',
+    'exit 0',
+    '',
+  ].join('\n');
+}
+
+/** The file name the helper looks up for a host (`127.0.0.1:8080` → `127.0.0.1_8080`). */
+export const credentialFileName = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
+
+const repositoryName = (repository: string): string => repository.split('/').at(-1)!.replace(/\.git$/, '');
+
+/** Where a repository is cloned: `<working_dir>/<name>`. */
+export function repositoryDir(workingDir: string, repository: string): string {
+  return `${workingDir.replace(/\/+$/, '')}/${repositoryName(repository)}`;
+}
+
+/** A work branch name for a conversation without one. */
+export const workBranchName = (conversationId: string): string => `openhands-workspace-${conversationId.replace(/-/g, '').slice(0, 8)}`;
+
+const clip = (text: string, max = MAX_SETUP_OUTPUT_CHARS): string =>
+  text.length <= max ? text : `${text.slice(0, max / 2)}\n[… ${text.length - max} characters cut …]\n${text.slice(-max / 2)}`;
+
+/** The line of git's stderr that says what went wrong. */
+const gitReason = (stderr: string): string => {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const fatal = lines.filter((l) => /^(fatal|error|remote):/i.test(l));
+  return (fatal.length > 0 ? fatal : lines).slice(-2).join(' ').slice(0, 500) || 'git gave no reason';
+};
+
+const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** Runs the whole preparation. Every message it returns or reports has the token masked. */
+export async function prepareRepository(input: PrepareRepositoryInput): Promise<PrepareRepositoryResult> {
+  const { runtime, sandboxId, workingDir, repository } = input;
+  const options = input.options ?? {};
+  const credentialDir = (options.credentialDir ?? DEFAULT_CREDENTIAL_DIR).replace(/\/+$/, '');
+  const resolved = resolveRemote(repository, input.provider, input.settings);
+  if (!resolved.ok) return { ok: false, reason: `cannot clone ${repository}: ${resolved.reason}` };
+  const remote = resolved.remote;
+  const scrub = (text: string) => scrubSecrets(text, [remote.token, input.settings?.secrets_store.provider_tokens[remote.provider]?.token]);
+  const dir = repositoryDir(workingDir, repository);
+  const gitEnv = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
+
+  class StepFailed extends Error {}
+  const exec = async (request: ExecRequest, what: string): Promise<ExecResult> => {
+    const result = await runtime.exec(sandboxId, { ...request, env: { ...gitEnv, ...request.env } });
+    if (result.isErr()) throw new StepFailed(`${what}: the sandbox did not run the command (${scrub(result.error.message)})`);
+    return result.value;
+  };
+  const mustExec = async (request: ExecRequest, what: string): Promise<ExecResult> => {
+    const result = await exec(request, what);
+    if (result.exit_code !== 0) throw new StepFailed(`${what}: ${scrub(gitReason(result.stderr || result.stdout))}`);
+    return result;
+  };
+
+  try {
+    await input.onStep?.('PREPARING_REPOSITORY');
+    const started = Date.now();
+
+    // Identity: the user's, or a default so commits work at all.
+    const name = input.settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME;
+    const email = input.settings?.git_user_email?.trim() || DEFAULT_GIT_USER_EMAIL;
+    await mustExec({ command: ['git', 'config', '--global', 'user.name', name] }, 'could not set the git user name');
+    await mustExec({ command: ['git', 'config', '--global', 'user.email', email] }, 'could not set the git user email');
+
+    // Credentials: a helper in the global config, the token in a 0600 file only it reads.
+    const helper = `${credentialDir}/credential-helper`;
+    const secretFile = `${credentialDir}/credentials/${credentialFileName(remote.host)}`;
+    if (remote.token) {
+      // The directories first, so the secret is never readable by others, not even for a moment.
+      await mustExec({ command: ['mkdir', '-p', '-m', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not create the git credentials directory');
+      const written = await runtime.writeFile(sandboxId, helper, new TextEncoder().encode(credentialHelperScript(credentialDir)));
+      if (written.isErr()) throw new StepFailed(`could not install the git credential helper: ${written.error.message}`);
+      const secret = await runtime.writeFile(sandboxId, secretFile, new TextEncoder().encode(`username=${remote.username}\npassword=${remote.token}\n`));
+      if (secret.isErr()) throw new StepFailed(`could not store the git credentials in the sandbox: ${scrub(secret.error.message)}`);
+      await mustExec({ command: ['chmod', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not protect the git credentials');
+      await mustExec({ command: ['chmod', '0600', secretFile] }, 'could not protect the git credentials');
+      await mustExec({ command: ['chmod', '0700', helper] }, 'could not install the git credential helper');
+      await mustExec({ command: ['git', 'config', '--global', `credential.${remote.origin}.helper`, helper] }, 'could not configure the git credential helper');
+    } else {
+      // No token (a public repository): drop what an earlier start may have stored.
+      await exec({ command: ['rm', '-f', secretFile] }, 'could not remove old git credentials');
+    }
+
+    const present = await exec({ command: ['git', '-C', dir, 'rev-parse', '--show-toplevel'] }, 'could not look for an existing clone');
+    const alreadyCloned = present.exit_code === 0 && present.stdout.trim() === dir;
+    let branch: string;
+    if (alreadyCloned) {
+      // A restart in the same sandbox: keep the clone (and whatever work is in it) as it is.
+      const head = await exec({ command: ['git', '-C', dir, 'rev-parse', '--abbrev-ref', 'HEAD'] }, 'could not read the current branch');
+      branch = head.stdout.trim() || input.branch || 'HEAD';
+      await input.onReport?.({
+        step: 'repository',
+        summary: `${repository} is already cloned in ${dir} (branch ${branch}); kept as it is`,
+        output: '',
+        exit_code: 0,
+        timed_out: false,
+        duration_ms: Date.now() - started,
+      });
+    } else {
+      const cloned = await exec(
+        { command: ['git', 'clone', '--', remote.url, dir], cwd: workingDir, timeoutMs: options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS },
+        'could not clone',
+      );
+      if (cloned.timed_out) throw new StepFailed(`could not clone ${repository} from ${remote.origin}: the clone took longer than ${Math.round((options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS) / 1000)} s`);
+      if (cloned.exit_code !== 0) {
+        const why = scrub(gitReason(cloned.stderr || cloned.stdout));
+        const hint = /authentication failed|could not read username|403|401|terminal prompts disabled/i.test(why)
+          ? remote.token
+            ? ` (the ${remote.provider} token was refused; store a valid one in secrets_store.provider_tokens.${remote.provider})`
+            : ` (no ${remote.provider} token is stored; add one to secrets_store.provider_tokens.${remote.provider})`
+          : '';
+        throw new StepFailed(`could not clone ${repository} from ${remote.origin}: ${why}${hint}`);
+      }
+      if (input.branch) {
+        branch = input.branch;
+        const known = await exec(
+          { command: ['git', '-C', dir, 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`] },
+          'could not look up the branch',
+        );
+        if (known.exit_code !== 0) throw new StepFailed(`branch "${branch}" does not exist in ${repository}`);
+        await mustExec({ command: ['git', '-C', dir, 'checkout', branch, '--'] }, `could not check out branch "${branch}"`);
+      } else {
+        branch = workBranchName(input.conversationId);
+        await mustExec({ command: ['git', '-C', dir, 'checkout', '-b', branch] }, `could not create the work branch "${branch}"`);
+      }
+      await input.onReport?.({
+        step: 'repository',
+        summary: `cloned ${repository} from ${remote.origin} into ${dir}; ${input.branch ? `checked out branch ${branch}` : `created the work branch ${branch}`}`,
+        output: scrub(clip(`${cloned.stdout}${cloned.stderr}`)),
+        exit_code: 0,
+        timed_out: false,
+        duration_ms: Date.now() - started,
+      });
+
+      // The repository's own setup, from the repository root (where the script expects to be).
+      const script = await runtime.readFile(sandboxId, `${dir}/.openhands/setup.sh`);
+      if (script.isOk()) {
+        await input.onStep?.('RUNNING_SETUP_SCRIPT');
+        const timeoutMs = options.setupScriptTimeoutMs ?? DEFAULT_SETUP_SCRIPT_TIMEOUT_MS;
+        const ran = await exec(
+          { command: ['bash', '-c', 'bash .openhands/setup.sh 2>&1'], cwd: dir, timeoutMs },
+          'could not run .openhands/setup.sh',
+        );
+        const outcome = ran.timed_out
+          ? `was stopped after ${Math.round(timeoutMs / 1000)} s`
+          : ran.exit_code === 0
+            ? 'succeeded'
+            : `failed with exit code ${ran.exit_code}`;
+        await input.onReport?.({
+          step: 'setup_script',
+          summary: `.openhands/setup.sh ${outcome}`,
+          output: scrub(clip(`${ran.stdout}${ran.stderr}`)),
+          exit_code: ran.exit_code,
+          timed_out: ran.timed_out,
+          duration_ms: ran.duration_ms,
+        });
+      }
+    }
+
+    return { ok: true, workspace: { repository, repository_dir: dir, branch, guidance: await loadGuidance(runtime, sandboxId, dir) } };
+  } catch (error) {
+    if (error instanceof StepFailed) return { ok: false, reason: scrub(error.message) };
+    return { ok: false, reason: scrub(`could not prepare ${repository}: ${error instanceof Error ? error.message : String(error)}`) };
+  }
+}
+
+/** Reads the repository's guidance files (missing ones are simply absent). */
+export async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: string): Promise<RepositoryGuidance> {
+  const read = async (path: string): Promise<string | null> => {
+    const bytes = await runtime.readFile(sandboxId, `${dir}/${path}`);
+    return bytes.isOk() ? decode(bytes.value) : null;
+  };
+  const instructions: GuidanceFile[] = [];
+  const knowledge: KnowledgeFile[] = [];
+
+  const root = await runtime.listDirectory(sandboxId, dir);
+  const agentsFile = root.isOk() ? root.value.find((e) => e.type === 'file' && /^agents?\.md$/i.test(e.name)) : undefined;
+  if (agentsFile) {
+    const text = await read(agentsFile.name);
+    if (text?.trim()) instructions.push({ path: agentsFile.name, content: clipGuidance(text.trim()) });
+  }
+
+  const microagents = await runtime.listDirectory(sandboxId, `${dir}/.openhands/microagents`);
+  const files = microagents.isOk()
+    ? microagents.value
+        .filter((e) => e.type === 'file' && e.name.endsWith('.md') && e.name.toLowerCase() !== 'readme.md')
+        .sort((a, b) => (a.name === 'repo.md' ? -1 : b.name === 'repo.md' ? 1 : a.name < b.name ? -1 : 1))
+        .slice(0, MAX_MICROAGENT_FILES)
+    : [];
+  for (const entry of files) {
+    const path = `.openhands/microagents/${entry.name}`;
+    const text = await read(path);
+    if (!text) continue;
+    const parsed = parseFrontMatter(text);
+    const body = parsed.body.trim();
+    if (!body) continue;
+    if (parsed.triggers.length > 0 && entry.name !== 'repo.md') {
+      knowledge.push({ path, name: parsed.name ?? entry.name.replace(/\.md$/, ''), triggers: parsed.triggers, content: clipGuidance(body) });
+    } else {
+      instructions.push({ path, content: clipGuidance(body) });
+    }
+  }
+  return { instructions, knowledge };
+}
