@@ -160,8 +160,14 @@ describe('NewConversationRequestSchema', () => {
     expect(rejected({ selected_branch })).toEqual(['selected_branch']);
   });
 
-  it.each(['-starts-with-dash', 'has space', 'a/b', ''])('rejects conversation_id %j', (conversation_id) => {
+  it.each(['-starts-with-dash', 'has space', 'a/b', '', 'count', 'SEARCH', 'start-tasks', 'Stream-Start'])('rejects conversation_id %j', (conversation_id) => {
     expect(rejected({ conversation_id })).toEqual(['conversation_id']);
+  });
+
+  it('refuses a suggested task or microagent about another repository than `repository`', () => {
+    expect(rejected({ repository: 'acme/api', suggested_task: { repo: 'acme/web', issue_number: 1, title: 't' } })).toEqual(['suggested_task.repo']);
+    expect(rejected({ repository: 'acme/api', create_microagent: { repo: 'acme/web' } })).toEqual(['create_microagent.repo']);
+    expect(NewConversationRequestSchema.safeParse({ repository: 'acme/api', suggested_task: { repo: 'Acme/API', issue_number: 1, title: 't' } }).success).toBe(true);
   });
 
   it('validates a nested mcp_config', () => {

@@ -49,12 +49,16 @@ export const ImageUrlSchema = z
     message: 'must be an http(s) URL or a data:image/...;base64 URL',
   });
 
+const RESERVED_CONVERSATION_IDS = new Set(['search', 'count', 'start-tasks', 'stream-start']);
+
 /** Client-chosen conversation ids (when the server allows them). */
 export const ClientConversationIdSchema = z
   .string()
   .min(1)
   .max(100)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'may only contain letters, digits, _ and - and must start with a letter or digit');
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'may only contain letters, digits, _ and - and must start with a letter or digit')
+  // These name routes under /api/v1/app-conversations/ (matched case-insensitively), so a conversation with them could not be read there.
+  .refine((id) => !RESERVED_CONVERSATION_IDS.has(id.toLowerCase()), 'is reserved: it names a route (search, count, start-tasks, stream-start)');
 
 export const SuggestedTaskSchema = z.object({
   repo: RepositoryNameSchema,
@@ -89,6 +93,16 @@ export const NewConversationRequestSchema = z.strictObject({
   conversation_instructions: z.string().max(100_000).nullable().optional(),
   mcp_config: McpConfigSchema.optional(),
   conversation_id: ClientConversationIdSchema.optional(),
+}).superRefine((request, ctx) => {
+  // The repository cloned and the one the first message talks about must be the same.
+  const named = request.suggested_task?.repo ?? request.create_microagent?.repo;
+  if (request.repository && named && named.toLowerCase() !== request.repository.toLowerCase()) {
+    ctx.addIssue({
+      code: 'custom',
+      path: request.suggested_task ? ['suggested_task', 'repo'] : ['create_microagent', 'repo'],
+      message: `names ${named}, but repository is ${request.repository}; give one repository (or the same in both)`,
+    });
+  }
 });
 export type NewConversationRequest = z.output<typeof NewConversationRequestSchema>;
 
