@@ -10,7 +10,8 @@ import type { AppConversation, ConversationEvent, EventPage, MessageEvent } from
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from './fake-openai-server.js';
-import { call, freshDataDir, startServer, type Running } from './process.js';
+import { call, freshDataDir, startServer, type Running, body, waitFor } from './process.js';
+import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
 const user = `agent-docker-test-${randomBytes(4).toString('hex')}`;
@@ -64,27 +65,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await llm.close();
-  const mine = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
-  await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await removeContainersOf(docker, user);
 });
-
-async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
-  const r = await response;
-  const text = await r.text();
-  expect(r.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
-
-/** Polls until `probe` returns something other than undefined. */
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function conversation(server: Running, id: string): Promise<AppConversation> {
   const [found] = await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY));

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { call, freshDataDir, startServer, type Running } from './process.js';
+import { call, freshDataDir, startServer, type Running, body } from './process.js';
+import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
 const user = `docker-test-${randomBytes(4).toString('hex')}`;
@@ -9,16 +10,8 @@ const KEY = `${user}-key-0123456789`;
 const env = (extra: Record<string, string> = {}) => ({ ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_SANDBOXES: 'docker', ...extra });
 
 afterAll(async () => {
-  const mine = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
-  await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await removeContainersOf(docker, user);
 });
-
-async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
-  const r = await response;
-  const text = await r.text();
-  expect(r.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
 
 async function statusOf(server: Running, id: string): Promise<string> {
   return (await body<{ status: string }>(call(server.url, `/api/v1/sandboxes/${id}`, KEY))).status;

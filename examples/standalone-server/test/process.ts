@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 
 export const exampleDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -63,3 +63,22 @@ export const call = (url: string, path: string, key: string | null, body?: unkno
     headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+
+/** The JSON body of a response, after checking its status (the body is shown when it differs). */
+export async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
+  const r = await response;
+  const text = await r.text();
+  expect(r.status, text).toBe(status);
+  return JSON.parse(text) as T;
+}
+
+/** Polls every 100 ms until `probe` returns something other than undefined. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -10,7 +10,8 @@ import type { AppConversation, ConversationEvent, EventPage } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from './fake-openai-server.js';
-import { call, startServer, type Running } from './process.js';
+import { call, startServer, type Running, body } from './process.js';
+import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
 const user = `replay-docker-test-${randomBytes(4).toString('hex')}`;
@@ -38,16 +39,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await llm.close();
-  const mine = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
-  await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await removeContainersOf(docker, user);
 });
-
-async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
-  const r = await response;
-  const text = await r.text();
-  expect(r.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
 
 async function conversation(server: Running, id: string): Promise<AppConversation> {
   const [found] = await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY));

@@ -9,7 +9,8 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitServer, makeRepository } from '../../../packages/adapter-docker/test/git-server.js';
 import { completion, marker, startFakeOpenAi, textOf, toolCall, type FakeOpenAi } from './fake-openai-server.js';
-import { call, startServer, type Running } from './process.js';
+import { call, startServer, type Running, body, waitFor } from './process.js';
+import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
 const user = `repo-docker-test-${randomBytes(4).toString('hex')}`;
@@ -40,26 +41,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await llm.close();
   await git.stop();
-  const mine = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
-  await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await removeContainersOf(docker, user);
 });
-
-async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
-  const r = await response;
-  const text = await r.text();
-  expect(r.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const conversation = async (server: Running, id: string) => (await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY)))[0]!;
 const events = async (server: Running, id: string) =>
@@ -90,7 +73,7 @@ describe('a conversation with a repository on the example server, in Docker, aga
       }),
     );
     const id = created.conversation_id;
-    await waitFor('the agent to finish', async () => ((await conversation(server, id)).execution_status === 'finished' ? true : undefined));
+    await waitFor('the agent to finish', async () => ((await conversation(server, id)).execution_status === 'finished' ? true : undefined), 60_000);
 
     const log = await events(server, id);
     expect(log.filter((e) => e.kind === 'setup').map((e) => e.kind === 'setup' && e.step)).toEqual(['repository', 'setup_script']);
@@ -124,7 +107,7 @@ describe('a conversation with a repository on the example server, in Docker, aga
     const done = await waitFor('the start task to end', async () => {
       const [t] = await body<(StartTask | null)[]>(call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY));
       return t && (t.status === 'ERROR' || t.status === 'READY') ? t : undefined;
-    });
+    }, 60_000);
     expect(done.status).toBe('ERROR');
     expect(done.detail).toContain(`could not clone acme/widgets from ${git.url}`);
     expect(done.detail).toContain('the gitlab token was refused');

@@ -12,7 +12,8 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitServer, makeRepository } from '../../../packages/adapter-docker/test/git-server.js';
 import { completion, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from './fake-openai-server.js';
-import { call, startServer, type Running } from './process.js';
+import { call, startServer, type Running, body, waitFor } from './process.js';
+import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
 const user = `fields-docker-test-${randomBytes(4).toString('hex')}`;
@@ -52,26 +53,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await llm.close();
   await git.stop();
-  const mine = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
-  await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await removeContainersOf(docker, user);
 });
-
-async function body<T>(response: Promise<Response>, status = 200): Promise<T> {
-  const r = await response;
-  const text = await r.text();
-  expect(r.status, text).toBe(status);
-  return JSON.parse(text) as T;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const conversation = async (server: Running, id: string) => (await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY)))[0];
 const events = async (server: Running, id: string) =>
@@ -86,7 +69,7 @@ const untilFinished = (server: Running, id: string) =>
       throw new Error(`conversation ${id} ended ${c.execution_status}/${c.conversation_status}: ${JSON.stringify(await events(server, id))}`);
     }
     return c?.execution_status === 'finished' ? c : undefined;
-  });
+  }, 60_000);
 
 const create = (server: Running, request: Record<string, unknown>) => call(server.url, '/api/conversations', KEY, request);
 const created = async (server: Running, request: Record<string, unknown>) => (await body<{ conversation_id: string }>(create(server, request))).conversation_id;

@@ -8,6 +8,7 @@ import {
   type SettingsInput,
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
+import { eventsOf, recordOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -26,16 +27,6 @@ async function converse(service: AgentConversationService, message = 'please do 
   const created = await expectOk(service.conversations.create('alice', { initial_user_msg: message, ...extra }));
   await service.idle();
   return created.conversation_id;
-}
-
-async function eventsOf(service: AgentConversationService, id: string): Promise<ConversationEvent[]> {
-  const page = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 100 }));
-  return page.items;
-}
-
-async function recordOf(service: AgentConversationService, id: string) {
-  const [conversation] = await expectOk(service.conversations.getMany('alice', [id]));
-  return conversation!;
 }
 
 const call = (name: string, args: Record<string, unknown> | string): ScriptedTurn => ({ tool_calls: [{ name, arguments: args }] });

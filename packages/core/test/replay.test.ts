@@ -9,6 +9,7 @@ import {
   type SettingsInput,
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
+import { eventsOf, recordOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 
 const WORKDIR = '/workspace';
@@ -203,16 +204,6 @@ async function service(ports: Ports, settings: SettingsInput | null = LLM, turns
   const svc = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   if (settings) await expectOk(svc.settings.store('alice', settings));
   return svc;
-}
-
-async function eventsOf(svc: AgentConversationService, id: string): Promise<ConversationEvent[]> {
-  const page = await expectOk(svc.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 100 }));
-  return page.items;
-}
-
-async function recordOf(svc: AgentConversationService, id: string) {
-  const [conversation] = await expectOk(svc.conversations.getMany('alice', [id]));
-  return conversation!;
 }
 
 async function fileOf(svc: AgentConversationService, ports: Ports, id: string, path: string): Promise<string | null> {

@@ -1,0 +1,14 @@
+import type { AgentConversationService, ConversationEvent } from '@acs/core';
+import { expectOk } from '@acs/core/testing';
+
+/** Alice's conversation's first 100 events, oldest first. */
+export async function eventsOf(service: AgentConversationService, id: string): Promise<ConversationEvent[]> {
+  const page = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 100 }));
+  return page.items;
+}
+
+/** Alice's app conversation (fails the test when it does not exist). */
+export async function recordOf(service: AgentConversationService, id: string) {
+  const [conversation] = await expectOk(service.conversations.getMany('alice', [id]));
+  return conversation!;
+}
