@@ -387,7 +387,6 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     }
     if (verdict.kind === 'nudge') {
       await append(r, [{ kind: 'message', source: 'environment', timestamp: now(), text: verdict.message, image_urls: [] }]);
-      await catchUp(r);
     }
 
     const since = lastUserMessageIndex(r.events);
@@ -724,7 +723,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
                 const r = runnerFor(record.user_id, record.id);
                 if (r.loop) continue;
                 await catchUp(r);
-                const answered = new Set(r.events.filter((e) => e.kind === 'observation').map((e) => (e as { tool_call_id: string }).tool_call_id));
+                const answered = new Set(r.events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
                 const open = r.events.filter((e): e is ActionEvent => e.kind === 'action' && !answered.has(e.tool_call_id));
                 if (open.length > 0) {
                   interrupted += open.length;

@@ -32,6 +32,7 @@ import {
   type StartTaskRecord,
   type StartTaskStatus,
 } from './schema.js';
+import { nextExecutionStatus } from '../agent/execution-state.js';
 import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from './state.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 import { toAppConversation, toConversationInfo } from './view.js';
@@ -150,8 +151,9 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       nextConversationStatus(current.status, event)
         .mapErr((e): DomainError => ({ type: 'IllegalConversationTransition', conversationId: id, from: e.from, event: e.event }))
         .map((status) => {
-          // A conversation whose sandbox is ready for the first time has an idle agent; later the agent keeps its status.
-          const agent = event === 'sandbox_ready' && current.execution_status === null ? { execution_status: 'idle' as const } : {};
+          // The agent learns its sandbox is ready: idle the first time, otherwise it keeps its status.
+          const ready = event === 'sandbox_ready' ? nextExecutionStatus(current.execution_status, 'ready').unwrapOr(current.execution_status) : current.execution_status;
+          const agent = ready !== current.execution_status ? { execution_status: ready } : {};
           return status === current.status && Object.keys(patch).length === 0 && Object.keys(agent).length === 0
             ? current
             : { ...current, ...patch, ...agent, status, updated_at: clock.now() };

@@ -14,6 +14,11 @@ export interface EventSubscription {
 
 const READ_BATCH = 500;
 
+interface LiveSubscriber {
+  live(event: ConversationEvent): void;
+  end(reason: string): void;
+}
+
 /**
  * The event log as the engine and clients use it: typed appends that also notify live
  * subscribers in this process, paged reads, and subscriptions that replay from an id
@@ -21,9 +26,8 @@ const READ_BATCH = 500;
  */
 export class EventLog {
   readonly #store: EventStore;
-  readonly #listeners = new Map<string, Set<(event: ConversationEvent) => void>>();
-  /** How to end each live subscription of a conversation (when the conversation is deleted). */
-  readonly #enders = new Map<string, Set<(reason: string) => void>>();
+  /** The live subscriptions of each conversation: how to hand one an event, and how to end it. */
+  readonly #subscribers = new Map<string, Set<LiveSubscriber>>();
 
   constructor(store: EventStore) {
     this.#store = store;
@@ -37,13 +41,13 @@ export class EventLog {
     if (drafts.length === 0) return okAsync([]);
     return this.#store.append(userId, conversationId, drafts.map(toNewEvent)).map((stored) => {
       const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
-      const listeners = this.#listeners.get(EventLog.#key(userId, conversationId));
-      if (listeners) {
+      const subscribers = this.#subscribers.get(EventLog.#key(userId, conversationId));
+      if (subscribers) {
         for (const event of events) {
-          for (const listener of [...listeners]) {
+          for (const subscriber of [...subscribers]) {
             // A subscriber's failure is its own; it must not fail the append (the engine's step).
             try {
-              listener(event);
+              subscriber.live(event);
             } catch {
               /* ignored */
             }
@@ -145,34 +149,28 @@ export class EventLog {
       if (!replaying) void drain();
     };
 
-    let set = this.#listeners.get(key);
-    if (!set) {
-      set = new Set();
-      this.#listeners.set(key, set);
-    }
-    set.add(onLive);
-    const ender = (reason: string) => {
-      subscription.close();
-      onEnd?.(reason);
+    const subscriber: LiveSubscriber = {
+      live: onLive,
+      end: (reason) => {
+        subscription.close();
+        onEnd?.(reason);
+      },
     };
-    let enders = this.#enders.get(key);
-    if (!enders) {
-      enders = new Set();
-      this.#enders.set(key, enders);
+    let subscribers = this.#subscribers.get(key);
+    if (!subscribers) {
+      subscribers = new Set();
+      this.#subscribers.set(key, subscribers);
     }
-    enders.add(ender);
+    subscribers.add(subscriber);
     const subscription: EventSubscription = {
       get lastId() {
         return lastId;
       },
       close: () => {
         closed = true;
-        const listeners = this.#listeners.get(key);
-        listeners?.delete(onLive);
-        if (listeners?.size === 0) this.#listeners.delete(key);
-        const enders = this.#enders.get(key);
-        enders?.delete(ender);
-        if (enders?.size === 0) this.#enders.delete(key);
+        const current = this.#subscribers.get(key);
+        current?.delete(subscriber);
+        if (current?.size === 0) this.#subscribers.delete(key);
       },
     };
     // Replay batch by batch, so a long log is never held in memory at once.
@@ -198,13 +196,13 @@ export class EventLog {
 
   /** How many live subscribers a conversation has (for tests and metrics). */
   subscriberCount(userId: string, conversationId: string): number {
-    return this.#listeners.get(EventLog.#key(userId, conversationId))?.size ?? 0;
+    return this.#subscribers.get(EventLog.#key(userId, conversationId))?.size ?? 0;
   }
 
   /** Removes the log and ends its live subscriptions (their onEnd is told why). */
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
     return this.#store.deleteConversation(userId, conversationId).map((count) => {
-      for (const end of [...(this.#enders.get(EventLog.#key(userId, conversationId)) ?? [])]) end('the conversation was deleted');
+      for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.end('the conversation was deleted');
       return count;
     });
   }
