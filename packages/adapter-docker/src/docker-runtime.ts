@@ -292,6 +292,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
+  // TEMPORARY (issue 7, replaced in this change): spawn is not implemented yet.
+  spawn(): ResultAsync<never, { kind: 'failed'; message: string }> {
+    return ResultAsync.fromPromise(Promise.reject(new Error('spawn is not implemented yet')), () => ({ kind: 'failed' as const, message: 'spawn is not implemented yet' }));
+  }
+
   #container(sandboxId: string) {
     return this.#docker.getContainer(this.containerName(sandboxId));
   }

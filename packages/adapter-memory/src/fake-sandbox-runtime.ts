@@ -283,6 +283,11 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     });
   }
 
+  // TEMPORARY (issue 7, replaced in this change): spawn is not implemented yet.
+  spawn(): ResultAsync<never, { kind: 'failed'; message: string }> {
+    return ResultAsync.fromPromise(Promise.reject(new Error('spawn is not implemented yet')), () => ({ kind: 'failed' as const, message: 'spawn is not implemented yet' }));
+  }
+
   /** A shell emulated over the registered exec handlers (fake-shell.ts says what it does and does not do). */
   openShell(sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
     return this.#call('openShell', sandboxId, () => {

@@ -17,6 +17,7 @@ export * from './validation.js';
 export type { StoreFailure } from './store-failure.js';
 
 export * from './mcp/schema.js';
+export type * from './mcp/port.js';
 export { splitShellWords } from './mcp/shell-words.js';
 
 export * from './settings/schema.js';

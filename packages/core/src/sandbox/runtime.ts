@@ -48,6 +48,31 @@ export interface ExecResult {
   duration_ms: number;
 }
 
+/** A long-running process to start in a sandbox, spoken to over its stdin and stdout (e.g. a stdio MCP server). */
+export interface SpawnRequest {
+  /** An argv, run without a shell. */
+  command: readonly string[];
+  /** Absolute, or relative to the spec's working directory. Default: the working directory. */
+  cwd?: string;
+  env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A process running in a sandbox. Output arrives as it is written, stdout and stderr kept
+ * apart (stderr is for logs; a protocol reads stdout only). Listeners added after output
+ * arrived do not see that output, so add them right after `spawn` resolves.
+ */
+export interface SandboxProcess {
+  /** Writes to the process's stdin; rejects once the process has ended. */
+  write(data: Uint8Array | string): Promise<void>;
+  onStdout(listener: (chunk: Uint8Array) => void): void;
+  onStderr(listener: (chunk: Uint8Array) => void): void;
+  /** Resolves once, when the process has ended (exited, was killed, or its stream was lost); exit_code null when unknown. */
+  readonly exited: Promise<{ exit_code: number | null }>;
+  /** Ends the process (and what it started); resolves when it has ended. Idempotent. */
+  kill(): Promise<void>;
+}
+
 export interface DirectoryEntry {
   name: string;
   /** Absolute path inside the sandbox. */
@@ -93,6 +118,8 @@ export interface SandboxRuntime {
   listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError>;
   /** Opens a persistent shell in a running sandbox: `cd` and `export` carry over between its commands. */
   openShell(sandboxId: string, options?: OpenShellOptions): ResultAsync<SandboxShell, SandboxRuntimeError>;
+  /** Starts a long-running process in a running sandbox, with its stdin open; fails if the program cannot be started. */
+  spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError>;
 }
 
 /**
@@ -131,5 +158,6 @@ export function unavailableSandboxRuntime(reason: string): SandboxRuntime {
     writeFile: () => fail(),
     listDirectory: () => fail(),
     openShell: () => fail(),
+    spawn: () => fail(),
   };
 }
