@@ -110,6 +110,10 @@ const story = (events: readonly ConversationEvent[]): string[] =>
         return 'llm_call';
       case 'setup':
         return `setup:${e.step}`;
+      case 'confirmation':
+        return `confirmation:${e.accept ? 'accept' : 'reject'}`;
+      case 'condensation':
+        return 'condensation';
     }
   });
 

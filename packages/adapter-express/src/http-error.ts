@@ -38,6 +38,7 @@ export function statusOf(error: DomainError): number {
     .with({ type: 'ConversationNotFound' }, () => 404)
     .with({ type: 'ConversationIdTaken' }, () => 409)
     .with({ type: 'IllegalConversationTransition' }, () => 409)
+    .with({ type: 'ConfirmationNotPending' }, () => 409)
     .with({ type: 'StartTaskNotFound' }, () => 404)
     .with({ type: 'SandboxNotFound' }, () => 404)
     .with({ type: 'SandboxSpecNotFound' }, () => 404)

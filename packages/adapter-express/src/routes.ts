@@ -2,6 +2,7 @@ import {
   AppConversationSchema,
   AppConversationStartRequestSchema,
   ConversationInfoSchema,
+  ConfirmationEventSchema,
   ConversationEventSchema,
   ConversationStatusSchema,
   ConversationTriggerSchema,
@@ -44,6 +45,14 @@ const V0MessageRequestSchema = z.strictObject({
     .max(1_000_000, 'must be at most 1,000,000 characters')
     .refine((text) => text.trim() !== '', 'must not be blank'),
 });
+
+/** The answer to actions waiting for confirmation (V0 and V1). */
+const ConfirmationRequestSchema = z
+  .strictObject({
+    accept: z.boolean().meta({ description: 'true runs the waiting actions; false rejects them (the agent then waits for a message).' }),
+    reason: z.string().max(10_000).nullable().optional().meta({ description: 'Shown to the model with a rejection.' }),
+  })
+  .meta({ id: 'ConfirmationRequest' });
 
 const ConversationStatusResponseSchema = z.object({
   status: z.literal('ok'),
@@ -257,6 +266,22 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
           .map(() => ({ success: true as const })),
     }),
 
+    defineRoute({
+      method: 'post',
+      path: '/api/conversations/{conversation_id}/events/respond_to_confirmation',
+      operationId: 'respondToConfirmationV0',
+      summary: 'Accept or reject the actions waiting for confirmation (V0 shape)',
+      description:
+        'In confirmation mode the agent stops before running actions (execution status waiting_for_confirmation). `accept: true` runs them and the agent goes on; `accept: false` records an observation for each saying it was rejected (with `reason`), and the agent waits for a message. 409 when nothing waits.',
+      tags: ['conversations (V0)'],
+      params: conversationIdParams,
+      body: ConfirmationRequestSchema,
+      success: { status: 200, description: 'The decision is recorded.', schema: SuccessSchema },
+      errors: [404, 409, 422],
+      handle: ({ userId, params, body }) =>
+        conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }).map(() => ({ success: true as const })),
+    }),
+
     // ---- V1 app conversations (literal paths first) ----
     defineRoute({
       method: 'post',
@@ -391,6 +416,20 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       success: { status: 200, description: 'The stored message event.', schema: MessageEventSchema },
       errors: [404, 422],
       handle: ({ userId, params, body }) => conversations.sendMessage(userId, params.conversation_id, body),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/app-conversations/{conversation_id}/respond-to-confirmation',
+      operationId: 'respondToConfirmation',
+      summary: 'Accept or reject the actions waiting for confirmation',
+      description:
+        'In confirmation mode the agent stops before running actions (execution status waiting_for_confirmation; the actions are in the events with requires_confirmation: true and their security_risk). `accept: true` runs them and the agent goes on; `accept: false` records an observation for each saying it was rejected (with `reason`, which the model sees), and the agent waits for a message. Returns the stored confirmation event; 409 when nothing waits.',
+      tags: ['events (V1)'],
+      params: conversationIdParams,
+      body: ConfirmationRequestSchema,
+      success: { status: 200, description: 'The stored confirmation event.', schema: ConfirmationEventSchema },
+      errors: [404, 409, 422],
+      handle: ({ userId, params, body }) => conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }),
     }),
     defineRoute({
       method: 'get',

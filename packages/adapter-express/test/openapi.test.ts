@@ -102,8 +102,10 @@ describe('OpenAPI document', () => {
         'POST /api/conversations',
         'POST /api/conversations/{conversation_id}/start',
         'POST /api/conversations/{conversation_id}/message',
+        'POST /api/conversations/{conversation_id}/events/respond_to_confirmation',
         'POST /api/v1/app-conversations',
         'POST /api/v1/app-conversations/{conversation_id}/send-message',
+        'POST /api/v1/app-conversations/{conversation_id}/respond-to-confirmation',
         'POST /api/v1/sandboxes',
       ].sort(),
     );
@@ -112,10 +114,10 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('marks the secret settings fields as passwords and lists all 25 settings fields', () => {
+  it('marks the secret settings fields as passwords and lists all 26 settings fields', () => {
     const schema = doc.paths['/api/settings']?.post?.requestBody?.content['application/json']?.schema as JsonSchema;
     const properties = schema.properties ?? {};
-    expect(Object.keys(properties)).toHaveLength(25);
+    expect(Object.keys(properties)).toHaveLength(26);
     for (const field of ['llm_api_key', 'search_api_key', 'sandbox_api_key']) {
       expect(JSON.stringify(properties[field]), field).toContain('"format":"password"');
     }

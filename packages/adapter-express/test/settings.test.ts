@@ -17,6 +17,7 @@ const SETTINGS_FIELDS = [
   'remote_runtime_resource_factor',
   'secrets_store',
   'enable_default_condenser',
+  'condenser_max_size',
   'enable_sound_notifications',
   'enable_proactive_conversation_starters',
   'enable_solvability_analysis',
@@ -45,6 +46,7 @@ const DEFAULT_VIEW = {
   remote_runtime_resource_factor: null,
   secrets_store: { provider_tokens: {}, custom_secrets: {} },
   enable_default_condenser: true,
+  condenser_max_size: null,
   enable_sound_notifications: false,
   enable_proactive_conversation_starters: true,
   enable_solvability_analysis: true,
@@ -115,7 +117,7 @@ describe('Load Settings', () => {
     expect(errorCode(r.body)).toBe('SETTINGS_NOT_FOUND');
   });
 
-  it('after an empty store, returns all 25 fields and the three _set fields with their defaults', async () => {
+  it('after an empty store, returns all 26 fields and the three _set fields with their defaults', async () => {
     await store({});
     const view = await load();
     expect(Object.keys(view).sort()).toEqual([...SETTINGS_FIELDS, 'llm_api_key_set', 'provider_tokens_set', 'search_api_key_set'].sort());
@@ -138,6 +140,7 @@ describe('Load Settings', () => {
         custom_secrets: { MY_TOKEN: { secret: `${MARK}custom`, description: 'for tests' } },
       },
       enable_default_condenser: false,
+      condenser_max_size: 80,
       enable_sound_notifications: true,
       enable_proactive_conversation_starters: false,
       enable_solvability_analysis: false,
@@ -200,7 +203,8 @@ describe('Store Settings merge rules', () => {
     ['language', 'en', 'de'],
     ['agent', 'CodeActAgent', 'BrowsingAgent'],
     ['max_iterations', 50, 100],
-    ['security_analyzer', 'llm', 'invariant'],
+    ['security_analyzer', 'llm', 'rules'],
+    ['condenser_max_size', 50, 200],
     ['confirmation_mode', true, false],
     ['remote_runtime_resource_factor', 2, 4],
     ['user_consents_to_analytics', true, false],

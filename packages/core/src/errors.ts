@@ -18,6 +18,7 @@ export type DomainError =
   | { readonly type: 'ConversationNotFound'; readonly conversationId: string }
   | { readonly type: 'ConversationIdTaken'; readonly conversationId: string }
   | { readonly type: 'IllegalConversationTransition'; readonly conversationId: string; readonly from: string; readonly event: string }
+  | { readonly type: 'ConfirmationNotPending'; readonly conversationId: string; readonly executionStatus: string | null }
   | { readonly type: 'StartTaskNotFound'; readonly taskId: string }
   | { readonly type: 'SandboxNotFound'; readonly sandboxId: string }
   | { readonly type: 'SandboxSpecNotFound'; readonly specId: string }
@@ -64,6 +65,10 @@ export function explainDomainError(error: DomainError): { code: string; message:
     .with({ type: 'IllegalConversationTransition' }, (e) => ({
       code: 'ILLEGAL_CONVERSATION_TRANSITION',
       message: `Conversation ${e.conversationId} is ${e.from}; it cannot ${e.event.replaceAll('_', ' ')}.`,
+    }))
+    .with({ type: 'ConfirmationNotPending' }, (e) => ({
+      code: 'CONFIRMATION_NOT_PENDING',
+      message: `Conversation ${e.conversationId} has no actions waiting for confirmation (its agent is ${e.executionStatus ?? 'not started'}); nothing was accepted or rejected.`,
     }))
     .with({ type: 'StartTaskNotFound' }, (e) => ({
       code: 'START_TASK_NOT_FOUND',

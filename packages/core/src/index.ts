@@ -70,7 +70,20 @@ export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOp
 export * from './llm/client.js';
 export * from './events/schema.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
-export { createAgentEngine, metricsOf, DEFAULT_MAX_ITERATIONS, type AgentEngine, type AgentEngineOptions, type RecoveryReport, type UserMessage } from './agent/engine.js';
+export {
+  createAgentEngine,
+  metricsOf,
+  pendingConfirmation,
+  DEFAULT_MAX_ITERATIONS,
+  type AgentEngine,
+  type AgentEngineOptions,
+  type ConfirmationDecision,
+  type RecoveryReport,
+  type UserMessage,
+} from './agent/engine.js';
+export * from './agent/security.js';
+export * from './agent/condenser.js';
+export * from './mcp/session.js';
 export { nextExecutionStatus, type ExecutionEvent } from './agent/execution-state.js';
 export { MISSING_RESULT, projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
 export { detectStuck, STUCK_THRESHOLDS, type StuckVerdict } from './agent/stuck.js';
@@ -80,3 +93,4 @@ export { executeBashTool, DEFAULT_COMMAND_WAIT_SECONDS } from './agent/bash-tool
 export { strReplaceEditorTool, MAX_VIEW_CHARS } from './agent/editor-tool.js';
 export { thinkTool, finishTool } from './agent/builtin-tools.js';
 export type { AgentTool, ToolContext, ToolOutcome } from './agent/tool.js';
+export * from './agent/security-rules.js';

@@ -2,6 +2,7 @@ import { createAgentEngine, type AgentEngine, type AgentEngineOptions, type Reco
 import { BackgroundTasks } from './background.js';
 import { EventLog } from './events/log.js';
 import type { LlmClient } from './llm/client.js';
+import type { McpConnector } from './mcp/port.js';
 import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
@@ -29,6 +30,8 @@ export interface AgentConversationServicePorts {
   runtime: SandboxRuntime;
   /** The model the agents call (an OpenAI-compatible adapter, or a scripted one in tests). */
   llm: LlmClient;
+  /** Speaks to the MCP servers users configure (`@acs/adapter-mcp`). Without it, MCP servers in settings get a warning event and no tools. */
+  mcp?: McpConnector;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
@@ -98,6 +101,7 @@ export function createAgentConversationService(
     clock,
     logger,
     background,
+    ...(ports.mcp ? { mcp: ports.mcp } : {}),
     ...(options.agent ? { options: options.agent } : {}),
   });
   const conversations: ConversationService = createConversationService({

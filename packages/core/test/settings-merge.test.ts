@@ -34,6 +34,7 @@ function storedSettings(): StoredSettings {
       },
     },
     enable_default_condenser: false,
+    condenser_max_size: 60,
     enable_sound_notifications: true,
     enable_proactive_conversation_starters: false,
     enable_solvability_analysis: false,
@@ -85,13 +86,14 @@ const SCALAR_CASES: FieldCase[] = [
   { field: 'language', sent: 'de', expected: 'de', onNull: 'write' },
   { field: 'agent', sent: 'BrowsingAgent', expected: 'BrowsingAgent', onNull: 'write' },
   { field: 'max_iterations', sent: 120, expected: 120, onNull: 'write' },
-  { field: 'security_analyzer', sent: 'invariant', expected: 'invariant', onNull: 'write' },
+  { field: 'security_analyzer', sent: 'rules', expected: 'rules', onNull: 'write' },
   { field: 'confirmation_mode', sent: false, expected: false, onNull: 'write' },
   { field: 'llm_model', sent: '  openai/gpt-4o  ', expected: 'openai/gpt-4o', onNull: 'keep' },
   { field: 'llm_api_key', sent: 'sk-new-key', expected: 'sk-new-key', onNull: 'keep' },
   { field: 'llm_base_url', sent: 'http://localhost:4000', expected: 'http://localhost:4000', onNull: 'keep' },
   { field: 'remote_runtime_resource_factor', sent: 4, expected: 4, onNull: 'write' },
   { field: 'enable_default_condenser', sent: true, expected: true, onNull: 'reject' },
+  { field: 'condenser_max_size', sent: 40, expected: 40, onNull: 'write' },
   { field: 'enable_sound_notifications', sent: false, expected: false, onNull: 'reject' },
   { field: 'enable_proactive_conversation_starters', sent: true, expected: true, onNull: 'reject' },
   { field: 'enable_solvability_analysis', sent: true, expected: true, onNull: 'reject' },
@@ -116,8 +118,8 @@ function bodyChangingEverything(): Record<string, unknown> {
 }
 
 describe('settings field table', () => {
-  it('covers all 25 Settings fields', () => {
-    expect(SETTINGS_FIELDS).toHaveLength(25);
+  it('covers all 26 Settings fields', () => {
+    expect(SETTINGS_FIELDS).toHaveLength(26);
     expect([...SCALAR_CASES.map((c) => c.field), 'secrets_store', 'mcp_config'].sort()).toEqual([...SETTINGS_FIELDS].sort());
   });
 });
@@ -211,7 +213,6 @@ describe('SettingsInputSchema: unknown keys and value rules', () => {
       llm_api_key_set: true,
       search_api_key_set: false,
       provider_tokens_set: { github: null },
-      condenser_max_size: 120,
       something_else: 'x',
     });
     expect(input).toEqual({ llm_model: 'm' });

@@ -1,21 +1,27 @@
-import { ok, ResultAsync, type Result } from 'neverthrow';
+import { errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
 import type { ConversationMetrics, ConversationRecord, ExecutionStatus } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
 import { storeUnavailable, type DomainError } from '../errors.js';
 import type { EventLog } from '../events/log.js';
-import type { ActionEvent, ConversationErrorCode, ConversationEvent, ConversationEventDraft, MessageEvent } from '../events/schema.js';
-import type { LlmClient, LlmCredentials, LlmError, LlmToolCall } from '../llm/client.js';
+import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationEventDraft, MessageEvent } from '../events/schema.js';
+import type { LlmClient, LlmCredentials, LlmError, LlmResponse, LlmToolCall } from '../llm/client.js';
 import type { Logger } from '../logger.js';
+import type { McpConnector } from '../mcp/port.js';
+import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers, type McpSession } from '../mcp/session.js';
+import { DEFAULT_CREDENTIAL_DIR } from '../workspace/repository.js';
 import type { SandboxRuntime, SandboxRuntimeError } from '../sandbox/runtime.js';
 import type { SandboxService } from '../sandbox/service.js';
 import type { SandboxShell } from '../sandbox/shell.js';
 import type { StoredSettings } from '../settings/schema.js';
 import type { SettingsService } from '../settings/service.js';
+import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from './condenser.js';
 import { nextExecutionStatus, type ExecutionEvent } from './execution-state.js';
 import { projectMessages, systemPrompt } from './prompt.js';
 import { nextReplayStep, parseReplayTrajectory, replayCallId, replayEndIndex } from './replay.js';
+import { assessAction, needsConfirmation, securityPolicyOf, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from './security.js';
+import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from './security-rules.js';
 import { detectStuck } from './stuck.js';
 import type { AgentTool, ToolContext, ToolOutcome } from './tool.js';
 import { parseToolArguments, Toolset, BUILTIN_TOOLS } from './toolset.js';
@@ -27,6 +33,12 @@ export interface AgentEngineOptions {
   defaultMaxIterations?: number;
   /** The tools of every conversation. Default: execute_bash, str_replace_editor, think, finish. */
   tools?: readonly AgentTool[];
+  /** Bounds of the default condenser (used when the user's `enable_default_condenser` is on). */
+  condenser?: CondenserOptions;
+  /** MCP time limits. connectTimeoutMs (default 30 s) bounds connecting and listing tools; callTimeoutMs (default 300 s) one call. */
+  mcp?: { connectTimeoutMs?: number; callTimeoutMs?: number };
+  /** What the rule-based security analyzer trusts: hosts the agent may contact, directories that hold secrets. Added to the defaults. */
+  security?: { trustedHosts?: readonly string[]; secretPaths?: readonly string[] };
 }
 
 export interface AgentEngineDeps {
@@ -39,7 +51,16 @@ export interface AgentEngineDeps {
   clock: Clock;
   logger: Logger;
   background: BackgroundTasks;
+  /** Speaks to MCP servers; without it, a conversation with MCP servers configured gets a warning event and no MCP tools. */
+  mcp?: McpConnector;
   options?: AgentEngineOptions;
+}
+
+/** The user's answer to actions waiting for confirmation. */
+export interface ConfirmationDecision {
+  accept: boolean;
+  /** Shown to the model with a rejection. */
+  reason?: string | null;
 }
 
 export interface UserMessage {
@@ -65,6 +86,12 @@ export interface AgentEngine {
   appendUserMessage(userId: string, conversationId: string, message: UserMessage): ResultAsync<MessageEvent, DomainError>;
   /** The conversation can run (its sandbox is up, or a message arrived): start its loop if there is work. */
   wake(userId: string, conversationId: string): void;
+  /**
+   * Accepts or rejects the actions waiting for confirmation: accepted ones run, rejected ones get
+   * an observation saying so and the agent waits for a message. ConfirmationNotPending when
+   * nothing waits.
+   */
+  respondToConfirmation(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError>;
   /** Stops the agent between (or in the middle of) steps and waits for it; status paused if it was running. */
   pause(userId: string, conversationId: string, reason: string): Promise<void>;
   /** Stops the agent and forgets it (the conversation is being deleted). */
@@ -95,6 +122,10 @@ interface Runner {
   lastId: number;
   /** The last event id the agent has acted on (shown to the model, or stopped with an error after); null until read from the log. */
   handledUpTo: number | null;
+  /** The conversation's MCP servers, connected for its sandbox; null until the first run that has servers. */
+  mcp: { session: McpSession; sandboxId: string } | null;
+  /** The last model call said the prompt was too long and a forced condensation followed: a second refusal is final. */
+  forcedCondensation: boolean;
 }
 
 type StepEnd = 'continue' | 'stop';
@@ -133,6 +164,22 @@ export function metricsOf(events: readonly ConversationEvent[], budget: number |
   };
 }
 
+/** Model calls that were agent steps (not summaries). */
+const isAgentCall = (e: ConversationEvent): boolean => e.kind === 'llm_call' && e.purpose !== 'condenser';
+
+/** The actions that wait for the user: asked to be confirmed, with no result yet. */
+export function pendingConfirmation(events: readonly ConversationEvent[]): ActionEvent[] {
+  const answered = new Set(events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
+  return events.filter((e): e is ActionEvent => e.kind === 'action' && e.requires_confirmation === true && !answered.has(e.tool_call_id));
+}
+
+/** The user's decision on those actions, if one was recorded after them. */
+const decisionOn = (events: readonly ConversationEvent[], pending: readonly ActionEvent[]): ConfirmationEvent | null => {
+  const ids = new Set(pending.map((a) => a.tool_call_id));
+  const after = pending[pending.length - 1]?.id ?? 0;
+  return (events.find((e): e is ConfirmationEvent => e.kind === 'confirmation' && e.id > after && e.tool_call_ids.some((id) => ids.has(id))) ?? null);
+};
+
 /** Index just after the last user message: the steps taken for it come after. */
 const lastUserMessageIndex = (events: readonly ConversationEvent[]): number => {
   for (let i = events.length - 1; i >= 0; i--) {
@@ -146,7 +193,7 @@ const lastUserMessageIndex = (events: readonly ConversationEvent[]): number => {
 const lastHandledId = (events: readonly ConversationEvent[]): number => {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
-    if (e.kind === 'llm_call' || (e.kind === 'error' && e.fatal)) return e.id;
+    if (isAgentCall(e) || (e.kind === 'error' && e.fatal) || (e.kind === 'confirmation' && !e.accept)) return e.id;
     if ((e.kind === 'action' || (e.kind === 'message' && e.source === 'agent')) && e.replay_step !== undefined) return e.id;
   }
   return 0;
@@ -160,7 +207,8 @@ const credentialsOf = (record: ConversationRecord, settings: StoredSettings | nu
 
 export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
   const { conversations, log, sandboxes, runtime, settings, llm, clock, logger, background } = deps;
-  const toolset = new Toolset(deps.options?.tools ?? BUILTIN_TOOLS);
+  const builtinTools = deps.options?.tools ?? BUILTIN_TOOLS;
+  const defaultToolset = new Toolset(builtinTools);
   const defaultMaxIterations = deps.options?.defaultMaxIterations ?? DEFAULT_MAX_ITERATIONS;
   const runners = new Map<string, Runner>();
   let shuttingDown = false;
@@ -182,6 +230,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         events: [],
         lastId: 0,
         handledUpTo: null,
+        mcp: null,
+        forcedCondensation: false,
       };
       runners.set(key, r);
     }
@@ -265,6 +315,87 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     if (shell.isOk()) await shell.value.close().catch(() => undefined);
   };
 
+  const closeMcp = async (r: Runner) => {
+    const open = r.mcp;
+    r.mcp = null;
+    if (open) await open.session.close();
+  };
+
+  const ruleContext = (workingDir: string): RuleContext => ({
+    workingDir,
+    trustedHosts: [...DEFAULT_TRUSTED_HOSTS, ...(deps.options?.security?.trustedHosts ?? [])],
+    secretPaths: [DEFAULT_CREDENTIAL_DIR, ...(deps.options?.security?.secretPaths ?? [])],
+  });
+
+  /**
+   * Connects the conversation's MCP servers (the user's, extended by the conversation's own) if
+   * they are not connected for this sandbox yet. Each server that fails is reported in an event
+   * and left out; the conversation goes on with the rest.
+   */
+  const ensureMcp = async (r: Runner, record: ConversationRecord, stored: StoredSettings | null, sandboxId: string, workingDir: string): Promise<void> => {
+    const config = mergeMcpConfigs(stored?.mcp_config ?? null, record.launch.mcp_config);
+    if (!hasMcpServers(config)) return;
+    if (r.mcp && r.mcp.sandboxId === sandboxId && r.mcp.session.failures.length === 0) return;
+    await closeMcp(r);
+    if (!deps.mcp) {
+      await append(r, [
+        {
+          kind: 'error',
+          source: 'environment',
+          timestamp: now(),
+          code: 'mcp_server_failed',
+          message: 'MCP servers are configured, but this service was composed without an MCP connector, so their tools are not available.',
+          fatal: false,
+        },
+      ]);
+      return;
+    }
+    const plans = planMcpServers(config, sandboxId, workingDir, runtime, deps.options?.mcp?.connectTimeoutMs);
+    const session = await openMcpSession({
+      connector: deps.mcp,
+      plans,
+      signal: r.abort.signal,
+      ...(deps.options?.mcp?.callTimeoutMs !== undefined ? { callTimeoutMs: deps.options.mcp.callTimeoutMs } : {}),
+    });
+    if (r.abort.signal.aborted) {
+      await session.close();
+      return;
+    }
+    r.mcp = { session, sandboxId };
+    if (session.failures.length > 0) {
+      await append(
+        r,
+        session.failures.map((f) => ({
+          kind: 'error' as const,
+          source: 'environment' as const,
+          timestamp: now(),
+          code: 'mcp_server_failed' as const,
+          message: `The MCP server ${f.server} (${f.describe}) could not be used: ${f.reason}. Its tools are left out; the other tools work.`,
+          fatal: false,
+        })),
+      );
+    }
+  };
+
+  /** Events for MCP servers lost since the last step: their tools are no longer offered. */
+  const reportLostMcp = async (r: Runner) => {
+    const lost = r.mcp?.session.takeLost() ?? [];
+    if (lost.length === 0) return;
+    await append(
+      r,
+      lost.map((f) => ({
+        kind: 'error' as const,
+        source: 'environment' as const,
+        timestamp: now(),
+        code: 'mcp_server_failed' as const,
+        message: `The MCP server ${f.server} (${f.describe}) stopped: ${f.reason}. Its tools are no longer offered; the other tools work.`,
+        fatal: false,
+      })),
+    );
+  };
+
+  const toolsetOf = (r: Runner): Toolset => (r.mcp ? new Toolset([...builtinTools, ...r.mcp.session.tools()]) : defaultToolset);
+
   const toolContext = (r: Runner, sandboxId: string, workingDir: string): ToolContext => ({
     sandboxId,
     workingDir,
@@ -322,6 +453,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     calls: readonly LlmToolCall[],
     sandboxId: string,
     context: ToolContext,
+    toolset: Toolset,
   ): Promise<'finished' | 'paused' | 'sandbox_lost' | 'done'> => {
     let finished = false;
     for (const [index, action] of actions.entries()) {
@@ -374,10 +506,77 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     return finished ? 'finished' : 'done';
   };
 
+  const condenserOptions = (stored: StoredSettings | null): CondenserOptions => ({
+    ...deps.options?.condenser,
+    ...(stored?.condenser_max_size ? { maxEvents: stored.condenser_max_size } : {}),
+  });
+
+  /** The llm_call event of a response, with the conversation's totals after it. */
+  const llmCallDraft = (r: Runner, answer: LlmResponse, responseId: string, purpose: 'agent' | 'condenser', budget: number | null): ConversationEventDraft => {
+    const draft = {
+      kind: 'llm_call' as const,
+      source: 'environment' as const,
+      timestamp: now(),
+      response_id: responseId,
+      model: answer.model,
+      prompt_tokens: answer.usage.prompt_tokens,
+      completion_tokens: answer.usage.completion_tokens,
+      cached_prompt_tokens: answer.usage.cached_prompt_tokens,
+      cost_usd: answer.usage.cost_usd,
+      latency_ms: Math.round(answer.latency_ms),
+      attempts: answer.attempts,
+      purpose,
+    };
+    const totals = metricsOf([...r.events, { ...draft, id: r.lastId + 1 }], budget);
+    return { ...draft, accumulated: { cost_usd: totals.accumulated_cost, prompt_tokens: totals.prompt_tokens, completion_tokens: totals.completion_tokens } };
+  };
+
+  /**
+   * Summarises older events when the view is past the condenser's bounds (or, forced, because
+   * the model said the prompt was too long). 'none' when nothing needed condensing.
+   */
+  const condense = async (r: Runner, credentials: LlmCredentials, stored: StoredSettings | null, force: boolean): Promise<'none' | 'condensed' | 'stop'> => {
+    const options = condenserOptions(stored);
+    const plan = planCondensation(r.events, options, force);
+    if (!plan) return 'none';
+    const response = await llm.complete({ credentials, messages: summaryRequest(plan, options), tools: [], signal: r.abort.signal });
+    if (response.isErr()) {
+      if (response.error.code === 'cancelled' || r.abort.signal.aborted) return 'stop';
+      await fail(r, errorCodeOf(response.error), `Summarising older events to keep the prompt bounded failed (${response.error.code}): ${response.error.message}`);
+      return 'stop';
+    }
+    const answer = response.value;
+    const budget = stored?.max_budget_per_task ?? null;
+    await append(r, [
+      llmCallDraft(r, answer, answer.id ?? `condense-${r.lastId}`, 'condenser', budget),
+      {
+        kind: 'condensation',
+        source: 'environment',
+        timestamp: now(),
+        summary: answer.content?.trim() || '(The summariser returned nothing; the earlier events are not available.)',
+        kept_head_through: plan.keptHeadThrough,
+        forgotten_through: plan.forgottenThrough,
+        forgotten_events: plan.forgottenCount,
+        reason: plan.reason,
+      },
+    ]);
+    await saveMetrics(r, budget);
+    return 'condensed';
+  };
+
   /** One model call and what follows from it. */
-  const step = async (r: Runner, record: ConversationRecord, stored: StoredSettings | null, credentials: LlmCredentials, sandboxId: string, workingDir: string): Promise<StepEnd> => {
+  const step = async (
+    r: Runner,
+    record: ConversationRecord,
+    stored: StoredSettings | null,
+    policy: SecurityPolicy,
+    credentials: LlmCredentials,
+    sandboxId: string,
+    workingDir: string,
+  ): Promise<StepEnd> => {
     await catchUp(r);
     if (r.abort.signal.aborted) return 'stop';
+    await reportLostMcp(r);
 
     const verdict = detectStuck(r.events);
     if (verdict.kind === 'stuck') {
@@ -390,7 +589,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     }
 
     const since = lastUserMessageIndex(r.events);
-    const iterations = r.events.slice(since + 1).filter((e) => e.kind === 'llm_call').length;
+    const iterations = r.events.slice(since + 1).filter(isAgentCall).length;
     const maxIterations = stored?.max_iterations ?? defaultMaxIterations;
     if (iterations >= maxIterations) {
       await fail(r, 'max_iterations_reached', `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}). Send a message to let it continue.`);
@@ -423,6 +622,10 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       }
     }
 
+    const condenserOn = stored?.enable_default_condenser ?? true;
+    if (condenserOn && (await condense(r, credentials, stored, false)) === 'stop') return 'stop';
+
+    const toolset = toolsetOf(r);
     const messages = [
       {
         role: 'system' as const,
@@ -431,35 +634,32 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
           instructions: record.launch.conversation_instructions,
           startedAt: record.created_at,
           repository: record.workspace ? { name: record.workspace.repository, branch: record.workspace.branch, guidance: record.workspace.guidance } : null,
+          riskGuidance: policy.analyzer === 'llm' || policy.analyzer === 'ensemble' ? SECURITY_RISK_GUIDANCE : null,
         }),
       },
-      ...projectMessages(r.events, record.workspace?.guidance.knowledge ?? []),
+      ...projectMessages(condensedView(r.events).events, record.workspace?.guidance.knowledge ?? []),
     ];
     const seenUpTo = r.lastId;
     r.handledUpTo = seenUpTo;
     const response = await llm.complete({ credentials, messages, tools: toolset.definitions, signal: r.abort.signal });
     if (response.isErr()) {
       if (response.error.code === 'cancelled' || r.abort.signal.aborted) return 'stop';
+      // Too long for the model: condense harder and try again, once per step.
+      if (response.error.code === 'context_too_long' && condenserOn && !r.forcedCondensation) {
+        r.forcedCondensation = true;
+        const condensed = await condense(r, credentials, stored, true);
+        if (condensed === 'stop') return 'stop';
+        if (condensed === 'condensed') return 'continue';
+      }
       await fail(r, errorCodeOf(response.error), `The model call failed (${response.error.code}${response.error.status ? `, HTTP ${response.error.status}` : ''}): ${response.error.message}`);
       return 'stop';
     }
+    r.forcedCondensation = false;
     const answer = response.value;
     const responseId = answer.id ?? `resp-${seenUpTo}-${r.events.length}`;
-    const drafts: ConversationEventDraft[] = [
-      {
-        kind: 'llm_call',
-        source: 'environment',
-        timestamp: now(),
-        response_id: responseId,
-        model: answer.model,
-        prompt_tokens: answer.usage.prompt_tokens,
-        completion_tokens: answer.usage.completion_tokens,
-        cached_prompt_tokens: answer.usage.cached_prompt_tokens,
-        cost_usd: answer.usage.cost_usd,
-        latency_ms: Math.round(answer.latency_ms),
-        attempts: answer.attempts,
-      },
-    ];
+    const drafts: ConversationEventDraft[] = [llmCallDraft(r, answer, responseId, 'agent', budget)];
+    const rules = ruleContext(workingDir);
+    const actionDrafts: Extract<ConversationEventDraft, { kind: 'action' }>[] = [];
     const usedIds = new Set<string>();
     for (const [i, call] of answer.tool_calls.entries()) {
       const parsed = parseToolArguments(call.arguments);
@@ -468,7 +668,9 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       if (usedIds.has(id) || r.events.some((e) => e.kind === 'action' && e.tool_call_id === id)) id = `${id}_${seenUpTo}_${i}`;
       usedIds.add(id);
       call.id = id;
-      drafts.push({
+      const mcp = toolset.get(call.name)?.mcp;
+      const assessment = assessAction(policy, { tool_name: call.name, arguments: parsed.value, ...(mcp ? { mcp } : {}) }, rules);
+      actionDrafts.push({
         kind: 'action',
         source: 'agent',
         timestamp: now(),
@@ -478,8 +680,11 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         raw_arguments: call.arguments,
         thought: i === 0 ? (answer.content?.trim() || null) : null,
         response_id: responseId,
+        ...(assessment ? { security_risk: assessment.risk, risk_reasons: assessment.reasons } : {}),
       });
     }
+    const confirm = needsConfirmation(policy, actionDrafts.map((a) => ({ tool_name: a.tool_name, risk: a.security_risk ?? null })));
+    drafts.push(...actionDrafts.map((a) => (confirm ? { ...a, requires_confirmation: true } : a)));
     if (answer.tool_calls.length === 0 && answer.content?.trim()) {
       drafts.push({ kind: 'message', source: 'agent', timestamp: now(), text: answer.content, image_urls: [] });
     }
@@ -504,8 +709,22 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return 'continue';
     }
 
+    if (confirm) {
+      const risky = actionDrafts.filter((a) => a.security_risk === 'high' || a.security_risk === 'unknown').length;
+      await setStatus(
+        r,
+        'await_confirmation',
+        `${actionDrafts.length} action(s) wait for the user to accept or reject them${policy.confirm === 'risky' ? ` (${risky} rated high or unknown risk)` : ''}`,
+      );
+      return 'stop';
+    }
+
     const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
-    const outcome = await runActions(r, actions, answer.tool_calls, sandboxId, toolContext(r, sandboxId, workingDir));
+    return afterActions(r, await runActions(r, actions, answer.tool_calls, sandboxId, toolContext(r, sandboxId, workingDir), toolset), sandboxId);
+  };
+
+  /** What the loop does after a response's actions ran. */
+  const afterActions = async (r: Runner, outcome: Awaited<ReturnType<typeof runActions>>, sandboxId: string): Promise<StepEnd> => {
     sandboxes.touch(sandboxId);
     if (outcome === 'paused') return 'stop';
     if (outcome === 'sandbox_lost') {
@@ -517,6 +736,30 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return 'stop';
     }
     return 'continue';
+  };
+
+  /**
+   * Actions that waited for confirmation, now decided: accepted ones run ('continue' when the
+   * agent goes on), rejected ones get an observation and the agent waits for the user ('stop').
+   * A message sent instead of a decision counts as a rejection, and the agent answers it.
+   */
+  const settlePending = async (
+    r: Runner,
+    pending: ActionEvent[],
+    decision: ConfirmationEvent | null,
+    sandboxId: string,
+    workingDir: string,
+  ): Promise<StepEnd> => {
+    if (decision?.accept) {
+      const calls = pending.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: a.raw_arguments }));
+      const outcome = await runActions(r, pending, calls, sandboxId, toolContext(r, sandboxId, workingDir), toolsetOf(r));
+      return afterActions(r, outcome, sandboxId);
+    }
+    const why = decision
+      ? `Rejected by the user: this call was not run.${decision.reason?.trim() ? ` The user said: ${decision.reason.trim()}` : ''} Do not run it again unless the user asks for it.`
+      : 'Not run: the user sent a new message instead of confirming this call. Read the message before doing anything else.';
+    await append(r, pending.map((a) => ({ ...interruptedObservation(a, why), details: { rejected: true } })));
+    return decision ? 'stop' : 'continue';
   };
 
   /**
@@ -548,7 +791,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: id, tool_name: step.tool_name, arguments: step.arguments, raw_arguments: raw, thought: step.thought, response_id: id, replay_step: n },
       ]);
       const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
-      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context);
+      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, defaultToolset);
       sandboxes.touch(sandboxId);
       if (outcome === 'paused') return 'stop';
       if (outcome === 'sandbox_lost') {
@@ -581,15 +824,17 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     return 'stop';
   };
 
-  /** One run: from "there is work" to finished, error, stuck or paused. */
+  /** One run: from "there is work" to finished, error, stuck, paused or waiting for confirmation. */
   const runOnce = async (r: Runner): Promise<void> => {
     const found = await conversations.get(r.userId, r.conversationId);
     if (found.isErr()) throw new Error(`could not load the conversation: ${found.error.message}`);
     const record = found.value;
     if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
     await catchUp(r);
+    const pending = pendingConfirmation(r.events);
+    const decision = pending.length > 0 ? decisionOn(r.events, pending) : null;
     const wasRunning = record.execution_status === 'running' || record.execution_status === 'paused';
-    if (!wasRunning && !hasUnseenMessage(r)) return;
+    if (!wasRunning && !decision && !hasUnseenMessage(r)) return;
 
     const sandboxId = record.sandbox_id;
     const live = await sandboxes.liveRecords(r.userId, [sandboxId]);
@@ -600,19 +845,37 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return;
     }
     const stored = await settings.loadWithSecrets(r.userId);
-    const credentials = credentialsOf(record, stored.isOk() ? stored.value : null);
-    await setStatus(r, 'run', hasUnseenMessage(r) ? 'a message from the user' : 'resumed');
-    // The replay works where the model would (a repository's clone, when there is one).
-    const replayDir = record.workspace?.repository_dir ?? box.spec.working_dir;
-    if (record.launch.replay_json && (await replay(r, record.launch.replay_json, credentials, sandboxId, replayDir)) === 'stop') return;
+    const storedSettings = stored.isOk() ? stored.value : null;
+    const credentials = credentialsOf(record, storedSettings);
+    // With a repository, the agent works in its clone (and a replay runs where the model would).
+    const workingDir = record.workspace?.repository_dir ?? box.spec.working_dir;
+
+    if (pending.length > 0 && !decision && !hasUnseenMessage(r)) {
+      // Still undecided (the conversation was paused or restarted while it waited): wait again.
+      if (record.execution_status !== 'waiting_for_confirmation') {
+        await setStatus(r, 'run', 'resumed');
+        await setStatus(r, 'await_confirmation', `${pending.length} action(s) still wait for the user to accept or reject them`);
+      }
+      return;
+    }
+    if (pending.length > 0 && decision && !decision.accept) {
+      await settlePending(r, pending, decision, sandboxId, workingDir);
+      r.handledUpTo = r.lastId;
+      await setStatus(r, record.execution_status === 'waiting_for_confirmation' ? 'reject' : 'pause', 'the user rejected the actions; the agent waits for a message');
+      return;
+    }
+
+    await setStatus(r, 'run', decision?.accept ? 'the user accepted the actions' : hasUnseenMessage(r) ? 'a message from the user' : 'resumed');
+    if (record.launch.replay_json && (await replay(r, record.launch.replay_json, credentials, sandboxId, workingDir)) === 'stop') return;
     if (!credentials) {
       await fail(r, 'llm_not_configured', 'No model is configured: store llm_model (and llm_api_key) in the settings, then send a message.');
       return;
     }
-    const storedSettings = stored.isOk() ? stored.value : null;
+    await ensureMcp(r, record, storedSettings, sandboxId, workingDir);
+    if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
+    const policy = securityPolicyOf(storedSettings);
     while (!r.abort.signal.aborted) {
-      // With a repository, the agent works in its clone.
-      const end = await step(r, record, storedSettings, credentials, sandboxId, record.workspace?.repository_dir ?? box.spec.working_dir);
+      const end = await step(r, record, storedSettings, policy, credentials, sandboxId, workingDir);
       if (end === 'stop') break;
     }
   };
@@ -682,7 +945,10 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         r.abort.abort();
       }
       await Promise.all(running.map((r) => r.loop ?? Promise.resolve()));
-      await Promise.all([...runners.values()].map((r) => closeShell(r)));
+      await Promise.all([...runners.values()].map(async (r) => {
+        await closeShell(r);
+        await closeMcp(r);
+      }));
     },
 
     pause: async (userId, conversationId, reason) => {
@@ -699,6 +965,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       r.abort.abort();
       await r.loop;
       await closeShell(r);
+      await closeMcp(r);
       await setStatus(r, 'pause', reason).catch((error: unknown) => logger.warn({ conversationId, err: String(error) }, 'could not record the pause'));
     },
 
@@ -709,6 +976,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       r.abort.abort();
       await r.loop;
       await closeShell(r);
+      await closeMcp(r);
       runners.delete(key);
     },
 
@@ -748,6 +1016,34 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
             (error): DomainError => storeUnavailable('resume running conversations', error),
           ),
         ),
+
+    respondToConfirmation: (userId, conversationId, decision) =>
+      conversations
+        .get(userId, conversationId)
+        .mapErr((e): DomainError => e)
+        .andThen((record) => {
+          if (!record) return errAsync<ConversationEvent[], DomainError>({ type: 'ConversationNotFound', conversationId });
+          return log.readAll(userId, conversationId, 0).andThen((events) => {
+            const pending = pendingConfirmation(events);
+            if (pending.length === 0 || decisionOn(events, pending) !== null) {
+              return errAsync<ConversationEvent[], DomainError>({ type: 'ConfirmationNotPending', conversationId, executionStatus: record.execution_status });
+            }
+            return log.append(userId, conversationId, [
+              {
+                kind: 'confirmation',
+                source: 'user',
+                timestamp: now(),
+                accept: decision.accept,
+                reason: decision.reason?.trim() || null,
+                tool_call_ids: pending.map((a) => a.tool_call_id),
+              },
+            ]);
+          });
+        })
+        .map((appended) => {
+          engine.wake(userId, conversationId);
+          return appended[0] as ConfirmationEvent;
+        }),
 
     activeLoops: () => [...runners.values()].filter((r) => r.loop !== null).length,
   };

@@ -10,7 +10,8 @@ export type ExecutionEvent =
   | 'fail' // an error it cannot recover from (LLM failure, limits, sandbox lost)
   | 'stuck' // it repeats itself
   | 'pause' // the user stopped the conversation, or its sandbox went away
-  | 'await_confirmation'; // an action waits for the user's yes or no
+  | 'await_confirmation' // an action waits for the user's yes or no
+  | 'reject'; // the user said no: the agent waits for a message
 
 export interface IllegalExecutionEvent {
   readonly from: ExecutionStatus | null;
@@ -20,7 +21,7 @@ export interface IllegalExecutionEvent {
 /**
  * null (not started) → idle when the sandbox is ready; idle, finished, paused, error,
  * stuck and waiting_for_confirmation → running on run; running → finished, error, stuck,
- * paused or waiting_for_confirmation. Pausing an agent that is not running keeps its status.
+ * paused or waiting_for_confirmation; waiting_for_confirmation → idle on reject. Pausing an agent that is not running keeps its status.
  */
 export function nextExecutionStatus(from: ExecutionStatus | null, event: ExecutionEvent): Result<ExecutionStatus, IllegalExecutionEvent> {
   return match<[ExecutionStatus | null, ExecutionEvent], Result<ExecutionStatus, IllegalExecutionEvent>>([from, event])
@@ -32,10 +33,12 @@ export function nextExecutionStatus(from: ExecutionStatus | null, event: Executi
     .with(['running', 'fail'], () => ok('error'))
     .with(['running', 'stuck'], () => ok('stuck'))
     .with(['running', 'await_confirmation'], () => ok('waiting_for_confirmation'))
+    .with(['waiting_for_confirmation', 'reject'], () => ok('idle'))
     .with([P.union('running', 'waiting_for_confirmation'), 'pause'], () => ok('paused'))
     .with([P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck'), 'pause'], ([s]) => ok(s ?? 'idle'))
     .with([P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), P.union('finish', 'fail', 'stuck', 'await_confirmation')], () =>
       err({ from, event }),
     )
+    .with([P.union(null, 'idle', 'running', 'finished', 'paused', 'error', 'stuck'), 'reject'], () => err({ from, event }))
     .exhaustive();
 }

@@ -11,6 +11,8 @@ export interface PromptContext {
   startedAt: string;
   /** The repository cloned for the conversation and what it says about itself; absent without one. */
   repository?: { name: string; branch: string; guidance: RepositoryGuidance } | null;
+  /** How to rate calls with security_risk, when a security analyzer reads the model's ratings. */
+  riskGuidance?: string | null;
 }
 
 /** Our system prompt: who the agent is, how to work, how to use the tools. */
@@ -48,6 +50,7 @@ export function systemPrompt(context: PromptContext): string {
       );
     }
   }
+  if (context.riskGuidance) sections.push(context.riskGuidance);
   if (context.instructions?.trim()) {
     sections.push(`Instructions for this conversation, from the user:\n<CONVERSATION_INSTRUCTIONS>\n${context.instructions.trim()}\n</CONVERSATION_INSTRUCTIONS>`);
   }

@@ -35,6 +35,8 @@ export interface ToolOutcome {
 
 export interface AgentTool<S extends z.ZodType = z.ZodType> {
   readonly definition: LlmToolDefinition;
+  /** Set for a tool of an MCP server: its schema is passed as the server gave it, and the security analyzer reads the server's hints. */
+  readonly mcp?: { server: string; tool: string; annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean } };
   /** Validates (and lightly coerces) the model's arguments. */
   readonly arguments: S;
   run(args: z.output<S>, context: ToolContext): Promise<ToolOutcome>;

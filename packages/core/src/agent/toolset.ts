@@ -2,6 +2,7 @@ import type { LlmToolCall, LlmToolDefinition } from '../llm/client.js';
 import { executeBashTool } from './bash-tool.js';
 import { finishTool, thinkTool } from './builtin-tools.js';
 import { strReplaceEditorTool } from './editor-tool.js';
+import { SECURITY_RISK_ARGUMENT, SECURITY_RISK_PARAMETER } from './security.js';
 import { failure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 
 /** The tools every conversation has, with OpenHands' CodeAct names and parameters. */
@@ -35,8 +36,18 @@ export class Toolset {
     this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
   }
 
+  /**
+   * What the model is offered. Our tools that act (not think or finish) take an optional
+   * `security_risk` argument, always, so the schema does not change with the settings; MCP
+   * tools keep their server's schema as it is.
+   */
   get definitions(): LlmToolDefinition[] {
-    return [...this.#tools.values()].map((t) => t.definition);
+    return [...this.#tools.values()].map((t) => (ratesRisk(t) ? withRiskParameter(t.definition) : t.definition));
+  }
+
+  /** The tool of that name, if there is one. */
+  get(name: string): AgentTool | undefined {
+    return this.#tools.get(name);
   }
 
   /**
@@ -51,7 +62,7 @@ export class Toolset {
       });
     }
     if (args === null) return failure(`The call to ${call.name} was not run: ${argsError ?? 'no arguments'}.`, { details: { invalid_call: true } });
-    const parsed = tool.arguments.safeParse(args);
+    const parsed = tool.arguments.safeParse(ratesRisk(tool) ? withoutRisk(args) : args);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
       return failure(`The call to ${call.name} was not run: ${problems}. Check the tool's parameters and call it again.`, {
@@ -64,4 +75,17 @@ export class Toolset {
       return failure(`${call.name} failed unexpectedly: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+}
+
+const ratesRisk = (tool: AgentTool): boolean => !tool.mcp && tool.definition.name !== 'think' && tool.definition.name !== 'finish';
+
+function withRiskParameter(definition: LlmToolDefinition): LlmToolDefinition {
+  const properties = (definition.parameters.properties ?? {}) as Record<string, unknown>;
+  return { ...definition, parameters: { ...definition.parameters, properties: { ...properties, [SECURITY_RISK_ARGUMENT]: SECURITY_RISK_PARAMETER } } };
+}
+
+function withoutRisk(args: Record<string, unknown>): Record<string, unknown> {
+  if (!Object.hasOwn(args, SECURITY_RISK_ARGUMENT)) return args;
+  const { [SECURITY_RISK_ARGUMENT]: _rating, ...rest } = args;
+  return rest;
 }

@@ -1,9 +1,9 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
-import type { AgentEngine } from '../agent/engine.js';
+import type { AgentEngine, ConfirmationDecision } from '../agent/engine.js';
 import { parseReplayTrajectory } from '../agent/replay.js';
 import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
-import type { EventPage, EventQuery, MessageEvent } from '../events/schema.js';
+import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { Clock } from '../clock.js';
 import { validationFailed, type DomainError } from '../errors.js';
 import { normalizeId, type IdGenerator } from '../ids.js';
@@ -101,6 +101,12 @@ export interface ConversationService {
    * it on its next run. An agent that is working sees it at its next step either way.
    */
   sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, DomainError>;
+  /**
+   * Accepts or rejects the actions waiting for confirmation (confirmation mode). Accepted ones
+   * run; rejected ones get an observation saying so, and the agent waits for a message.
+   * ConfirmationNotPending (409) when nothing waits.
+   */
+  respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError>;
   /** A page of the conversation's events after an id. */
   searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, DomainError>;
   /**
@@ -596,6 +602,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         }),
       );
     },
+
+    respondToConfirmation: (userId, id, decision) => getRecord(userId, id).andThen((record) => engine.respondToConfirmation(userId, record.id, decision)),
 
     searchEvents: (userId, id, query) =>
       getRecord(userId, id).andThen((record) => log.search(userId, record.id, query)),

@@ -9,6 +9,9 @@ import type { StoredEvent } from './store.js';
  * restarted service resumes from it, and clients replay it.
  */
 
+/** How risky an action is; unknown when nothing could tell. */
+export const SecurityRiskSchema = z.enum(['low', 'medium', 'high', 'unknown']);
+
 const base = {
   id: z.int().min(1).meta({ description: 'Per conversation: 1, 2, 3, … in the order the events happened.' }),
   timestamp: z.iso.datetime(),
@@ -47,6 +50,14 @@ export const ActionEventSchema = z
     thought: z.string().nullable().meta({ description: 'Text the model wrote next to the call (on the first call of a response).' }),
     response_id: z.string().meta({ description: 'Calls made in one model response share it.' }),
     replay_step: REPLAY_STEP,
+    security_risk: SecurityRiskSchema.optional().meta({
+      description: 'Only when a security analyzer is configured: how risky the action is (the highest of what the analyzers said).',
+    }),
+    risk_reasons: z.array(z.string()).optional().meta({ description: 'Why the analyzers rated it so: `<rule-id>: <words>`, or the model’s own rating.' }),
+    requires_confirmation: z
+      .boolean()
+      .optional()
+      .meta({ description: 'true when the action waits for the user to accept or reject it (confirmation mode); absent otherwise.' }),
   })
   .meta({ id: 'ActionEvent', description: 'A tool call the agent made; it is recorded before it runs.' });
 
@@ -77,6 +88,18 @@ export const LlmCallEventSchema = z
     cost_usd: z.number().nullable().meta({ description: 'null when the price of the model is unknown.' }),
     latency_ms: z.int(),
     attempts: z.int(),
+    purpose: z
+      .enum(['agent', 'condenser'])
+      .optional()
+      .meta({ description: 'condenser: a call that summarised older events (it is not an agent step). Absent means agent.' }),
+    accumulated: z
+      .object({
+        cost_usd: z.number().nullable().meta({ description: 'null when a call of the conversation had an unknown price.' }),
+        prompt_tokens: z.int(),
+        completion_tokens: z.int(),
+      })
+      .optional()
+      .meta({ description: 'The conversation’s totals including this call.' }),
   })
   .meta({ id: 'LlmCallEvent', description: 'One successful call to the model: tokens, cost and time.' });
 
@@ -108,6 +131,7 @@ export const CONVERSATION_ERROR_CODES = [
   'sandbox_unavailable',
   'restart_interrupted',
   'repository_setup_failed',
+  'mcp_server_failed',
   'internal_error',
 ] as const;
 export const ConversationErrorCodeSchema = z.enum(CONVERSATION_ERROR_CODES);
@@ -138,12 +162,49 @@ export const SetupEventSchema = z
   })
   .meta({ id: 'SetupEvent', description: 'A step of preparing the sandbox for the conversation (cloning its repository, running its setup script).' });
 
+export const ConfirmationEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('confirmation'),
+    source: z.literal('user'),
+    accept: z.boolean(),
+    reason: z.string().nullable().meta({ description: 'What the user said with the decision (shown to the model on a rejection).' }),
+    tool_call_ids: z.array(z.string()).meta({ description: 'The actions decided on.' }),
+  })
+  .meta({ id: 'ConfirmationEvent', description: 'The user accepted or rejected the actions that waited for confirmation.' });
+
+export const CondensationEventSchema = z
+  .object({
+    ...base,
+    kind: z.literal('condensation'),
+    source: z.literal('environment'),
+    summary: z.string().meta({ description: 'What the model is shown instead of the forgotten events.' }),
+    kept_head_through: z.int().min(0).meta({ description: 'Events up to this id (the start of the conversation) are still shown as they are; 0 for none.' }),
+    forgotten_through: z.int().min(0).meta({ description: 'Events after kept_head_through up to this id are replaced by the summary.' }),
+    forgotten_events: z.int().min(0).meta({ description: 'How many events the summary replaces (messages, actions and observations).' }),
+    reason: z.string().meta({ description: 'Why the history was condensed (too many events, too long, or the model said the context was too long).' }),
+  })
+  .meta({
+    id: 'CondensationEvent',
+    description: 'Older events were summarised to keep the prompt bounded. The log keeps every event; only what the model is shown changes.',
+  });
+
 export const ConversationEventSchema = z
-  .discriminatedUnion('kind', [MessageEventSchema, ActionEventSchema, ObservationEventSchema, LlmCallEventSchema, StatusEventSchema, ErrorEventSchema, SetupEventSchema])
+  .discriminatedUnion('kind', [
+    MessageEventSchema,
+    ActionEventSchema,
+    ObservationEventSchema,
+    LlmCallEventSchema,
+    StatusEventSchema,
+    ErrorEventSchema,
+    SetupEventSchema,
+    ConfirmationEventSchema,
+    CondensationEventSchema,
+  ])
   .meta({ id: 'ConversationEvent' });
 export type ConversationEvent = z.infer<typeof ConversationEventSchema>;
 export type ConversationEventKind = ConversationEvent['kind'];
-export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error', 'setup'] as const satisfies readonly ConversationEventKind[];
+export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error', 'setup', 'confirmation', 'condensation'] as const satisfies readonly ConversationEventKind[];
 export const ConversationEventKindSchema = z.enum(CONVERSATION_EVENT_KINDS);
 
 export type MessageEvent = z.infer<typeof MessageEventSchema>;
@@ -153,6 +214,9 @@ export type LlmCallEvent = z.infer<typeof LlmCallEventSchema>;
 export type StatusEvent = z.infer<typeof StatusEventSchema>;
 export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
 export type SetupEvent = z.infer<typeof SetupEventSchema>;
+export type ConfirmationEvent = z.infer<typeof ConfirmationEventSchema>;
+export type CondensationEvent = z.infer<typeof CondensationEventSchema>;
+export type SecurityRiskLevel = z.infer<typeof SecurityRiskSchema>;
 
 /** An event about to be appended: everything but the id, which the log assigns. */
 export type ConversationEventDraft = ConversationEvent extends infer E ? (E extends ConversationEvent ? Omit<E, 'id'> : never) : never;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SECURITY_ANALYZERS } from '../agent/security.js';
 import { McpConfigSchema, McpConfigViewSchema, type McpConfig } from '../mcp/schema.js';
 
 export const GIT_PROVIDERS = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
@@ -67,7 +68,12 @@ export const SettingsInputSchema = z.object({
   language: shortText(64).nullable().optional(),
   agent: shortText(128).nullable().optional(),
   max_iterations: z.int().min(1).max(100_000).nullable().optional(),
-  security_analyzer: shortText(128).nullable().optional(),
+  security_analyzer: z
+    .union([z.literal(''), z.enum(SECURITY_ANALYZERS)])
+    .nullable()
+    .transform((v) => (v === '' ? null : v))
+    .optional()
+    .meta({ description: 'llm (the model rates its own calls), rules (our rule-based analyzer) or ensemble (both; the higher rating wins); null or "" for none.' }),
   confirmation_mode: z.boolean().nullable().optional(),
   llm_model: shortText(512).trim().nullable().optional(),
   llm_api_key: secretValue.nullable().optional(),
@@ -75,6 +81,13 @@ export const SettingsInputSchema = z.object({
   remote_runtime_resource_factor: z.int().min(1).max(64).nullable().optional(),
   secrets_store: UserSecretsInputSchema.optional(),
   enable_default_condenser: z.boolean().optional(),
+  condenser_max_size: z
+    .int()
+    .min(20)
+    .max(100_000)
+    .nullable()
+    .optional()
+    .meta({ description: 'Events shown to the model before older ones are summarised (default 120).' }),
   enable_sound_notifications: z.boolean().optional(),
   enable_proactive_conversation_starters: z.boolean().optional(),
   enable_solvability_analysis: z.boolean().optional(),
@@ -121,6 +134,7 @@ export interface StoredSettings {
   remote_runtime_resource_factor: number | null;
   secrets_store: StoredUserSecrets;
   enable_default_condenser: boolean;
+  condenser_max_size: number | null;
   enable_sound_notifications: boolean;
   enable_proactive_conversation_starters: boolean;
   enable_solvability_analysis: boolean;
@@ -149,6 +163,7 @@ export const SETTINGS_FIELDS = [
   'remote_runtime_resource_factor',
   'secrets_store',
   'enable_default_condenser',
+  'condenser_max_size',
   'enable_sound_notifications',
   'enable_proactive_conversation_starters',
   'enable_solvability_analysis',
@@ -181,6 +196,7 @@ export function defaultSettings(): StoredSettings {
     remote_runtime_resource_factor: null,
     secrets_store: { provider_tokens: {}, custom_secrets: {} },
     enable_default_condenser: true,
+    condenser_max_size: null,
     enable_sound_notifications: false,
     enable_proactive_conversation_starters: true,
     enable_solvability_analysis: true,
@@ -222,6 +238,7 @@ export const SettingsViewSchema = z.object({
   remote_runtime_resource_factor: z.int().nullable(),
   secrets_store: UserSecretsViewSchema,
   enable_default_condenser: z.boolean(),
+  condenser_max_size: z.int().nullable(),
   enable_sound_notifications: z.boolean(),
   enable_proactive_conversation_starters: z.boolean(),
   enable_solvability_analysis: z.boolean(),
