@@ -13,8 +13,11 @@ import {
   type SandboxRuntime,
   type SandboxRuntimeError,
   type OpenShellOptions,
+  type SandboxProcess,
   type SandboxShell,
+  type SpawnRequest,
 } from '@acs/core';
+import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import { openDockerShell } from './docker-shell.js';
 import { firstTarEntry, tarOneFile } from './tar.js';
 
@@ -292,9 +295,29 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  // TEMPORARY (issue 7, replaced in this change): spawn is not implemented yet.
-  spawn(): ResultAsync<never, { kind: 'failed'; message: string }> {
-    return ResultAsync.fromPromise(Promise.reject(new Error('spawn is not implemented yet')), () => ({ kind: 'failed' as const, message: 'spawn is not implemented yet' }));
+  /**
+   * Starts a long-running process over an interactive, non-TTY `docker exec` (see
+   * docker-process.ts): stdin open, stdout and stderr apart, output held until the first
+   * listener is added. The image needs `sh`. A program that does not exist is an error
+   * (`failed`, "program not found") and nothing runs; one that is not executable likewise
+   * ("not an executable file"). `kill()` sends SIGTERM to the process's group and session,
+   * then SIGKILL after 2 s, so children go too; `exited` carries the engine's exit code
+   * (128 + the signal after a kill).
+   */
+  spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError> {
+    return this.#attempt('spawn', async () => {
+      if (request.command.length === 0 || request.command[0] === '') throw new RuntimeFailure('cannot start a process: the command is empty');
+      const cwd = await this.#resolve(sandboxId, request.cwd ?? '.');
+      const info = await this.#inspectContainer(sandboxId);
+      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
+      if (info.State.Paused) throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
+      if (!info.State.Running) throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
+      return startDockerProcess({ docker: this.#docker, container: this.#container(sandboxId), sandboxId, command: request.command, cwd, env: request.env ?? {} }).catch(
+        (error: unknown) => {
+          throw error instanceof ProcessStartFailure ? new RuntimeFailure(error.message) : error;
+        },
+      );
+    });
   }
 
   #container(sandboxId: string) {

@@ -10,12 +10,15 @@ import {
   type SandboxRuntime,
   type SandboxRuntimeError,
   type OpenShellOptions,
+  type SandboxProcess,
   type SandboxShell,
+  type SpawnRequest,
 } from '@acs/core';
 import { fakeGit } from './fake-git.js';
+import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { openFakeShell } from './fake-shell.js';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell';
+export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell' | 'spawn';
 
 /** What a registered command handler sees. */
 export interface FakeExecContext {
@@ -39,7 +42,11 @@ interface FakeSandbox {
   request: RuntimeCreateRequest;
   /** Inspections left that still report `starting`. */
   startingInspections: number;
+  /** Spawned processes still running; they end when the sandbox is deleted, vanishes or crashes. */
+  processes: Set<FakeProcess>;
 }
+
+type ArgvMatcher = (argv: readonly string[]) => boolean;
 
 export interface FakeSandboxRuntimeOptions {
   /**
@@ -70,7 +77,8 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   readonly #held = new Set<string>();
   #unavailable: string | null = null;
   #inspectionsUntilRunning: number;
-  readonly #handlers: { matches: (argv: readonly string[]) => boolean; handle: FakeExecHandler }[] = [];
+  readonly #handlers: { matches: ArgvMatcher; handle: FakeExecHandler }[] = [];
+  readonly #spawnHandlers: { matches: ArgvMatcher; handle: FakeSpawnHandler }[] = [];
 
   constructor(options: FakeSandboxRuntimeOptions = {}) {
     this.#inspectionsUntilRunning = options.inspectionsUntilRunning ?? 0;
@@ -109,10 +117,13 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     const box = this.#require(sandboxId);
     box.state = 'error';
     box.detail = detail;
+    endProcesses(box);
   }
 
   /** The sandbox disappears behind the service's back: it reports `missing`. */
   vanish(sandboxId: string): void {
+    const box = this.#sandboxes.get(sandboxId);
+    if (box) endProcesses(box);
     this.#sandboxes.delete(sandboxId);
   }
 
@@ -130,10 +141,19 @@ export class FakeSandboxRuntime implements SandboxRuntime {
    * argv joined by spaces, or a predicate. Later registrations win. Unmatched commands
    * exit 127 with a message on stderr.
    */
-  onExec(match: string | RegExp | ((argv: readonly string[]) => boolean), handle: FakeExecHandler): this {
-    const matches =
-      typeof match === 'string' ? (argv: readonly string[]) => argv[0] === match : match instanceof RegExp ? (argv: readonly string[]) => match.test(argv.join(' ')) : match;
-    this.#handlers.unshift({ matches, handle });
+  onExec(match: string | RegExp | ArgvMatcher, handle: FakeExecHandler): this {
+    this.#handlers.unshift({ matches: argvMatcher(match), handle });
+    return this;
+  }
+
+  /**
+   * Plays programs started with `spawn` whose argv matches (as for onExec; later
+   * registrations win). The handler writes the process's output and reads its stdin through
+   * its context (see FakeSpawnHandler). A command no handler matches fails to spawn as a
+   * program that does not exist does on Docker: a `failed` error saying "program not found".
+   */
+  onSpawn(match: string | RegExp | ArgvMatcher, handle: FakeSpawnHandler): this {
+    this.#spawnHandlers.unshift({ matches: argvMatcher(match), handle });
     return this;
   }
 
@@ -174,6 +194,7 @@ export class FakeSandboxRuntime implements SandboxRuntime {
         detail: null,
         request: structuredClone(request),
         startingInspections: this.#inspectionsUntilRunning,
+        processes: new Set(),
       };
       this.#sandboxes.set(request.sandbox_id, box);
       if (this.#inspectionsUntilRunning === 0 && !this.#isHeld(request.sandbox_id)) box.state = 'running';
@@ -219,6 +240,8 @@ export class FakeSandboxRuntime implements SandboxRuntime {
 
   delete(sandboxId: string): ResultAsync<void, SandboxRuntimeError> {
     return this.#call('delete', sandboxId, () => {
+      const box = this.#sandboxes.get(sandboxId);
+      if (box) endProcesses(box);
       this.#sandboxes.delete(sandboxId);
     });
   }
@@ -283,9 +306,27 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  // TEMPORARY (issue 7, replaced in this change): spawn is not implemented yet.
-  spawn(): ResultAsync<never, { kind: 'failed'; message: string }> {
-    return ResultAsync.fromPromise(Promise.reject(new Error('spawn is not implemented yet')), () => ({ kind: 'failed' as const, message: 'spawn is not implemented yet' }));
+  /**
+   * Starts a process played by the handler registered with onSpawn. A missing sandbox is
+   * `not_found`, one that is not running (paused, starting, crashed) `failed`, as for
+   * openShell; a command no handler matches is `failed` with "program not found" in the
+   * message, and nothing runs. Output is held until the first listener is added.
+   */
+  spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError> {
+    return this.#call('spawn', sandboxId, () => {
+      const box = this.#running(sandboxId);
+      const program = request.command[0];
+      if (program === undefined || program === '') throw new FakeFailure('cannot start a process: the command is empty');
+      const cwd = this.#path(box, request.cwd ?? '.');
+      const handler = this.#spawnHandlers.find((h) => h.matches(request.command));
+      if (!handler) {
+        throw new FakeFailure(`cannot start "${program}" in sandbox ${sandboxId}: program not found (fake runtime: no handler for "${request.command.join(' ')}"; register one with onSpawn)`);
+      }
+      const spawned: FakeProcess = new FakeProcess(`"${program}" in sandbox ${sandboxId}`, () => box.processes.delete(spawned));
+      box.processes.add(spawned);
+      spawned.run(structuredClone({ ...request, command: [...request.command] }), handler.handle, { sandboxId, cwd, files: box.files });
+      return spawned;
+    });
   }
 
   /** A shell emulated over the registered exec handlers (fake-shell.ts says what it does and does not do). */
@@ -343,6 +384,16 @@ export class FakeSandboxRuntime implements SandboxRuntime {
       throw error;
     }
   }
+}
+
+function argvMatcher(match: string | RegExp | ArgvMatcher): ArgvMatcher {
+  if (typeof match === 'string') return (argv) => argv[0] === match;
+  if (match instanceof RegExp) return (argv) => match.test(argv.join(' '));
+  return match;
+}
+
+function endProcesses(box: FakeSandbox): void {
+  for (const running of [...box.processes]) running.end(null);
 }
 
 class FakeFailure extends Error {

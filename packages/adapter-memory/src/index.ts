@@ -19,6 +19,7 @@ import { MemoryStartTaskStore } from './start-task-store.js';
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
 export { MemoryEventStore } from './event-store.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
+export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
 export { openFakeShell, type FakeShellHost } from './fake-shell.js';
 export { fakeGit } from './fake-git.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';

@@ -19,6 +19,7 @@ import {
   MemoryStartTaskStore,
   StaticSandboxSpecCatalog,
 } from '@acs/adapter-memory';
+import { playSpawnContractPrograms } from './spawn-contract-programs.js';
 
 describeSettingsStoreContract('memory', () => new MemorySettingsStore());
 describeConversationStoreContract('memory', () => new MemoryConversationStore());
@@ -34,8 +35,8 @@ describeSandboxSpecCatalogContract(
       { id: 'node', image: 'node:22', working_dir: '/app', initial_env: { NODE_ENV: 'development' } },
     ]),
 );
-describeSandboxRuntimeContract('fake (running at once)', () => new FakeSandboxRuntime());
-describeSandboxRuntimeContract('fake (slow start)', () => new FakeSandboxRuntime({ inspectionsUntilRunning: 3 }));
+describeSandboxRuntimeContract('fake (running at once)', () => playSpawnContractPrograms(new FakeSandboxRuntime()));
+describeSandboxRuntimeContract('fake (slow start)', () => playSpawnContractPrograms(new FakeSandboxRuntime({ inspectionsUntilRunning: 3 })));
 describeClockContract('system', () => systemClock);
 describeClockContract('manual', () => manualClock());
 describeIdGeneratorContract('random', () => randomIdGenerator);

@@ -129,13 +129,9 @@ export function planCondensation(events: readonly ConversationEvent[], options: 
       break;
     }
   }
+  // Forward to the next safe cut: the window only shrinks, so the view stays within the bound.
   tail = Math.max(tail, head);
-  while (tail > head && !cuts[tail]) tail--;
-  if (tail <= head) {
-    // No safe cut inside the window: cut at the first safe point after it instead.
-    tail = Math.max(tail, head);
-    while (tail < shown.length && !cuts[tail]) tail++;
-  }
+  while (tail < shown.length && !cuts[tail]) tail++;
   const keptHeadThrough = head > 0 ? shown[head - 1]!.id : 0;
   const previous = view.condensation;
   const alreadyForgotten = previous ? previous.forgotten_through : keptHeadThrough;

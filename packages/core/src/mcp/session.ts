@@ -80,7 +80,7 @@ export function planMcpServers(config: McpConfig, sandboxId: string, workingDir:
 
 /** `<server>__<tool>`, cut to the 64 characters providers allow (with a short hash to stay unique). */
 export function namespacedToolName(server: string, tool: string): string {
-  const name = `${server}__${sanitize(tool)}`;
+  const name = `${sanitize(server)}__${sanitize(tool)}`;
   if (name.length <= TOOL_NAME_MAX) return name;
   const hash = createHash('sha256').update(`${server}\u0000${tool}`).digest('hex').slice(0, 8);
   return `${name.slice(0, TOOL_NAME_MAX - 9)}_${hash}`;

@@ -24,6 +24,7 @@ export {
   describeIdGeneratorContract,
   describeSandboxExecContract,
   describeSandboxRuntimeContract,
+  SPAWN_CONTRACT_PROGRAMS,
   type SandboxRuntimeContractOptions,
 } from './runtime.js';
 export { describeEventStoreContract } from './events.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
-import type { RuntimeObservation, SandboxRuntime } from '../sandbox/runtime.js';
+import type { RuntimeObservation, SandboxProcess, SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxSpec } from '../sandbox/schema.js';
 import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
@@ -28,7 +28,37 @@ async function untilNot(runtime: SandboxRuntime, id: string, state: RuntimeObser
   }
 }
 
-/** Contract every SandboxRuntime must meet: lifecycle, idempotence, and unknown ids. */
+/**
+ * The programs the spawn cases of the runtime contract start. A runtime that runs real
+ * programs needs `sh`, `cat` and `sleep` in the spec's image; a fake must play these argvs
+ * as described (the memory adapter's tests show how).
+ */
+export const SPAWN_CONTRACT_PROGRAMS = {
+  /** Copies stdin to stdout until killed. */
+  echo: ['cat'],
+  /** Writes `to-out` to stdout and `to-err` to stderr, then exits with code 3. */
+  split: ['sh', '-c', 'printf to-out; printf to-err >&2; exit 3'],
+  /** Prints `ready` and a newline, then ignores stdin and SIGTERM until killed. */
+  deaf: ['sh', '-c', 'trap "" TERM INT HUP; echo ready; exec sleep 600'],
+  /** A program that does not exist. */
+  missing: ['acs-contract-no-such-program'],
+} as const satisfies Record<string, readonly string[]>;
+
+/** Collects a process's output from the moment it is called (right after spawn resolves). */
+function listen(child: SandboxProcess) {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.onStdout((chunk) => out.push(Buffer.from(chunk)));
+  child.onStderr((chunk) => err.push(Buffer.from(chunk)));
+  return { stdout: () => Buffer.concat(out).toString('utf8'), stderr: () => Buffer.concat(err).toString('utf8') };
+}
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < deadline) await sleep(10);
+}
+
+/** Contract every SandboxRuntime must meet: lifecycle, idempotence, unknown ids, and spawned processes. */
 export function describeSandboxRuntimeContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
   const spec = options.spec ?? specFixture();
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
@@ -105,6 +135,85 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       const resumed = await runtime.resume(id);
       expect(paused.isErr() && paused.error.message.length > 0).toBe(true);
       expect(resumed.isErr() && resumed.error.message.length > 0).toBe(true);
+    });
+
+    describe('spawn (programs: SPAWN_CONTRACT_PROGRAMS)', () => {
+      let runtime: SandboxRuntime;
+      let id: string;
+      const started: SandboxProcess[] = [];
+      const spawn = async (command: readonly string[]) => {
+        const child = await expectOk(runtime.spawn(id, { command }));
+        started.push(child);
+        return child;
+      };
+
+      beforeAll(async () => {
+        runtime = await make();
+        id = nextId();
+        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env } }));
+        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+      });
+      afterAll(async () => {
+        await Promise.all(started.map((child) => child.kill()));
+        await runtime.delete(id);
+      });
+
+      it('echoes what is written to stdin on stdout, in order', async () => {
+        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.echo);
+        const output = listen(child);
+        await child.write('hello\n');
+        await child.write(new TextEncoder().encode('ünïcode wörld\n'));
+        for (let i = 0; i < 20; i++) await child.write(`line ${i}\n`);
+        const expected = `hello\nünïcode wörld\n${Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')}`;
+        await until(() => output.stdout() === expected, 10_000);
+        expect(output.stdout()).toBe(expected);
+        expect(output.stderr()).toBe('');
+        await child.kill();
+        expect(await child.exited).toHaveProperty('exit_code');
+      });
+
+      it('keeps stderr apart from stdout and reports the exit code; a process that has ended takes no input', async () => {
+        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.split);
+        const output = listen(child);
+        expect(await child.exited).toEqual({ exit_code: 3 });
+        expect(output.stdout()).toBe('to-out');
+        expect(output.stderr()).toBe('to-err');
+        await expect(child.write('too late\n')).rejects.toThrow();
+        await child.kill();
+      });
+
+      it('kill() ends a process that ignores stdin and SIGTERM; kill is idempotent', async () => {
+        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.deaf);
+        const output = listen(child);
+        await until(() => output.stdout() === 'ready\n', 10_000);
+        expect(output.stdout()).toBe('ready\n');
+        const begun = Date.now();
+        await Promise.all([child.kill(), child.kill()]);
+        await child.exited;
+        expect(Date.now() - begun).toBeLessThan(15_000);
+        await child.kill();
+        await expect(child.write('anyone?\n')).rejects.toThrow();
+      });
+
+      it('refuses to start a program that does not exist, saying so', async () => {
+        const result = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.missing });
+        expect(result.isErr() && result.error.kind).toBe('failed');
+        expect(result.isErr() && result.error.message).toMatch(/not found/i);
+      });
+
+      it('refuses to spawn in a paused sandbox or one it does not have', async () => {
+        await expectOk(runtime.pause(id));
+        try {
+          const paused = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.echo });
+          expect(paused.isErr() && paused.error.kind).toBe('failed');
+          expect(paused.isErr() && paused.error.message).toMatch(/paused/);
+        } finally {
+          await expectOk(runtime.resume(id));
+          expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        }
+        const missing = await runtime.spawn(nextId(), { command: SPAWN_CONTRACT_PROGRAMS.echo });
+        expect(missing.isErr() && missing.error.kind).toBe('not_found');
+      });
     });
   });
 }

@@ -1,0 +1,303 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import { Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import type { SandboxProcess } from '@acs/core';
+
+/** What a spawned process needs from its runtime. */
+export interface DockerProcessOptions {
+  docker: Docker;
+  container: Docker.Container;
+  sandboxId: string;
+  command: readonly string[];
+  /** The resolved, absolute directory the process starts in. */
+  cwd: string;
+  env: Readonly<Record<string, string>>;
+}
+
+/** A process that could not be started; the runtime turns it into a `failed` error. */
+export class ProcessStartFailure extends Error {}
+
+/** How long the program has to say it started (the wrapper's first line). */
+const START_TIMEOUT_MS = 15_000;
+/** After SIGTERM, how long the process group has before SIGKILL. */
+const KILL_GRACE_MS = 2_000;
+/** How long kill() waits for the stream to end after the kill exec before cutting it. */
+const STREAM_END_WAIT_MS = 3_000;
+/** Output kept for a stream no listener has been added to yet; beyond it, the rest is dropped. */
+const MAX_UNHEARD_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Runs as `sh -c WRAPPER acs-spawn <nonce> <argv…>`: checks that the program exists, prints
+ * `ACS-SPAWN <nonce> <pid>` as the first line of stdout, then execs the program in its place,
+ * so the pid is the program's. A docker exec process leads its own session and process group
+ * (runc calls setsid), so that pid names the group kill() signals.
+ */
+const WRAPPER = [
+  'n=$1; shift',
+  'case $1 in */*) p=$1 ;; *) p=$(command -v "$1") || p= ;; esac',
+  'case $p in "") printf \'%s: program not found\\n\' "$1" >&2; exit 127 ;; esac',
+  'case $p in */*) if [ ! -e "$p" ]; then printf \'%s: program not found\\n\' "$1" >&2; exit 127; fi',
+  '  if [ -d "$p" ] || [ ! -x "$p" ]; then printf \'%s: not an executable file\\n\' "$1" >&2; exit 126; fi ;; esac',
+  'printf \'ACS-SPAWN %s %s\\n\' "$n" "$$"',
+  'exec "$@"',
+].join('\n');
+
+/**
+ * Signals the process group (and, where `pkill` exists, the session, which also holds
+ * children that made a group of their own) with TERM, then KILL for whatever is left after
+ * the grace period.
+ */
+const KILLER = [
+  'p=$1; g=$2',
+  'pk() { command -v pkill >/dev/null 2>&1 && pkill "-$1" -s "$p" 2>/dev/null; }',
+  'alive() { kill -0 -- "-$p" 2>/dev/null || kill -0 "$p" 2>/dev/null || { command -v pgrep >/dev/null 2>&1 && pgrep -s "$p" >/dev/null 2>&1; }; }',
+  'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; pk TERM',
+  'i=0; while [ "$i" -lt "$g" ] && alive; do sleep 0.1; i=$((i+1)); done',
+  'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; pk KILL',
+  'exit 0',
+].join('\n');
+
+/**
+ * Starts `command` in the container over an interactive, non-TTY, hijacked `docker exec`,
+ * stdout and stderr demultiplexed. Resolves once the program has been found and started;
+ * a program that does not exist or is not executable rejects with ProcessStartFailure
+ * (its message says so), as does any other start that ends before the program runs.
+ */
+export async function startDockerProcess(options: DockerProcessOptions): Promise<SandboxProcess> {
+  const nonce = randomBytes(8).toString('hex');
+  const exec = await options.container.exec({
+    Cmd: ['sh', '-c', WRAPPER, 'acs-spawn', nonce, ...options.command],
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    WorkingDir: options.cwd,
+    Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`),
+  });
+  const stream = await exec.start({ hijack: true, stdin: true });
+  const spawned = new DockerProcess(options, exec, stream, nonce);
+  await spawned.started();
+  return spawned;
+}
+
+/** Output of one stream: held until the first listener is added, then passed on as it comes. */
+class OutputChannel {
+  readonly #listeners: ((chunk: Uint8Array) => void)[] = [];
+  #held: Buffer[] | null = [];
+  #heldBytes = 0;
+
+  add(listener: (chunk: Uint8Array) => void) {
+    this.#listeners.push(listener);
+    if (this.#listeners.length !== 1) return;
+    // Deliver what was held once the caller's synchronous set-up is done, so every listener
+    // added right after spawn resolves sees it.
+    queueMicrotask(() => {
+      const held = this.#held ?? [];
+      this.#held = null;
+      for (const chunk of held) this.#deliver(chunk);
+    });
+  }
+
+  push(chunk: Buffer) {
+    if (chunk.length === 0) return;
+    if (this.#held) {
+      const room = MAX_UNHEARD_BYTES - this.#heldBytes;
+      if (room > 0) this.#held.push(chunk.subarray(0, room));
+      this.#heldBytes += Math.min(room, chunk.length);
+      return;
+    }
+    this.#deliver(chunk);
+  }
+
+  #deliver(chunk: Buffer) {
+    const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
+    for (const listener of this.#listeners) listener(bytes);
+  }
+}
+
+class DockerProcess implements SandboxProcess {
+  readonly exited: Promise<{ exit_code: number | null }>;
+  readonly #stdout = new OutputChannel();
+  readonly #stderr = new OutputChannel();
+  /** Before the wrapper's line: what stdout has said so far. */
+  #preamble: Buffer | null = Buffer.alloc(0);
+  #startupErrors = '';
+  #pid: number | null = null;
+  #ended = false;
+  #killing: Promise<void> | null = null;
+  readonly #startup: Promise<void>;
+  #startupSettled = false;
+  #resolveExited: (value: { exit_code: number | null }) => void = () => {};
+  #startupResolve: () => void = () => {};
+  #startupReject: (error: Error) => void = () => {};
+
+  constructor(
+    private readonly options: DockerProcessOptions,
+    private readonly exec: Docker.Exec,
+    private readonly stream: Duplex,
+    private readonly nonce: string,
+  ) {
+    this.exited = new Promise((resolve) => (this.#resolveExited = resolve));
+    this.#startup = new Promise<void>((resolve, reject) => {
+      this.#startupResolve = resolve;
+      this.#startupReject = reject;
+    });
+    const sink = (onChunk: (chunk: Buffer) => void) =>
+      new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          onChunk(chunk);
+          callback();
+        },
+      });
+    options.docker.modem.demuxStream(
+      stream,
+      sink((chunk) => this.#onStdout(chunk)),
+      sink((chunk) => this.#onStderr(chunk)),
+    );
+    const end = () => void this.#onEnd();
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  }
+
+  /** Resolves when the wrapper has handed over to the program; rejects when it could not. */
+  async started(): Promise<void> {
+    const timer = setTimeout(() => {
+      this.#failStartup(new ProcessStartFailure(`${this.#what()} did not start within ${START_TIMEOUT_MS / 1000} s`));
+      this.stream.destroy();
+    }, START_TIMEOUT_MS);
+    try {
+      await this.#startup;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  write(data: Uint8Array | string): Promise<void> {
+    if (this.#ended || this.#killing) return Promise.reject(new Error(`${this.#what()} has ended; its stdin is closed`));
+    return new Promise((resolve, reject) => {
+      this.stream.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, (error) => {
+        if (error) reject(new Error(`cannot write to ${this.#what()}: ${error.message}`));
+        else resolve();
+      });
+    });
+  }
+
+  onStdout(listener: (chunk: Uint8Array) => void): void {
+    this.#stdout.add(listener);
+  }
+
+  onStderr(listener: (chunk: Uint8Array) => void): void {
+    this.#stderr.add(listener);
+  }
+
+  kill(): Promise<void> {
+    this.#killing ??= this.#kill();
+    return this.#killing;
+  }
+
+  async #kill(): Promise<void> {
+    if (this.#ended) return;
+    if (this.#pid !== null) await this.#signalGroup(this.#pid).catch(() => undefined);
+    if (!this.#ended) {
+      await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, STREAM_END_WAIT_MS))]);
+    }
+    // Something outside the group may still hold the exec's output open; the process is gone either way.
+    this.stream.destroy();
+    await this.exited;
+  }
+
+  /** Runs the killer script in a second exec beside the process, and waits for it. */
+  async #signalGroup(pid: number): Promise<void> {
+    const exec = await this.options.container.exec({
+      Cmd: ['sh', '-c', KILLER, 'acs-kill', String(pid), String(Math.ceil(KILL_GRACE_MS / 100))],
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: false,
+      Tty: false,
+    });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    stream.resume();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, KILL_GRACE_MS + 5_000);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    stream.destroy();
+  }
+
+  #onStdout(chunk: Buffer) {
+    if (this.#preamble === null) {
+      this.#stdout.push(chunk);
+      return;
+    }
+    const seen = Buffer.concat([this.#preamble, chunk]);
+    const newline = seen.indexOf(0x0a);
+    if (newline < 0) {
+      this.#preamble = seen;
+      if (seen.length > 256) this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`));
+      return;
+    }
+    const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)$`).exec(seen.subarray(0, newline).toString('utf8'));
+    if (!match) {
+      this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`));
+      return;
+    }
+    this.#preamble = null;
+    this.#pid = Number(match[1]);
+    this.#startupSettled = true;
+    this.#startupResolve();
+    this.#stdout.push(seen.subarray(newline + 1));
+  }
+
+  #onStderr(chunk: Buffer) {
+    if (!this.#startupSettled) this.#startupErrors = (this.#startupErrors + chunk.toString('utf8')).slice(-4_000);
+    this.#stderr.push(chunk);
+  }
+
+  async #onEnd() {
+    if (this.#ended) return;
+    this.#ended = true;
+    const exitCode = await this.#exitCode();
+    if (!this.#startupSettled) {
+      const said = this.#startupErrors.trim();
+      const why =
+        exitCode === 127 && said.endsWith('program not found')
+          ? 'program not found'
+          : exitCode === 126 && said.endsWith('not an executable file')
+            ? 'not an executable file'
+            : `it ended before it started (exit code ${exitCode ?? 'unknown'})${said ? `; it said: ${said.slice(-500)}` : ''}`;
+      this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: ${why}`));
+    }
+    this.#resolveExited({ exit_code: exitCode });
+  }
+
+  /** The exec's exit code; the engine may record it a moment after the stream ends. */
+  async #exitCode(): Promise<number | null> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const info = await this.exec.inspect().catch(() => null);
+      if (!info) return null;
+      if (!info.Running) return info.ExitCode ?? null;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return null;
+  }
+
+  #failStartup(error: Error) {
+    if (this.#startupSettled) return;
+    this.#startupSettled = true;
+    this.#startupReject(error);
+    if (!this.#ended) this.stream.destroy();
+  }
+
+  #what(): string {
+    const program = this.options.command[0] ?? '';
+    return `"${program}" in sandbox ${this.options.sandboxId}`;
+  }
+}

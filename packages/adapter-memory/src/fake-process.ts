@@ -1,0 +1,173 @@
+import type { SandboxProcess, SpawnRequest } from '@acs/core';
+
+/** One output stream of a fake process, as its handler sees it. */
+export interface FakeProcessOutput {
+  /** Sends text (as UTF-8) or bytes to the process's listeners; ignored once the process has ended. */
+  write(data: string | Uint8Array): void;
+}
+
+/** What a registered spawn handler sees. */
+export interface FakeSpawnContext {
+  sandboxId: string;
+  /** The working directory the process runs in (resolved). */
+  cwd: string;
+  /** The sandbox's files, shared with readFile/writeFile. */
+  files: Map<string, Uint8Array>;
+  /** What the client writes to stdin, decoded as UTF-8, one item per write; ends when the process ends. */
+  stdin: AsyncIterable<string>;
+  stdout: FakeProcessOutput;
+  stderr: FakeProcessOutput;
+  /** Ends the process with this exit code (default 0). */
+  exit: (code?: number) => void;
+  /** Aborted when the process ends: killed, exited, or its sandbox gone. */
+  signal: AbortSignal;
+}
+
+/**
+ * Plays a spawned program. The process ends when the handler calls `exit`, or when what it
+ * returns settles: a number is the exit code, nothing is 0, a throw is exit code 1 with the
+ * error's message on stderr. A handler that should keep running returns a promise that stays
+ * pending (for example one that reads `stdin` until it ends). `kill()` ends the process at once
+ * with exit code null, whatever the handler does.
+ */
+export type FakeSpawnHandler = (request: SpawnRequest, context: FakeSpawnContext) => void | number | Promise<void | number>;
+
+/** Output of one stream: held until the first listener is added, then passed on as it comes. */
+class OutputChannel {
+  readonly #listeners: ((chunk: Uint8Array) => void)[] = [];
+  #held: Uint8Array[] | null = [];
+
+  add(listener: (chunk: Uint8Array) => void) {
+    this.#listeners.push(listener);
+    if (this.#listeners.length !== 1) return;
+    // As the Docker runtime does: every listener added in the same synchronous step sees what was held.
+    queueMicrotask(() => {
+      const held = this.#held ?? [];
+      this.#held = null;
+      for (const chunk of held) this.#deliver(chunk);
+    });
+  }
+
+  push(chunk: Uint8Array) {
+    if (chunk.length === 0) return;
+    if (this.#held) this.#held.push(chunk);
+    else this.#deliver(chunk);
+  }
+
+  #deliver(chunk: Uint8Array) {
+    for (const listener of this.#listeners) listener(chunk);
+  }
+}
+
+/** Stdin as an async iterable; ends when the process does. */
+class StdinQueue implements AsyncIterable<string> {
+  readonly #chunks: string[] = [];
+  #waiting: ((result: IteratorResult<string>) => void) | null = null;
+  #ended = false;
+
+  push(text: string) {
+    if (this.#ended) return;
+    const wake = this.#waiting;
+    this.#waiting = null;
+    if (wake) wake({ value: text, done: false });
+    else this.#chunks.push(text);
+  }
+
+  end() {
+    this.#ended = true;
+    const wake = this.#waiting;
+    this.#waiting = null;
+    wake?.({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<string> {
+    return {
+      next: () => {
+        const chunk = this.#chunks.shift();
+        if (chunk !== undefined) return Promise.resolve({ value: chunk, done: false });
+        if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.#waiting = resolve));
+      },
+    };
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** A process of the fake runtime, played by a FakeSpawnHandler. */
+export class FakeProcess implements SandboxProcess {
+  readonly exited: Promise<{ exit_code: number | null }>;
+  readonly #stdout = new OutputChannel();
+  readonly #stderr = new OutputChannel();
+  readonly #stdin = new StdinQueue();
+  readonly #decoder = new TextDecoder();
+  readonly #abort = new AbortController();
+  #resolveExited: (value: { exit_code: number | null }) => void = () => {};
+  #ended = false;
+
+  constructor(
+    private readonly description: string,
+    private readonly onEnd: () => void,
+  ) {
+    this.exited = new Promise((resolve) => (this.#resolveExited = resolve));
+  }
+
+  /** Starts the handler; called once by the runtime. */
+  run(request: SpawnRequest, handle: FakeSpawnHandler, context: Pick<FakeSpawnContext, 'sandboxId' | 'cwd' | 'files'>): void {
+    const output = (channel: OutputChannel): FakeProcessOutput => ({
+      write: (data) => {
+        if (!this.#ended) channel.push(typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data));
+      },
+    });
+    const full: FakeSpawnContext = {
+      ...context,
+      stdin: this.#stdin,
+      stdout: output(this.#stdout),
+      stderr: output(this.#stderr),
+      exit: (code = 0) => this.end(code),
+      signal: this.#abort.signal,
+    };
+    let outcome: ReturnType<FakeSpawnHandler>;
+    try {
+      outcome = handle(request, full);
+    } catch (error) {
+      outcome = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    Promise.resolve(outcome).then(
+      (code) => this.end(typeof code === 'number' ? code : 0),
+      (error: unknown) => {
+        full.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+        this.end(1);
+      },
+    );
+  }
+
+  write(data: Uint8Array | string): Promise<void> {
+    if (this.#ended) return Promise.reject(new Error(`${this.description} has ended; its stdin is closed`));
+    this.#stdin.push(typeof data === 'string' ? data : this.#decoder.decode(data, { stream: true }));
+    return Promise.resolve();
+  }
+
+  onStdout(listener: (chunk: Uint8Array) => void): void {
+    this.#stdout.add(listener);
+  }
+
+  onStderr(listener: (chunk: Uint8Array) => void): void {
+    this.#stderr.add(listener);
+  }
+
+  kill(): Promise<void> {
+    this.end(null);
+    return this.exited.then(() => undefined);
+  }
+
+  /** Ends the process with this exit code (null: killed); later calls change nothing. */
+  end(exitCode: number | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stdin.end();
+    this.#abort.abort();
+    this.onEnd();
+    this.#resolveExited({ exit_code: exitCode });
+  }
+}
