@@ -30,6 +30,10 @@ export interface LlmConfig {
   maxRetries: number;
   /** Steps per user message when the user's max_iterations is unset. */
   defaultMaxIterations: number;
+  /** Connecting to one MCP server and listing its tools. */
+  mcpConnectTimeoutMs: number;
+  /** One MCP tool call. */
+  mcpCallTimeoutMs: number;
 }
 
 export interface SandboxConfig {
@@ -86,6 +90,8 @@ const EnvSchema = z.object({
   ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
   ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
+  ACS_MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  ACS_MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(86_400).default(300),
   /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
   INIT_CWD: z.string().optional(),
 });
@@ -146,7 +152,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
     },
-    llm: { timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000, maxRetries: e.ACS_LLM_MAX_RETRIES, defaultMaxIterations: e.ACS_MAX_ITERATIONS },
+    llm: {
+      timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000,
+      maxRetries: e.ACS_LLM_MAX_RETRIES,
+      defaultMaxIterations: e.ACS_MAX_ITERATIONS,
+      mcpConnectTimeoutMs: e.ACS_MCP_CONNECT_TIMEOUT_SECONDS * 1000,
+      mcpCallTimeoutMs: e.ACS_MCP_CALL_TIMEOUT_SECONDS * 1000,
+    },
     storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,

@@ -14,6 +14,7 @@ import {
 } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
+import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient } from '@acs/adapter-openai';
 import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createPostgresStorage } from '@acs/adapter-postgres';
@@ -95,10 +96,14 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
       sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
       runtime: sandboxes.runtime,
       llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
+      mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
       logger,
     },
     {
-      agent: { defaultMaxIterations: config.llm.defaultMaxIterations },
+      agent: {
+        defaultMaxIterations: config.llm.defaultMaxIterations,
+        mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
+      },
       allowClientConversationIds: config.allowClientConversationIds,
       maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
       atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
