@@ -176,7 +176,8 @@ async function engineRound(conversations: number, steps: number, keepStarts?: nu
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, steps));
   const llm = new TimedLlm(ports.llm);
   const service = createAgentConversationService({ ...ports, llm }, { pollIntervalMs: 1, agent: { defaultMaxIterations: steps + 10 } });
-  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key }), 'store settings');
+  // The condenser is off: this measures the engine's own overhead against the same work without it.
+  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
   const round: Round = { steps: 0, ms: 0, steadyMs: 0, intervals: 0, llmMs: 0 };
   try {
     for (let c = 0; c < conversations; c++) {
@@ -342,6 +343,39 @@ interface LongRun {
   engine: number[][];
   baseline: number[][];
   events: ConversationEvent[];
+  condenser: CondenserRun[];
+}
+
+/** One long conversation with the default condenser on or off: the prompt and step time of each agent call. */
+interface CondenserRun {
+  on: boolean;
+  promptChars: number[];
+  promptMessages: number[];
+  starts: number[];
+  summaries: number;
+}
+
+async function condenserRun(on: boolean): Promise<CondenserRun> {
+  const ports = createMemoryPorts();
+  answerEcho(ports.runtime);
+  const run: CondenserRun = { on, promptChars: [], promptMessages: [], starts: [], summaries: 0 };
+  let k = 0;
+  ports.llm.forgetRequests().respondWith((request) => {
+    if (request.tools.length === 0) {
+      run.summaries++;
+      return { content: 'USER_CONTEXT: a long benchmark task. COMPLETED: echo steps. PENDING: more echo steps.' };
+    }
+    run.starts.push(performance.now());
+    run.promptChars.push(JSON.stringify(request.messages).length);
+    run.promptMessages.push(request.messages.length);
+    return engineTurn(k++, LONG_STEPS);
+  });
+  const service = createAgentConversationService(ports, { pollIntervalMs: 1, agent: { defaultMaxIterations: LONG_STEPS + 10 } });
+  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: on }), 'store settings');
+  await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');
+  await service.idle();
+  await service.close();
+  return run;
 }
 
 /** One conversation of LONG_STEPS tool steps, LONG_RUNS times per variant; keeps the model-call times and one log. */
@@ -358,12 +392,42 @@ async function measureLongConversation(): Promise<LongRun> {
   let k = 0;
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, LONG_STEPS));
   const service = createAgentConversationService(ports, { pollIntervalMs: 1, agent: { defaultMaxIterations: LONG_STEPS + 10 } });
-  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key }), 'store settings');
+  // The condenser is off: this measures the engine's own overhead against the same work without it.
+  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
   const created = await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');
   await service.idle();
   const events = await must(new EventLog(ports.events).readAll(USER, created.conversation_id), 'read the log');
   await service.close();
-  return { engine, baseline, events };
+  const condenser: CondenserRun[] = [];
+  for (let run = 0; run < LONG_RUNS; run++) condenser.push(await condenserRun(false), await condenserRun(true));
+  return { engine, baseline, events, condenser };
+}
+
+/** The default condenser over the same long conversation: prompt size and step time, late against early. */
+function printCondenser(runs: readonly CondenserRun[]): void {
+  const rows = [false, true].map((on) => {
+    const mine = runs.filter((r) => r.on === on);
+    const at = (pick: (r: CondenserRun) => number[], i: number) => mean(mine.map((r) => pick(r).at(i) as number));
+    const step = (r: CondenserRun, from: number, to: number) => mean(r.starts.slice(from, to).map((t, i) => (r.starts[from + i + 1]! - t) * 1000));
+    const early = mean(mine.map((r) => step(r, 1, WINDOW)));
+    const late = mean(mine.map((r) => step(r, r.starts.length - WINDOW - 1, r.starts.length - 2)));
+    return [
+      on ? 'on (default, 120 events)' : 'off',
+      String(Math.round(at((r) => r.promptMessages, -1))),
+      String(Math.round(at((r) => r.promptChars, WINDOW))),
+      String(Math.round(at((r) => r.promptChars, -1))),
+      ratio(at((r) => r.promptChars, -1), at((r) => r.promptChars, WINDOW)),
+      String(Math.round(mean(mine.map((r) => r.summaries)))),
+      f1(early),
+      f1(late),
+      ratio(late, early),
+    ];
+  });
+  printTable(
+    `The default condenser on a conversation of ${LONG_STEPS} tool steps (${LONG_RUNS} runs each): prompt at the last call and step time (µs), late against early`,
+    ['condenser', 'messages, last call', `prompt chars, call ${WINDOW}`, 'prompt chars, last call', 'prompt growth', 'summaries', `step µs, first ${WINDOW}`, `step µs, last ${WINDOW}`, 'step growth'],
+    rows,
+  );
 }
 
 function printLongConversation({ engine, baseline, events }: LongRun): void {
@@ -956,6 +1020,7 @@ async function main(): Promise<void> {
     const long = await measureLongConversation();
     printEngineOverhead(overhead);
     printLongConversation(long);
+    printCondenser(long.condenser);
 
     console.log();
     console.log(`part 2: the example server, ${CONVERSATIONS} concurrent conversations vs 1, storage ${STORAGES.join(' and ')} …`);
