@@ -180,6 +180,16 @@ describe('planCondensation', () => {
     }
   });
 
+  it('keeps the user’s last message in view, however long it is', () => {
+    const events = log(30, 1);
+    const huge = 'please read all of this '.repeat(10_000);
+    events.push({ id: events.length + 1, kind: 'message', source: 'user', timestamp: at, text: huge, image_urls: [] });
+    const plan = planCondensation(events, { maxEvents: 1000, maxPromptChars: 100_000, keepFirst: 2 });
+    expect(plan).not.toBeNull();
+    expect(plan!.forgottenThrough).toBeLessThan(events.length);
+    expect(plan!.toSummarise.some((e) => e.kind === 'message' && e.text === huge)).toBe(false);
+  });
+
   it('is null while the view is within its bounds, and counts only what is shown', () => {
     expect(planCondensation(log(5, 1), { maxEvents: 11 })).toBeNull();
     expect(planCondensation(log(5, 1), { maxEvents: 10 })).not.toBeNull();

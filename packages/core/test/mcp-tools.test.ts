@@ -56,7 +56,7 @@ class FakeConnector implements McpConnector {
     this.targets.push(target);
     const key = target.transport === 'stdio' ? target.name : target.url;
     const server = this.servers[key];
-    if (!server) return errAsync({ kind: 'unreachable', message: `nothing listens at ${key}` });
+    if (!server) return errAsync({ kind: 'unreachable', message: 'nothing listens there' });
     if (server.refuse) return errAsync(server.refuse);
     const connection: McpConnection = {
       tools: server.tools,
@@ -81,7 +81,7 @@ async function setup(connector: FakeConnector | null, settings: Record<string, u
   ports.llm.respondWith((request) => responder(request.tools.map((t) => t.name), n++));
   const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator(), ...(connector ? { mcp: connector } : {}) }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', SettingsInputSchema.parse({ ...LLM, ...settings })));
-  return { service, llm: ports.llm };
+  return { service, llm: ports.llm, ports };
 }
 
 async function converse(service: AgentConversationService, extra: Record<string, unknown> = {}) {
@@ -207,6 +207,47 @@ describe('MCP tools in conversations', () => {
     await expectOk(service.conversations.start('alice', id));
     await service.idle();
     expect(connector.targets).toHaveLength(2);
+  });
+});
+
+describe('MCP connections over the life of a conversation', () => {
+  it('follows the settings: servers removed are closed and their tools withdrawn; a lost server is connected again on the next run', async () => {
+    const connector = new FakeConnector({ [SEARCH_URL]: { tools: [tool('search')] } });
+    const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [SEARCH_URL] } }, () => ({ content: 'ok' }));
+    const id = await converse(service);
+    const say = async (text: string) => {
+      await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text }], run: true }));
+      await service.idle();
+    };
+    connector.lose(SEARCH_URL, 'the server restarted');
+    await say('again');
+    expect(connector.targets).toHaveLength(2);
+    expect(connector.closed).toBe(1);
+    expect(llm.requests.at(-1)!.tools.map((t) => t.name)).toContain('127_0_0_1_8931__search');
+
+    await expectOk(service.settings.store('alice', SettingsInputSchema.parse({ mcp_config: { shttp_servers: [] } })));
+    await say('without MCP now');
+    expect(connector.closed).toBe(2);
+    expect(llm.requests.at(-1)!.tools).toHaveLength(4);
+  });
+
+  it('never shows a URL’s query, credentials or a stdio server’s arguments in events', async () => {
+    const connector = new FakeConnector({});
+    const { service } = await setup(
+      connector,
+      {
+        mcp_config: {
+          sse_servers: ['https://user:pw-in-url@docs.example.com/sse?token=query-token-123'],
+          stdio_servers: [{ name: 'cli', command: 'mcp-cli', args: ['--api-key', 'arg-secret-456'] }],
+        },
+      },
+      () => finish,
+    );
+    const id = await converse(service);
+    const text = JSON.stringify(await allEvents(service, id));
+    expect(text).toContain('https://docs.example.com/sse');
+    expect(text).toContain('stdio: mcp-cli');
+    for (const secret of ['pw-in-url', 'query-token-123', 'arg-secret-456']) expect(text).not.toContain(secret);
   });
 });
 

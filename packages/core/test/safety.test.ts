@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
+import { ok } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import {
   createAgentConversationService,
@@ -15,8 +16,7 @@ import { recordOf } from './conversation-reads.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
-async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = []) {
-  const ports = createMemoryPorts();
+async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = [], ports = createMemoryPorts()) {
   ports.llm.push(...turns);
   const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
@@ -28,7 +28,7 @@ async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = []) {
       return { stdout: `ran: ${request.command[2]}\n`, exit_code: 0 };
     },
   );
-  return { service, llm: ports.llm, ran };
+  return { service, llm: ports.llm, ran, ports };
 }
 
 async function converse(service: AgentConversationService, message = 'please do the task') {
@@ -134,6 +134,67 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     await service.idle();
     expect(ran).toEqual(['echo hi']);
     expect((await recordOf(service, id)).execution_status).toBe('finished');
+  });
+});
+
+describe('confirmation: races and restarts', () => {
+  it('two answers at once: exactly one is recorded, the other is 409', async () => {
+    const { service, ran } = await setup({ confirmation_mode: true }, [bash('make deploy'), finish]);
+    const id = await converse(service);
+    const answers = await Promise.all([
+      service.conversations.respondToConfirmation('alice', id, { accept: true }),
+      service.conversations.respondToConfirmation('alice', id, { accept: false, reason: 'no' }),
+    ]);
+    expect(answers.map((a) => a.isOk())).toEqual([true, false]);
+    expect(answers[1]._unsafeUnwrapErr()).toMatchObject({ type: 'ConfirmationNotPending' });
+    await service.idle();
+    expect(ran).toEqual(['make deploy']);
+    expect((await allEvents(service, id)).filter((e) => e.kind === 'confirmation')).toHaveLength(1);
+  });
+
+  it('a rejection and a message sent right after it: the model answers the message', async () => {
+    const { service, llm } = await setup({ confirmation_mode: true }, [bash('make deploy'), { content: 'Staying put, as you asked.' }]);
+    const id = await converse(service);
+    await Promise.all([
+      service.conversations.respondToConfirmation('alice', id, { accept: false }),
+      service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'stay put' }], run: true }),
+    ]);
+    await service.idle();
+    expect(llm.calls).toBe(2);
+    expect(JSON.stringify(llm.requests[1]!.messages)).toContain('stay put');
+    expect((await recordOf(service, id)).execution_status).toBe('finished');
+  });
+
+  it('a decision recorded while the service shuts down is acted on by the next process', async () => {
+    const ports = createMemoryPorts();
+    const first = await setup({ confirmation_mode: true }, [bash('make deploy')], ports);
+    const id = await converse(first.service);
+    await first.service.close();
+    await expectOk(first.service.conversations.respondToConfirmation('alice', id, { accept: true }));
+    expect(first.ran).toEqual([]);
+
+    ports.llm.push(finish);
+    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
+    await second.idle();
+    expect(first.ran).toEqual(['make deploy']);
+    expect((await recordOf(second, id)).execution_status).toBe('finished');
+  });
+
+  it('a crash between recording the actions and waiting: after restart they wait again, not “interrupted”', async () => {
+    const ports = createMemoryPorts();
+    const first = await setup({ confirmation_mode: true }, [bash('make deploy')], ports);
+    const id = await converse(first.service);
+    await first.service.close();
+    // As if the process died before the status change was written.
+    await expectOk(ports.conversations.update('alice', id, (c) => ok({ ...c, execution_status: 'running' as const })));
+
+    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
+    await second.idle();
+    expect((await recordOf(second, id)).execution_status).toBe('waiting_for_confirmation');
+    expect((await allEvents(second, id)).some((e) => e.kind === 'observation')).toBe(false);
+    expect(first.ran).toEqual([]);
   });
 });
 

@@ -129,9 +129,15 @@ export function planCondensation(events: readonly ConversationEvent[], options: 
       break;
     }
   }
-  // Forward to the next safe cut: the window only shrinks, so the view stays within the bound.
+  // Forward to the next safe cut: the window only shrinks, so the view stays within the bound…
   tail = Math.max(tail, head);
   while (tail < shown.length && !cuts[tail]) tail++;
+  // …but never past the user's last message: the agent must still read what it is answering.
+  const lastUser = shown.findLastIndex((e) => e.kind === 'message' && e.source === 'user');
+  if (lastUser >= head && tail > lastUser) {
+    tail = lastUser;
+    while (tail > head && !cuts[tail]) tail--;
+  }
   const keptHeadThrough = head > 0 ? shown[head - 1]!.id : 0;
   const previous = view.condensation;
   const alreadyForgotten = previous ? previous.forgotten_through : keptHeadThrough;

@@ -123,7 +123,7 @@ interface Runner {
   /** The last event id the agent has acted on (shown to the model, or stopped with an error after); null until read from the log. */
   handledUpTo: number | null;
   /** The conversation's MCP servers, connected for its sandbox; null until the first run that has servers. */
-  mcp: { session: McpSession; sandboxId: string } | null;
+  mcp: { session: McpSession; fingerprint: string } | null;
   /** The last model call said the prompt was too long and a forced condensation followed: a second refusal is final. */
   forcedCondensation: boolean;
 }
@@ -193,7 +193,7 @@ const lastUserMessageIndex = (events: readonly ConversationEvent[]): number => {
 const lastHandledId = (events: readonly ConversationEvent[]): number => {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
-    if (isAgentCall(e) || (e.kind === 'error' && e.fatal) || (e.kind === 'confirmation' && !e.accept)) return e.id;
+    if (isAgentCall(e) || (e.kind === 'error' && e.fatal)) return e.id;
     if ((e.kind === 'action' || (e.kind === 'message' && e.source === 'agent')) && e.replay_step !== undefined) return e.id;
   }
   return 0;
@@ -211,6 +211,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
   const defaultToolset = new Toolset(builtinTools);
   const defaultMaxIterations = deps.options?.defaultMaxIterations ?? DEFAULT_MAX_ITERATIONS;
   const runners = new Map<string, Runner>();
+  /** The decision being recorded per conversation (respondToConfirmation runs one at a time). */
+  const deciding = new Map<string, Promise<void>>();
   let shuttingDown = false;
   const keyOf = (userId: string, conversationId: string) => `${userId}\u0000${conversationId}`;
 
@@ -334,9 +336,11 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
    */
   const ensureMcp = async (r: Runner, record: ConversationRecord, stored: StoredSettings | null, sandboxId: string, workingDir: string): Promise<void> => {
     const config = mergeMcpConfigs(stored?.mcp_config ?? null, record.launch.mcp_config);
-    if (!hasMcpServers(config)) return;
-    if (r.mcp && r.mcp.sandboxId === sandboxId && r.mcp.session.failures.length === 0) return;
+    // Reused while the servers, the sandbox and every connection are as they were; else connected afresh.
+    const fingerprint = `${sandboxId}\u0000${JSON.stringify(config)}`;
+    if (r.mcp && r.mcp.fingerprint === fingerprint && r.mcp.session.healthy()) return;
     await closeMcp(r);
+    if (!hasMcpServers(config)) return;
     if (!deps.mcp) {
       await append(r, [
         {
@@ -361,7 +365,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       await session.close();
       return;
     }
-    r.mcp = { session, sandboxId };
+    r.mcp = { session, fingerprint };
     if (session.failures.length > 0) {
       await append(
         r,
@@ -830,6 +834,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     if (found.isErr()) throw new Error(`could not load the conversation: ${found.error.message}`);
     const record = found.value;
     if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
+    r.forcedCondensation = false;
     await catchUp(r);
     const pending = pendingConfirmation(r.events);
     const decision = pending.length > 0 ? decisionOn(r.events, pending) : null;
@@ -860,7 +865,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     }
     if (pending.length > 0 && decision && !decision.accept) {
       await settlePending(r, pending, decision, sandboxId, workingDir);
-      r.handledUpTo = r.lastId;
+      // Handled up to the rejected response: a message sent around the rejection still gets a run.
+      r.handledUpTo = pending[pending.length - 1]!.id;
       await setStatus(r, record.execution_status === 'waiting_for_confirmation' ? 'reject' : 'pause', 'the user rejected the actions; the agent waits for a message');
       return;
     }
@@ -982,7 +988,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
 
     recover: () =>
       conversations
-        .listByExecutionStatus(['running'])
+        .listByExecutionStatus(['running', 'waiting_for_confirmation'])
         .andThen((records) =>
           ResultAsync.fromPromise(
             (async () => {
@@ -991,8 +997,16 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
                 const r = runnerFor(record.user_id, record.id);
                 if (r.loop) continue;
                 await catchUp(r);
+                // Waiting for the user: nothing was cut short; a decision recorded just before the stop is acted on now.
+                if (record.execution_status === 'waiting_for_confirmation') {
+                  engine.wake(record.user_id, record.id);
+                  continue;
+                }
                 const answered = new Set(r.events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
-                const open = r.events.filter((e): e is ActionEvent => e.kind === 'action' && !answered.has(e.tool_call_id));
+                // Actions still waiting for the user never started: they wait again rather than count as interrupted.
+                const awaiting = pendingConfirmation(r.events);
+                const undecided = new Set(decisionOn(r.events, awaiting) ? [] : awaiting.map((a) => a.tool_call_id));
+                const open = r.events.filter((e): e is ActionEvent => e.kind === 'action' && !answered.has(e.tool_call_id) && !undecided.has(e.tool_call_id));
                 if (open.length > 0) {
                   interrupted += open.length;
                   await append(r, [
@@ -1017,8 +1031,24 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
           ),
         ),
 
-    respondToConfirmation: (userId, conversationId, decision) =>
-      conversations
+    respondToConfirmation: (userId, conversationId, decision) => {
+      // One decision at a time per conversation, so two answers cannot both pass the check.
+      const key = keyOf(userId, conversationId);
+      const previous = deciding.get(key) ?? Promise.resolve();
+      const result = previous.then(() => decide(userId, conversationId, decision));
+      const settled = result.then(() => undefined);
+      deciding.set(key, settled);
+      void settled.then(() => {
+        if (deciding.get(key) === settled) deciding.delete(key);
+      });
+      return new ResultAsync(result);
+    },
+
+    activeLoops: () => [...runners.values()].filter((r) => r.loop !== null).length,
+  };
+
+  function decide(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError> {
+    return conversations
         .get(userId, conversationId)
         .mapErr((e): DomainError => e)
         .andThen((record) => {
@@ -1043,9 +1073,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         .map((appended) => {
           engine.wake(userId, conversationId);
           return appended[0] as ConfirmationEvent;
-        }),
-
-    activeLoops: () => [...runners.values()].filter((r) => r.loop !== null).length,
-  };
+        });
+  }
   return engine;
 }

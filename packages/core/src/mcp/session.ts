@@ -33,7 +33,7 @@ export const hasMcpServers = (config: McpConfig): boolean =>
 /** One configured server: its label (the prefix of its tools), how to reach it, and words for messages. */
 export interface McpServerPlan {
   label: string;
-  /** The URL, or `stdio: command args` (never the api_key or env values). */
+  /** Words for messages and events: the URL without query or credentials, or `stdio: <command>` (never args, env or keys). */
   describe: string;
   timeoutMs: number;
   target: McpServerTarget;
@@ -52,6 +52,16 @@ const labelOfUrl = (url: string): string => {
   }
 };
 
+/** A URL as it may be shown: origin and path, without credentials, query or fragment (they may hold tokens). */
+const publicUrl = (url: string): string => {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(an invalid URL)';
+  }
+};
+
 export function planMcpServers(config: McpConfig, sandboxId: string, workingDir: string, runtime: SandboxRuntime, connectTimeoutMs = DEFAULT_MCP_CONNECT_TIMEOUT_MS): McpServerPlan[] {
   const used = new Set<string>();
   const unique = (label: string): string => {
@@ -64,16 +74,16 @@ export function planMcpServers(config: McpConfig, sandboxId: string, workingDir:
   for (const s of config.stdio_servers) {
     plans.push({
       label: unique(sanitize(s.name).slice(0, 40)),
-      describe: `stdio: ${[s.command, ...s.args].join(' ').slice(0, 200)}`,
+      describe: `stdio: ${s.command.slice(0, 200)}`,
       timeoutMs: connectTimeoutMs,
       target: { transport: 'stdio', name: s.name, start: () => runtime.spawn(sandboxId, { command: [s.command, ...s.args], cwd: workingDir, env: s.env }) },
     });
   }
   for (const s of config.shttp_servers) {
-    plans.push({ label: unique(labelOfUrl(s.url)), describe: s.url, timeoutMs: s.timeout * 1000, target: { transport: 'shttp', url: s.url, api_key: s.api_key } });
+    plans.push({ label: unique(labelOfUrl(s.url)), describe: publicUrl(s.url), timeoutMs: s.timeout * 1000, target: { transport: 'shttp', url: s.url, api_key: s.api_key } });
   }
   for (const s of config.sse_servers) {
-    plans.push({ label: unique(labelOfUrl(s.url)), describe: s.url, timeoutMs: connectTimeoutMs, target: { transport: 'sse', url: s.url, api_key: s.api_key } });
+    plans.push({ label: unique(labelOfUrl(s.url)), describe: publicUrl(s.url), timeoutMs: connectTimeoutMs, target: { transport: 'sse', url: s.url, api_key: s.api_key } });
   }
   return plans;
 }
@@ -107,6 +117,8 @@ export interface McpSession {
   readonly failures: readonly McpServerProblem[];
   /** Servers lost since the last call (each reported once). */
   takeLost(): McpServerProblem[];
+  /** Every server connected and none lost. */
+  healthy(): boolean;
   close(): Promise<void>;
 }
 
@@ -153,6 +165,7 @@ export async function openMcpSession(options: OpenMcpSessionOptions): Promise<Mc
     },
     failures,
     takeLost: () => lostQueue.splice(0),
+    healthy: () => failures.length === 0 && connected.every((c) => c.lost === null),
     close: async () => {
       await Promise.all(connected.map((c) => c.connection.close().catch(() => undefined)));
     },
