@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createMemoryPorts } from '@acs/adapter-memory';
 import {
   applySettingsInput,
+  createAgentConversationService,
   defaultSettings,
   SETTINGS_FIELDS,
   SettingsInputSchema,
@@ -580,5 +582,20 @@ describe('toSettingsView', () => {
     view.mcp_config.stdio_servers[0]!.env.X = 'y';
     expect(stored.mcp_config.stdio_servers[0]!.args).toEqual(['mcp-server-fetch']);
     expect(stored.mcp_config.stdio_servers[0]!.env).toEqual({ LOG: 'debug' });
+  });
+});
+
+describe('settings stored before a field existed', () => {
+  it('read and merge as that field’s default', async () => {
+    const ports = createMemoryPorts();
+    const store = ports.settings;
+    const old = defaultSettings() as unknown as Record<string, unknown>;
+    delete old.condenser_max_size;
+    await store.update('alice', () => old as unknown as StoredSettings);
+    const service = createAgentConversationService(ports).settings;
+    expect((await service.load('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
+    expect((await service.loadWithSecrets('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
+    await service.store('alice', { language: 'fr' });
+    expect((await store.get('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
   });
 });
