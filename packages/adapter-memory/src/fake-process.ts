@@ -1,4 +1,5 @@
 import type { SandboxProcess, SpawnRequest } from '@acs/core';
+import { InputQueue } from './input-queue.js';
 
 /** One output stream of a fake process, as its handler sees it. */
 export interface FakeProcessOutput {
@@ -59,39 +60,6 @@ class OutputChannel {
   }
 }
 
-/** Stdin as an async iterable; ends when the process does. */
-class StdinQueue implements AsyncIterable<string> {
-  readonly #chunks: string[] = [];
-  #waiting: ((result: IteratorResult<string>) => void) | null = null;
-  #ended = false;
-
-  push(text: string) {
-    if (this.#ended) return;
-    const wake = this.#waiting;
-    this.#waiting = null;
-    if (wake) wake({ value: text, done: false });
-    else this.#chunks.push(text);
-  }
-
-  end() {
-    this.#ended = true;
-    const wake = this.#waiting;
-    this.#waiting = null;
-    wake?.({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<string> {
-    return {
-      next: () => {
-        const chunk = this.#chunks.shift();
-        if (chunk !== undefined) return Promise.resolve({ value: chunk, done: false });
-        if (this.#ended) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => (this.#waiting = resolve));
-      },
-    };
-  }
-}
-
 const encoder = new TextEncoder();
 
 /** A process of the fake runtime, played by a FakeSpawnHandler. */
@@ -99,9 +67,9 @@ export class FakeProcess implements SandboxProcess {
   readonly exited: Promise<{ exit_code: number | null }>;
   readonly #stdout = new OutputChannel();
   readonly #stderr = new OutputChannel();
-  readonly #stdin = new StdinQueue();
   readonly #decoder = new TextDecoder();
   readonly #abort = new AbortController();
+  readonly #stdin = new InputQueue(this.#abort.signal);
   #resolveExited: (value: { exit_code: number | null }) => void = () => {};
   #ended = false;
 
@@ -165,7 +133,6 @@ export class FakeProcess implements SandboxProcess {
   end(exitCode: number | null): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#stdin.end();
     this.#abort.abort();
     this.onEnd();
     this.#resolveExited({ exit_code: exitCode });

@@ -13,6 +13,7 @@ import {
   type ShellOutput,
 } from '@acs/core';
 import type { FakeExecHandler } from './fake-sandbox-runtime.js';
+import { InputQueue } from './input-queue.js';
 
 /** What a fake shell needs from the fake runtime. */
 export interface FakeShellHost {
@@ -220,43 +221,5 @@ class FakeShell implements SandboxShell {
       output = clipShellOutput(output, this.#maxOutput, { path: spilledTo });
     }
     return okAsync({ output, exit_code: done.exit_code, still_running: false, cwd: this.#cwd, spilled_to: spilledTo });
-  }
-}
-
-/** Text sent to a running command, as an async iterable that ends when the command does. */
-class InputQueue implements AsyncIterable<string> {
-  readonly #chunks: string[] = [];
-  #waiting: ((result: IteratorResult<string>) => void) | null = null;
-  #ended = false;
-
-  constructor(signal: AbortSignal) {
-    signal.addEventListener('abort', () => this.end(), { once: true });
-  }
-
-  push(text: string) {
-    if (this.#ended) return;
-    if (this.#waiting) {
-      const wake = this.#waiting;
-      this.#waiting = null;
-      wake({ value: text, done: false });
-    } else this.#chunks.push(text);
-  }
-
-  end() {
-    this.#ended = true;
-    const wake = this.#waiting;
-    this.#waiting = null;
-    wake?.({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<string> {
-    return {
-      next: () => {
-        const chunk = this.#chunks.shift();
-        if (chunk !== undefined) return Promise.resolve({ value: chunk, done: false });
-        if (this.#ended) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => (this.#waiting = resolve));
-      },
-    };
   }
 }
