@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { SandboxProcess } from '@acs/core';
+import { untilStreamEnds } from './stream-end.js';
 
 /** What a spawned process needs from its runtime. */
 export interface DockerProcessOptions {
@@ -219,16 +220,7 @@ class DockerProcess implements SandboxProcess {
     });
     const stream = await exec.start({ hijack: true, stdin: false });
     stream.resume();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, KILL_GRACE_MS + 5_000);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      stream.on('end', done);
-      stream.on('close', done);
-      stream.on('error', done);
-    });
+    await untilStreamEnds(stream, KILL_GRACE_MS + 5_000);
     stream.destroy();
   }
 

@@ -11,6 +11,7 @@ import {
   type SandboxShell,
   type ShellOutput,
 } from '@acs/core';
+import { untilStreamEnds } from './stream-end.js';
 
 /** What a Docker shell needs from its runtime. */
 export interface DockerShellOptions {
@@ -356,16 +357,7 @@ class DockerShell implements SandboxShell {
     const stream = await exec.start({ hijack: true, stdin: false, Tty: true });
     let said = '';
     stream.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, 5_000);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      stream.on('end', done);
-      stream.on('close', done);
-      stream.on('error', done);
-    });
+    await untilStreamEnds(stream, 5_000);
     stream.destroy();
     return said;
   }
