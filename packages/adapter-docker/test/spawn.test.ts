@@ -1,21 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxProcess } from '@acs/core';
-import { expectOk, fixtureId } from '@acs/core/testing';
+import { collectProcessOutput, expectOk, fixtureId, waitUntil } from '@acs/core/testing';
 import type { DockerSandboxRuntime } from '@acs/adapter-docker';
 import { bookworm, dockerRuntime } from './engine.js';
 
-function listen(child: SandboxProcess) {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.onStdout((chunk) => out.push(Buffer.from(chunk)));
-  child.onStderr((chunk) => err.push(Buffer.from(chunk)));
-  return { stdout: () => Buffer.concat(out).toString('utf8'), stderr: () => Buffer.concat(err).toString('utf8') };
-}
-
-async function until(condition: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-}
 
 /** Splits stdout into lines and hands them out one at a time. */
 function lines(child: SandboxProcess) {
@@ -65,11 +53,11 @@ describe('Docker sandbox runtime: spawn', () => {
   it('runs in the working directory by default, or in cwd, with the sandbox and request environment', async () => {
     await sh('mkdir -p "/workspace/sub dir"');
     const here = await spawn(['sh', '-c', 'pwd; echo "$FROM_SPEC"']);
-    const hereOut = listen(here);
+    const hereOut = collectProcessOutput(here);
     expect(await here.exited).toEqual({ exit_code: 0 });
     expect(hereOut.stdout()).toBe('/workspace\nspec-value\n');
     const there = await spawn(['sh', '-c', 'pwd; echo "$FROM_SPEC $GREETING"'], { cwd: 'sub dir', env: { GREETING: 'hello there' } });
-    const thereOut = listen(there);
+    const thereOut = collectProcessOutput(there);
     expect(await there.exited).toEqual({ exit_code: 0 });
     expect(thereOut.stdout()).toBe('/workspace/sub dir\nspec-value hello there\n');
     const nowhere = await runtime.spawn(id, { command: ['cat'], cwd: '/no/such/dir' });
@@ -79,8 +67,8 @@ describe('Docker sandbox runtime: spawn', () => {
   it('keeps output written before a listener was added', async () => {
     const child = await spawn(['sh', '-c', 'echo early; echo early-err >&2; exec cat']);
     await new Promise((r) => setTimeout(r, 500));
-    const output = listen(child);
-    await until(() => output.stdout() === 'early\n' && output.stderr() === 'early-err\n');
+    const output = collectProcessOutput(child);
+    await waitUntil(() => output.stdout() === 'early\n' && output.stderr() === 'early-err\n');
     expect([output.stdout(), output.stderr()]).toEqual(['early\n', 'early-err\n']);
     await child.kill();
   });
@@ -92,24 +80,24 @@ describe('Docker sandbox runtime: spawn', () => {
 
   it('carries 1 MiB each way intact and in order', async () => {
     const generated = await spawn(['python3', '-c', 'import sys\nsys.stdout.write("".join(f"{i:07d}\\n" for i in range(131072)))']);
-    const generatedOut = listen(generated);
+    const generatedOut = collectProcessOutput(generated);
     expect(await generated.exited).toEqual({ exit_code: 0 });
     const expected = Array.from({ length: 131072 }, (_, i) => `${String(i).padStart(7, '0')}\n`).join('');
     expect(expected.length).toBe(1024 * 1024);
     expect(generatedOut.stdout() === expected).toBe(true);
 
     const echo = await spawn(['cat']);
-    const echoOut = listen(echo);
+    const echoOut = collectProcessOutput(echo);
     for (let offset = 0; offset < expected.length; offset += 64 * 1024) await echo.write(expected.slice(offset, offset + 64 * 1024));
-    await until(() => echoOut.stdout().length >= expected.length, 20_000);
+    await waitUntil(() => echoOut.stdout().length >= expected.length, 20_000);
     expect(echoOut.stdout() === expected).toBe(true);
     await echo.kill();
   });
 
   it('kill() ends the children too, those that ignore SIGTERM or made a process group of their own included', async () => {
     const child = await spawn(['bash', '-c', 'sleep 1231 & (trap "" TERM; exec sleep 1232) & set -m; sleep 1233 & echo started; wait']);
-    const output = listen(child);
-    await until(() => output.stdout() === 'started\n');
+    const output = collectProcessOutput(child);
+    await waitUntil(() => output.stdout() === 'started\n');
     expect(await sh('ps -eo args | grep -c "^sleep 123[123]"')).toBe('3\n');
     await child.kill();
     expect((await child.exited).exit_code).not.toBe(0);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SandboxProcess, SpawnRequest } from '@acs/core';
-import { expectOk, specFixture } from '@acs/core/testing';
+import type { SpawnRequest } from '@acs/core';
+import { collectProcessOutput, expectOk, specFixture } from '@acs/core/testing';
 import { FakeSandboxRuntime, type FakeSpawnContext } from '@acs/adapter-memory';
 
 const spec = specFixture({ working_dir: '/workspace' });
@@ -10,14 +10,6 @@ async function sandbox(runtime = new FakeSandboxRuntime()) {
   return runtime;
 }
 
-function listen(child: SandboxProcess) {
-  let stdout = '';
-  let stderr = '';
-  const decoder = new TextDecoder();
-  child.onStdout((chunk) => (stdout += decoder.decode(chunk)));
-  child.onStderr((chunk) => (stderr += decoder.decode(chunk)));
-  return { stdout: () => stdout, stderr: () => stderr };
-}
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -35,7 +27,7 @@ describe('FakeSandboxRuntime spawn', () => {
       }
     });
     const child = await expectOk(runtime.spawn('box', { command: ['mcp-server', '--stdio'] }));
-    const output = listen(child);
+    const output = collectProcessOutput(child);
     await child.write('{"id":1,"method":"initialize"}\n{"id":2,');
     await child.write(new TextEncoder().encode('"method":"tools/list"}\n'));
     await tick();
@@ -65,8 +57,8 @@ describe('FakeSandboxRuntime spawn', () => {
     });
     const child = await expectOk(runtime.spawn('box', { command: ['chatty'] }));
     await tick();
-    const first = listen(child);
-    const second = listen(child);
+    const first = collectProcessOutput(child);
+    const second = collectProcessOutput(child);
     await tick();
     expect([first.stdout(), second.stdout(), first.stderr()]).toEqual(['early\n', 'early\n', 'log line\n']);
     await child.kill();
@@ -85,13 +77,13 @@ describe('FakeSandboxRuntime spawn', () => {
         throw new Error('boom');
       });
     const exits = await expectOk(runtime.spawn('box', { command: ['exits'] }));
-    const output = listen(exits);
+    const output = collectProcessOutput(exits);
     expect(await exits.exited).toEqual({ exit_code: 4 });
     expect(output.stdout()).toBe('bye');
     await expect(exits.write('x')).rejects.toThrow(/has ended/);
     expect(await (await expectOk(runtime.spawn('box', { command: ['returns'] }))).exited).toEqual({ exit_code: 7 });
     const throws = await expectOk(runtime.spawn('box', { command: ['throws'] }));
-    const thrown = listen(throws);
+    const thrown = collectProcessOutput(throws);
     expect(await throws.exited).toEqual({ exit_code: 1 });
     expect(thrown.stderr()).toBe('boom\n');
   });

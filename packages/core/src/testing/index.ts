@@ -20,11 +20,13 @@ export {
   type StoreFactory,
 } from './stores.js';
 export {
+  collectProcessOutput,
   describeClockContract,
   describeIdGeneratorContract,
   describeSandboxExecContract,
   describeSandboxRuntimeContract,
   SPAWN_CONTRACT_PROGRAMS,
+  waitUntil,
   type SandboxRuntimeContractOptions,
 } from './runtime.js';
 export { describeEventStoreContract } from './events.js';

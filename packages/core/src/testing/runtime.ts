@@ -45,7 +45,7 @@ export const SPAWN_CONTRACT_PROGRAMS = {
 } as const satisfies Record<string, readonly string[]>;
 
 /** Collects a process's output from the moment it is called (right after spawn resolves). */
-function listen(child: SandboxProcess) {
+export function collectProcessOutput(child: SandboxProcess) {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.onStdout((chunk) => out.push(Buffer.from(chunk)));
@@ -53,7 +53,8 @@ function listen(child: SandboxProcess) {
   return { stdout: () => Buffer.concat(out).toString('utf8'), stderr: () => Buffer.concat(err).toString('utf8') };
 }
 
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+/** Polls every 10 ms until the condition holds or the time is up (the caller then asserts). */
+export async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition() && Date.now() < deadline) await sleep(10);
 }
@@ -160,12 +161,12 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
 
       it('echoes what is written to stdin on stdout, in order', async () => {
         const child = await spawn(SPAWN_CONTRACT_PROGRAMS.echo);
-        const output = listen(child);
+        const output = collectProcessOutput(child);
         await child.write('hello\n');
         await child.write(new TextEncoder().encode('ünïcode wörld\n'));
         for (let i = 0; i < 20; i++) await child.write(`line ${i}\n`);
         const expected = `hello\nünïcode wörld\n${Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')}`;
-        await until(() => output.stdout() === expected, 10_000);
+        await waitUntil(() => output.stdout() === expected, 10_000);
         expect(output.stdout()).toBe(expected);
         expect(output.stderr()).toBe('');
         await child.kill();
@@ -174,7 +175,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
 
       it('keeps stderr apart from stdout and reports the exit code; a process that has ended takes no input', async () => {
         const child = await spawn(SPAWN_CONTRACT_PROGRAMS.split);
-        const output = listen(child);
+        const output = collectProcessOutput(child);
         expect(await child.exited).toEqual({ exit_code: 3 });
         expect(output.stdout()).toBe('to-out');
         expect(output.stderr()).toBe('to-err');
@@ -184,8 +185,8 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
 
       it('kill() ends a process that ignores stdin and SIGTERM; kill is idempotent', async () => {
         const child = await spawn(SPAWN_CONTRACT_PROGRAMS.deaf);
-        const output = listen(child);
-        await until(() => output.stdout() === 'ready\n', 10_000);
+        const output = collectProcessOutput(child);
+        await waitUntil(() => output.stdout() === 'ready\n', 10_000);
         expect(output.stdout()).toBe('ready\n');
         const begun = Date.now();
         await Promise.all([child.kill(), child.kill()]);
