@@ -242,6 +242,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
 
   /** Appends and keeps the runner's copy of the log complete and in order. */
   const append = async (r: Runner, drafts: ConversationEventDraft[]): Promise<ConversationEvent[]> => {
+    if (drafts.length === 0) return [];
     const appended = await log.append(r.userId, r.conversationId, drafts);
     if (appended.isErr()) throw new Error(`could not append to the event log: ${appended.error.message}`);
     const events = appended.value;
@@ -298,14 +299,23 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     return updated.value?.execution_status ?? null;
   };
 
-  const saveMetrics = async (r: Runner, budget: number | null) => {
-    const metrics = metricsOf(r.events, budget);
+  const saveMetrics = async (r: Runner, metrics: ConversationMetrics) => {
     await conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> => ok({ ...c, metrics, updated_at: now() }));
   };
 
+  /** An error event: fatal when the agent stops because of it, else a warning. */
+  const errorEvent = (code: ConversationErrorCode, message: string, fatal = false): ConversationEventDraft => ({
+    kind: 'error',
+    source: 'environment',
+    timestamp: now(),
+    code,
+    message,
+    fatal,
+  });
+
   const fail = async (r: Runner, code: ConversationErrorCode, message: string) => {
     r.handledUpTo = r.lastId;
-    await append(r, [{ kind: 'error', source: 'environment', timestamp: now(), code, message, fatal: true }]);
+    await append(r, [errorEvent(code, message, true)]);
     await setStatus(r, 'fail', message);
   };
 
@@ -343,14 +353,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     if (!hasMcpServers(config)) return;
     if (!deps.mcp) {
       await append(r, [
-        {
-          kind: 'error',
-          source: 'environment',
-          timestamp: now(),
-          code: 'mcp_server_failed',
-          message: 'MCP servers are configured, but this service was composed without an MCP connector, so their tools are not available.',
-          fatal: false,
-        },
+        errorEvent('mcp_server_failed', 'MCP servers are configured, but this service was composed without an MCP connector, so their tools are not available.'),
       ]);
       return;
     }
@@ -366,35 +369,20 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return;
     }
     r.mcp = { session, fingerprint };
-    if (session.failures.length > 0) {
-      await append(
-        r,
-        session.failures.map((f) => ({
-          kind: 'error' as const,
-          source: 'environment' as const,
-          timestamp: now(),
-          code: 'mcp_server_failed' as const,
-          message: `The MCP server ${f.server} (${f.describe}) could not be used: ${f.reason}. Its tools are left out; the other tools work.`,
-          fatal: false,
-        })),
-      );
-    }
+    await append(
+      r,
+      session.failures.map((f) =>
+        errorEvent('mcp_server_failed', `The MCP server ${f.server} (${f.describe}) could not be used: ${f.reason}. Its tools are left out; the other tools work.`),
+      ),
+    );
   };
 
   /** Events for MCP servers lost since the last step: their tools are no longer offered. */
   const reportLostMcp = async (r: Runner) => {
     const lost = r.mcp?.session.takeLost() ?? [];
-    if (lost.length === 0) return;
     await append(
       r,
-      lost.map((f) => ({
-        kind: 'error' as const,
-        source: 'environment' as const,
-        timestamp: now(),
-        code: 'mcp_server_failed' as const,
-        message: `The MCP server ${f.server} (${f.describe}) stopped: ${f.reason}. Its tools are no longer offered; the other tools work.`,
-        fatal: false,
-      })),
+      lost.map((f) => errorEvent('mcp_server_failed', `The MCP server ${f.server} (${f.describe}) stopped: ${f.reason}. Its tools are no longer offered; the other tools work.`)),
     );
   };
 
@@ -515,8 +503,14 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     ...(stored?.condenser_max_size ? { maxEvents: stored.condenser_max_size } : {}),
   });
 
-  /** The llm_call event of a response, with the conversation's totals after it. */
-  const llmCallDraft = (r: Runner, answer: LlmResponse, responseId: string, purpose: 'agent' | 'condenser', budget: number | null): ConversationEventDraft => {
+  /** The llm_call event of a response, with the conversation's totals after it (also what the record's metrics become). */
+  const llmCallDraft = (
+    r: Runner,
+    answer: LlmResponse,
+    responseId: string,
+    purpose: 'agent' | 'condenser',
+    budget: number | null,
+  ): { event: ConversationEventDraft; metrics: ConversationMetrics } => {
     const draft = {
       kind: 'llm_call' as const,
       source: 'environment' as const,
@@ -531,8 +525,9 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       attempts: answer.attempts,
       purpose,
     };
-    const totals = metricsOf([...r.events, { ...draft, id: r.lastId + 1 }], budget);
-    return { ...draft, accumulated: { cost_usd: totals.accumulated_cost, prompt_tokens: totals.prompt_tokens, completion_tokens: totals.completion_tokens } };
+    const metrics = metricsOf([...r.events, { ...draft, id: r.lastId + 1 }], budget);
+    const accumulated = { cost_usd: metrics.accumulated_cost, prompt_tokens: metrics.prompt_tokens, completion_tokens: metrics.completion_tokens };
+    return { event: { ...draft, accumulated }, metrics };
   };
 
   /**
@@ -550,9 +545,9 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       return 'stop';
     }
     const answer = response.value;
-    const budget = stored?.max_budget_per_task ?? null;
+    const call = llmCallDraft(r, answer, answer.id ?? `condense-${r.lastId}`, 'condenser', stored?.max_budget_per_task ?? null);
     await append(r, [
-      llmCallDraft(r, answer, answer.id ?? `condense-${r.lastId}`, 'condenser', budget),
+      call.event,
       {
         kind: 'condensation',
         source: 'environment',
@@ -564,7 +559,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         reason: plan.reason,
       },
     ]);
-    await saveMetrics(r, budget);
+    await saveMetrics(r, call.metrics);
     return 'condensed';
   };
 
@@ -584,7 +579,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
 
     const verdict = detectStuck(r.events);
     if (verdict.kind === 'stuck') {
-      await append(r, [{ kind: 'error', source: 'environment', timestamp: now(), code: 'stuck', message: `The agent is stuck: ${verdict.reason}. Send a message to give it new directions.`, fatal: true }]);
+      await append(r, [errorEvent('stuck', `The agent is stuck: ${verdict.reason}. Send a message to give it new directions.`, true)]);
       await setStatus(r, 'stuck', verdict.reason);
       return 'stop';
     }
@@ -606,14 +601,10 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       if (metrics.accumulated_cost === null) {
         if (!r.events.some((e) => e.kind === 'error' && e.code === 'budget_unenforceable')) {
           await append(r, [
-            {
-              kind: 'error',
-              source: 'environment',
-              timestamp: now(),
-              code: 'budget_unenforceable',
-              message: `max_budget_per_task is ${budget} USD, but the price of ${credentials.model} is unknown, so the budget cannot be enforced. Tokens are still counted.`,
-              fatal: false,
-            },
+            errorEvent(
+              'budget_unenforceable',
+              `max_budget_per_task is ${budget} USD, but the price of ${credentials.model} is unknown, so the budget cannot be enforced. Tokens are still counted.`,
+            ),
           ]);
         }
       } else if (metrics.accumulated_cost + lastKnownCost(r.events) > budget) {
@@ -661,7 +652,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     r.forcedCondensation = false;
     const answer = response.value;
     const responseId = answer.id ?? `resp-${seenUpTo}-${r.events.length}`;
-    const drafts: ConversationEventDraft[] = [llmCallDraft(r, answer, responseId, 'agent', budget)];
+    const call = llmCallDraft(r, answer, responseId, 'agent', budget);
+    const drafts: ConversationEventDraft[] = [call.event];
     const rules = ruleContext(workingDir);
     const actionDrafts: Extract<ConversationEventDraft, { kind: 'action' }>[] = [];
     const usedIds = new Set<string>();
@@ -693,7 +685,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       drafts.push({ kind: 'message', source: 'agent', timestamp: now(), text: answer.content, image_urls: [] });
     }
     const appended = await append(r, drafts);
-    await saveMetrics(r, budget);
+    await saveMetrics(r, call.metrics);
     sandboxes.touch(sandboxId);
 
     if (answer.tool_calls.length === 0) {
@@ -1013,14 +1005,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
                     ...open.map((a) =>
                       interruptedObservation(a, 'Interrupted: the service restarted while this call was running; it may or may not have completed. Check its effects before repeating it.'),
                     ),
-                    {
-                      kind: 'error',
-                      source: 'environment',
-                      timestamp: now(),
-                      code: 'restart_interrupted',
-                      message: `The service restarted while ${open.length} tool call(s) ran; they are recorded as interrupted and the agent goes on.`,
-                      fatal: false,
-                    },
+                    errorEvent('restart_interrupted', `The service restarted while ${open.length} tool call(s) ran; they are recorded as interrupted and the agent goes on.`),
                   ]);
                 }
                 engine.wake(record.user_id, record.id);
