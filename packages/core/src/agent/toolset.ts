@@ -31,18 +31,16 @@ export function parseToolArguments(raw: string): { value: Record<string, unknown
 
 export class Toolset {
   readonly #tools: Map<string, AgentTool>;
-
-  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS) {
-    this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
-  }
-
   /**
    * What the model is offered. Our tools that act (not think or finish) take an optional
    * `security_risk` argument, always, so the schema does not change with the settings; MCP
    * tools keep their server's schema as it is.
    */
-  get definitions(): LlmToolDefinition[] {
-    return [...this.#tools.values()].map((t) => (ratesRisk(t) ? withRiskParameter(t.definition) : t.definition));
+  readonly definitions: readonly LlmToolDefinition[];
+
+  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS) {
+    this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
+    this.definitions = [...this.#tools.values()].map((t) => (ratesRisk(t) ? withRiskParameter(t.definition) : t.definition));
   }
 
   /** The tool of that name, if there is one. */
