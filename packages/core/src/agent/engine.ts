@@ -333,6 +333,12 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     if (open) await open.session.close();
   };
 
+  /** Closes what a conversation holds in its sandbox: the shell and the MCP connections (and their processes). */
+  const release = async (r: Runner) => {
+    await closeShell(r);
+    await closeMcp(r);
+  };
+
   const ruleContext = (workingDir: string): RuleContext => ({
     workingDir,
     trustedHosts: [...DEFAULT_TRUSTED_HOSTS, ...(deps.options?.security?.trustedHosts ?? [])],
@@ -943,10 +949,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         r.abort.abort();
       }
       await Promise.all(running.map((r) => r.loop ?? Promise.resolve()));
-      await Promise.all([...runners.values()].map(async (r) => {
-        await closeShell(r);
-        await closeMcp(r);
-      }));
+      await Promise.all([...runners.values()].map((r) => release(r)));
     },
 
     pause: async (userId, conversationId, reason) => {
@@ -962,8 +965,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       r.stopReason = 'paused';
       r.abort.abort();
       await r.loop;
-      await closeShell(r);
-      await closeMcp(r);
+      await release(r);
       await setStatus(r, 'pause', reason).catch((error: unknown) => logger.warn({ conversationId, err: String(error) }, 'could not record the pause'));
     },
 
@@ -973,8 +975,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       if (!r) return;
       r.abort.abort();
       await r.loop;
-      await closeShell(r);
-      await closeMcp(r);
+      await release(r);
       runners.delete(key);
     },
 
