@@ -231,7 +231,7 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
     const started = performance.now();
     const sandboxId = `baseline-${c}`;
     const conversationId = `conversation-${c}`;
-    await must(runtime.create({ sandbox_id: sandboxId, user_id: USER, spec, env: {} }), 'create sandbox');
+    await must(runtime.create({ sandbox_id: sandboxId, user_id: USER, installation_id: 'acs-bench', spec, env: {} }), 'create sandbox');
     const append = (drafts: ConversationEventDraft[]) => must(store.append(USER, conversationId, drafts.map(toNewEvent)), 'append');
     await append([{ kind: 'message', source: 'user', timestamp: now(), text: 'benchmark task', image_urls: [] }]);
     await append([{ kind: 'status', source: 'environment', timestamp: now(), execution_status: 'running', reason: null }]);

@@ -45,6 +45,8 @@ export interface DockerRuntimeOptions {
 /** Labels on every container this runtime creates, so a restarted service finds them. */
 export const LABELS = {
   managed: 'io.acs.managed',
+  /** The installation that owns the container; `list` sees only its own. Containers made before this label existed have none. */
+  installation: 'io.acs.installation-id',
   sandbox: 'io.acs.sandbox-id',
   user: 'io.acs.user-id',
   spec: 'io.acs.sandbox-spec-id',
@@ -97,11 +99,20 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
+  list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
     return this.#attempt('list', async () => {
-      const containers = await this.#docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`], name: [this.#prefix] } });
+      const containers = await this.#docker.listContainers({
+        all: true,
+        filters: { label: [`${LABELS.managed}=true`, `${LABELS.installation}=${installationId}`], name: [this.#prefix] },
+      });
       return containers
-        .filter((c) => c.Names.some((n) => n.replace(/^\//, '').startsWith(this.#prefix)) && c.Labels[LABELS.sandbox] && c.Labels[LABELS.user])
+        .filter(
+          (c) =>
+            c.Names.some((n) => n.replace(/^\//, '').startsWith(this.#prefix)) &&
+            c.Labels[LABELS.installation] === installationId &&
+            c.Labels[LABELS.sandbox] &&
+            c.Labels[LABELS.user],
+        )
         .map((c) => ({
           sandbox_id: c.Labels[LABELS.sandbox] as string,
           user_id: c.Labels[LABELS.user] as string,
@@ -117,52 +128,71 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const factor = Math.max(1, request.resource_factor ?? 1);
     const { spec } = request;
     return this.#attempt('create', async () => {
-      await this.#docker.createVolume({ Name: this.volumeName(request.sandbox_id), Labels: { [LABELS.managed]: 'true', [LABELS.sandbox]: request.sandbox_id } });
-      const container = await this.#docker
-        .createContainer({
-          name: this.containerName(request.sandbox_id),
-          Image: spec.image,
-          ...(spec.command ? { Cmd: [...spec.command] } : {}),
-          WorkingDir: spec.working_dir,
-          Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
-          Labels: {
-            [LABELS.managed]: 'true',
-            [LABELS.sandbox]: request.sandbox_id,
-            [LABELS.user]: request.user_id,
-            [LABELS.spec]: spec.id,
-            [LABELS.workingDir]: spec.working_dir,
-          },
-          ExposedPorts: Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, {}])),
-          HostConfig: {
-            Privileged: false,
-            CapDrop: ['ALL'],
-            CapAdd: [...SANDBOX_CAPABILITIES],
-            SecurityOpt: ['no-new-privileges'],
-            Init: true,
-            Memory: Math.round(this.#limits.memoryBytes * factor),
-            NanoCpus: Math.round(this.#limits.cpus * factor * 1e9),
-            PidsLimit: Math.round(this.#limits.pids * factor),
-            NetworkMode: this.#networkMode,
-            PortBindings:
-              this.#networkMode === 'bridge'
-                ? Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
-                : {},
-            Mounts: [{ Type: 'volume', Source: this.volumeName(request.sandbox_id), Target: spec.working_dir }],
-            RestartPolicy: { Name: 'no' },
-          },
-        })
+      // Checked first, so a missing image leaves nothing behind (not even the workspace volume).
+      await this.#docker
+        .getImage(spec.image)
+        .inspect()
         .catch((error: DockerError) => {
-          if (error.statusCode === 404) {
-            throw new RuntimeFailure(
-              `image ${spec.image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`,
-            );
-          }
+          if (error.statusCode === 404) throw missingImage(spec.image);
           throw error;
         });
-      this.#workingDirs.set(request.sandbox_id, spec.working_dir);
-      await container.start();
-      return this.#observe(request.sandbox_id);
+      try {
+        return await this.#createAndStart(request, factor);
+      } catch (error) {
+        // Whatever part was made (volume, container) goes, so a failed create leaves nothing.
+        await this.delete(request.sandbox_id);
+        throw error;
+      }
     });
+  }
+
+  async #createAndStart(request: RuntimeCreateRequest, factor: number): Promise<RuntimeObservation> {
+    const { spec } = request;
+    await this.#docker.createVolume({
+      Name: this.volumeName(request.sandbox_id),
+      Labels: { [LABELS.managed]: 'true', [LABELS.installation]: request.installation_id, [LABELS.sandbox]: request.sandbox_id },
+    });
+    const container = await this.#docker
+      .createContainer({
+        name: this.containerName(request.sandbox_id),
+        Image: spec.image,
+        ...(spec.command ? { Cmd: [...spec.command] } : {}),
+        WorkingDir: spec.working_dir,
+        Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+        Labels: {
+          [LABELS.managed]: 'true',
+          [LABELS.installation]: request.installation_id,
+          [LABELS.sandbox]: request.sandbox_id,
+          [LABELS.user]: request.user_id,
+          [LABELS.spec]: spec.id,
+          [LABELS.workingDir]: spec.working_dir,
+        },
+        ExposedPorts: Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, {}])),
+        HostConfig: {
+          Privileged: false,
+          CapDrop: ['ALL'],
+          CapAdd: [...SANDBOX_CAPABILITIES],
+          SecurityOpt: ['no-new-privileges'],
+          Init: true,
+          Memory: Math.round(this.#limits.memoryBytes * factor),
+          NanoCpus: Math.round(this.#limits.cpus * factor * 1e9),
+          PidsLimit: Math.round(this.#limits.pids * factor),
+          NetworkMode: this.#networkMode,
+          PortBindings:
+            this.#networkMode === 'bridge'
+              ? Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
+              : {},
+          Mounts: [{ Type: 'volume', Source: this.volumeName(request.sandbox_id), Target: spec.working_dir }],
+          RestartPolicy: { Name: 'no' },
+        },
+      })
+      .catch((error: DockerError) => {
+        if (error.statusCode === 404) throw missingImage(spec.image);
+        throw error;
+      });
+    this.#workingDirs.set(request.sandbox_id, spec.working_dir);
+    await container.start();
+    return this.#observe(request.sandbox_id);
   }
 
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
@@ -452,6 +482,9 @@ class RuntimeFailure extends Error {
     super(message);
   }
 }
+
+const missingImage = (image: string) =>
+  new RuntimeFailure(`image ${image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`);
 
 function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
   if (error instanceof RuntimeFailure) return { kind: error.kind, message: error.message };

@@ -28,7 +28,7 @@ describe('Docker sandbox runtime', () => {
     const runtime = await dockerRuntime({ exposedPorts: [{ name: 'WORKER_1', port: 8011 }], limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 100 } });
     const id = fixtureId();
     try {
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec: bookworm, env: { A: '1' }, resource_factor: 2 }));
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: { A: '1' }, resource_factor: 2 }));
       const info = await runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
       const host = info.HostConfig;
       expect(host.Privileged).toBe(false);
@@ -59,7 +59,7 @@ describe('Docker sandbox runtime', () => {
     const runtime = await dockerRuntime({ networkMode: 'none' });
     const id = fixtureId();
     try {
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec: bookworm, env: {} }));
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: {} }));
       await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting');
       const links = await expectOk(runtime.exec(id, { command: ['bash', '-c', 'ls /sys/class/net'] }));
       expect(links.stdout.trim().split('\n')).toEqual(['lo']);
@@ -68,11 +68,15 @@ describe('Docker sandbox runtime', () => {
     }
   });
 
-  it('ends a sandbox whose image is missing in an error that says what to do', async () => {
+  it('ends a sandbox whose image is missing in an error that says what to do, leaving no container or volume', async () => {
     const runtime = await dockerRuntime();
+    const { docker } = await connectDocker();
     const id = fixtureId();
-    const created = await runtime.create({ sandbox_id: id, user_id: 'alice', spec: { ...bookworm, image: 'acs-sandbox:does-not-exist' }, env: {} });
+    const created = await runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: { ...bookworm, image: 'acs-sandbox:does-not-exist' }, env: {} });
     expect(created.isErr() && created.error.message).toMatch(/image acs-sandbox:does-not-exist is not on this Docker engine; build or load it first/);
+    const volumes = (await docker.listVolumes({ filters: { label: [`${LABELS.sandbox}=${id}`] } })).Volumes ?? [];
+    const containers = await docker.listContainers({ all: true, filters: { label: [`${LABELS.sandbox}=${id}`] } });
+    expect({ volumes: volumes.map((v) => v.Name), containers: containers.map((c) => c.Id) }).toEqual({ volumes: [], containers: [] });
     await runtime.delete(id);
   });
 
@@ -80,7 +84,7 @@ describe('Docker sandbox runtime', () => {
     const runtime = await dockerRuntime();
     const id = fixtureId();
     try {
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec: bookworm, env: {} }));
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: {} }));
       await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting');
       await runtime.connection.docker.getContainer(runtime.containerName(id)).kill({ signal: 'SIGKILL' });
       const died = await until(() => expectOk(runtime.inspect(id)), (o) => o.state === 'error');

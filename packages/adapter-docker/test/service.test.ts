@@ -112,10 +112,16 @@ describe('sandbox service on Docker', () => {
     expect(await status(died!.id)).toMatchObject({ status: 'ERROR', status_detail: expect.stringMatching(/exited with code 137/) as unknown });
     expect((await status(vanished!.id)).status).toBe('MISSING');
 
-    // A service that lost its records (memory storage) adopts the containers it finds.
-    const amnesiac = await compose();
+    // Another installation on the same engine adopts none of them.
+    const stranger = await compose();
+    expect((await expectOk(stranger.service.sandboxes.reconcile())).adopted).toBe(0);
+    expect((await stranger.service.sandboxes.get('alice', running!.id)).isErr()).toBe(true);
+    await stranger.service.close();
+
+    // The same installation having lost its records (memory storage, same identity) adopts its containers back.
+    const amnesiac = await compose({}, createMemoryPorts({ specs, installationId: await expectOk(before.stores.installation.identity()) }));
     const adopted = await expectOk(amnesiac.service.sandboxes.reconcile());
-    expect(adopted.adopted).toBeGreaterThanOrEqual(3);
+    expect(adopted.adopted).toBe(3);
     expect((await expectOk(amnesiac.service.sandboxes.get('alice', running!.id))).status).toBe('RUNNING');
     expect((await expectOk(amnesiac.service.sandboxes.get('alice', paused!.id))).status).toBe('PAUSED');
     for (const box of [running, paused, died, vanished]) await after.service.sandboxes.delete('alice', box!.id);

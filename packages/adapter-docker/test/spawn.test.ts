@@ -41,7 +41,7 @@ describe('Docker sandbox runtime: spawn', () => {
 
   beforeAll(async () => {
     runtime = await dockerRuntime();
-    await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec: bookworm, env: { ...bookworm.initial_env, FROM_SPEC: 'spec-value' } }));
+    await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: { ...bookworm.initial_env, FROM_SPEC: 'spec-value' } }));
     const deadline = Date.now() + 30_000;
     while ((await expectOk(runtime.inspect(id))).state !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   });

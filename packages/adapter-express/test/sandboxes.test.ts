@@ -226,7 +226,7 @@ describe('pause, resume, delete', () => {
     expect(await status(id)).toBe('PAUSED');
   });
 
-  it('a runtime failure on resume and on delete → 502, state unchanged', async () => {
+  it('a runtime failure on resume → 502, state unchanged; on delete the delete still wins and the removal is retried', async () => {
     const id = await running();
     expect((await action(id, 'pause')).status).toBe(200);
     h.ports.runtime.failNext('resume', { message: 'thaw failed' });
@@ -236,8 +236,10 @@ describe('pause, resume, delete', () => {
     expect(await status(id)).toBe('PAUSED');
     h.ports.runtime.failNext('delete', { message: 'busy' });
     const del = await h.call('DELETE', `/api/v1/sandboxes/${id}`);
-    expect(del.status).toBe(502);
-    expect(await status(id)).toBe('PAUSED');
+    expect(del.status).toBe(200);
+    expect((await h.call('GET', `/api/v1/sandboxes/${id}`)).status).toBe(404);
+    await h.service.idle();
+    expect(h.ports.runtime.peek(id)).toBeUndefined();
   });
 
   it('the runtime unavailable → pause, resume and delete answer 503 SANDBOXES_UNAVAILABLE; GET still answers', async () => {

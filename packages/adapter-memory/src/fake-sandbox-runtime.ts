@@ -171,10 +171,10 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     return this.#unavailable === null ? okAsync(undefined) : errAsync({ kind: 'unavailable', message: this.#unavailable });
   }
 
-  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
+  list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
     if (this.#unavailable !== null) return errAsync({ kind: 'unavailable', message: this.#unavailable });
     return okAsync(
-      [...this.#sandboxes.values()].map((box) => ({
+      [...this.#sandboxes.values()].filter((box) => box.request.installation_id === installationId).map((box) => ({
         sandbox_id: box.request.sandbox_id,
         user_id: box.request.user_id,
         spec_id: box.request.spec.id,

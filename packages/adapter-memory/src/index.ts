@@ -9,6 +9,7 @@
 import type { AgentConversationServicePorts } from '@acs/core';
 import { MemoryConversationStore } from './conversation-store.js';
 import { MemoryEventStore } from './event-store.js';
+import { MemoryInstallationStore } from './installation-store.js';
 import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 import { StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
@@ -18,6 +19,7 @@ import { MemoryStartTaskStore } from './start-task-store.js';
 
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
 export { MemoryEventStore } from './event-store.js';
+export { MemoryInstallationStore } from './installation-store.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
 export { openFakeShell, type FakeShellHost } from './fake-shell.js';
@@ -30,6 +32,8 @@ export { MemoryStartTaskStore } from './start-task-store.js';
 
 export interface MemoryPortsOptions {
   specs?: readonly SandboxSpecPreset[];
+  /** The installation's identity (default: a new random one, so each set of memory ports is its own installation). */
+  installationId?: string;
   runtime?: FakeSandboxRuntimeOptions;
   llm?: ScriptedLlmOptions;
 }
@@ -43,6 +47,7 @@ export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConver
     events: new MemoryEventStore(),
     sandboxes: new MemorySandboxStore(),
     sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
+    installation: new MemoryInstallationStore(options.installationId),
     runtime: new FakeSandboxRuntime(options.runtime),
     llm: new ScriptedLlm(options.llm),
   };

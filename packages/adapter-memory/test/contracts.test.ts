@@ -4,6 +4,7 @@ import {
   describeConversationStoreContract,
   describeEventStoreContract,
   describeIdGeneratorContract,
+  describeInstallationStoreContract,
   describeSandboxRuntimeContract,
   describeSandboxSpecCatalogContract,
   describeSandboxStoreContract,
@@ -14,6 +15,7 @@ import {
   FakeSandboxRuntime,
   MemoryConversationStore,
   MemoryEventStore,
+  MemoryInstallationStore,
   MemorySandboxStore,
   MemorySettingsStore,
   MemoryStartTaskStore,
@@ -26,6 +28,10 @@ describeConversationStoreContract('memory', () => new MemoryConversationStore())
 describeStartTaskStoreContract('memory', () => new MemoryStartTaskStore());
 describeEventStoreContract('memory', () => new MemoryEventStore());
 describeSandboxStoreContract('memory', () => new MemorySandboxStore());
+describeInstallationStoreContract('memory', () => {
+  const store = new MemoryInstallationStore();
+  return { store, reopen: () => store };
+});
 describeSandboxSpecCatalogContract(
   'static',
   () =>

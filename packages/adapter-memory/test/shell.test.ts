@@ -6,7 +6,7 @@ import { FakeSandboxRuntime, type FakeExecContext } from '@acs/adapter-memory';
 const spec = specFixture({ working_dir: '/workspace' });
 
 async function sandbox(runtime = new FakeSandboxRuntime()) {
-  await expectOk(runtime.create({ sandbox_id: 'box', user_id: 'alice', spec, env: {} }));
+  await expectOk(runtime.create({ sandbox_id: 'box', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
   return runtime;
 }
 

@@ -6,7 +6,7 @@ import { FakeSandboxRuntime, type FakeSpawnContext } from '@acs/adapter-memory';
 const spec = specFixture({ working_dir: '/workspace' });
 
 async function sandbox(runtime = new FakeSandboxRuntime()) {
-  await expectOk(runtime.create({ sandbox_id: 'box', user_id: 'alice', spec, env: {} }));
+  await expectOk(runtime.create({ sandbox_id: 'box', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
   return runtime;
 }
 
@@ -124,8 +124,8 @@ describe('FakeSandboxRuntime spawn', () => {
 
   it('ends the processes of a sandbox that is deleted, vanishes or crashes', async () => {
     const runtime = (await sandbox()).onSpawn('cat', () => new Promise<never>(() => {}));
-    await expectOk(runtime.create({ sandbox_id: 'other', user_id: 'alice', spec, env: {} }));
-    await expectOk(runtime.create({ sandbox_id: 'third', user_id: 'alice', spec, env: {} }));
+    await expectOk(runtime.create({ sandbox_id: 'other', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
+    await expectOk(runtime.create({ sandbox_id: 'third', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
     const [a, b, c] = await Promise.all(['box', 'other', 'third'].map((id) => expectOk(runtime.spawn(id, { command: ['cat'] }))));
     await expectOk(runtime.delete('box'));
     runtime.vanish('other');

@@ -14,6 +14,7 @@ export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike
 export { SecretKeyMismatchError, verifySecretKeys } from './secret-keys.js';
 export { PostgresConversationStore } from './conversation-store.js';
 export { PostgresEventStore } from './event-store.js';
+export { PostgresInstallationStore } from './installation-store.js';
 export { PostgresSandboxStore } from './sandbox-store.js';
 export { PostgresSettingsStore } from './settings-store.js';
 export { PostgresStartTaskStore } from './start-task-store.js';

@@ -82,6 +82,18 @@ export const MIGRATIONS: readonly Migration[] = [
     // The engine looks up running conversations across users when the service starts.
     statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_conversations_by_execution_status ON ${t.conversations} ((record->>'execution_status'))`],
   },
+  {
+    version: 3,
+    name: 'installation identity',
+    // One row at most: the id this installation labels its sandboxes with (written on first use).
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.installation} (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        id text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -1,6 +1,7 @@
 import type { AgentConversationServicePorts, SecretCipher } from '@acs/core';
 import { PostgresConversationStore } from './conversation-store.js';
 import { PostgresEventStore } from './event-store.js';
+import { PostgresInstallationStore } from './installation-store.js';
 import { appliedMigrations, LATEST_SCHEMA_VERSION, migrate, MIGRATIONS } from './migrations.js';
 import { PostgresSandboxStore } from './sandbox-store.js';
 import { verifySecretKeys } from './secret-keys.js';
@@ -25,7 +26,7 @@ export interface PostgresStorageOptions {
 
 /** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
 export interface PostgresStorage
-  extends Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'sandboxes' | 'events'> {
+  extends Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
   readonly db: SqlExecutor;
   /** Closes the database connection if this storage opened it. */
   close(): Promise<void>;
@@ -58,6 +59,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     startTasks: new PostgresStartTaskStore(db, t),
     sandboxes: new PostgresSandboxStore(db, t),
     events: new PostgresEventStore(db, t),
+    installation: new PostgresInstallationStore(db, t),
     close: () => db.close(),
   };
 }

@@ -9,6 +9,7 @@ export interface Tables {
   readonly sandboxes: string;
   readonly events: string;
   readonly eventCounters: string;
+  readonly installation: string;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -28,5 +29,6 @@ export function tablesIn(schema: string | null = null): Tables {
     sandboxes: t('sandboxes'),
     events: t('events'),
     eventCounters: t('event_counters'),
+    installation: t('installation'),
   };
 }

@@ -1,11 +1,13 @@
 import {
   describeConversationStoreContract,
   describeEventStoreContract,
+  describeInstallationStoreContract,
   describeSandboxStoreContract,
   describeSettingsStoreContract,
   describeStartTaskStoreContract,
 } from '@acs/core/testing';
-import { DATABASES, freshStorage } from './databases.js';
+import { createPostgresStorage } from '@acs/adapter-postgres';
+import { DATABASES, freshStorage, testCipher } from './databases.js';
 
 for (const db of DATABASES) {
   describeSettingsStoreContract(db.name, async () => (await freshStorage(db)).settings);
@@ -13,4 +15,12 @@ for (const db of DATABASES) {
   describeStartTaskStoreContract(db.name, async () => (await freshStorage(db)).startTasks);
   describeSandboxStoreContract(db.name, async () => (await freshStorage(db)).sandboxes);
   describeEventStoreContract(db.name, async () => (await freshStorage(db)).events);
+  describeInstallationStoreContract(db.name, async () => {
+    const storage = await freshStorage(db);
+    return {
+      store: storage.installation,
+      // A second storage over the same schema: what a restarted process sees.
+      reopen: async () => (await createPostgresStorage({ db: await db.executor(), cipher: testCipher(), schema: storage.schema, migrations: 'check' })).installation,
+    };
+  });
 }

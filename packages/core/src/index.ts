@@ -15,6 +15,7 @@ export * from './logger.js';
 export * from './pagination.js';
 export * from './validation.js';
 export type { StoreFailure } from './store-failure.js';
+export type { InstallationStore } from './installation.js';
 
 export * from './mcp/schema.js';
 export type * from './mcp/port.js';
@@ -32,7 +33,7 @@ export type * from './sandbox/runtime.js';
 export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
 export * from './sandbox/shell.js';
 export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
-export type { SandboxService, SandboxServiceOptions } from './sandbox/service.js';
+export type { ReconcileReport, SandboxReservation, SandboxService, SandboxServiceOptions } from './sandbox/service.js';
 
 export * from './conversation/schema.js';
 export {

@@ -7,6 +7,7 @@ import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
 import type { EventStore } from './events/store.js';
+import type { InstallationStore } from './installation.js';
 import { randomIdGenerator, type IdGenerator } from './ids.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { SandboxRuntime } from './sandbox/runtime.js';
@@ -27,6 +28,8 @@ export interface AgentConversationServicePorts {
   events: EventStore;
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
+  /** This installation's identity, kept with its data: only sandboxes labelled with it are listed, adopted, counted and paused. */
+  installation: InstallationStore;
   runtime: SandboxRuntime;
   /** The model the agents call (an OpenAI-compatible adapter, or a scripted one in tests). */
   llm: LlmClient;
@@ -80,6 +83,7 @@ export function createAgentConversationService(
   // The callback runs only after both exist.
   const sandboxes = createSandboxService({
     sandboxes: ports.sandboxes,
+    installation: ports.installation,
     specs: ports.sandboxSpecs,
     runtime: ports.runtime,
     clock,

@@ -246,30 +246,79 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     engine.wake(userId, task.app_conversation_id);
   };
 
-  /** Provides the sandbox (new or existing), the conversation record and its start task, then starts in the background. */
+  /**
+   * Stores everything a start needs, all of it or none of it: the sandbox (a new one reserved,
+   * or a paused one resumed), the conversation (inserted, or moved to STARTING), its first
+   * message and its start task. Only then does anything run: the sandbox is brought up and the
+   * start pipeline follows in the background. When a step fails, the steps before it are
+   * undone, newest first, and the request fails with that step's error.
+   */
   const launch = (
     userId: string,
     conversation: Omit<ConversationRecord, 'sandbox_id'>,
     plan: Plan,
     request: AppConversationStartRequest,
-    isNew: boolean,
+    mode: { kind: 'new' } | { kind: 'restart'; previous: ConversationRecord },
   ): ResultAsync<{ conversation: ConversationRecord; task: StartTaskRecord }, DomainError> => {
+    type Undo = () => ResultAsync<unknown, DomainError> | Promise<void>;
+    const undo: { step: string; run: Undo }[] = [];
+    let commit = (): void => {};
+    const rollback = async (error: DomainError): Promise<void> => {
+      for (const { step, run } of undo.reverse()) {
+        const undone = await run();
+        if (undone?.isErr()) logger.error({ conversationId: conversation.id, step, error: undone.error.type }, 'could not undo a step of a failed start');
+      }
+      logger.warn({ conversationId: conversation.id, userId, error: error.type }, 'a conversation start failed; what it had stored was undone');
+    };
+    const undoable = <T>(step: string, result: ResultAsync<T, DomainError>, undoOf: (value: T) => Undo | null) =>
+      result.map((value) => {
+        const run = undoOf(value);
+        if (run) undo.push({ step, run });
+        return value;
+      });
+
     const sandbox: ResultAsync<SandboxRecord, DomainError> =
-      plan.kind === 'existing' ? okAsync(plan.sandbox) : sandboxes.startFromSpec(userId, plan.spec);
-    return sandbox.andThen((box) => {
-      const record: ConversationRecord = { ...conversation, sandbox_id: box.id };
-      const stored: ResultAsync<ConversationRecord, DomainError> = isNew
-        ? conversations.insert(record).andThen((outcome) => {
-            if (outcome === 'inserted') return okAsync(record);
-            // Lost a race for a client-chosen id: undo the sandbox we made for it.
-            const undo = plan.kind === 'new' ? sandboxes.delete(userId, box.id).orElse(() => okAsync(undefined)) : okAsync(undefined);
-            return undo.andThen(() => errAsync<ConversationRecord, DomainError>({ type: 'ConversationIdTaken', conversationId: record.id }));
+      plan.kind === 'new'
+        ? undoable('reserve the sandbox', sandboxes.reserve(userId, plan.spec), (reservation) => () => reservation.cancel()).map((reservation) => {
+            commit = () => reservation.commit();
+            return reservation.record;
           })
-        : conversations
-            .update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, sandbox_id: box.id, updated_at: clock.now() }))
-            .andThen((c) => (c ? okAsync(c) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: record.id })));
+        : plan.sandbox.status === 'PAUSED'
+          ? // Resumed now, not in the background, so a refusal (the user's limit) is this request's answer.
+            undoable('resume the sandbox', sandboxes.resume(userId, plan.sandbox.id), () => async () => {
+              const others = await othersUsing(userId, plan.sandbox.id, conversation.id);
+              await sandboxes.pauseIfUnused(userId, plan.sandbox.id, others.isErr() || others.value.some((c) => c.status !== 'STOPPED'));
+            }).map(() => plan.sandbox)
+          : okAsync(plan.sandbox);
+
+    const work = sandbox.andThen((box) => {
+      const record: ConversationRecord = { ...conversation, sandbox_id: box.id };
+      const stored: ResultAsync<ConversationRecord, DomainError> =
+        mode.kind === 'new'
+          ? undoable(
+              'store the conversation',
+              conversations.insert(record).andThen((outcome) =>
+                outcome === 'inserted' ? okAsync(record) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationIdTaken', conversationId: record.id }),
+              ),
+              // Its events and tasks go with it (the first message is appended next).
+              () => () =>
+                log
+                  .deleteConversation(userId, record.id)
+                  .andThen(() => startTasks.deleteByConversation(userId, record.id))
+                  .andThen(() => conversations.delete(userId, record.id)),
+            )
+          : undoable(
+              'mark the conversation starting',
+              transition(userId, record.id, 'start', { status_detail: null, sandbox_id: box.id }).andThen((c) =>
+                c ? okAsync(c) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: record.id }),
+              ),
+              () => () =>
+                conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
+                  ok({ ...c, status: mode.previous.status, status_detail: mode.previous.status_detail, sandbox_id: mode.previous.sandbox_id, updated_at: clock.now() }),
+                ),
+            );
       const withMessage = stored.andThen((saved) => {
-        const initial = isNew ? userMessageOf(saved.launch.initial_message) : null;
+        const initial = mode.kind === 'new' ? userMessageOf(saved.launch.initial_message) : null;
         // The first message is in the log before anything acts on it.
         return initial ? engine.appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync<ConversationRecord, DomainError>(saved);
       });
@@ -286,12 +335,18 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
           created_at: now,
           updated_at: now,
         };
-        return startTasks.insert(task).map(() => {
-          background.spawn(`start conversation ${saved.id}`, () => runStart(userId, task, box.id));
-          return { conversation: saved, task };
-        });
+        return startTasks.insert(task).map(() => ({ conversation: saved, task, sandboxId: box.id }));
       });
     });
+
+    return work
+      .map(({ conversation: saved, task, sandboxId }) => {
+        // Everything is stored: now things may run.
+        commit();
+        background.spawn(`start conversation ${saved.id}`, () => runStart(userId, task, sandboxId));
+        return { conversation: saved, task };
+      })
+      .orElse((error) => ResultAsync.fromSafePromise(rollback(error)).andThen(() => errAsync(error)));
   };
 
   const newRecord = (
@@ -403,7 +458,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             git_provider: request.git_provider ?? null,
             trigger,
           };
-          return launch(userId, record, { kind: 'new', spec }, asV1, true);
+          return launch(userId, record, { kind: 'new', spec }, asV1, { kind: 'new' });
         })
         .map(({ conversation }) => ({
           status: 'ok' as const,
@@ -468,7 +523,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
               },
               conversation_version: 'V1',
             });
-            return launch(userId, record, plan, request, true);
+            return launch(userId, record, plan, request, { kind: 'new' });
           })
           .map(({ task }) => toStartTask(task));
       });
@@ -569,9 +624,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
               ),
             )
             .andThen((plan) =>
-              transition(userId, record.id, 'start', { status_detail: null }).andThen(() =>
-                launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, false),
-              ),
+              launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, { kind: 'restart', previous: record }),
             )
             .map(() => ({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is starting', conversation_status: 'STARTING' as const }));
         }),

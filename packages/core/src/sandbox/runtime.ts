@@ -13,6 +13,8 @@ export interface RuntimeObservation {
 export interface RuntimeCreateRequest {
   sandbox_id: string;
   user_id: string;
+  /** The installation that owns the sandbox (InstallationStore); the runtime labels the sandbox with it, and `list` filters on it. */
+  installation_id: string;
   spec: SandboxSpec;
   /** The spec's initial_env merged with what the service adds. */
   env: Record<string, string>;
@@ -101,8 +103,12 @@ export interface SandboxRuntime {
   readonly specificationVersion: 'v1';
   /** Resolves when the runtime can take work (cheap; called before each start). */
   ping(): ResultAsync<void, SandboxRuntimeError>;
-  /** Every sandbox this runtime holds for the service, whatever its state. */
-  list(): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError>;
+  /**
+   * Every sandbox this runtime holds for this installation, whatever its state. Sandboxes of
+   * other installations (created with another `installation_id`, or by a version that did not
+   * label them) are never listed.
+   */
+  list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError>;
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;

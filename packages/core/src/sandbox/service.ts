@@ -3,6 +3,7 @@ import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
 import type { DomainError } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
+import type { InstallationStore } from '../installation.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { RuntimeObservation, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
@@ -37,8 +38,22 @@ export interface ReconcileReport {
   removed: number;
 }
 
+/**
+ * A sandbox record written (STARTING, counted against the user's limit) but not brought up
+ * yet, so a request that needs it together with other records can still give it back.
+ */
+export interface SandboxReservation {
+  readonly record: SandboxRecord;
+  /** Brings the sandbox up in the background. Call once, after everything else the request writes is stored. */
+  commit(): void;
+  /** Gives the reservation back: the record becomes a DELETED tombstone and nothing was created in the runtime. Never fails (logs instead). */
+  cancel(): Promise<void>;
+}
+
 export interface SandboxServiceDeps {
   sandboxes: SandboxStore;
+  /** This installation's identity: sandboxes are labelled with it, and only those are listed and adopted. */
+  installation: InstallationStore;
   specs: SandboxSpecCatalog;
   runtime: SandboxRuntime;
   clock: Clock;
@@ -57,11 +72,22 @@ export interface SandboxService {
   start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, DomainError>;
   /** Creates a sandbox from an already resolved spec and returns its record. */
   startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, DomainError>;
+  /**
+   * Like startFromSpec (the runtime must answer, the user's limit applies), but the sandbox
+   * is only brought up on `commit()`; `cancel()` gives it back. For requests that store more
+   * than the sandbox and must store all of it or none of it.
+   */
+  reserve(userId: string, spec: SandboxSpec): ResultAsync<SandboxReservation, DomainError>;
   get(userId: string, id: string): ResultAsync<SandboxInfo, DomainError>;
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxInfo | null)[], DomainError>;
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxInfo>, DomainError>;
   pause(userId: string, id: string): ResultAsync<void, DomainError>;
   resume(userId: string, id: string): ResultAsync<void, DomainError>;
+  /**
+   * Deletes the sandbox: the record is DELETED at once (also while the sandbox is still
+   * starting), then its container is removed, now or, if the runtime fails, by retries in the
+   * background and at the next reconcile. Refused only when the runtime cannot be reached.
+   */
   delete(userId: string, id: string): ResultAsync<void, DomainError>;
   /** The spec to use: by id, or the catalog default. */
   resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, DomainError>;
@@ -98,6 +124,16 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const startTimeoutMs = deps.options?.startTimeoutMs ?? 120_000;
   const pollIntervalMs = deps.options?.pollIntervalMs ?? 250;
   const settling = new Map<string, Promise<SandboxRecord | null>>();
+
+  /** Read once from the store and kept; a failed read is tried again on the next call. */
+  let installationId: string | undefined;
+  const installation = (): ResultAsync<string, DomainError> =>
+    installationId !== undefined
+      ? okAsync(installationId)
+      : deps.installation.identity().map((id) => {
+          installationId = id;
+          return id;
+        });
 
   const runtimeFailure =
     (sandboxId: string, operation: string) =>
@@ -184,27 +220,47 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     });
   };
 
-  const bringUp = async (record: SandboxRecord, resourceFactor: number): Promise<SandboxRecord | null> => {
+  const bringUp = async (record: SandboxRecord, installationOfRecord: string, resourceFactor: number): Promise<SandboxRecord | null> => {
     const created = await runtime.create({
       sandbox_id: record.id,
       user_id: record.user_id,
+      installation_id: installationOfRecord,
       spec: record.spec,
       env: { ...record.spec.initial_env },
       resource_factor: resourceFactor,
     });
-    if (created.isErr()) {
-      logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
-      return (await markError(record.user_id, record.id, created.error.message)).unwrapOr(null);
-    }
-    const applied = await applyObservation(record.user_id, record.id, created.value);
+    const applied = created.isErr()
+      ? await markError(record.user_id, record.id, created.error.message)
+      : await applyObservation(record.user_id, record.id, created.value);
     const current = applied.unwrapOr(null);
     if (current?.status === 'DELETED') {
-      // Deleted while it was being created: make sure nothing is left running.
-      await runtime.delete(record.id);
+      // Deleted while it was being created: whatever the create left behind goes now.
+      removeInBackground(record.id, 'it was deleted while it was starting');
       return current;
     }
+    if (created.isErr()) logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
     if (current?.status !== 'STARTING') return current;
     return awaitRunning(record.user_id, record.id);
+  };
+
+  /**
+   * Removes a deleted sandbox's container, retrying a few times (an engine may refuse while
+   * the container is still being created or removed). What is left after that is removed by
+   * the next reconcile, which removes the containers of deleted records it finds.
+   */
+  const removeInBackground = (sandboxId: string, why: string): void => {
+    background.spawn(`remove sandbox ${sandboxId}`, async () => {
+      const delays = [0, 250, 1_000, 4_000];
+      for (const [attempt, delay] of delays.entries()) {
+        if (delay > 0) await clock.sleep(delay, background.signal);
+        const removed = await runtime.delete(sandboxId);
+        if (removed.isOk()) return;
+        if (attempt === delays.length - 1 || background.closed) {
+          logger.warn({ sandboxId, why, reason: removed.error.message }, 'could not remove a deleted sandbox; the next reconcile removes it');
+          return;
+        }
+      }
+    });
   };
 
   const visible = (record: SandboxRecord | null): record is SandboxRecord => record !== null && record.status !== 'DELETED';
@@ -272,7 +328,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     });
   };
 
-  const insertAndBringUp = (userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, DomainError> => {
+  /** Writes the record (STARTING); the caller commits (brings it up) or cancels. Runs under the user's lock. */
+  const insertReservation = (userId: string, spec: SandboxSpec, installationOfRecord: string): ResultAsync<SandboxReservation, DomainError> => {
     const now = clock.now();
     const record: SandboxRecord = {
       id: ids.next(),
@@ -285,11 +342,27 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       created_at: now,
       updated_at: now,
     };
-    return sandboxes.insert(record).map(() => {
-      lastActive.set(record.id, Date.now());
-      track(record.id, async () => bringUp(record, (await deps.resourceFactorOf?.(userId)) ?? 1));
-      return record;
-    });
+    let settled = false;
+    return sandboxes.insert(record).map(
+      (): SandboxReservation => ({
+        record,
+        commit: () => {
+          if (settled) throw new Error(`sandbox reservation ${record.id} was already committed or cancelled`);
+          settled = true;
+          lastActive.set(record.id, Date.now());
+          track(record.id, async () => bringUp(record, installationOfRecord, (await deps.resourceFactorOf?.(userId)) ?? 1));
+        },
+        cancel: async () => {
+          if (settled) throw new Error(`sandbox reservation ${record.id} was already committed or cancelled`);
+          settled = true;
+          const given = await sandboxes.update(userId, record.id, (current): Result<SandboxRecord, never> =>
+            ok({ ...current, status: 'DELETED', status_detail: 'not used: the request that started it failed', updated_at: clock.now() }),
+          );
+          // Never brought up, so nothing runs; a record left STARTING is found MISSING by the next reconcile.
+          if (given.isErr()) logger.warn({ sandboxId: record.id, error: given.error.type }, 'could not give back an unused sandbox record');
+        },
+      }),
+    );
   };
 
   const timer =
@@ -324,11 +397,18 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         description: 'Ad-hoc spec from the sandbox_base_container_image setting',
       })),
 
-    startFromSpec: (userId, spec) =>
+    reserve: (userId, spec) =>
       runtime
         .ping()
         .mapErr(runtimeFailure('(new)', 'start'))
-        .andThen(() => withUserLock(userId, () => makeRoom(userId).andThen(() => insertAndBringUp(userId, spec)))),
+        .andThen(() => installation())
+        .andThen((installationOfRecord) => withUserLock(userId, () => makeRoom(userId).andThen(() => insertReservation(userId, spec, installationOfRecord)))),
+
+    startFromSpec: (userId, spec) =>
+      service.reserve(userId, spec).map((reservation) => {
+        reservation.commit();
+        return reservation.record;
+      }),
 
     start: (userId, specId) => service.resolveSpec(specId).andThen((spec) => service.startFromSpec(userId, spec)).map(toSandboxInfo),
 
@@ -367,8 +447,9 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         target === 'noop'
           ? okAsync(undefined)
           : runtime
-              .delete(id)
+              .ping()
               .mapErr(runtimeFailure(id, 'delete'))
+              // The record goes first: a start still in progress sees DELETED and removes what it made.
               .andThen(() =>
                 sandboxes.update(userId, id, (current): Result<SandboxRecord, never> =>
                   ok({ ...current, status: 'DELETED', status_detail: 'deleted', exposed_urls: [], updated_at: clock.now() }),
@@ -377,7 +458,11 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
               .andThen(() =>
                 deps.onSandboxGone ? ResultAsync.fromSafePromise(deps.onSandboxGone(userId, id, 'sandbox deleted')) : okAsync(undefined),
               )
-              .map(() => undefined),
+              .andThen(() =>
+                ResultAsync.fromSafePromise(runtime.delete(id)).map((removed) => {
+                  if (removed.isErr()) removeInBackground(id, `the first attempt failed: ${removed.error.message}`);
+                }),
+              ),
       ),
 
     whenSettled: async (userId, id) => {
@@ -424,9 +509,9 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     },
 
     reconcile: () =>
-      sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED']).andThen((stored) =>
+      ResultAsync.combine([installation(), sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED'])] as const).andThen(([installationOfRecords, stored]) =>
         runtime
-          .list()
+          .list(installationOfRecords)
           .mapErr(runtimeFailure('(all)', 'list'))
           .andThen((held) =>
             ResultAsync.fromSafePromise(

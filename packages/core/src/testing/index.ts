@@ -30,4 +30,5 @@ export {
   type SandboxRuntimeContractOptions,
 } from './runtime.js';
 export { describeEventStoreContract } from './events.js';
+export { describeInstallationStoreContract, type InstallationStoreFixture } from './installation.js';
 export { describeSandboxShellContract } from './shell.js';

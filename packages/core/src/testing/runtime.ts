@@ -76,7 +76,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       const runtime = await make();
       const id = nextId();
       try {
-        const created = await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env, ACS_CONTRACT: '1' } }));
+        const created = await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, ACS_CONTRACT: '1' } }));
         expect(['starting', 'running']).toContain(created.state);
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
 
@@ -95,6 +95,24 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       }
     });
 
+    it("lists only the sandboxes of the installation asked about, with their owner and spec", async () => {
+      const runtime = await make();
+      const mine = nextId();
+      const theirs = nextId();
+      try {
+        await expectOk(runtime.create({ sandbox_id: mine, user_id: 'default', installation_id: 'acs-contract-a', spec, env: { ...spec.initial_env } }));
+        await expectOk(runtime.create({ sandbox_id: theirs, user_id: 'default', installation_id: 'acs-contract-b', spec, env: { ...spec.initial_env } }));
+        const listedA = (await expectOk(runtime.list('acs-contract-a'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs);
+        expect(listedA).toEqual([expect.objectContaining({ sandbox_id: mine, user_id: 'default', spec_id: spec.id, image: spec.image, working_dir: spec.working_dir })]);
+        const listedB = (await expectOk(runtime.list('acs-contract-b'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs);
+        expect(listedB.map((s) => s.sandbox_id)).toEqual([theirs]);
+        expect((await expectOk(runtime.list('acs-contract-none'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs)).toEqual([]);
+      } finally {
+        await runtime.delete(mine);
+        await runtime.delete(theirs);
+      }
+    });
+
     it('reports an unknown sandbox as missing and deletes it without complaint', async () => {
       const runtime = await make();
       const id = nextId();
@@ -106,7 +124,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       const runtime = await make();
       const id = nextId();
       try {
-        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env } }));
+        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
         const bytes = new Uint8Array(256 * 4).map((_, i) => i % 256);
         await expectOk(runtime.writeFile(id, 'nested/deeper/all-bytes.bin', bytes));
@@ -151,7 +169,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       beforeAll(async () => {
         runtime = await make();
         id = nextId();
-        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env } }));
+        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
       });
       afterAll(async () => {
@@ -278,7 +296,7 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
       expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
     });
     afterAll(async () => {

@@ -37,7 +37,7 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
       const deadline = Date.now() + startTimeoutMs;
       while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
       expect((await expectOk(runtime.inspect(id))).state).toBe('running');
