@@ -21,6 +21,8 @@ export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 export const HTTP_ERROR_CODES = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
   MALFORMED_JSON: 'MALFORMED_JSON',
+  /** A JSON body nested deeper than the router's maxJsonDepth. */
+  JSON_TOO_DEEP: 'JSON_TOO_DEEP',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   ROUTE_NOT_FOUND: 'ROUTE_NOT_FOUND',

@@ -110,5 +110,19 @@ export function defineRoute<
   return definition;
 }
 
+const NOT_FOUND = new WeakMap<z.ZodType, (params: Record<string, string>) => DomainError>();
+
+/**
+ * Path parameters that name a record, with the error that says it does not exist. A value
+ * no record can have (text storage cannot hold) is answered with that error (404), not 422.
+ */
+export function recordPathParams<S extends z.ZodObject>(schema: S, notFound: (params: Record<string, string>) => DomainError): S {
+  NOT_FOUND.set(schema, notFound);
+  return schema;
+}
+
+/** The not-found error of a route's path parameters, if they name a record. */
+export const notFoundOf = (params: z.ZodType) => NOT_FOUND.get(params);
+
 /** `/a/{b}` → `/a/:b` for Express. */
 export const toExpressPath = (openApiPath: string) => openApiPath.replace(/\{([^}]+)\}/g, ':$1');

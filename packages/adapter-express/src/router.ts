@@ -1,10 +1,21 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { silentLogger, toFieldIssues, validationFailed, type AgentConversationService, type FieldIssue, type Logger } from '@acs/core';
+import {
+  findUnstorableText,
+  silentLogger,
+  toFieldIssues,
+  UNSTORABLE_TEXT_MESSAGE,
+  validationFailed,
+  type AgentConversationService,
+  type DomainError,
+  type FieldIssue,
+  type Logger,
+} from '@acs/core';
 import { z } from 'zod';
 import { apiKeyAuthenticator, type Authenticate } from './auth.js';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
-import { toExpressPath, type RouteDefinition, type SseMessage, type StreamRouteDefinition } from './route.js';
+import { jsonDepthExceeds } from './json-depth.js';
+import { notFoundOf, toExpressPath, type RouteDefinition, type SseMessage, type StreamRouteDefinition } from './route.js';
 import { buildRoutes } from './routes.js';
 
 export interface AcsRouterOptions {
@@ -14,6 +25,11 @@ export interface AcsRouterOptions {
   apiKeys?: Readonly<Record<string, string>>;
   /** Largest accepted JSON body (default 1 MiB). */
   bodyLimit?: number;
+  /**
+   * Deepest nesting of arrays and objects a JSON body may have (default 64). Deeper bodies
+   * are refused while parsing (400 JSON_TOO_DEEP), before anything reads or stores them.
+   */
+  maxJsonDepth?: number;
   logger?: Logger;
   openApi?: OpenApiInfo;
   /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
@@ -27,7 +43,8 @@ export interface AcsRouterOptions {
 }
 
 const USER = Symbol('acs.user');
-type WithUser = Request & { [USER]?: string };
+const MOUNT = Symbol('acs.mount');
+type WithUser = Request & { [USER]?: string; [MOUNT]?: string };
 
 /**
  * The whole HTTP interface as an Express router. Mount it where you like
@@ -48,11 +65,23 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const routes = buildRoutes(service);
   let document: OpenApiDocument | undefined;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
-  const parseJson = express.json({ limit: bodyLimit, strict: true, type: () => true });
+  const maxJsonDepth = options.maxJsonDepth ?? 64;
+  if (!(Number.isInteger(maxJsonDepth) && maxJsonDepth > 0)) throw new Error('maxJsonDepth must be a positive integer.');
+  const parseJson = express.json({
+    limit: bodyLimit,
+    strict: true,
+    type: () => true,
+    // Runs on the raw bytes before JSON.parse, so a deep body is refused before it is built.
+    verify: (_req, _res, raw) => {
+      if (jsonDepthExceeds(raw, maxJsonDepth)) throw Object.assign(new Error('JSON nested too deep'), { type: 'entity.too.deep', status: 400 });
+    },
+  });
 
   const router = express.Router();
 
   router.use((req, res, next) => {
+    // Where the host mounted the router: paths below it are what the route table knows.
+    (req as WithUser)[MOUNT] = req.baseUrl;
     const started = performance.now();
     res.on('finish', () => {
       logger.info(
@@ -63,9 +92,34 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     next();
   });
 
+  const methodsFor = allowedMethods(routes);
+
+  // Which methods a path takes, for anyone (no key needed, as for a CORS preflight).
+  router.use((req, res, next) => {
+    if (req.method !== 'OPTIONS') {
+      next();
+      return;
+    }
+    const allowed = methodsFor(routePathOf(req));
+    if (!allowed) {
+      next();
+      return;
+    }
+    res.set('Allow', allowHeader(allowed)).status(204).end();
+  });
+
   for (const route of routes.filter((r) => !r.authenticated)) {
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
+  // The open routes answer other methods with a JSON 405 too (not the host's 404 page).
+  router.use(['/alive', '/health'], (req, res, next) => {
+    const allowed = methodsFor(routePathOf(req));
+    if (!allowed) {
+      next();
+      return;
+    }
+    methodNotAllowed(req, res, allowed);
+  });
 
   router.use('/api', (req, res, next) => {
     res.set('Cache-Control', 'no-store');
@@ -90,16 +144,11 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
 
-  const matchers = [
-    ...routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i') })),
-    { method: 'GET', pattern: /^\/api\/openapi\.json\/?$/i },
-  ];
   router.use('/api', (req, res) => {
-    const path = req.baseUrl.slice(req.baseUrl.lastIndexOf('/api')) + req.path;
-    const allowed = matchers.filter((m) => m.pattern.test(path)).map((m) => m.method);
-    if (allowed.length > 0) {
-      res.set('Allow', [...new Set(allowed)].join(', '));
-      sendError(res, 405, HTTP_ERROR_CODES.METHOD_NOT_ALLOWED, `${req.method} is not allowed here; use ${[...new Set(allowed)].join(' or ')}.`);
+    const path = routePathOf(req);
+    const allowed = methodsFor(path);
+    if (allowed) {
+      methodNotAllowed(req, res, allowed);
       return;
     }
     sendError(res, 404, HTTP_ERROR_CODES.ROUTE_NOT_FOUND, `There is no route ${req.method} ${path}; see /api/openapi.json.`);
@@ -114,6 +163,9 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     switch (type) {
       case 'entity.parse.failed':
         sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is not valid JSON.');
+        return;
+      case 'entity.too.deep':
+        sendError(res, 400, HTTP_ERROR_CODES.JSON_TOO_DEEP, `The request body nests arrays and objects more than ${maxJsonDepth} levels deep; nothing was stored.`);
         return;
       case 'entity.too.large':
         sendError(res, 413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE, `The request body is larger than ${bodyLimit} bytes.`);
@@ -142,7 +194,14 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   function handlerFor(route: RouteDefinition) {
     const acceptsBody = !(route.body instanceof z.ZodUndefined);
+    const hasPathParams = route.path.includes('{');
+    const notFound = notFoundOf(route.params);
     return (req: Request, res: Response, next: NextFunction) => {
+      // `/api/v1/sandboxes/search` is the search route's path, never a sandbox called "search".
+      if (hasPathParams && methodsFor.isLiteral(routePathOf(req))) {
+        next('route');
+        return;
+      }
       const withBody = acceptsBody && requestHasBody(req);
       if (withBody && !req.is(['application/json', 'application/*+json'])) {
         sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
@@ -161,6 +220,11 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       const run = () => {
         const issues: FieldIssue[] = [];
         const params = parsePart(route.params, req.params, 'path', issues);
+        if (notFound && issues.some((i) => i.message === UNSTORABLE_TEXT_MESSAGE)) {
+          // No record can have such an id.
+          sendDomainError(res, notFound(req.params as Record<string, string>));
+          return;
+        }
         const query = parsePart(route.query, req.query, 'query', issues);
         const body = parsePart(route.body, withBody ? (req.body as unknown) : undefined, null, issues);
         const headers = parsePart(route.headers, headersOf(req, route.headers), 'header', issues);
@@ -179,13 +243,24 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
             (value) => {
               res.status(route.success.status).json(value);
             },
-            (error) => sendDomainError(res, error),
+            (error) => {
+              logBackendFailure(req, route, error);
+              sendDomainError(res, error);
+            },
           )
           .catch(next);
       };
       if (withBody) parseJson(req, res, (error?: unknown) => (error ? next(error) : run()));
       else run();
     };
+  }
+
+  /** A backend failure is the operator's to see: the operation and the error's class, never values. */
+  function logBackendFailure(req: Request, route: RouteDefinition, error: DomainError) {
+    const where = { method: req.method, path: req.baseUrl + req.path, route: route.operationId };
+    if (error.type === 'StoreUnavailable') logger.error({ ...where, operation: error.operation, errorClass: error.errorClass }, 'storage failed');
+    else if (error.type === 'SandboxRuntimeFailed') logger.warn({ ...where, operation: error.operation, sandboxId: error.sandboxId }, 'sandbox runtime failed');
+    else if (error.type === 'SandboxesUnavailable') logger.warn(where, 'sandbox runtime unavailable');
   }
 
   /**
@@ -274,6 +349,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         },
         (error) => {
           held = null;
+          logBackendFailure(req, route, error);
           if (!gone) sendDomainError(res, error);
         },
       )
@@ -302,13 +378,62 @@ function requestHasBody(req: Request): boolean {
   return req.get('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
 }
 
+/**
+ * Validates one part of the request. What the schema accepts is also checked once for text
+ * storage cannot hold (NUL, unpaired surrogates), so such input is a 422 naming the field
+ * rather than a storage failure later.
+ */
 function parsePart(schema: z.ZodType, value: unknown, prefix: string | null, issues: FieldIssue[]): unknown {
+  const at = (path: string) => (prefix ? (path ? `${prefix}.${path}` : prefix) : path);
   const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  for (const issue of toFieldIssues(parsed.error)) {
-    issues.push({ path: prefix ? (issue.path ? `${prefix}.${issue.path}` : prefix) : issue.path, message: issue.message });
+  if (!parsed.success) {
+    for (const issue of toFieldIssues(parsed.error)) issues.push({ path: at(issue.path), message: issue.message });
+    return undefined;
   }
-  return undefined;
+  const unstorable = findUnstorableText(parsed.data);
+  if (unstorable !== null) {
+    issues.push({ path: at(unstorable), message: UNSTORABLE_TEXT_MESSAGE });
+    return undefined;
+  }
+  return parsed.data;
+}
+
+/** The path below the router's mount point, e.g. `/api/v1/sandboxes/search` wherever the host mounted it. */
+function routePathOf(req: Request): string {
+  return (req.baseUrl + req.path).slice((req as WithUser)[MOUNT]?.length ?? 0);
+}
+
+type AllowedMethods = ((path: string) => string[] | null) & { isLiteral(path: string): boolean };
+
+/**
+ * The methods each path takes. A path that is a literal route (`/api/v1/sandboxes/search`)
+ * takes only its own methods, never those of a parameterised route it also matches.
+ */
+function allowedMethods(routes: readonly RouteDefinition[]): AllowedMethods {
+  const entries = [...routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path })), { method: 'GET', path: '/api/openapi.json' }].map((r) => ({
+    ...r,
+    literal: !r.path.includes('{'),
+    pattern: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
+  }));
+  const isLiteral = (path: string) => entries.some((e) => e.literal && e.pattern.test(path));
+  const forPath = (path: string) => {
+    const literal = isLiteral(path);
+    const methods = entries.filter((e) => e.literal === literal && e.pattern.test(path)).map((e) => e.method);
+    return methods.length > 0 ? [...new Set(methods)] : null;
+  };
+  return Object.assign(forPath, { isLiteral });
+}
+
+function allowHeader(methods: readonly string[]): string {
+  const all = new Set(methods);
+  if (all.has('GET')) all.add('HEAD');
+  all.add('OPTIONS');
+  return [...all].join(', ');
+}
+
+function methodNotAllowed(req: Request, res: Response, allowed: readonly string[]) {
+  res.set('Allow', allowHeader(allowed));
+  sendError(res, 405, HTTP_ERROR_CODES.METHOD_NOT_ALLOWED, `${req.method} is not allowed here; use ${allowed.join(' or ')}.`);
 }
 
 /** An http-errors style error (Express, body-parser) with a 4xx status. */

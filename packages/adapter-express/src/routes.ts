@@ -26,13 +26,16 @@ import {
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { booleanParam, eventIdParam, idList, kindList, pageIdParam, pageRequestOf, pagingQuery, limitParam, timestampParam } from './query.js';
-import { defineRoute, type RouteDefinition } from './route.js';
+import { defineRoute, recordPathParams, type RouteDefinition } from './route.js';
 
 const pageOf = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
 
-const conversationIdParams = z.object({ conversation_id: z.string().min(1).max(100) });
-const sandboxIdParams = z.object({ sandbox_id: z.string().min(1).max(128) });
+const conversationIdParams = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), (p) => ({
+  type: 'ConversationNotFound',
+  conversationId: p.conversation_id ?? '',
+}));
+const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), (p) => ({ type: 'SandboxNotFound', sandboxId: p.sandbox_id ?? '' }));
 const SuccessSchema = z.object({ success: z.literal(true) });
 const MessageSchema = z.object({ message: z.string() });
 const CountSchema = z.int().min(0);

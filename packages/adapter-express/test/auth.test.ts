@@ -108,9 +108,15 @@ describe('authentication', () => {
     let checked = 0;
     for (const template of templates) {
       const concrete = concretePath(template);
+      // A literal path (…/search) takes only its own methods, never those of a {param} route it also matches.
+      const literal = templates.includes(concrete);
       const allowed = new Set(
-        templates.filter((t) => matches(t, concrete)).flatMap((t) => Object.keys(doc.paths[t] ?? {}).map((m) => m.toUpperCase())),
+        templates
+          .filter((t) => matches(t, concrete) && (!literal || t === concrete))
+          .flatMap((t) => Object.keys(doc.paths[t] ?? {}).map((m) => m.toUpperCase())),
       );
+      if (allowed.has('GET')) allowed.add('HEAD');
+      allowed.add('OPTIONS');
       for (const method of HTTP_METHODS.map((m) => m.toUpperCase()).filter((m) => !allowed.has(m))) {
         const withoutKey = await h.call(method, concrete, { key: null });
         expect(withoutKey.status, `${method} ${concrete} without key`).toBe(401);
@@ -129,7 +135,7 @@ describe('authentication', () => {
     const r = await h.call('POST', '/api/openapi.json', { body: {} });
     expect(r.status).toBe(405);
     expect(errorCode(r.body)).toBe('METHOD_NOT_ALLOWED');
-    expect(r.headers.get('allow')).toBe('GET');
+    expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
   });
 
   it('every route of buildRoutes is in the OpenAPI document, and the document has nothing else', () => {
@@ -207,7 +213,7 @@ describe('authentication', () => {
       expect(errorCode(await unknown.json())).toBe('ROUTE_NOT_FOUND');
       const wrongMethod = await at('/acs/api/v1/sandboxes/abc/pause', { ...withKey, method: 'GET' });
       expect(wrongMethod.status).toBe(405);
-      expect(wrongMethod.headers.get('allow')).toBe('POST');
+      expect(wrongMethod.headers.get('allow')).toBe('POST, OPTIONS');
       // Nothing of the service leaks outside the prefix.
       expect((await at('/api/settings', withKey)).status).toBe(404);
       expect((await at('/alive')).status).toBe(404);

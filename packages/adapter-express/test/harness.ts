@@ -7,6 +7,7 @@ import {
   systemClock,
   type AgentConversationService,
   type AgentConversationServiceOptions,
+  type AgentConversationServicePorts,
   type Clock,
   type Logger,
 } from '@acs/core';
@@ -56,6 +57,8 @@ export interface HarnessOptions {
   ports?: MemoryPortsOptions;
   /** 'system' (default) or 'manual' (strictly increasing, deterministic timestamps; sleeps return at once). */
   clock?: 'system' | 'manual';
+  /** Stores that replace the memory ones (e.g. PostgreSQL storage on PGlite). */
+  storage?: Partial<AgentConversationServicePorts>;
   /** Router options besides auth and logger (e.g. a short sseHeartbeatMs). */
   router?: Omit<AcsRouterOptions, 'apiKeys' | 'authenticate' | 'logger'>;
 }
@@ -78,7 +81,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logger = capturingLogger();
   const ports = createMemoryPorts(options.ports);
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
-  const service = createAgentConversationService({ ...ports, clock, logger }, { pollIntervalMs: 1, ...options.service });
+  const service = createAgentConversationService({ ...ports, ...options.storage, clock, logger }, { pollIntervalMs: 1, ...options.service });
   const app = express();
   app.use(createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger }));
   const server: Server = await new Promise((resolve, reject) => {

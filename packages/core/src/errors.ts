@@ -26,7 +26,14 @@ export type DomainError =
   | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
   | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
   | { readonly type: 'SandboxCapReached'; readonly limit: number }
-  | { readonly type: 'StoreUnavailable'; readonly operation: string; readonly message: string };
+  | {
+      readonly type: 'StoreUnavailable';
+      readonly operation: string;
+      /** The backend's own message: for the operator, never shown to clients (it may quote stored values). */
+      readonly message: string;
+      /** What failed, without any value: the error's class and, where the backend has one, its code (e.g. `DatabaseError 22P05`). Safe to log. */
+      readonly errorClass: string;
+    };
 
 export type DomainErrorType = DomainError['type'];
 
@@ -137,4 +144,12 @@ export const storeUnavailable = (operation: string, cause: unknown): DomainError
   type: 'StoreUnavailable',
   operation,
   message: cause instanceof Error ? cause.message : String(cause),
+  errorClass: errorClassOf(cause),
 });
+
+/** `DatabaseError 22P05`, `Error ECONNREFUSED`, `TypeError`: the class and code of a failure, never its values. */
+export function errorClassOf(cause: unknown): string {
+  const name = cause instanceof Error ? cause.constructor.name || cause.name : typeof cause;
+  const code = (cause as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[A-Z0-9_]{1,32}$/i.test(code) ? `${name} ${code}` : name;
+}

@@ -255,7 +255,7 @@ describe('explainDomainError', () => {
     SandboxRuntimeFailed: { type: 'SandboxRuntimeFailed', sandboxId: 'sbx-1', operation: 'pause', message: 'engine said no' },
     SandboxesUnavailable: { type: 'SandboxesUnavailable', reason: 'docker is not running' },
     SandboxCapReached: { type: 'SandboxCapReached', limit: 3 },
-    StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused' },
+    StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
   const EXPECTED: Record<DomainErrorType, { code: string; mentions: string[] }> = {
