@@ -18,6 +18,7 @@ import {
   type SpawnRequest,
 } from '@acs/core';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
+import type { SandboxImageProvider } from './image-provider.js';
 import { openDockerShell } from './docker-shell.js';
 import { firstTarEntry, tarOneFile } from './tar.js';
 
@@ -40,6 +41,12 @@ export interface DockerRuntimeOptions {
   exposedPorts?: readonly { name: string; port: number }[];
   /** Container names are this prefix plus the sandbox id. Default `acs-sandbox-`. */
   namePrefix?: string;
+  /**
+   * Makes images the engine lacks (e.g. builds the default sandbox image on first use). A
+   * sandbox that needs one waits for it, reporting the build's progress; without a provider
+   * (or for images it does not provide) a missing image fails the sandbox with a message.
+   */
+  images?: SandboxImageProvider;
 }
 
 /** Labels on every container this runtime creates, so a restarted service finds them. */
@@ -76,6 +83,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   /** Sandboxes that have answered an exec since this process started: they are up. */
   readonly #answered = new Set<string>();
   readonly #workingDirs = new Map<string, string>();
+  readonly #images: SandboxImageProvider | undefined;
+  /** Images being made now, each once, with everyone waiting for it. */
+  readonly #provisioning = new Map<string, { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null }>();
 
   constructor(options: DockerRuntimeOptions) {
     this.#docker = options.docker;
@@ -83,6 +93,52 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     this.#networkMode = options.networkMode ?? 'bridge';
     this.#exposedPorts = options.exposedPorts ?? [];
     this.#prefix = options.namePrefix ?? 'acs-sandbox-';
+    this.#images = options.images;
+  }
+
+  /**
+   * Makes sure the engine has the image, making it through the image provider when it is
+   * missing (one build per image, however many callers wait). Resolves to what it found or
+   * did; rejects, saying why, when the image is missing and cannot be made.
+   */
+  async ensureImage(image: string, onProgress?: (line: string) => void): Promise<'present' | 'provided'> {
+    const present = await this.#docker
+      .getImage(image)
+      .inspect()
+      .then(
+        () => true,
+        (error: DockerError) => {
+          if (error.statusCode === 404) return false;
+          throw error;
+        },
+      );
+    if (present) return 'present';
+    if (!this.#images?.provides(image)) throw missingImage(image);
+    let build = this.#provisioning.get(image);
+    if (!build) {
+      const listeners = new Set<(line: string) => void>();
+      const entry: { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null } = { done: Promise.resolve(), listeners, last: null };
+      entry.done = this.#images
+        .provide(image, (line) => {
+          entry.last = line;
+          for (const listener of listeners) listener(line);
+        })
+        .finally(() => this.#provisioning.delete(image));
+      this.#provisioning.set(image, entry);
+      build = entry;
+    }
+    if (onProgress) {
+      build.listeners.add(onProgress);
+      if (build.last) onProgress(build.last);
+    }
+    try {
+      await build.done;
+    } catch (error) {
+      throw new RuntimeFailure(`the sandbox image ${image} is missing and could not be built: ${(error as Error).message}`);
+    } finally {
+      if (onProgress) build.listeners.delete(onProgress);
+    }
+    return 'provided';
   }
 
   containerName(sandboxId: string): string {
@@ -124,18 +180,12 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+  create(request: RuntimeCreateRequest, onProgress?: (detail: string) => void): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     const factor = Math.max(1, request.resource_factor ?? 1);
     const { spec } = request;
     return this.#attempt('create', async () => {
-      // Checked first, so a missing image leaves nothing behind (not even the workspace volume).
-      await this.#docker
-        .getImage(spec.image)
-        .inspect()
-        .catch((error: DockerError) => {
-          if (error.statusCode === 404) throw missingImage(spec.image);
-          throw error;
-        });
+      // Checked (or made) first, so a missing image leaves nothing behind (not even the workspace volume).
+      await this.ensureImage(spec.image, onProgress && ((line) => onProgress(`waiting for the sandbox image ${spec.image} to be built: ${line}`)));
       try {
         return await this.#createAndStart(request, factor);
       } catch (error) {

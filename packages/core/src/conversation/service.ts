@@ -166,8 +166,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         }),
     );
 
+  /** Moves a start task on; a detail (progress of the step before) does not carry over to the next step. */
   const setTask = (userId: string, taskId: string, status: StartTaskStatus, extra: Partial<StartTaskRecord> = {}) =>
-    startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> => ok({ ...t, ...extra, status, updated_at: clock.now() }));
+    startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> =>
+      ok({ ...t, ...(status === t.status ? {} : { detail: null }), ...extra, status, updated_at: clock.now() }),
+    );
 
   /** Other conversations that still need this sandbox. */
   const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
@@ -218,7 +221,14 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       const resumed = await sandboxes.resume(userId, sandboxId);
       if (resumed.isErr()) logger.warn({ sandboxId, error: resumed.error.type }, 'could not resume sandbox for conversation');
     }
-    const settled = await sandboxes.whenSettled(userId, sandboxId);
+    // A slow start-up (an image being built) says what it is doing on the task.
+    const settled = await sandboxes.whenSettled(userId, sandboxId, (detail) => {
+      background.spawn(`record start progress of ${task.app_conversation_id}`, async () => {
+        await startTasks.update(userId, task.id, (t): Result<StartTaskRecord, never> =>
+          ok(t.status === 'WAITING_FOR_SANDBOX' ? { ...t, detail, updated_at: clock.now() } : t),
+        );
+      });
+    });
     if (settled?.status !== 'RUNNING') {
       const detail = settled
         ? `sandbox ${sandboxId} is ${settled.status === 'DELETED' ? 'deleted' : settled.status}${settled.status_detail && settled.status !== 'DELETED' ? `: ${settled.status_detail}` : ''}`

@@ -109,7 +109,12 @@ export interface SandboxRuntime {
    * label them) are never listed.
    */
   list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError>;
-  create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
+  /**
+   * Creates and starts the sandbox. May take long when something must be prepared first (an
+   * image built, say); it then reports what it is doing through `onProgress`, in words for the
+   * user (they become the sandbox's status detail and its start task's detail).
+   */
+  create(request: RuntimeCreateRequest, onProgress?: (detail: string) => void): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;

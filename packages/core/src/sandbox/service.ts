@@ -95,9 +95,10 @@ export interface SandboxService {
   specForImage(image: string): ResultAsync<SandboxSpec, DomainError>;
   /**
    * Resolves when the sandbox has settled (RUNNING, PAUSED, ERROR, MISSING or deleted),
-   * waiting for start-up in progress. Null when it does not exist for this user.
+   * waiting for start-up in progress. Null when it does not exist for this user. `onProgress`
+   * hears what a slow start-up is doing meanwhile (e.g. building the image).
    */
-  whenSettled(userId: string, id: string): Promise<SandboxRecord | null>;
+  whenSettled(userId: string, id: string, onProgress?: (detail: string) => void): Promise<SandboxRecord | null>;
   /**
    * Stored records of these sandboxes, each refreshed from the runtime first (so a
    * sandbox that died is seen, and its conversations stopped). Missing ids are left out.
@@ -124,6 +125,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const startTimeoutMs = deps.options?.startTimeoutMs ?? 120_000;
   const pollIntervalMs = deps.options?.pollIntervalMs ?? 250;
   const settling = new Map<string, Promise<SandboxRecord | null>>();
+  /** Who wants to hear how a sandbox's start-up goes (start pipelines waiting for it). */
+  const progressListeners = new Map<string, Set<(detail: string) => void>>();
 
   /** Read once from the store and kept; a failed read is tried again on the next call. */
   let installationId: string | undefined;
@@ -221,14 +224,22 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   };
 
   const bringUp = async (record: SandboxRecord, installationOfRecord: string, resourceFactor: number): Promise<SandboxRecord | null> => {
-    const created = await runtime.create({
-      sandbox_id: record.id,
-      user_id: record.user_id,
-      installation_id: installationOfRecord,
-      spec: record.spec,
-      env: { ...record.spec.initial_env },
-      resource_factor: resourceFactor,
-    });
+    const created = await runtime.create(
+      {
+        sandbox_id: record.id,
+        user_id: record.user_id,
+        installation_id: installationOfRecord,
+        spec: record.spec,
+        env: { ...record.spec.initial_env },
+        resource_factor: resourceFactor,
+      },
+      (detail) => {
+        for (const listener of progressListeners.get(record.id) ?? []) listener(detail);
+        background.spawn(`record progress of sandbox ${record.id}`, async () => {
+          await applyObservation(record.user_id, record.id, { state: 'starting', detail, exposed_urls: [] });
+        });
+      },
+    );
     const applied = created.isErr()
       ? await markError(record.user_id, record.id, created.error.message)
       : await applyObservation(record.user_id, record.id, created.value);
@@ -465,8 +476,17 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
               ),
       ),
 
-    whenSettled: async (userId, id) => {
+    whenSettled: async (userId, id, onProgress) => {
       const inFlight = settling.get(id);
+      if (inFlight && onProgress) {
+        const listeners = progressListeners.get(id) ?? new Set();
+        listeners.add(onProgress);
+        progressListeners.set(id, listeners);
+        return inFlight.finally(() => {
+          listeners.delete(onProgress);
+          if (listeners.size === 0) progressListeners.delete(id);
+        });
+      }
       if (inFlight) return inFlight;
       const record = (await sandboxes.get(userId, id)).unwrapOr(null);
       if (record?.status !== 'STARTING') return record;
