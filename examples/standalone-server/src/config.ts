@@ -1,14 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
 export interface StandaloneConfig {
   port: number;
   host: string;
-  /** API key → user id. */
+  /** API key → user id (from SESSION_API_KEY and ACS_API_KEYS). */
   apiKeys: Record<string, string>;
-  /** Set when SESSION_API_KEY was not given and one was generated for user `default`. */
-  generatedKey: string | null;
+  /** SESSION_API_KEY is not set: user `default` gets a key made once and kept in dataDir (api.key). */
+  generateDefaultKey: boolean;
+  /** How long a shutdown may take before the process exits anyway, saying what it was waiting for. */
+  shutdownTimeoutMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowClientConversationIds: boolean;
   /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
@@ -48,6 +49,8 @@ export interface SandboxConfig {
   pauseOldestAtLimit: boolean;
   /** 0: never. */
   idlePauseMinutes: number;
+  /** `auto`: the default image (acs-sandbox:bookworm), when the engine lacks it, is built at start and sandboxes wait for it; `off`: a missing image fails the sandbox. */
+  imageBuild: 'auto' | 'off';
 }
 
 const SpecSchema = z.object({
@@ -87,6 +90,8 @@ const EnvSchema = z.object({
   ACS_MAX_RUNNING_SANDBOXES: z.coerce.number().int().min(1).max(1000).default(5),
   ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
+  ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
+  ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
   ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
   ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
@@ -112,16 +117,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     if (apiKeys[key] !== undefined && apiKeys[key] !== userId) throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
     apiKeys[key] = userId;
   };
-  let generatedKey: string | null = null;
   if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, 'default', 'SESSION_API_KEY');
   for (const pair of (e.ACS_API_KEYS ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
     const colon = pair.indexOf(':');
     if (colon <= 0 || colon === pair.length - 1) throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
     addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
-  }
-  if (!e.SESSION_API_KEY) {
-    generatedKey = randomBytes(24).toString('base64url');
-    apiKeys[generatedKey] = 'default';
   }
   const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'pglite');
   if (storageKind === 'postgres' && !e.DATABASE_URL) throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
@@ -151,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
       pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
+      imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
     },
     llm: {
       timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000,
@@ -166,7 +167,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     port: e.PORT,
     host: e.HOST,
     apiKeys,
-    generatedKey,
+    generateDefaultKey: !e.SESSION_API_KEY,
+    shutdownTimeoutMs: e.ACS_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
   };

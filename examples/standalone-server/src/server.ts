@@ -1,80 +1,61 @@
 import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import {
   createAgentConversationService,
   unavailableSandboxRuntime,
   type AgentConversationService,
-  type AgentConversationServicePorts,
   type SandboxRuntime,
 } from '@acs/core';
-import { createDockerRuntime } from '@acs/adapter-docker';
+import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient } from '@acs/adapter-openai';
 import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
-import { createPostgresStorage } from '@acs/adapter-postgres';
+import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
-import { loadCipher } from './secret-key.js';
+import { isBuildableImage, sandboxImageProvider } from './sandbox-image.js';
+import { openStorage, type StartPhase } from './storage.js';
 
 export interface StandaloneServer {
   readonly service: AgentConversationService;
   readonly logger: PinoLogger;
+  /** The key of user `default` when it was generated (SESSION_API_KEY unset); kept in the data directory. */
+  readonly generatedKey: GeneratedApiKey | null;
   /** Starts listening; resolves with the base URL. */
   listen(): Promise<string>;
-  /** Stops accepting requests, finishes background work, closes. */
+  /** Ends event streams, stops accepting requests, stops the agents, closes storage. */
   close(): Promise<void>;
-}
-
-interface Storage {
-  ports: Partial<AgentConversationServicePorts>;
-  description: Record<string, unknown>;
-  close(): Promise<void>;
-}
-
-/** The configured storage, migrated and with its secret key verified; throws with a clear message otherwise. */
-async function openStorage(config: StandaloneConfig): Promise<Storage> {
-  if (config.storage.kind === 'memory') {
-    return { ports: {}, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
-  }
-  const { cipher, source, keyFile } = await loadCipher(config);
-  const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
-  if (config.storage.kind === 'postgres') {
-    const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
-    return { ports: storage, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
-  }
-  const directory = join(config.dataDir, 'pglite');
-  const pglite = await PGlite.create(directory);
-  try {
-    const storage = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
-    return { ports: storage, description: { storage: 'pglite', dataDir: directory, ...keyInfo }, close: () => pglite.close() };
-  } catch (error) {
-    await pglite.close();
-    throw error;
-  }
+  /** What close() is waiting for right now (for a shutdown that takes too long), or null. */
+  waitingFor(): string | null;
 }
 
 /** Docker when an engine answers; otherwise a runtime that answers 503 saying why (the server still starts). */
-async function openSandboxRuntime(config: SandboxConfig): Promise<{ runtime: SandboxRuntime; description: string; unavailable: string | null }> {
-  if (config.runtime === 'fake') return { runtime: new FakeSandboxRuntime(), description: 'fake (in memory, runs nothing)', unavailable: null };
+async function openSandboxRuntime(
+  config: SandboxConfig,
+): Promise<{ runtime: SandboxRuntime; docker: DockerSandboxRuntime | null; description: string; unavailable: string | null }> {
+  if (config.runtime === 'fake') return { runtime: new FakeSandboxRuntime(), docker: null, description: 'fake (in memory, runs nothing)', unavailable: null };
   try {
     const runtime = await createDockerRuntime({
       limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
       networkMode: config.network,
+      ...(config.imageBuild === 'auto' ? { images: sandboxImageProvider(config.specs.map((s) => s.image)) } : {}),
     });
-    return { runtime, description: `docker (engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion})`, unavailable: null };
+    return { runtime, docker: runtime, description: `docker (engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion})`, unavailable: null };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    return { runtime: unavailableSandboxRuntime(reason), description: 'unavailable', unavailable: reason };
+    return { runtime: unavailableSandboxRuntime(reason), docker: null, description: 'unavailable', unavailable: reason };
   }
 }
 
 /** Composes the example server: Express + storage (PGlite, PostgreSQL or memory) + sandboxes (Docker, or the fake). */
-export async function createStandaloneServer(config: StandaloneConfig, destination?: DestinationStream): Promise<StandaloneServer> {
+export async function createStandaloneServer(
+  config: StandaloneConfig,
+  destination?: DestinationStream,
+  onPhase: (phase: StartPhase) => void = () => {},
+): Promise<StandaloneServer> {
   const logger = pino(
     {
       level: config.logLevel,
@@ -86,67 +67,128 @@ export async function createStandaloneServer(config: StandaloneConfig, destinati
     },
     destination,
   );
-  const storage = await openStorage(config);
-  const sandboxes = await openSandboxRuntime(config.sandboxes);
-  if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
-  const service = createAgentConversationService(
-    {
-      ...createMemoryPorts(),
-      ...storage.ports,
-      sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
-      runtime: sandboxes.runtime,
-      llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
-      mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
-      logger,
-    },
-    {
-      agent: {
-        defaultMaxIterations: config.llm.defaultMaxIterations,
-        mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
+  const storage = await openStorage(config, onPhase);
+  let service: AgentConversationService | undefined;
+  try {
+    const generatedKey = config.generateDefaultKey ? await loadOrCreateApiKey(config.dataDir) : null;
+    const apiKeys = { ...config.apiKeys, ...(generatedKey ? { [generatedKey.key]: 'default' } : {}) };
+    onPhase('connecting to the sandbox runtime');
+    const sandboxes = await openSandboxRuntime(config.sandboxes);
+    if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
+    const ports = { ...createMemoryPorts(), ...storage.ports };
+    // Logged at start: the id its sandboxes are labelled with (`npm run sandboxes -- list`).
+    const installation = (await ports.installation.identity()).match(
+      (id) => id,
+      (e) => {
+        throw new Error(`cannot read this installation's id from storage: ${e.message}`);
       },
-      allowClientConversationIds: config.allowClientConversationIds,
-      maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
-      atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
-      ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
-    },
-  );
-  if (!sandboxes.unavailable) {
-    // Adopt the runtime's sandboxes, then resume the agents that were running when the last process stopped.
-    const recovered = await service.recover();
-    if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
-    else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
-  }
-  const app = express();
-  app.disable('x-powered-by');
-  app.use(createAcsRouter(service, { apiKeys: config.apiKeys, logger }));
-  let server: Server | undefined;
+    );
+    service = createAgentConversationService(
+      {
+        ...ports,
+        sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
+        runtime: sandboxes.runtime,
+        llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
+        mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+        logger,
+      },
+      {
+        agent: {
+          defaultMaxIterations: config.llm.defaultMaxIterations,
+          mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
+        },
+        allowClientConversationIds: config.allowClientConversationIds,
+        maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
+        atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
+        ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+      },
+    );
+    if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {
+      for (const image of new Set(config.sandboxes.specs.map((s) => s.image).filter(isBuildableImage))) prepareSandboxImage(sandboxes.docker, image, logger);
+    }
+    if (!sandboxes.unavailable) {
+      onPhase('recovering sandboxes and agents');
+      // Adopt the runtime's sandboxes, then resume the agents that were running when the last process stopped.
+      const recovered = await service.recover();
+      if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
+      else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
+    }
+    const streams = new AbortController();
+    const app = express();
+    app.disable('x-powered-by');
+    app.use(createAcsRouter(service, { apiKeys, logger, shutdownSignal: streams.signal }));
+    let server: Server | undefined;
+    const connections = new Set<Socket>();
+    let waiting: (() => string) | null = null;
+    const running = service;
 
-  return {
-    service,
-    logger,
-    async listen() {
-      server = app.listen(config.port, config.host);
-      await once(server, 'listening');
-      const { address, port } = server.address() as AddressInfo;
-      const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
-      logger.info(
-        { url, ...storage.description, sandboxes: sandboxes.description, users: [...new Set(Object.values(config.apiKeys))] },
-        'agent conversation service listening',
-      );
-      return url;
-    },
-    async close() {
-      if (server) {
-        const closed = once(server, 'close');
-        server.close();
-        server.closeIdleConnections();
-        const force = setTimeout(() => server?.closeAllConnections(), 5_000);
-        await closed;
-        clearTimeout(force);
+    return {
+      service: running,
+      logger,
+      generatedKey,
+      waitingFor: () => waiting?.() ?? null,
+      async listen() {
+        server = app.listen(config.port, config.host);
+        server.on('connection', (socket: Socket) => {
+          connections.add(socket);
+          socket.once('close', () => connections.delete(socket));
+        });
+        await once(server, 'listening');
+        const { address, port } = server.address() as AddressInfo;
+        const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+        logger.info(
+          { url, ...storage.description, installation, sandboxes: sandboxes.description, users: [...new Set(Object.values(apiKeys))] },
+          'agent conversation service listening',
+        );
+        return url;
+      },
+      async close() {
+        // Event streams end first (clients resume with Last-Event-ID), so the HTTP server closes at once.
+        streams.abort();
+        if (server) {
+          const http = server;
+          waiting = () => `HTTP requests in progress to finish (${connections.size} connection${connections.size === 1 ? '' : 's'} open)`;
+          const closed = once(http, 'close');
+          http.close();
+          http.closeIdleConnections();
+          await closed;
+        }
+        waiting = () => `the agents to stop and background work to end (${running.pendingWork().join(', ') || 'nothing left'})`;
+        await running.close();
+        waiting = () => 'storage to close';
+        await storage.close();
+        waiting = null;
+        logger.info({}, 'agent conversation service stopped');
+      },
+    };
+  } catch (error) {
+    await service?.close();
+    await storage.close();
+    throw error;
+  }
+}
+
+/** Builds the default sandbox image in the background when the engine lacks it, with its progress in the log. */
+function prepareSandboxImage(docker: DockerSandboxRuntime, image: string, logger: PinoLogger): void {
+  let announced = false;
+  const started = Date.now();
+  docker
+    .ensureImage(image, (line) => {
+      if (!announced) {
+        announced = true;
+        logger.info({ image }, 'the sandbox image is missing; building it now (once; sandboxes started meanwhile wait for it)');
       }
-      await service.close();
-      await storage.close();
-      logger.info({}, 'agent conversation service stopped');
-    },
-  };
+      logger.info({ image, step: line }, 'building the sandbox image');
+    })
+    .then(
+      (outcome) => {
+        if (outcome === 'provided') logger.info({ image, seconds: Math.round((Date.now() - started) / 1000) }, 'the sandbox image is ready');
+      },
+      (error: unknown) => {
+        logger.error(
+          { image, reason: error instanceof Error ? error.message : String(error) },
+          'could not build the sandbox image; sandboxes will fail until it exists (run scripts/build-sandbox-image.sh to see why)',
+        );
+      },
+    );
 }

@@ -17,40 +17,66 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
-const started: Running[] = [];
+/** Every process a test started, registered the moment it is spawned: ended after each test, however the test went. */
+const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null> }[] = [];
+
+/** How long a server may take to start on a busy machine before the test gives up (and ends it). */
+export const START_DEADLINE_MS = 120_000;
 
 /** A fresh data directory, so each server starts from nothing. */
 export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
 
-/** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
-export async function startServer(env: Record<string, string>, options: { expectExit?: boolean } = {}): Promise<Running> {
+/** Spawns the example server as `npm start` does (PORT 0, a fresh DATA_DIR, fake sandboxes unless `env` says otherwise). */
+export function spawnServer(env: Record<string, string>): Running {
   const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
     cwd: exampleDir,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env },
   });
+  const exited = once(child, 'exit').then(([code, signal]) => (code as number | null) ?? (signal ? -1 : null));
+  started.push({ child, exited });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const deadline = Date.now() + 20_000;
+  return { child, url: '', stdout: () => out, stderr: () => err, exited };
+}
+
+/** Waits until the process prints a line containing `text` (stdout or stderr); fails with the process's output after the deadline, or if it exits first. */
+export async function waitForOutput(running: Running, text: string, what: string, deadlineMs = START_DEADLINE_MS): Promise<string> {
+  const deadline = Date.now() + deadlineMs;
   for (;;) {
-    const line = out.split('\n').find((l) => l.includes('"agent conversation service listening"'));
-    if (line) {
-      const running = { child, url: (JSON.parse(line) as { url: string }).url, stdout: () => out, stderr: () => err, exited };
-      started.push(running);
-      return running;
+    const line = `${running.stdout()}\n${running.stderr()}`.split('\n').find((l) => l.includes(text));
+    if (line) return line;
+    if (running.child.exitCode !== null || running.child.signalCode !== null) {
+      throw new Error(`the server exited (${running.child.exitCode ?? running.child.signalCode}) before ${what}.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`);
     }
-    if (child.exitCode !== null && options.expectExit) return { child, url: '', stdout: () => out, stderr: () => err, exited };
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${err}${out}`);
+    if (Date.now() > deadline) {
+      throw new Error(`no ${what} within ${Math.round(deadlineMs / 1000)} s.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-/** Every server a test started is killed after it (SIGKILL, if it is still running). */
+/** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
+export async function startServer(env: Record<string, string>, options: { expectExit?: boolean } = {}): Promise<Running> {
+  const running = spawnServer(env);
+  try {
+    const line = await waitForOutput(running, '"agent conversation service listening"', 'its listening line');
+    return { ...running, url: (JSON.parse(line) as { url: string }).url };
+  } catch (error) {
+    // A server expected to refuse to start has exited: the caller looks at its output.
+    if (options.expectExit && (running.child.exitCode !== null || running.child.signalCode !== null)) {
+      await running.exited;
+      return running;
+    }
+    throw error;
+  }
+}
+
+/** Every server a test started is killed after it (SIGKILL, if it is still running), also when the test failed or gave up. */
 afterEach(async () => {
   for (const running of started.splice(0)) {
-    if (running.child.exitCode === null) {
+    if (running.child.exitCode === null && running.child.signalCode === null) {
       running.child.kill('SIGKILL');
       await running.exited;
     }
@@ -73,7 +99,7 @@ export async function body<T>(response: Promise<Response>, status = 200): Promis
 }
 
 /** Polls every 100 ms until `probe` returns something other than undefined. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 90_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -30,6 +30,8 @@ export const HTTP_ERROR_CODES = {
   /** A request Express could not read (e.g. a path parameter that is not valid percent-encoding). */
   BAD_REQUEST: 'BAD_REQUEST',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
+  /** The host is shutting down (new event streams are refused; try again shortly). */
+  SHUTTING_DOWN: 'SHUTTING_DOWN',
 } as const;
 
 export function statusOf(error: DomainError): number {

@@ -40,6 +40,12 @@ export interface AcsRouterOptions {
    * with Last-Event-ID.
    */
   sseMaxBufferedBytes?: number;
+  /**
+   * Abort it when the host shuts down: every open event stream ends at once (its client
+   * resumes with Last-Event-ID from whichever process serves it next), so closing the HTTP
+   * server does not wait for streams, and new streams are refused with 503 SHUTTING_DOWN.
+   */
+  shutdownSignal?: AbortSignal;
 }
 
 const USER = Symbol('acs.user');
@@ -63,6 +69,15 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const maxBufferedBytes = options.sseMaxBufferedBytes ?? 32 * 1024 * 1024;
   if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
   const routes = buildRoutes(service);
+  /** The open event streams, each ended by its function. */
+  const openStreams = new Set<() => void>();
+  options.shutdownSignal?.addEventListener(
+    'abort',
+    () => {
+      for (const end of [...openStreams]) end();
+    },
+    { once: true },
+  );
   let document: OpenApiDocument | undefined;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
   const maxJsonDepth = options.maxJsonDepth ?? 64;
@@ -269,6 +284,11 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
    * follows; the source is closed when the client goes away.
    */
   function openEventStream(route: StreamRouteDefinition, input: Parameters<StreamRouteDefinition['stream']>[0], req: Request, res: Response, next: NextFunction) {
+    if (options.shutdownSignal?.aborted) {
+      res.set('Retry-After', '1');
+      sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
+      return;
+    }
     const started = performance.now();
     let held: SseMessage[] | null = [];
     let gone = false;
@@ -279,10 +299,12 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     const end = () => {
       if (gone) return;
       gone = true;
+      openStreams.delete(end);
       clearInterval(heartbeat);
       close?.();
       if (!res.writableEnded && !res.destroyed) res.end();
     };
+    openStreams.add(end);
     const write = (chunk: string) => {
       if (gone || res.writableEnded || res.destroyed) return;
       res.write(chunk);

@@ -5,7 +5,7 @@ import type { Logger } from './logger.js';
  * start pipeline), so a host can wait for it in tests and drain it on shutdown.
  */
 export class BackgroundTasks {
-  readonly #running = new Set<Promise<void>>();
+  readonly #running = new Map<Promise<void>, string>();
   readonly #logger: Logger;
   readonly #abort = new AbortController();
 
@@ -32,13 +32,18 @@ export class BackgroundTasks {
       .finally(() => {
         this.#running.delete(task);
       });
-    this.#running.add(task);
+    this.#running.set(task, name);
+  }
+
+  /** The names of the work still running, oldest first (e.g. to say what a shutdown waits for). */
+  pending(): string[] {
+    return [...this.#running.values()];
   }
 
   /** Resolves once no background work is left (including work spawned meanwhile). */
   async idle(): Promise<void> {
     while (this.#running.size > 0) {
-      await Promise.allSettled([...this.#running]);
+      await Promise.allSettled([...this.#running.keys()]);
     }
   }
 

@@ -65,6 +65,8 @@ export interface AgentConversationService {
   recover(): ResultAsync<RecoveryReport, DomainError>;
   /** Resolves when no background work (sandbox start-up, start pipelines) is left. */
   idle(): Promise<void>;
+  /** What background work is running now, by name (`sandbox <id>`, `start conversation <id>`…): what `idle()` and `close()` wait for. */
+  pendingWork(): string[];
   /** Stops background waits and drains them. Call on shutdown. */
   close(): Promise<void>;
 }
@@ -148,6 +150,7 @@ export function createAgentConversationService(
     engine,
     recover: () => sandboxes.reconcile().andThen(() => engine.recover()),
     idle: () => background.idle(),
+    pendingWork: () => background.pending(),
     close: async () => {
       sandboxes.stop();
       // Agents stop where they are and stay "running" in the store: the next process resumes them.

@@ -1,0 +1,156 @@
+import { readFileSync } from 'node:fs';
+import { link, mkdir, open, readFile, rmdir, stat, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+/** Who holds a data directory: written into its lock file. */
+interface LockOwner {
+  pid: number;
+  host: string;
+  /** The process's start time as the kernel reports it (Linux), to tell a reused pid from the holder. */
+  process_start: string | null;
+  started_at: string;
+}
+
+export interface DataDirLock {
+  readonly path: string;
+  /** Gives the directory back (removes the lock file if it is still ours). Idempotent. */
+  release(): Promise<void>;
+}
+
+/** Another live process holds the directory. */
+export class DataDirInUseError extends Error {
+  constructor(
+    readonly dataDir: string,
+    readonly holder: LockOwner,
+  ) {
+    super(
+      `The data directory ${dataDir} is in use by process ${holder.pid}${holder.host !== hostname() ? ` on ${holder.host}` : ''} (started ${holder.started_at}). ` +
+        'One server per data directory: stop that process, or give this one another DATA_DIR (or a DATABASE_URL).',
+    );
+  }
+}
+
+/**
+ * Takes the data directory for this process: one server per directory, because PGlite is one
+ * process's database (two writers lose acknowledged writes). The lock is a file naming the
+ * holder; a lock left by a process that is gone (killed, crashed, or a pid since reused by
+ * another program) is taken over. Two processes taking over the same stale lock at once are
+ * serialised by a takeover directory, so only one wins.
+ */
+export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, 'server.lock');
+  const mine: LockOwner = { pid: process.pid, host: hostname(), process_start: processStart(process.pid), started_at: new Date().toISOString() };
+  const text = `${JSON.stringify(mine)}\n`;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    if (await createExclusive(path, text)) return handle(path, text);
+    const holder = await readOwner(path);
+    if (holder === 'missing') continue;
+    if (holder !== 'unreadable' && isAlive(holder)) throw new DataDirInUseError(dataDir, holder);
+    await takeOver(path, holder === 'unreadable' ? null : holder);
+  }
+  throw new Error(`Could not lock the data directory ${dataDir}: its lock file ${path} keeps changing; is another server starting there?`);
+}
+
+function handle(path: string, text: string): DataDirLock {
+  let released = false;
+  return {
+    path,
+    async release() {
+      if (released) return;
+      released = true;
+      const current = await readFile(path, 'utf8').catch(() => null);
+      if (current === text) await unlink(path).catch(() => {});
+    },
+  };
+}
+
+/** Writes the whole file elsewhere, then links it into place: the lock appears complete or not at all. */
+async function createExclusive(path: string, text: string): Promise<boolean> {
+  const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  const file = await open(temporary, 'wx', 0o600);
+  try {
+    await file.writeFile(text);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  try {
+    await link(temporary, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await unlink(temporary).catch(() => {});
+  }
+}
+
+async function readOwner(path: string): Promise<LockOwner | 'missing' | 'unreadable'> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    throw error;
+  }
+  try {
+    const owner = JSON.parse(text) as Partial<LockOwner>;
+    return typeof owner.pid === 'number' && typeof owner.host === 'string'
+      ? { pid: owner.pid, host: owner.host, process_start: owner.process_start ?? null, started_at: owner.started_at ?? 'at an unknown time' }
+      : 'unreadable';
+  } catch {
+    return 'unreadable';
+  }
+}
+
+/**
+ * Whether the holder still runs. Only a process on this host can be checked; one on another
+ * host (a shared network directory) counts as alive, so nothing is taken from it.
+ */
+function isAlive(holder: LockOwner): boolean {
+  if (holder.host !== hostname()) return true;
+  if (holder.pid === process.pid) return false;
+  try {
+    process.kill(holder.pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // The pid runs; is it still the holder, or a new process that got its number?
+  const start = processStart(holder.pid);
+  return holder.process_start === null || start === null || start === holder.process_start;
+}
+
+/** Removes a stale lock, unless someone else took it over first. */
+async function takeOver(path: string, stale: LockOwner | null): Promise<void> {
+  const guard = `${path}.takeover`;
+  try {
+    await mkdir(guard);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    // Another process is taking over; a guard left by one that died while doing so is old.
+    const age = Date.now() - (await stat(guard).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
+    if (age > 10_000) await rmdir(guard).catch(() => {});
+    await new Promise((r) => setTimeout(r, 50));
+    return;
+  }
+  try {
+    const current = await readOwner(path);
+    const unchanged = current === 'unreadable' ? stale === null : current !== 'missing' && stale !== null && current.pid === stale.pid && current.started_at === stale.started_at;
+    if (unchanged) await unlink(path).catch(() => {});
+  } finally {
+    await rmdir(guard).catch(() => {});
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where there is no /proc. */
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may contain spaces.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import type { AgentConversationServicePorts } from '@acs/core';
+import { createPostgresStorage } from '@acs/adapter-postgres';
+import type { StandaloneConfig } from './config.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { loadCipher } from './secret-key.js';
+
+/** Start-up steps, so a start that is interrupted or stuck can say where it was. */
+export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';
+
+export interface Storage {
+  ports: Partial<AgentConversationServicePorts>;
+  description: Record<string, unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * The configured storage, migrated and with its secret key verified; throws with a clear
+ * message otherwise. PGlite is one process's database, so its data directory is locked first.
+ */
+export async function openStorage(config: StandaloneConfig, phase: (p: StartPhase) => void): Promise<Storage> {
+  if (config.storage.kind === 'memory') {
+    return { ports: {}, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+  }
+  let lock: DataDirLock | null = null;
+  if (config.storage.kind === 'pglite') {
+    phase('locking the data directory');
+    lock = await lockDataDir(config.dataDir);
+  }
+  phase('opening storage');
+  try {
+    const { cipher, source, keyFile } = await loadCipher(config);
+    const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
+    if (config.storage.kind === 'postgres') {
+      const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
+      return { ports: storage, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
+    }
+    const directory = join(config.dataDir, 'pglite');
+    const pglite = await PGlite.create(directory);
+    try {
+      const storage = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
+      const held = lock;
+      return {
+        ports: storage,
+        description: { storage: 'pglite', dataDir: directory, ...keyInfo },
+        close: async () => {
+          await pglite.close();
+          await held?.release();
+        },
+      };
+    } catch (error) {
+      await pglite.close();
+      throw error;
+    }
+  } catch (error) {
+    await lock?.release();
+    throw error;
+  }
+}

@@ -1,0 +1,148 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { body, call, freshDataDir, spawnServer, startServer, waitForOutput } from './process.js';
+
+const KEY = 'lifecycle-key-0123456789abcdef';
+
+/** The key the server printed for user default. */
+const printedKey = (stderr: string) => /API key of user "default" \([^)]*\)[^\n]*\n\n\s+(\S+)/.exec(stderr)?.[1];
+
+describe('the data directory', () => {
+  it('keeps a generated API key (0600) and reuses it after a restart, printing it at each start', async () => {
+    const dataDir = freshDataDir();
+    const first = await startServer({ DATA_DIR: dataDir });
+    const key = printedKey(first.stderr());
+    expect(key, first.stderr()).toBeDefined();
+    expect(readFileSync(join(dataDir, 'api.key'), 'utf8').trim()).toBe(key);
+    expect(statSync(join(dataDir, 'api.key')).mode & 0o777).toBe(0o600);
+    await body(call(first.url, '/api/settings', key!, { llm_model: 'openai/gpt-4o' }));
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = await startServer({ DATA_DIR: dataDir });
+    expect(printedKey(second.stderr())).toBe(key);
+    expect(second.stderr()).toContain('made at the first start');
+    expect((await body<{ llm_model: string }>(call(second.url, '/api/settings', key!))).llm_model).toBe('openai/gpt-4o');
+  });
+
+  it('is used by one server at a time: a second refuses to start, naming the directory and the process holding it', async () => {
+    const dataDir = freshDataDir();
+    const first = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    const second = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY }, { expectExit: true });
+    expect(await second.exited).toBe(1);
+    expect(second.stderr()).toContain(`The data directory ${dataDir} is in use by process ${first.child.pid}`);
+    // The first one is unharmed.
+    expect((await call(first.url, '/api/settings', KEY)).status).toBe(404);
+  });
+
+  it('is taken over after its server was killed (a stale lock), and given back on a clean stop', async () => {
+    const dataDir = freshDataDir();
+    const killed = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    await body(call(killed.url, '/api/settings', KEY, { llm_model: 'openai/kept' }));
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    expect(existsSync(join(dataDir, 'server.lock'))).toBe(true);
+
+    const next = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    expect((await body<{ llm_model: string }>(call(next.url, '/api/settings', KEY))).llm_model).toBe('openai/kept');
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toBe(0);
+    expect(existsSync(join(dataDir, 'server.lock'))).toBe(false);
+  });
+
+  it('takes over a lock whose pid now belongs to another program', async () => {
+    const dataDir = freshDataDir();
+    // This test process is alive, but it is not the holder the lock names (another start time).
+    writeFileSync(join(dataDir, 'server.lock'), JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname(), process_start: '1', started_at: '2020-01-01T00:00:00.000Z' }));
+    const server = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    expect((await call(server.url, '/alive', null)).status).toBe(200);
+  });
+});
+
+describe('shutting down', () => {
+  it('ends live event streams cleanly at once, so clients can resume elsewhere, and exits 0', async () => {
+    const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SHUTDOWN_TIMEOUT_SECONDS: '600' });
+    await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-x' }));
+    const { conversation_id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { initial_user_msg: 'hello' }));
+    const stream = await fetch(`${server.url}/api/v1/app-conversations/${conversation_id}/events/stream`, { headers: { 'X-Session-API-Key': KEY } });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('event: message')) text += new TextDecoder().decode((await reader.read()).value);
+
+    server.child.kill('SIGTERM');
+    // The stream ends (done), not cut (a socket error): the server ended it before closing.
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    expect(text).toContain('id: 1\n');
+    expect(await server.exited).toBe(0);
+    expect(server.stdout()).toContain('"agent conversation service stopped"');
+  });
+
+  describe('when something holds it up', () => {
+    const sockets: Socket[] = [];
+    afterEach(() => {
+      for (const socket of sockets.splice(0)) socket.destroy();
+    });
+
+    /** A request whose body never arrives: the HTTP server cannot close while it is in progress. */
+    const hangingRequest = async (url: string) => {
+      const { port } = new URL(url);
+      const socket = connect(Number(port), '127.0.0.1');
+      sockets.push(socket);
+      await once(socket, 'connect');
+      socket.write(`POST /api/settings HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Session-API-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"llm`);
+    };
+
+    it('exits 1 after ACS_SHUTDOWN_TIMEOUT_SECONDS, saying what it was waiting for', async () => {
+      const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SHUTDOWN_TIMEOUT_SECONDS: '1' });
+      await hangingRequest(server.url);
+      await new Promise((r) => setTimeout(r, 200));
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(1);
+      const line = server.stdout().split('\n').find((l) => l.includes('shutdown did not finish within 1 s'));
+      expect(line, server.stdout()).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ waitingFor: 'HTTP requests in progress to finish (1 connection open)' });
+    });
+
+    it('exits at once on a second signal, saying what it was waiting for', async () => {
+      const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SHUTDOWN_TIMEOUT_SECONDS: '600' });
+      await hangingRequest(server.url);
+      await new Promise((r) => setTimeout(r, 200));
+      server.child.kill('SIGTERM');
+      await waitForOutput(server, '"shutting down"', 'its shutting-down line');
+      server.child.kill('SIGINT');
+      expect(await server.exited).toBe(130);
+      expect(server.stdout()).toMatch(/second SIGINT: exiting now without waiting for HTTP requests in progress to finish \(1 connection open\)/);
+    });
+  });
+
+  it('a server stuck while starting (its database never answers) exits on SIGTERM, saying where it was', async () => {
+    let connected!: () => void;
+    const reached = new Promise<void>((resolve) => (connected = resolve));
+    const silent: Server = createServer((socket) => {
+      socket.on('error', () => {});
+      connected();
+    });
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const server = spawnServer({ SESSION_API_KEY: KEY, DATABASE_URL: `postgres://acs:acs@127.0.0.1:${port}/never` });
+      // It is stuck once it has connected to the database that never answers.
+      await Promise.race([reached, server.exited.then((code) => Promise.reject(new Error(`exited (${code}) first:\n${server.stderr()}`)))]);
+      expect(server.child.exitCode, server.stderr()).toBeNull();
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(143);
+      expect(server.stderr()).toContain('SIGTERM while starting (opening storage); exiting now');
+    } finally {
+      silent.close();
+    }
+  });
+});

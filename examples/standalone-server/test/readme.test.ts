@@ -1,0 +1,46 @@
+/**
+ * The documentation of the example server's configuration stays true: the root README's
+ * configuration table lists exactly the variables src/config.ts reads, and this example's
+ * README names no variable the server does not read.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+const read = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
+
+/** The keys of the EnvSchema in src/config.ts: every variable the server reads. */
+function variablesRead(): string[] {
+  const source = read('../src/config.ts');
+  const schema = /const EnvSchema = z\.object\(\{\n([\s\S]*?)\n\}\);/.exec(source)?.[1];
+  if (!schema) throw new Error('src/config.ts: EnvSchema = z.object({ … }) not found; update this test');
+  const names = [...schema.matchAll(/^ {2}([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1] ?? '');
+  // INIT_CWD is set by npm (relative paths are taken from where `npm start` ran), not by the operator.
+  return names.filter((name) => name !== 'INIT_CWD').sort();
+}
+
+/** The variables named in the first column of the root README's configuration table. */
+function variablesDocumented(): string[] {
+  const readme = read('../../../README.md');
+  const section = /^## Configuration of the example server\n([\s\S]*?)^## /m.exec(readme)?.[1];
+  if (!section) throw new Error('README.md: section "## Configuration of the example server" not found');
+  const firstCells = section
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .map((line) => line.split('|')[1] ?? '');
+  return [...new Set(firstCells.flatMap((cell) => [...cell.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1] ?? '')))].sort();
+}
+
+describe('the configuration documentation', () => {
+  it('the root README table lists every variable src/config.ts reads, and no other', () => {
+    const names = variablesRead();
+    expect(names.length).toBeGreaterThan(20);
+    expect(variablesDocumented()).toEqual(names);
+  });
+
+  it('this example README names only variables the server reads', () => {
+    const known = new Set([...variablesRead(), 'DOCKER_HOST']);
+    const named = [...read('../README.md').matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b/g)].map((m) => m[1] ?? '');
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((name) => !known.has(name))).toEqual([]);
+  });
+});
