@@ -4,14 +4,28 @@
  *
  *   npm run bench                      # 2,000 requests per operation and backend
  *   BENCH_REQUESTS=500 npm run bench   # fewer
+ *   BENCH_MIXED_ROUNDS=3 npm run bench # fewer rounds of the mixed-load part (default 8)
+ *   BENCH_MIXED_WRITERS=8 npm run bench  # fewer background writers in it (default 16)
  *   DATABASE_URL=postgres://… npm run bench
+ *
+ * Then mixed load, per backend: while settings stores and conversation creates run over HTTP
+ * (BENCH_MIXED_WRITERS in flight, closed loop), BURST concurrent `POST /api/v1/sandboxes` are
+ * sent at once, each on a new connection as clients elsewhere would, BENCH_MIXED_ROUNDS times
+ * for sandboxes spread over the users and as many times for one user's (which the service
+ * starts one at a time). Reported: how long a burst takes, how many of its requests have no
+ * answer after BURST_DEADLINE_MS, the event loop's delay meanwhile (on PGlite the database's
+ * work ran in the event loop's turns, which kept Node from accepting new connections: one per
+ * turn), and the background writes answered per second.
  *
  * Numbers, not assertions: nothing here fails on timing.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { createAgentConversationService, createAesGcmCipher, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
@@ -20,7 +34,7 @@ import { createPostgresStorage } from '@acs/adapter-postgres';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
-import { callApi } from './report.js';
+import { callApi, printTable as printRows } from './report.js';
 
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5432/acs_test';
 const REQUESTS = positiveInt('BENCH_REQUESTS', 2_000);
@@ -29,6 +43,10 @@ const CONCURRENCY = 16;
 const USERS = 20;
 const CONVERSATIONS = 500;
 const PAGE_SIZE = 20;
+const MIXED_ROUNDS = positiveInt('BENCH_MIXED_ROUNDS', 8);
+const MIXED_WRITERS = positiveInt('BENCH_MIXED_WRITERS', 16);
+const BURST = 50;
+const BURST_DEADLINE_MS = 12_000;
 
 const MODELS = ['openai/gpt-4o', 'anthropic/claude-sonnet-4-5', 'openai/gpt-4.1-mini', 'gemini/gemini-2.5-pro'];
 const LANGUAGES = ['en', 'de', 'fr', 'ja', 'pt-BR'];
@@ -138,6 +156,160 @@ async function prepare(backend: Backend): Promise<string[]> {
   );
 }
 
+interface MixedRound {
+  /** From the first request of the burst to its last answer (or deadline). */
+  burstMs: number;
+  /** Each answered request's latency. */
+  latencies: number[];
+  /** Requests without an answer after BURST_DEADLINE_MS. */
+  unanswered: number;
+  /** Event loop delay during the burst, p99. */
+  loopDelayP99: number;
+  /** Background writes answered per second during the burst. */
+  writesPerSecond: number;
+}
+
+/** Whose sandboxes a burst starts: spread over the users, or all one user's (the service starts those one at a time). */
+const BURST_SHAPES = [
+  { name: `${USERS} users`, userOf: (round: number, i: number) => userAt(round * BURST + i) },
+  { name: 'one user', userOf: () => userAt(0) },
+] as const;
+
+interface MixedResult {
+  backend: string;
+  shape: string;
+  rounds: MixedRound[];
+}
+
+/**
+ * One request that never throws: its status (0 when it got no answer in time) and latency.
+ * `fresh` sends it on a connection of its own, as a client elsewhere would; otherwise it
+ * reuses this process's keep-alive connections (fetch).
+ */
+async function timedRequest(base: string, user: User, path: string, body: unknown, fresh = false): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  const payload = JSON.stringify(body);
+  const headers = { 'X-Session-API-Key': user.key, 'Content-Type': 'application/json' };
+  try {
+    const status = fresh
+      ? await new Promise<number>((resolve, reject) => {
+          const request = httpRequest(base + path, { method: 'POST', agent: false, headers, signal: AbortSignal.timeout(BURST_DEADLINE_MS) }, (response) => {
+            response.resume();
+            response.on('end', () => resolve(response.statusCode ?? 0));
+            response.on('error', reject);
+          });
+          request.on('error', reject);
+          request.end(payload);
+        })
+      : await fetch(base + path, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(BURST_DEADLINE_MS) }).then(async (response) => {
+          await response.text();
+          return response.status;
+        });
+    return { status, ms: performance.now() - started };
+  } catch {
+    return { status: 0, ms: performance.now() - started };
+  }
+}
+
+/**
+ * For each burst shape, MIXED_ROUNDS bursts of BURST concurrent sandbox starts, each request
+ * on a new connection, while MIXED_WRITERS settings stores and conversation creates keep going.
+ */
+async function mixedLoad(backend: Backend): Promise<MixedResult[]> {
+  const { url } = backend;
+  let stopping = false;
+  let writes = 0;
+  let failedWrites = 0;
+  const writer = async (w: number) => {
+    for (let i = w; !stopping; i += MIXED_WRITERS) {
+      const user = userAt(i);
+      const { status } =
+        w % 2 === 0
+          ? await timedRequest(url, user, '/api/settings', settingsBody(i))
+          : await timedRequest(url, user, '/api/conversations', { initial_user_msg: `mixed #${i}` });
+      if (status >= 200 && status < 300) writes++;
+      // No answer in time (0) is what the burst measures; a refusal is a broken backend.
+      else if (status !== 0) failedWrites++;
+    }
+  };
+  const writers = Array.from({ length: MIXED_WRITERS }, (_, w) => writer(w));
+  const results: MixedResult[] = [];
+  try {
+    for (const shape of BURST_SHAPES) {
+      const rounds: MixedRound[] = [];
+      for (let round = 0; round < MIXED_ROUNDS; round++) {
+        await sleep(250);
+        const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+        loopDelay.enable();
+        const writesBefore = writes;
+        const started = performance.now();
+        const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => timedRequest(url, shape.userOf(round, i), '/api/v1/sandboxes', {}, true)));
+        const burstMs = performance.now() - started;
+        loopDelay.disable();
+        const failed = answers.filter((a) => a.status !== 0 && (a.status < 200 || a.status >= 300));
+        if (failed.length > 0) throw new Error(`${backend.name}: ${failed.length} sandbox starts failed with HTTP ${failed[0]?.status}`);
+        rounds.push({
+          burstMs,
+          latencies: answers.filter((a) => a.status !== 0).map((a) => a.ms),
+          unanswered: answers.filter((a) => a.status === 0).length,
+          loopDelayP99: loopDelay.percentile(99) / 1e6,
+          writesPerSecond: ((writes - writesBefore) * 1000) / burstMs,
+        });
+      }
+      results.push({ backend: backend.name, shape: shape.name, rounds });
+    }
+  } finally {
+    stopping = true;
+    await Promise.all(writers);
+  }
+  if (failedWrites > 0) throw new Error(`${backend.name}: ${failedWrites} background writes failed`);
+  await backend.service.idle();
+  return results;
+}
+
+function printMixed(results: readonly MixedResult[]): void {
+  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const summary = (r: MixedResult) => {
+    const latencies = r.rounds.flatMap((x) => x.latencies).sort((a, b) => a - b);
+    return {
+      burst: median(r.rounds.map((x) => x.burstMs)),
+      worstBurst: Math.max(...r.rounds.map((x) => x.burstMs)),
+      p50: percentile(latencies, 50),
+      max: latencies.at(-1) ?? Number.NaN,
+      unanswered: r.rounds.reduce((n, x) => n + x.unanswered, 0),
+      stalledRounds: r.rounds.filter((x) => x.unanswered > 0).length,
+      loopDelay: median(r.rounds.map((x) => x.loopDelayP99)),
+      writes: median(r.rounds.map((x) => x.writesPerSecond)),
+    };
+  };
+  console.log();
+  console.log(
+    `mixed load: ${BURST} concurrent POST /api/v1/sandboxes (each on a new connection) while ${MIXED_WRITERS} settings stores / conversation creates are in flight; ` +
+      `${MIXED_ROUNDS} rounds per shape; medians over rounds`,
+  );
+  printRows(
+    ['backend', 'sandboxes of', 'burst', 'worst burst', 'start p50', 'start max', `no answer in ${BURST_DEADLINE_MS / 1000} s`, 'rounds stalled', 'loop delay p99', 'writes/s', 'burst vs memory'],
+    results.map((r) => {
+      const s = summary(r);
+      const memory = results.find((m) => m.backend === 'memory' && m.shape === r.shape);
+      return [
+        r.backend,
+        r.shape,
+        `${s.burst.toFixed(0)} ms`,
+        `${s.worstBurst.toFixed(0)} ms`,
+        `${s.p50.toFixed(0)} ms`,
+        `${s.max.toFixed(0)} ms`,
+        `${s.unanswered} of ${BURST * r.rounds.length}`,
+        `${s.stalledRounds} of ${r.rounds.length}`,
+        `${s.loopDelay.toFixed(1)} ms`,
+        s.writes.toFixed(0),
+        memory ? `${(s.burst / summary(memory).burst).toFixed(2)}×` : '',
+      ];
+    }),
+    2,
+  );
+}
+
 async function benchmark(backend: Backend): Promise<Result[]> {
   const secondPages = await prepare(backend);
   const { name, url } = backend;
@@ -184,13 +356,16 @@ try {
   );
   const backends = await startBackends(cleanups);
   const results: Result[] = [];
+  const mixed: MixedResult[] = [];
   for (const backend of backends) {
     const started = performance.now();
     results.push(...(await benchmark(backend)));
+    mixed.push(...(await mixedLoad(backend)));
     console.log(`${backend.name}: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
   console.log();
   printTable(results);
+  printMixed(mixed);
 } catch (error) {
   failed = true;
   console.error(error);

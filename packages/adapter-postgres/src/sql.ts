@@ -71,11 +71,87 @@ export function fromPgPool(pool: PgPoolLike, owned = false): SqlExecutor {
   };
 }
 
+/**
+ * How long PGlite may run statements before the event loop gets a turn. Node accepts one new
+ * connection per turn of its event loop, so this bounds how long a new request waits to be
+ * accepted while the database is busy. A statement (or a transaction) is never cut short.
+ */
+const PGLITE_SLICE_MS = 2;
+
+/**
+ * The statements and transactions of one PGlite instance, run one after another in arrival
+ * order, never for longer than PGLITE_SLICE_MS without a turn of the event loop in between.
+ *
+ * PGlite executes SQL synchronously on the calling thread (WASM), and its promises settle
+ * without going back to the event loop. With a database server every statement waits for a
+ * socket, so the event loop runs between statements; with PGlite, callers that await one
+ * statement after another, and everything their continuations start (start pipelines, status
+ * polls, event appends, the statements of other requests) all ran in a single turn, however
+ * long the backlog. Under mixed load those turns grew to hundreds of ms, and as Node accepts one
+ * new connection per turn, 50 requests on new connections waited 5–12 s and more before their
+ * first line of JavaScript ran (no log line, no record), while requests on open keep-alive
+ * connections went on being served. Here the backlog runs in slices with a turn of the event
+ * loop (setImmediate) between them, as it would with a socket.
+ */
+class PGliteTurns {
+  readonly #queue: (() => Promise<void>)[] = [];
+  #draining = false;
+  /** When the statements of the current turn started; null once the event loop has turned since. */
+  #sliceStarted: number | null = null;
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(() => {
+        const done = new Promise<T>((settle) => settle(work()));
+        done.then(resolve, reject);
+        return done.then(
+          () => undefined,
+          () => undefined,
+        );
+      });
+      if (!this.#draining) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#draining = true;
+    try {
+      for (let next = this.#queue.shift(); next; next = this.#queue.shift()) {
+        // The budget spans drains: a caller that awaits one statement after another may find
+        // the queue empty in between, and must still not keep the turn to itself.
+        if (this.#sliceStarted !== null && performance.now() - this.#sliceStarted >= PGLITE_SLICE_MS) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+        if (this.#sliceStarted === null) {
+          this.#sliceStarted = performance.now();
+          setImmediate(() => {
+            this.#sliceStarted = null;
+          });
+        }
+        await next();
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+}
+
+/** One queue per PGlite instance, shared by every executor made from it. */
+const pgliteTurns = new WeakMap<PGliteLike, PGliteTurns>();
+
 export function fromPGlite(db: PGliteLike, owned = false): SqlExecutor {
+  const queue = pgliteTurns.get(db) ?? new PGliteTurns();
+  pgliteTurns.set(db, queue);
   return {
     kind: 'pglite',
-    query: async <R>(text: string, params: readonly unknown[] = []) => (await db.query(text, [...params])) as { rows: R[] },
-    transaction: (work) => db.transaction((tx) => work({ query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query(text, [...params])) as { rows: R[] } })),
+    query: <R>(text: string, params: readonly unknown[] = []) => queue.run(async () => (await db.query(text, [...params])) as { rows: R[] }),
+    // The whole transaction is one entry: its statements (on `tx`) run inside it, never queued
+    // behind it. (A statement on this executor from inside `work` would wait for the transaction
+    // to end, forever, as it would on PGlite itself: transactions use `tx` only.)
+    transaction: (work) =>
+      queue.run(() =>
+        db.transaction((tx) => work({ query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query(text, [...params])) as { rows: R[] } })),
+      ),
     close: async () => {
       if (owned) await db.close();
     },
