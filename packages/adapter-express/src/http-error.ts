@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { match } from 'ts-pattern';
-import { explainDomainError, type DomainError, type FieldIssue } from '@acs/core';
+import { explainDomainError, type DomainError, type DomainErrorType, type FieldIssue } from '@acs/core';
 import { z } from 'zod';
 
 /**
@@ -34,23 +34,27 @@ export const HTTP_ERROR_CODES = {
   SHUTTING_DOWN: 'SHUTTING_DOWN',
 } as const;
 
-export function statusOf(error: DomainError): number {
-  return match(error)
-    .with({ type: 'ValidationFailed' }, () => 422)
-    .with({ type: 'SettingsNotFound' }, () => 404)
-    .with({ type: 'SettingsRequired' }, () => 400)
-    .with({ type: 'ConversationNotFound' }, () => 404)
-    .with({ type: 'ConversationIdTaken' }, () => 409)
-    .with({ type: 'IllegalConversationTransition' }, () => 409)
-    .with({ type: 'ConfirmationNotPending' }, () => 409)
-    .with({ type: 'StartTaskNotFound' }, () => 404)
-    .with({ type: 'SandboxNotFound' }, () => 404)
-    .with({ type: 'SandboxSpecNotFound' }, () => 404)
-    .with({ type: 'IllegalSandboxTransition' }, () => 409)
-    .with({ type: 'SandboxRuntimeFailed' }, () => 502)
-    .with({ type: 'SandboxesUnavailable' }, () => 503)
-    .with({ type: 'SandboxCapReached' }, () => 429)
-    .with({ type: 'StoreUnavailable' }, () => 503)
+/**
+ * The HTTP status of a domain error, or of every error of a type: the one table both the
+ * responses and the OpenAPI document (from each route's declared errors) use.
+ */
+export function statusOf(error: DomainError | DomainErrorType): number {
+  return match<DomainErrorType, number>(typeof error === 'string' ? error : error.type)
+    .with('ValidationFailed', () => 422)
+    .with('SettingsNotFound', () => 404)
+    .with('SettingsRequired', () => 400)
+    .with('ConversationNotFound', () => 404)
+    .with('ConversationIdTaken', () => 409)
+    .with('IllegalConversationTransition', () => 409)
+    .with('ConfirmationNotPending', () => 409)
+    .with('StartTaskNotFound', () => 404)
+    .with('SandboxNotFound', () => 404)
+    .with('SandboxSpecNotFound', () => 404)
+    .with('IllegalSandboxTransition', () => 409)
+    .with('SandboxRuntimeFailed', () => 502)
+    .with('SandboxesUnavailable', () => 503)
+    .with('SandboxCapReached', () => 429)
+    .with('StoreUnavailable', () => 503)
     .exhaustive();
 }
 

@@ -14,6 +14,7 @@ export {
   type EventStreamHandle,
   type JsonRouteDefinition,
   type RouteDefinition,
+  type RouteErrors,
   type RouteInput,
   type SseMessage,
   type StreamRouteDefinition,

@@ -1,16 +1,18 @@
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { z } from 'zod';
-import { ErrorBodySchema } from './http-error.js';
-import type { RouteDefinition } from './route.js';
+import { DOMAIN_ERROR_CODES } from '@acs/core';
+import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
+import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'Malformed JSON, or a precondition is missing (see code).',
+  400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing.',
   401: 'Missing or wrong X-Session-API-Key.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
   413: 'The body is larger than the limit.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
+  429: 'The limit of sandboxes running at once is reached; pause or delete one, then try again.',
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
   503: 'A backend (storage or the sandbox runtime) is unavailable.',
@@ -24,6 +26,40 @@ const schemaId = (schema: z.ZodType): string | undefined => {
 
 const hasShape = (schema: z.ZodType) => schema instanceof z.ZodObject && Object.keys(schema.shape).length > 0;
 
+const hasBodySchema = (route: RouteDefinition) => !(route.body instanceof z.ZodUndefined);
+
+/**
+ * The error statuses of an operation, each with the codes it may carry: those of the domain
+ * errors the route declares (through `statusOf`), and those the adapter itself answers with:
+ * 401 when authenticated; for a body, 400 (malformed or too deep JSON), 413, 415 and 422; 422
+ * for path, query or header parameters; 400 for a path that is not valid percent-encoding;
+ * 404 when the path names a record; 503 for a stream the host refuses while shutting down;
+ * 500 always.
+ */
+function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
+  const statuses = new Map<number, Set<string>>();
+  const add = (status: number, ...codes: string[]) => {
+    const known = statuses.get(status) ?? new Set<string>();
+    for (const code of codes) known.add(code);
+    statuses.set(status, known);
+  };
+  for (const type of route.errors) add(statusOf(type), ...DOMAIN_ERROR_CODES[type]);
+  if (route.authenticated) add(401, HTTP_ERROR_CODES.UNAUTHENTICATED);
+  if (hasBodySchema(route)) {
+    add(400, HTTP_ERROR_CODES.MALFORMED_JSON, HTTP_ERROR_CODES.JSON_TOO_DEEP);
+    add(413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE);
+    add(415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE);
+    add(422, DOMAIN_ERROR_CODES.ValidationFailed[0]);
+  }
+  if (hasShape(route.params) || hasShape(route.query) || hasShape(route.headers)) add(422, DOMAIN_ERROR_CODES.ValidationFailed[0]);
+  if (hasShape(route.params)) add(400, HTTP_ERROR_CODES.BAD_REQUEST);
+  const notFound = notFoundTypeOf(route.params);
+  if (notFound) add(statusOf(notFound), ...DOMAIN_ERROR_CODES[notFound]);
+  if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
+  add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
+  return statuses;
+}
+
 /** The generated OpenAPI 3.1 document. */
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
@@ -36,11 +72,7 @@ export interface OpenApiInfo {
 export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: OpenApiInfo = {}): OpenApiDocument {
   const paths: ZodOpenApiPathsObject = {};
   for (const route of routes) {
-    const hasBody = !(route.body instanceof z.ZodUndefined);
-    const errorStatuses = new Set<number>([...route.errors, 500]);
-    if (route.authenticated) errorStatuses.add(401);
-    if (hasBody) [400, 413, 415, 422].forEach((s) => errorStatuses.add(s));
-    if (hasShape(route.query) || hasShape(route.params) || hasShape(route.headers)) errorStatuses.add(422);
+    const hasBody = hasBodySchema(route);
     const dataId = route.stream ? schemaId(route.success.schema) : undefined;
     const success: ZodOpenApiResponseObject = route.stream
       ? {
@@ -57,8 +89,13 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         }
       : { description: route.success.description, content: { 'application/json': { schema: route.success.schema } } };
     const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: success };
-    for (const status of [...errorStatuses].sort()) {
-      responses[`${status}` as `4${string}`] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
+    const errorStatuses = errorStatusesOf(route);
+    for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {
+      const codes = [...(errorStatuses.get(status) ?? [])].sort();
+      responses[`${status}` as `4${string}`] = {
+        description: `${STATUS_TEXT[status] ?? 'Error'} Codes: ${codes.join(', ')}.`,
+        content: { 'application/json': { schema: ErrorBodySchema } },
+      };
     }
     const operation: ZodOpenApiOperationObject = {
       operationId: route.operationId,

@@ -1,4 +1,4 @@
-import type { DomainError } from '@acs/core';
+import type { DomainError, DomainErrorOf, DomainErrorType } from '@acs/core';
 import type { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 
@@ -26,7 +26,10 @@ export interface EventStreamHandle {
   close(): void;
 }
 
-interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType> {
+/** The domain error types a route's handler may return. */
+export type RouteErrors = readonly DomainErrorType[];
+
+interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> {
   method: 'get' | 'post' | 'delete';
   /** OpenAPI path template, e.g. `/api/v1/sandboxes/{sandbox_id}`. */
   path: string;
@@ -41,17 +44,27 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
   headers: H;
   /** A JSON body must be sent (default: whenever the route has a body schema). */
   bodyRequired: boolean;
-  /** Error statuses this route documents, besides 401, 415, 413, 400 for malformed JSON and 500. */
-  errors: readonly number[];
+  /**
+   * The domain errors the handler can return: the operation's declared list from core (e.g.
+   * `SandboxServiceErrors.start`), plus any the handler adds itself. A handler returning an
+   * error not listed does not compile. The document's error statuses are derived from it
+   * (through `statusOf`), plus those the adapter itself answers with (see openapi.ts).
+   */
+  errors: E;
   /** False only for health routes. */
   authenticated: boolean;
 }
 
 /** A route answering with one JSON value. */
-export interface JsonRouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType>
-  extends RouteCommon<P, Q, B, H> {
+export interface JsonRouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  H extends z.ZodType = z.ZodType,
+  E extends RouteErrors = RouteErrors,
+> extends RouteCommon<P, Q, B, H, E> {
   success: { status: 200; description: string; schema: z.ZodType };
-  handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainError>;
+  handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainErrorOf<E[number]>>;
   stream?: never;
 }
 
@@ -61,8 +74,13 @@ export interface JsonRouteDefinition<P extends z.ZodType = z.ZodType, Q extends 
  * Once it resolves the response switches to `text/event-stream`, and the handle is
  * closed when the client disconnects.
  */
-export interface StreamRouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType>
-  extends RouteCommon<P, Q, B, H> {
+export interface StreamRouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  H extends z.ZodType = z.ZodType,
+  E extends RouteErrors = RouteErrors,
+> extends RouteCommon<P, Q, B, H, E> {
   /** `schema` describes the `data` of each message. */
   success: { status: 200; description: string; schema: z.ZodType };
   /** Opens the source; `send` writes a message, `end` finishes the response (the source has nothing more, ever). */
@@ -70,7 +88,7 @@ export interface StreamRouteDefinition<P extends z.ZodType = z.ZodType, Q extend
     input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
     send: (message: SseMessage) => void,
     end: () => void,
-  ): ResultAsync<EventStreamHandle, DomainError>;
+  ): ResultAsync<EventStreamHandle, DomainErrorOf<E[number]>>;
   handle?: never;
 }
 
@@ -80,23 +98,37 @@ export interface StreamRouteDefinition<P extends z.ZodType = z.ZodType, Q extend
  * from the same list, so a route cannot exist without being documented and
  * authenticated.
  */
-export type RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, H extends z.ZodType = z.ZodType> =
-  | JsonRouteDefinition<P, Q, B, H>
-  | StreamRouteDefinition<P, Q, B, H>;
+export type RouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  H extends z.ZodType = z.ZodType,
+  E extends RouteErrors = RouteErrors,
+> = JsonRouteDefinition<P, Q, B, H, E> | StreamRouteDefinition<P, Q, B, H, E>;
 
 type Defaulted = 'params' | 'query' | 'body' | 'headers' | 'bodyRequired' | 'authenticated';
 type Optional<P, Q, B, H> = { params?: P; query?: Q; body?: B; headers?: H; bodyRequired?: boolean; authenticated?: boolean };
 
-type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType> =
-  | (Omit<JsonRouteDefinition<P, Q, B, H>, Defaulted> & Optional<P, Q, B, H>)
-  | (Omit<StreamRouteDefinition<P, Q, B, H>, Defaulted> & Optional<P, Q, B, H>);
+/** `errors` alone decides E; the handler is checked against it (NoInfer), never widens it. */
+type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> =
+  | (Omit<JsonRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E })
+  | (Omit<StreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E });
 
+/**
+ * Defines a route. `errors` lists the domain errors its handler may return; a handler that
+ * can return any other does not compile:
+ *
+ * ```ts
+ * defineRoute({ …, errors: SandboxServiceErrors.get, handle: ({ userId, params }) => sandboxes.get(userId, params.sandbox_id) });
+ * ```
+ */
 export function defineRoute<
   P extends z.ZodType = typeof NO_PARAMS,
   Q extends z.ZodType = typeof NO_PARAMS,
   B extends z.ZodType = typeof NO_BODY,
   H extends z.ZodType = typeof NO_PARAMS,
->(spec: RouteSpec<P, Q, B, H>): RouteDefinition {
+  const E extends RouteErrors = readonly [],
+>(spec: RouteSpec<P, Q, B, H, E>): RouteDefinition {
   const definition = {
     ...spec,
     params: spec.params ?? (NO_PARAMS as unknown as P),
@@ -105,24 +137,32 @@ export function defineRoute<
     headers: spec.headers ?? (NO_PARAMS as unknown as H),
     bodyRequired: spec.bodyRequired ?? spec.body !== undefined,
     authenticated: spec.authenticated ?? true,
-  } as RouteDefinition<P, Q, B, H>;
+  } as RouteDefinition<P, Q, B, H, E>;
   if (definition.stream && definition.method !== 'get') throw new Error(`${definition.operationId}: event streams are GET routes.`);
   return definition;
 }
 
-const NOT_FOUND = new WeakMap<z.ZodType, (params: Record<string, string>) => DomainError>();
+const NOT_FOUND = new WeakMap<z.ZodType, { type: DomainErrorType; error: (params: Record<string, string>) => DomainError }>();
 
 /**
- * Path parameters that name a record, with the error that says it does not exist. A value
- * no record can have (text storage cannot hold) is answered with that error (404), not 422.
+ * Path parameters that name a record, with the error that says it does not exist (its type,
+ * and how to make it). A value no record can have (text storage cannot hold) is answered with
+ * that error (404), not 422.
  */
-export function recordPathParams<S extends z.ZodObject>(schema: S, notFound: (params: Record<string, string>) => DomainError): S {
-  NOT_FOUND.set(schema, notFound);
+export function recordPathParams<S extends z.ZodObject, T extends DomainErrorType>(
+  schema: S,
+  type: T,
+  notFound: (params: Record<string, string>) => NoInfer<DomainErrorOf<T>>,
+): S {
+  NOT_FOUND.set(schema, { type, error: notFound });
   return schema;
 }
 
 /** The not-found error of a route's path parameters, if they name a record. */
-export const notFoundOf = (params: z.ZodType) => NOT_FOUND.get(params);
+export const notFoundOf = (params: z.ZodType) => NOT_FOUND.get(params)?.error;
+
+/** The type of that not-found error, if the path parameters name a record. */
+export const notFoundTypeOf = (params: z.ZodType) => NOT_FOUND.get(params)?.type;
 
 /** `/a/{b}` → `/a/:b` for Express. */
 export const toExpressPath = (openApiPath: string) => openApiPath.replace(/\{([^}]+)\}/g, ':$1');

@@ -18,8 +18,12 @@ import {
   StartSandboxRequestSchema,
   StartTaskSchema,
   validationFailed,
+  ConversationServiceErrors,
+  SandboxServiceErrors,
+  SandboxSpecServiceErrors,
+  SettingsServiceErrors,
   type AgentConversationService,
-  type DomainError,
+  type DomainErrorOf,
   type Page,
   type PageRequest,
 } from '@acs/core';
@@ -31,11 +35,14 @@ import { defineRoute, recordPathParams, type RouteDefinition } from './route.js'
 const pageOf = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
 
-const conversationIdParams = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), (p) => ({
+const conversationIdParams = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), 'ConversationNotFound', (p) => ({
   type: 'ConversationNotFound',
   conversationId: p.conversation_id ?? '',
 }));
-const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), (p) => ({ type: 'SandboxNotFound', sandboxId: p.sandbox_id ?? '' }));
+const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), 'SandboxNotFound', (p) => ({
+  type: 'SandboxNotFound',
+  sandboxId: p.sandbox_id ?? '',
+}));
 const SuccessSchema = z.object({ success: z.literal(true) });
 const MessageSchema = z.object({ message: z.string() });
 const CountSchema = z.int().min(0);
@@ -89,11 +96,14 @@ const toFilter = (q: {
   ...(q.include_sub_conversations !== undefined ? { include_sub_conversations: q.include_sub_conversations } : {}),
 });
 
+/** What `paged` adds to the errors of the list it runs: a page id this server never issued. */
+const PAGED_ERRORS = ['ValidationFailed'] as const;
+
 /** Runs `list` with the decoded page, or refuses a page id this server never issued. */
-function paged<T>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, DomainError>) {
+function paged<T, E>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, E>) {
   const page = pageRequestOf(query);
   if ('invalidPageId' in page) {
-    return errAsync<Page<T>, DomainError>(
+    return errAsync<Page<T>, E | DomainErrorOf<(typeof PAGED_ERRORS)[number]>>(
       validationFailed([{ path: 'query.page_id', message: 'is not a page id issued by this server; use next_page_id from the previous page' }]),
     );
   }
@@ -141,7 +151,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['settings'],
       body: SettingsInputSchema,
       success: { status: 200, description: 'Settings stored.', schema: MessageSchema },
-      errors: [422],
+      errors: SettingsServiceErrors.store,
       handle: ({ userId, body }) => settings.store(userId, body).map(() => ({ message: 'Settings stored' })),
     }),
     defineRoute({
@@ -152,7 +162,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       description: 'Every field with defaults applied. Secret values are never returned; the *_set fields say whether they are stored. 404 until settings are stored.',
       tags: ['settings'],
       success: { status: 200, description: 'Successful Response', schema: SettingsViewSchema },
-      errors: [404],
+      errors: SettingsServiceErrors.load,
       handle: ({ userId }) => settings.load(userId),
     }),
 
@@ -167,7 +177,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['conversations (V0)'],
       body: NewConversationRequestSchema,
       success: { status: 200, description: 'Successful Response', schema: NewConversationResponseSchema },
-      errors: [400, 409, 422],
+      errors: ConversationServiceErrors.create,
       handle: ({ userId, body }) => conversations.create(userId, body),
     }),
     defineRoute({
@@ -188,7 +198,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         description: 'A page of conversations, newest first.',
         schema: z.object({ results: z.array(ConversationInfoSchema), next_page_id: z.string().nullable() }),
       },
-      errors: [422],
+      errors: [...ConversationServiceErrors.listInfo, ...PAGED_ERRORS],
       handle: ({ userId, query }) =>
         paged(query, (page) =>
           conversations.listInfo(
@@ -210,7 +220,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: ConversationInfoSchema },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.getInfo,
       handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id),
     }),
     defineRoute({
@@ -222,7 +232,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       success: { status: 200, description: 'Deleted.', schema: z.literal(true) },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.delete,
       handle: ({ userId, params }) => conversations.delete(userId, params.conversation_id).map(() => true as const),
     }),
     defineRoute({
@@ -236,7 +246,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       body: z.object({ providers_set: z.array(z.string()).nullable().optional() }).optional(),
       bodyRequired: false,
       success: { status: 200, description: 'The conversation is starting or already running.', schema: ConversationStatusResponseSchema },
-      errors: [400, 404, 409, 422],
+      errors: ConversationServiceErrors.start,
       handle: ({ userId, params }) => conversations.start(userId, params.conversation_id),
     }),
     defineRoute({
@@ -248,7 +258,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation is stopped.', schema: ConversationStatusResponseSchema },
-      errors: [404, 409, 422],
+      errors: ConversationServiceErrors.stop,
       handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id),
     }),
     defineRoute({
@@ -262,7 +272,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       body: V0MessageRequestSchema,
       success: { status: 200, description: 'The message is stored.', schema: SuccessSchema },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.sendMessage,
       handle: ({ userId, params, body }) =>
         conversations
           .sendMessage(userId, params.conversation_id, { role: 'user', content: [{ type: 'text', text: body.message }], run: true })
@@ -280,7 +290,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       body: ConfirmationRequestSchema,
       success: { status: 200, description: 'The decision is recorded.', schema: SuccessSchema },
-      errors: [404, 409, 422],
+      errors: ConversationServiceErrors.respondToConfirmation,
       handle: ({ userId, params, body }) =>
         conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }).map(() => ({ success: true as const })),
     }),
@@ -296,7 +306,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       body: AppConversationStartRequestSchema,
       success: { status: 200, description: 'The start task.', schema: StartTaskSchema },
-      errors: [400, 404, 409, 422],
+      errors: ConversationServiceErrors.startApp,
       handle: ({ userId, body }) => conversations.startApp(userId, body),
     }),
     defineRoute({
@@ -307,7 +317,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       query: pagingQuery.extend(conversationFilterQuery),
       success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
-      errors: [422],
+      errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ userId, query }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)),
     }),
     defineRoute({
@@ -318,7 +328,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       query: z.object(conversationFilterQuery),
       success: { status: 200, description: 'How many match the filters.', schema: CountSchema },
-      errors: [422],
+      errors: ConversationServiceErrors.count,
       handle: ({ userId, query }) => conversations.count(userId, toFilter(query)),
     }),
     defineRoute({
@@ -333,7 +343,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         sort_order: z.enum(['CREATED_AT', 'CREATED_AT_DESC']).default('CREATED_AT_DESC'),
       }),
       success: { status: 200, description: 'A page of start tasks.', schema: pageOf(StartTaskSchema) },
-      errors: [422],
+      errors: [...ConversationServiceErrors.searchStartTasks, ...PAGED_ERRORS],
       handle: ({ userId, query }) =>
         paged(query, (page) =>
           conversations.searchStartTasks(
@@ -355,7 +365,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       query: z.object({ conversation_id__eq: z.string().min(1).max(100).optional(), created_at__gte: timestampParam }),
       success: { status: 200, description: 'How many match.', schema: CountSchema },
-      errors: [422],
+      errors: ConversationServiceErrors.countStartTasks,
       handle: ({ userId, query }) =>
         conversations.countStartTasks(userId, {
           ...(query.conversation_id__eq !== undefined ? { app_conversation_id: query.conversation_id__eq } : {}),
@@ -370,7 +380,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       query: z.object({ ids: idList }),
       success: { status: 200, description: 'In the order asked; null where there is no such task.', schema: z.array(StartTaskSchema.nullable()) },
-      errors: [422],
+      errors: ConversationServiceErrors.getStartTasks,
       handle: ({ userId, query }) => conversations.getStartTasks(userId, query.ids),
     }),
     defineRoute({
@@ -386,7 +396,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         description: 'A page, or an array when ids is given.',
         schema: z.union([pageOf(AppConversationSchema), z.array(AppConversationSchema.nullable())]),
       },
-      errors: [422],
+      errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ userId, query }) =>
         query.ids
           ? conversations.getMany(userId, query.ids).map((x): unknown => x)
@@ -400,11 +410,11 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['app conversations (V1)'],
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: AppConversationSchema },
-      errors: [404, 422],
+      errors: [...ConversationServiceErrors.getMany, 'ConversationNotFound'],
       handle: ({ userId, params }) =>
         conversations
           .getMany(userId, [params.conversation_id])
-          .andThen(([c]) => (c ? okAsync(c) : errAsync<typeof c, DomainError>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
+          .andThen(([c]) => (c ? okAsync(c) : errAsync<typeof c, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
     }),
     defineRoute({
       method: 'post',
@@ -417,7 +427,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       body: SendMessageRequestSchema,
       success: { status: 200, description: 'The stored message event.', schema: MessageEventSchema },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.sendMessage,
       handle: ({ userId, params, body }) => conversations.sendMessage(userId, params.conversation_id, body),
     }),
     defineRoute({
@@ -431,7 +441,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       body: ConfirmationRequestSchema,
       success: { status: 200, description: 'The stored confirmation event.', schema: ConfirmationEventSchema },
-      errors: [404, 409, 422],
+      errors: ConversationServiceErrors.respondToConfirmation,
       handle: ({ userId, params, body }) => conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }),
     }),
     defineRoute({
@@ -449,7 +459,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         limit: limitParam,
       }),
       success: { status: 200, description: 'A page of events, oldest first.', schema: EventPageSchema },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.searchEvents,
       handle: ({ userId, params, query }) =>
         conversations.searchEvents(userId, params.conversation_id, { after: query.after, kinds: query.kind ?? null, limit: query.limit }),
     }),
@@ -469,7 +479,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         'Last-Event-ID': eventIdParam.optional().meta({ description: 'The id of the last event received; the stream resumes after it.' }),
       }),
       success: { status: 200, description: 'The event stream; the data of every message is a ConversationEvent.', schema: ConversationEventSchema },
-      errors: [404, 422],
+      errors: ConversationServiceErrors.subscribeEvents,
       stream: ({ userId, params, query, headers }, send, end) =>
         conversations.subscribeEvents(
           userId,
@@ -489,7 +499,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandboxes (V1)'],
       query: pagingQuery,
       success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
-      errors: [422],
+      errors: [...SandboxServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ userId, query }) => paged(query, (page) => sandboxes.search(userId, page)),
     }),
     defineRoute({
@@ -500,7 +510,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandboxes (V1)'],
       query: z.object({ id: idList }),
       success: { status: 200, description: 'In the order asked; null where there is no such sandbox.', schema: z.array(SandboxInfoSchema.nullable()) },
-      errors: [422],
+      errors: SandboxServiceErrors.getMany,
       handle: ({ userId, query }) => sandboxes.getMany(userId, query.id),
     }),
     defineRoute({
@@ -514,7 +524,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       body: StartSandboxRequestSchema.optional(),
       bodyRequired: false,
       success: { status: 200, description: 'The new sandbox.', schema: SandboxInfoSchema },
-      errors: [404, 422, 502, 503],
+      errors: SandboxServiceErrors.start,
       handle: ({ userId, query, body }) => sandboxes.start(userId, body?.sandbox_spec_id ?? query.sandbox_spec_id ?? null),
     }),
     defineRoute({
@@ -525,7 +535,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
       success: { status: 200, description: 'The sandbox, with its status as the runtime reports it now.', schema: SandboxInfoSchema },
-      errors: [404],
+      errors: SandboxServiceErrors.get,
       handle: ({ userId, params }) => sandboxes.get(userId, params.sandbox_id),
     }),
     defineRoute({
@@ -538,7 +548,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: sandboxIdParams,
       query: z.object({ sandbox_id: z.string().optional().meta({ description: 'Accepted for compatibility; the path decides.' }) }),
       success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
-      errors: [404, 502, 503],
+      errors: SandboxServiceErrors.delete,
       handle: ({ userId, params }) => sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
@@ -550,7 +560,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
       success: { status: 200, description: 'Paused.', schema: SuccessSchema },
-      errors: [404, 409, 502, 503],
+      errors: SandboxServiceErrors.pause,
       handle: ({ userId, params }) => sandboxes.pause(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
@@ -562,7 +572,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
       success: { status: 200, description: 'Resumed (it may show STARTING briefly).', schema: SuccessSchema },
-      errors: [404, 409, 502, 503],
+      errors: SandboxServiceErrors.resume,
       handle: ({ userId, params }) => sandboxes.resume(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
 
@@ -576,7 +586,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandbox specs (V1)'],
       query: pagingQuery,
       success: { status: 200, description: 'A page of specs.', schema: pageOf(SandboxSpecSchema) },
-      errors: [422],
+      errors: [...SandboxSpecServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ query }) => paged(query, (page) => sandboxSpecs.search(page)),
     }),
     defineRoute({
@@ -587,7 +597,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       tags: ['sandbox specs (V1)'],
       query: z.object({ id: idList }),
       success: { status: 200, description: 'In the order asked; null where there is no such spec.', schema: z.array(SandboxSpecSchema.nullable()) },
-      errors: [422],
+      errors: SandboxSpecServiceErrors.getMany,
       handle: ({ query }) => sandboxSpecs.getMany(query.id),
     }),
   ];

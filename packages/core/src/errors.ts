@@ -37,16 +37,57 @@ export type DomainError =
 
 export type DomainErrorType = DomainError['type'];
 
+/** The domain errors of the given types: `DomainErrorOf<'SandboxNotFound' | 'StoreUnavailable'>`. */
+export type DomainErrorOf<T extends DomainErrorType> = Extract<DomainError, { type: T }>;
+
+/**
+ * The error union of an operation, from the list of error types it declares
+ * (`ErrorsOf<typeof SandboxServiceErrors.start>`). Each service declares these lists once, as
+ * runtime arrays, so an edge (the HTTP adapter's OpenAPI document) can say what an operation
+ * may fail with, and the compiler holds the implementation to the list.
+ */
+export type ErrorsOf<L extends readonly DomainErrorType[]> = DomainErrorOf<L[number]>;
+
+/**
+ * Every code `explainDomainError` gives, per error type (SettingsRequired has one per missing
+ * piece), for an edge to list what an operation may answer with.
+ */
+export const DOMAIN_ERROR_CODES = {
+  ValidationFailed: ['VALIDATION_FAILED'],
+  SettingsNotFound: ['SETTINGS_NOT_FOUND'],
+  SettingsRequired: ['SETTINGS_REQUIRED', 'LLM_MODEL_REQUIRED', 'LLM_API_KEY_REQUIRED'],
+  ConversationNotFound: ['CONVERSATION_NOT_FOUND'],
+  ConversationIdTaken: ['CONVERSATION_ID_TAKEN'],
+  IllegalConversationTransition: ['ILLEGAL_CONVERSATION_TRANSITION'],
+  ConfirmationNotPending: ['CONFIRMATION_NOT_PENDING'],
+  StartTaskNotFound: ['START_TASK_NOT_FOUND'],
+  SandboxNotFound: ['SANDBOX_NOT_FOUND'],
+  SandboxSpecNotFound: ['SANDBOX_SPEC_NOT_FOUND'],
+  IllegalSandboxTransition: ['ILLEGAL_SANDBOX_TRANSITION'],
+  SandboxRuntimeFailed: ['SANDBOX_RUNTIME_FAILED'],
+  SandboxesUnavailable: ['SANDBOXES_UNAVAILABLE'],
+  SandboxCapReached: ['SANDBOX_LIMIT_REACHED'],
+  StoreUnavailable: ['STORE_UNAVAILABLE'],
+} as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
+
+/** A stable machine code of a domain error (the `code` of an error response). */
+export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[DomainErrorType][number];
+
+export interface ExplainedDomainError {
+  code: DomainErrorCode;
+  message: string;
+}
+
 /** Stable machine code and a human sentence for every domain error. */
-export function explainDomainError(error: DomainError): { code: string; message: string } {
-  return match(error)
+export function explainDomainError(error: DomainError): ExplainedDomainError {
+  return match<DomainError, ExplainedDomainError>(error)
     .with({ type: 'ValidationFailed' }, (e) => ({ code: 'VALIDATION_FAILED', message: e.message }))
     .with({ type: 'SettingsNotFound' }, () => ({
       code: 'SETTINGS_NOT_FOUND',
       message: 'No settings are stored for this user yet; store them with POST /api/settings.',
     }))
     .with({ type: 'SettingsRequired' }, (e) =>
-      match(e.missing)
+      match<typeof e.missing, ExplainedDomainError>(e.missing)
         .with('settings', () => ({
           code: 'SETTINGS_REQUIRED',
           message: 'Store settings (at least llm_model and llm_api_key) with POST /api/settings before starting a conversation.',
@@ -129,7 +170,7 @@ function pastTense(action: string): string {
   }
 }
 
-export const validationFailed = (issues: readonly FieldIssue[], message?: string): DomainError => ({
+export const validationFailed = (issues: readonly FieldIssue[], message?: string): DomainErrorOf<'ValidationFailed'> => ({
   type: 'ValidationFailed',
   message:
     message ??

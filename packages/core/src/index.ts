@@ -25,7 +25,7 @@ export * from './settings/schema.js';
 export { applySettingsInput } from './settings/merge.js';
 export { toSettingsView } from './settings/view.js';
 export type { SettingsStore } from './settings/store.js';
-export type { SettingsService } from './settings/service.js';
+export { SettingsServiceErrors, type SettingsService } from './settings/service.js';
 
 export * from './sandbox/schema.js';
 export * from './sandbox/state.js';
@@ -33,7 +33,7 @@ export type * from './sandbox/runtime.js';
 export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
 export * from './sandbox/shell.js';
 export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
-export type { ReconcileReport, SandboxReservation, SandboxService, SandboxServiceOptions } from './sandbox/service.js';
+export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 
 export * from './conversation/schema.js';
 export {
@@ -57,8 +57,10 @@ export * from './conversation/state.js';
 export { toAppConversation, toConversationInfo } from './conversation/view.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export {
+  ConversationServiceErrors,
   DEFAULT_KEYLESS_MODEL_PREFIXES,
   type ConversationService,
+  type ConversationServiceError,
   type ConversationServiceOptions,
   type ConversationStatusResponse,
 } from './conversation/service.js';
@@ -79,6 +81,7 @@ export {
   type AgentEngine,
   type AgentEngineOptions,
   type ConfirmationDecision,
+  type ConfirmationFailure,
   type RecoveryReport,
   type UserMessage,
 } from './agent/engine.js';

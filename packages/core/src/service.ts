@@ -16,7 +16,7 @@ import type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 import type { SandboxSpec } from './sandbox/schema.js';
 import type { Page, PageRequest } from './pagination.js';
 import { errAsync, ResultAsync } from 'neverthrow';
-import { validationFailed, type DomainError } from './errors.js';
+import { validationFailed, type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from './errors.js';
 import { createSettingsService, type SettingsService } from './settings/service.js';
 import type { SettingsStore } from './settings/store.js';
 
@@ -45,9 +45,16 @@ export interface AgentConversationServiceOptions extends ConversationServiceOpti
   agent?: AgentEngineOptions;
 }
 
+/** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
+export const SandboxSpecServiceErrors = {
+  /** ValidationFailed: a page id naming a spec the catalog no longer has. */
+  search: ['ValidationFailed', 'StoreUnavailable'],
+  getMany: ['StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
 export interface SandboxSpecService {
-  search(page: PageRequest): ResultAsync<Page<SandboxSpec>, DomainError>;
-  getMany(ids: readonly string[]): ResultAsync<(SandboxSpec | null)[], DomainError>;
+  search(page: PageRequest): ResultAsync<Page<SandboxSpec>, ErrorsOf<typeof SandboxSpecServiceErrors.search>>;
+  getMany(ids: readonly string[]): ResultAsync<(SandboxSpec | null)[], ErrorsOf<typeof SandboxSpecServiceErrors.getMany>>;
 }
 
 /** The whole domain, ready to be bound to HTTP (or anything else). */
@@ -134,7 +141,7 @@ export function createAgentConversationService(
       return ports.sandboxSpecs.get(after.id).andThen((spec) =>
         spec
           ? ports.sandboxSpecs.list(page)
-          : errAsync<Page<SandboxSpec>, DomainError>(
+          : errAsync<Page<SandboxSpec>, DomainErrorOf<'ValidationFailed'>>(
               validationFailed([{ path: 'query.page_id', message: 'is not a page id of this list; use next_page_id from the previous page' }]),
             ),
       );

@@ -3,7 +3,7 @@ import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
 import type { ConversationMetrics, ConversationRecord, ExecutionStatus } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
-import { storeUnavailable, type DomainError } from '../errors.js';
+import { storeUnavailable, type DomainError, type DomainErrorOf } from '../errors.js';
 import type { EventLog } from '../events/log.js';
 import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationEventDraft, MessageEvent } from '../events/schema.js';
 import type { LlmClient, LlmCredentials, LlmError, LlmResponse, LlmToolCall } from '../llm/client.js';
@@ -16,6 +16,7 @@ import type { SandboxService } from '../sandbox/service.js';
 import type { SandboxShell } from '../sandbox/shell.js';
 import type { StoredSettings } from '../settings/schema.js';
 import type { SettingsService } from '../settings/service.js';
+import type { StoreFailure } from '../store-failure.js';
 import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from './condenser.js';
 import { nextExecutionStatus, type ExecutionEvent } from './execution-state.js';
 import { projectMessages, systemPrompt } from './prompt.js';
@@ -68,6 +69,9 @@ export interface UserMessage {
   image_urls: readonly string[];
 }
 
+/** What recording a confirmation decision can fail with. */
+export type ConfirmationFailure = DomainErrorOf<'ConversationNotFound' | 'ConfirmationNotPending' | 'StoreUnavailable'>;
+
 export interface RecoveryReport {
   /** Conversations found running in the log, now resumed (or waiting for their sandbox). */
   resumed: number;
@@ -83,7 +87,7 @@ export interface RecoveryReport {
  */
 export interface AgentEngine {
   /** Appends a user message; the agent picks it up (now, or when its sandbox is ready). */
-  appendUserMessage(userId: string, conversationId: string, message: UserMessage): ResultAsync<MessageEvent, DomainError>;
+  appendUserMessage(userId: string, conversationId: string, message: UserMessage): ResultAsync<MessageEvent, StoreFailure>;
   /** The conversation can run (its sandbox is up, or a message arrived): start its loop if there is work. */
   wake(userId: string, conversationId: string): void;
   /**
@@ -91,7 +95,7 @@ export interface AgentEngine {
    * an observation saying so and the agent waits for a message. ConfirmationNotPending when
    * nothing waits.
    */
-  respondToConfirmation(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError>;
+  respondToConfirmation(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConfirmationFailure>;
   /** Stops the agent between (or in the middle of) steps and waits for it; status paused if it was running. */
   pause(userId: string, conversationId: string, reason: string): Promise<void>;
   /** Stops the agent and forgets it (the conversation is being deleted). */
@@ -1033,16 +1037,15 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
     activeLoops: () => [...runners.values()].filter((r) => r.loop !== null).length,
   };
 
-  function decide(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError> {
+  function decide(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConfirmationFailure> {
     return conversations
         .get(userId, conversationId)
-        .mapErr((e): DomainError => e)
         .andThen((record) => {
-          if (!record) return errAsync<ConversationEvent[], DomainError>({ type: 'ConversationNotFound', conversationId });
+          if (!record) return errAsync<ConversationEvent[], ConfirmationFailure>({ type: 'ConversationNotFound', conversationId });
           return log.readAll(userId, conversationId, 0).andThen((events) => {
             const pending = pendingConfirmation(events);
             if (pending.length === 0 || decisionOn(events, pending) !== null) {
-              return errAsync<ConversationEvent[], DomainError>({ type: 'ConfirmationNotPending', conversationId, executionStatus: record.execution_status });
+              return errAsync<ConversationEvent[], ConfirmationFailure>({ type: 'ConfirmationNotPending', conversationId, executionStatus: record.execution_status });
             }
             return log.append(userId, conversationId, [
               {

@@ -1,7 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { z } from 'zod';
 import { ImageUrlSchema } from '../conversation/schema.js';
-import { validationFailed, type DomainError, type FieldIssue } from '../errors.js';
+import { validationFailed, type DomainErrorOf, type FieldIssue } from '../errors.js';
 import type { ConversationEvent } from '../events/schema.js';
 
 /**
@@ -228,7 +228,7 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
 }
 
 /** Reads a trajectory; a `ValidationFailed` says what is wrong and where. */
-export function parseReplayTrajectory(json: string): Result<ReplayPlan, DomainError> {
+export function parseReplayTrajectory(json: string): Result<ReplayPlan, DomainErrorOf<'ValidationFailed'>> {
   const fail = (issues: FieldIssue[]) => err(validationFailed(issues, `replay_json is not a trajectory that can be replayed: ${issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`));
   let data: unknown;
   try {

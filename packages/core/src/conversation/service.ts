@@ -5,18 +5,19 @@ import { parseReplayTrajectory } from '../agent/replay.js';
 import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
 import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { Clock } from '../clock.js';
-import { validationFailed, type DomainError } from '../errors.js';
+import { validationFailed, type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from '../errors.js';
 import { normalizeId, type IdGenerator } from '../ids.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { SandboxRecord, SandboxSpec } from '../sandbox/schema.js';
-import type { SandboxService } from '../sandbox/service.js';
+import type { SandboxService, SandboxServiceError } from '../sandbox/service.js';
 import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
 import type { SandboxStore } from '../sandbox/store.js';
 import type { StoredSettings } from '../settings/schema.js';
 import type { SandboxRuntime } from '../sandbox/runtime.js';
 import { prepareRepository, type WorkspaceOptions } from '../workspace/repository.js';
 import type { SettingsService } from '../settings/service.js';
+import type { StoreFailure } from '../store-failure.js';
 import {
   toStartTask,
   type AppConversation,
@@ -74,41 +75,105 @@ export interface ConversationStatusResponse {
   conversation_status: ConversationStatus;
 }
 
+/**
+ * What each conversation operation can fail with (the compiler holds the implementation to it).
+ *
+ * A start (create, startApp, start) stores the sandbox first: a new one is reserved, a paused
+ * one resumed, so it can fail as a sandbox start or resume does (SandboxServiceErrors.reserve
+ * and .resume: the runtime, the user's limit, and with `atSandboxLimit: 'pause_oldest'` the
+ * pausing of another sandbox). Reads of conversations refresh their sandboxes from the
+ * runtime, but a runtime that fails there is logged, not returned. IllegalConversationTransition
+ * is listed for stop and start because the state machine's type allows it for every event,
+ * though stop and start are legal from every status today.
+ */
+export const ConversationServiceErrors = {
+  create: [
+    'ValidationFailed',
+    'SettingsRequired',
+    'ConversationIdTaken',
+    'SandboxCapReached',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  startApp: [
+    'ValidationFailed',
+    'SettingsRequired',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'ConversationIdTaken',
+    'SandboxCapReached',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  getInfo: ['ConversationNotFound', 'StoreUnavailable'],
+  listInfo: ['StoreUnavailable'],
+  search: ['StoreUnavailable'],
+  getMany: ['StoreUnavailable'],
+  count: ['StoreUnavailable'],
+  delete: ['ConversationNotFound', 'StoreUnavailable'],
+  stop: ['ConversationNotFound', 'IllegalConversationTransition', 'StoreUnavailable'],
+  start: [
+    'ConversationNotFound',
+    'IllegalConversationTransition',
+    'SettingsRequired',
+    'SandboxCapReached',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  getStartTasks: ['StoreUnavailable'],
+  searchStartTasks: ['StoreUnavailable'],
+  countStartTasks: ['StoreUnavailable'],
+  sendMessage: ['ValidationFailed', 'ConversationNotFound', 'StoreUnavailable'],
+  respondToConfirmation: ['ConversationNotFound', 'ConfirmationNotPending', 'StoreUnavailable'],
+  searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
+  subscribeEvents: ['ConversationNotFound', 'StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/** The error union of a conversation operation. */
+export type ConversationServiceError<K extends keyof typeof ConversationServiceErrors> = ErrorsOf<(typeof ConversationServiceErrors)[K]>;
+
 export interface ConversationService {
   /** V0 New Conversation. */
-  create(userId: string, request: NewConversationRequest): ResultAsync<NewConversationResponse, DomainError>;
+  create(userId: string, request: NewConversationRequest): ResultAsync<NewConversationResponse, ConversationServiceError<'create'>>;
   /** V1 start: returns the start task at once; the rest runs in the background. */
-  startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, DomainError>;
-  getInfo(userId: string, id: string): ResultAsync<ConversationInfo, DomainError>;
-  listInfo(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationInfo>, DomainError>;
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<AppConversation>, DomainError>;
-  getMany(userId: string, ids: readonly string[]): ResultAsync<(AppConversation | null)[], DomainError>;
-  count(userId: string, filter: ConversationFilter): ResultAsync<number, DomainError>;
-  delete(userId: string, id: string): ResultAsync<void, DomainError>;
-  stop(userId: string, id: string): ResultAsync<ConversationStatusResponse, DomainError>;
-  start(userId: string, id: string): ResultAsync<ConversationStatusResponse, DomainError>;
-  getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], DomainError>;
+  startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, ConversationServiceError<'startApp'>>;
+  getInfo(userId: string, id: string): ResultAsync<ConversationInfo, ConversationServiceError<'getInfo'>>;
+  listInfo(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationInfo>, ConversationServiceError<'listInfo'>>;
+  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<AppConversation>, ConversationServiceError<'search'>>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(AppConversation | null)[], ConversationServiceError<'getMany'>>;
+  count(userId: string, filter: ConversationFilter): ResultAsync<number, ConversationServiceError<'count'>>;
+  delete(userId: string, id: string): ResultAsync<void, ConversationServiceError<'delete'>>;
+  stop(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'stop'>>;
+  start(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'start'>>;
+  getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], ConversationServiceError<'getStartTasks'>>;
   searchStartTasks(
     userId: string,
     filter: StartTaskFilter,
     page: PageRequest,
     order: 'newest_first' | 'oldest_first',
-  ): ResultAsync<Page<StartTask>, DomainError>;
-  countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, DomainError>;
+  ): ResultAsync<Page<StartTask>, ConversationServiceError<'searchStartTasks'>>;
+  countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, ConversationServiceError<'countStartTasks'>>;
   /**
    * Sends a user message to the agent. With `run: true` a running conversation acts on it
    * at once; with `run: false` (or a stopped conversation) it is kept, and the agent sees
    * it on its next run. An agent that is working sees it at its next step either way.
    */
-  sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, DomainError>;
+  sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, ConversationServiceError<'sendMessage'>>;
   /**
    * Accepts or rejects the actions waiting for confirmation (confirmation mode). Accepted ones
    * run; rejected ones get an observation saying so, and the agent waits for a message.
    * ConfirmationNotPending (409) when nothing waits.
    */
-  respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, DomainError>;
+  respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
   /** A page of the conversation's events after an id. */
-  searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, DomainError>;
+  searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, ConversationServiceError<'searchEvents'>>;
   /**
    * Replays the events after `afterId`, then delivers new ones as they happen, each once, in
    * order. `onEnd` is called if the service ends the subscription (the conversation was deleted).
@@ -119,12 +184,28 @@ export interface ConversationService {
     afterId: number,
     listener: EventListener,
     onEnd?: (reason: string) => void,
-  ): ResultAsync<EventSubscription, DomainError>;
+  ): ResultAsync<EventSubscription, ConversationServiceError<'subscribeEvents'>>;
   /** Marks the conversations of a lost sandbox STOPPED. */
   handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
 }
 
 type Plan = { kind: 'existing'; sandbox: SandboxRecord } | { kind: 'new'; spec: SandboxSpec };
+type Planned = { stored: StoredSettings | null; plan: Plan };
+
+/** Taking back a step of a start that failed later. */
+type Undo = () => ResultAsync<unknown, DomainError> | Promise<void>;
+
+/**
+ * How a start stores its conversation (inserted, or a stopped one moved to STARTING), what
+ * that can fail with, and how it is undone when a later step fails.
+ */
+interface ConversationStep<E> {
+  readonly name: string;
+  store(record: ConversationRecord): ResultAsync<ConversationRecord, E>;
+  undo(record: ConversationRecord): Undo;
+  /** Whether the launch's initial message is appended (only to a new conversation). */
+  readonly appendsInitialMessage: boolean;
+}
 
 export function createConversationService(deps: ConversationServiceDeps): ConversationService {
   const { conversations, startTasks, log, engine, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
@@ -134,7 +215,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const requireLlmSettings = (
     stored: StoredSettings | null,
     modelOverride: string | null,
-  ): Result<StoredSettings | null, DomainError> => {
+  ): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>> => {
     if (!stored) return err({ type: 'SettingsRequired', missing: 'settings' });
     const model = modelOverride ?? stored.llm_model;
     if (!model) return err({ type: 'SettingsRequired', missing: 'llm_model' });
@@ -143,8 +224,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     return ok(stored);
   };
 
-  const specFor = (stored: StoredSettings | null): ResultAsync<SandboxSpec, DomainError> =>
-    stored?.sandbox_base_container_image ? sandboxes.specForImage(stored.sandbox_base_container_image) : sandboxes.resolveSpec(null);
+  const specFor = (stored: StoredSettings | null): ResultAsync<SandboxSpec, StoreFailure> =>
+    stored?.sandbox_base_container_image ? sandboxes.specForImage(stored.sandbox_base_container_image) : sandboxes.defaultSpec();
 
   /** Transition a stored conversation; returns null when it no longer exists. */
   const transition = (
@@ -152,10 +233,10 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     id: string,
     event: ConversationStatusEvent,
     patch: Partial<Pick<ConversationRecord, 'status_detail' | 'execution_status' | 'sandbox_id'>> = {},
-  ): ResultAsync<ConversationRecord | null, DomainError> =>
-    conversations.update(userId, id, (current): Result<ConversationRecord, DomainError> =>
+  ): ResultAsync<ConversationRecord | null, DomainErrorOf<'IllegalConversationTransition' | 'StoreUnavailable'>> =>
+    conversations.update(userId, id, (current): Result<ConversationRecord, DomainErrorOf<'IllegalConversationTransition'>> =>
       nextConversationStatus(current.status, event)
-        .mapErr((e): DomainError => ({ type: 'IllegalConversationTransition', conversationId: id, from: e.from, event: e.event }))
+        .mapErr((e): DomainErrorOf<'IllegalConversationTransition'> => ({ type: 'IllegalConversationTransition', conversationId: id, from: e.from, event: e.event }))
         .map((status) => {
           // The agent learns its sandbox is ready: idle the first time, otherwise it keeps its status.
           const ready = event === 'sandbox_ready' ? nextExecutionStatus(current.execution_status, 'ready').unwrapOr(current.execution_status) : current.execution_status;
@@ -258,19 +339,18 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
   /**
    * Stores everything a start needs, all of it or none of it: the sandbox (a new one reserved,
-   * or a paused one resumed), the conversation (inserted, or moved to STARTING), its first
-   * message and its start task. Only then does anything run: the sandbox is brought up and the
-   * start pipeline follows in the background. When a step fails, the steps before it are
-   * undone, newest first, and the request fails with that step's error.
+   * or a paused one resumed), the conversation (`storing`: inserted, or moved to STARTING), its
+   * first message and its start task. Only then does anything run: the sandbox is brought up
+   * and the start pipeline follows in the background. When a step fails, the steps before it
+   * are undone, newest first, and the request fails with that step's error.
    */
-  const launch = (
+  const launch = <E extends DomainError>(
     userId: string,
     conversation: Omit<ConversationRecord, 'sandbox_id'>,
     plan: Plan,
     request: AppConversationStartRequest,
-    mode: { kind: 'new' } | { kind: 'restart'; previous: ConversationRecord },
-  ): ResultAsync<{ conversation: ConversationRecord; task: StartTaskRecord }, DomainError> => {
-    type Undo = () => ResultAsync<unknown, DomainError> | Promise<void>;
+    storing: ConversationStep<E>,
+  ): ResultAsync<{ conversation: ConversationRecord; task: StartTaskRecord }, SandboxServiceError<'reserve' | 'resume'> | StoreFailure | E> => {
     const undo: { step: string; run: Undo }[] = [];
     let commit = (): void => {};
     const rollback = async (error: DomainError): Promise<void> => {
@@ -280,14 +360,14 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       }
       logger.warn({ conversationId: conversation.id, userId, error: error.type }, 'a conversation start failed; what it had stored was undone');
     };
-    const undoable = <T>(step: string, result: ResultAsync<T, DomainError>, undoOf: (value: T) => Undo | null) =>
+    const undoable = <T, F>(step: string, result: ResultAsync<T, F>, undoOf: (value: T) => Undo | null) =>
       result.map((value) => {
         const run = undoOf(value);
         if (run) undo.push({ step, run });
         return value;
       });
 
-    const sandbox: ResultAsync<SandboxRecord, DomainError> =
+    const sandbox: ResultAsync<SandboxRecord, SandboxServiceError<'reserve' | 'resume'>> =
       plan.kind === 'new'
         ? undoable('reserve the sandbox', sandboxes.reserve(userId, plan.spec), (reservation) => () => reservation.cancel()).map((reservation) => {
             commit = () => reservation.commit();
@@ -303,34 +383,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     const work = sandbox.andThen((box) => {
       const record: ConversationRecord = { ...conversation, sandbox_id: box.id };
-      const stored: ResultAsync<ConversationRecord, DomainError> =
-        mode.kind === 'new'
-          ? undoable(
-              'store the conversation',
-              conversations.insert(record).andThen((outcome) =>
-                outcome === 'inserted' ? okAsync(record) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationIdTaken', conversationId: record.id }),
-              ),
-              // Its events and tasks go with it (the first message is appended next).
-              () => () =>
-                log
-                  .deleteConversation(userId, record.id)
-                  .andThen(() => startTasks.deleteByConversation(userId, record.id))
-                  .andThen(() => conversations.delete(userId, record.id)),
-            )
-          : undoable(
-              'mark the conversation starting',
-              transition(userId, record.id, 'start', { status_detail: null, sandbox_id: box.id }).andThen((c) =>
-                c ? okAsync(c) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: record.id }),
-              ),
-              () => () =>
-                conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
-                  ok({ ...c, status: mode.previous.status, status_detail: mode.previous.status_detail, sandbox_id: mode.previous.sandbox_id, updated_at: clock.now() }),
-                ),
-            );
+      const stored = undoable(storing.name, storing.store(record), () => storing.undo(record));
       const withMessage = stored.andThen((saved) => {
-        const initial = mode.kind === 'new' ? userMessageOf(saved.launch.initial_message) : null;
+        const initial = storing.appendsInitialMessage ? userMessageOf(saved.launch.initial_message) : null;
         // The first message is in the log before anything acts on it.
-        return initial ? engine.appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync<ConversationRecord, DomainError>(saved);
+        return initial ? engine.appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync(saved);
       });
       return withMessage.andThen((saved) => {
         const now = clock.now();
@@ -358,6 +415,41 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       })
       .orElse((error) => ResultAsync.fromSafePromise(rollback(error)).andThen(() => errAsync(error)));
   };
+
+  /** A new conversation is inserted (refused if its id is taken); undone with its events and tasks. */
+  const insertConversation = (userId: string): ConversationStep<DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>> => ({
+    name: 'store the conversation',
+    appendsInitialMessage: true,
+    store: (record) =>
+      conversations
+        .insert(record)
+        .andThen((outcome) =>
+          outcome === 'inserted' ? okAsync(record) : errAsync<ConversationRecord, DomainErrorOf<'ConversationIdTaken'>>({ type: 'ConversationIdTaken', conversationId: record.id }),
+        ),
+    // Its events and tasks go with it (the first message is appended next).
+    undo: (record) => () =>
+      log
+        .deleteConversation(userId, record.id)
+        .andThen(() => startTasks.deleteByConversation(userId, record.id))
+        .andThen(() => conversations.delete(userId, record.id)),
+  });
+
+  /** A stopped conversation is moved to STARTING in its (new) sandbox; undone by restoring what it was. */
+  const restartConversation = (
+    userId: string,
+    previous: ConversationRecord,
+  ): ConversationStep<DomainErrorOf<'IllegalConversationTransition' | 'ConversationNotFound' | 'StoreUnavailable'>> => ({
+    name: 'mark the conversation starting',
+    appendsInitialMessage: false,
+    store: (record) =>
+      transition(userId, record.id, 'start', { status_detail: null, sandbox_id: record.sandbox_id }).andThen((c) =>
+        c ? okAsync(c) : errAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: record.id }),
+      ),
+    undo: (record) => () =>
+      conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
+        ok({ ...c, status: previous.status, status_detail: previous.status_detail, sandbox_id: previous.sandbox_id, updated_at: clock.now() }),
+      ),
+  });
 
   const newRecord = (
     userId: string,
@@ -405,7 +497,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const getRecord = (userId: string, id: string) =>
     conversations
       .get(userId, normalizeId(id))
-      .andThen((r) => (r ? okAsync(r) : errAsync<ConversationRecord, DomainError>({ type: 'ConversationNotFound', conversationId: id })));
+      .andThen((r) => (r ? okAsync(r) : errAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: id })));
 
   const statusOf = (userId: string, record: ConversationRecord) =>
     sandboxes.liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : []).map((boxes) => {
@@ -435,7 +527,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         .andThen((stored) => (request.replay_json ? ok(stored) : requireLlmSettings(stored, null)))
         .andThen((stored) =>
           (request.conversation_id !== undefined ? conversations.get(userId, id) : okAsync(null)).andThen((existing) =>
-            existing ? errAsync<StoredSettings | null, DomainError>({ type: 'ConversationIdTaken', conversationId: id }) : okAsync(stored),
+            existing ? errAsync<StoredSettings | null, DomainErrorOf<'ConversationIdTaken'>>({ type: 'ConversationIdTaken', conversationId: id }) : okAsync(stored),
           ),
         )
         .andThen((stored) => specFor(stored).map((spec) => ({ stored, spec })))
@@ -468,7 +560,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             git_provider: request.git_provider ?? null,
             trigger,
           };
-          return launch(userId, record, { kind: 'new', spec }, asV1, { kind: 'new' });
+          return launch(userId, record, { kind: 'new', spec }, asV1, insertConversation(userId));
         })
         .map(({ conversation }) => ({
           status: 'ok' as const,
@@ -480,11 +572,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     startApp: (userId, request) => {
       const parentId = request.parent_conversation_id ? normalizeId(request.parent_conversation_id) : null;
-      const parent: ResultAsync<ConversationRecord | null, DomainError> = parentId
+      const parent: ResultAsync<ConversationRecord | null, DomainErrorOf<'ValidationFailed' | 'StoreUnavailable'>> = parentId
         ? conversations.get(userId, parentId).andThen((p) =>
             p
               ? okAsync(p)
-              : errAsync<ConversationRecord | null, DomainError>(
+              : errAsync<ConversationRecord | null, DomainErrorOf<'ValidationFailed'>>(
                   validationFailed([{ path: 'parent_conversation_id', message: `conversation ${parentId} does not exist` }]),
                 ),
           )
@@ -496,19 +588,19 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
           .loadWithSecrets(userId)
           .andThen((stored) => requireLlmSettings(stored, llmModel))
           .andThen((stored) => {
-            if (!sandboxId) return specFor(stored).map((spec): { stored: StoredSettings | null; plan: Plan } => ({ stored, plan: { kind: 'new', spec } }));
+            if (!sandboxId) return specFor(stored).map((spec): Planned => ({ stored, plan: { kind: 'new', spec } }));
             return sandboxStore.get(userId, sandboxId).andThen((box) => {
-              if (!box || box.status === 'DELETED') return errAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({ type: 'SandboxNotFound', sandboxId });
+              if (!box || box.status === 'DELETED') return errAsync<Planned, DomainErrorOf<'SandboxNotFound'>>({ type: 'SandboxNotFound', sandboxId });
               const usable = planSandboxAction(box.status, 'attach');
               if (usable.isErr()) {
-                return errAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({
+                return errAsync<Planned, DomainErrorOf<'IllegalSandboxTransition'>>({
                   type: 'IllegalSandboxTransition',
                   sandboxId,
                   from: box.status,
                   action: 'attach',
                 });
               }
-              return okAsync<{ stored: StoredSettings | null; plan: Plan }, DomainError>({ stored, plan: { kind: 'existing', sandbox: box } });
+              return okAsync<Planned, never>({ stored, plan: { kind: 'existing', sandbox: box } });
             });
           })
           .andThen(({ stored, plan }) => {
@@ -533,7 +625,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
               },
               conversation_version: 'V1',
             });
-            return launch(userId, record, plan, request, { kind: 'new' });
+            return launch(userId, record, plan, request, insertConversation(userId));
           })
           .map(({ task }) => toStartTask(task));
       });
@@ -629,12 +721,12 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             .andThen((stored) =>
               (record.sandbox_id ? sandboxStore.get(userId, record.sandbox_id) : okAsync(null)).andThen((box) =>
                 box && !isSandboxLost(box.status)
-                  ? okAsync<Plan, DomainError>({ kind: 'existing', sandbox: box })
+                  ? okAsync<Plan, never>({ kind: 'existing', sandbox: box })
                   : specFor(stored).map((spec): Plan => ({ kind: 'new', spec })),
               ),
             )
             .andThen((plan) =>
-              launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, { kind: 'restart', previous: record }),
+              launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, restartConversation(userId, record)),
             )
             .map(() => ({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is starting', conversation_status: 'STARTING' as const }));
         }),

@@ -1,11 +1,12 @@
 import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
-import type { DomainError } from '../errors.js';
+import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
 import type { InstallationStore } from '../installation.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
+import type { StoreFailure } from '../store-failure.js';
 import type { RuntimeObservation, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
 import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
 import { isSandboxLost, planSandboxAction, statusAfterObservation, type SandboxAction } from './state.js';
@@ -67,32 +68,67 @@ export interface SandboxServiceDeps {
   resourceFactorOf?: (userId: string) => Promise<number>;
 }
 
+/**
+ * What each sandbox operation can fail with (the compiler holds the implementation to it).
+ *
+ * Acting on a sandbox (pause, resume, delete) reads it first: SandboxNotFound, or
+ * IllegalSandboxTransition when its state forbids the action. The runtime answers
+ * SandboxesUnavailable (engine down) or SandboxRuntimeFailed. Making room for one more
+ * sandbox (start, resume) is SandboxCapReached at the user's limit; with
+ * `atSandboxLimit: 'pause_oldest'` it pauses the user's oldest running sandbox instead, and a
+ * failure to pause that one (it was deleted or failed meanwhile, or the runtime refused) is
+ * the answer, naming the other sandbox: that is why a start can say SandboxNotFound or
+ * IllegalSandboxTransition. (A delete is refused by the state machine only for a deleted
+ * sandbox, which is answered as SandboxNotFound; IllegalSandboxTransition stays in its list
+ * because the state machine's type does not say which actions it can refuse.)
+ */
+export const SandboxServiceErrors = {
+  start: ['SandboxSpecNotFound', 'SandboxCapReached', 'SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  reserve: ['SandboxCapReached', 'SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  get: ['SandboxNotFound', 'StoreUnavailable'],
+  getMany: ['StoreUnavailable'],
+  search: ['StoreUnavailable'],
+  pause: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  resume: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  delete: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  resolveSpec: ['SandboxSpecNotFound', 'StoreUnavailable'],
+  reconcile: ['SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/** The error union of a sandbox operation. */
+export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<(typeof SandboxServiceErrors)[K]>;
+
+/** What the runtime's failures become. */
+type RuntimeFailure = DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'>;
+
 export interface SandboxService {
   /** Creates a sandbox from a spec (the default when absent). Returns at once, STARTING; it comes up in the background. */
-  start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, DomainError>;
+  start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, SandboxServiceError<'start'>>;
   /** Creates a sandbox from an already resolved spec and returns its record. */
-  startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, DomainError>;
+  startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, SandboxServiceError<'reserve'>>;
   /**
    * Like startFromSpec (the runtime must answer, the user's limit applies), but the sandbox
    * is only brought up on `commit()`; `cancel()` gives it back. For requests that store more
    * than the sandbox and must store all of it or none of it.
    */
-  reserve(userId: string, spec: SandboxSpec): ResultAsync<SandboxReservation, DomainError>;
-  get(userId: string, id: string): ResultAsync<SandboxInfo, DomainError>;
-  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxInfo | null)[], DomainError>;
-  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxInfo>, DomainError>;
-  pause(userId: string, id: string): ResultAsync<void, DomainError>;
-  resume(userId: string, id: string): ResultAsync<void, DomainError>;
+  reserve(userId: string, spec: SandboxSpec): ResultAsync<SandboxReservation, SandboxServiceError<'reserve'>>;
+  get(userId: string, id: string): ResultAsync<SandboxInfo, SandboxServiceError<'get'>>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxInfo | null)[], SandboxServiceError<'getMany'>>;
+  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxInfo>, SandboxServiceError<'search'>>;
+  pause(userId: string, id: string): ResultAsync<void, SandboxServiceError<'pause'>>;
+  resume(userId: string, id: string): ResultAsync<void, SandboxServiceError<'resume'>>;
   /**
    * Deletes the sandbox: the record is DELETED at once (also while the sandbox is still
    * starting), then its container is removed, now or, if the runtime fails, by retries in the
    * background and at the next reconcile. Refused only when the runtime cannot be reached.
    */
-  delete(userId: string, id: string): ResultAsync<void, DomainError>;
+  delete(userId: string, id: string): ResultAsync<void, SandboxServiceError<'delete'>>;
   /** The spec to use: by id, or the catalog default. */
-  resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, DomainError>;
+  resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, SandboxServiceError<'resolveSpec'>>;
+  /** The catalog's default spec. */
+  defaultSpec(): ResultAsync<SandboxSpec, StoreFailure>;
   /** An ad-hoc spec for an image (from `sandbox_base_container_image`), based on the default spec. */
-  specForImage(image: string): ResultAsync<SandboxSpec, DomainError>;
+  specForImage(image: string): ResultAsync<SandboxSpec, StoreFailure>;
   /**
    * Resolves when the sandbox has settled (RUNNING, PAUSED, ERROR, MISSING or deleted),
    * waiting for start-up in progress. Null when it does not exist for this user. `onProgress`
@@ -103,7 +139,7 @@ export interface SandboxService {
    * Stored records of these sandboxes, each refreshed from the runtime first (so a
    * sandbox that died is seen, and its conversations stopped). Missing ids are left out.
    */
-  liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, DomainError>;
+  liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, StoreFailure>;
   /** Pauses the sandbox unless another conversation still needs it; never fails (logs instead). */
   pauseIfUnused(userId: string, id: string, stillNeeded: boolean): Promise<void>;
   /** Notes that a sandbox is in use, so idle pausing leaves it alone. */
@@ -113,7 +149,7 @@ export interface SandboxService {
    * sandbox gets the status its container has now (RUNNING, PAUSED, ERROR with the
    * reason, MISSING), and sandboxes the runtime holds without a record are adopted.
    */
-  reconcile(): ResultAsync<ReconcileReport, DomainError>;
+  reconcile(): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>>;
   /** Pauses running sandboxes idle longer than idlePauseAfterMs; resolves to how many. */
   pauseIdle(): Promise<number>;
   /** Stops the maintenance timer. */
@@ -130,7 +166,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
   /** Read once from the store and kept; a failed read is tried again on the next call. */
   let installationId: string | undefined;
-  const installation = (): ResultAsync<string, DomainError> =>
+  const installation = (): ResultAsync<string, StoreFailure> =>
     installationId !== undefined
       ? okAsync(installationId)
       : deps.installation.identity().map((id) => {
@@ -140,7 +176,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
   const runtimeFailure =
     (sandboxId: string, operation: string) =>
-    (e: SandboxRuntimeError): DomainError =>
+    (e: SandboxRuntimeError): RuntimeFailure =>
       e.kind === 'unavailable'
         ? { type: 'SandboxesUnavailable', reason: e.message }
         : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
@@ -160,7 +196,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     userId: string,
     id: string,
     observation: RuntimeObservation,
-  ): ResultAsync<SandboxRecord | null, DomainError> => {
+  ): ResultAsync<SandboxRecord | null, StoreFailure> => {
     let lostNow = false;
     return sandboxes
       .update(userId, id, (current): Result<SandboxRecord, never> => {
@@ -277,7 +313,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const visible = (record: SandboxRecord | null): record is SandboxRecord => record !== null && record.status !== 'DELETED';
 
   /** Reads the runtime's view of a sandbox we are not already watching, and stores it. */
-  const refresh = (record: SandboxRecord): ResultAsync<SandboxRecord, DomainError> => {
+  const refresh = (record: SandboxRecord): ResultAsync<SandboxRecord, StoreFailure> => {
     if (settling.has(record.id) || !['RUNNING', 'PAUSED', 'STARTING'].includes(record.status)) return okAsync(record);
     return ResultAsync.fromSafePromise(runtime.inspect(record.id)).andThen((inspected) => {
       if (inspected.isErr()) {
@@ -290,18 +326,20 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     });
   };
 
-  const act = (userId: string, id: string, action: SandboxAction): ResultAsync<SandboxRecord | 'noop', DomainError> =>
+  /** What reading a sandbox to act on it can fail with. */
+  type ActFailure = DomainErrorOf<'SandboxNotFound' | 'IllegalSandboxTransition' | 'StoreUnavailable'>;
+  const act = (userId: string, id: string, action: SandboxAction): ResultAsync<SandboxRecord | 'noop', ActFailure> =>
     sandboxes.get(userId, id).andThen((record) => {
-      if (!record) return errAsync<SandboxRecord | 'noop', DomainError>({ type: 'SandboxNotFound', sandboxId: id });
+      if (!record) return errAsync<SandboxRecord | 'noop', ActFailure>({ type: 'SandboxNotFound', sandboxId: id });
       const plan = planSandboxAction(record.status, action);
       if (plan.isErr()) {
-        return errAsync<SandboxRecord | 'noop', DomainError>(
+        return errAsync<SandboxRecord | 'noop', ActFailure>(
           record.status === 'DELETED' && action === 'delete'
             ? { type: 'SandboxNotFound', sandboxId: id }
             : { type: 'IllegalSandboxTransition', sandboxId: id, from: record.status, action },
         );
       }
-      return okAsync<SandboxRecord | 'noop', DomainError>(plan.value === 'noop' ? 'noop' : record);
+      return okAsync<SandboxRecord | 'noop', ActFailure>(plan.value === 'noop' ? 'noop' : record);
     });
 
   /** When each sandbox was last used, in this process (records' updated_at covers the rest). */
@@ -311,7 +349,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
   /** Starts of one user run one at a time, so two concurrent starts cannot both slip under the limit. */
   const userLocks = new Map<string, Promise<unknown>>();
-  const withUserLock = <T>(userId: string, work: () => ResultAsync<T, DomainError>): ResultAsync<T, DomainError> => {
+  const withUserLock = <T, E>(userId: string, work: () => ResultAsync<T, E>): ResultAsync<T, E> => {
     const previous = userLocks.get(userId) ?? Promise.resolve();
     const result = previous.then(() => work());
     const settled = result.then(
@@ -326,13 +364,14 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   };
 
   /** Makes sure the user may have one more sandbox running: refuses, or pauses the oldest, at the limit. */
-  const makeRoom = (userId: string): ResultAsync<void, DomainError> => {
+  type MakeRoomFailure = DomainErrorOf<'SandboxCapReached'> | SandboxServiceError<'pause'>;
+  const makeRoom = (userId: string): ResultAsync<void, MakeRoomFailure> => {
     if (!Number.isFinite(maxRunning)) return okAsync(undefined);
     return sandboxes.listByStatus(userId, ['STARTING', 'RUNNING']).andThen((active) => {
       if (active.length < maxRunning) return okAsync(undefined);
-      if (deps.options?.atSandboxLimit !== 'pause_oldest') return errAsync<void, DomainError>({ type: 'SandboxCapReached', limit: maxRunning });
+      if (deps.options?.atSandboxLimit !== 'pause_oldest') return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
       const oldestRunning = active.filter((r) => r.status === 'RUNNING').slice(0, active.length - maxRunning + 1);
-      if (oldestRunning.length < active.length - maxRunning + 1) return errAsync<void, DomainError>({ type: 'SandboxCapReached', limit: maxRunning });
+      if (oldestRunning.length < active.length - maxRunning + 1) return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
       return ResultAsync.combine(oldestRunning.map((r) => service.pause(userId, r.id))).map(() => {
         logger.info({ userId, paused: oldestRunning.map((r) => r.id) }, 'paused the oldest sandbox to stay within the limit');
       });
@@ -340,7 +379,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   };
 
   /** Writes the record (STARTING); the caller commits (brings it up) or cancels. Runs under the user's lock. */
-  const insertReservation = (userId: string, spec: SandboxSpec, installationOfRecord: string): ResultAsync<SandboxReservation, DomainError> => {
+  const insertReservation = (userId: string, spec: SandboxSpec, installationOfRecord: string): ResultAsync<SandboxReservation, StoreFailure> => {
     const now = clock.now();
     const record: SandboxRecord = {
       id: ids.next(),
@@ -383,7 +422,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   timer?.unref();
 
   /** Pauses a sandbox; `reason` is recorded as its status detail in the same write. */
-  const pauseBecause = (userId: string, id: string, reason: string | null): ResultAsync<void, DomainError> =>
+  const pauseBecause = (userId: string, id: string, reason: string | null): ResultAsync<void, SandboxServiceError<'pause'>> =>
     act(userId, id, 'pause').andThen((target) =>
       target === 'noop'
         ? okAsync(undefined)
@@ -397,8 +436,10 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const service: SandboxService = {
     resolveSpec: (specId) =>
       specId
-        ? specs.get(specId).andThen((spec) => (spec ? okAsync(spec) : errAsync<SandboxSpec, DomainError>({ type: 'SandboxSpecNotFound', specId })))
+        ? specs.get(specId).andThen((spec) => (spec ? okAsync(spec) : errAsync<SandboxSpec, DomainErrorOf<'SandboxSpecNotFound'>>({ type: 'SandboxSpecNotFound', specId })))
         : specs.getDefault(),
+
+    defaultSpec: () => specs.getDefault(),
 
     specForImage: (image) =>
       specs.getDefault().map((base) => ({
@@ -426,14 +467,14 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     get: (userId, id) =>
       sandboxes
         .get(userId, id)
-        .andThen((record) => (visible(record) ? refresh(record) : errAsync<SandboxRecord, DomainError>({ type: 'SandboxNotFound', sandboxId: id })))
+        .andThen((record) => (visible(record) ? refresh(record) : errAsync<SandboxRecord, DomainErrorOf<'SandboxNotFound'>>({ type: 'SandboxNotFound', sandboxId: id })))
         .map(toSandboxInfo),
 
     getMany: (userId, idList) =>
       sandboxes
         .getMany(userId, idList)
         .andThen((records) =>
-          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r).map((x): SandboxInfo | null => toSandboxInfo(x)) : okAsync<SandboxInfo | null, DomainError>(null)))),
+          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r).map((x): SandboxInfo | null => toSandboxInfo(x)) : okAsync<SandboxInfo | null, StoreFailure>(null)))),
         ),
 
     search: (userId, page) => sandboxes.search(userId, page).map((p) => ({ items: p.items.map(toSandboxInfo), next_page_id: p.next_page_id })),
@@ -497,7 +538,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       sandboxes
         .getMany(userId, [...new Set(idList)])
         .andThen((records) =>
-          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r) : okAsync<SandboxRecord | null, DomainError>(r)))),
+          ResultAsync.combine(records.map((r) => (visible(r) ? refresh(r) : okAsync<SandboxRecord | null, StoreFailure>(r)))),
         )
         .map((records) => new Map(records.filter((r): r is SandboxRecord => r !== null).map((r) => [r.id, r]))),
 

@@ -1,0 +1,333 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { okAsync } from 'neverthrow';
+import { z } from 'zod';
+import {
+  ConversationServiceErrors,
+  DOMAIN_ERROR_CODES,
+  explainDomainError,
+  SandboxServiceErrors,
+  SandboxSpecServiceErrors,
+  SettingsServiceErrors,
+  type AgentConversationService,
+  type DomainErrorOf,
+  type DomainErrorType,
+} from '@acs/core';
+import { buildRoutes, defineRoute, HTTP_ERROR_CODES, statusOf, type RouteDefinition } from '@acs/adapter-express';
+import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness, type OpenApiDoc, type OpenApiOperation } from './harness.js';
+
+/**
+ * What each route may fail with, written out here from the service operation it calls (and
+ * what its handler adds: `paged` refuses a page id this server never issued), so a route
+ * wired to the wrong list is caught.
+ */
+const PAGED = ['ValidationFailed'] as const;
+const DECLARED: Record<string, readonly DomainErrorType[]> = {
+  alive: [],
+  health: [],
+  storeSettings: SettingsServiceErrors.store,
+  loadSettings: SettingsServiceErrors.load,
+  newConversation: ConversationServiceErrors.create,
+  listConversations: [...ConversationServiceErrors.listInfo, ...PAGED],
+  getConversation: ConversationServiceErrors.getInfo,
+  deleteConversation: ConversationServiceErrors.delete,
+  startConversation: ConversationServiceErrors.start,
+  stopConversation: ConversationServiceErrors.stop,
+  sendConversationMessage: ConversationServiceErrors.sendMessage,
+  respondToConfirmationV0: ConversationServiceErrors.respondToConfirmation,
+  startAppConversation: ConversationServiceErrors.startApp,
+  searchAppConversations: [...ConversationServiceErrors.search, ...PAGED],
+  countAppConversations: ConversationServiceErrors.count,
+  searchStartTasks: [...ConversationServiceErrors.searchStartTasks, ...PAGED],
+  countStartTasks: ConversationServiceErrors.countStartTasks,
+  getStartTasks: ConversationServiceErrors.getStartTasks,
+  listAppConversations: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED],
+  getAppConversation: [...ConversationServiceErrors.getMany, 'ConversationNotFound'],
+  sendAppConversationMessage: ConversationServiceErrors.sendMessage,
+  respondToConfirmation: ConversationServiceErrors.respondToConfirmation,
+  searchConversationEvents: ConversationServiceErrors.searchEvents,
+  streamConversationEvents: ConversationServiceErrors.subscribeEvents,
+  searchSandboxes: [...SandboxServiceErrors.search, ...PAGED],
+  getSandboxes: SandboxServiceErrors.getMany,
+  startSandbox: SandboxServiceErrors.start,
+  getSandbox: SandboxServiceErrors.get,
+  deleteSandbox: SandboxServiceErrors.delete,
+  pauseSandbox: SandboxServiceErrors.pause,
+  resumeSandbox: SandboxServiceErrors.resume,
+  searchSandboxSpecs: [...SandboxSpecServiceErrors.search, ...PAGED],
+  getSandboxSpecs: SandboxSpecServiceErrors.getMany,
+};
+
+/** The status of every domain error type, written out (a change to statusOf must show up here). */
+const STATUS: Record<DomainErrorType, number> = {
+  ValidationFailed: 422,
+  SettingsNotFound: 404,
+  SettingsRequired: 400,
+  ConversationNotFound: 404,
+  ConversationIdTaken: 409,
+  IllegalConversationTransition: 409,
+  ConfirmationNotPending: 409,
+  StartTaskNotFound: 404,
+  SandboxNotFound: 404,
+  SandboxSpecNotFound: 404,
+  IllegalSandboxTransition: 409,
+  SandboxRuntimeFailed: 502,
+  SandboxesUnavailable: 503,
+  SandboxCapReached: 429,
+  StoreUnavailable: 503,
+};
+
+/** Path parameters that name a record: a value no record can have is that record's 404. */
+const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound' };
+
+const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject ? Object.keys(schema.shape) : []);
+
+/**
+ * The error statuses a route must document, with the codes each may carry: its declared
+ * domain errors, and what the adapter answers by itself (401 without a key; a body's 400, 413,
+ * 415 and 422; 422 for parameters; a path's 400 for bad percent-encoding and 404 for a record
+ * id nothing can have; 503 for a stream while shutting down; 500).
+ */
+function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
+  const expected = new Map<number, Set<string>>();
+  const add = (status: number, ...codes: string[]) => expected.set(status, new Set([...(expected.get(status) ?? []), ...codes]));
+  for (const type of DECLARED[route.operationId] ?? []) add(STATUS[type], ...DOMAIN_ERROR_CODES[type]);
+  add(500, 'INTERNAL_ERROR');
+  if (route.authenticated) add(401, 'UNAUTHENTICATED');
+  if (!(route.body instanceof z.ZodUndefined)) {
+    add(400, 'MALFORMED_JSON', 'JSON_TOO_DEEP');
+    add(413, 'PAYLOAD_TOO_LARGE');
+    add(415, 'UNSUPPORTED_MEDIA_TYPE');
+    add(422, 'VALIDATION_FAILED');
+  }
+  const pathParams = shapeOf(route.params);
+  if (pathParams.length + shapeOf(route.query).length + shapeOf(route.headers).length > 0) add(422, 'VALIDATION_FAILED');
+  if (pathParams.length > 0) add(400, 'BAD_REQUEST');
+  for (const name of pathParams) {
+    const notFound = RECORD_PATH_PARAMS[name];
+    if (notFound) add(STATUS[notFound], ...DOMAIN_ERROR_CODES[notFound]);
+  }
+  if (route.stream) add(503, 'SHUTTING_DOWN');
+  return expected;
+}
+
+function operation(doc: OpenApiDoc, method: string, path: string): OpenApiOperation {
+  const op = doc.paths[path]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${method} ${path} is not in the document`);
+  return op;
+}
+
+const errorStatuses = (op: OpenApiOperation) =>
+  Object.keys(op.responses)
+    .map(Number)
+    .filter((s) => s >= 400)
+    .sort((a, b) => a - b);
+
+/** The codes a documented response lists in its description ("… Codes: A, B."). */
+function documentedCodes(op: OpenApiOperation, status: number): string[] {
+  const description = (op.responses[String(status)] as { description?: string } | undefined)?.description ?? '';
+  const listed = /Codes: ([A-Z0-9_, ]+)\.$/.exec(description);
+  return listed?.[1] ? listed[1].split(', ').sort() : [];
+}
+
+describe('documented error statuses', () => {
+  let h: Harness;
+  let doc: OpenApiDoc;
+  let routes: RouteDefinition[];
+
+  beforeAll(async () => {
+    h = await startHarness();
+    doc = await fetchOpenApi(h);
+    routes = buildRoutes(h.service);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('lists 429 where the user limit applies and 503 on both conversation creates', () => {
+    for (const [method, path] of [
+      ['POST', '/api/v1/sandboxes'],
+      ['POST', '/api/conversations'],
+      ['POST', '/api/v1/app-conversations'],
+      ['POST', '/api/v1/sandboxes/{sandbox_id}/resume'],
+      ['POST', '/api/conversations/{conversation_id}/start'],
+    ] as const) {
+      const op = operation(doc, method, path);
+      expect(errorStatuses(op), `${method} ${path}`).toContain(429);
+      expect(documentedCodes(op, 429), `${method} ${path}`).toEqual(['SANDBOX_LIMIT_REACHED']);
+    }
+    for (const path of ['/api/conversations', '/api/v1/app-conversations']) {
+      const op = operation(doc, 'POST', path);
+      expect(errorStatuses(op), `POST ${path}`).toContain(503);
+      expect(documentedCodes(op, 503), `POST ${path}`).toEqual(['SANDBOXES_UNAVAILABLE', 'STORE_UNAVAILABLE']);
+    }
+  });
+
+  it('every route is wired to the errors of the operation it calls', () => {
+    expect(routes.map((r) => r.operationId).sort()).toEqual(Object.keys(DECLARED).sort());
+    for (const route of routes) expect(new Set(route.errors), route.operationId).toEqual(new Set(DECLARED[route.operationId]));
+  });
+
+  it('for every operation: exactly the statuses (and codes) of its declared errors plus those of the adapter', () => {
+    for (const route of routes) {
+      const label = `${route.method.toUpperCase()} ${route.path}`;
+      const op = operation(doc, route.method, route.path);
+      const expected = expectedErrors(route);
+      expect(errorStatuses(op), label).toEqual([...expected.keys()].sort((a, b) => a - b));
+      for (const [status, codes] of expected) expect(documentedCodes(op, status), `${label} ${status}`).toEqual([...codes].sort());
+    }
+  });
+
+  it('statusOf is the table the document is derived from', () => {
+    for (const type of Object.keys(STATUS) as DomainErrorType[]) expect(statusOf(type), type).toBe(STATUS[type]);
+    expect(statusOf({ type: 'SandboxCapReached', limit: 1 })).toBe(429);
+  });
+
+  it('DOMAIN_ERROR_CODES lists every code explainDomainError gives, per type', () => {
+    const samples: { [T in DomainErrorType]: DomainErrorOf<T>[] } = {
+      ValidationFailed: [{ type: 'ValidationFailed', message: 'm', issues: [] }],
+      SettingsNotFound: [{ type: 'SettingsNotFound' }],
+      SettingsRequired: [
+        { type: 'SettingsRequired', missing: 'settings' },
+        { type: 'SettingsRequired', missing: 'llm_model' },
+        { type: 'SettingsRequired', missing: 'llm_api_key' },
+      ],
+      ConversationNotFound: [{ type: 'ConversationNotFound', conversationId: 'c' }],
+      ConversationIdTaken: [{ type: 'ConversationIdTaken', conversationId: 'c' }],
+      IllegalConversationTransition: [{ type: 'IllegalConversationTransition', conversationId: 'c', from: 'RUNNING', event: 'start_failed' }],
+      ConfirmationNotPending: [{ type: 'ConfirmationNotPending', conversationId: 'c', executionStatus: null }],
+      StartTaskNotFound: [{ type: 'StartTaskNotFound', taskId: 't' }],
+      SandboxNotFound: [{ type: 'SandboxNotFound', sandboxId: 's' }],
+      SandboxSpecNotFound: [{ type: 'SandboxSpecNotFound', specId: 's' }],
+      IllegalSandboxTransition: [{ type: 'IllegalSandboxTransition', sandboxId: 's', from: 'ERROR', action: 'resume' }],
+      SandboxRuntimeFailed: [{ type: 'SandboxRuntimeFailed', sandboxId: 's', operation: 'pause', message: 'm' }],
+      SandboxesUnavailable: [{ type: 'SandboxesUnavailable', reason: 'r' }],
+      SandboxCapReached: [{ type: 'SandboxCapReached', limit: 1 }],
+      StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
+    };
+    for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {
+      expect(errors.map((e) => explainDomainError(e).code).sort(), type).toEqual([...DOMAIN_ERROR_CODES[type]].sort());
+    }
+  });
+
+  it('the adapter codes the document lists are the router’s', () => {
+    for (const code of ['UNAUTHENTICATED', 'MALFORMED_JSON', 'JSON_TOO_DEEP', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_REQUEST', 'SHUTTING_DOWN', 'INTERNAL_ERROR']) {
+      expect(Object.values(HTTP_ERROR_CODES), code).toContain(code);
+    }
+  });
+
+  it('a handler that can return an error its route does not declare does not compile', () => {
+    const build = (service: AgentConversationService) => [
+      defineRoute({
+        method: 'get',
+        path: '/api/v1/sandboxes/{sandbox_id}',
+        operationId: 'undeclared',
+        summary: 'get returns SandboxNotFound, which getMany never does',
+        tags: [],
+        params: z.object({ sandbox_id: z.string() }),
+        success: { status: 200, description: 'x', schema: z.unknown() },
+        errors: SandboxServiceErrors.getMany,
+        // @ts-expect-error SandboxNotFound is not in SandboxServiceErrors.getMany
+        handle: ({ userId, params }) => service.sandboxes.get(userId, params.sandbox_id),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/api/v1/app-conversations/{conversation_id}/events/stream',
+        operationId: 'undeclaredStream',
+        summary: 'a stream checked the same way',
+        tags: [],
+        params: z.object({ conversation_id: z.string() }),
+        success: { status: 200, description: 'x', schema: z.unknown() },
+        errors: ['StoreUnavailable'],
+        // @ts-expect-error ConversationNotFound is not declared
+        stream: ({ userId, params }) => service.conversations.subscribeEvents(userId, params.conversation_id, 0, () => {}),
+      }),
+      // The same handler with its errors declared compiles.
+      defineRoute({
+        method: 'get',
+        path: '/api/v1/sandboxes/{sandbox_id}',
+        operationId: 'declared',
+        summary: 'declared',
+        tags: [],
+        params: z.object({ sandbox_id: z.string() }),
+        success: { status: 200, description: 'x', schema: z.unknown() },
+        errors: SandboxServiceErrors.get,
+        handle: ({ userId, params }) => service.sandboxes.get(userId, params.sandbox_id),
+      }),
+      // A handler that cannot fail declares nothing.
+      defineRoute({
+        method: 'get',
+        path: '/ok',
+        operationId: 'ok',
+        summary: 'ok',
+        tags: [],
+        authenticated: false,
+        success: { status: 200, description: 'x', schema: z.unknown() },
+        errors: [],
+        handle: () => okAsync('ok'),
+      }),
+    ];
+    expect(build(h.service).map((r) => r.errors)).toEqual([SandboxServiceErrors.getMany, ['StoreUnavailable'], SandboxServiceErrors.get, []]);
+  });
+});
+
+describe('the statuses the issue found missing are answered, and documented', () => {
+  let h: Harness | undefined;
+  let doc: OpenApiDoc;
+
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  const documented = (method: string, path: string, status: number) => expect(errorStatuses(operation(doc, method, path)), `${method} ${path}`).toContain(status);
+
+  it('429 SANDBOX_LIMIT_REACHED from every route that starts or resumes a sandbox', async () => {
+    h = await startHarness({ service: { maxRunningSandboxesPerUser: 1 } });
+    doc = await fetchOpenApi(h);
+    await storeSettings(h);
+    // A conversation whose sandbox is paused (stopped), another sandbox paused, and one running: the limit.
+    const created = await h.call('POST', '/api/conversations', { body: { initial_user_msg: 'hi' } });
+    expect(created.status, created.text).toBe(200);
+    const conversationId = obj(created.body).conversation_id as string;
+    await h.idle();
+    expect((await h.call('POST', `/api/conversations/${conversationId}/stop`)).status).toBe(200);
+    await h.idle();
+    const paused = await h.call('POST', '/api/v1/sandboxes');
+    expect(paused.status, paused.text).toBe(200);
+    const pausedId = obj(paused.body).id as string;
+    await h.idle();
+    expect((await h.call('POST', `/api/v1/sandboxes/${pausedId}/pause`)).status).toBe(200);
+    const running = await h.call('POST', '/api/v1/sandboxes');
+    expect(running.status, running.text).toBe(200);
+    await h.idle();
+
+    for (const [method, template, concrete, body] of [
+      ['POST', '/api/v1/sandboxes', '/api/v1/sandboxes', undefined],
+      ['POST', '/api/conversations', '/api/conversations', { initial_user_msg: 'hi' }],
+      ['POST', '/api/v1/app-conversations', '/api/v1/app-conversations', {}],
+      ['POST', '/api/v1/sandboxes/{sandbox_id}/resume', `/api/v1/sandboxes/${pausedId}/resume`, undefined],
+      ['POST', '/api/conversations/{conversation_id}/start', `/api/conversations/${conversationId}/start`, undefined],
+    ] as const) {
+      const r = await h.call(method, concrete, body !== undefined ? { body } : {});
+      expect(r.status, `${method} ${concrete}: ${r.text}`).toBe(429);
+      expect(errorCode(r.body)).toBe('SANDBOX_LIMIT_REACHED');
+      documented(method, template, 429);
+    }
+  });
+
+  it('503 SANDBOXES_UNAVAILABLE from both conversation creates when the runtime is down', async () => {
+    h = await startHarness();
+    doc = await fetchOpenApi(h);
+    await storeSettings(h);
+    h.ports.runtime.setUnavailable('no Docker engine answers');
+    for (const [path, body] of [
+      ['/api/conversations', { initial_user_msg: 'hi' }],
+      ['/api/v1/app-conversations', {}],
+    ] as const) {
+      const r = await h.call('POST', path, { body });
+      expect(r.status, `POST ${path}: ${r.text}`).toBe(503);
+      expect(errorCode(r.body)).toBe('SANDBOXES_UNAVAILABLE');
+      documented('POST', path, 503);
+    }
+  });
+});
