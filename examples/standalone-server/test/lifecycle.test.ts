@@ -69,7 +69,7 @@ describe('shutting down', () => {
     const { conversation_id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { initial_user_msg: 'hello' }));
     const stream = await fetch(`${server.url}/api/v1/app-conversations/${conversation_id}/events/stream`, { headers: { 'X-Session-API-Key': KEY } });
     expect(stream.status).toBe(200);
-    const reader = stream.body!.getReader();
+    const reader: ReadableStreamDefaultReader<Uint8Array> = stream.body!.getReader();
     let text = '';
     while (!text.includes('event: message')) text += new TextDecoder().decode((await reader.read()).value);
 

@@ -39,6 +39,21 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     await service.close();
   });
 
+  it('with pause_oldest, a failed pause of the oldest is a refusal at the limit, never an error about that other sandbox', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1, atSandboxLimit: 'pause_oldest' });
+    const oldest = await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    ports.runtime.failNext('pause', { message: 'the engine refused to freeze it' });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1 });
+    expect((await expectOk(service.sandboxes.get('alice', oldest.id))).status).toBe('RUNNING');
+    // Once the pause works, the start makes room as configured.
+    await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    expect((await expectOk(service.sandboxes.get('alice', oldest.id))).status).toBe('PAUSED');
+    await service.close();
+  });
+
   it('answers 503-style SandboxesUnavailable at once when the runtime cannot take work, storing nothing', async () => {
     const ports = createMemoryPorts();
     const service = createAgentConversationService({ ...ports, runtime: unavailableSandboxRuntime('no engine here') });

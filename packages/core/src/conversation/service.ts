@@ -80,8 +80,9 @@ export interface ConversationStatusResponse {
  *
  * A start (create, startApp, start) stores the sandbox first: a new one is reserved, a paused
  * one resumed, so it can fail as a sandbox start or resume does (SandboxServiceErrors.reserve
- * and .resume: the runtime, the user's limit, and with `atSandboxLimit: 'pause_oldest'` the
- * pausing of another sandbox). Reads of conversations refresh their sandboxes from the
+ * and .resume: the runtime, the user's limit). V0 create shares that path with the resume of
+ * a paused sandbox, so its type keeps SandboxNotFound and IllegalSandboxTransition though a
+ * create always reserves a new sandbox. Reads of conversations refresh their sandboxes from the
  * runtime, but a runtime that fails there is logged, not returned. IllegalConversationTransition
  * is listed for stop and start because the state machine's type allows it for every event,
  * though stop and start are legal from every status today.
@@ -283,7 +284,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     if (result.ok) {
       const saved = await conversations.update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, workspace: result.workspace, updated_at: at() }));
       if (saved.isOk()) return true;
-      logger.warn({ conversationId: record.id, error: saved.error.message }, 'could not record the prepared repository');
+      logger.warn({ conversationId: record.id, operation: saved.error.operation, errorClass: saved.error.errorClass }, 'could not record the prepared repository');
     }
     const detail = result.ok ? 'could not record the prepared repository' : result.reason;
     logger.warn({ conversationId: record.id, sandboxId: box.id, detail }, 'could not prepare the repository of a conversation');
@@ -769,7 +770,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     handleSandboxGone: async (userId, sandboxId, reason) => {
       const affected = await conversations.listBySandbox(userId, sandboxId);
       if (affected.isErr()) {
-        logger.error({ sandboxId, error: affected.error.message }, 'could not load the conversations of a lost sandbox');
+        logger.error({ sandboxId, operation: affected.error.operation, errorClass: affected.error.errorClass }, 'could not load the conversations of a lost sandbox');
         return;
       }
       for (const conversation of affected.value) {

@@ -75,16 +75,16 @@ export interface SandboxServiceDeps {
  * IllegalSandboxTransition when its state forbids the action. The runtime answers
  * SandboxesUnavailable (engine down) or SandboxRuntimeFailed. Making room for one more
  * sandbox (start, resume) is SandboxCapReached at the user's limit; with
- * `atSandboxLimit: 'pause_oldest'` it pauses the user's oldest running sandbox instead, and a
- * failure to pause that one (it was deleted or failed meanwhile, or the runtime refused) is
- * the answer, naming the other sandbox: that is why a start can say SandboxNotFound or
- * IllegalSandboxTransition. (A delete is refused by the state machine only for a deleted
- * sandbox, which is answered as SandboxNotFound; IllegalSandboxTransition stays in its list
- * because the state machine's type does not say which actions it can refuse.)
+ * `atSandboxLimit: 'pause_oldest'` it pauses the user's oldest running sandbox instead, and if
+ * that fails (it was deleted or failed meanwhile, or the runtime refused) the answer is still
+ * SandboxCapReached: the caller never gets an error about another sandbox. (A delete is refused
+ * by the state machine only for a deleted sandbox, which is answered as SandboxNotFound;
+ * IllegalSandboxTransition stays in its list because the state machine's type does not say
+ * which actions it can refuse.)
  */
 export const SandboxServiceErrors = {
-  start: ['SandboxSpecNotFound', 'SandboxCapReached', 'SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  reserve: ['SandboxCapReached', 'SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  start: ['SandboxSpecNotFound', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  reserve: ['SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   get: ['SandboxNotFound', 'StoreUnavailable'],
   getMany: ['StoreUnavailable'],
   search: ['StoreUnavailable'],
@@ -364,7 +364,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   };
 
   /** Makes sure the user may have one more sandbox running: refuses, or pauses the oldest, at the limit. */
-  type MakeRoomFailure = DomainErrorOf<'SandboxCapReached'> | SandboxServiceError<'pause'>;
+  type MakeRoomFailure = DomainErrorOf<'SandboxCapReached'> | StoreFailure;
   const makeRoom = (userId: string): ResultAsync<void, MakeRoomFailure> => {
     if (!Number.isFinite(maxRunning)) return okAsync(undefined);
     return sandboxes.listByStatus(userId, ['STARTING', 'RUNNING']).andThen((active) => {
@@ -372,9 +372,16 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       if (deps.options?.atSandboxLimit !== 'pause_oldest') return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
       const oldestRunning = active.filter((r) => r.status === 'RUNNING').slice(0, active.length - maxRunning + 1);
       if (oldestRunning.length < active.length - maxRunning + 1) return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
-      return ResultAsync.combine(oldestRunning.map((r) => service.pause(userId, r.id))).map(() => {
-        logger.info({ userId, paused: oldestRunning.map((r) => r.id) }, 'paused the oldest sandbox to stay within the limit');
-      });
+      return ResultAsync.combine(oldestRunning.map((r) => service.pause(userId, r.id)))
+        .map(() => {
+          logger.info({ userId, paused: oldestRunning.map((r) => r.id) }, 'paused the oldest sandbox to stay within the limit');
+        })
+        .orElse((error): ResultAsync<void, MakeRoomFailure> => {
+          if (error.type === 'StoreUnavailable') return errAsync(error);
+          // The caller asked about its own sandbox: another one's pause failing (deleted meanwhile, engine trouble) means no room.
+          logger.warn({ userId, error: error.type }, 'could not pause the oldest sandbox to make room; refusing at the limit');
+          return errAsync({ type: 'SandboxCapReached', limit: maxRunning });
+        });
     });
   };
 
@@ -550,7 +557,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       if (idleAfter === undefined || idleAfter <= 0) return 0;
       const running = await sandboxes.listByStatus(null, ['RUNNING']);
       if (running.isErr()) {
-        logger.warn({ error: running.error.message }, 'could not look for idle sandboxes');
+        logger.warn({ operation: running.error.operation, errorClass: running.error.errorClass }, 'could not look for idle sandboxes');
         return 0;
       }
       let paused = 0;
