@@ -3,5 +3,5 @@ import { defineProject } from 'vitest/config';
 export default defineProject({
   resolve: { conditions: ['@acs/source'] },
   ssr: { resolve: { conditions: ['@acs/source'] } },
-  test: { name: 'adapter-docker', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], testTimeout: 60_000, hookTimeout: 60_000 },
+  test: { name: 'adapter-docker', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], testTimeout: 180_000, hookTimeout: 180_000 },
 });

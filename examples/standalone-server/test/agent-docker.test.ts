@@ -297,7 +297,7 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     });
 
     // The stream, opened when the conversation started, delivered exactly what the pages hold.
-    await waitFor('the stream to catch up', () => (stream.events.length >= all.length ? true : undefined), 10_000);
+    await waitFor('the stream to catch up', () => (stream.events.length >= all.length ? true : undefined));
     await stream.stop();
     expect(stream.problems).toEqual([]);
     expect(stream.events).toEqual(all);

@@ -47,6 +47,9 @@ async function sandboxesCommand(dataDir: string, ...args: string[]): Promise<{ c
   const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/sandboxes-cli.ts', ...args], {
     cwd: exampleDir,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env(dataDir) },
+    // Ended even if it never exits by itself, so a failing test leaves no process behind.
+    timeout: 180_000,
+    killSignal: 'SIGKILL',
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));

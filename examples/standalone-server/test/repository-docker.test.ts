@@ -73,7 +73,7 @@ describe('a conversation with a repository on the example server, in Docker, aga
       }),
     );
     const id = created.conversation_id;
-    await waitFor('the agent to finish', async () => ((await conversation(server, id)).execution_status === 'finished' ? true : undefined), 60_000);
+    await waitFor('the agent to finish', async () => ((await conversation(server, id)).execution_status === 'finished' ? true : undefined));
 
     const log = await events(server, id);
     expect(log.filter((e) => e.kind === 'setup').map((e) => e.kind === 'setup' && e.step)).toEqual(['repository', 'setup_script']);

@@ -60,6 +60,9 @@ describe('the standalone example server', () => {
     const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
       cwd: exampleDir,
       env: { PATH: process.env.PATH ?? '', SESSION_API_KEY: 'short', PORT: '0' },
+      // Ended even if it never exits by itself, so a failing test leaves no process behind.
+      timeout: 120_000,
+      killSignal: 'SIGKILL',
     });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));

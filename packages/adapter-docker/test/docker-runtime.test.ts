@@ -3,7 +3,7 @@ import { expectOk, fixtureId } from '@acs/core/testing';
 import { connectDocker, LABELS, MAX_DOCKER_API_VERSION, MIN_DOCKER_API_VERSION, SANDBOX_CAPABILITIES } from '@acs/adapter-docker';
 import { bookworm, dockerRuntime } from './engine.js';
 
-const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 30_000): Promise<T> => {
+const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 90_000): Promise<T> => {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();

@@ -42,7 +42,7 @@ describe('Docker sandbox runtime: spawn', () => {
   beforeAll(async () => {
     runtime = await dockerRuntime();
     await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: { ...bookworm.initial_env, FROM_SPEC: 'spec-value' } }));
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 120_000;
     while ((await expectOk(runtime.inspect(id))).state !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   });
   afterAll(async () => {
@@ -89,7 +89,7 @@ describe('Docker sandbox runtime: spawn', () => {
     const echo = await spawn(['cat']);
     const echoOut = collectProcessOutput(echo);
     for (let offset = 0; offset < expected.length; offset += 64 * 1024) await echo.write(expected.slice(offset, offset + 64 * 1024));
-    await waitUntil(() => echoOut.stdout().length >= expected.length, 20_000);
+    await waitUntil(() => echoOut.stdout().length >= expected.length);
     expect(echoOut.stdout() === expected).toBe(true);
     await echo.kill();
   });

@@ -138,7 +138,7 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
   const key = options.key === undefined ? KEY_A : options.key;
   const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/events/stream${options.query ?? ''}`, {
     headers: { Accept: 'text/event-stream', ...(key !== null ? { 'X-Session-API-Key': key } : {}), ...options.headers },
-    signal: AbortSignal.any([abort.signal, AbortSignal.timeout(10_000)]),
+    signal: AbortSignal.any([abort.signal, AbortSignal.timeout(120_000)]),
   });
   if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
   const received: SseEvent[] = [];
@@ -187,7 +187,7 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
     events: received,
     comments,
     ended,
-    until: (done, timeoutMs = 3000) =>
+    until: (done, timeoutMs = 60_000) =>
       new Promise<SseEvent[]>((resolve, reject) => {
         const check = () => {
           if (done(received)) {
@@ -216,7 +216,7 @@ const lastIs = (kind: string, extra?: (e: SseEvent) => boolean) => (events: SseE
 const finished = lastIs('status', (e) => e.data.execution_status === 'finished');
 
 /** Polls until `check` holds (for effects the server applies after the client left). */
-async function eventually(check: () => boolean, timeoutMs = 2000): Promise<void> {
+async function eventually(check: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -506,7 +506,7 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     await h.idle();
     const stream = await openStream(h, id);
     await stream.until(finished);
-    const deadline = Date.now() + 2000;
+    const deadline = Date.now() + 60_000;
     while (stream.comments.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(stream.comments.length).toBeGreaterThanOrEqual(2);
     expect(new Set(stream.comments)).toEqual(new Set(['ping']));

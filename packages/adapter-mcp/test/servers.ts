@@ -8,6 +8,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 
 /** 4 bytes: a PNG signature's start, enough to count. */
+/** The `sleep` tool's calls so far, across the servers of this test file: how many began, and how many slept their full time. */
+export const sleeps = { started: 0, finished: 0 };
+
 export const IMAGE_BASE64 = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString('base64');
 
 /** The test tools, the same on every transport. */
@@ -21,8 +24,13 @@ export function buildMcpServer(): McpServer {
   }));
   server.registerTool('fail', { description: 'Always fails' }, () => ({ content: [{ type: 'text', text: 'it failed on purpose' }], isError: true }));
   server.registerTool('sleep', { description: 'Sleeps', inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+    sleeps.started++;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = setTimeout(() => {
+        sleeps.finished++;
+        resolve();
+      }, ms);
+      timer.unref();
       extra.signal.addEventListener('abort', () => {
         clearTimeout(timer);
         resolve();

@@ -52,15 +52,14 @@ describe('FakeSandboxRuntime shell', () => {
     let finish: (value: { stdout: string; exit_code: number }) => void = () => {};
     const runtime = (await sandbox()).onExec(/^bash -c slow/, () => new Promise((resolve) => (finish = resolve))).onExec(/^bash -c quick/, () => ({ stdout: 'q\n' }));
     const shell = await expectOk(runtime.openShell('box'));
-    const started = Date.now();
+    // The handler is held until finish() below: still_running is the shell's own 30 ms timer answering.
     expect(await expectOk(shell.run('slow', { softTimeoutMs: 30 }))).toEqual({ output: '', exit_code: null, still_running: true, cwd: null, spilled_to: null });
-    expect(Date.now() - started).toBeLessThan(1_000);
     const refused = expectErr(await shell.run('quick'));
     expect(refused).toMatchObject({ kind: 'failed' });
     expect(refused.message).toMatch(/still running \(slow\)/);
     expect((await expectOk(shell.wait(20))).still_running).toBe(true);
     setTimeout(() => finish({ stdout: 'slow done\n', exit_code: 3 }), 20);
-    expect(await expectOk(shell.wait(5_000))).toEqual({ output: 'slow done\n', exit_code: 3, still_running: false, cwd: '/workspace', spilled_to: null });
+    expect(await expectOk(shell.wait(60_000))).toEqual({ output: 'slow done\n', exit_code: 3, still_running: false, cwd: '/workspace', spilled_to: null });
     expect(expectErr(await shell.wait(10)).message).toMatch(/no command is running \(the last one ended with exit code 3\)/);
     expect((await expectOk(shell.run('quick'))).output).toBe('q\n');
   });

@@ -9,9 +9,9 @@ import { expectOk, type StoreFactory } from './stores.js';
 export interface SandboxRuntimeContractOptions {
   /** The spec sandboxes are created from (a real runtime needs an image it has). */
   spec?: SandboxSpec;
-  /** How long a sandbox may take to become running (default 30 s). */
+  /** How long a sandbox may take to become running (default 120 s). */
   startTimeoutMs?: number;
-  /** Per-test timeout for vitest (default 60 s). */
+  /** Per-test timeout for vitest (default 180 s). */
   testTimeoutMs?: number;
   /** Ids for the sandboxes the suite creates; they are deleted at the end of each test. */
   ids?: IdGenerator;
@@ -54,7 +54,7 @@ export function collectProcessOutput(child: SandboxProcess) {
 }
 
 /** Polls every 10 ms until the condition holds or the time is up (the caller then asserts). */
-export async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+export async function waitUntil(condition: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition() && Date.now() < deadline) await sleep(10);
 }
@@ -62,11 +62,11 @@ export async function waitUntil(condition: () => boolean, timeoutMs = 10_000): P
 /** Contract every SandboxRuntime must meet: lifecycle, idempotence, unknown ids, and spawned processes. */
 export function describeSandboxRuntimeContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
   const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
   const nextId = () => options.ids?.next() ?? `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
-  describe(`SandboxRuntime contract: ${name}`, { timeout: options.testTimeoutMs ?? 60_000 }, () => {
+  describe(`SandboxRuntime contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     it('declares the port version it implements', async () => {
       const runtime = await make();
       expect(runtime.specificationVersion).toBe('v1');
@@ -184,7 +184,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         await child.write(new TextEncoder().encode('ünïcode wörld\n'));
         for (let i = 0; i < 20; i++) await child.write(`line ${i}\n`);
         const expected = `hello\nünïcode wörld\n${Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')}`;
-        await waitUntil(() => output.stdout() === expected, 10_000);
+        await waitUntil(() => output.stdout() === expected);
         expect(output.stdout()).toBe(expected);
         expect(output.stderr()).toBe('');
         await child.kill();
@@ -204,12 +204,12 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       it('kill() ends a process that ignores stdin and SIGTERM; kill is idempotent', async () => {
         const child = await spawn(SPAWN_CONTRACT_PROGRAMS.deaf);
         const output = collectProcessOutput(child);
-        await waitUntil(() => output.stdout() === 'ready\n', 10_000);
+        await waitUntil(() => output.stdout() === 'ready\n');
         expect(output.stdout()).toBe('ready\n');
-        const begun = Date.now();
+        // It would sleep 10 minutes: ending within 60 s means kill() ended it.
         await Promise.all([child.kill(), child.kill()]);
-        await child.exited;
-        expect(Date.now() - begun).toBeLessThan(15_000);
+        const ended = await Promise.race([child.exited.then(() => 'exited'), new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]);
+        expect(ended).toBe('exited');
         await child.kill();
         await expect(child.write('anyone?\n')).rejects.toThrow();
       });
@@ -284,11 +284,11 @@ export function describeIdGeneratorContract(name: string, make: StoreFactory<IdG
  */
 export function describeSandboxExecContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
   const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
   const nextId = () => `exec${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
-  describe(`SandboxRuntime exec contract: ${name}`, { timeout: options.testTimeoutMs ?? 60_000 }, () => {
+  describe(`SandboxRuntime exec contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
     let id: string;
     const bash = (script: string, extra: Partial<Parameters<SandboxRuntime['exec']>[1]> = {}) => expectOk(runtime.exec(id, { command: ['bash', '-c', script], ...extra }));
@@ -317,12 +317,10 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
     });
 
     it('kills the whole process group on timeout and says so', async () => {
-      const started = Date.now();
       const result = await bash('(sleep 300; echo late > /tmp/child-survived) & echo started; sleep 300', { timeoutMs: 1_500 });
       expect(result.timed_out).toBe(true);
       expect(result.exit_code).toBeNull();
       expect(result.stdout).toBe('started\n');
-      expect(Date.now() - started).toBeLessThan(15_000);
       const survivors = await bash('ps -eo pid,args | grep "[s]leep 300" || true');
       expect(survivors.stdout).toBe('');
     });

@@ -14,11 +14,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export function describeSandboxShellContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
   const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
   const nextId = () => `shell${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
-  describe(`SandboxShell contract: ${name}`, { timeout: options.testTimeoutMs ?? 60_000 }, () => {
+  describe(`SandboxShell contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
     let id: string;
     const shells: SandboxShell[] = [];
@@ -103,9 +103,8 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('returns a slow command as still running, refuses another, and gets the shell back with interrupt', async () => {
       const shell = await open();
-      const started = Date.now();
-      const slow = await expectOk(shell.run('echo started; sleep 30; echo done', { softTimeoutMs: 1_000 }));
-      expect(Date.now() - started).toBeLessThan(5_000);
+      // The command sleeps 10 minutes: 'still running' with only its first line is the soft timeout answering.
+      const slow = await expectOk(shell.run('echo started; sleep 600; echo done', { softTimeoutMs: 1_000 }));
       expect(slow).toMatchObject({ still_running: true, exit_code: null, cwd: null, output: 'started\n' });
       const refused = await shell.run('echo meanwhile');
       expect(refused.isErr() && refused.error.kind).toBe('failed');
@@ -113,7 +112,6 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       const interrupted = await expectOk(shell.interrupt());
       expect(interrupted).toMatchObject({ still_running: false, exit_code: 130, cwd: spec.working_dir });
       expect(interrupted.output).not.toContain('done');
-      expect(Date.now() - started).toBeLessThan(10_000);
       expect(await finished(shell, 'echo after')).toMatchObject({ output: 'after\n', exit_code: 0 });
       const idle = await shell.wait(100);
       expect(idle.isErr() && idle.error.message).toMatch(/no command is running/);
@@ -121,20 +119,18 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('interrupts a command while run() is still waiting for it, even right after it was started', async () => {
       const shell = await open();
-      const started = Date.now();
-      const pending = shell.run('sleep 30; echo done', { softTimeoutMs: 20_000 });
+      // Exit code 130 and no 'done': the interrupt ended a 10-minute sleep, it was not waited for.
+      const pending = shell.run('sleep 600; echo done', { softTimeoutMs: 20_000 });
       await sleep(500);
       const interrupted = await expectOk(shell.interrupt());
       const ran = await expectOk(pending);
-      expect(Date.now() - started).toBeLessThan(10_000);
       for (const result of [interrupted, ran]) expect(result).toMatchObject({ still_running: false, exit_code: 130 });
       expect(interrupted.output + ran.output).not.toContain('done');
 
-      const early = shell.run('sleep 30; echo done', { softTimeoutMs: 20_000 });
+      const early = shell.run('sleep 600; echo done', { softTimeoutMs: 20_000 });
       const cancelled = await expectOk(shell.interrupt());
       expect(await expectOk(early)).toMatchObject({ still_running: false, exit_code: 130 });
       expect(cancelled).toMatchObject({ still_running: false, exit_code: 130 });
-      expect(Date.now() - started).toBeLessThan(20_000);
       expect(await finished(shell, 'echo next')).toMatchObject({ output: 'next\n', exit_code: 0 });
     });
 
