@@ -10,6 +10,10 @@ export interface StandaloneConfig {
   generateDefaultKey: boolean;
   /** How long a shutdown may take before the process exits anyway, saying what it was waiting for. */
   shutdownTimeoutMs: number;
+  /** A web UI build to serve at `/` (e.g. the OpenHands frontend's build/client), absolute; null: none. */
+  uiDir: string | null;
+  /** Model names offered besides the OpenAI adapter's known ones (`GET /api/options/models`). */
+  extraModels: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowClientConversationIds: boolean;
   /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
@@ -92,6 +96,8 @@ const EnvSchema = z.object({
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
   ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
   ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
+  ACS_UI_DIR: z.string().optional(),
+  ACS_MODELS: z.string().optional(),
   ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
   ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
@@ -169,6 +175,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     apiKeys,
     generateDefaultKey: !e.SESSION_API_KEY,
     shutdownTimeoutMs: e.ACS_SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    uiDir: e.ACS_UI_DIR ? (isAbsolute(e.ACS_UI_DIR) ? e.ACS_UI_DIR : resolve(base, e.ACS_UI_DIR)) : null,
+    extraModels: (e.ACS_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     logLevel: e.LOG_LEVEL,
     allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
   };

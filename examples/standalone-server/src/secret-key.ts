@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { hkdfSync, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAesGcmCipher, keyFingerprint, parseSecretKey, type SecretCipher } from '@acs/core';
@@ -8,6 +8,8 @@ export interface LoadedCipher {
   /** Where the current key came from, for the start-up log (never the key itself). */
   source: 'ACS_SECRET_KEY' | 'key file' | 'generated key file';
   keyFile: string | null;
+  /** 32 bytes derived from the current key, for signing what must survive restarts (conversation keys); never the key itself. */
+  signingSecret: Uint8Array;
 }
 
 /**
@@ -42,5 +44,6 @@ export async function loadCipher(options: { secretKey: string | null; previousSe
     const key = parseSecretKey(text, `ACS_PREVIOUS_SECRET_KEYS entry ${i + 1}`);
     keys[keyFingerprint(key)] = key;
   });
-  return { cipher: createAesGcmCipher({ keys, currentKeyId: keyFingerprint(current) }), source, keyFile };
+  const signingSecret = new Uint8Array(hkdfSync('sha256', current, Buffer.alloc(0), 'acs conversation keys', 32));
+  return { cipher: createAesGcmCipher({ keys, currentKeyId: keyFingerprint(current) }), source, keyFile, signingSecret };
 }

@@ -10,9 +10,9 @@ import {
   type SandboxRuntime,
 } from '@acs/core';
 import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
-import { createAcsRouter } from '@acs/adapter-express';
+import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createMcpConnector } from '@acs/adapter-mcp';
-import { createOpenAiLlmClient } from '@acs/adapter-openai';
+import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
 import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
@@ -116,7 +116,17 @@ export async function createStandaloneServer(
     const streams = new AbortController();
     const app = express();
     app.disable('x-powered-by');
-    app.use(createAcsRouter(service, { apiKeys, logger, shutdownSignal: streams.signal }));
+    const models = [...knownModels(), ...config.extraModels];
+    const router = createAcsRouter(service, {
+      apiKeys,
+      logger,
+      shutdownSignal: streams.signal,
+      models: () => models,
+      ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
+    });
+    app.use(router);
+    // A user's UI build at / (the API, /socket.io and /sockets stay the router's).
+    if (config.uiDir) app.use(serveUi(config.uiDir));
     let server: Server | undefined;
     const connections = new Set<Socket>();
     let waiting: (() => string) | null = null;
@@ -134,10 +144,12 @@ export async function createStandaloneServer(
           socket.once('close', () => connections.delete(socket));
         });
         await once(server, 'listening');
+        // The realtime channels of the OpenHands UI (socket.io and the agent-server event socket).
+        router.attach(server);
         const { address, port } = server.address() as AddressInfo;
         const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
         logger.info(
-          { url, ...storage.description, installation, sandboxes: sandboxes.description, users: [...new Set(Object.values(apiKeys))] },
+          { url, ...storage.description, installation, sandboxes: sandboxes.description, ui: config.uiDir, users: [...new Set(Object.values(apiKeys))] },
           'agent conversation service listening',
         );
         return url;

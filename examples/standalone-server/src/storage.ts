@@ -11,6 +11,8 @@ export type StartPhase = 'locking the data directory' | 'opening storage' | 'con
 
 export interface Storage {
   ports: Partial<AgentConversationServicePorts>;
+  /** Signs conversation keys; derived from the secret key, so keys survive restarts (random with memory storage). */
+  signingSecret: Uint8Array | null;
   description: Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -21,7 +23,7 @@ export interface Storage {
  */
 export async function openStorage(config: StandaloneConfig, phase: (p: StartPhase) => void): Promise<Storage> {
   if (config.storage.kind === 'memory') {
-    return { ports: {}, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+    return { ports: {}, signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
   }
   let lock: DataDirLock | null = null;
   if (config.storage.kind === 'pglite') {
@@ -30,11 +32,11 @@ export async function openStorage(config: StandaloneConfig, phase: (p: StartPhas
   }
   phase('opening storage');
   try {
-    const { cipher, source, keyFile } = await loadCipher(config);
+    const { cipher, source, keyFile, signingSecret } = await loadCipher(config);
     const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
     if (config.storage.kind === 'postgres') {
       const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
-      return { ports: storage, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
+      return { ports: storage, signingSecret, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
     }
     const directory = join(config.dataDir, 'pglite');
     const pglite = await PGlite.create(directory);
@@ -43,6 +45,7 @@ export async function openStorage(config: StandaloneConfig, phase: (p: StartPhas
       const held = lock;
       return {
         ports: storage,
+        signingSecret,
         description: { storage: 'pglite', dataDir: directory, ...keyInfo },
         close: async () => {
           await pglite.close();

@@ -40,6 +40,8 @@ export interface Reply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** Answer only after this long (a slow model); nothing is sent if the client has gone meanwhile. */
+  delayMs?: number;
 }
 
 export type Script = (turn: number, request: ScriptedRequest) => Reply;
@@ -99,8 +101,13 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const send = (reply: Reply) => {
-        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-        res.end(JSON.stringify(reply.body));
+        const write = () => {
+          if (res.destroyed || res.writableEnded) return;
+          res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+          res.end(JSON.stringify(reply.body));
+        };
+        if (reply.delayMs) setTimeout(write, reply.delayMs).unref();
+        else write();
       };
       if (req.method !== 'POST' || !req.url?.endsWith('/v1/chat/completions')) {
         send({ status: 404, body: errorBody(`no route ${req.method} ${req.url}`, 'invalid_request_error') });

@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, expect } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 
 export const exampleDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -19,6 +19,8 @@ export interface Running {
 
 /** Every process a test started, registered the moment it is spawned: ended after each test, however the test went. */
 const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null> }[] = [];
+/** Servers a whole test file shares (started in beforeAll): ended after the file. */
+const startedForFile: typeof started = [];
 
 /** How long a server may take to start on a busy machine before the test gives up (and ends it). */
 export const START_DEADLINE_MS = 120_000;
@@ -27,13 +29,13 @@ export const START_DEADLINE_MS = 120_000;
 export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
 
 /** Spawns the example server as `npm start` does (PORT 0, a fresh DATA_DIR, fake sandboxes unless `env` says otherwise). */
-export function spawnServer(env: Record<string, string>): Running {
+export function spawnServer(env: Record<string, string>, lifetime: 'test' | 'file' = 'test'): Running {
   const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
     cwd: exampleDir,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env },
   });
   const exited = once(child, 'exit').then(([code, signal]) => (code as number | null) ?? (signal ? -1 : null));
-  started.push({ child, exited });
+  (lifetime === 'file' ? startedForFile : started).push({ child, exited });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -58,8 +60,8 @@ export async function waitForOutput(running: Running, text: string, what: string
 }
 
 /** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
-export async function startServer(env: Record<string, string>, options: { expectExit?: boolean } = {}): Promise<Running> {
-  const running = spawnServer(env);
+export async function startServer(env: Record<string, string>, options: { expectExit?: boolean; lifetime?: 'test' | 'file' } = {}): Promise<Running> {
+  const running = spawnServer(env, options.lifetime);
   try {
     const line = await waitForOutput(running, '"agent conversation service listening"', 'its listening line');
     return { ...running, url: (JSON.parse(line) as { url: string }).url };
@@ -73,15 +75,18 @@ export async function startServer(env: Record<string, string>, options: { expect
   }
 }
 
-/** Every server a test started is killed after it (SIGKILL, if it is still running), also when the test failed or gave up. */
-afterEach(async () => {
-  for (const running of started.splice(0)) {
+async function end(servers: typeof started): Promise<void> {
+  for (const running of servers.splice(0)) {
     if (running.child.exitCode === null && running.child.signalCode === null) {
       running.child.kill('SIGKILL');
       await running.exited;
     }
   }
-});
+}
+
+/** Every server a test started is killed after it (SIGKILL, if it is still running), also when the test failed or gave up. */
+afterEach(() => end(started));
+afterAll(() => end(startedForFile));
 
 export const call = (url: string, path: string, key: string | null, body?: unknown, method?: string) =>
   fetch(url + path, {

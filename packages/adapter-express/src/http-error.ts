@@ -20,6 +20,8 @@ export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 /** Codes the HTTP layer itself produces (domain codes come from @acs/core). */
 export const HTTP_ERROR_CODES = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** A browser-session request that changes state came from another site (the CSRF guard). */
+  CROSS_SITE_REQUEST: 'CROSS_SITE_REQUEST',
   MALFORMED_JSON: 'MALFORMED_JSON',
   /** A JSON body nested deeper than the router's maxJsonDepth. */
   JSON_TOO_DEEP: 'JSON_TOO_DEEP',
@@ -54,6 +56,9 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SandboxRuntimeFailed', () => 502)
     .with('SandboxesUnavailable', () => 503)
     .with('SandboxCapReached', () => 429)
+    .with('SecretNotFound', () => 404)
+    .with('ConversationNotRunning', () => 409)
+    .with('SecretNameTaken', () => 409)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }

@@ -1,3 +1,4 @@
+import type { Caller } from './auth/caller.js';
 import type { DomainError, DomainErrorOf, DomainErrorType } from '@acs/core';
 import type { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
@@ -7,6 +8,10 @@ export const NO_BODY = z.undefined();
 
 export interface RouteInput<P, Q, B, H = Record<string, never>> {
   userId: string;
+  /** Who is calling and how they proved it (API key, browser session, host auth, a conversation's key). */
+  caller: Caller;
+  /** Where the host mounted the router (`''` at the root): links the API gives out are relative to it. */
+  mountPath: string;
   params: P;
   query: Q;
   body: B;
@@ -30,7 +35,7 @@ export interface EventStreamHandle {
 export type RouteErrors = readonly DomainErrorType[];
 
 interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI path template, e.g. `/api/v1/sandboxes/{sandbox_id}`. */
   path: string;
   operationId: string;
@@ -53,6 +58,13 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
   errors: E;
   /** False only for health routes. */
   authenticated: boolean;
+  /**
+   * For routes of one conversation that its own key (`session_api_key`) may call (its agent
+   * routes): which conversation a request is about. Routes without it refuse conversation keys.
+   */
+  /** On success the browser session cookie is cleared (sign-out). */
+  clearsBrowserSession?: boolean;
+  conversationScope?(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): string | null;
 }
 
 /** A route answering with one JSON value. */

@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import {
   findUnstorableText,
+  normalizeId,
   silentLogger,
   toFieldIssues,
   UNSTORABLE_TEXT_MESSAGE,
@@ -11,18 +12,40 @@ import {
   type Logger,
 } from '@acs/core';
 import { z } from 'zod';
-import { apiKeyAuthenticator, type Authenticate } from './auth.js';
+import { apiKeyLookup, type Authenticate } from './auth/api-keys.js';
+import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';
+import { callerResolver, crossSiteRefusal, type Caller } from './auth/caller.js';
+import { ConversationKeys } from './auth/conversation-keys.js';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
+import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { jsonDepthExceeds } from './json-depth.js';
+import { attachRealtime, type RealtimeChannels } from './realtime/attach.js';
 import { notFoundOf, toExpressPath, type RouteDefinition, type SseMessage, type StreamRouteDefinition } from './route.js';
 import { buildRoutes } from './routes.js';
+import { defaultRouteContext } from './route-context.js';
 
 export interface AcsRouterOptions {
   /** Who is calling: return a user id or null (401). Takes precedence over apiKeys. */
   authenticate?: Authenticate;
   /** The default authenticator: X-Session-API-Key value → user id. */
   apiKeys?: Readonly<Record<string, string>>;
+  /**
+   * Browser sign-in (with `apiKeys`): opening any page with `?key=<API key>` starts a session
+   * (an HttpOnly, SameSite=Strict cookie holding an opaque id, never the key) and redirects to
+   * the same URL without the key; the cookie then authenticates like the header, CSRF-guarded.
+   * Default: sessions in memory. `false` turns browser sign-in off. Ignored with `authenticate`,
+   * which keeps full control.
+   */
+  browserSessions?: BrowserSessionStore | false;
+  /**
+   * At least 32 bytes: signs the per-conversation keys (`session_api_key` of a conversation,
+   * which opens only that conversation's realtime channels and agent routes). Give a stable one
+   * so keys survive restarts; default: random per process.
+   */
+  secret?: Uint8Array;
+  /** The model names `GET /api/options/models` offers the UI (e.g. the LLM adapter's price table). Default: none; users type their own. */
+  models?: () => readonly string[];
   /** Largest accepted JSON body (default 1 MiB). */
   bodyLimit?: number;
   /**
@@ -50,25 +73,54 @@ export interface AcsRouterOptions {
 
 const USER = Symbol('acs.user');
 const MOUNT = Symbol('acs.mount');
-type WithUser = Request & { [USER]?: string; [MOUNT]?: string };
+const CALLER = Symbol('acs.caller');
+type WithUser = Request & { [USER]?: string; [MOUNT]?: string; [CALLER]?: Caller };
 
 /**
  * The whole HTTP interface as an Express router. Mount it where you like
  * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
  * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
  */
-export function createAcsRouter(service: AgentConversationService, options: AcsRouterOptions = {}): Router {
-  const authenticate = options.authenticate ?? (options.apiKeys ? apiKeyAuthenticator(options.apiKeys) : null);
-  if (!authenticate) {
+/** The router, plus what needs the host's HTTP server: the realtime channels the OpenHands UI uses. */
+export interface AcsRouter extends Router {
+  /**
+   * Adds the realtime channels (socket.io at `<mountPath>/socket.io`, the agent-server event
+   * socket at `<mountPath>/sockets/events/<id>`) to the server the app listens on. Call once,
+   * after `listen`; `mountPath` is where the router is mounted (default the root). They end when
+   * `shutdownSignal` aborts, or with `close()`.
+   */
+  attach(server: HttpServer, options?: { mountPath?: string }): RealtimeChannels;
+}
+
+export function createAcsRouter(service: AgentConversationService, options: AcsRouterOptions = {}): AcsRouter {
+  if (!options.authenticate && !options.apiKeys) {
     throw new Error('createAcsRouter needs `authenticate` (your own auth) or `apiKeys` (X-Session-API-Key → user id).');
   }
+  const apiKeys = options.apiKeys ? apiKeyLookup(options.apiKeys) : undefined;
+  const sessions = options.authenticate || options.browserSessions === false ? undefined : (options.browserSessions ?? new MemoryBrowserSessions());
+  const conversationKeys = new ConversationKeys(options.secret);
+  const resolveCaller = callerResolver({
+    ...(options.authenticate ? { authenticate: options.authenticate } : {}),
+    ...(apiKeys ? { apiKeys } : {}),
+    ...(sessions ? { sessions } : {}),
+    conversationKeys,
+  });
   const logger = options.logger ?? silentLogger;
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
   if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
   const maxBufferedBytes = options.sseMaxBufferedBytes ?? 32 * 1024 * 1024;
   if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
-  const routes = buildRoutes(service);
+  const routes = buildRoutes(
+    service,
+    defaultRouteContext({
+      endBrowserSession: async (caller) => {
+        if (caller.sessionId && sessions) await sessions.end(caller.sessionId);
+      },
+      conversationKeys,
+      models: () => options.models?.() ?? [],
+    }),
+  );
   /** The open event streams, each ended by its function. */
   const openStreams = new Set<() => void>();
   options.shutdownSignal?.addEventListener(
@@ -109,6 +161,35 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   const methodsFor = allowedMethods(routes);
 
+  // Browser sign-in: any page opened with ?key=<API key> starts a session and comes back without the key.
+  router.use((req, res, next) => {
+    const key = req.method === 'GET' || req.method === 'HEAD' ? req.query.key : undefined;
+    if (!sessions || !apiKeys || typeof key !== 'string' || routePathOf(req).startsWith('/api/')) {
+      next();
+      return;
+    }
+    const userId = apiKeys(key);
+    if (!userId) {
+      res.status(401).type('text/plain').set('Cache-Control', 'no-store').send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
+      return;
+    }
+    sessions.create(userId).then(
+      (sessionId) => {
+        const url = new URL(req.originalUrl, 'http://local');
+        url.searchParams.delete('key');
+        res
+          .status(303)
+          .set('Set-Cookie', sessionCookie(sessionId, { secure: req.secure, path: (req as WithUser)[MOUNT] || '/' }))
+          .set('Cache-Control', 'no-store')
+          .set('Referrer-Policy', 'no-referrer')
+          .location(url.pathname + url.search + url.hash)
+          .end();
+        logger.info({ user: userId }, 'browser signed in');
+      },
+      (error: unknown) => next(error),
+    );
+  });
+
   // Which methods a path takes, for anyone (no key needed, as for a CORS preflight).
   router.use((req, res, next) => {
     if (req.method !== 'OPTIONS') {
@@ -138,13 +219,19 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   router.use('/api', (req, res, next) => {
     res.set('Cache-Control', 'no-store');
-    Promise.resolve(authenticate(req)).then(
-      (userId) => {
-        if (!userId) {
-          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header.');
+    resolveCaller(req).then(
+      (caller) => {
+        if (!caller) {
+          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header (or sign in in the browser with ?key=).');
           return;
         }
-        (req as WithUser)[USER] = userId;
+        const refused = caller.via === 'session' ? crossSiteRefusal(req) : null;
+        if (refused) {
+          sendError(res, 403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST, `Refused ${refused}: a browser session only changes things from this origin.`);
+          return;
+        }
+        (req as WithUser)[USER] = caller.userId;
+        (req as WithUser)[CALLER] = caller;
         next();
       },
       (error: unknown) => next(error),
@@ -205,7 +292,17 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     }
   });
 
-  return router;
+  return Object.assign(router, {
+    attach(server: HttpServer, attachOptions: { mountPath?: string } = {}): RealtimeChannels {
+      const channels = attachRealtime(server, attachOptions.mountPath ?? '', {
+        service,
+        logger,
+        resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req) ? null : caller)),
+      });
+      options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });
+      return channels;
+    },
+  });
 
   function handlerFor(route: RouteDefinition) {
     const acceptsBody = !(route.body instanceof z.ZodUndefined);
@@ -247,7 +344,16 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           sendDomainError(res, validationFailed(issues));
           return;
         }
-        const input = { userId: (req as WithUser)[USER] ?? '', params, query, body, headers };
+        const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
+        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', params, query, body, headers };
+        if (caller.via === 'conversation-key') {
+          // A conversation's key opens that conversation's channels and agent routes, nothing else.
+          const scope = route.conversationScope?.(input) ?? null;
+          if (scope === null || normalizeId(scope) !== caller.conversationId) {
+            sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, `This is the key of conversation ${caller.conversationId}; it opens only that conversation's channels and agent routes. Use an API key here.`);
+            return;
+          }
+        }
         if (route.stream) {
           openEventStream(route, input, req, res, next);
           return;
@@ -256,6 +362,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           .handle(input)
           .match(
             (value) => {
+              if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: req.secure, path: (req as WithUser)[MOUNT] || '/' }));
               res.status(route.success.status).json(value);
             },
             (error) => {
@@ -462,4 +569,10 @@ function methodNotAllowed(req: Request, res: Response, allowed: readonly string[
 function isClientHttpError(error: unknown): error is { status: number } {
   const status = (error as { status?: unknown } | null)?.status;
   return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500;
+}
+
+/** A realtime upgrade from another origin riding on the session cookie (a page elsewhere opening a socket to us). */
+function crossSiteUpgrade(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  return typeof origin === 'string' && origin !== `http://${req.headers.host ?? ''}` && origin !== `https://${req.headers.host ?? ''}`;
 }

@@ -23,6 +23,7 @@ import {
   SandboxSpecServiceErrors,
   SettingsServiceErrors,
   type AgentConversationService,
+  type ConversationInfo,
   type DomainErrorOf,
   type Page,
   type PageRequest,
@@ -31,6 +32,13 @@ import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { booleanParam, eventIdParam, idList, kindList, pageIdParam, pageRequestOf, pagingQuery, limitParam, timestampParam } from './query.js';
 import { defineRoute, recordPathParams, type RouteDefinition } from './route.js';
+import { defaultRouteContext, type RouteContext } from './route-context.js';
+import { withLinks } from './conversation-links.js';
+import { browserRoutes } from './routes/browser.js';
+import { optionRoutes } from './routes/options.js';
+import { secretRoutes } from './routes/secrets.js';
+import { agentServerRoutes } from './routes/agent-server.js';
+import { panelRoutes } from './routes/panels.js';
 
 const pageOf = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
@@ -113,9 +121,15 @@ function paged<T, E>(query: { page_id?: string | undefined; limit: number }, lis
 const ok = okAsync;
 
 /** Every route of the service, in registration order (literal paths before parameterised ones). */
-export function buildRoutes(service: AgentConversationService): RouteDefinition[] {
+export function buildRoutes(service: AgentConversationService, context: RouteContext = defaultRouteContext()): RouteDefinition[] {
   const { settings, conversations, sandboxes, sandboxSpecs } = service;
+  const link = (c: ConversationInfo, userId: string, mountPath: string) => withLinks(c, userId, mountPath, context.conversationKeys);
   return [
+    ...browserRoutes(context),
+    ...optionRoutes(context),
+    ...secretRoutes(service),
+    ...agentServerRoutes(service),
+    ...panelRoutes(service),
     // ---- health (open) ----
     defineRoute({
       method: 'get',
@@ -199,7 +213,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         schema: z.object({ results: z.array(ConversationInfoSchema), next_page_id: z.string().nullable() }),
       },
       errors: [...ConversationServiceErrors.listInfo, ...PAGED_ERRORS],
-      handle: ({ userId, query }) =>
+      handle: ({ userId, query, mountPath }) =>
         paged(query, (page) =>
           conversations.listInfo(
             userId,
@@ -210,7 +224,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
             },
             page,
           ),
-        ).map((p) => ({ results: p.items, next_page_id: p.next_page_id })),
+        ).map((p) => ({ results: p.items.map((c) => link(c, userId, mountPath)), next_page_id: p.next_page_id })),
     }),
     defineRoute({
       method: 'get',
@@ -221,7 +235,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: ConversationInfoSchema },
       errors: ConversationServiceErrors.getInfo,
-      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id),
+      handle: ({ userId, params, mountPath }) => conversations.getInfo(userId, params.conversation_id).map((c) => withLinks(c, userId, mountPath, context.conversationKeys)),
     }),
     defineRoute({
       method: 'delete',
@@ -318,7 +332,7 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       query: pagingQuery.extend(conversationFilterQuery),
       success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
       errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
-      handle: ({ userId, query }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)),
+      handle: ({ userId, query, mountPath }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({ ...p, items: p.items.map((c) => withLinks(c, userId, mountPath, context.conversationKeys)) })),
     }),
     defineRoute({
       method: 'get',
@@ -397,10 +411,10 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
         schema: z.union([pageOf(AppConversationSchema), z.array(AppConversationSchema.nullable())]),
       },
       errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED_ERRORS],
-      handle: ({ userId, query }) =>
+      handle: ({ userId, query, mountPath }) =>
         query.ids
-          ? conversations.getMany(userId, query.ids).map((x): unknown => x)
-          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((x): unknown => x),
+          ? conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? withLinks(c, userId, mountPath, context.conversationKeys) : null)))
+          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => withLinks(c, userId, mountPath, context.conversationKeys)) })),
     }),
     defineRoute({
       method: 'get',
@@ -411,10 +425,10 @@ export function buildRoutes(service: AgentConversationService): RouteDefinition[
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: AppConversationSchema },
       errors: [...ConversationServiceErrors.getMany, 'ConversationNotFound'],
-      handle: ({ userId, params }) =>
+      handle: ({ userId, params, mountPath }) =>
         conversations
           .getMany(userId, [params.conversation_id])
-          .andThen(([c]) => (c ? okAsync(c) : errAsync<typeof c, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
+          .andThen(([c]) => (c ? okAsync(withLinks(c, userId, mountPath, context.conversationKeys)) : errAsync<typeof c, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
     }),
     defineRoute({
       method: 'post',

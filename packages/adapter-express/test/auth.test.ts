@@ -71,12 +71,14 @@ describe('authentication', () => {
     }
   });
 
-  it('only the health routes are open, and they answer without a key', async () => {
+  it('only the health routes and the UI configuration are open, and they answer without a key', async () => {
     const open = operationsOf(doc)
       .filter(({ operation }) => !isAuthenticated(doc, operation))
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .sort();
-    expect(open).toEqual(['GET /alive', 'GET /health']);
+    expect(open).toEqual(['GET /alive', 'GET /api/options/config', 'GET /health']);
+    // The UI's configuration is asked for before the browser is known to be signed in; it holds nothing secret.
+    expect((await h.call('GET', '/api/options/config', { key: null })).status).toBe(200);
 
     for (const key of [null, WRONG_KEY, KEY_A]) {
       const alive = await h.call('GET', '/alive', { key });

@@ -107,6 +107,10 @@ describe('OpenAPI document', () => {
         'POST /api/v1/app-conversations/{conversation_id}/send-message',
         'POST /api/v1/app-conversations/{conversation_id}/respond-to-confirmation',
         'POST /api/v1/sandboxes',
+        'POST /api/secrets',
+        'PUT /api/secrets/{secret_id}',
+        'POST /api/add-git-providers',
+        'PATCH /api/conversations/{conversation_id}',
       ].sort(),
     );
     for (const { operation } of operationsOf(doc)) {

@@ -96,3 +96,27 @@ export function costOf(model: string, usage: TokenUsage, prices: PriceTable = {}
   // Round away float noise (0.1 + 0.2) at a precision far below a cent.
   return Math.round(usd * 1e10) / 1e10;
 }
+
+/** The provider a model of the price table comes from, by its name. */
+function providerOf(model: string): string | null {
+  if (/^(gpt-|o\d)/.test(model)) return 'openai';
+  if (model.startsWith('claude-')) return 'anthropic';
+  if (model.startsWith('gemini-')) return 'gemini';
+  if (model.startsWith('deepseek-')) return 'deepseek';
+  return null;
+}
+
+/**
+ * The models this adapter knows a price for, as `provider/model` names (`openai/gpt-4o`,
+ * `anthropic/claude-sonnet-4-5`…): what a UI offers in its model picker. Any other name works
+ * too (an OpenAI-compatible server with `llm_base_url`, a LiteLLM proxy…); these are the ones
+ * whose cost is known.
+ */
+export function knownModels(prices: PriceTable = DEFAULT_PRICES): string[] {
+  return Object.keys(prices)
+    .map((model) => {
+      const provider = providerOf(model);
+      return provider ? `${provider}/${model}` : model;
+    })
+    .sort();
+}

@@ -26,6 +26,9 @@ export type DomainError =
   | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
   | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
   | { readonly type: 'SandboxCapReached'; readonly limit: number }
+  | { readonly type: 'SecretNotFound'; readonly name: string }
+  | { readonly type: 'ConversationNotRunning'; readonly conversationId: string; readonly status: string }
+  | { readonly type: 'SecretNameTaken'; readonly name: string }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -67,6 +70,9 @@ export const DOMAIN_ERROR_CODES = {
   SandboxRuntimeFailed: ['SANDBOX_RUNTIME_FAILED'],
   SandboxesUnavailable: ['SANDBOXES_UNAVAILABLE'],
   SandboxCapReached: ['SANDBOX_LIMIT_REACHED'],
+  SecretNotFound: ['SECRET_NOT_FOUND'],
+  ConversationNotRunning: ['CONVERSATION_NOT_RUNNING'],
+  SecretNameTaken: ['SECRET_NAME_TAKEN'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -141,6 +147,18 @@ export function explainDomainError(error: DomainError): ExplainedDomainError {
     .with({ type: 'SandboxesUnavailable' }, (e) => ({
       code: 'SANDBOXES_UNAVAILABLE',
       message: `Sandboxes are unavailable on this server: ${e.reason}`,
+    }))
+    .with({ type: 'ConversationNotRunning' }, (e) => ({
+      code: 'CONVERSATION_NOT_RUNNING' as const,
+      message: `Conversation ${e.conversationId} is ${e.status}: its sandbox is not running. Start the conversation to look at its files.`,
+    }))
+    .with({ type: 'SecretNotFound' }, (e) => ({
+      code: 'SECRET_NOT_FOUND' as const,
+      message: `There is no secret named ${e.name}.`,
+    }))
+    .with({ type: 'SecretNameTaken' }, (e) => ({
+      code: 'SECRET_NAME_TAKEN' as const,
+      message: `A secret named ${e.name} already exists; choose another name, or change that one.`,
     }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',

@@ -53,6 +53,7 @@ export {
   type WorkspaceOptions,
 } from './workspace/repository.js';
 export * from './workspace/guidance.js';
+export { createWorkspaceService, WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
 export * from './conversation/state.js';
 export { toAppConversation, toConversationInfo } from './conversation/view.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';

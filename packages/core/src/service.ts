@@ -18,6 +18,7 @@ import type { Page, PageRequest } from './pagination.js';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { validationFailed, type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from './errors.js';
 import { createSettingsService, type SettingsService } from './settings/service.js';
+import { createWorkspaceService, type WorkspaceService } from './workspace/files.js';
 import type { SettingsStore } from './settings/store.js';
 
 /** Everything the service needs from the outside world. Adapters provide these. */
@@ -63,6 +64,8 @@ export interface AgentConversationService {
   readonly conversations: ConversationService;
   readonly sandboxes: SandboxService;
   readonly sandboxSpecs: SandboxSpecService;
+  /** A running conversation's files and repository changes, for a UI's panels. */
+  readonly workspace: WorkspaceService;
   /** The agent loops (mostly driven through `conversations`). */
   readonly engine: AgentEngine;
   /**
@@ -154,6 +157,7 @@ export function createAgentConversationService(
     conversations,
     sandboxes,
     sandboxSpecs,
+    workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
     engine,
     recover: () => sandboxes.reconcile().andThen(() => engine.recover()),
     idle: () => background.idle(),

@@ -255,6 +255,9 @@ describe('explainDomainError', () => {
     SandboxRuntimeFailed: { type: 'SandboxRuntimeFailed', sandboxId: 'sbx-1', operation: 'pause', message: 'engine said no' },
     SandboxesUnavailable: { type: 'SandboxesUnavailable', reason: 'docker is not running' },
     SandboxCapReached: { type: 'SandboxCapReached', limit: 3 },
+    SecretNotFound: { type: 'SecretNotFound', name: 'DEPLOY_TOKEN' },
+    ConversationNotRunning: { type: 'ConversationNotRunning', conversationId: 'conv-123', status: 'STOPPED' },
+    SecretNameTaken: { type: 'SecretNameTaken', name: 'DEPLOY_TOKEN' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -273,6 +276,9 @@ describe('explainDomainError', () => {
     SandboxRuntimeFailed: { code: 'SANDBOX_RUNTIME_FAILED', mentions: ['sbx-1', 'pause', 'engine said no'] },
     SandboxesUnavailable: { code: 'SANDBOXES_UNAVAILABLE', mentions: ['docker is not running'] },
     SandboxCapReached: { code: 'SANDBOX_LIMIT_REACHED', mentions: ['3 running sandboxes', 'pause or delete one'] },
+    SecretNotFound: { code: 'SECRET_NOT_FOUND', mentions: ['DEPLOY_TOKEN'] },
+    ConversationNotRunning: { code: 'CONVERSATION_NOT_RUNNING', mentions: ['conv-123', 'STOPPED'] },
+    SecretNameTaken: { code: 'SECRET_NAME_TAKEN', mentions: ['DEPLOY_TOKEN', 'already exists'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

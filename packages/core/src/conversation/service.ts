@@ -133,6 +133,9 @@ export const ConversationServiceErrors = {
   countStartTasks: ['StoreUnavailable'],
   sendMessage: ['ValidationFailed', 'ConversationNotFound', 'StoreUnavailable'],
   respondToConfirmation: ['ConversationNotFound', 'ConfirmationNotPending', 'StoreUnavailable'],
+  rename: ['ConversationNotFound', 'StoreUnavailable'],
+  pauseAgent: ['ConversationNotFound', 'StoreUnavailable'],
+  runAgent: ['ConversationNotFound', 'StoreUnavailable'],
   searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
   subscribeEvents: ['ConversationNotFound', 'StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
@@ -173,6 +176,15 @@ export interface ConversationService {
    * ConfirmationNotPending (409) when nothing waits.
    */
   respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
+  /** Gives the conversation a new title. */
+  rename(userId: string, id: string, title: string): ResultAsync<void, ConversationServiceError<'rename'>>;
+  /**
+   * Pauses the agent where it is (the model call in flight is aborted); the conversation and
+   * its sandbox stay up, and `runAgent` (or a message with run) goes on from there.
+   */
+  pauseAgent(userId: string, id: string): ResultAsync<void, ConversationServiceError<'pauseAgent'>>;
+  /** Lets a paused agent go on (a running conversation only; a stopped one is started with `start`). */
+  runAgent(userId: string, id: string): ResultAsync<void, ConversationServiceError<'runAgent'>>;
   /** A page of the conversation's events after an id. */
   searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, ConversationServiceError<'searchEvents'>>;
   /**
@@ -760,6 +772,19 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     },
 
     respondToConfirmation: (userId, id, decision) => getRecord(userId, id).andThen((record) => engine.respondToConfirmation(userId, record.id, decision)),
+
+    rename: (userId, id, title) =>
+      getRecord(userId, id)
+        .andThen((record) => conversations.update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, title, updated_at: clock.now() })))
+        .map(() => undefined),
+
+    pauseAgent: (userId, id) =>
+      getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(engine.pause(userId, record.id, 'paused by the user'))),
+
+    runAgent: (userId, id) =>
+      getRecord(userId, id).map((record) => {
+        if (record.status === 'RUNNING') engine.wake(userId, record.id);
+      }),
 
     searchEvents: (userId, id, query) =>
       getRecord(userId, id).andThen((record) => log.search(userId, record.id, query)),

@@ -260,3 +260,41 @@ export const SettingsViewSchema = z.object({
   search_api_key_set: z.boolean(),
 });
 export type SettingsView = z.infer<typeof SettingsViewSchema>;
+
+/** `POST /api/secrets`: a new custom secret (its value is write-only). */
+export const CustomSecretCreateSchema = z
+  .strictObject({
+    name: z.string().min(1).max(128).regex(SECRET_NAME, 'secret names must be valid environment variable names'),
+    value: secretValue.min(1, 'give the secret a value'),
+    description: shortText(1024).nullable().optional(),
+  })
+  .meta({ id: 'CustomSecretCreate' });
+export type CustomSecretCreate = z.output<typeof CustomSecretCreateSchema>;
+
+/** `PUT /api/secrets/{name}`: a new name and/or description; the value stays (it cannot be read back, nor changed here). */
+export const CustomSecretUpdateSchema = z
+  .strictObject({
+    name: z.string().min(1).max(128).regex(SECRET_NAME, 'secret names must be valid environment variable names'),
+    description: shortText(1024).nullable().optional(),
+  })
+  .meta({ id: 'CustomSecretUpdate' });
+export type CustomSecretUpdate = z.output<typeof CustomSecretUpdateSchema>;
+
+/** A custom secret as listed: its name and description, never its value. */
+export const CustomSecretInfoSchema = z.object({ name: z.string(), description: z.string().nullable() }).meta({ id: 'CustomSecretInfo' });
+export type CustomSecretInfo = z.output<typeof CustomSecretInfoSchema>;
+
+/** `POST /api/add-git-providers`: the provider tokens to keep (the whole set: providers left out are dropped). */
+export const ProviderTokensInputSchema = z
+  .object({
+    provider_tokens: z.partialRecord(
+      GitProviderSchema,
+      z.object({
+        token: secretValue.nullable().optional(),
+        host: z.string().max(255).nullable().optional(),
+        user_id: z.string().max(255).nullable().optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'ProviderTokensInput' });
+export type ProviderTokensInput = z.output<typeof ProviderTokensInputSchema>;

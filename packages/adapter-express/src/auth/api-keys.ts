@@ -11,25 +11,35 @@ export const SESSION_API_KEY_HEADER = 'x-session-api-key';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
-/**
- * The default authenticator: `X-Session-API-Key` must equal one of the configured
- * keys; each key belongs to one user. Comparison is constant-time.
- */
-export function apiKeyAuthenticator(keys: Readonly<Record<string, string>>): Authenticate {
+/** The user a key belongs to, or null; constant-time over every configured key. */
+export type ApiKeyLookup = (key: string) => string | null;
+
+/** Checks presented keys against the configured ones (key → user id); keys must be at least 16 characters. */
+export function apiKeyLookup(keys: Readonly<Record<string, string>>): ApiKeyLookup {
   const entries = Object.entries(keys).map(([key, userId]) => {
     if (key.length < 16) throw new Error('API keys must be at least 16 characters long.');
     if (!userId) throw new Error('Every API key must map to a non-empty user id.');
     return { key: digest(key), userId };
   });
   if (entries.length === 0) throw new Error('apiKeyAuthenticator needs at least one key.');
-  return (req) => {
-    const presented = req.get(SESSION_API_KEY_HEADER);
-    if (!presented) return null;
+  return (presented) => {
     const candidate = digest(presented);
     let userId: string | null = null;
     for (const entry of entries) {
       if (timingSafeEqual(candidate, entry.key)) userId = entry.userId;
     }
     return userId;
+  };
+}
+
+/**
+ * The default authenticator: `X-Session-API-Key` must equal one of the configured
+ * keys; each key belongs to one user. Comparison is constant-time.
+ */
+export function apiKeyAuthenticator(keys: Readonly<Record<string, string>>): Authenticate {
+  const lookup = apiKeyLookup(keys);
+  return (req) => {
+    const presented = req.get(SESSION_API_KEY_HEADER);
+    return presented ? lookup(presented) : null;
   };
 }

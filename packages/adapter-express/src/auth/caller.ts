@@ -1,0 +1,86 @@
+import type { IncomingMessage } from 'node:http';
+import express, { type Request } from 'express';
+import { SESSION_API_KEY_HEADER, type ApiKeyLookup, type Authenticate } from './api-keys.js';
+import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
+import type { ConversationKeys } from './conversation-keys.js';
+
+/** Who is calling, and how they proved it. */
+export interface Caller {
+  userId: string;
+  /** An API key in X-Session-API-Key, the browser session cookie, the host's own `authenticate`, or a conversation's key. */
+  via: 'api-key' | 'session' | 'host' | 'conversation-key';
+  /** With a conversation key: the one conversation it opens (its channels and agent routes only). */
+  conversationId: string | null;
+  /** With the session cookie: the session's id (sign-out ends it). */
+  sessionId: string | null;
+}
+
+/** Ends the caller's browser session, if it came with one. */
+export type EndBrowserSession = (caller: Caller) => Promise<void>;
+
+export interface CallerSources {
+  /** The host's own authentication; when given it decides alone (no API keys, no session cookie). */
+  authenticate?: Authenticate;
+  /** The default: configured API keys. */
+  apiKeys?: ApiKeyLookup;
+  sessions?: BrowserSessionStore;
+  conversationKeys: ConversationKeys;
+}
+
+/**
+ * Finds the caller of a request: a conversation key (`acsc_…`) in X-Session-API-Key opens its
+ * conversation only; otherwise the host's `authenticate` decides, or, by default, an API key
+ * in the header or the browser session cookie. `key` overrides where the presented key comes
+ * from (the realtime channels take it from the query, as the OpenHands UI sends it there).
+ */
+export function callerResolver(sources: CallerSources) {
+  return async (incoming: Request | IncomingMessage, presentedKey?: string | null): Promise<Caller | null> => {
+    const req = asExpressRequest(incoming);
+    const key = presentedKey ?? req.get(SESSION_API_KEY_HEADER) ?? null;
+    if (key) {
+      const scoped = sources.conversationKeys.verify(key);
+      if (scoped) return { userId: scoped.userId, via: 'conversation-key', conversationId: scoped.conversationId, sessionId: null };
+    }
+    if (sources.authenticate) {
+      const userId = await sources.authenticate(req);
+      return userId ? { userId, via: 'host', conversationId: null, sessionId: null } : null;
+    }
+    if (key && sources.apiKeys) {
+      const userId = sources.apiKeys(key);
+      return userId ? { userId, via: 'api-key', conversationId: null, sessionId: null } : null;
+    }
+    const sessionId = sources.sessions ? readCookie(req, SESSION_COOKIE) : null;
+    if (sessionId && sources.sessions) {
+      const userId = await sources.sessions.userOf(sessionId);
+      return userId ? { userId, via: 'session', conversationId: null, sessionId } : null;
+    }
+    return null;
+  };
+}
+
+/**
+ * The CSRF guard for cookie-authenticated requests that change state: the browser must say
+ * it comes from this origin. SameSite=Strict already keeps the cookie off cross-site
+ * requests; this refuses what a cross-origin page or an older browser could still send.
+ * Null when the request may go on, else why not.
+ */
+export function crossSiteRefusal(req: Request): string | null {
+  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return null;
+  const site = req.get('sec-fetch-site');
+  if (site && site !== 'same-origin' && site !== 'none') return `a ${site} request`;
+  const origin = req.get('origin');
+  if (origin && origin !== `${req.protocol}://${req.get('host') ?? ''}`) return `a request from ${origin}`;
+  const type = req.get('content-type');
+  if (type && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) return `a ${type.split(';')[0]} body (send JSON)`;
+  return null;
+}
+
+/**
+ * A raw request (a realtime channel's upgrade) seen as an Express request, so the host's
+ * `authenticate(req)` can call `req.get()` on it as on any other.
+ */
+export function asExpressRequest(req: Request | IncomingMessage): Request {
+  if (typeof (req as Partial<Request>).get === 'function') return req as Request;
+  Object.setPrototypeOf(req, express.request);
+  return req as Request;
+}

@@ -1,0 +1,195 @@
+import { ConversationServiceErrors, validationFailed, WorkspaceServiceErrors, type AgentConversationService, type DomainErrorOf } from '@acs/core';
+import { errAsync } from 'neverthrow';
+import { z } from 'zod';
+import { readWholeLog } from '../realtime/feed.js';
+import { V0EventTranslator } from '../realtime/v0-events.js';
+import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+
+const conversationPath = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), 'ConversationNotFound', (p) => ({
+  type: 'ConversationNotFound',
+  conversationId: p.conversation_id ?? '',
+}));
+const GitChangeSchema = z.object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() }).meta({ id: 'GitChange' });
+const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
+const TAGS = ['conversation panels'];
+const filePath = z.string().min(1).max(4096);
+
+/** The V1 UI's git routes name no conversation: only a conversation's own key says which. */
+const needsConversationKey = () =>
+  errAsync<never, DomainErrorOf<'ValidationFailed'>>(
+    validationFailed([{ path: 'header.X-Session-API-Key', message: "send the conversation's session_api_key: this route acts on the conversation it opens" }]),
+  );
+
+/**
+ * What the OpenHands UI shows around the chat, answered from the conversation's sandbox (its
+ * files, its repository's changes) or its record. Each accepts the conversation's own key.
+ */
+export function panelRoutes(service: AgentConversationService): RouteDefinition[] {
+  const { conversations, workspace } = service;
+  const inConversation = {
+    params: conversationPath,
+    tags: TAGS,
+    conversationScope: ({ params }: { params: { conversation_id: string } }) => params.conversation_id,
+  };
+  return [
+    defineRoute({
+      method: 'patch',
+      path: '/api/conversations/{conversation_id}',
+      operationId: 'renameConversation',
+      summary: 'Rename a conversation',
+      tags: ['conversations (V0)'],
+      params: conversationPath,
+      body: z.strictObject({ title: z.string().trim().min(1).max(200) }),
+      success: { status: 200, description: 'Renamed.', schema: z.literal(true) },
+      errors: ConversationServiceErrors.rename,
+      handle: ({ userId, params, body }) => conversations.rename(userId, params.conversation_id, body.title).map(() => true as const),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/config',
+      operationId: 'getConversationConfig',
+      summary: 'Which sandbox the conversation runs in',
+      success: { status: 200, description: 'Its ids.', schema: z.object({ runtime_id: z.string().nullable(), session_id: z.string() }) },
+      errors: WorkspaceServiceErrors.describe,
+      handle: ({ userId, params }) => workspace.describe(userId, params.conversation_id).map((w) => ({ runtime_id: w.sandbox_id, session_id: w.conversation_id })),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/list-files',
+      operationId: 'listConversationFiles',
+      summary: "List a directory of the conversation's workspace",
+      description: 'Paths relative to the working directory (the repository clone, if any); directories end with `/`. 409 when the sandbox is not running.',
+      query: z.object({ path: filePath.optional() }),
+      success: { status: 200, description: 'The entries.', schema: z.array(z.string()) },
+      errors: WorkspaceServiceErrors.listFiles,
+      handle: ({ userId, params, query }) => workspace.listFiles(userId, params.conversation_id, query.path ?? null),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/select-file',
+      operationId: 'readConversationFile',
+      summary: "Read a file of the conversation's workspace",
+      query: z.object({ file: filePath }),
+      success: { status: 200, description: 'Its text (at most 1 MiB shown).', schema: z.object({ code: z.string() }) },
+      errors: WorkspaceServiceErrors.readFile,
+      handle: ({ userId, params, query }) => workspace.readFile(userId, params.conversation_id, query.file).map((code) => ({ code })),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/git/changes',
+      operationId: 'getConversationGitChanges',
+      summary: "What changed in the conversation's repository",
+      description: 'From `git status`; empty when the working directory is not a git repository.',
+      success: { status: 200, description: 'The changes.', schema: z.array(GitChangeSchema) },
+      errors: WorkspaceServiceErrors.gitChanges,
+      handle: ({ userId, params }) => workspace.gitChanges(userId, params.conversation_id),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/git/diff',
+      operationId: 'getConversationGitDiff',
+      summary: 'A changed file, before and after',
+      query: z.object({ path: filePath }),
+      success: { status: 200, description: 'As committed, and as it is now.', schema: GitDiffSchema },
+      errors: WorkspaceServiceErrors.gitDiff,
+      handle: ({ userId, params, query }) => workspace.gitDiff(userId, params.conversation_id, query.path),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/trajectory',
+      operationId: 'getConversationTrajectory',
+      summary: 'The whole conversation as V0 events',
+      description: 'What the V0 realtime channel sends, from the first event: a trajectory the UI can download (and `replay_json` can replay).',
+      success: { status: 200, description: 'The events.', schema: z.object({ trajectory: z.array(z.record(z.string(), z.unknown())) }) },
+      errors: ConversationServiceErrors.searchEvents,
+      handle: ({ userId, params }) =>
+        readWholeLog(service, userId, params.conversation_id).map((events) => {
+          const translator = new V0EventTranslator();
+          return { trajectory: events.flatMap((e) => translator.translate(e)) };
+        }),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/microagents',
+      operationId: 'getConversationMicroagents',
+      summary: "The repository's guidance the agent was given",
+      success: {
+        status: 200,
+        description: 'Always-on instructions (repo) and knowledge files with their triggers.',
+        schema: z.object({
+          microagents: z.array(z.object({ name: z.string(), type: z.enum(['repo', 'knowledge']), content: z.string(), triggers: z.array(z.string()), inputs: z.array(z.unknown()), tools: z.array(z.string()) })),
+        }),
+      },
+      errors: WorkspaceServiceErrors.describe,
+      handle: ({ userId, params }) => workspace.describe(userId, params.conversation_id).map((w) => ({ microagents: w.microagents.map((m) => ({ ...m, inputs: [], tools: [] })) })),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/web-hosts',
+      operationId: 'getConversationWebHosts',
+      summary: 'Web servers the sandbox exposes (none)',
+      description: 'Sandboxes here publish no ports to the browser: always empty.',
+      success: { status: 200, description: 'None.', schema: z.object({ hosts: z.record(z.string(), z.int()) }) },
+      errors: ConversationServiceErrors.getInfo,
+      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id).map(() => ({ hosts: {} })),
+    }),
+    defineRoute({
+      ...inConversation,
+      method: 'get',
+      path: '/api/conversations/{conversation_id}/vscode-url',
+      operationId: 'getConversationVsCodeUrl',
+      summary: 'The VS Code URL of the sandbox (none)',
+      success: { status: 200, description: 'No VS Code here.', schema: z.object({ vscode_url: z.null() }) },
+      errors: ConversationServiceErrors.getInfo,
+      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id).map(() => ({ vscode_url: null })),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/git/changes/{path}',
+      operationId: 'getGitChangesV1',
+      summary: "What changed in the repository of the key's conversation (agent-server form)",
+      description: "With the conversation's own key. Statuses as the agent-server names them (ADDED, UPDATED, DELETED, MOVED).",
+      tags: TAGS,
+      params: z.object({ path: filePath }),
+      success: { status: 200, description: 'The changes.', schema: z.array(z.object({ status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']), path: z.string() })) },
+      errors: [...WorkspaceServiceErrors.gitChanges, 'ValidationFailed'],
+      conversationScope: ({ caller }) => caller.conversationId,
+      handle: ({ userId, caller }) =>
+        caller.conversationId
+          ? workspace.gitChanges(userId, caller.conversationId).map((changes) =>
+              changes.map((c) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path })),
+            )
+          : needsConversationKey(),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/git/diff/{path}',
+      operationId: 'getGitDiffV1',
+      summary: "A changed file of the key's conversation, before and after (agent-server form)",
+      tags: TAGS,
+      params: z.object({ path: filePath }),
+      success: { status: 200, description: 'As committed, and as it is now.', schema: GitDiffSchema },
+      errors: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe, 'ValidationFailed'],
+      conversationScope: ({ caller }) => caller.conversationId,
+      handle: ({ userId, caller, params }) => {
+        const id = caller.conversationId;
+        if (!id) return needsConversationKey();
+        // The UI names files as the agent-server lays them out: /workspace/project[/<repository>]/<file>.
+        return workspace.describe(userId, id).andThen((w) => {
+          const underProject = params.path.replace(/^\/workspace\/project\//, '');
+          const repository = w.repository?.split('/').pop();
+          const relative = repository && underProject.startsWith(`${repository}/`) ? underProject.slice(repository.length + 1) : underProject;
+          return workspace.gitDiff(userId, id, relative);
+        });
+      },
+    }),
+  ];
+}
