@@ -59,6 +59,7 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SecretNotFound', () => 404)
     .with('ConversationNotRunning', () => 409)
     .with('SecretNameTaken', () => 409)
+    .with('WorkspaceFileNotFound', () => 404)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }

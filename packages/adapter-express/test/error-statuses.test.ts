@@ -104,6 +104,7 @@ const STATUS: Record<DomainErrorType, number> = {
   SecretNotFound: 404,
   ConversationNotRunning: 409,
   SecretNameTaken: 409,
+  WorkspaceFileNotFound: 404,
   StoreUnavailable: 503,
 };
 
@@ -236,6 +237,7 @@ describe('documented error statuses', () => {
       SecretNotFound: [{ type: 'SecretNotFound', name: 'X' }],
       ConversationNotRunning: [{ type: 'ConversationNotRunning', conversationId: 'c', status: 'STOPPED' }],
       SecretNameTaken: [{ type: 'SecretNameTaken', name: 'X' }],
+      WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -29,6 +29,7 @@ export type DomainError =
   | { readonly type: 'SecretNotFound'; readonly name: string }
   | { readonly type: 'ConversationNotRunning'; readonly conversationId: string; readonly status: string }
   | { readonly type: 'SecretNameTaken'; readonly name: string }
+  | { readonly type: 'WorkspaceFileNotFound'; readonly conversationId: string; readonly path: string }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -73,6 +74,7 @@ export const DOMAIN_ERROR_CODES = {
   SecretNotFound: ['SECRET_NOT_FOUND'],
   ConversationNotRunning: ['CONVERSATION_NOT_RUNNING'],
   SecretNameTaken: ['SECRET_NAME_TAKEN'],
+  WorkspaceFileNotFound: ['FILE_NOT_FOUND'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -159,6 +161,10 @@ export function explainDomainError(error: DomainError): ExplainedDomainError {
     .with({ type: 'SecretNameTaken' }, (e) => ({
       code: 'SECRET_NAME_TAKEN' as const,
       message: `A secret named ${e.name} already exists; choose another name, or change that one.`,
+    }))
+    .with({ type: 'WorkspaceFileNotFound' }, (e) => ({
+      code: 'FILE_NOT_FOUND' as const,
+      message: `There is no file ${e.path} in the workspace of conversation ${e.conversationId}.`,
     }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',

@@ -258,6 +258,7 @@ describe('explainDomainError', () => {
     SecretNotFound: { type: 'SecretNotFound', name: 'DEPLOY_TOKEN' },
     ConversationNotRunning: { type: 'ConversationNotRunning', conversationId: 'conv-123', status: 'STOPPED' },
     SecretNameTaken: { type: 'SecretNameTaken', name: 'DEPLOY_TOKEN' },
+    WorkspaceFileNotFound: { type: 'WorkspaceFileNotFound', conversationId: 'conv-123', path: 'src/missing.ts' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -279,6 +280,7 @@ describe('explainDomainError', () => {
     SecretNotFound: { code: 'SECRET_NOT_FOUND', mentions: ['DEPLOY_TOKEN'] },
     ConversationNotRunning: { code: 'CONVERSATION_NOT_RUNNING', mentions: ['conv-123', 'STOPPED'] },
     SecretNameTaken: { code: 'SECRET_NAME_TAKEN', mentions: ['DEPLOY_TOKEN', 'already exists'] },
+    WorkspaceFileNotFound: { code: 'FILE_NOT_FOUND', mentions: ['src/missing.ts', 'conv-123'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

@@ -10,7 +10,7 @@ import type { SandboxService } from '../sandbox/service.js';
 /** What each workspace operation can fail with (the compiler holds the implementation to it). */
 export const WorkspaceServiceErrors = {
   listFiles: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  readFile: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  readFile: ['ConversationNotFound', 'ConversationNotRunning', 'WorkspaceFileNotFound', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   gitChanges: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   gitDiff: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   describe: ['ConversationNotFound', 'StoreUnavailable'],
@@ -119,11 +119,13 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
       }),
 
     readFile: (userId, id, path) =>
-      running(userId, id).andThen(({ box, dir }) =>
+      running(userId, id).andThen(({ record, box, dir }) =>
         runtime
           .readFile(box.id, resolveSandboxPath(dir, path) ?? path)
           .map(decode)
-          .mapErr(runtimeFailure(box.id, 'read a file of')),
+          .mapErr((e): WorkspaceServiceError<'readFile'> =>
+            e.kind === 'not_found' ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path } : runtimeFailure(box.id, 'read a file of')(e),
+          ),
       ),
 
     gitChanges: (userId, id) =>
