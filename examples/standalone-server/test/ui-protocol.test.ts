@@ -191,6 +191,30 @@ describe('the V0 realtime channel (socket.io)', () => {
     }
   });
 
+  it('a conversation whose agent has not run yet (no message) still tells the UI its agent waits for the user, on both channels', async () => {
+    // The UI's "New Conversation" button creates one with no message; it keeps showing
+    // "Initializing agent…" and refuses input until an agent state arrives.
+    const { conversation_id: id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY_A, {}));
+    const info = await waitFor('the conversation to run', async () => {
+      const c = await body<{ status: string; session_api_key: string }>(call(server.url, `/api/conversations/${id}`, KEY_A));
+      return c.status === 'RUNNING' ? c : undefined;
+    });
+    const v0 = v0Client(id, { key: info.session_api_key });
+    const replayed = await v0.until((e) => e.length >= 1, 'the initial agent state');
+    expect(replayed).toEqual([expect.objectContaining({ id: 0, observation: 'agent_state_changed', extras: { agent_state: 'awaiting_user_input', reason: '' } })]);
+
+    const v1 = v1Client(id, { resend_all: 'true', session_api_key: info.session_api_key });
+    await v1.until((f) => f.length >= 1, 'the full state');
+    expect(v1.frames[0]).toMatchObject({ kind: 'ConversationStateUpdateEvent', key: 'full_state', value: { execution_status: 'idle' } });
+
+    // Typing then runs the agent, and the reconnect from id 0 repeats nothing.
+    v0.socket.emit('oh_user_action', { action: 'message', args: { content: `${marker('basic')} first words`, image_urls: [], file_urls: [], timestamp: new Date().toISOString() } });
+    await v0.until((e) => agentState(e) === 'finished', 'the agent to finish');
+    const again = v0Client(id, { latest: 0, key: info.session_api_key });
+    const all = await again.until((e) => agentState(e) === 'finished', 'the replay');
+    expect(all.filter((e) => e.observation !== 'agent_state_changed').map((e) => e.id)).toEqual(v0.events.filter((e) => e.id > 0 && e.observation !== 'agent_state_changed').map((e) => e.id));
+  });
+
   it('refuses a wrong key, an API key in the URL, a stale session, another user’s cookie and another conversation’s key', async () => {
     const mine = await newV0Conversation('basic', 'mine');
     const other = await newV0Conversation('basic', 'other');

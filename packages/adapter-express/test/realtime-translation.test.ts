@@ -70,7 +70,24 @@ describe('V0 translation', () => {
     expect(observations[2]).toMatchObject({ extras: { path: '/workspace/hello.py' } });
 
     // The running cost rides on the agent's actions once a model call reported it.
-    expect(actions[1]!.llm_metrics).toMatchObject({ accumulated_token_usage: { prompt_tokens: expect.any(Number) as unknown } });
+    // (Every field the UI's cost dialog reads: a missing one crashes it.)
+    const calls = log.filter((e) => e.kind === 'llm_call');
+    const first = calls[0]!;
+    expect(actions[1]!.llm_metrics).toEqual({
+      accumulated_cost: 0,
+      max_budget_per_task: null,
+      accumulated_token_usage: {
+        prompt_tokens: first.prompt_tokens,
+        completion_tokens: first.completion_tokens,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        context_window: 0,
+        per_turn_token: first.prompt_tokens + first.completion_tokens,
+      },
+    });
+    expect((actions[6]!.llm_metrics as { accumulated_token_usage: { prompt_tokens: number } }).accumulated_token_usage.prompt_tokens).toBe(
+      calls.reduce((n, c) => n + c.prompt_tokens, 0),
+    );
     // The latest agent state is the last event.
     expect(events.at(-1)).toMatchObject({ observation: 'agent_state_changed', extras: { agent_state: 'finished' } });
     // Model calls and setup steps have no V0 form.
@@ -112,13 +129,14 @@ describe('V1 translation', () => {
       'ObservationEvent:ThinkObservation',
       'ActionEvent:ExecuteBashAction',
       'ObservationEvent:ExecuteBashObservation',
+      // No finish observation: the UI would fold the finish message away in its place.
       'ActionEvent:FinishAction',
-      'ObservationEvent:FinishObservation',
     ]);
     expect(described.at(-1)).toBe('state:finished');
 
     const actions = frames.filter((f) => f.kind === 'ActionEvent');
     const observations = frames.filter((f) => f.kind === 'ObservationEvent');
+    expect(observations).toHaveLength(actions.length - 1);
     for (const [i, o] of observations.entries()) {
       expect(o.action_id).toBe(actions[i]!.id);
       expect(o.tool_call_id).toBe(actions[i]!.tool_call_id);
@@ -128,7 +146,7 @@ describe('V1 translation', () => {
     expect(observations[0]).toMatchObject({ source: 'environment', observation: { output: expect.stringMatching(/^a\.txt\nb\.txt\n/) as unknown, exit_code: 0, error: false } });
     expect(observations[4]).toMatchObject({ observation: { exit_code: 1 } });
     expect(observations[1]).toMatchObject({ observation: { command: 'create', path: '/workspace/hello.py', prev_exist: false, new_content: 'print("hi")\nprint("bye")' } });
-    expect(observations[5]).toMatchObject({ observation: { message: 'All done.' } });
+    expect(actions[5]).toMatchObject({ action: { kind: 'FinishAction', message: 'All done.' } });
     expect(frames[0]).toMatchObject({ llm_message: { role: 'user', content: [{ type: 'text', text: 'make hello.py' }] } });
   });
 });

@@ -112,9 +112,9 @@ export function attachV1Channel(server: HttpServer, prefix: string, deps: V1Chan
       subscription.close();
       return;
     }
-    // The whole state, as the agent-server sends on connect.
+    // The whole state, as the agent-server sends on connect; an agent that has not run yet is idle.
     const current = await service.conversations.getMany(userId, [conversationId]);
-    const status = current.isOk() ? current.value[0]?.execution_status : null;
+    const status = current.isOk() && current.value[0] ? (current.value[0].execution_status ?? 'idle') : null;
     if (status) send(stateUpdate(`state-${subscription.lastId}`, new Date().toISOString(), status, 'full_state'));
   }
 

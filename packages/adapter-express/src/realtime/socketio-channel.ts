@@ -3,7 +3,7 @@ import { normalizeId, type AgentConversationService, type ConversationEvent, typ
 import { Server as SocketIoServer, type Socket } from 'socket.io';
 import type { Caller } from '../auth/caller.js';
 import { followConversation } from './feed.js';
-import { V0EventTranslator, type V0Event } from './v0-events.js';
+import { agentStateOf, V0EventTranslator, type V0Event } from './v0-events.js';
 
 export interface V0ChannelDeps {
   service: AgentConversationService;
@@ -130,12 +130,16 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
  * Sends the events after `after`, agent-state changes held back: only the latest of them is
  * sent, last. So that the client's last event id (which it resumes from) is the last id sent,
  * that closing state carries the id of the last event replayed when it is not itself the last.
+ * A log with no state change at all (a conversation whose agent has not run yet) still ends
+ * with one, `awaiting_user_input`: the UI waits for an agent state before it lets the user type.
  */
 function replay(events: readonly ConversationEvent[], after: number, translator: V0EventTranslator, emit: (event: V0Event) => void): void {
   let state: V0Event | null = null;
-  let lastSent = 0;
+  let anyState = false;
+  let lastSent = Math.max(after, 0);
   for (const event of events) {
     for (const v0 of translator.translate(event)) {
+      if (v0.observation === 'agent_state_changed') anyState = true;
       if (event.id <= after) continue;
       if (v0.observation === 'agent_state_changed') {
         state = v0;
@@ -146,4 +150,19 @@ function replay(events: readonly ConversationEvent[], after: number, translator:
     }
   }
   if (state) emit(state.id >= lastSent ? state : { ...state, id: lastSent });
+  else if (!anyState) emit(initialAgentState(lastSent));
+}
+
+/** The agent state of a conversation whose agent has not run: waiting for the user. */
+function initialAgentState(id: number): V0Event {
+  return {
+    id,
+    timestamp: new Date().toISOString(),
+    source: 'agent',
+    message: '',
+    observation: 'agent_state_changed',
+    content: '',
+    cause: null,
+    extras: { agent_state: agentStateOf(null), reason: '' },
+  };
 }

@@ -59,6 +59,7 @@ export class V0EventTranslator {
   /** Calls the user rejected: their observations are `user_rejected`, as OpenHands records a rejection. */
   readonly #rejected = new Set<string>();
   #metrics: Record<string, unknown> | null = null;
+  #cachedTokens = 0;
 
   translate(event: ConversationEvent): V0Event[] {
     switch (event.kind) {
@@ -99,10 +100,21 @@ export class V0EventTranslator {
         if (!event.accept) for (const id of event.tool_call_ids) this.#rejected.add(id);
         return [];
       case 'llm_call':
+        this.#cachedTokens += event.cached_prompt_tokens;
         if (event.accumulated) {
+          // Every field the UI's cost dialog reads. The context window is not known here: 0, as
+          // OpenHands reports for a model whose window it does not know.
           this.#metrics = {
-            accumulated_cost: event.accumulated.cost_usd,
-            accumulated_token_usage: { prompt_tokens: event.accumulated.prompt_tokens, completion_tokens: event.accumulated.completion_tokens },
+            accumulated_cost: event.accumulated.cost_usd ?? 0,
+            max_budget_per_task: null,
+            accumulated_token_usage: {
+              prompt_tokens: event.accumulated.prompt_tokens,
+              completion_tokens: event.accumulated.completion_tokens,
+              cache_read_tokens: this.#cachedTokens,
+              cache_write_tokens: 0,
+              context_window: 0,
+              per_turn_token: event.prompt_tokens + event.completion_tokens,
+            },
           };
         }
         return [];

@@ -17,7 +17,7 @@ export function stateUpdate(id: string, timestamp: string, status: ExecutionStat
  * `MessageEvent`, `ActionEvent` / `ObservationEvent` (with the action and observation kinds
  * the UI knows for our tools), `ConversationStateUpdateEvent` and `AgentErrorEvent`. Ids are
  * our event ids as strings. Model calls, setup steps, condensations and confirmation
- * decisions have no frame.
+ * decisions have no frame, nor has the finish observation (the action holds the message).
  */
 export class V1EventTranslator {
   readonly #actions = new Map<string, ActionEvent>();
@@ -46,7 +46,9 @@ export class V1EventTranslator {
         this.#actions.set(event.tool_call_id, event);
         return [this.#action(event, base)];
       case 'observation':
-        return [this.#observation(event, base)];
+        // The finish action carries the message to the user. The UI puts an observation in place of
+        // its action, so a finish observation would fold that message into a closed "FINISH" block.
+        return event.tool_name === 'finish' ? [] : [this.#observation(event, base)];
       case 'status':
         return [stateUpdate(base.id, base.timestamp, event.execution_status, 'execution_status')];
       case 'error':
@@ -127,8 +129,6 @@ export class V1EventTranslator {
           };
         case 'think':
           return { kind: 'ThinkObservation', content: event.content };
-        case 'finish':
-          return { kind: 'FinishObservation', message: text(args.message) ?? event.content };
         default:
           return { kind: 'MCPToolObservation', content: [{ type: 'text', text: event.content }], is_error: event.is_error, tool_name: event.tool_name };
       }
