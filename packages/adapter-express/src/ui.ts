@@ -24,7 +24,7 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
   const root = resolve(dir);
   const index = join(root, 'index.html');
   if (!existsSync(index) || !statSync(index).isFile()) {
-    throw new Error(`serveUi: ${root} has no index.html; point it at the directory of a built web UI (e.g. the frontend's build/client).`);
+    throw new Error(`serveUi: ${root} has no index.html; point it at the directory of a built web UI (e.g. the OpenHands frontend's build/).`);
   }
   const reserved = options.reservedPrefixes ?? DEFAULT_RESERVED;
   const isReserved = (path: string) => reserved.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
