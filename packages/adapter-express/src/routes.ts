@@ -39,14 +39,11 @@ import { optionRoutes } from './routes/options.js';
 import { secretRoutes } from './routes/secrets.js';
 import { agentServerRoutes } from './routes/agent-server.js';
 import { panelRoutes } from './routes/panels.js';
+import { conversationIdParams } from './routes/params.js';
 
 const pageOf = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
 
-const conversationIdParams = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), 'ConversationNotFound', (p) => ({
-  type: 'ConversationNotFound',
-  conversationId: p.conversation_id ?? '',
-}));
 const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), 'SandboxNotFound', (p) => ({
   type: 'SandboxNotFound',
   sandboxId: p.sandbox_id ?? '',

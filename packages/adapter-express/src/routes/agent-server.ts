@@ -3,13 +3,10 @@ import { okAsync } from 'neverthrow';
 import { z } from 'zod';
 import { readWholeLog } from '../realtime/feed.js';
 import { countV1Frames } from '../realtime/v1-events.js';
-import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import { defineRoute, type RouteDefinition } from '../route.js';
+import { conversationIdParams } from './params.js';
 
 const SuccessSchema = z.object({ success: z.literal(true) });
-const conversationPath = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), 'ConversationNotFound', (p) => ({
-  type: 'ConversationNotFound',
-  conversationId: p.conversation_id ?? '',
-}));
 
 /**
  * The agent-server routes the OpenHands UI calls in V1 mode, with the conversation's own key
@@ -25,7 +22,7 @@ export function agentServerRoutes(service: AgentConversationService): RouteDefin
       summary: 'Pause the agent',
       description: 'Stops the agent where it is (a model call in flight is aborted); the conversation and its sandbox stay up. `/run` lets it go on.',
       tags: ['agent (V1 UI)'],
-      params: conversationPath,
+      params: conversationIdParams,
       bodyRequired: false,
       success: { status: 200, description: 'Paused.', schema: SuccessSchema },
       errors: ConversationServiceErrors.pauseAgent,
@@ -39,7 +36,7 @@ export function agentServerRoutes(service: AgentConversationService): RouteDefin
       summary: 'Let a paused agent go on',
       description: 'Resumes an agent paused in a running conversation (a stopped conversation is started with POST /api/conversations/{id}/start).',
       tags: ['agent (V1 UI)'],
-      params: conversationPath,
+      params: conversationIdParams,
       bodyRequired: false,
       success: { status: 200, description: 'Running (or nothing to do).', schema: SuccessSchema },
       errors: ConversationServiceErrors.runAgent,

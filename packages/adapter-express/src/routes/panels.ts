@@ -3,12 +3,9 @@ import { errAsync } from 'neverthrow';
 import { z } from 'zod';
 import { readWholeLog } from '../realtime/feed.js';
 import { V0EventTranslator } from '../realtime/v0-events.js';
-import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import { defineRoute, type RouteDefinition } from '../route.js';
+import { conversationIdParams } from './params.js';
 
-const conversationPath = recordPathParams(z.object({ conversation_id: z.string().min(1).max(100) }), 'ConversationNotFound', (p) => ({
-  type: 'ConversationNotFound',
-  conversationId: p.conversation_id ?? '',
-}));
 const GitChangeSchema = z.object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() }).meta({ id: 'GitChange' });
 const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
 const TAGS = ['conversation panels'];
@@ -27,7 +24,7 @@ const needsConversationKey = () =>
 export function panelRoutes(service: AgentConversationService): RouteDefinition[] {
   const { conversations, workspace } = service;
   const inConversation = {
-    params: conversationPath,
+    params: conversationIdParams,
     tags: TAGS,
     conversationScope: ({ params }: { params: { conversation_id: string } }) => params.conversation_id,
   };
@@ -38,7 +35,7 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       operationId: 'renameConversation',
       summary: 'Rename a conversation',
       tags: ['conversations (V0)'],
-      params: conversationPath,
+      params: conversationIdParams,
       body: z.strictObject({ title: z.string().trim().min(1).max(200) }),
       success: { status: 200, description: 'Renamed.', schema: z.literal(true) },
       errors: ConversationServiceErrors.rename,
