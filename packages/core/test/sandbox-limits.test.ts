@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, unavailableSandboxRuntime } from '@acs/core';
+import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/adapter-memory';
 
@@ -61,18 +61,41 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     expect((await expectOk(service.sandboxes.search('alice', { limit: 10, after: null }))).items).toEqual([]);
   });
 
-  it('pauses running sandboxes idle longer than the limit, leaving recently used ones', async () => {
+  it('pauses running sandboxes idle longer than the limit, leaving recently used ones (time from the clock port)', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1, idlePauseAfterMs: 200, maintenanceIntervalMs: 60_000 });
+    const clock = manualClock();
+    const service = createAgentConversationService({ ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000 });
     const idle = await expectOk(service.sandboxes.start('alice'));
     const busy = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
-    await new Promise((r) => setTimeout(r, 250));
+    clock.advance(9 * 60_000);
+    expect(await service.sandboxes.pauseIdle()).toBe(0);
     service.sandboxes.touch(busy.id);
+    clock.advance(2 * 60_000);
     expect(await service.sandboxes.pauseIdle()).toBe(1);
     expect((await expectOk(service.sandboxes.get('alice', idle.id))).status).toBe('PAUSED');
     expect((await expectOk(service.sandboxes.get('alice', busy.id))).status).toBe('RUNNING');
     await service.close();
+  });
+
+  it('runs idle pausing on the clock’s timer, and stops it on close', async () => {
+    const ports = createMemoryPorts();
+    const clock = manualClock();
+    const service = createAgentConversationService({ ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 60_000, maintenanceIntervalMs: 15_000 });
+    const box = await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    clock.advance(45_000);
+    await service.idle();
+    expect((await expectOk(service.sandboxes.get('alice', box.id))).status).toBe('RUNNING');
+    clock.advance(30_000); // the check at 75 s finds it idle for more than a minute
+    await service.idle();
+    expect((await expectOk(service.sandboxes.get('alice', box.id))).status).toBe('PAUSED');
+
+    await expectOk(service.sandboxes.resume('alice', box.id));
+    await service.idle();
+    await service.close();
+    clock.advance(10 * 60_000);
+    expect(ports.runtime.peek(box.id)?.state).toBe('running');
   });
 
   it('uses the user’s remote_runtime_resource_factor when creating a sandbox', async () => {

@@ -282,6 +282,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     const at = () => clock.now();
     const result = await prepareRepository({
       runtime: deps.runtime,
+      clock,
       sandboxId: box.id,
       workingDir: box.spec.working_dir,
       conversationId: record.id,

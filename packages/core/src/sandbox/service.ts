@@ -1,6 +1,6 @@
 import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
-import type { Clock } from '../clock.js';
+import { millisOf, type Clock } from '../clock.js';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
 import type { InstallationStore } from '../installation.js';
@@ -406,7 +406,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         commit: () => {
           if (settled) throw new Error(`sandbox reservation ${record.id} was already committed or cancelled`);
           settled = true;
-          lastActive.set(record.id, Date.now());
+          lastActive.set(record.id, millisOf(clock));
           track(record.id, async () => bringUp(record, installationOfRecord, (await deps.resourceFactorOf?.(userId)) ?? 1));
         },
         cancel: async () => {
@@ -424,9 +424,10 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
   const timer =
     idleAfter !== undefined && idleAfter > 0
-      ? setInterval(() => background.spawn('pause idle sandboxes', async () => void (await service.pauseIdle())), deps.options?.maintenanceIntervalMs ?? Math.min(60_000, Math.max(10, idleAfter / 4)))
+      ? clock.every(deps.options?.maintenanceIntervalMs ?? Math.min(60_000, Math.max(10, idleAfter / 4)), () =>
+          background.spawn('pause idle sandboxes', async () => void (await service.pauseIdle())),
+        )
       : undefined;
-  timer?.unref();
 
   /** Pauses a sandbox; `reason` is recorded as its status detail in the same write. */
   const pauseBecause = (userId: string, id: string, reason: string | null): ResultAsync<void, SandboxServiceError<'pause'>> =>
@@ -491,7 +492,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     resume: (userId, id) =>
       act(userId, id, 'resume').andThen((target) => {
         if (target === 'noop') return okAsync(undefined);
-        lastActive.set(id, Date.now());
+        lastActive.set(id, millisOf(clock));
         return withUserLock(userId, () => makeRoom(userId)).andThen(() => runtime
           .resume(id)
           .mapErr(runtimeFailure(id, 'resume'))
@@ -550,7 +551,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         .map((records) => new Map(records.filter((r): r is SandboxRecord => r !== null).map((r) => [r.id, r]))),
 
     touch: (sandboxId) => {
-      lastActive.set(sandboxId, Date.now());
+      lastActive.set(sandboxId, millisOf(clock));
     },
 
     pauseIdle: async () => {
@@ -563,7 +564,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       let paused = 0;
       for (const record of running.value) {
         const last = Math.max(lastActive.get(record.id) ?? 0, Date.parse(record.updated_at));
-        if (Date.now() - last < idleAfter || settling.has(record.id)) continue;
+        if (millisOf(clock) - last < idleAfter || settling.has(record.id)) continue;
         const idleFor = idleAfter >= 60_000 ? `${Math.round(idleAfter / 60_000)} min` : `${Math.round(idleAfter / 1000)} s`;
         const result = await pauseBecause(record.user_id, record.id, `paused after ${idleFor} without use`);
         if (result.isErr()) {
@@ -634,7 +635,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       ),
 
     stop: () => {
-      if (timer) clearInterval(timer);
+      timer?.cancel();
     },
 
     pauseIfUnused: async (userId, id, stillNeeded) => {

@@ -1,5 +1,6 @@
 import type { ExecRequest, ExecResult, SandboxRuntime } from '../sandbox/runtime.js';
 import type { GitProvider, StoredSettings } from '../settings/schema.js';
+import { millisOf, type Clock } from '../clock.js';
 import {
   clipGuidance,
   MAX_MICROAGENT_FILES,
@@ -95,6 +96,8 @@ export interface SetupReport {
 
 export interface PrepareRepositoryInput {
   runtime: SandboxRuntime;
+  /** Times the setup script (`duration_ms`). */
+  clock: Clock;
   sandboxId: string;
   workingDir: string;
   conversationId: string;
@@ -226,7 +229,7 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
 
   try {
     await input.onStep?.('PREPARING_REPOSITORY');
-    const started = Date.now();
+    const started = millisOf(input.clock);
 
     // Identity: the user's, or a default so commits work at all.
     const name = input.settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME;
@@ -266,7 +269,7 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
         output: '',
         exit_code: 0,
         timed_out: false,
-        duration_ms: Date.now() - started,
+        duration_ms: millisOf(input.clock) - started,
       });
     } else {
       const cloned = await exec(
@@ -301,7 +304,7 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
         output: scrub(clip(`${cloned.stdout}${cloned.stderr}`)),
         exit_code: 0,
         timed_out: false,
-        duration_ms: Date.now() - started,
+        duration_ms: millisOf(input.clock) - started,
       });
 
       // The repository's own setup, from the repository root (where the script expects to be).
