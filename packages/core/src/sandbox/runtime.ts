@@ -1,4 +1,5 @@
 import { errAsync, type ResultAsync } from 'neverthrow';
+import type { DomainErrorOf } from '../errors.js';
 import type { ExposedUrl, SandboxSpec } from './schema.js';
 import type { OpenShellOptions, SandboxShell } from './shell.js';
 
@@ -137,6 +138,15 @@ export interface SandboxRuntime {
  * A path inside a sandbox, resolved against its working directory and normalised.
  * Paths always name the sandbox's own filesystem; null for what cannot be a path.
  */
+/**
+ * A runtime error as the service reports it for `operation` on a sandbox: an engine that cannot
+ * be reached is SandboxesUnavailable, anything else SandboxRuntimeFailed.
+ */
+export const runtimeFailure =
+  (sandboxId: string, operation: string) =>
+  (e: SandboxRuntimeError): DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'> =>
+    e.kind === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
+
 export function resolveSandboxPath(workingDir: string, path: string): string | null {
   if (path === '' || path.includes('\0') || path.length > 4096) return null;
   const joined = path.startsWith('/') ? path : `${workingDir.replace(/\/+$/, '')}/${path}`;

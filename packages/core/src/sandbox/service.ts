@@ -7,7 +7,7 @@ import type { InstallationStore } from '../installation.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { RuntimeObservation, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
+import { runtimeFailure, type RuntimeObservation, type SandboxRuntime } from './runtime.js';
 import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
 import { isSandboxLost, planSandboxAction, statusAfterObservation, type SandboxAction } from './state.js';
 import type { SandboxSpecCatalog, SandboxStore } from './store.js';
@@ -98,9 +98,6 @@ export const SandboxServiceErrors = {
 /** The error union of a sandbox operation. */
 export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<(typeof SandboxServiceErrors)[K]>;
 
-/** What the runtime's failures become. */
-type RuntimeFailure = DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'>;
-
 export interface SandboxService {
   /** Creates a sandbox from a spec (the default when absent). Returns at once, STARTING; it comes up in the background. */
   start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, SandboxServiceError<'start'>>;
@@ -173,13 +170,6 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
           installationId = id;
           return id;
         });
-
-  const runtimeFailure =
-    (sandboxId: string, operation: string) =>
-    (e: SandboxRuntimeError): RuntimeFailure =>
-      e.kind === 'unavailable'
-        ? { type: 'SandboxesUnavailable', reason: e.message }
-        : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
   /**
    * Whether an observation would change nothing on this record (then there is nothing to

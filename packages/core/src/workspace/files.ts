@@ -3,7 +3,7 @@ import type { ConversationRecord } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { normalizeId } from '../ids.js';
-import { resolveSandboxPath, type SandboxRuntime, type SandboxRuntimeError } from '../sandbox/runtime.js';
+import { resolveSandboxPath, runtimeFailure, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
 
@@ -88,11 +88,6 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
         return okAsync({ record, box, dir: directoryOf(record, box) ?? box.spec.working_dir });
       }),
     );
-
-  const runtimeFailure =
-    (sandboxId: string, operation: string) =>
-    (e: SandboxRuntimeError): DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'> =>
-      e.kind === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
   const git = (sandboxId: string, dir: string, args: readonly string[]) =>
     runtime.exec(sandboxId, { command: ['git', '-C', dir, ...args], timeoutMs: 30_000 }).mapErr(runtimeFailure(sandboxId, 'read the repository of'));
