@@ -58,12 +58,12 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
   errors: E;
   /** False only for health routes. */
   authenticated: boolean;
+  /** On success the browser session cookie is cleared (sign-out). */
+  clearsBrowserSession?: boolean;
   /**
    * For routes of one conversation that its own key (`session_api_key`) may call (its agent
    * routes): which conversation a request is about. Routes without it refuse conversation keys.
    */
-  /** On success the browser session cookie is cleared (sign-out). */
-  clearsBrowserSession?: boolean;
   conversationScope?(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): string | null;
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type Request } from 'express';
+import { normalizeId } from '@acs/core';
 import { SESSION_API_KEY_HEADER, type ApiKeyLookup, type Authenticate } from './api-keys.js';
 import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
 import type { ConversationKeys } from './conversation-keys.js';
@@ -13,6 +14,17 @@ export interface Caller {
   conversationId: string | null;
   /** With the session cookie: the session's id (sign-out ends it). */
   sessionId: string | null;
+}
+
+/**
+ * Whether a caller may open a conversation's live channel. A key in the channel's URL may only
+ * be a conversation's own key (API keys stay out of URLs), and a conversation key opens its own
+ * conversation only.
+ */
+export function channelAccess(caller: Caller | null, urlKey: string | null, conversationId: string): { caller: Caller } | { refused: string } {
+  if (!caller || (urlKey !== null && caller.via !== 'conversation-key')) return { refused: 'Not authenticated: sign in (session cookie), or send the conversation’s session_api_key.' };
+  if (caller.conversationId !== null && caller.conversationId !== normalizeId(conversationId)) return { refused: `This key opens conversation ${caller.conversationId} only.` };
+  return { caller };
 }
 
 /** Ends the caller's browser session, if it came with one. */

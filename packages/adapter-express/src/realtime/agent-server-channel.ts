@@ -1,10 +1,11 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { normalizeId, type AgentConversationService, type EventSubscription, type Logger } from '@acs/core';
+import { type AgentConversationService, type EventSubscription, type Logger } from '@acs/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Caller } from '../auth/caller.js';
+import { channelAccess, type Caller } from '../auth/caller.js';
 import { followConversation } from './feed.js';
-import { stateUpdate, V1EventTranslator } from './v1-events.js';
+import { userMessage } from './user-message.js';
+import { agentError, stateUpdate, V1EventTranslator } from './v1-events.js';
 
 export interface V1ChannelDeps {
   service: AgentConversationService;
@@ -55,18 +56,18 @@ export function attachV1Channel(server: HttpServer, prefix: string, deps: V1Chan
 
   async function open(ws: WebSocket, req: IncomingMessage, conversationId: string, query: URLSearchParams): Promise<void> {
     const key = query.get('session_api_key') || null;
-    const caller = await deps.resolveCaller(req, key);
-    // A key in the URL may only be a conversation's own key: API keys stay out of URLs.
-    if (!caller || (key !== null && caller.via !== 'conversation-key') || (caller.conversationId !== null && caller.conversationId !== normalizeId(conversationId))) {
+    const access = channelAccess(await deps.resolveCaller(req, key), key, conversationId);
+    if ('refused' in access) {
       ws.close(CLOSE_UNAUTHENTICATED, 'not authenticated for this conversation');
       return;
     }
-    const userId = caller.userId;
+    const userId = access.caller.userId;
     const resendAll = /^(true|1)$/i.test(query.get('resend_all') ?? '');
     const translator = new V1EventTranslator();
     const send = (frame: unknown) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
     };
+    const refuse = (error: string) => send(agentError(`refused-${Date.now()}`, new Date().toISOString(), error));
     let subscription: EventSubscription | null = null;
     let closed = false;
     ws.on('close', () => {
@@ -82,13 +83,12 @@ export function attachV1Channel(server: HttpServer, prefix: string, deps: V1Chan
       }
       const message = messageOf(data);
       if (!message) {
-        send({ id: `refused-${Date.now()}`, kind: 'AgentErrorEvent', timestamp: new Date().toISOString(), source: 'agent', tool_name: '', tool_call_id: '', error: 'Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.' });
+        refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
         return;
       }
-      const content = [...(message.text.trim() ? [{ type: 'text' as const, text: message.text }] : []), ...(message.images.length > 0 ? [{ type: 'image' as const, image_urls: message.images }] : [])];
-      service.conversations.sendMessage(userId, conversationId, { role: 'user', content, run: true }).then(
+      service.conversations.sendMessage(userId, conversationId, userMessage(message.text, message.images)).then(
         (sent) => {
-          if (sent.isErr()) send({ id: `refused-${Date.now()}`, kind: 'AgentErrorEvent', timestamp: new Date().toISOString(), source: 'agent', tool_name: '', tool_call_id: '', error: sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).` });
+          if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
         },
         (error: unknown) => logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent-server socket message failed'),
       );

@@ -1,9 +1,10 @@
 import type { Server as HttpServer } from 'node:http';
-import { normalizeId, type AgentConversationService, type ConversationEvent, type EventSubscription, type Logger } from '@acs/core';
+import { type AgentConversationService, type ConversationEvent, type EventSubscription, type Logger } from '@acs/core';
 import { Server as SocketIoServer, type Socket } from 'socket.io';
-import type { Caller } from '../auth/caller.js';
+import { channelAccess, type Caller } from '../auth/caller.js';
 import { followConversation } from './feed.js';
-import { agentStateOf, V0EventTranslator, type V0Event } from './v0-events.js';
+import { agentStateChanged, agentStateOf, V0EventTranslator, type V0Event } from './v0-events.js';
+import { userMessage } from './user-message.js';
 
 export interface V0ChannelDeps {
   service: AgentConversationService;
@@ -32,19 +33,15 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
       next(new Error('No conversation_id in the query.'));
       return;
     }
-    // A key in the query may only be a conversation's own key: API keys stay out of URLs.
     const key = first(socket.handshake.query.session_api_key) ?? first((socket.handshake.auth as Record<string, unknown>).session_api_key);
     deps.resolveCaller(socket.request, key).then(
       (caller) => {
-        if (!caller || (key !== null && caller.via !== 'conversation-key')) {
-          next(Object.assign(new Error('Not authenticated: sign in (session cookie), or send the conversation’s session_api_key.'), { data: { msg_id: 'STATUS$ERROR_AUTH' } }));
+        const access = channelAccess(caller, key, conversationId);
+        if ('refused' in access) {
+          next(Object.assign(new Error(access.refused), { data: { msg_id: 'STATUS$ERROR_AUTH' } }));
           return;
         }
-        if (caller.conversationId !== null && caller.conversationId !== normalizeId(conversationId)) {
-          next(new Error(`This key opens conversation ${caller.conversationId} only.`));
-          return;
-        }
-        socket.data = { caller, conversationId };
+        socket.data = { caller: access.caller, conversationId };
         next();
       },
       (error: unknown) => next(error instanceof Error ? error : new Error(String(error))),
@@ -101,8 +98,7 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
       if (kind === 'message') {
         const text = typeof args?.content === 'string' ? args.content : '';
         const images = Array.isArray(args?.image_urls) ? args.image_urls.filter((u): u is string => typeof u === 'string') : [];
-        const content = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...(images.length > 0 ? [{ type: 'image' as const, image_urls: images }] : [])];
-        const sent = await service.conversations.sendMessage(userId, conversationId, { role: 'user', content, run: true });
+        const sent = await service.conversations.sendMessage(userId, conversationId, userMessage(text, images));
         if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
         return;
       }
@@ -150,19 +146,5 @@ function replay(events: readonly ConversationEvent[], after: number, translator:
     }
   }
   if (state) emit(state.id >= lastSent ? state : { ...state, id: lastSent });
-  else if (!anyState) emit(initialAgentState(lastSent));
-}
-
-/** The agent state of a conversation whose agent has not run: waiting for the user. */
-function initialAgentState(id: number): V0Event {
-  return {
-    id,
-    timestamp: new Date().toISOString(),
-    source: 'agent',
-    message: '',
-    observation: 'agent_state_changed',
-    content: '',
-    cause: null,
-    extras: { agent_state: agentStateOf(null), reason: '' },
-  };
+  else if (!anyState) emit(agentStateChanged(lastSent, new Date().toISOString(), agentStateOf(null), ''));
 }

@@ -26,6 +26,11 @@ export function agentStateOf(status: ExecutionStatus | null): V0AgentState {
   }
 }
 
+/** The `agent_state_changed` observation by which the UI learns the agent's state. */
+export function agentStateChanged(id: number, timestamp: string, state: V0AgentState, reason: string): V0Event {
+  return { id, timestamp, source: 'agent', message: '', observation: 'agent_state_changed', content: '', cause: null, extras: { agent_state: state, reason } };
+}
+
 /** OpenHands V0 rates risk as a number: unknown -1, low 0, medium 1, high 2. */
 const RISK = { unknown: -1, low: 0, medium: 1, high: 2 } as const;
 
@@ -71,18 +76,7 @@ export class V0EventTranslator {
       case 'observation':
         return this.#observation(event);
       case 'status':
-        return [
-          {
-            id: event.id,
-            timestamp: event.timestamp,
-            source: 'agent',
-            message: '',
-            observation: 'agent_state_changed',
-            content: '',
-            cause: null,
-            extras: { agent_state: agentStateOf(event.execution_status), reason: event.reason ?? '' },
-          },
-        ];
+        return [agentStateChanged(event.id, event.timestamp, agentStateOf(event.execution_status), event.reason ?? '')];
       case 'error':
         return [
           {

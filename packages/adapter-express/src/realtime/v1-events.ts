@@ -12,6 +12,11 @@ export function stateUpdate(id: string, timestamp: string, status: ExecutionStat
   return { id, kind: 'ConversationStateUpdateEvent', timestamp, source: 'environment', key, value: key === 'full_state' ? { execution_status: status } : status };
 }
 
+/** The agent-server's error frame: a failed tool call (with its name and id) or an error of the agent or channel. */
+export function agentError(id: string, timestamp: string, error: string, tool: { tool_name: string; tool_call_id: string } = { tool_name: '', tool_call_id: '' }): V1Event {
+  return { id, kind: 'AgentErrorEvent', timestamp, source: 'agent', ...tool, error };
+}
+
 /**
  * Turns our events into the agent-server events the OpenHands UI renders in V1 mode:
  * `MessageEvent`, `ActionEvent` / `ObservationEvent` (with the action and observation kinds
@@ -52,7 +57,7 @@ export class V1EventTranslator {
       case 'status':
         return [stateUpdate(base.id, base.timestamp, event.execution_status, 'execution_status')];
       case 'error':
-        return [{ ...base, kind: 'AgentErrorEvent', source: 'agent', tool_name: '', tool_call_id: '', error: event.message }];
+        return [agentError(base.id, base.timestamp, event.message)];
       default:
         return [];
     }
@@ -103,7 +108,7 @@ export class V1EventTranslator {
     const action = this.#actions.get(event.tool_call_id);
     const args = action?.arguments ?? {};
     const common = { ...base, source: 'environment' as const, tool_name: event.tool_name, tool_call_id: event.tool_call_id };
-    if (event.details.invalid_call === true) return { ...base, kind: 'AgentErrorEvent', source: 'agent', tool_name: event.tool_name, tool_call_id: event.tool_call_id, error: event.content };
+    if (event.details.invalid_call === true) return agentError(base.id, base.timestamp, event.content, { tool_name: event.tool_name, tool_call_id: event.tool_call_id });
     const observation = (() => {
       switch (event.tool_name) {
         case 'execute_bash':
