@@ -34,31 +34,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Result } from 'neverthrow';
-import {
-  BUILTIN_TOOLS,
-  createAgentConversationService,
-  detectStuck,
-  EventLog,
-  metricsOf,
-  projectMessages,
-  systemPrompt,
-  toNewEvent,
-  Toolset,
-  type ConversationEvent,
-  type ConversationEventDraft,
-  type LlmClient,
-  type LlmCredentials,
-  type LlmMessage,
-  type LlmRequest,
-  type NewEvent,
-  type SandboxSpec,
-} from '@acs/core';
+import { createAgentConversationService, EventLog, toNewEvent, type ConversationEvent, type ConversationEventDraft, type LlmClient, type LlmCredentials, type LlmMessage, type LlmRequest, type NewEvent, type SandboxSpec } from '@acs/core';
 import { createMemoryPorts, DEFAULT_MEMORY_SPEC, FakeSandboxRuntime, MemoryEventStore, ScriptedLlm, type ScriptedTurn } from '@acs/adapter-memory';
 import { loadConfig } from '../examples/standalone-server/src/config.js';
 import { createStandaloneServer } from '../examples/standalone-server/src/server.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
 import { callApi, printTable as printRows } from './report.js';
+import { createAgent, BUILTIN_TOOLS, detectStuck, metricsOf, projectMessages, systemPrompt, Toolset } from '@acs/agent';
 
 // ---- configuration ----
 
@@ -175,7 +158,7 @@ async function engineRound(conversations: number, steps: number, keepStarts?: nu
   let k = 0;
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, steps));
   const llm = new TimedLlm(ports.llm);
-  const service = createAgentConversationService({ ...ports, llm }, { pollIntervalMs: 1, agent: { defaultMaxIterations: steps + 10 } });
+  const service = createAgentConversationService({ ...ports, llm, agent: createAgent({ defaultMaxIterations: steps + 10 }) }, { pollIntervalMs: 1 });
   // The condenser is off: this measures the engine's own overhead against the same work without it.
   await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
   const round: Round = { steps: 0, ms: 0, steadyMs: 0, intervals: 0, llmMs: 0 };
@@ -370,7 +353,7 @@ async function condenserRun(on: boolean): Promise<CondenserRun> {
     run.promptMessages.push(request.messages.length);
     return engineTurn(k++, LONG_STEPS);
   });
-  const service = createAgentConversationService(ports, { pollIntervalMs: 1, agent: { defaultMaxIterations: LONG_STEPS + 10 } });
+  const service = createAgentConversationService({ ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) }, { pollIntervalMs: 1 });
   await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: on }), 'store settings');
   await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');
   await service.idle();
@@ -391,7 +374,7 @@ async function measureLongConversation(): Promise<LongRun> {
   answerEcho(ports.runtime);
   let k = 0;
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, LONG_STEPS));
-  const service = createAgentConversationService(ports, { pollIntervalMs: 1, agent: { defaultMaxIterations: LONG_STEPS + 10 } });
+  const service = createAgentConversationService({ ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) }, { pollIntervalMs: 1 });
   // The condenser is off: this measures the engine's own overhead against the same work without it.
   await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
   const created = await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');

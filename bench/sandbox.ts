@@ -32,6 +32,7 @@ import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
 import { printTable } from './report.js';
+import { createAgent } from '@acs/agent';
 
 const ITERATIONS = positiveInt('BENCH_SANDBOXES', 10);
 const WARMUP = 1;
@@ -450,7 +451,7 @@ try {
   });
 
   const service = createAgentConversationService(
-    { ...createMemoryPorts({ specs: [{ id: 'bookworm', image: IMAGE, working_dir: WORKING_DIR }] }), runtime },
+    { ...createMemoryPorts({ specs: [{ id: 'bookworm', image: IMAGE, working_dir: WORKING_DIR }] }), runtime, agent: createAgent() },
     { pollIntervalMs: SERVICE_POLL_MS },
   );
   const base = await serve(service, { [API_KEY]: 'bench' }, cleanups);

@@ -35,6 +35,7 @@ import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
 import { callApi, printTable as printRows } from './report.js';
+import { createAgent } from '@acs/agent';
 
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5432/acs_test';
 const REQUESTS = positiveInt('BENCH_REQUESTS', 2_000);
@@ -110,7 +111,7 @@ const settingsBody = (i: number) => ({
 async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend[]> {
   const cipher = createAesGcmCipher({ keys: { bench: randomBytes(32) }, currentKeyId: 'bench' });
   const compose = (storage: Partial<AgentConversationServicePorts>) =>
-    createAgentConversationService({ ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
+    createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
 
   const memory = compose({});
 

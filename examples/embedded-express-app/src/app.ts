@@ -1,6 +1,7 @@
 import express from 'express';
 import { createAgentConversationService } from '@acs/core';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 import { createAcsRouter } from '@acs/adapter-express';
 
 /** Stand-in for the host's own session store: bearer token → user id. */
@@ -16,7 +17,7 @@ export function createHostApp() {
     res.json({ app: 'host', agents: '/agents/api/openapi.json' });
   });
 
-  const service = createAgentConversationService(createMemoryPorts());
+  const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() });
   app.use(
     '/agents',
     createAcsRouter(service, {

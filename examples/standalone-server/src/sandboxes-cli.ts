@@ -8,7 +8,9 @@
  */
 import { createAgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
-import { createMemoryPorts, ScriptedLlm, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { ScriptedLlm, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
+import { okAsync } from 'neverthrow';
 import { loadConfig } from './config.js';
 import { openStorage } from './storage.js';
 
@@ -40,8 +42,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const storage = await openStorage(config, () => {});
   try {
-    const memory = createMemoryPorts();
-    const installation = explicit ?? (await (storage.ports.installation ?? memory.installation).identity()).match(
+    const installation = explicit ?? (await storage.ports.installation.identity()).match(
       (id) => id,
       (e) => {
         throw new Error(`cannot read the installation id: ${e.message}`);
@@ -67,12 +68,13 @@ async function main(argv: string[]): Promise<number> {
     }
     // Through the service, so records become DELETED and their conversations STOPPED, as a delete from the API does.
     const service = createAgentConversationService({
-      ...memory,
       ...storage.ports,
-      ...(explicit ? { installation: { identity: () => memory.installation.identity().map(() => installation) } } : {}),
+      ...(explicit ? { installation: { identity: () => okAsync(installation) } } : {}),
       sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
       runtime,
+      // Nothing here runs an agent: the service only deletes sandboxes.
       llm: new ScriptedLlm(),
+      agent: createAgent(),
     });
     let removed = 0;
     for (const box of held.value) {

@@ -13,7 +13,8 @@ import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-doc
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
-import { createMemoryPorts, FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
 import { isBuildableImage, sandboxImageProvider } from './sandbox-image.js';
@@ -75,7 +76,7 @@ export async function createStandaloneServer(
     onPhase('connecting to the sandbox runtime');
     const sandboxes = await openSandboxRuntime(config.sandboxes);
     if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
-    const ports = { ...createMemoryPorts(), ...storage.ports };
+    const ports = storage.ports;
     // Logged at start: the id its sandboxes are labelled with (`npm run sandboxes -- list`).
     const installation = (await ports.installation.identity()).match(
       (id) => id,
@@ -90,13 +91,13 @@ export async function createStandaloneServer(
         runtime: sandboxes.runtime,
         llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
         mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+        agent: createAgent({
+          defaultMaxIterations: config.llm.defaultMaxIterations,
+          mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
+        }),
         logger,
       },
       {
-        agent: {
-          defaultMaxIterations: config.llm.defaultMaxIterations,
-          mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
-        },
         allowClientConversationIds: config.allowClientConversationIds,
         maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
         atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',

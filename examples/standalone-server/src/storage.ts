@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { AgentConversationServicePorts } from '@acs/core';
 import { createPostgresStorage } from '@acs/adapter-postgres';
+import { MemoryConversationStore, MemoryEventStore, MemoryInstallationStore, MemorySandboxStore, MemorySettingsStore, MemoryStartTaskStore } from '@acs/adapter-memory';
 import type { StandaloneConfig } from './config.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { loadCipher } from './secret-key.js';
@@ -9,8 +10,11 @@ import { loadCipher } from './secret-key.js';
 /** Start-up steps, so a start that is interrupted or stuck can say where it was. */
 export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';
 
+/** The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite. */
+export type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
+
 export interface Storage {
-  ports: Partial<AgentConversationServicePorts>;
+  ports: StoragePorts;
   /** Signs conversation keys; derived from the secret key, so keys survive restarts (random with memory storage). */
   signingSecret: Uint8Array | null;
   description: Record<string, unknown>;
@@ -23,7 +27,15 @@ export interface Storage {
  */
 export async function openStorage(config: StandaloneConfig, phase: (p: StartPhase) => void): Promise<Storage> {
   if (config.storage.kind === 'memory') {
-    return { ports: {}, signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+    const ports: StoragePorts = {
+      settings: new MemorySettingsStore(),
+      conversations: new MemoryConversationStore(),
+      startTasks: new MemoryStartTaskStore(),
+      events: new MemoryEventStore(),
+      sandboxes: new MemorySandboxStore(),
+      installation: new MemoryInstallationStore(),
+    };
+    return { ports, signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
   }
   let lock: DataDirLock | null = null;
   if (config.storage.kind === 'pglite') {

@@ -4,6 +4,7 @@ import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 import { dockerRuntime } from './engine.js';
 import { git, GitServer, makeRepository } from './git-server.js';
+import { createAgent } from '@acs/agent';
 
 const TOKEN = 'glpat-R3alT0ken-abcdef0123456789';
 const specs = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace' }];
@@ -19,7 +20,7 @@ async function compose(user: string, settings: SettingsInput, turns: ScriptedTur
   const runtime = await dockerRuntime({ networkMode: 'host' });
   const ports = createMemoryPorts({ specs });
   ports.llm.push(...turns);
-  const service = createAgentConversationService({ ...ports, runtime }, { pollIntervalMs: 20 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, runtime }, { pollIntervalMs: 20 });
   await expectOk(service.settings.store(user, { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test', ...settings }));
   return { service, runtime, llm: ports.llm };
 }

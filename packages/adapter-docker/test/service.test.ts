@@ -7,6 +7,7 @@ import { expectOk } from '@acs/core/testing';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { dockerRuntime } from './engine.js';
+import { createAgent } from '@acs/agent';
 
 const KEY = 'docker-http-key-0123456789';
 const specs = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace' }];
@@ -14,7 +15,7 @@ const specs = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/w
 /** A service on the real engine with memory stores; `stores` lets a second service share them (a restart). */
 async function compose(options: AgentConversationServiceOptions = {}, stores = createMemoryPorts({ specs })) {
   const runtime = await dockerRuntime();
-  const service = createAgentConversationService({ ...stores, runtime }, { pollIntervalMs: 20, ...options });
+  const service = createAgentConversationService({ agent: createAgent(), ...stores, runtime }, { pollIntervalMs: 20, ...options });
   return { service, runtime, stores };
 }
 

@@ -13,6 +13,7 @@ import {
 } from '@acs/core';
 import { createMemoryPorts, type MemoryPortsOptions } from '@acs/adapter-memory';
 import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
+import { createAgent } from '@acs/agent';
 
 /** Alice's and Bob's API keys (the default authenticator needs at least 16 characters). */
 export const KEY_A = 'alice-key-0123456789abcdef';
@@ -81,7 +82,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logger = capturingLogger();
   const ports = createMemoryPorts(options.ports);
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
-  const service = createAgentConversationService({ ...ports, ...options.storage, clock, logger }, { pollIntervalMs: 1, ...options.service });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ...options.storage, clock, logger }, { pollIntervalMs: 1, ...options.service });
   const app = express();
   app.use(createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger }));
   const server: Server = await new Promise((resolve, reject) => {

@@ -9,6 +9,7 @@ import { createAgentConversationService } from '@acs/core';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { KEY_A } from './harness.js';
+import { createAgent } from '@acs/agent';
 
 /** serveUi: a user's UI build served beside the API, over real HTTP. */
 
@@ -23,7 +24,7 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'assets'));
   writeFileSync(join(dir, 'assets', 'app-3f2a9c.js'), 'console.log("app")');
   const app = express();
-  app.use(createAcsRouter(createAgentConversationService(createMemoryPorts()), { apiKeys: { [KEY_A]: 'alice' } }));
+  app.use(createAcsRouter(createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() }), { apiKeys: { [KEY_A]: 'alice' } }));
   app.use(serveUi(dir));
   server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));

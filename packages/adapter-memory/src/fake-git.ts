@@ -1,4 +1,4 @@
-import type { FakeExecHandler } from './fake-sandbox-runtime.js';
+import type { FakeExecHandler } from './fake-exec.js';
 
 /**
  * Just enough git for the service's repository preparation to succeed on the fake

@@ -17,22 +17,12 @@ import {
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { openFakeShell } from './fake-shell.js';
+import type { FakeExecHandler } from './fake-exec.js';
+
+export type { FakeExecContext, FakeExecHandler } from './fake-exec.js';
 
 export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell' | 'spawn';
 
-/** What a registered command handler sees. */
-export interface FakeExecContext {
-  sandboxId: string;
-  /** The working directory the command runs in (resolved). */
-  cwd: string;
-  /** The sandbox's files, shared with readFile/writeFile. */
-  files: Map<string, Uint8Array>;
-  signal: AbortSignal;
-  /** In a shell (openShell): the text sendInput writes while the command runs; it ends when the command is interrupted. Absent for exec. */
-  input?: AsyncIterable<string>;
-}
-
-export type FakeExecHandler = (request: ExecRequest, context: FakeExecContext) => Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>> | Promise<Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>>;
 
 interface FakeSandbox {
   files: Map<string, Uint8Array>;

@@ -12,7 +12,7 @@ import {
   type SandboxShell,
   type ShellOutput,
 } from '@acs/core';
-import type { FakeExecHandler } from './fake-sandbox-runtime.js';
+import type { FakeExecHandler } from './fake-exec.js';
 import { InputQueue } from './input-queue.js';
 
 /** What a fake shell needs from the fake runtime. */

@@ -3,7 +3,7 @@
  * programmable fake sandbox runtime and a scripted LLM. For tests and demos; nothing survives a restart.
  *
  * ```ts
- * const service = createAgentConversationService(createMemoryPorts());
+ * const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() });
  * ```
  */
 import type { AgentConversationServicePorts } from '@acs/core';
@@ -38,8 +38,8 @@ export interface MemoryPortsOptions {
   llm?: ScriptedLlmOptions;
 }
 
-/** All ports in memory, with the fake runtime exposed for steering in tests. */
-export function createMemoryPorts(options: MemoryPortsOptions = {}): AgentConversationServicePorts & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
+/** All ports in memory, with the fake runtime exposed for steering in tests; add the agent (`createAgent()` from `@acs/agent`). */
+export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
   return {
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),

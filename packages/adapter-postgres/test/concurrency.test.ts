@@ -3,12 +3,13 @@ import { createAgentConversationService, type SettingsInput } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { DATABASES, freshStorage } from './databases.js';
+import { createAgent } from '@acs/agent';
 
 for (const db of DATABASES) {
   describe(`concurrent writes on ${db.name}`, () => {
     const service = async () => {
       const storage = await freshStorage(db);
-      return createAgentConversationService({ ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
+      return createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
     };
 
     it('lands parallel settings stores of different users', async () => {

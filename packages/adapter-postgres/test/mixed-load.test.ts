@@ -10,6 +10,7 @@ import { createMemoryPorts } from '@acs/adapter-memory';
 import { createAcsRouter } from '@acs/adapter-express';
 import { fromPGlite } from '@acs/adapter-postgres';
 import { DATABASES, freshStorage } from './databases.js';
+import { createAgent } from '@acs/agent';
 
 /**
  * An outside test found POST /api/v1/sandboxes stalling on PGlite (5–12 s and more, no log
@@ -43,7 +44,7 @@ for (const db of DATABASES) {
       `answers ${BURST} concurrent POST /api/v1/sandboxes while settings and conversation writes keep the database busy`,
       async () => {
         const storage = await freshStorage(db);
-        const service = createAgentConversationService({ ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
+        const service = createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
         const app = express();
         app.use(createAcsRouter(service, { apiKeys: KEYS }));
         const server: Server = app.listen(0, '127.0.0.1');

@@ -20,6 +20,7 @@ export type { InstallationStore } from './installation.js';
 export * from './mcp/schema.js';
 export type * from './mcp/port.js';
 export { splitShellWords } from './mcp/shell-words.js';
+export type { BackgroundTasks } from './background.js';
 
 export * from './settings/schema.js';
 export { applySettingsInput } from './settings/merge.js';
@@ -36,23 +37,10 @@ export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 
 export * from './conversation/schema.js';
-export {
-  credentialHelperScript,
-  DEFAULT_CLONE_TIMEOUT_MS,
-  DEFAULT_CREDENTIAL_DIR,
-  DEFAULT_GIT_USER_EMAIL,
-  DEFAULT_GIT_USER_NAME,
-  DEFAULT_SETUP_SCRIPT_TIMEOUT_MS,
-  PROVIDER_HOSTS,
-  repositoryDir,
-  resolveRemote,
-  scrubSecrets,
-  workBranchName,
-  type ConversationWorkspace,
-  type RepositoryRemote,
-  type WorkspaceOptions,
-} from './workspace/repository.js';
-export * from './workspace/guidance.js';
+export type * from './conversation/workspace.js';
+export type * from './conversation/agent-port.js';
+export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './conversation/replay-trajectory.js';
+export { nextExecutionStatus, type ExecutionEvent, type IllegalExecutionEvent } from './conversation/execution-state.js';
 export { createWorkspaceService, WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
 export * from './conversation/state.js';
 export { toAppConversation, toConversationInfo } from './conversation/view.js';
@@ -74,28 +62,3 @@ export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOp
 export * from './llm/client.js';
 export * from './events/schema.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
-export {
-  createAgentEngine,
-  metricsOf,
-  pendingConfirmation,
-  DEFAULT_MAX_ITERATIONS,
-  type AgentEngine,
-  type AgentEngineOptions,
-  type ConfirmationDecision,
-  type ConfirmationFailure,
-  type RecoveryReport,
-  type UserMessage,
-} from './agent/engine.js';
-export * from './agent/security.js';
-export * from './agent/condenser.js';
-export * from './mcp/session.js';
-export { nextExecutionStatus, type ExecutionEvent } from './agent/execution-state.js';
-export { MISSING_RESULT, projectMessages, systemPrompt, type PromptContext } from './agent/prompt.js';
-export { detectStuck, STUCK_THRESHOLDS, type StuckVerdict } from './agent/stuck.js';
-export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './agent/replay.js';
-export { BUILTIN_TOOLS, parseToolArguments, Toolset } from './agent/toolset.js';
-export { executeBashTool, DEFAULT_COMMAND_WAIT_SECONDS } from './agent/bash-tool.js';
-export { strReplaceEditorTool, MAX_VIEW_CHARS } from './agent/editor-tool.js';
-export { thinkTool, finishTool } from './agent/builtin-tools.js';
-export type { AgentTool, ToolContext, ToolOutcome } from './agent/tool.js';
-export * from './agent/security-rules.js';

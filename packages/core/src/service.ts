@@ -1,4 +1,4 @@
-import { createAgentEngine, type AgentEngine, type AgentEngineOptions, type RecoveryReport } from './agent/engine.js';
+import type { AgentFactory, AgentPort, RecoveryReport } from './conversation/agent-port.js';
 import { BackgroundTasks } from './background.js';
 import { EventLog } from './events/log.js';
 import type { LlmClient } from './llm/client.js';
@@ -36,15 +36,15 @@ export interface AgentConversationServicePorts {
   llm: LlmClient;
   /** Speaks to the MCP servers users configure (`@acs/adapter-mcp`). Without it, MCP servers in settings get a warning event and no tools. */
   mcp?: McpConnector;
+  /** The agent that runs conversations: `createAgent(options)` from `@acs/agent`. */
+  agent: AgentFactory;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
 }
 
-export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {
-  /** Agent limits and tools. */
-  agent?: AgentEngineOptions;
-}
+/** Limits and timings of the domain services (the agent's own options go to `createAgent`). */
+export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {}
 
 /** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
 export const SandboxSpecServiceErrors = {
@@ -66,8 +66,8 @@ export interface AgentConversationService {
   readonly sandboxSpecs: SandboxSpecService;
   /** A running conversation's files and repository changes, for a UI's panels. */
   readonly workspace: WorkspaceService;
-  /** The agent loops (mostly driven through `conversations`). */
-  readonly engine: AgentEngine;
+  /** The agent (mostly driven through `conversations`). */
+  readonly agent: AgentPort;
   /**
    * Call once at start-up: adopts the runtime's sandboxes, then resumes the agents that were
    * running when the last process stopped (tool calls it cut short get an error observation).
@@ -107,7 +107,7 @@ export function createAgentConversationService(
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
   const log = new EventLog(ports.events);
-  const engine = createAgentEngine({
+  const agent = ports.agent({
     conversations: ports.conversations,
     log,
     sandboxes,
@@ -118,13 +118,12 @@ export function createAgentConversationService(
     logger,
     background,
     ...(ports.mcp ? { mcp: ports.mcp } : {}),
-    ...(options.agent ? { options: options.agent } : {}),
   });
   const conversations: ConversationService = createConversationService({
     conversations: ports.conversations,
     startTasks: ports.startTasks,
     log,
-    engine,
+    agent,
     sandboxStore: ports.sandboxes,
     sandboxes,
     settings,
@@ -132,7 +131,6 @@ export function createAgentConversationService(
     ids,
     logger,
     background,
-    runtime: ports.runtime,
     options,
   });
 
@@ -158,14 +156,14 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs,
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
-    engine,
-    recover: () => sandboxes.reconcile().andThen(() => engine.recover()),
+    agent,
+    recover: () => sandboxes.reconcile().andThen(() => agent.recover()),
     idle: () => background.idle(),
     pendingWork: () => background.pending(),
     close: async () => {
       sandboxes.stop();
       // Agents stop where they are and stay "running" in the store: the next process resumes them.
-      await engine.shutdown();
+      await agent.shutdown();
       return background.close();
     },
   };

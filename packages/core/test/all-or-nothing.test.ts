@@ -11,6 +11,7 @@ import {
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 /** A store failure, as a database that refuses a value answers. */
 const refused = (operation: string) => errAsync<never, StoreFailure>(storeUnavailable(operation, new Error('invalid byte sequence')) as StoreFailure);
@@ -29,7 +30,7 @@ function overriding<T extends object>(target: T, overrides: { [K in keyof T]?: u
 /** Memory ports with settings that let conversations start, and a service over them. */
 async function setup(options: { maxRunningSandboxesPerUser?: number } = {}, tweak: (ports: ReturnType<typeof createMemoryPorts>) => Partial<AgentConversationServicePorts> = () => ({})) {
   const ports = createMemoryPorts();
-  const service = createAgentConversationService({ ...ports, ...tweak(ports) }, { pollIntervalMs: 1, ...options });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ...tweak(ports) }, { pollIntervalMs: 1, ...options });
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
   return { ports, service };
 }
@@ -158,7 +159,7 @@ describe('a refused or failed create leaves nothing behind', () => {
 
   it('a client-chosen id that is taken gives back the sandbox reserved for it', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1, allowClientConversationIds: true, maxRunningSandboxesPerUser: 2 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, allowClientConversationIds: true, maxRunningSandboxesPerUser: 2 });
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
     const id = 'a'.repeat(32);
     const results = await Promise.all([1, 2].map(() => service.conversations.create('alice', { conversation_id: id, initial_user_msg: 'hi' })));
@@ -189,7 +190,7 @@ describe('deleting a sandbox that is still starting', () => {
   it('wins while the runtime is still creating it: the record ends DELETED and the container is removed when it appears', async () => {
     const runtime = new GatedCreateRuntime();
     const ports = { ...createMemoryPorts(), runtime };
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
     const box = await expectOk(service.sandboxes.start('alice'));
     await new Promise((r) => setTimeout(r, 5));
     expect(runtime.creating).toBe(1);
@@ -205,7 +206,7 @@ describe('deleting a sandbox that is still starting', () => {
 
   it('wins while the sandbox is coming up, also when the runtime refuses the first removal', async () => {
     const ports = createMemoryPorts({ runtime: { inspectionsUntilRunning: 1_000_000 } });
-    const service = createAgentConversationService(ports, { pollIntervalMs: 5 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 5 });
     const box = await expectOk(service.sandboxes.start('alice'));
     await new Promise((r) => setTimeout(r, 20));
     expect(ports.runtime.peek(box.id)?.state).toBe('starting');
@@ -219,7 +220,7 @@ describe('deleting a sandbox that is still starting', () => {
 
   it('is refused, changing nothing, only when the runtime cannot be reached', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     ports.runtime.setUnavailable('the engine is down');

@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 async function setup() {
   const ports = createMemoryPorts();
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' }));
   return { service, llm: ports.llm };
 }

@@ -22,20 +22,3 @@ export function deepFreeze<T>(value: T): T {
   }
   return value;
 }
-
-/**
- * Resolves with what `work` resolves to, or fails saying what was still being waited for after
- * `ms` (default 60 s). For "it does not wait for X" checks: X is made to take far longer
- * (minutes), so the generous deadline tells prompt from stuck on any machine, however busy.
- */
-export async function settlesWithin<T>(work: PromiseLike<T>, what: string, ms = 60_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still waiting after ${Math.round(ms / 1000)} s for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([work, gaveUp]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

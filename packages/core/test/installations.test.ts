@@ -3,11 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, storeUnavailable, type StoreFailure } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 /** An installation: its own stores and identity, on a runtime it may share with others. */
 function installation(id: string, runtime: FakeSandboxRuntime, stores = createMemoryPorts({ installationId: id })) {
   const service = createAgentConversationService(
-    { ...stores, runtime },
+    { ...stores, runtime, agent: createAgent() },
     { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2, idlePauseAfterMs: 1, maintenanceIntervalMs: 3_600_000 },
   );
   return { stores, service };
@@ -66,6 +67,7 @@ describe('installations sharing one runtime', () => {
     const service = createAgentConversationService(
       {
         ...ports,
+        agent: createAgent(),
         installation: {
           identity: () => {
             reads++;

@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 describe('sandbox limits and maintenance (memory adapters)', () => {
   it('counts starting and running sandboxes against the per-user limit, not paused or other users’ ones', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 });
     const a = await expectOk(service.sandboxes.start('alice'));
     await expectOk(service.sandboxes.start('alice'));
     expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 2 });
@@ -21,7 +22,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
   });
 
   it('lets concurrent starts of one user never exceed the limit', async () => {
-    const service = createAgentConversationService(createMemoryPorts(), { pollIntervalMs: 1, maxRunningSandboxesPerUser: 3 });
+    const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 3 });
     const results = await Promise.all(Array.from({ length: 10 }, () => service.sandboxes.start('alice')));
     expect(results.filter((r) => r.isOk())).toHaveLength(3);
     expect(results.filter((r) => r.isErr() && r.error.type === 'SandboxCapReached')).toHaveLength(7);
@@ -30,7 +31,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('refuses a conversation when its sandbox would exceed the limit, storing nothing', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1 });
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'k' }));
     await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     const refused = await service.conversations.create('alice', { initial_user_msg: 'two' });
@@ -41,7 +42,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('with pause_oldest, a failed pause of the oldest is a refusal at the limit, never an error about that other sandbox', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1, atSandboxLimit: 'pause_oldest' });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1, atSandboxLimit: 'pause_oldest' });
     const oldest = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     ports.runtime.failNext('pause', { message: 'the engine refused to freeze it' });
@@ -56,7 +57,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('answers 503-style SandboxesUnavailable at once when the runtime cannot take work, storing nothing', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, runtime: unavailableSandboxRuntime('no engine here') });
+    const service = createAgentConversationService({ agent: createAgent(), ...ports, runtime: unavailableSandboxRuntime('no engine here') });
     expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxesUnavailable', reason: 'no engine here' });
     expect((await expectOk(service.sandboxes.search('alice', { limit: 10, after: null }))).items).toEqual([]);
   });
@@ -64,7 +65,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
   it('pauses running sandboxes idle longer than the limit, leaving recently used ones (time from the clock port)', async () => {
     const ports = createMemoryPorts();
     const clock = manualClock();
-    const service = createAgentConversationService({ ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000 });
+    const service = createAgentConversationService({ agent: createAgent(), ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000 });
     const idle = await expectOk(service.sandboxes.start('alice'));
     const busy = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
@@ -81,7 +82,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
   it('runs idle pausing on the clock’s timer, and stops it on close', async () => {
     const ports = createMemoryPorts();
     const clock = manualClock();
-    const service = createAgentConversationService({ ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 60_000, maintenanceIntervalMs: 15_000 });
+    const service = createAgentConversationService({ agent: createAgent(), ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 60_000, maintenanceIntervalMs: 15_000 });
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     clock.advance(45_000);
@@ -100,7 +101,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('uses the user’s remote_runtime_resource_factor when creating a sandbox', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
     await expectOk(service.settings.store('alice', { remote_runtime_resource_factor: 4 }));
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+import { expectOk, settlesWithin } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/adapter-memory';
-import { settlesWithin } from './helpers.js';
+import { createAgent } from '@acs/agent';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
 async function setup(options: Parameters<typeof createAgentConversationService>[1] = {}, runtimeOptions = {}) {
   const ports = createMemoryPorts({ runtime: runtimeOptions });
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1, ...options });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1, ...options });
   await expectOk(service.settings.store('alice', LLM));
   return { service, runtime: ports.runtime, ports };
 }
@@ -174,7 +174,7 @@ describe('conversation lifecycle', () => {
 
   it('needs no API key for keyless model providers', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService(ports, { pollIntervalMs: 1 });
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
     await expectOk(service.settings.store('alice', { llm_model: 'ollama/llama3' }));
     expect((await service.conversations.create('alice', {})).isOk()).toBe(true);
     await expectOk(service.settings.store('bob', { llm_model: 'openai/gpt-4o' }));

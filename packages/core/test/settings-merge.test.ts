@@ -12,6 +12,7 @@ import {
   type StoredSettings,
 } from '@acs/core';
 import { deepFreeze, issuePaths, parseOk } from './helpers.js';
+import { createAgent } from '@acs/agent';
 
 /** Stored settings with a non-default value in every field, so "kept" and "reset" can be told apart. */
 function storedSettings(): StoredSettings {
@@ -592,7 +593,7 @@ describe('settings stored before a field existed', () => {
     const old = defaultSettings() as unknown as Record<string, unknown>;
     delete old.condenser_max_size;
     await store.update('alice', () => old as unknown as StoredSettings);
-    const service = createAgentConversationService(ports).settings;
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }).settings;
     expect((await service.load('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
     expect((await service.loadWithSecrets('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
     await service.store('alice', { language: 'fr' });

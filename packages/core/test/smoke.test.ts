@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService } from '@acs/core';
 import { createMemoryPorts } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 describe('smoke', () => {
   it('composes', async () => {
-    const service = createAgentConversationService(createMemoryPorts());
+    const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() });
     const loaded = await service.settings.load('u');
     expect(loaded.isErr()).toBe(true);
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createAgent } from '@acs/agent';
 
 /** A runtime whose creates first "build an image", saying so, until the test lets them go on. */
 class BuildingRuntime extends FakeSandboxRuntime {
@@ -37,7 +38,7 @@ const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean): P
 describe('a conversation whose sandbox is slow to start (its image is being built)', () => {
   it('waits, and its start task and sandbox say what is happening; once up, the detail is gone', async () => {
     const runtime = new BuildingRuntime();
-    const service = createAgentConversationService({ ...createMemoryPorts(), runtime }, { pollIntervalMs: 1, startTimeoutMs: 1_000 });
+    const service = createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), runtime }, { pollIntervalMs: 1, startTimeoutMs: 1_000 });
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
     const task = await expectOk(service.conversations.startApp('alice', {}));
     const waiting = await until(

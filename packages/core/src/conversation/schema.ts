@@ -2,15 +2,13 @@ import { z } from 'zod';
 import { McpConfigSchema, type McpConfig } from '../mcp/schema.js';
 import { GitProviderSchema, type GitProvider } from '../settings/schema.js';
 import { SandboxStatusSchema } from '../sandbox/schema.js';
-import type { ConversationWorkspace } from '../workspace/repository.js';
+import { ExecutionStatusSchema, type ExecutionStatus } from '../events/schema.js';
+import type { ConversationWorkspace } from './workspace.js';
 
 export const CONVERSATION_STATUSES = ['STARTING', 'RUNNING', 'STOPPED'] as const;
 export const ConversationStatusSchema = z.enum(CONVERSATION_STATUSES);
 export type ConversationStatus = z.infer<typeof ConversationStatusSchema>;
 
-export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
-export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES);
-export type ExecutionStatus = z.infer<typeof ExecutionStatusSchema>;
 
 export const CONVERSATION_TRIGGERS = [
   'resolver',

@@ -1,7 +1,7 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
-import type { AgentEngine, ConfirmationDecision } from '../agent/engine.js';
-import { parseReplayTrajectory } from '../agent/replay.js';
+import type { AgentPort, ConfirmationDecision } from './agent-port.js';
+import { parseReplayTrajectory } from './replay-trajectory.js';
 import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
 import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { Clock } from '../clock.js';
@@ -14,8 +14,6 @@ import type { SandboxService, SandboxServiceError } from '../sandbox/service.js'
 import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
 import type { SandboxStore } from '../sandbox/store.js';
 import type { StoredSettings } from '../settings/schema.js';
-import type { SandboxRuntime } from '../sandbox/runtime.js';
-import { prepareRepository, type WorkspaceOptions } from '../workspace/repository.js';
 import type { SettingsService } from '../settings/service.js';
 import type { StoreFailure } from '../store-failure.js';
 import {
@@ -33,7 +31,7 @@ import {
   type StartTaskRecord,
   type StartTaskStatus,
 } from './schema.js';
-import { nextExecutionStatus } from '../agent/execution-state.js';
+import { nextExecutionStatus } from './execution-state.js';
 import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from './state.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 import { toAppConversation, toConversationInfo } from './view.js';
@@ -44,8 +42,6 @@ export interface ConversationServiceOptions {
   allowClientConversationIds?: boolean;
   /** Models that need no API key (local or cloud-credential providers). */
   keylessModelPrefixes?: readonly string[];
-  /** Repository preparation at start (setup script and clone time limits, where credentials live). */
-  workspace?: WorkspaceOptions;
 }
 
 export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/', 'ollama_chat/'] as const;
@@ -54,7 +50,7 @@ export interface ConversationServiceDeps {
   conversations: ConversationStore;
   startTasks: StartTaskStore;
   log: EventLog;
-  engine: AgentEngine;
+  agent: AgentPort;
   sandboxStore: SandboxStore;
   sandboxes: SandboxService;
   settings: SettingsService;
@@ -62,8 +58,6 @@ export interface ConversationServiceDeps {
   ids: IdGenerator;
   logger: Logger;
   background: BackgroundTasks;
-  /** Runs the repository preparation (clone, setup script) in sandboxes; without it repositories are not cloned. */
-  runtime?: SandboxRuntime;
   options?: ConversationServiceOptions;
 }
 
@@ -221,7 +215,7 @@ interface ConversationStep<E> {
 }
 
 export function createConversationService(deps: ConversationServiceDeps): ConversationService {
-  const { conversations, startTasks, log, engine, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
+  const { conversations, startTasks, log, agent, sandboxStore, sandboxes, settings, clock, ids, logger, background } = deps;
   const keyless = deps.options?.keylessModelPrefixes ?? DEFAULT_KEYLESS_MODEL_PREFIXES;
 
   /** Refuses to start an agent that could not call its model. */
@@ -266,23 +260,27 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       ok({ ...t, ...(status === t.status ? {} : { detail: null }), ...extra, status, updated_at: clock.now() }),
     );
 
+  /** Puts a user message in the log; the agent picks it up when it is woken (now, or when its sandbox is ready). */
+  const appendUserMessage = (userId: string, conversationId: string, message: { text: string; image_urls: readonly string[] }): ResultAsync<MessageEvent, StoreFailure> =>
+    log
+      .append(userId, conversationId, [{ kind: 'message', source: 'user', timestamp: clock.now(), text: message.text, image_urls: [...message.image_urls] }])
+      .map((events) => events[0] as MessageEvent);
+
   /** Other conversations that still need this sandbox. */
   const othersUsing = (userId: string, sandboxId: string, exceptId: string) =>
     conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId));
 
   /**
-   * Clones the conversation's repository into its running sandbox (see workspace/repository.ts).
+   * Has the agent clone the conversation's repository into its running sandbox (`AgentPort.prepareWorkspace`).
    * Returns false, with the conversation STOPPED and the task in ERROR saying why, when it cannot.
    */
   const prepareWorkspace = async (userId: string, task: StartTaskRecord, box: SandboxRecord): Promise<boolean> => {
     const found = await conversations.get(userId, task.app_conversation_id);
     const record = found.isOk() ? found.value : null;
-    if (!record?.selected_repository || !deps.runtime) return true;
+    if (!record?.selected_repository) return true;
     const stored = await settings.loadWithSecrets(userId);
     const at = () => clock.now();
-    const result = await prepareRepository({
-      runtime: deps.runtime,
-      clock,
+    const result = await agent.prepareWorkspace({
       sandboxId: box.id,
       workingDir: box.spec.working_dir,
       conversationId: record.id,
@@ -290,7 +288,6 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       branch: record.selected_branch,
       provider: record.git_provider,
       settings: stored.isOk() ? stored.value : null,
-      ...(deps.options?.workspace ? { options: deps.options.workspace } : {}),
       onStep: async (step) => void (await setTask(userId, task.id, step)),
       onReport: async (report) => void (await log.append(userId, record.id, [{ kind: 'setup', source: 'environment', timestamp: at(), ...report }])),
     });
@@ -348,7 +345,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       return;
     }
     await setTask(userId, task.id, 'READY');
-    engine.wake(userId, task.app_conversation_id);
+    agent.wake(userId, task.app_conversation_id);
   };
 
   /**
@@ -401,7 +398,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       const withMessage = stored.andThen((saved) => {
         const initial = storing.appendsInitialMessage ? userMessageOf(saved.launch.initial_message) : null;
         // The first message is in the log before anything acts on it.
-        return initial ? engine.appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync(saved);
+        return initial ? appendUserMessage(userId, saved.id, initial).map(() => saved) : okAsync(saved);
       });
       return withMessage.andThen((saved) => {
         const now = clock.now();
@@ -682,7 +679,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         conversations
           .delete(userId, record.id)
           .andThen(() => startTasks.deleteByConversation(userId, record.id))
-          .andThen(() => ResultAsync.fromSafePromise(engine.forget(userId, record.id)))
+          .andThen(() => ResultAsync.fromSafePromise(agent.forget(userId, record.id)))
           .andThen(() => log.deleteConversation(userId, record.id))
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
@@ -700,7 +697,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     stop: (userId, id) =>
       getRecord(userId, id).andThen((record) =>
-        ResultAsync.fromSafePromise(engine.pause(userId, record.id, 'the conversation was stopped'))
+        ResultAsync.fromSafePromise(agent.pause(userId, record.id, 'the conversation was stopped'))
           .andThen(() => transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' }))
           .andThen(() => (record.sandbox_id ? othersUsing(userId, record.sandbox_id, record.id) : okAsync([])))
           .andThen((others) => {
@@ -764,15 +761,15 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       const content = userMessageOf(message);
       if (!content) return errAsync(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));
       return getRecord(userId, id).andThen((record) =>
-        engine.appendUserMessage(userId, record.id, content).map((event) => {
+        appendUserMessage(userId, record.id, content).map((event) => {
           // run: false only records the message; the agent sees it on its next run.
-          if (record.status === 'RUNNING' && message.run) engine.wake(userId, record.id);
+          if (record.status === 'RUNNING' && message.run) agent.wake(userId, record.id);
           return event;
         }),
       );
     },
 
-    respondToConfirmation: (userId, id, decision) => getRecord(userId, id).andThen((record) => engine.respondToConfirmation(userId, record.id, decision)),
+    respondToConfirmation: (userId, id, decision) => getRecord(userId, id).andThen((record) => agent.respondToConfirmation(userId, record.id, decision)),
 
     rename: (userId, id, title) =>
       getRecord(userId, id)
@@ -780,11 +777,11 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         .map(() => undefined),
 
     pauseAgent: (userId, id) =>
-      getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(engine.pause(userId, record.id, 'paused by the user'))),
+      getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(agent.pause(userId, record.id, 'paused by the user'))),
 
     runAgent: (userId, id) =>
       getRecord(userId, id).map((record) => {
-        if (record.status === 'RUNNING') engine.wake(userId, record.id);
+        if (record.status === 'RUNNING') agent.wake(userId, record.id);
       }),
 
     searchEvents: (userId, id, query) =>
@@ -802,7 +799,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       for (const conversation of affected.value) {
         if (conversation.status === 'STOPPED') continue;
         // Not awaited: this may be called from inside the agent's own loop (a tool found the sandbox gone).
-        background.spawn(`pause agent ${conversation.id}`, () => engine.pause(userId, conversation.id, reason));
+        background.spawn(`pause agent ${conversation.id}`, () => agent.pause(userId, conversation.id, reason));
         const updated = await transition(userId, conversation.id, 'sandbox_lost', { status_detail: reason });
         if (updated.isErr()) logger.warn({ conversationId: conversation.id, error: updated.error.type }, 'could not stop a conversation whose sandbox was lost');
       }

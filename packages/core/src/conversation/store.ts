@@ -1,7 +1,8 @@
 import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { ConversationRecord, ExecutionStatus, StartTaskRecord } from './schema.js';
+import type { ExecutionStatus } from '../events/schema.js';
+import type { ConversationRecord, StartTaskRecord } from './schema.js';
 
 /** Filters of the conversation search. Timestamps are ISO-8601 UTC; bounds are [gte, lt). */
 export interface ConversationFilter {

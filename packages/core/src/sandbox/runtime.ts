@@ -2,6 +2,9 @@ import { errAsync, type ResultAsync } from 'neverthrow';
 import type { DomainErrorOf } from '../errors.js';
 import type { ExposedUrl, SandboxSpec } from './schema.js';
 import type { OpenShellOptions, SandboxShell } from './shell.js';
+import type { SandboxRuntimeError } from './runtime-error.js';
+
+export type { SandboxRuntimeError } from './runtime-error.js';
 
 /** What the runtime reports about one sandbox. */
 export interface RuntimeObservation {
@@ -21,15 +24,6 @@ export interface RuntimeCreateRequest {
   env: Record<string, string>;
   /** Multiplies the runtime's configured CPU, memory and pids limits (the user's remote_runtime_resource_factor). Default 1. */
   resource_factor?: number;
-}
-
-export interface SandboxRuntimeError {
-  /**
-   * `unavailable`: the runtime itself cannot be reached (engine down); `not_found`: the
-   * sandbox, or the file asked for, does not exist; `failed`: this operation failed.
-   */
-  kind: 'unavailable' | 'not_found' | 'failed';
-  message: string;
 }
 
 /** A command to run in a sandbox: an argv, run without a shell (use ['bash', '-lc', script] for one). */

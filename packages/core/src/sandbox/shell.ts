@@ -1,5 +1,5 @@
 import type { ResultAsync } from 'neverthrow';
-import type { SandboxRuntimeError } from './runtime.js';
+import type { SandboxRuntimeError } from './runtime-error.js';
 
 /** What one call on a shell reports. */
 export interface ShellOutput {

@@ -1,6 +1,15 @@
 import { z } from 'zod';
-import { SECURITY_ANALYZERS } from '../agent/security.js';
 import { McpConfigSchema, McpConfigViewSchema, type McpConfig } from '../mcp/schema.js';
+
+/**
+ * Which analyzer rates actions (the `security_analyzer` setting):
+ * - `llm`: the model's own rating, the `security_risk` argument it adds to each call;
+ * - `rules`: our rule-based analyzer (destructive commands, secrets leaving the sandbox,
+ *   network to unknown hosts, writes to system files, what MCP servers say of their tools);
+ * - `ensemble`: both, the higher rating wins (the model cannot talk a rule down).
+ */
+export const SECURITY_ANALYZERS = ['llm', 'rules', 'ensemble'] as const;
+export type SecurityAnalyzerName = (typeof SECURITY_ANALYZERS)[number];
 
 export const GIT_PROVIDERS = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
 export const GitProviderSchema = z.enum(GIT_PROVIDERS);

@@ -32,3 +32,4 @@ export {
 export { describeEventStoreContract } from './events.js';
 export { describeInstallationStoreContract, type InstallationStoreFixture } from './installation.js';
 export { describeSandboxShellContract } from './shell.js';
+export { settlesWithin } from './waits.js';

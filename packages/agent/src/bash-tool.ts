@@ -1,5 +1,5 @@
+import type { ShellOutput } from '@acs/core';
 import { z } from 'zod';
-import type { ShellOutput } from '../sandbox/shell.js';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolOutcome } from './tool.js';
 
 /** Seconds a command may run before the call returns with the command still running. */

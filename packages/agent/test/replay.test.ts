@@ -11,6 +11,7 @@ import {
 import { expectOk } from '@acs/core/testing';
 import { eventsOf, recordOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createAgent } from '../src/index.js';
 
 const WORKDIR = '/workspace';
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -201,7 +202,7 @@ describe('replay_json: parsing an OpenHands trajectory', () => {
 
 async function service(ports: Ports, settings: SettingsInput | null = LLM, turns: ScriptedTurn[] = []) {
   ports.llm.push(...turns);
-  const svc = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const svc = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   if (settings) await expectOk(svc.settings.store('alice', settings));
   return svc;
 }
@@ -409,7 +410,7 @@ describe('replay_json: the engine replays without a model', () => {
     const id = created.conversation_id;
     while (!commands.includes('step two')) await new Promise((r) => setTimeout(r, 5));
 
-    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     expect(await expectOk(second.recover())).toEqual({ resumed: 1, interrupted_calls: 1 });
     await second.idle();
     expect(commands).toEqual(['step one', 'step two', 'step three']);

@@ -1,8 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { z } from 'zod';
-import { ImageUrlSchema } from '../conversation/schema.js';
+import { ImageUrlSchema } from './schema.js';
 import { validationFailed, type DomainErrorOf, type FieldIssue } from '../errors.js';
-import type { ConversationEvent } from '../events/schema.js';
 
 /**
  * `replay_json`: an OpenHands V0 trajectory (a JSON array of serialized V0 events, as
@@ -33,7 +32,7 @@ import type { ConversationEvent } from '../events/schema.js';
  * - Any other action type (`browse`, `run_ipython`, `call_tool_mcp`, …) is refused with its index
  *   and type: our agent has no such tool, and skipping it would replay a different story.
  *
- * How the engine runs it (`engine.ts`, `replay`): each step in order, tool calls exactly as a
+ * How the agent runs it (`@acs/agent`, `replay.ts`): each step in order, tool calls exactly as a
  * model's (action event, then its observation), with a synthetic response id and no llm_call
  * event, so nothing is counted as cost or as an iteration. Replayed events carry `replay_step`,
  * so a restarted service continues after the last step in the log (a call a crash or pause cut
@@ -285,25 +284,4 @@ export function parseReplayTrajectory(json: string): Result<ReplayPlan, DomainEr
     steps,
     endsWithFinish: last?.kind === 'tool' && last.tool_name === 'finish',
   });
-}
-
-/** The synthetic response id (and tool call id) of a replayed action. */
-export const replayCallId = (step: ReplayStep) => `replay_${step.index}`;
-
-/** How many steps of the plan the log shows as replayed already: the next one to run. */
-export function nextReplayStep(events: readonly ConversationEvent[]): number {
-  let next = 0;
-  for (const e of events) {
-    if ((e.kind === 'action' || e.kind === 'message') && e.replay_step !== undefined) next = Math.max(next, e.replay_step + 1);
-  }
-  return next;
-}
-
-/** Index in `events` of the last replayed event, or of the first user message (the trajectory's own) when none ran yet. */
-export function replayEndIndex(events: readonly ConversationEvent[]): number {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]!;
-    if ((e.kind === 'action' || e.kind === 'message') && e.replay_step !== undefined) return i;
-  }
-  return events.findIndex((e) => e.kind === 'message' && e.source === 'user');
 }

@@ -1,26 +1,35 @@
+import {
+  nextExecutionStatus,
+  parseReplayTrajectory,
+  storeUnavailable,
+  type ActionEvent,
+  type AgentHost,
+  type AgentPort,
+  type ConfirmationDecision,
+  type ConfirmationEvent,
+  type ConfirmationFailure,
+  type ConversationErrorCode,
+  type ConversationEvent,
+  type ConversationEventDraft,
+  type ConversationMetrics,
+  type ConversationRecord,
+  type DomainError,
+  type ExecutionEvent,
+  type ExecutionStatus,
+  type LlmCredentials,
+  type LlmError,
+  type LlmResponse,
+  type LlmToolCall,
+  type SandboxRuntimeError,
+  type SandboxShell,
+  type StoredSettings,
+} from '@acs/core';
 import { errAsync, ok, ResultAsync, type Result } from 'neverthrow';
-import type { BackgroundTasks } from '../background.js';
-import type { Clock } from '../clock.js';
-import type { ConversationMetrics, ConversationRecord, ExecutionStatus } from '../conversation/schema.js';
-import type { ConversationStore } from '../conversation/store.js';
-import { storeUnavailable, type DomainError, type DomainErrorOf } from '../errors.js';
-import type { EventLog } from '../events/log.js';
-import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationEventDraft, MessageEvent } from '../events/schema.js';
-import type { LlmClient, LlmCredentials, LlmError, LlmResponse, LlmToolCall } from '../llm/client.js';
-import type { Logger } from '../logger.js';
-import type { McpConnector } from '../mcp/port.js';
-import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers, type McpSession } from '../mcp/session.js';
-import { DEFAULT_CREDENTIAL_DIR } from '../workspace/repository.js';
-import type { SandboxRuntime, SandboxRuntimeError } from '../sandbox/runtime.js';
-import type { SandboxService } from '../sandbox/service.js';
-import type { SandboxShell } from '../sandbox/shell.js';
-import type { StoredSettings } from '../settings/schema.js';
-import type { SettingsService } from '../settings/service.js';
-import type { StoreFailure } from '../store-failure.js';
+import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers, type McpSession } from './mcp-session.js';
+import { DEFAULT_CREDENTIAL_DIR, prepareRepository, type WorkspaceOptions } from './workspace-setup.js';
 import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from './condenser.js';
-import { nextExecutionStatus, type ExecutionEvent } from './execution-state.js';
 import { projectMessages, systemPrompt } from './prompt.js';
-import { nextReplayStep, parseReplayTrajectory, replayCallId, replayEndIndex } from './replay.js';
+import { nextReplayStep, replayCallId, replayEndIndex } from './replay.js';
 import { assessAction, needsConfirmation, securityPolicyOf, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from './security.js';
 import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from './security-rules.js';
 import { detectStuck } from './stuck.js';
@@ -40,43 +49,13 @@ export interface AgentEngineOptions {
   mcp?: { connectTimeoutMs?: number; callTimeoutMs?: number };
   /** What the rule-based security analyzer trusts: hosts the agent may contact, directories that hold secrets. Added to the defaults. */
   security?: { trustedHosts?: readonly string[]; secretPaths?: readonly string[] };
+  /** Repository setup: clone and setup-script time limits, where credentials live in the sandbox. */
+  workspace?: WorkspaceOptions;
 }
 
-export interface AgentEngineDeps {
-  conversations: ConversationStore;
-  log: EventLog;
-  sandboxes: SandboxService;
-  runtime: SandboxRuntime;
-  settings: SettingsService;
-  llm: LlmClient;
-  clock: Clock;
-  logger: Logger;
-  background: BackgroundTasks;
-  /** Speaks to MCP servers; without it, a conversation with MCP servers configured gets a warning event and no MCP tools. */
-  mcp?: McpConnector;
+/** What the engine is built from: the domain's side of the agent port, and its options. */
+export interface AgentEngineDeps extends AgentHost {
   options?: AgentEngineOptions;
-}
-
-/** The user's answer to actions waiting for confirmation. */
-export interface ConfirmationDecision {
-  accept: boolean;
-  /** Shown to the model with a rejection. */
-  reason?: string | null;
-}
-
-export interface UserMessage {
-  text: string;
-  image_urls: readonly string[];
-}
-
-/** What recording a confirmation decision can fail with. */
-export type ConfirmationFailure = DomainErrorOf<'ConversationNotFound' | 'ConfirmationNotPending' | 'StoreUnavailable'>;
-
-export interface RecoveryReport {
-  /** Conversations found running in the log, now resumed (or waiting for their sandbox). */
-  resumed: number;
-  /** Tool calls a crash interrupted, now closed with an error observation. */
-  interrupted_calls: number;
 }
 
 /**
@@ -85,31 +64,7 @@ export interface RecoveryReport {
  * conversations nor the HTTP server. Everything a step does is appended to the event log
  * before it is acted on; the log is the only state a restarted process needs.
  */
-export interface AgentEngine {
-  /** Appends a user message; the agent picks it up (now, or when its sandbox is ready). */
-  appendUserMessage(userId: string, conversationId: string, message: UserMessage): ResultAsync<MessageEvent, StoreFailure>;
-  /** The conversation can run (its sandbox is up, or a message arrived): start its loop if there is work. */
-  wake(userId: string, conversationId: string): void;
-  /**
-   * Accepts or rejects the actions waiting for confirmation: accepted ones run, rejected ones get
-   * an observation saying so and the agent waits for a message. ConfirmationNotPending when
-   * nothing waits.
-   */
-  respondToConfirmation(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConfirmationFailure>;
-  /** Stops the agent between (or in the middle of) steps and waits for it; status paused if it was running. */
-  pause(userId: string, conversationId: string, reason: string): Promise<void>;
-  /** Stops the agent and forgets it (the conversation is being deleted). */
-  forget(userId: string, conversationId: string): Promise<void>;
-  /** After a restart: closes tool calls the crash cut short and resumes conversations that were running. */
-  recover(): ResultAsync<RecoveryReport, DomainError>;
-  /** How many agent loops are running now. */
-  activeLoops(): number;
-  /**
-   * Stops every loop for a shutdown, leaving their status `running` so the next process's
-   * `recover()` resumes them. Resolves when they have stopped.
-   */
-  shutdown(): Promise<void>;
-}
+export type AgentEngine = AgentPort;
 
 interface Runner {
   readonly userId: string;
@@ -909,10 +864,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
   };
 
   const engine: AgentEngine = {
-    appendUserMessage: (userId, conversationId, message) =>
-      log
-        .append(userId, conversationId, [{ kind: 'message', source: 'user', timestamp: now(), text: message.text, image_urls: [...message.image_urls] }])
-        .map((events) => events[0] as MessageEvent),
+    prepareWorkspace: (request) =>
+      prepareRepository({ ...request, runtime, clock, ...(deps.options?.workspace ? { options: deps.options.workspace } : {}) }),
 
     wake: (userId, conversationId) => {
       if (background.closed || shuttingDown) return;

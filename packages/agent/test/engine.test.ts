@@ -7,10 +7,10 @@ import {
   type ConversationEvent,
   type SettingsInput,
 } from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+import { expectOk, settlesWithin } from '@acs/core/testing';
 import { eventsOf, recordOf } from './conversation-reads.js';
-import { settlesWithin } from './helpers.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 const WORKDIR = '/workspace';
@@ -19,7 +19,7 @@ type Ports = ReturnType<typeof createMemoryPorts>;
 
 async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = [], ports: Ports = createMemoryPorts()) {
   ports.llm.push(...turns);
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
   return { service, ports, llm: ports.llm, runtime: ports.runtime };
 }
@@ -385,7 +385,7 @@ describe('agent engine: conversation flow', () => {
     while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
     await expectOk(service.conversations.delete('alice', created.conversation_id));
     await service.idle();
-    expect(service.engine.activeLoops()).toBe(0);
+    expect(service.agent.activeLoops()).toBe(0);
     expect(await expectOk(ports.events.readAfter('alice', created.conversation_id, 0, 10))).toEqual([]);
   });
 });
@@ -409,7 +409,7 @@ describe('agent engine: durability', () => {
     // Second process over the same stores and sandboxes.
     const secondLlm = ports.llm;
     secondLlm.push({ content: 'recovered and done' });
-    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     const report = await expectOk(second.recover());
     expect(report).toEqual({ resumed: 1, interrupted_calls: 1 });
     await second.idle();
@@ -436,7 +436,7 @@ describe('agent engine: shutdown', () => {
     expect((await recordOf(first.service, created.conversation_id)).execution_status).toBe('running');
 
     ports.llm.push({ content: 'picked up again' });
-    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1 });
     await second.idle();
     const events = await eventsOf(second, created.conversation_id);

@@ -1,20 +1,11 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { describe, expect, it } from 'vitest';
-import {
-  condensedView,
-  createAgentConversationService,
-  planCondensation,
-  projectMessages,
-  sequentialIdGenerator,
-  type AgentConversationService,
-  type ConversationEvent,
-  type LlmMessage,
-  type LlmRequest,
-  type SettingsInput,
-} from '@acs/core';
+import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type ConversationEvent, type LlmMessage, type LlmRequest, type SettingsInput } from '@acs/core';
+import { condensedView, planCondensation, projectMessages } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 import { recordOf } from './conversation-reads.js';
+import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
@@ -38,7 +29,7 @@ async function run(settings: SettingsInput, responder: (request: LlmRequest) => 
   const ports = createMemoryPorts();
   ports.llm.respondWith(responder);
   ports.runtime.onExec((argv) => argv[0] === 'bash', (request) => ({ stdout: `${request.command[2]}\n${'x'.repeat(200)}\n`, exit_code: 0 }));
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
   const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'run the steps one by one' }));
   await service.idle();

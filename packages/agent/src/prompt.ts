@@ -1,6 +1,6 @@
-import type { ConversationEvent } from '../events/schema.js';
-import type { LlmContentPart, LlmMessage } from '../llm/client.js';
-import { triggeredKnowledge, type KnowledgeFile, type RepositoryGuidance } from '../workspace/guidance.js';
+import type { ConversationEvent, LlmContentPart, LlmMessage } from '@acs/core';
+import { triggeredKnowledge } from './guidance.js';
+import type { KnowledgeFile, RepositoryGuidance } from '@acs/core';
 
 export interface PromptContext {
   /** The sandbox's working directory. */

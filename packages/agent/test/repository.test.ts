@@ -1,19 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  createAgentConversationService,
-  mentionsTrigger,
-  parseFrontMatter,
-  resolveRemote,
-  scrubSecrets,
-  sequentialIdGenerator,
-  defaultSettings,
-  type ConversationEvent,
-  type ExecRequest,
-  type SettingsInput,
-  type StoredSettings,
-} from '@acs/core';
+import { createAgentConversationService, sequentialIdGenerator, defaultSettings, type ConversationEvent, type ExecRequest, type SettingsInput, type StoredSettings } from '@acs/core';
+import { mentionsTrigger, parseFrontMatter, resolveRemote, scrubSecrets } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, fakeGit, type FakeExecContext, type ScriptedTurn } from '@acs/adapter-memory';
+import { createAgent } from '../src/index.js';
 
 const TOKEN = 'ghp_S3cretT0kenValue_0123456789';
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -59,8 +49,8 @@ async function setup(options: Options = {}) {
     },
   );
   const service = createAgentConversationService(
-    { ...ports, ids: sequentialIdGenerator() },
-    { pollIntervalMs: 1, ...(options.setupScriptTimeoutMs ? { workspace: { setupScriptTimeoutMs: options.setupScriptTimeoutMs } } : {}) },
+    { ...ports, ids: sequentialIdGenerator(), agent: createAgent(options.setupScriptTimeoutMs ? { workspace: { setupScriptTimeoutMs: options.setupScriptTimeoutMs } } : {}) },
+    { pollIntervalMs: 1 },
   );
   await expectOk(
     service.settings.store('alice', {

@@ -1,14 +1,16 @@
-import type { ExecRequest, ExecResult, SandboxRuntime } from '../sandbox/runtime.js';
-import type { GitProvider, StoredSettings } from '../settings/schema.js';
-import { millisOf, type Clock } from '../clock.js';
 import {
-  clipGuidance,
-  MAX_MICROAGENT_FILES,
-  parseFrontMatter,
-  type GuidanceFile,
-  type KnowledgeFile,
-  type RepositoryGuidance,
-} from './guidance.js';
+  millisOf,
+  type Clock,
+  type ExecRequest,
+  type ExecResult,
+  type GitProvider,
+  type SandboxRuntime,
+  type StoredSettings,
+  type WorkspaceRequest,
+  type WorkspaceResult,
+} from '@acs/core';
+import { clipGuidance, MAX_MICROAGENT_FILES, parseFrontMatter } from './guidance.js';
+import type { GuidanceFile, KnowledgeFile, RepositoryGuidance } from '@acs/core';
 
 /**
  * Puts a conversation's repository into its sandbox: git identity, credentials, clone,
@@ -46,15 +48,6 @@ export const DEFAULT_GIT_USER_EMAIL = 'openhands@all-hands.dev';
 /** The most characters of setup output kept in an event (head and tail). */
 export const MAX_SETUP_OUTPUT_CHARS = 20_000;
 
-/** Where a conversation's repository is, once prepared; kept on the conversation record. */
-export interface ConversationWorkspace {
-  repository: string;
-  /** Absolute path of the clone in the sandbox; the agent's working directory. */
-  repository_dir: string;
-  branch: string;
-  guidance: RepositoryGuidance;
-}
-
 export const PROVIDER_HOSTS: Record<GitProvider, string | null> = {
   github: 'github.com',
   gitlab: 'gitlab.com',
@@ -82,37 +75,15 @@ export interface RepositoryRemote {
   username: string;
 }
 
-export type SetupStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT';
-
-/** What a step printed, for an event. */
-export interface SetupReport {
-  step: 'repository' | 'setup_script';
-  summary: string;
-  output: string;
-  exit_code: number | null;
-  timed_out: boolean;
-  duration_ms: number;
-}
-
-export interface PrepareRepositoryInput {
+/** What the engine passes to `prepareRepository`: the port's request, and what the agent brings. */
+export interface PrepareRepositoryInput extends WorkspaceRequest {
   runtime: SandboxRuntime;
   /** Times the setup script (`duration_ms`). */
   clock: Clock;
-  sandboxId: string;
-  workingDir: string;
-  conversationId: string;
-  repository: string;
-  branch: string | null;
-  provider: GitProvider | null;
-  settings: StoredSettings | null;
   options?: WorkspaceOptions;
-  /** Called as the work moves on (the start task shows it). */
-  onStep?: (step: SetupStep) => Promise<void>;
-  /** Called with each step's outcome (recorded as events). */
-  onReport?: (report: SetupReport) => Promise<void>;
 }
 
-export type PrepareRepositoryResult = { ok: true; workspace: ConversationWorkspace } | { ok: false; reason: string };
+export type PrepareRepositoryResult = WorkspaceResult;
 
 /** Masks every secret (and its URL-encoded form) in a text. */
 export function scrubSecrets(text: string, secrets: readonly (string | null | undefined)[]): string {

@@ -1,8 +1,6 @@
+import type { LlmToolDefinition, SandboxRuntime, SandboxRuntimeError, SandboxShell } from '@acs/core';
 import type { ResultAsync } from 'neverthrow';
 import type { z } from 'zod';
-import type { LlmToolDefinition } from '../llm/client.js';
-import type { SandboxRuntime, SandboxRuntimeError } from '../sandbox/runtime.js';
-import type { SandboxShell } from '../sandbox/shell.js';
 
 /** What a tool can reach while it runs: the conversation's sandbox, its shell, and per-conversation memory. */
 export interface ToolContext {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MISSING_RESULT, projectMessages, systemPrompt, type ConversationEvent } from '@acs/core';
+import { type ConversationEvent } from '@acs/core';
+import { MISSING_RESULT, projectMessages, systemPrompt } from '../src/index.js';
 
 let nextId = 1;
 const ts = '2026-01-01T00:00:00.000Z';

@@ -6,7 +6,7 @@
  * over the simple commands it finds. It is a heuristic: it errs towards flagging,
  * and it never executes or expands anything beyond `~`/`$HOME`.
  */
-import { DEFAULT_CREDENTIAL_DIR } from '../workspace/repository.js';
+import { DEFAULT_CREDENTIAL_DIR } from './workspace-setup.js';
 
 export type SecurityRisk = 'low' | 'medium' | 'high' | 'unknown';
 

@@ -4,25 +4,7 @@
  * system prompt; knowledge files (`.openhands/microagents/*.md` with `triggers:` in their
  * front matter) are added to the user message whose words match one of their triggers.
  */
-
-/** One always-on instruction file. */
-export interface GuidanceFile {
-  /** Path relative to the repository root. */
-  path: string;
-  content: string;
-}
-
-/** A knowledge file, loaded when a user message mentions one of its triggers. */
-export interface KnowledgeFile extends GuidanceFile {
-  name: string;
-  /** Lower-cased trigger words or phrases. */
-  triggers: string[];
-}
-
-export interface RepositoryGuidance {
-  instructions: GuidanceFile[];
-  knowledge: KnowledgeFile[];
-}
+import type { KnowledgeFile } from '@acs/core';
 
 /** The most characters kept of one guidance file (the rest is cut with a note). */
 export const MAX_GUIDANCE_FILE_CHARS = 20_000;

@@ -1,9 +1,7 @@
+import { failure, outcome, type AgentTool } from './tool.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { failure, outcome, type AgentTool } from '../agent/tool.js';
-import type { SandboxRuntime } from '../sandbox/runtime.js';
-import type { McpConfig } from './schema.js';
-import type { McpConnection, McpConnector, McpServerTarget, McpToolInfo } from './port.js';
+import type { McpConfig, McpConnection, McpConnector, McpServerTarget, McpToolInfo, SandboxRuntime } from '@acs/core';
 
 /**
  * The MCP servers of one conversation: connected together when the agent starts running,

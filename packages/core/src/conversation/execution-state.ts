@@ -1,6 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import { match, P } from 'ts-pattern';
-import type { ExecutionStatus } from '../conversation/schema.js';
+import type { ExecutionStatus } from '../events/schema.js';
 
 /** What happens to the agent of a conversation. */
 export type ExecutionEvent =

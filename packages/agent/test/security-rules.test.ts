@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  assessByRules,
-  DEFAULT_TRUSTED_HOSTS,
-  highestRisk,
-  RULE_IDS,
-  type AssessedAction,
-  type RiskAssessment,
-  type RuleContext,
-  type SecurityRisk,
-} from '@acs/core';
+import { assessByRules, DEFAULT_TRUSTED_HOSTS, highestRisk, RULE_IDS, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from '../src/index.js';
+
 
 const context: RuleContext = {
   workingDir: '/workspace/project',

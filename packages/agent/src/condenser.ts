@@ -1,5 +1,4 @@
-import type { CondensationEvent, ConversationEvent, MessageEvent } from '../events/schema.js';
-import type { LlmMessage } from '../llm/client.js';
+import type { CondensationEvent, ConversationEvent, LlmMessage, MessageEvent } from '@acs/core';
 
 /**
  * The default condenser. When what the model would be shown grows past a bound, the events

@@ -1,5 +1,5 @@
+import { resolveSandboxPath } from '@acs/core';
 import { z } from 'zod';
-import { resolveSandboxPath } from '../sandbox/runtime.js';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 
 const MAX_FILE_BYTES = 10 * 1024 * 1024;

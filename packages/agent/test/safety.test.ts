@@ -13,12 +13,13 @@ import {
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 import { recordOf } from './conversation-reads.js';
+import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
 async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = [], ports = createMemoryPorts()) {
   ports.llm.push(...turns);
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
   const ran: string[] = [];
   ports.runtime.onExec(
@@ -174,7 +175,7 @@ describe('confirmation: races and restarts', () => {
     expect(first.ran).toEqual([]);
 
     ports.llm.push(finish);
-    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
     await second.idle();
     expect(first.ran).toEqual(['make deploy']);
@@ -189,7 +190,7 @@ describe('confirmation: races and restarts', () => {
     // As if the process died before the status change was written.
     await expectOk(ports.conversations.update('alice', id, (c) => ok({ ...c, execution_status: 'running' as const })));
 
-    const second = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
     await second.idle();
     expect((await recordOf(second, id)).execution_status).toBe('waiting_for_confirmation');
@@ -270,7 +271,7 @@ describe('usage visibility', () => {
   it('every llm_call event carries the running totals, and the record has them too', async () => {
     const ports = createMemoryPorts({ llm: { costPerCallUsd: 0.01 } });
     ports.llm.push(bash('ls'), bash('pwd'), finish);
-    const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     await expectOk(service.settings.store('alice', LLM));
     const id = await converse(service);
     const calls = (await allEvents(service, id)).filter((e) => e.kind === 'llm_call');

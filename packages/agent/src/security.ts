@@ -1,15 +1,5 @@
-import type { StoredSettings } from '../settings/schema.js';
+import { SECURITY_ANALYZERS, type SecurityAnalyzerName, type StoredSettings } from '@acs/core';
 import { assessByRules, highestRisk, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security-rules.js';
-
-/**
- * Which analyzer rates actions (the `security_analyzer` setting):
- * - `llm`: the model's own rating, the `security_risk` argument it adds to each call;
- * - `rules`: our rule-based analyzer (destructive commands, secrets leaving the sandbox,
- *   network to unknown hosts, writes to system files, what MCP servers say of their tools);
- * - `ensemble`: both, the higher rating wins (the model cannot talk a rule down).
- */
-export const SECURITY_ANALYZERS = ['llm', 'rules', 'ensemble'] as const;
-export type SecurityAnalyzerName = (typeof SECURITY_ANALYZERS)[number];
 
 /**
  * When actions wait for the user: `never` (confirmation mode off), `always` (on, no analyzer:

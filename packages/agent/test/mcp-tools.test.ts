@@ -1,26 +1,12 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import {
-  createAgentConversationService,
-  mergeMcpConfigs,
-  namespacedToolName,
-  NewConversationRequestSchema,
-  sequentialIdGenerator,
-  SettingsInputSchema,
-  type AgentConversationService,
-  type ConversationEvent,
-  type McpCallResult,
-  type McpConnection,
-  type McpConnector,
-  type McpFailure,
-  type McpServerTarget,
-  type McpToolInfo,
-  type SettingsInput,
-} from '@acs/core';
+import { createAgentConversationService, NewConversationRequestSchema, sequentialIdGenerator, SettingsInputSchema, type AgentConversationService, type ConversationEvent, type McpCallResult, type McpConnection, type McpConnector, type McpFailure, type McpServerTarget, type McpToolInfo, type SettingsInput } from '@acs/core';
+import { mergeMcpConfigs, namespacedToolName } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
 import { recordOf } from './conversation-reads.js';
+import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 
@@ -79,7 +65,7 @@ async function setup(connector: FakeConnector | null, settings: Record<string, u
   const ports = createMemoryPorts();
   let n = 0;
   ports.llm.respondWith((request) => responder(request.tools.map((t) => t.name), n++));
-  const service = createAgentConversationService({ ...ports, ids: sequentialIdGenerator(), ...(connector ? { mcp: connector } : {}) }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator(), ...(connector ? { mcp: connector } : {}) }, { pollIntervalMs: 1 });
   await expectOk(service.settings.store('alice', SettingsInputSchema.parse({ ...LLM, ...settings })));
   return { service, llm: ports.llm, ports };
 }
