@@ -31,7 +31,7 @@ import { condensedView, planCondensation, summaryRequest, type CondenserOptions 
 import { projectMessages, systemPrompt } from './prompt.js';
 import { nextReplayStep, replayCallId, replayEndIndex } from './replay.js';
 import { assessAction, needsConfirmation, securityPolicyOf, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from './security.js';
-import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from './security-rules.js';
+import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from './security/risk.js';
 import { detectStuck } from './stuck.js';
 import type { AgentTool, ToolContext, ToolOutcome } from './tool.js';
 import { parseToolArguments, Toolset, BUILTIN_TOOLS } from './toolset.js';

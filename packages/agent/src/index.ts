@@ -25,7 +25,8 @@ export {
   type AgentEngineOptions,
 } from './engine.js';
 export * from './security.js';
-export * from './security-rules.js';
+export { assessByRules } from './security/rules.js';
+export { DEFAULT_TRUSTED_HOSTS, highestRisk, RULE_IDS, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security/risk.js';
 export * from './condenser.js';
 export * from './mcp-session.js';
 export { MISSING_RESULT, projectMessages, systemPrompt, type PromptContext } from './prompt.js';

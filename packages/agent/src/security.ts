@@ -1,5 +1,6 @@
 import { SECURITY_ANALYZERS, type SecurityAnalyzerName, type StoredSettings } from '@acs/core';
-import { assessByRules, highestRisk, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security-rules.js';
+import { highestRisk, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security/risk.js';
+import { assessByRules } from './security/rules.js';
 
 /**
  * When actions wait for the user: `never` (confirmation mode off), `always` (on, no analyzer:
