@@ -8,7 +8,7 @@
  * ```
  */
 import type { AgentFactory } from '@acs/core';
-import { createAgentEngine, type AgentEngineOptions } from './engine.js';
+import { createAgentEngine, type AgentEngineOptions } from './engine/index.js';
 
 /** The agent for `createAgentConversationService({ …, agent })`: its limits, tools, condenser, MCP and security options. */
 export function createAgent(options: AgentEngineOptions = {}): AgentFactory {
@@ -23,7 +23,7 @@ export {
   type AgentEngine,
   type AgentEngineDeps,
   type AgentEngineOptions,
-} from './engine.js';
+} from './engine/index.js';
 export * from './security.js';
 export { assessByRules } from './security/rules.js';
 export { DEFAULT_TRUSTED_HOSTS, highestRisk, RULE_IDS, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security/risk.js';

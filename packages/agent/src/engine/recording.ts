@@ -1,0 +1,117 @@
+import { nextExecutionStatus, type ConversationErrorCode, type ConversationEvent, type ConversationEventDraft, type ConversationMetrics, type ConversationRecord, type ExecutionEvent, type ExecutionStatus } from '@acs/core';
+import { ok, type Result } from 'neverthrow';
+import type { EngineBase } from './base.js';
+import { lastHandledId } from './log-reading.js';
+import type { Runner } from './runner.js';
+
+/**
+ * How the agent writes what it does: appends that keep the runner's copy of the log complete
+ * and in order, status moves through the state machine, errors, and closing what a
+ * conversation holds in its sandbox.
+ */
+export function createRecording(kit: EngineBase) {
+  const { conversations, log, clock, logger } = kit;
+
+  /** Appends and keeps the runner's copy of the log complete and in order. */
+  const append = async (r: Runner, drafts: ConversationEventDraft[]): Promise<ConversationEvent[]> => {
+    if (drafts.length === 0) return [];
+    const appended = await log.append(r.userId, r.conversationId, drafts);
+    if (appended.isErr()) throw new Error(`could not append to the event log: ${appended.error.message}`);
+    const events = appended.value;
+    if (events.length > 0 && events[0]!.id === r.lastId + 1) {
+      r.events.push(...events);
+      r.lastId = events[events.length - 1]!.id;
+    } else {
+      await catchUp(r); // someone else appended in between (a user message): read it all in order
+    }
+    return events;
+  };
+
+  /** A user message the agent has not seen yet. */
+  const hasUnseenMessage = (r: Runner): boolean => {
+    r.handledUpTo ??= lastHandledId(r.events);
+    const handled = r.handledUpTo;
+    return r.events.some((e) => e.kind === 'message' && e.source === 'user' && e.id > handled);
+  };
+
+  /** Brings the runner's copy of the log up to date (messages may have been appended by requests). */
+  const catchUp = async (r: Runner): Promise<void> => {
+    const fresh = await log.readAll(r.userId, r.conversationId, r.lastId);
+    if (fresh.isErr()) throw new Error(`could not read the event log: ${fresh.error.message}`);
+    for (const e of fresh.value) {
+      if (e.id <= r.lastId) continue;
+      r.events.push(e);
+      r.lastId = e.id;
+    }
+  };
+
+  const now = () => clock.now();
+
+  /** Moves the execution status (and records why); a move the state machine refuses is a defect. */
+  const setStatus = async (
+    r: Runner,
+    event: ExecutionEvent,
+    reason: string | null,
+    extra: Partial<Pick<ConversationRecord, 'metrics'>> = {},
+  ): Promise<ExecutionStatus | null> => {
+    let changed: { from: ExecutionStatus | null; to: ExecutionStatus } | null = null;
+    const updated = await conversations.update(r.userId, r.conversationId, (current): Result<ConversationRecord, never> => {
+      const next = nextExecutionStatus(current.execution_status, event);
+      if (next.isErr()) {
+        logger.warn({ conversationId: r.conversationId, from: current.execution_status, event }, 'ignored an execution status change the state machine refuses');
+        return ok(current);
+      }
+      if (next.value === current.execution_status && Object.keys(extra).length === 0) return ok(current);
+      if (next.value !== current.execution_status) changed = { from: current.execution_status, to: next.value };
+      return ok({ ...current, ...extra, execution_status: next.value, updated_at: now() });
+    });
+    if (updated.isErr()) throw new Error(`could not record the execution status: ${updated.error.message}`);
+    const move = changed as { from: ExecutionStatus | null; to: ExecutionStatus } | null;
+    if (move) await append(r, [{ kind: 'status', source: 'environment', timestamp: now(), execution_status: move.to, reason }]);
+    return updated.value?.execution_status ?? null;
+  };
+
+  const saveMetrics = async (r: Runner, metrics: ConversationMetrics) => {
+    await conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> => ok({ ...c, metrics, updated_at: now() }));
+  };
+
+  /** An error event: fatal when the agent stops because of it, else a warning. */
+  const errorEvent = (code: ConversationErrorCode, message: string, fatal = false): ConversationEventDraft => ({
+    kind: 'error',
+    source: 'environment',
+    timestamp: now(),
+    code,
+    message,
+    fatal,
+  });
+
+  const fail = async (r: Runner, code: ConversationErrorCode, message: string) => {
+    r.handledUpTo = r.lastId;
+    await append(r, [errorEvent(code, message, true)]);
+    await setStatus(r, 'fail', message);
+  };
+
+  const closeShell = async (r: Runner) => {
+    const pending = r.shell;
+    r.shell = null;
+    if (!pending) return;
+    const shell = await pending;
+    if (shell.isOk()) await shell.value.close().catch(() => undefined);
+  };
+
+  const closeMcp = async (r: Runner) => {
+    const open = r.mcp;
+    r.mcp = null;
+    if (open) await open.session.close();
+  };
+
+  /** Closes what a conversation holds in its sandbox: the shell and the MCP connections (and their processes). */
+  const release = async (r: Runner) => {
+    await closeShell(r);
+    await closeMcp(r);
+  };
+
+  return { append, hasUnseenMessage, catchUp, now, setStatus, saveMetrics, errorEvent, fail, closeShell, closeMcp, release };
+}
+
+export type Recording = ReturnType<typeof createRecording>;

@@ -1,0 +1,77 @@
+import { parseReplayTrajectory, type ActionEvent, type LlmCredentials } from '@acs/core';
+import { nextReplayStep, replayCallId, replayEndIndex } from '../replay.js';
+import type { Actions } from './actions.js';
+import type { EngineBase } from './base.js';
+import type { Recording } from './recording.js';
+import type { Runner, StepEnd } from './runner.js';
+
+/** Running a `replay_json` trajectory's remaining steps instead of calling the model. */
+export function createReplayer(kit: EngineBase & Recording & Actions) {
+  const { sandboxes, defaultToolset, append, catchUp, now, setStatus, fail, toolContext, runActions } = kit;
+
+  /**
+   * A `replay_json` conversation: runs the trajectory's remaining steps (the log shows which ran,
+   * by `replay_step`) instead of calling the model, each tool call exactly as a model's call would
+   * run, with no llm_call event (so no cost). 'stop' when the run ends here (the trajectory
+   * finished, the agent was paused, or there is no model to go on with); 'continue' when the
+   * model takes over.
+   */
+  const replay = async (r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string): Promise<StepEnd> => {
+    const plan = parseReplayTrajectory(json);
+    if (plan.isErr()) {
+      await fail(r, 'internal_error', `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`);
+      return 'stop';
+    }
+    const { steps } = plan.value;
+    const context = toolContext(r, sandboxId, workingDir);
+    for (let n = nextReplayStep(r.events); n < steps.length; n++) {
+      await catchUp(r);
+      if (r.abort.signal.aborted) return 'stop';
+      const step = steps[n]!;
+      if (step.kind === 'message') {
+        await append(r, [{ kind: 'message', source: step.source, timestamp: now(), text: step.text, image_urls: step.image_urls, replay_step: n }]);
+        continue;
+      }
+      const id = replayCallId(step);
+      const raw = JSON.stringify(step.arguments);
+      const appended = await append(r, [
+        { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: id, tool_name: step.tool_name, arguments: step.arguments, raw_arguments: raw, thought: step.thought, response_id: id, replay_step: n },
+      ]);
+      const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
+      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, defaultToolset);
+      sandboxes.touch(sandboxId);
+      if (outcome === 'paused') return 'stop';
+      if (outcome === 'sandbox_lost') {
+        await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`);
+        return 'stop';
+      }
+      if (outcome === 'finished') {
+        r.handledUpTo = r.lastId;
+        await setStatus(r, 'finish', 'the replayed trajectory called finish');
+        return 'stop';
+      }
+    }
+    // The user wrote after the replay: the model answers (or the usual error says that none is configured).
+    const end = replayEndIndex(r.events);
+    if (r.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
+    const last = steps.at(-1);
+    // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
+    const awaitsUser = last?.kind === 'message' && last.source === 'agent';
+    if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
+    r.handledUpTo = r.lastId;
+    await setStatus(
+      r,
+      'finish',
+      plan.value.endsWithFinish
+        ? 'the replayed trajectory called finish'
+        : awaitsUser
+          ? 'the replayed trajectory ended with a message from the agent, which waits for the user'
+          : 'the trajectory was replayed; no model is configured, so the agent stops here',
+    );
+    return 'stop';
+  };
+
+  return { replay };
+}
+
+export type Replayer = ReturnType<typeof createReplayer>;
