@@ -1,0 +1,101 @@
+import { SandboxInfoSchema, SandboxServiceErrors, StartSandboxRequestSchema, type AgentConversationService } from '@acs/core';
+import { z } from 'zod';
+import { idList, pagingQuery } from '../query.js';
+import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import { paged, PAGED_ERRORS, pageOf, SuccessSchema } from './shared.js';
+
+const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), 'SandboxNotFound', (p) => ({
+  type: 'SandboxNotFound',
+  sandboxId: p.sandbox_id ?? '',
+}));
+
+/** V1 sandboxes: start, search, read, pause, resume, delete. */
+export function sandboxRoutes(service: AgentConversationService): RouteDefinition[] {
+  const { sandboxes } = service;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes/search',
+      operationId: 'searchSandboxes',
+      summary: 'Search sandboxes',
+      tags: ['sandboxes (V1)'],
+      query: pagingQuery,
+      success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
+      errors: [...SandboxServiceErrors.search, ...PAGED_ERRORS],
+      handle: ({ userId, query }) => paged(query, (page) => sandboxes.search(userId, page)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes',
+      operationId: 'getSandboxes',
+      summary: 'Get sandboxes by id',
+      tags: ['sandboxes (V1)'],
+      query: z.object({ id: idList }),
+      success: { status: 200, description: 'In the order asked; null where there is no such sandbox.', schema: z.array(SandboxInfoSchema.nullable()) },
+      errors: SandboxServiceErrors.getMany,
+      handle: ({ userId, query }) => sandboxes.getMany(userId, query.id),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes',
+      operationId: 'startSandbox',
+      summary: 'Start a sandbox',
+      description: 'From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once with STARTING.',
+      tags: ['sandboxes (V1)'],
+      query: z.object({ sandbox_spec_id: z.string().min(1).max(512).optional() }),
+      body: StartSandboxRequestSchema.optional(),
+      bodyRequired: false,
+      success: { status: 200, description: 'The new sandbox.', schema: SandboxInfoSchema },
+      errors: SandboxServiceErrors.start,
+      handle: ({ userId, query, body }) => sandboxes.start(userId, body?.sandbox_spec_id ?? query.sandbox_spec_id ?? null),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/sandboxes/{sandbox_id}',
+      operationId: 'getSandbox',
+      summary: 'Get a sandbox',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'The sandbox, with its status as the runtime reports it now.', schema: SandboxInfoSchema },
+      errors: SandboxServiceErrors.get,
+      handle: ({ userId, params }) => sandboxes.get(userId, params.sandbox_id),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v1/sandboxes/{sandbox_id}',
+      operationId: 'deleteSandbox',
+      summary: 'Delete a sandbox',
+      description: 'Removes it from the runtime; conversations in it become STOPPED.',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      query: z.object({ sandbox_id: z.string().optional().meta({ description: 'Accepted for compatibility; the path decides.' }) }),
+      success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
+      errors: SandboxServiceErrors.delete,
+      handle: ({ userId, params }) => sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes/{sandbox_id}/pause',
+      operationId: 'pauseSandbox',
+      summary: 'Pause a sandbox',
+      description: 'Idempotent: pausing a paused sandbox succeeds. 409 when its state forbids it (starting, in error, missing, deleted).',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'Paused.', schema: SuccessSchema },
+      errors: SandboxServiceErrors.pause,
+      handle: ({ userId, params }) => sandboxes.pause(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/sandboxes/{sandbox_id}/resume',
+      operationId: 'resumeSandbox',
+      summary: 'Resume a sandbox',
+      description: 'Idempotent: resuming a running sandbox succeeds. 409 when its state forbids it (in error, missing, deleted).',
+      tags: ['sandboxes (V1)'],
+      params: sandboxIdParams,
+      success: { status: 200, description: 'Resumed (it may show STARTING briefly).', schema: SuccessSchema },
+      errors: SandboxServiceErrors.resume,
+      handle: ({ userId, params }) => sandboxes.resume(userId, params.sandbox_id).map(() => ({ success: true as const })),
+    }),
+  ];
+}

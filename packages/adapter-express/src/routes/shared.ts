@@ -1,0 +1,60 @@
+import { validationFailed, type DomainErrorOf, type Page, type PageRequest } from '@acs/core';
+import { errAsync, type ResultAsync } from 'neverthrow';
+import { z } from 'zod';
+import { booleanParam, pageRequestOf, timestampParam } from '../query.js';
+
+/** Schemas and helpers several resource groups' routes share. */
+
+export const pageOf = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
+
+export const SuccessSchema = z.object({ success: z.literal(true) });
+export const MessageSchema = z.object({ message: z.string() });
+export const CountSchema = z.int().min(0);
+
+/** The answer to actions waiting for confirmation (V0 and V1). */
+export const ConfirmationRequestSchema = z
+  .strictObject({
+    accept: z.boolean().meta({ description: 'true runs the waiting actions; false rejects them (the agent then waits for a message).' }),
+    reason: z.string().max(10_000).nullable().optional().meta({ description: 'Shown to the model with a rejection.' }),
+  })
+  .meta({ id: 'ConfirmationRequest' });
+
+export const conversationFilterQuery = {
+  title__contains: z.string().max(200).optional().meta({ description: 'Case-insensitive substring of the title.' }),
+  created_at__gte: timestampParam,
+  created_at__lt: timestampParam,
+  updated_at__gte: timestampParam,
+  updated_at__lt: timestampParam,
+  include_sub_conversations: booleanParam,
+};
+
+export const toFilter = (q: {
+  title__contains?: string | undefined;
+  created_at__gte?: string | undefined;
+  created_at__lt?: string | undefined;
+  updated_at__gte?: string | undefined;
+  updated_at__lt?: string | undefined;
+  include_sub_conversations?: boolean | undefined;
+}) => ({
+  ...(q.title__contains !== undefined ? { title_contains: q.title__contains } : {}),
+  ...(q.created_at__gte !== undefined ? { created_at_gte: q.created_at__gte } : {}),
+  ...(q.created_at__lt !== undefined ? { created_at_lt: q.created_at__lt } : {}),
+  ...(q.updated_at__gte !== undefined ? { updated_at_gte: q.updated_at__gte } : {}),
+  ...(q.updated_at__lt !== undefined ? { updated_at_lt: q.updated_at__lt } : {}),
+  ...(q.include_sub_conversations !== undefined ? { include_sub_conversations: q.include_sub_conversations } : {}),
+});
+
+/** What `paged` adds to the errors of the list it runs: a page id this server never issued. */
+export const PAGED_ERRORS = ['ValidationFailed'] as const;
+
+/** Runs `list` with the decoded page, or refuses a page id this server never issued. */
+export function paged<T, E>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, E>) {
+  const page = pageRequestOf(query);
+  if ('invalidPageId' in page) {
+    return errAsync<Page<T>, E | DomainErrorOf<(typeof PAGED_ERRORS)[number]>>(
+      validationFailed([{ path: 'query.page_id', message: 'is not a page id issued by this server; use next_page_id from the previous page' }]),
+    );
+  }
+  return list(page);
+}
