@@ -26,4 +26,4 @@ export {
   type SseMessage,
   type StreamRouteDefinition,
 } from './route.js';
-export { ErrorBodySchema, HTTP_ERROR_CODES, sendDomainError, statusOf, type ErrorBody } from './http-error.js';
+export { ErrorBodySchema, explainHttpError, HTTP_ERROR_CODES, sendDomainError, statusOf, type ErrorBody } from './http-error.js';

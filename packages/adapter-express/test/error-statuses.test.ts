@@ -13,7 +13,7 @@ import {
   type DomainErrorOf,
   type DomainErrorType,
 } from '@acs/core';
-import { buildRoutes, defineRoute, HTTP_ERROR_CODES, statusOf, type RouteDefinition } from '@acs/adapter-express';
+import { buildRoutes, defineRoute, explainHttpError, HTTP_ERROR_CODES, statusOf, type RouteDefinition } from '@acs/adapter-express';
 import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness, type OpenApiDoc, type OpenApiOperation } from './harness.js';
 
 /**
@@ -365,5 +365,42 @@ describe('the statuses the issue found missing are answered, and documented', ()
       expect(errorCode(r.body)).toBe('SANDBOXES_UNAVAILABLE');
       documented('POST', path, 503);
     }
+  });
+});
+
+describe('error messages over HTTP name the route that helps (core names none)', () => {
+  let hh: Harness;
+  beforeAll(async () => {
+    hh = await startHarness();
+  });
+  afterAll(async () => {
+    await hh.close();
+  });
+  const message = (body: unknown) => String(obj(body)['message']);
+
+  it('404 SETTINGS_NOT_FOUND says to store them with POST /api/settings', async () => {
+    const r = await hh.call('GET', '/api/settings');
+    expect(errorCode(r.body)).toBe('SETTINGS_NOT_FOUND');
+    expect(message(r.body)).toBe('No settings are stored for this user yet; store them with POST /api/settings.');
+  });
+
+  it('a conversation without settings points at POST /api/settings', async () => {
+    const r = await hh.call('POST', '/api/conversations', { body: { initial_user_msg: 'hi' } });
+    expect(errorCode(r.body)).toBe('SETTINGS_REQUIRED');
+    expect(message(r.body)).toContain('with POST /api/settings before starting a conversation');
+  });
+
+  it('an unknown sandbox spec points at GET /api/v1/sandbox-specs/search', async () => {
+    const r = await hh.call('POST', '/api/v1/sandboxes', { body: { sandbox_spec_id: 'no-such-spec' } });
+    expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
+    expect(message(r.body)).toBe('Sandbox spec no-such-spec does not exist; list the available specs with GET /api/v1/sandbox-specs/search.');
+  });
+
+  it('explainHttpError adds the route to every code that has one, and only to those', () => {
+    expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_model' }).message).toBe(
+      'The stored settings have no llm_model; set one with POST /api/settings before starting a conversation.',
+    );
+    expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_api_key' }).message).toContain('POST /api/settings');
+    expect(explainHttpError({ type: 'SandboxNotFound', sandboxId: 's1' })).toEqual(explainDomainError({ type: 'SandboxNotFound', sandboxId: 's1' }));
   });
 });

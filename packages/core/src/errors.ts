@@ -86,27 +86,31 @@ export interface ExplainedDomainError {
   message: string;
 }
 
-/** Stable machine code and a human sentence for every domain error. */
+/**
+ * Stable machine code and a human sentence for every domain error. The sentence speaks of the
+ * domain, never of a transport: an adapter that has routes adds where to go (adapter-express
+ * names `POST /api/settings`, for one).
+ */
 export function explainDomainError(error: DomainError): ExplainedDomainError {
   return match<DomainError, ExplainedDomainError>(error)
     .with({ type: 'ValidationFailed' }, (e) => ({ code: 'VALIDATION_FAILED', message: e.message }))
     .with({ type: 'SettingsNotFound' }, () => ({
       code: 'SETTINGS_NOT_FOUND',
-      message: 'No settings are stored for this user yet; store them with POST /api/settings.',
+      message: 'No settings are stored for this user yet; store them first.',
     }))
     .with({ type: 'SettingsRequired' }, (e) =>
       match<typeof e.missing, ExplainedDomainError>(e.missing)
         .with('settings', () => ({
           code: 'SETTINGS_REQUIRED',
-          message: 'Store settings (at least llm_model and llm_api_key) with POST /api/settings before starting a conversation.',
+          message: 'Store settings (at least llm_model and llm_api_key) before starting a conversation.',
         }))
         .with('llm_model', () => ({
           code: 'LLM_MODEL_REQUIRED',
-          message: 'The stored settings have no llm_model; set one with POST /api/settings before starting a conversation.',
+          message: 'The stored settings have no llm_model; set one before starting a conversation.',
         }))
         .with('llm_api_key', () => ({
           code: 'LLM_API_KEY_REQUIRED',
-          message: 'The stored settings have no llm_api_key; set one with POST /api/settings before starting a conversation.',
+          message: 'The stored settings have no llm_api_key; set one before starting a conversation.',
         }))
         .exhaustive(),
     )
@@ -136,7 +140,7 @@ export function explainDomainError(error: DomainError): ExplainedDomainError {
     }))
     .with({ type: 'SandboxSpecNotFound' }, (e) => ({
       code: 'SANDBOX_SPEC_NOT_FOUND',
-      message: `Sandbox spec ${e.specId} does not exist; list the available specs with GET /api/v1/sandbox-specs/search.`,
+      message: `Sandbox spec ${e.specId} does not exist; list the available specs.`,
     }))
     .with({ type: 'IllegalSandboxTransition' }, (e) => ({
       code: 'ILLEGAL_SANDBOX_TRANSITION',

@@ -264,7 +264,7 @@ describe('explainDomainError', () => {
 
   const EXPECTED: Record<DomainErrorType, { code: string; mentions: string[] }> = {
     ValidationFailed: { code: 'VALIDATION_FAILED', mentions: ['llm_model'] },
-    SettingsNotFound: { code: 'SETTINGS_NOT_FOUND', mentions: ['/api/settings'] },
+    SettingsNotFound: { code: 'SETTINGS_NOT_FOUND', mentions: ['No settings', 'store them'] },
     SettingsRequired: { code: 'LLM_API_KEY_REQUIRED', mentions: ['llm_api_key'] },
     ConversationNotFound: { code: 'CONVERSATION_NOT_FOUND', mentions: ['conv-123'] },
     ConversationIdTaken: { code: 'CONVERSATION_ID_TAKEN', mentions: ['conv-123'] },
@@ -290,6 +290,8 @@ describe('explainDomainError', () => {
     expect(code).toMatch(/^[A-Z][A-Z_]+$/);
     expect(message.trim().length).toBeGreaterThan(10);
     for (const part of EXPECTED[error.type].mentions) expect(message).toContain(part);
+    // Routes are the HTTP adapter's to name (it adds them: adapter-express http-error.test.ts).
+    expect(message).not.toMatch(/\/api\/|\b(GET|POST|PATCH|DELETE) \//);
   });
 
   it('gives every variant its own code', () => {
@@ -304,7 +306,7 @@ describe('explainDomainError', () => {
   ] as const)('says which setting is missing (%s → %s)', (missing, code) => {
     const explained = explainDomainError({ type: 'SettingsRequired', missing });
     expect(explained.code).toBe(code);
-    expect(explained.message).toContain(missing === 'settings' ? 'POST /api/settings' : missing);
+    expect(explained.message).toContain(missing === 'settings' ? 'llm_model and llm_api_key' : missing);
   });
 
   it('does not leak the store failure cause into the message', () => {

@@ -33,7 +33,8 @@ export function toConversationInfo(
     git_provider: record.git_provider,
     trigger: record.trigger,
     num_connections: 0,
-    url: `/api/conversations/${record.id}`,
+    // Where the conversation is served is the HTTP adapter's to say (it knows its mount path).
+    url: null,
     session_api_key: null,
     created_at: record.created_at,
     pr_number: record.pr_number,
