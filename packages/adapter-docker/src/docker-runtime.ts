@@ -527,7 +527,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
 class RuntimeFailure extends Error {
   constructor(
     message: string,
-    readonly kind: SandboxRuntimeError['kind'] = 'failed',
+    readonly type: SandboxRuntimeError['type'] = 'failed',
   ) {
     super(message);
   }
@@ -537,13 +537,13 @@ const missingImage = (image: string) =>
   new RuntimeFailure(`image ${image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`);
 
 function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
-  if (error instanceof RuntimeFailure) return { kind: error.kind, message: error.message };
+  if (error instanceof RuntimeFailure) return { type: error.type, message: error.message };
   const e = error as DockerError;
   if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT' || e.code === 'EACCES') {
-    return { kind: 'unavailable', message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST` };
+    return { type: 'unavailable', message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST` };
   }
-  if (e.statusCode === 404) return { kind: 'not_found', message: e.json?.message ?? `not found during ${operation}` };
-  return { kind: 'failed', message: e.json?.message ?? e.message ?? String(error) };
+  if (e.statusCode === 404) return { type: 'not_found', message: e.json?.message ?? `not found during ${operation}` };
+  return { type: 'failed', message: e.json?.message ?? e.message ?? String(error) };
 }
 
 /** Keeps at most `limit` bytes, noting how much was dropped. */

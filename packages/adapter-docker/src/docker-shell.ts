@@ -379,7 +379,7 @@ class DockerShell implements SandboxShell {
       work().finally(() => {
         this.#busy = false;
       }),
-      (error) => (error instanceof ShellFailure ? { kind: 'failed', message: error.message } : this.options.toError(operation, error)),
+      (error) => (error instanceof ShellFailure ? { type: 'failed', message: error.message } : this.options.toError(operation, error)),
     );
   }
 
@@ -533,7 +533,7 @@ class DockerShell implements SandboxShell {
 }
 
 function failed(message: string): ResultAsync<ShellOutput, SandboxRuntimeError> {
-  return errAsync({ kind: 'failed', message });
+  return errAsync({ type: 'failed', message });
 }
 
 function abbreviate(command: string): string {

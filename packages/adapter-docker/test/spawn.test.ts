@@ -61,7 +61,7 @@ describe('Docker sandbox runtime: spawn', () => {
     expect(await there.exited).toEqual({ exit_code: 0 });
     expect(thereOut.stdout()).toBe('/workspace/sub dir\nspec-value hello there\n');
     const nowhere = await runtime.spawn(id, { command: ['cat'], cwd: '/no/such/dir' });
-    expect(nowhere.isErr() && nowhere.error.kind).toBe('failed');
+    expect(nowhere.isErr() && nowhere.error.type).toBe('failed');
   });
 
   it('keeps output written before a listener was added', async () => {
@@ -75,7 +75,7 @@ describe('Docker sandbox runtime: spawn', () => {
 
   it('refuses a file that is not executable, saying so', async () => {
     const result = await runtime.spawn(id, { command: ['/etc/passwd'] });
-    expect(result.isErr() && result.error).toMatchObject({ kind: 'failed', message: expect.stringMatching(/not an executable file/) as unknown });
+    expect(result.isErr() && result.error).toMatchObject({ type: 'failed', message: expect.stringMatching(/not an executable file/) as unknown });
   });
 
   it('carries 1 MiB each way intact and in order', async () => {

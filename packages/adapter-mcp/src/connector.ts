@@ -37,7 +37,7 @@ function isCallToolResult(result: Record<string, unknown>): result is CallToolRe
   return Array.isArray(result['content']);
 }
 
-const failure = (kind: McpFailure['kind'], message: string) => new McpFailureError({ kind, message });
+const failure = (type: McpFailure['type'], message: string) => new McpFailureError({ type, message });
 
 function toFailure(error: unknown, context: ClassifyContext): McpFailure {
   return classify(error, context);
@@ -151,8 +151,8 @@ class Connection implements McpConnection {
     } catch (error) {
       if (signal.aborted) throw failure('cancelled', `the call of '${tool}' on ${server} was cancelled`);
       const mapped = toFailure(error, { ...this.session.context, phase: 'call' });
-      if (mapped.kind === 'timeout') throw failure('timeout', `the tool '${tool}' on ${server} did not answer within ${timeoutMs} ms`);
-      if (mapped.kind === 'closed') this.session.lost(mapped.message);
+      if (mapped.type === 'timeout') throw failure('timeout', `the tool '${tool}' on ${server} did not answer within ${timeoutMs} ms`);
+      if (mapped.type === 'closed') this.session.lost(mapped.message);
       throw new McpFailureError(mapped);
     }
   }
@@ -306,7 +306,7 @@ async function connect(target: McpServerTarget, { signal, timeoutMs }: { signal:
     if (why === 'cancelled') throw cancelled();
     const mapped = toFailure(error, session.context);
     // The SDK's request timeout (set to the time left) can fire just before our own timer.
-    if (why === 'timeout' || mapped.kind === 'timeout') throw timedOut();
+    if (why === 'timeout' || mapped.type === 'timeout') throw timedOut();
     throw new McpFailureError(mapped);
   } finally {
     clearTimeout(timer);
@@ -323,8 +323,8 @@ export function createMcpConnector(options: McpConnectorOptions = {}): McpConnec
     connect: (target, connectOptions) =>
       ResultAsync.fromPromise(connect(target, connectOptions, options), (error) =>
         error instanceof McpFailureError
-          ? { kind: error.failure.kind, message: redact(error.failure.message, target.transport === 'stdio' ? null : target.api_key) }
-          : { kind: 'protocol' as const, message: redact(`connecting to ${describeTarget(target)} failed: ${String(error)}`, target.transport === 'stdio' ? null : target.api_key) },
+          ? { type: error.failure.type, message: redact(error.failure.message, target.transport === 'stdio' ? null : target.api_key) }
+          : { type: 'protocol' as const, message: redact(`connecting to ${describeTarget(target)} failed: ${String(error)}`, target.transport === 'stdio' ? null : target.api_key) },
       ),
   };
 }

@@ -104,7 +104,7 @@ export interface ClassifyContext {
 /** Maps anything the SDK throws to an McpFailure; the message is redacted. */
 export function classify(error: unknown, context: ClassifyContext): McpFailure {
   const failure = classifyRaw(error, context);
-  return { kind: failure.kind, message: redact(failure.message, context.apiKey) };
+  return { type: failure.type, message: redact(failure.message, context.apiKey) };
 }
 
 const TIMEOUT_CODE: number = ErrorCode.RequestTimeout;
@@ -113,30 +113,30 @@ const CLOSED_CODE: number = ErrorCode.ConnectionClosed;
 function classifyRaw(error: unknown, { server, phase, lostReason }: ClassifyContext): McpFailure {
   if (error instanceof McpFailureError) return error.failure;
   if (error instanceof McpError) {
-    if (error.code === TIMEOUT_CODE) return { kind: 'timeout', message: `${server} did not answer in time` };
+    if (error.code === TIMEOUT_CODE) return { type: 'timeout', message: `${server} did not answer in time` };
     if (error.code === CLOSED_CODE) {
-      return { kind: 'closed', message: `the connection to ${server} closed${lostReason !== null ? `: ${lostReason}` : ''}` };
+      return { type: 'closed', message: `the connection to ${server} closed${lostReason !== null ? `: ${lostReason}` : ''}` };
     }
-    return { kind: 'protocol', message: `${server} answered with an error: ${clip(detailOf(error))} (code ${error.code})` };
+    return { type: 'protocol', message: `${server} answered with an error: ${clip(detailOf(error))} (code ${error.code})` };
   }
   const status = httpStatus(error);
   if (status !== null) {
     const message = `${server} answered HTTP ${status}: ${statusAdvice(status)} (${clip(detailOf(error))})`;
-    if (phase === 'connect') return { kind: 'unreachable', message };
-    return { kind: status === 404 ? 'closed' : 'protocol', message };
+    if (phase === 'connect') return { type: 'unreachable', message };
+    return { type: status === 404 ? 'closed' : 'protocol', message };
   }
   const network = networkReason(error);
   if (network !== null) {
-    return { kind: phase === 'connect' ? 'unreachable' : 'closed', message: `${server} could not be reached: ${network}` };
+    return { type: phase === 'connect' ? 'unreachable' : 'closed', message: `${server} could not be reached: ${network}` };
   }
   if (error instanceof SseError) {
-    return { kind: phase === 'connect' ? 'unreachable' : 'closed', message: `the SSE stream of ${server} failed: ${clip(detailOf(error))}` };
+    return { type: phase === 'connect' ? 'unreachable' : 'closed', message: `the SSE stream of ${server} failed: ${clip(detailOf(error))}` };
   }
   if (error instanceof Error && error.name === 'ZodError') {
-    return { kind: 'protocol', message: `${server} sent an answer that is not valid MCP: ${clip(error.message)}` };
+    return { type: 'protocol', message: `${server} sent an answer that is not valid MCP: ${clip(error.message)}` };
   }
   if (error instanceof Error && /not connected/i.test(error.message)) {
-    return { kind: 'closed', message: `the connection to ${server} is closed${lostReason !== null ? `: ${lostReason}` : ''}` };
+    return { type: 'closed', message: `the connection to ${server} is closed${lostReason !== null ? `: ${lostReason}` : ''}` };
   }
-  return { kind: 'protocol', message: `${server} failed: ${clip(detailOf(error))}` };
+  return { type: 'protocol', message: `${server} failed: ${clip(detailOf(error))}` };
 }

@@ -9,10 +9,10 @@ export interface HostProcess extends SandboxProcess {
 /** A SandboxProcess over a host child process (what a sandbox runtime's `spawn` gives, minus the sandbox). */
 export function spawnHostProcess(command: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ResultAsync<HostProcess, SandboxRuntimeError> {
   const [program, ...args] = command;
-  if (program === undefined) return errAsync({ kind: 'failed', message: 'empty command' });
+  if (program === undefined) return errAsync({ type: 'failed', message: 'empty command' });
   const child = spawn(program, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
   const started = new Promise<HostProcess | SandboxRuntimeError>((resolve) => {
-    child.once('error', (error) => resolve({ kind: 'failed', message: `could not start ${program}: ${error.message}` }));
+    child.once('error', (error) => resolve({ type: 'failed', message: `could not start ${program}: ${error.message}` }));
     child.once('spawn', () => {
       const exited = new Promise<{ exit_code: number | null }>((done) => child.once('close', (code) => done({ exit_code: code })));
       child.stdin.on('error', () => undefined);
@@ -36,7 +36,7 @@ export function spawnHostProcess(command: readonly string[], options: { env?: Re
       });
     });
   });
-  return new ResultAsync(started.then((outcome) => ('kind' in outcome ? err(outcome) : ok(outcome))));
+  return new ResultAsync(started.then((outcome) => ('type' in outcome ? err(outcome) : ok(outcome))));
 }
 
 /** Whether a pid is still running. */

@@ -20,7 +20,7 @@ async function connect(target: McpServerTarget, timeoutMs = 60_000, signal = new
   const connection = (await connector.connect(target, { signal, timeoutMs })).match(
     (ok) => ok,
     (failure) => {
-      throw new Error(`connect failed: ${failure.kind}: ${failure.message}`);
+      throw new Error(`connect failed: ${failure.type}: ${failure.message}`);
     },
   );
   cleanups.push(() => connection.close());
@@ -61,7 +61,7 @@ describe.each([
     await connection.close();
     await connection.close();
     const after = await connection.call('echo', { text: 'x' }, callOptions());
-    expect(after._unsafeUnwrapErr().kind).toBe('closed');
+    expect(after._unsafeUnwrapErr().type).toBe('closed');
   });
 
   it('sends the api_key as a bearer token on every request', async () => {
@@ -80,14 +80,14 @@ describe.each([
     const server = track(await start({ token: 'the-right-key' }));
     const wrong = await connector.connect({ transport, url: server.url, api_key: KEY }, { signal: never(), timeoutMs: 60_000 });
     const failure = wrong._unsafeUnwrapErr();
-    expect(failure.kind).toBe('unreachable');
+    expect(failure.type).toBe('unreachable');
     expect(failure.message).toContain('401');
     expect(failure.message).not.toContain(KEY);
     // The server echoed the header back; it must have been redacted, not just absent.
     expect(server.requests.some((r) => r.authorization === `Bearer ${KEY}`)).toBe(true);
 
     const missing = await connector.connect({ transport, url: server.url, api_key: null }, { signal: never(), timeoutMs: 60_000 });
-    expect(missing._unsafeUnwrapErr()).toMatchObject({ kind: 'unreachable' });
+    expect(missing._unsafeUnwrapErr()).toMatchObject({ type: 'unreachable' });
     expect(missing._unsafeUnwrapErr().message).toContain('401');
   });
 
@@ -97,14 +97,14 @@ describe.each([
     // The server sleeps 100 s: the call comes back while the server is still asleep, by our own timer.
     const before = { ...sleeps };
     const slow = await connection.call('sleep', { ms: 100_000 }, callOptions(300));
-    expect(slow._unsafeUnwrapErr().kind).toBe('timeout');
+    expect(slow._unsafeUnwrapErr().type).toBe('timeout');
     expect(slow._unsafeUnwrapErr().message).toContain('300 ms');
     expect(sleeps).toEqual({ started: before.started + 1, finished: before.finished });
 
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
     const aborted = await connection.call('sleep', { ms: 100_000 }, { signal: abort.signal, timeoutMs: 100_000 });
-    expect(aborted._unsafeUnwrapErr().kind).toBe('cancelled');
+    expect(aborted._unsafeUnwrapErr().type).toBe('cancelled');
     expect(sleeps.finished).toBe(before.finished);
 
     // The connection is still usable afterwards.
@@ -120,10 +120,10 @@ describe.each([
 
     // Not 'timeout': it failed on the missing server, long before its own 100 s limit.
     const result = await connection.call('echo', { text: 'anyone?' }, callOptions(100_000));
-    expect(['closed', 'unreachable']).toContain(result._unsafeUnwrapErr().kind);
+    expect(['closed', 'unreachable']).toContain(result._unsafeUnwrapErr().type);
     await expect.poll(() => lost.length, { timeout: 60_000 }).toBe(1);
     const again = await connection.call('echo', { text: 'anyone?' }, callOptions(100_000));
-    expect(again._unsafeUnwrapErr().kind).toBe('closed');
+    expect(again._unsafeUnwrapErr().type).toBe('closed');
     expect(lost).toHaveLength(1);
   });
 });
@@ -134,7 +134,7 @@ describe('connection failures', () => {
     for (const transport of ['shttp', 'sse'] as const) {
       // Not 'timeout': refused at once, long before the 100 s limit.
       const result = await connector.connect({ transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY }, { signal: never(), timeoutMs: 100_000 });
-      expect(result._unsafeUnwrapErr().kind).toBe('unreachable');
+      expect(result._unsafeUnwrapErr().type).toBe('unreachable');
       expect(result._unsafeUnwrapErr().message).toMatch(/connection refused/);
       expect(result._unsafeUnwrapErr().message).not.toContain(KEY);
     }
@@ -145,7 +145,7 @@ describe('connection failures', () => {
     for (const transport of ['shttp', 'sse'] as const) {
       const started = Date.now();
       const result = await connector.connect({ transport, url: silent.url, api_key: null }, { signal: never(), timeoutMs: 400 });
-      expect(result._unsafeUnwrapErr().kind).toBe('timeout');
+      expect(result._unsafeUnwrapErr().type).toBe('timeout');
       expect(result._unsafeUnwrapErr().message).toContain('400 ms');
       // The silent server never answers: only our own timer can end this, and not before it is due.
       expect(Date.now() - started).toBeGreaterThanOrEqual(380);
@@ -155,18 +155,18 @@ describe('connection failures', () => {
   it('is cancelled by the signal, before or during the attempt', async () => {
     const silent = track(await startSilentServer());
     const before = await connector.connect({ transport: 'shttp', url: silent.url, api_key: null }, { signal: AbortSignal.abort(), timeoutMs: 5_000 });
-    expect(before._unsafeUnwrapErr().kind).toBe('cancelled');
+    expect(before._unsafeUnwrapErr().type).toBe('cancelled');
 
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
     // Not 'timeout': the signal ended it, long before the 100 s limit.
     const during = await connector.connect({ transport: 'sse', url: silent.url, api_key: null }, { signal: abort.signal, timeoutMs: 100_000 });
-    expect(during._unsafeUnwrapErr().kind).toBe('cancelled');
+    expect(during._unsafeUnwrapErr().type).toBe('cancelled');
   });
 
   it('rejects a url that is not http(s)', async () => {
     const result = await connector.connect({ transport: 'shttp', url: 'not a url', api_key: KEY }, { signal: never(), timeoutMs: 1_000 });
-    expect(result._unsafeUnwrapErr().kind).toBe('unreachable');
+    expect(result._unsafeUnwrapErr().type).toBe('unreachable');
   });
 
   it('fails as unreachable with the status on an HTTP error page, key redacted', async () => {
@@ -179,7 +179,7 @@ describe('connection failures', () => {
     for (const transport of ['shttp', 'sse'] as const) {
       const result = await connector.connect({ transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY }, { signal: never(), timeoutMs: 60_000 });
       const failure = result._unsafeUnwrapErr();
-      expect(failure.kind).toBe('unreachable');
+      expect(failure.type).toBe('unreachable');
       expect(failure.message).toContain('502');
       expect(failure.message).not.toContain(KEY);
     }

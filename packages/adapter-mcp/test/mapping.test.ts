@@ -52,25 +52,25 @@ describe('redact and classify', () => {
   });
 
   it('maps SDK errors to the port kinds', () => {
-    expect(classify(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), context).kind).toBe('timeout');
-    expect(classify(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), context).kind).toBe('closed');
+    expect(classify(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), context).type).toBe('timeout');
+    expect(classify(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), context).type).toBe('closed');
     const notFound = classify(new McpError(ErrorCode.MethodNotFound, 'no'), context);
-    expect(notFound.kind).toBe('protocol');
+    expect(notFound.type).toBe('protocol');
     expect(notFound.message).toContain('-32601');
     const http = classify(new StreamableHTTPError(403, 'Error POSTing to endpoint: forbidden for secret-key-42'), context);
-    expect(http.kind).toBe('unreachable');
+    expect(http.type).toBe('unreachable');
     expect(http.message).toContain('HTTP 403');
     expect(http.message).not.toContain('secret-key-42');
-    expect(classify(new StreamableHTTPError(404, 'Session not found'), { ...context, phase: 'call' }).kind).toBe('closed');
-    expect(classify(new StreamableHTTPError(500, 'boom'), { ...context, phase: 'call' }).kind).toBe('protocol');
+    expect(classify(new StreamableHTTPError(404, 'Session not found'), { ...context, phase: 'call' }).type).toBe('closed');
+    expect(classify(new StreamableHTTPError(500, 'boom'), { ...context, phase: 'call' }).type).toBe('protocol');
     const refused = new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) });
-    expect(classify(refused, context).kind).toBe('unreachable');
+    expect(classify(refused, context).type).toBe('unreachable');
     expect(classify(refused, context).message).toContain('connection refused');
-    expect(classify(refused, { ...context, phase: 'call' }).kind).toBe('closed');
+    expect(classify(refused, { ...context, phase: 'call' }).type).toBe('closed');
     const dns = new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND nope.invalid'), { code: 'ENOTFOUND' }) });
     expect(classify(dns, context).message).toContain('DNS');
     const zod = Object.assign(new Error('invalid'), { name: 'ZodError' });
-    expect(classify(zod, context).kind).toBe('protocol');
+    expect(classify(zod, context).type).toBe('protocol');
   });
 
   it('names servers without query strings or credentials', () => {

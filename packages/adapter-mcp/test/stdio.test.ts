@@ -40,7 +40,7 @@ function target(command: readonly string[], env?: Record<string, string>): { tar
 
 async function connect(t: McpServerTarget, timeoutMs = 60_000): Promise<McpConnection> {
   const result = await connector.connect(t, { signal: never(), timeoutMs });
-  if (result.isErr()) throw new Error(`connect failed: ${result.error.kind}: ${result.error.message}`);
+  if (result.isErr()) throw new Error(`connect failed: ${result.error.type}: ${result.error.message}`);
   cleanups.push(() => result.value.close());
   return result.value;
 }
@@ -67,14 +67,14 @@ describe('stdio, an SDK server run with node', () => {
     connection.onLost((reason) => lost.push(reason));
 
     const crash = await connection.call('crash', {}, callOptions());
-    expect(crash._unsafeUnwrapErr().kind).toBe('closed');
+    expect(crash._unsafeUnwrapErr().type).toBe('closed');
     expect(crash._unsafeUnwrapErr().message).toContain('code 3');
     await expect.poll(() => lost.length, { timeout: 60_000 }).toBe(1);
     expect(lost[0]).toContain('exited with code 3');
     expect(lost[0]).toContain('crashing now');
 
     const later = await connection.call('echo', { text: 'x' }, callOptions());
-    expect(later._unsafeUnwrapErr().kind).toBe('closed');
+    expect(later._unsafeUnwrapErr().type).toBe('closed');
     // A listener added after the loss still hears about it.
     const late = await new Promise<string>((resolve) => connection.onLost(resolve));
     expect(late).toBe(lost[0]);
@@ -91,23 +91,23 @@ describe('stdio, an SDK server run with node', () => {
     await Promise.all([connection.close(), connection.close()]);
     expect(isAlive(pid)).toBe(false);
     expect(lost).toEqual([]);
-    expect((await connection.call('echo', { text: 'x' }, callOptions()))._unsafeUnwrapErr().kind).toBe('closed');
+    expect((await connection.call('echo', { text: 'x' }, callOptions()))._unsafeUnwrapErr().type).toBe('closed');
   });
 
   it('fails as unreachable when the process cannot be started', async () => {
-    const t: McpServerTarget = { transport: 'stdio', name: 'broken', start: () => errAsync({ kind: 'failed', message: 'no such program: mcp-server-nope' }) };
+    const t: McpServerTarget = { transport: 'stdio', name: 'broken', start: () => errAsync({ type: 'failed', message: 'no such program: mcp-server-nope' }) };
     const result = await connector.connect(t, { signal: never(), timeoutMs: 60_000 });
-    expect(result._unsafeUnwrapErr().kind).toBe('unreachable');
+    expect(result._unsafeUnwrapErr().type).toBe('unreachable');
     expect(result._unsafeUnwrapErr().message).toContain('mcp-server-nope');
 
     const missing = await connector.connect(target(['/nonexistent/mcp-server']).target, { signal: never(), timeoutMs: 60_000 });
-    expect(missing._unsafeUnwrapErr().kind).toBe('unreachable');
+    expect(missing._unsafeUnwrapErr().type).toBe('unreachable');
   });
 
   it('fails as closed, quoting stderr, when the process exits during the handshake', async () => {
     const { target: t, processes } = target([process.execPath, '-e', 'process.stderr.write("missing config file\\n"); process.exit(2)']);
     const result = await connector.connect(t, { signal: never(), timeoutMs: 60_000 });
-    expect(result._unsafeUnwrapErr().kind).toBe('closed');
+    expect(result._unsafeUnwrapErr().type).toBe('closed');
     expect(result._unsafeUnwrapErr().message).toContain('code 2');
     expect(result._unsafeUnwrapErr().message).toContain('missing config file');
     expect(processes).toHaveLength(1);
@@ -117,7 +117,7 @@ describe('stdio, an SDK server run with node', () => {
     const { target: t, processes } = target([process.execPath, '-e', 'setInterval(() => {}, 1000)']);
     // The process never answers: only our own 500 ms timer can end this.
     const result = await connector.connect(t, { signal: never(), timeoutMs: 500 });
-    expect(result._unsafeUnwrapErr().kind).toBe('timeout');
+    expect(result._unsafeUnwrapErr().type).toBe('timeout');
     const pid = processes[0]?.pid ?? -1;
     await expect.poll(() => isAlive(pid), { timeout: 60_000 }).toBe(false);
   });
@@ -127,10 +127,10 @@ describe('stdio, an SDK server run with node', () => {
     const late: McpServerTarget = {
       transport: 'stdio',
       name: 'late',
-      start: () => okAsync(undefined).andThen(() => new ResultAsync(new Promise((resolve) => setTimeout(resolve, 400)).then(() => slow.transport === 'stdio' ? slow.start() : errAsync({ kind: 'failed' as const, message: 'unused' })))),
+      start: () => okAsync(undefined).andThen(() => new ResultAsync(new Promise((resolve) => setTimeout(resolve, 400)).then(() => slow.transport === 'stdio' ? slow.start() : errAsync({ type: 'failed' as const, message: 'unused' })))),
     };
     const result = await connector.connect(late, { signal: never(), timeoutMs: 100 });
-    expect(result._unsafeUnwrapErr().kind).toBe('timeout');
+    expect(result._unsafeUnwrapErr().type).toBe('timeout');
     await expect.poll(() => processes.length, { timeout: 60_000 }).toBe(1);
     const pid = processes[0]?.pid ?? -1;
     await expect.poll(() => isAlive(pid), { timeout: 60_000 }).toBe(false);
@@ -154,11 +154,11 @@ describe('stdio, the python3 stdlib server', () => {
     expect((await connection.call('echo', { text: 'py' }, callOptions()))._unsafeUnwrap()).toEqual({ content: 'py', is_error: false });
     expect((await connection.call('whoami', {}, callOptions()))._unsafeUnwrap().content).toBe(`greeting=hello from env\ncwd=${FIXTURES}`);
     const unknown = await connection.call('nope', {}, callOptions());
-    expect(unknown._unsafeUnwrapErr().kind).toBe('protocol');
+    expect(unknown._unsafeUnwrapErr().type).toBe('protocol');
     expect(unknown._unsafeUnwrapErr().message).toContain('-32602');
 
     const lost = new Promise<string>((resolve) => connection.onLost(resolve));
-    expect((await connection.call('crash', {}, callOptions()))._unsafeUnwrapErr().kind).toBe('closed');
+    expect((await connection.call('crash', {}, callOptions()))._unsafeUnwrapErr().type).toBe('closed');
     expect(await lost).toContain('code 3');
     expect(isAlive(processes[0]?.pid ?? -1)).toBe(false);
   });

@@ -91,7 +91,7 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   /** The next call of `operation` fails with this error (queued, one per call). */
   failNext(operation: FakeRuntimeOperation, error: Partial<SandboxRuntimeError> = {}): this {
     const queue = this.#failures.get(operation) ?? [];
-    queue.push({ kind: error.kind ?? 'failed', message: error.message ?? `injected ${operation} failure` });
+    queue.push({ type: error.type ?? 'failed', message: error.message ?? `injected ${operation} failure` });
     this.#failures.set(operation, queue);
     return this;
   }
@@ -158,11 +158,11 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   }
 
   ping(): ResultAsync<void, SandboxRuntimeError> {
-    return this.#unavailable === null ? okAsync(undefined) : errAsync({ kind: 'unavailable', message: this.#unavailable });
+    return this.#unavailable === null ? okAsync(undefined) : errAsync({ type: 'unavailable', message: this.#unavailable });
   }
 
   list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
-    if (this.#unavailable !== null) return errAsync({ kind: 'unavailable', message: this.#unavailable });
+    if (this.#unavailable !== null) return errAsync({ type: 'unavailable', message: this.#unavailable });
     return okAsync(
       [...this.#sandboxes.values()].filter((box) => box.request.installation_id === installationId).map((box) => ({
         sandbox_id: box.request.sandbox_id,
@@ -324,9 +324,9 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     return this.#call('openShell', sandboxId, () => {
       const box = this.#running(sandboxId);
       const unusable = (): SandboxRuntimeError | null => {
-        if (this.#unavailable !== null) return { kind: 'unavailable', message: this.#unavailable };
-        if (this.#sandboxes.get(sandboxId) !== box) return { kind: 'not_found', message: `sandbox ${sandboxId} does not exist` };
-        return box.state === 'running' ? null : { kind: 'failed', message: `sandbox ${sandboxId} is ${box.state}, not running` };
+        if (this.#unavailable !== null) return { type: 'unavailable', message: this.#unavailable };
+        if (this.#sandboxes.get(sandboxId) !== box) return { type: 'not_found', message: `sandbox ${sandboxId} does not exist` };
+        return box.state === 'running' ? null : { type: 'failed', message: `sandbox ${sandboxId} is ${box.state}, not running` };
       };
       const handlerFor = (argv: readonly string[]) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null;
       return openFakeShell({ sandboxId, workingDir: box.request.spec.working_dir, files: box.files, unusable, handlerFor }, options);
@@ -364,13 +364,13 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     this.calls.push({ operation, sandboxId });
     // A long-running server on the fake runtime must not grow without bound.
     if (this.calls.length > 10_000) this.calls.splice(0, this.calls.length - 10_000);
-    if (this.#unavailable !== null) return errAsync({ kind: 'unavailable', message: this.#unavailable });
+    if (this.#unavailable !== null) return errAsync({ type: 'unavailable', message: this.#unavailable });
     const injected = this.#failures.get(operation)?.shift();
     if (injected) return errAsync(injected);
     try {
       return okAsync(run());
     } catch (error) {
-      if (error instanceof FakeFailure) return errAsync({ kind: error.kind, message: error.message });
+      if (error instanceof FakeFailure) return errAsync({ type: error.type, message: error.message });
       throw error;
     }
   }
@@ -389,7 +389,7 @@ function endProcesses(box: FakeSandbox): void {
 class FakeFailure extends Error {
   constructor(
     message: string,
-    readonly kind: SandboxRuntimeError['kind'] = 'failed',
+    readonly type: SandboxRuntimeError['type'] = 'failed',
   ) {
     super(message);
   }

@@ -90,7 +90,7 @@ class FakeShell implements SandboxShell {
     const refused = this.#unusable();
     if (refused) return errAsync(refused);
     if (this.#current && !this.#current.done) {
-      return errAsync({ kind: 'failed', message: `a command is still running (${this.#current.command}); wait for it, send it input, or interrupt it before running another` });
+      return errAsync({ type: 'failed', message: `a command is still running (${this.#current.command}); wait for it, send it input, or interrupt it before running another` });
     }
     const builtin = this.#builtin(command.trim());
     if (builtin) {
@@ -133,12 +133,12 @@ class FakeShell implements SandboxShell {
   }
 
   #unusable(): SandboxRuntimeError | null {
-    if (this.#closed) return { kind: 'failed', message: 'this shell is closed; open a new one' };
+    if (this.#closed) return { type: 'failed', message: 'this shell is closed; open a new one' };
     return this.host.unusable();
   }
 
   #nothingRunning(): SandboxRuntimeError {
-    return this.#unusable() ?? { kind: 'failed', message: `no command is running (the last one ended with exit code ${this.#last.exit_code ?? 'unknown'}); use run` };
+    return this.#unusable() ?? { type: 'failed', message: `no command is running (the last one ended with exit code ${this.#last.exit_code ?? 'unknown'}); use run` };
   }
 
   /** `cd`, `export` and `pwd` on their own; null for anything else. */
@@ -181,7 +181,7 @@ class FakeShell implements SandboxShell {
         if (!running.done) running.done = { output: `${result.stdout ?? ''}${result.stderr ?? ''}`, exit_code: result.exit_code ?? 0 };
       },
       (error: unknown) => {
-        if (!running.done) running.done = { error: { kind: 'failed', message: `the fake exec handler for "${command}" threw: ${(error as Error)?.message ?? String(error)}` } };
+        if (!running.done) running.done = { error: { type: 'failed', message: `the fake exec handler for "${command}" threw: ${(error as Error)?.message ?? String(error)}` } };
       },
     );
     void running.settled.then(() => input.end());

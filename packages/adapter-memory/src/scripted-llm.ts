@@ -122,7 +122,7 @@ export class ScriptedLlm implements LlmClient {
 }
 
 function failure(code: LlmErrorCode, message: string): LlmError {
-  return { code, message, status: null, retryable: code === 'rate_limited' || code === 'unreachable' || code === 'timeout' || code === 'provider_error', attempts: 1 };
+  return { type: code, message, status: null, retryable: code === 'rate_limited' || code === 'unreachable' || code === 'timeout' || code === 'provider_error', attempts: 1 };
 }
 
 function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {

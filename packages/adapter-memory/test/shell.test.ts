@@ -55,7 +55,7 @@ describe('FakeSandboxRuntime shell', () => {
     // The handler is held until finish() below: still_running is the shell's own 30 ms timer answering.
     expect(await expectOk(shell.run('slow', { softTimeoutMs: 30 }))).toEqual({ output: '', exit_code: null, still_running: true, cwd: null, spilled_to: null });
     const refused = expectErr(await shell.run('quick'));
-    expect(refused).toMatchObject({ kind: 'failed' });
+    expect(refused).toMatchObject({ type: 'failed' });
     expect(refused.message).toMatch(/still running \(slow\)/);
     expect((await expectOk(shell.wait(20))).still_running).toBe(true);
     setTimeout(() => finish({ stdout: 'slow done\n', exit_code: 3 }), 20);
@@ -129,7 +129,7 @@ describe('FakeSandboxRuntime shell', () => {
       throw new Error('kaboom');
     });
     const shell = await expectOk(runtime.openShell('box'));
-    expect(expectErr(await shell.run('boom'))).toEqual({ kind: 'failed', message: 'the fake exec handler for "boom" threw: kaboom' });
+    expect(expectErr(await shell.run('boom'))).toEqual({ type: 'failed', message: 'the fake exec handler for "boom" threw: kaboom' });
     expect((await expectOk(shell.run('pwd'))).exit_code).toBe(0);
   });
 
@@ -156,15 +156,15 @@ describe('FakeSandboxRuntime shell', () => {
         ),
     );
     const shell = await expectOk(runtime.openShell('box'));
-    expect(expectErr(await runtime.openShell('nope')).kind).toBe('not_found');
+    expect(expectErr(await runtime.openShell('nope')).type).toBe('not_found');
     await expectOk(runtime.pause('box'));
     expect(expectErr(await runtime.openShell('box')).message).toMatch(/paused/);
     expect(expectErr(await shell.run('pwd')).message).toMatch(/paused/);
     await expectOk(runtime.resume('box'));
     expect((await expectOk(shell.run('pwd'))).exit_code).toBe(0);
     runtime.setUnavailable('engine down');
-    expect(expectErr(await shell.run('pwd'))).toEqual({ kind: 'unavailable', message: 'engine down' });
-    expect(expectErr(await runtime.openShell('box')).kind).toBe('unavailable');
+    expect(expectErr(await shell.run('pwd'))).toEqual({ type: 'unavailable', message: 'engine down' });
+    expect(expectErr(await runtime.openShell('box')).type).toBe('unavailable');
     runtime.setUnavailable(null);
     runtime.failNext('openShell', { message: 'injected' });
     expect(expectErr(await runtime.openShell('box')).message).toBe('injected');
@@ -174,6 +174,6 @@ describe('FakeSandboxRuntime shell', () => {
     expect(expectErr(await shell.run('pwd')).message).toMatch(/closed/);
     const other = await expectOk(runtime.openShell('box'));
     await expectOk(runtime.delete('box'));
-    expect(expectErr(await other.run('pwd')).kind).toBe('not_found');
+    expect(expectErr(await other.run('pwd')).type).toBe('not_found');
   });
 });

@@ -112,14 +112,14 @@ describe('FakeSandboxRuntime spawn', () => {
   it('refuses unknown programs, empty commands, injected failures, and sandboxes that are not running', async () => {
     const runtime = (await sandbox()).onSpawn('cat', () => new Promise<never>(() => {}));
     const unknown = await runtime.spawn('box', { command: ['frobnicate', '--now'] });
-    expect(unknown.isErr() && unknown.error).toMatchObject({ kind: 'failed', message: expect.stringMatching(/"frobnicate".*program not found.*onSpawn/) as unknown });
+    expect(unknown.isErr() && unknown.error).toMatchObject({ type: 'failed', message: expect.stringMatching(/"frobnicate".*program not found.*onSpawn/) as unknown });
     const empty = await runtime.spawn('box', { command: [] });
-    expect(empty.isErr() && empty.error.kind).toBe('failed');
-    runtime.failNext('spawn', { kind: 'unavailable', message: 'engine down' });
-    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toEqual({ kind: 'unavailable', message: 'engine down' });
+    expect(empty.isErr() && empty.error.type).toBe('failed');
+    runtime.failNext('spawn', { type: 'unavailable', message: 'engine down' });
+    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toEqual({ type: 'unavailable', message: 'engine down' });
     await expectOk(runtime.pause('box'));
-    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toMatchObject({ kind: 'failed', message: expect.stringMatching(/paused/) as unknown });
-    expect((await runtime.spawn('nope', { command: ['cat'] }))._unsafeUnwrapErr().kind).toBe('not_found');
+    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toMatchObject({ type: 'failed', message: expect.stringMatching(/paused/) as unknown });
+    expect((await runtime.spawn('nope', { command: ['cat'] }))._unsafeUnwrapErr().type).toBe('not_found');
   });
 
   it('ends the processes of a sandbox that is deleted, vanishes or crashes', async () => {

@@ -203,7 +203,7 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
       new ResultAsync(
         complete(request).catch((error: unknown) =>
           err<LlmResponse, LlmError>({
-            code: 'provider_error',
+            type: 'provider_error',
             message: redact(`Unexpected failure in the LLM adapter: ${error instanceof Error ? error.message : String(error)}`, request.credentials.api_key),
             status: null,
             retryable: false,

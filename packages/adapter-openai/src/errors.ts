@@ -189,7 +189,7 @@ export function toLlmError(failure: AttemptFailure, context: { apiKey: string | 
   if (detail.length > MAX_DETAIL) detail = `${detail.slice(0, MAX_DETAIL)}…`;
   const message = `${advice} (${where}model ${context.model}${tries}${detail ? `: ${detail}` : ''})`;
   return {
-    code: failure.code,
+    type: failure.code,
     message: redact(message, context.apiKey),
     status: failure.status,
     retryable: failure.retryableLater,

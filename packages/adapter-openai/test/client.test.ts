@@ -223,20 +223,20 @@ describe('retries', () => {
   it('gives up on a persistent 503 with provider_error after maxRetries + 1 attempts', async () => {
     fake.script([{ status: 503, body: errorBody('Overloaded', 'server_error') }]);
     const error = await fail({ ...FAST, maxRetries: 3 }, request());
-    expect(error).toMatchObject({ code: 'provider_error', status: 503, retryable: true, attempts: 4 });
+    expect(error).toMatchObject({ type: 'provider_error', status: 503, retryable: true, attempts: 4 });
     expect(fake.requests).toHaveLength(4);
   });
 
   it('reports rate_limited after all retries on a persistent 429', async () => {
     fake.script([{ status: 429, body: errorBody('Rate limit reached', 'requests', 'rate_limit_exceeded') }]);
     const error = await fail(FAST, request());
-    expect(error).toMatchObject({ code: 'rate_limited', status: 429, retryable: true, attempts: 3 });
+    expect(error).toMatchObject({ type: 'rate_limited', status: 429, retryable: true, attempts: 3 });
   });
 
   it('does not retry a 429 for an exhausted quota', async () => {
     fake.script([{ status: 429, body: errorBody('You exceeded your current quota.', 'insufficient_quota', 'insufficient_quota') }]);
     const error = await fail(FAST, request());
-    expect(error).toMatchObject({ code: 'rate_limited', status: 429, retryable: false, attempts: 1 });
+    expect(error).toMatchObject({ type: 'rate_limited', status: 429, retryable: false, attempts: 1 });
     expect(error.message).toMatch(/quota/);
     expect(fake.requests).toHaveLength(1);
   });
@@ -249,7 +249,7 @@ describe('errors', () => {
       body: errorBody(`Incorrect API key provided. You sent: ${String(req.headers.authorization)} (key ${KEY})`, 'invalid_request_error', 'invalid_api_key'),
     }));
     const error = await fail(FAST, request());
-    expect(error).toMatchObject({ code: 'auth_failed', status: 401, retryable: false, attempts: 1 });
+    expect(error).toMatchObject({ type: 'auth_failed', status: 401, retryable: false, attempts: 1 });
     expect(fake.requests).toHaveLength(1);
     expect(error.message).toContain('Incorrect API key provided');
     expect(error.message).toContain('You sent: Bearer [REDACTED] (key [REDACTED])');
@@ -261,26 +261,26 @@ describe('errors', () => {
     const key = 'plain-gateway-token-42xyz';
     fake.script((req) => ({ status: 502, body: `<html>bad gateway for ${String(req.headers.authorization)}</html>` }));
     const error = await fail(FAST, request({ api_key: key }));
-    expect(error).toMatchObject({ code: 'provider_error', status: 502, attempts: 3 });
+    expect(error).toMatchObject({ type: 'provider_error', status: 502, attempts: 3 });
     expect(error.message).not.toContain(key);
   });
 
   it('maps 403 to auth_failed', async () => {
     fake.script([{ status: 403, body: errorBody('Country, region, or territory not supported', 'request_forbidden', 'unsupported_country_region_territory') }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'auth_failed', status: 403, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'auth_failed', status: 403, attempts: 1 });
   });
 
   it('maps 404 to model_not_found', async () => {
     fake.script([{ status: 404, body: errorBody('The model `gpt-9` does not exist or you do not have access to it.', 'invalid_request_error', 'model_not_found') }]);
     const error = await fail(FAST, request({ model: 'gpt-9' }));
-    expect(error).toMatchObject({ code: 'model_not_found', status: 404, retryable: false, attempts: 1 });
+    expect(error).toMatchObject({ type: 'model_not_found', status: 404, retryable: false, attempts: 1 });
     expect(error.message).toContain('gpt-9');
   });
 
   it('reads error bodies in the shapes Ollama, vLLM and LiteLLM use', async () => {
     fake.script([{ status: 404, body: { error: "model 'llama9' not found, try pulling it first" } }]);
     const ollama = await fail(FAST, request({ model: 'ollama/llama9' }));
-    expect(ollama).toMatchObject({ code: 'model_not_found', status: 404 });
+    expect(ollama).toMatchObject({ type: 'model_not_found', status: 404 });
     expect(ollama.message).toContain("model 'llama9' not found");
 
     fake.script([{ status: 400, body: { object: 'error', message: 'temperature must be positive', type: 'BadRequestError', code: 400 } }]);
@@ -288,14 +288,14 @@ describe('errors', () => {
 
     fake.script([{ status: 422, body: { detail: [{ loc: ['body', 'messages'], msg: 'field required' }] } }]);
     const vllm = await fail(FAST, request());
-    expect(vllm).toMatchObject({ code: 'bad_request', status: 422 });
+    expect(vllm).toMatchObject({ type: 'bad_request', status: 422 });
     expect(vllm.message).toContain('field required');
 
     fake.script([{ status: 400, body: { error: { message: 'litellm.ContextWindowExceededError: litellm.BadRequestError: prompt too big', type: null, param: null, code: '400' } } }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'context_too_long', status: 400 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400 });
 
     fake.script([{ status: 400, body: { error: { message: '/chat/completions: Invalid model name passed in model=foo. Call `/v1/models` to view available models for your key.', type: 'None', param: 'None', code: '400' } } }]);
-    expect(await fail(FAST, request({ model: 'litellm_proxy/foo' }))).toMatchObject({ code: 'model_not_found', status: 400 });
+    expect(await fail(FAST, request({ model: 'litellm_proxy/foo' }))).toMatchObject({ type: 'model_not_found', status: 400 });
   });
 
   it('maps a 400 context_length_exceeded, or a prompt-too-long message, to context_too_long', async () => {
@@ -305,21 +305,21 @@ describe('errors', () => {
         body: errorBody("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", 'invalid_request_error', 'context_length_exceeded'),
       },
     ]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'context_too_long', status: 400, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400, attempts: 1 });
 
     fake.script([{ status: 400, body: { error: { message: 'prompt is too long: 208310 tokens > 200000 maximum', type: 'invalid_request_error' } } }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'context_too_long', status: 400 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400 });
   });
 
   it('maps a content-filter rejection, or a filtered empty answer, to content_refused', async () => {
     fake.script([{ status: 400, body: errorBody('Your request was rejected as a result of our safety system.', 'invalid_request_error', 'content_policy_violation') }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'content_refused', status: 400, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'content_refused', status: 400, attempts: 1 });
 
     fake.script([{ status: 400, body: errorBody('The response was filtered due to the prompt triggering content management policy.', null, 'content_filter') }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'content_refused', status: 400 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'content_refused', status: 400 });
 
     fake.script([{ status: 200, body: completion({ content: null, finish_reason: 'content_filter' }) }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'content_refused', status: 200, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'content_refused', status: 200, attempts: 1 });
   });
 
   it('returns a filtered answer that has content as an answer', async () => {
@@ -330,22 +330,22 @@ describe('errors', () => {
   it('maps another 4xx to bad_request with the provider words', async () => {
     fake.script([{ status: 400, body: errorBody("Invalid schema for function 'execute_bash'", 'invalid_request_error', 'invalid_function_parameters') }]);
     const error = await fail(FAST, request());
-    expect(error).toMatchObject({ code: 'bad_request', status: 400, retryable: false, attempts: 1 });
+    expect(error).toMatchObject({ type: 'bad_request', status: 400, retryable: false, attempts: 1 });
     expect(error.message).toContain("Invalid schema for function 'execute_bash'");
   });
 
   it('maps an answer that is not a chat completion to provider_error', async () => {
     fake.script([{ status: 200, body: '<html>Welcome to nginx</html>' }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'provider_error', status: 200, retryable: false, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'provider_error', status: 200, retryable: false, attempts: 1 });
 
     fake.script([{ status: 200, body: { hello: 'world' } }]);
-    expect(await fail(FAST, request())).toMatchObject({ code: 'provider_error', status: 200 });
+    expect(await fail(FAST, request())).toMatchObject({ type: 'provider_error', status: 200 });
   });
 
   it('reports unreachable for a closed port, after retrying', async () => {
     const port = await closedPort();
     const error = await fail(FAST, request({ base_url: `http://127.0.0.1:${port}/v1` }));
-    expect(error).toMatchObject({ code: 'unreachable', status: null, retryable: true, attempts: 3 });
+    expect(error).toMatchObject({ type: 'unreachable', status: null, retryable: true, attempts: 3 });
     expect(error.message).toMatch(/ECONNREFUSED|connect/i);
   });
 
@@ -355,7 +355,7 @@ describe('errors', () => {
 
     fake.script(['drop']);
     const error = await fail(FAST, request());
-    expect(error).toMatchObject({ code: 'unreachable', status: null, attempts: 3 });
+    expect(error).toMatchObject({ type: 'unreachable', status: null, attempts: 3 });
     expect(error.message).toMatch(/dropped/);
   });
 
@@ -363,17 +363,17 @@ describe('errors', () => {
     fake.script(() => 'hang');
     // The server never answers: only the client's own 200 ms timer ends each attempt.
     const error = await fail({ ...FAST, maxRetries: 1, timeoutMs: 200 }, request());
-    expect(error).toMatchObject({ code: 'timeout', status: null, retryable: true, attempts: 2 });
+    expect(error).toMatchObject({ type: 'timeout', status: null, retryable: true, attempts: 2 });
     expect(fake.requests).toHaveLength(2);
   });
 
   it('refuses, without a request, a prefix it cannot route and a base URL that is not http(s)', async () => {
     fake.script([{ status: 200, body: completion() }]);
     const unrouted = await fail(FAST, request({ model: 'litellm_proxy/claude-sonnet-4', base_url: null }));
-    expect(unrouted).toMatchObject({ code: 'bad_request', status: null, attempts: 0 });
+    expect(unrouted).toMatchObject({ type: 'bad_request', status: null, attempts: 0 });
     expect(unrouted.message).toMatch(/llm_base_url/);
     const badUrl = await fail(FAST, request({ base_url: 'ftp://example.com/v1' }));
-    expect(badUrl).toMatchObject({ code: 'bad_request', attempts: 0 });
+    expect(badUrl).toMatchObject({ type: 'bad_request', attempts: 0 });
     expect(fake.requests).toHaveLength(0);
   });
 });
@@ -385,7 +385,7 @@ describe('cancellation', () => {
     setTimeout(() => controller.abort(), 100);
     // 'cancelled', not 'timeout': the abort ended the call, long before its 100 s limit.
     const error = await fail({ ...FAST, timeoutMs: 100_000 }, request({ signal: controller.signal }));
-    expect(error).toMatchObject({ code: 'cancelled', retryable: false, attempts: 1 });
+    expect(error).toMatchObject({ type: 'cancelled', retryable: false, attempts: 1 });
   });
 
   it('cancels a backoff wait promptly', async () => {
@@ -397,13 +397,13 @@ describe('cancellation', () => {
       fail({ maxRetries: 4, initialBackoffMs: 1_200_000, maxBackoffMs: 1_200_000 }, request({ signal: controller.signal })),
       new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 60_000).unref()),
     ]);
-    expect(outcome).toMatchObject({ code: 'cancelled', attempts: 1 });
+    expect(outcome).toMatchObject({ type: 'cancelled', attempts: 1 });
   });
 
   it('does not call at all with an aborted signal', async () => {
     fake.script([{ status: 200, body: completion() }]);
     const error = await fail(FAST, request({ signal: AbortSignal.abort() }));
-    expect(error).toMatchObject({ code: 'cancelled', attempts: 0 });
+    expect(error).toMatchObject({ type: 'cancelled', attempts: 0 });
     expect(fake.requests).toHaveLength(0);
   });
 });

@@ -77,16 +77,16 @@ export const executeBashTool: AgentTool<typeof BashArguments> = {
       if (args.command === '') return failure('is_input=true needs text or a key to send; to wait for output, send an empty command with is_input=false.');
       const key = controlKey(args.command);
       const result = key === '\u0003' ? await sh.interrupt() : await sh.sendInput(key ?? `${args.command}\n`, Math.min(wait, 5) * 1000);
-      if (result.isErr()) return failure(`could not send input: ${result.error.message}`, result.error.kind === 'failed' ? {} : { sandboxFailure: result.error });
+      if (result.isErr()) return failure(`could not send input: ${result.error.message}`, result.error.type === 'failed' ? {} : { sandboxFailure: result.error });
       return render(result.value, Math.min(wait, 5));
     }
     if (args.command.trim() === '') {
       const result = await sh.wait(wait * 1000);
-      if (result.isErr()) return failure(`nothing to wait for: ${result.error.message}`, result.error.kind === 'failed' ? {} : { sandboxFailure: result.error });
+      if (result.isErr()) return failure(`nothing to wait for: ${result.error.message}`, result.error.type === 'failed' ? {} : { sandboxFailure: result.error });
       return render(result.value, wait);
     }
     let result = await sh.run(args.command, { softTimeoutMs: wait * 1000 });
-    if (result.isErr() && result.error.kind === 'failed' && /open a new one/.test(result.error.message)) {
+    if (result.isErr() && result.error.type === 'failed' && /open a new one/.test(result.error.message)) {
       // The shell died (e.g. the model ran `exit`): start a fresh one and run the command there.
       await context.resetShell();
       const fresh = await context.shell();
@@ -94,7 +94,7 @@ export const executeBashTool: AgentTool<typeof BashArguments> = {
       result = await fresh.value.run(args.command, { softTimeoutMs: wait * 1000 });
     }
     if (result.isErr()) {
-      if (result.error.kind === 'failed') return failure(`The command was not run: ${result.error.message}`);
+      if (result.error.type === 'failed') return failure(`The command was not run: ${result.error.message}`);
       return runtimeFailure('the command could not be run', result.error);
     }
     return render(result.value, wait);

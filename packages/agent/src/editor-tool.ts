@@ -36,7 +36,7 @@ type Loaded = { ok: true; text: string } | { ok: false; outcome: ToolOutcome; mi
 async function load(context: ToolContext, path: string): Promise<Loaded> {
   const bytes = await context.runtime.readFile(context.sandboxId, path);
   if (bytes.isErr()) {
-    if (bytes.error.kind === 'not_found') {
+    if (bytes.error.type === 'not_found') {
       return { ok: false, missing: true, outcome: failure(`${path} does not exist.`) };
     }
     return { ok: false, missing: false, outcome: runtimeFailure(`could not read ${path}`, bytes.error) };

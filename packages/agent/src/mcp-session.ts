@@ -137,7 +137,7 @@ export async function openMcpSession(options: OpenMcpSessionOptions): Promise<Mc
     options.plans.map(async (plan) => {
       const result = await options.connector.connect(plan.target, { signal: options.signal, timeoutMs: plan.timeoutMs });
       if (result.isErr()) {
-        failures.push({ server: plan.label, describe: plan.describe, reason: `${result.error.kind}: ${result.error.message}` });
+        failures.push({ server: plan.label, describe: plan.describe, reason: `${result.error.type}: ${result.error.message}` });
         return;
       }
       const entry: Connected = { plan, connection: result.value, lost: null };
@@ -190,8 +190,8 @@ function mcpTool(entry: Connected, info: McpToolInfo, callTimeoutMs: number): Ag
       }
       const result = await entry.connection.call(info.name, args, { signal: context.signal, timeoutMs: callTimeoutMs });
       if (result.isErr()) {
-        return failure(`${info.name} on the MCP server ${server} failed (${result.error.kind}): ${result.error.message}`, {
-          details: { mcp_server: server, mcp_tool: info.name, mcp_failure: result.error.kind },
+        return failure(`${info.name} on the MCP server ${server} failed (${result.error.type}): ${result.error.message}`, {
+          details: { mcp_server: server, mcp_tool: info.name, mcp_failure: result.error.type },
         });
       }
       return outcome(result.value.content, { is_error: result.value.is_error, details: { mcp_server: server, mcp_tool: info.name } });

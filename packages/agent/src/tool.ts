@@ -52,5 +52,5 @@ export const failure = (content: string, extra: Partial<ToolOutcome> = {}): Tool
 
 /** A runtime error as the tool's result; the engine stops the agent if the sandbox turns out to be gone. */
 export function runtimeFailure(what: string, error: SandboxRuntimeError): ToolOutcome {
-  return failure(`${what}: ${error.message}`, error.kind === 'failed' ? {} : { sandboxFailure: error });
+  return failure(`${what}: ${error.message}`, error.type === 'failed' ? {} : { sandboxFailure: error });
 }

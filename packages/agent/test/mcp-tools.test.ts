@@ -42,14 +42,14 @@ class FakeConnector implements McpConnector {
     this.targets.push(target);
     const key = target.transport === 'stdio' ? target.name : target.url;
     const server = this.servers[key];
-    if (!server) return errAsync({ kind: 'unreachable', message: 'nothing listens there' });
+    if (!server) return errAsync({ type: 'unreachable', message: 'nothing listens there' });
     if (server.refuse) return errAsync(server.refuse);
     const connection: McpConnection = {
       tools: server.tools,
       call: (name, args) => {
         this.calls.push({ server: key, tool: name, args });
         const answer = server.call?.(name, args) ?? { content: `${name} says ${JSON.stringify(args)}`, is_error: false };
-        return 'kind' in answer ? errAsync(answer) : okAsync(answer);
+        return 'type' in answer ? errAsync(answer) : okAsync(answer);
       },
       onLost: (listener) => void this.#lost.set(key, listener),
       close: () => {
@@ -119,7 +119,7 @@ describe('MCP tools in conversations', () => {
   it('a server that cannot be reached degrades only its own tools, with an event that names it and says why', async () => {
     const connector = new FakeConnector({
       [SEARCH_URL]: { tools: [tool('search')] },
-      [DOCS_URL]: { tools: [tool('docs')], refuse: { kind: 'timeout', message: 'no answer within 30 s' } },
+      [DOCS_URL]: { tools: [tool('docs')], refuse: { type: 'timeout', message: 'no answer within 30 s' } },
     });
     const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [SEARCH_URL], sse_servers: [DOCS_URL] } }, (_, n) =>
       n === 0 ? callTool('127_0_0_1_8931__search', { text: 'q' }) : finish,
@@ -137,7 +137,7 @@ describe('MCP tools in conversations', () => {
 
   it('a server lost mid-conversation: its tools are withdrawn with an event, a failing call becomes an error observation, the rest goes on', async () => {
     const connector = new FakeConnector({
-      [SEARCH_URL]: { tools: [tool('search')], call: () => ({ kind: 'closed', message: 'the server closed the connection' }) },
+      [SEARCH_URL]: { tools: [tool('search')], call: () => ({ type: 'closed', message: 'the server closed the connection' }) },
       files: { tools: [tool('read')] },
     });
     const { service, llm } = await setup(

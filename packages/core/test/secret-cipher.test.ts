@@ -24,7 +24,7 @@ describe('AES-256-GCM secret cipher', () => {
   it('binds the value to its context: moved to another user or field it does not decrypt', () => {
     const cipher = createAesGcmCipher({ keys: { a: keyA }, currentKeyId: 'a' });
     const envelope = cipher.encrypt('secret', 'alice:llm_api_key');
-    expect(cipher.decrypt(envelope, 'bob:llm_api_key')._unsafeUnwrapErr().reason).toBe('tampered_or_wrong_key');
+    expect(cipher.decrypt(envelope, 'bob:llm_api_key')._unsafeUnwrapErr().type).toBe('tampered_or_wrong_key');
     expect(cipher.decrypt(envelope, 'alice:search_api_key').isErr()).toBe(true);
   });
 
@@ -34,12 +34,12 @@ describe('AES-256-GCM secret cipher', () => {
     const parts = envelope.split('.');
     const flipped = Buffer.from(parts[3]!, 'base64url');
     flipped[0]! ^= 1;
-    expect(cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.'), 'ctx')._unsafeUnwrapErr().reason).toBe('tampered_or_wrong_key');
+    expect(cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.'), 'ctx')._unsafeUnwrapErr().type).toBe('tampered_or_wrong_key');
     const impostor = createAesGcmCipher({ keys: { a: keyB }, currentKeyId: 'a' });
-    expect(impostor.decrypt(envelope, 'ctx')._unsafeUnwrapErr().reason).toBe('tampered_or_wrong_key');
+    expect(impostor.decrypt(envelope, 'ctx')._unsafeUnwrapErr().type).toBe('tampered_or_wrong_key');
     const other = createAesGcmCipher({ keys: { b: keyB }, currentKeyId: 'b' });
-    expect(other.decrypt(envelope, 'ctx')._unsafeUnwrapErr()).toMatchObject({ reason: 'unknown_key', keyId: 'a' });
-    expect(cipher.decrypt('plain text', 'ctx')._unsafeUnwrapErr().reason).toBe('not_an_envelope');
+    expect(other.decrypt(envelope, 'ctx')._unsafeUnwrapErr()).toMatchObject({ type: 'unknown_key', keyId: 'a' });
+    expect(cipher.decrypt('plain text', 'ctx')._unsafeUnwrapErr().type).toBe('not_an_envelope');
     expect(cipher.keyIdOf('plain text')).toBeNull();
   });
 

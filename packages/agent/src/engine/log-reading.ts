@@ -3,7 +3,7 @@ import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, Conversatio
 /** What the engine reads off a conversation's log (pure functions): metrics, what waits for confirmation, what was handled, the model to call. */
 
 export const errorCodeOf = (e: LlmError): ConversationErrorCode =>
-  e.code === 'cancelled' ? 'internal_error' : (`llm_${e.code}` as ConversationErrorCode);
+  e.type === 'cancelled' ? 'internal_error' : (`llm_${e.type}` as ConversationErrorCode);
 
 /** How much the next call may cost: the last call's cost (calls grow with the history, so this is a lower bound). */
 export const lastKnownCost = (events: readonly ConversationEvent[]): number => {

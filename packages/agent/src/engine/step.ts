@@ -60,8 +60,8 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     if (!plan) return 'none';
     const response = await llm.complete({ credentials, messages: summaryRequest(plan, options), tools: [], signal: r.abort.signal });
     if (response.isErr()) {
-      if (response.error.code === 'cancelled' || r.abort.signal.aborted) return 'stop';
-      await fail(r, errorCodeOf(response.error), `Summarising older events to keep the prompt bounded failed (${response.error.code}): ${response.error.message}`);
+      if (response.error.type === 'cancelled' || r.abort.signal.aborted) return 'stop';
+      await fail(r, errorCodeOf(response.error), `Summarising older events to keep the prompt bounded failed (${response.error.type}): ${response.error.message}`);
       return 'stop';
     }
     const answer = response.value;
@@ -158,15 +158,15 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     r.handledUpTo = seenUpTo;
     const response = await llm.complete({ credentials, messages, tools: toolset.definitions, signal: r.abort.signal });
     if (response.isErr()) {
-      if (response.error.code === 'cancelled' || r.abort.signal.aborted) return 'stop';
+      if (response.error.type === 'cancelled' || r.abort.signal.aborted) return 'stop';
       // Too long for the model: condense harder and try again, once per step.
-      if (response.error.code === 'context_too_long' && condenserOn && !r.forcedCondensation) {
+      if (response.error.type === 'context_too_long' && condenserOn && !r.forcedCondensation) {
         r.forcedCondensation = true;
         const condensed = await condense(r, credentials, stored, true);
         if (condensed === 'stop') return 'stop';
         if (condensed === 'condensed') return 'continue';
       }
-      await fail(r, errorCodeOf(response.error), `The model call failed (${response.error.code}${response.error.status ? `, HTTP ${response.error.status}` : ''}): ${response.error.message}`);
+      await fail(r, errorCodeOf(response.error), `The model call failed (${response.error.type}${response.error.status ? `, HTTP ${response.error.status}` : ''}): ${response.error.message}`);
       return 'stop';
     }
     r.forcedCondensation = false;

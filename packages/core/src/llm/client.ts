@@ -95,7 +95,7 @@ export const LLM_ERROR_CODES = [
 export type LlmErrorCode = (typeof LLM_ERROR_CODES)[number];
 
 export interface LlmError {
-  code: LlmErrorCode;
+  type: LlmErrorCode;
   /** Says what happened and, where it can, what to do; never contains the API key. */
   message: string;
   /** The last HTTP status seen, when there was one. */

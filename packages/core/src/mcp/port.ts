@@ -51,7 +51,7 @@ export interface McpFailure {
    * `timeout`: no answer in time; `closed`: the connection or process ended; `protocol`: the
    * server answered something that is not MCP (or an MCP error); `cancelled`: the caller aborted.
    */
-  kind: 'unreachable' | 'timeout' | 'closed' | 'protocol' | 'cancelled';
+  type: 'unreachable' | 'timeout' | 'closed' | 'protocol' | 'cancelled';
   /** Says what went wrong in words; never contains the api_key. */
   message: string;
 }

@@ -139,7 +139,7 @@ export interface SandboxRuntime {
 export const runtimeFailure =
   (sandboxId: string, operation: string) =>
   (e: SandboxRuntimeError): DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'> =>
-    e.kind === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
+    e.type === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
 export function resolveSandboxPath(workingDir: string, path: string): string | null {
   if (path === '' || path.includes('\0') || path.length > 4096) return null;
@@ -158,7 +158,7 @@ export function resolveSandboxPath(workingDir: string, path: string): string | n
  * fails as `unavailable` with the reason, so sandbox routes answer 503 saying why.
  */
 export function unavailableSandboxRuntime(reason: string): SandboxRuntime {
-  const fail = <T>() => errAsync<T, SandboxRuntimeError>({ kind: 'unavailable', message: reason });
+  const fail = <T>() => errAsync<T, SandboxRuntimeError>({ type: 'unavailable', message: reason });
   return {
     specificationVersion: 'v1',
     ping: () => fail(),

@@ -29,7 +29,7 @@ export interface OpenShellOptions {
  * the caller can wait for it, send it input, or interrupt it.
  */
 export interface SandboxShell {
-  /** Runs a command line; returns when it finishes or after softTimeoutMs (default 10 s) with still_running: true. Refuses (kind 'failed', message says so) while another command is still running. */
+  /** Runs a command line; returns when it finishes or after softTimeoutMs (default 10 s) with still_running: true. Refuses (type 'failed', message says so) while another command is still running. */
   run(command: string, options?: { softTimeoutMs?: number }): ResultAsync<ShellOutput, SandboxRuntimeError>;
   /** Waits up to ms more for the running command; output is what arrived since the last call. */
   wait(ms: number): ResultAsync<ShellOutput, SandboxRuntimeError>;

@@ -17,7 +17,7 @@ export interface SecretCipher {
 }
 
 export interface SecretCipherError {
-  reason: 'unknown_key' | 'not_an_envelope' | 'tampered_or_wrong_key';
+  type: 'unknown_key' | 'not_an_envelope' | 'tampered_or_wrong_key';
   keyId: string | null;
   message: string;
 }
@@ -86,11 +86,11 @@ export function createAesGcmCipher(options: AesGcmCipherOptions): SecretCipher {
     decrypt(envelope, context): Result<string, SecretCipherError> {
       const parsed = parse(envelope);
       if (!parsed || parsed.iv.length !== 12 || parsed.sealed.length < 16) {
-        return err({ reason: 'not_an_envelope', keyId: null, message: 'the stored value is not an encrypted secret' });
+        return err({ type: 'not_an_envelope', keyId: null, message: 'the stored value is not an encrypted secret' });
       }
       const key = keys.get(parsed.keyId);
       if (!key) {
-        return err({ reason: 'unknown_key', keyId: parsed.keyId, message: `the secret was encrypted with key id ${parsed.keyId}, which is not configured` });
+        return err({ type: 'unknown_key', keyId: parsed.keyId, message: `the secret was encrypted with key id ${parsed.keyId}, which is not configured` });
       }
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, parsed.iv);
@@ -99,7 +99,7 @@ export function createAesGcmCipher(options: AesGcmCipherOptions): SecretCipher {
         return ok(Buffer.concat([decipher.update(parsed.sealed.subarray(0, parsed.sealed.length - 16)), decipher.final()]).toString('utf8'));
       } catch {
         return err({
-          reason: 'tampered_or_wrong_key',
+          type: 'tampered_or_wrong_key',
           keyId: parsed.keyId,
           message: `the secret does not decrypt with key id ${parsed.keyId}: the key is wrong or the value was altered`,
         });

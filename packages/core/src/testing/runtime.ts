@@ -139,9 +139,9 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         ]);
         expect(listed[1]).toMatchObject({ path: `${spec.working_dir}/nested/notes ü.txt`, size: 6 });
         const missing = await runtime.readFile(id, 'nested/nope.txt');
-        expect(missing.isErr() && missing.error.kind).toBe('not_found');
+        expect(missing.isErr() && missing.error.type).toBe('not_found');
         const missingDir = await runtime.listDirectory(id, 'no/such/dir');
-        expect(missingDir.isErr() && missingDir.error.kind).toBe('not_found');
+        expect(missingDir.isErr() && missingDir.error.type).toBe('not_found');
       } finally {
         await runtime.delete(id);
       }
@@ -216,7 +216,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
 
       it('refuses to start a program that does not exist, saying so', async () => {
         const result = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.missing });
-        expect(result.isErr() && result.error.kind).toBe('failed');
+        expect(result.isErr() && result.error.type).toBe('failed');
         expect(result.isErr() && result.error.message).toMatch(/not found/i);
       });
 
@@ -224,14 +224,14 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         await expectOk(runtime.pause(id));
         try {
           const paused = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.echo });
-          expect(paused.isErr() && paused.error.kind).toBe('failed');
+          expect(paused.isErr() && paused.error.type).toBe('failed');
           expect(paused.isErr() && paused.error.message).toMatch(/paused/);
         } finally {
           await expectOk(runtime.resume(id));
           expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
         }
         const missing = await runtime.spawn(nextId(), { command: SPAWN_CONTRACT_PROGRAMS.echo });
-        expect(missing.isErr() && missing.error.kind).toBe('not_found');
+        expect(missing.isErr() && missing.error.type).toBe('not_found');
       });
     });
   });

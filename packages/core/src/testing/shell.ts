@@ -107,7 +107,7 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       const slow = await expectOk(shell.run('echo started; sleep 600; echo done', { softTimeoutMs: 1_000 }));
       expect(slow).toMatchObject({ still_running: true, exit_code: null, cwd: null, output: 'started\n' });
       const refused = await shell.run('echo meanwhile');
-      expect(refused.isErr() && refused.error.kind).toBe('failed');
+      expect(refused.isErr() && refused.error.type).toBe('failed');
       expect(refused.isErr() && refused.error.message).toMatch(/still running/);
       const interrupted = await expectOk(shell.interrupt());
       expect(interrupted).toMatchObject({ still_running: false, exit_code: 130, cwd: spec.working_dir });
@@ -231,7 +231,7 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('refuses a shell in a sandbox that is paused or does not exist', async () => {
       const missing = await runtime.openShell(nextId());
-      expect(missing.isErr() && missing.error.kind).toBe('not_found');
+      expect(missing.isErr() && missing.error.type).toBe('not_found');
       const shell = await open();
       await expectOk(runtime.pause(id));
       try {

@@ -110,7 +110,7 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
               return e.type === 'directory' ? `${relative}/` : relative;
             }),
           )
-          .orElse((e) => (e.kind === 'not_found' ? okAsync<string[], never>([]) : errAsync(runtimeFailure(box.id, 'list files in')(e))));
+          .orElse((e) => (e.type === 'not_found' ? okAsync<string[], never>([]) : errAsync(runtimeFailure(box.id, 'list files in')(e))));
       }),
 
     readFile: (userId, id, path) =>
@@ -119,7 +119,7 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
           .readFile(box.id, resolveSandboxPath(dir, path) ?? path)
           .map(decode)
           .mapErr((e): WorkspaceServiceError<'readFile'> =>
-            e.kind === 'not_found' ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path } : runtimeFailure(box.id, 'read a file of')(e),
+            e.type === 'not_found' ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path } : runtimeFailure(box.id, 'read a file of')(e),
           ),
       ),
 
@@ -136,7 +136,7 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
           runtime
             .readFile(box.id, resolveSandboxPath(dir, relative) ?? relative)
             .map(decode)
-            .orElse((e) => (e.kind === 'not_found' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)))),
+            .orElse((e) => (e.type === 'not_found' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)))),
         ] as const).map(([original, modified]) => ({ original, modified }));
       }),
 
