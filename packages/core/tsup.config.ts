@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' },
+  entry: { index: 'src/index.ts', ports: 'src/ports.ts', schemas: 'src/schemas.ts', testing: 'src/testing/index.ts' },
   format: ['esm'],
   dts: true,
   sourcemap: true,

@@ -28,7 +28,7 @@ export interface StandaloneConfig {
   llm: LlmConfig;
 }
 
-export interface LlmConfig {
+interface LlmConfig {
   /** Per attempt. */
   timeoutMs: number;
   /** Retries on 429, 5xx, timeouts and connection errors. */
@@ -67,7 +67,7 @@ const SpecSchema = z.object({
 });
 
 /** The default spec: the image scripts/build-sandbox-image.sh builds. */
-export const DEFAULT_SPECS: SandboxConfig['specs'] = [
+const DEFAULT_SPECS: SandboxConfig['specs'] = [
   { id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace', description: 'Debian bookworm with bash, git and python3' },
 ];
 

@@ -19,7 +19,7 @@ export interface DataDirLock {
 }
 
 /** Another live process holds the directory. */
-export class DataDirInUseError extends Error {
+class DataDirInUseError extends Error {
   constructor(
     readonly dataDir: string,
     readonly holder: LockOwner,

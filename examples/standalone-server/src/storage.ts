@@ -11,7 +11,7 @@ import { loadCipher } from './secret-key.js';
 export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';
 
 /** The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite. */
-export type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
+type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
 
 export interface Storage {
   ports: StoragePorts;

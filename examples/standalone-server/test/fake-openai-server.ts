@@ -18,14 +18,14 @@ export interface ChatMessage {
   tool_call_id?: string;
 }
 
-export interface ChatRequestBody {
+interface ChatRequestBody {
   model?: string;
   messages?: ChatMessage[];
   tools?: { type: string; function: { name: string } }[];
 }
 
 /** One request the server received. */
-export interface ScriptedRequest {
+interface ScriptedRequest {
   headers: IncomingHttpHeaders;
   body: ChatRequestBody;
   /** The script name found in the first user message; null when there was none. */
@@ -36,7 +36,7 @@ export interface ScriptedRequest {
   at: number;
 }
 
-export interface Reply {
+interface Reply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
@@ -44,7 +44,7 @@ export interface Reply {
   delayMs?: number;
 }
 
-export type Script = (turn: number, request: ScriptedRequest) => Reply;
+type Script = (turn: number, request: ScriptedRequest) => Reply;
 
 export interface FakeOpenAi {
   /** `http://127.0.0.1:<port>/v1`, for `llm_base_url`. */

@@ -23,7 +23,7 @@ const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number |
 const startedForFile: typeof started = [];
 
 /** How long a server may take to start on a busy machine before the test gives up (and ends it). */
-export const START_DEADLINE_MS = 120_000;
+const START_DEADLINE_MS = 120_000;
 
 /** A fresh data directory, so each server starts from nothing. */
 export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { SandboxProcess } from '@acs/core';
+import type { SandboxProcess } from '@acs/core/ports';
 import { untilStreamEnds } from './stream-end.js';
 
 /** What a spawned process needs from its runtime. */

@@ -1,22 +1,8 @@
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
-import {
-  resolveSandboxPath,
-  type DirectoryEntry,
-  type ExecRequest,
-  type ExecResult,
-  type ExposedUrl,
-  type RuntimeCreateRequest,
-  type RuntimeObservation,
-  type RuntimeSandboxSummary,
-  type SandboxRuntime,
-  type SandboxRuntimeError,
-  type OpenShellOptions,
-  type SandboxProcess,
-  type SandboxShell,
-  type SpawnRequest,
-} from '@acs/core';
+import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type OpenShellOptions, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SandboxShell, type SpawnRequest } from '@acs/core/ports';
+import type { ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
 import { openDockerShell } from './docker-shell.js';

@@ -3,14 +3,8 @@ import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type Docker from 'dockerode';
 import { errAsync, ResultAsync } from 'neverthrow';
-import {
-  clipShellOutput,
-  DEFAULT_SHELL_MAX_OUTPUT_CHARS,
-  DEFAULT_SHELL_SOFT_TIMEOUT_MS,
-  type SandboxRuntimeError,
-  type SandboxShell,
-  type ShellOutput,
-} from '@acs/core';
+import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS } from '@acs/core';
+import type { SandboxRuntimeError, SandboxShell, ShellOutput } from '@acs/core/ports';
 import { untilStreamEnds } from './stream-end.js';
 
 /** What a Docker shell needs from its runtime. */

@@ -7,7 +7,7 @@ import { createDockerRuntime, type DockerRuntimeOptions } from '@acs/adapter-doc
 /** The image .ci/run builds with scripts/build-sandbox-image.sh. */
 export const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
 /** Per test file (vitest gives each file its own module instance), so one file's cleanup never touches another's sandboxes. */
-export const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
+const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
 export const bookworm = specFixture({ id: 'bookworm', image: SANDBOX_IMAGE, working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
 
 /** A runtime on the local engine; fails with a message saying what to do when there is none or the image is missing. */

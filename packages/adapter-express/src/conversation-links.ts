@@ -1,4 +1,4 @@
-import type { AppConversation, ConversationInfo } from '@acs/core';
+import type { AppConversation, ConversationInfo } from '@acs/core/schemas';
 import type { ConversationKeys } from './auth/conversation-keys.js';
 
 /**

@@ -1,4 +1,5 @@
-import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema, decodeCursor, MAX_PAGE_SIZE, type PageRequest } from '@acs/core';
+import { decodeCursor, MAX_PAGE_SIZE, type PageRequest } from '@acs/core';
+import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 
 /** `limit` 1–100, default 100. */
@@ -56,7 +57,7 @@ export const booleanParam = z
   .optional();
 
 /** The largest event id (event ids are 32-bit integers in every store). */
-export const MAX_EVENT_ID = 2_147_483_647;
+const MAX_EVENT_ID = 2_147_483_647;
 
 /** A non-negative event id: digits only (no signs, decimals, exponents or blanks). */
 export const eventIdParam = z

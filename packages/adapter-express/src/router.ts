@@ -1,16 +1,6 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import {
-  findUnstorableText,
-  normalizeId,
-  silentLogger,
-  toFieldIssues,
-  UNSTORABLE_TEXT_MESSAGE,
-  validationFailed,
-  type AgentConversationService,
-  type DomainError,
-  type FieldIssue,
-  type Logger,
-} from '@acs/core';
+import { findUnstorableText, normalizeId, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
+import { silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
 import { apiKeyLookup, type Authenticate } from './auth/api-keys.js';
 import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';

@@ -20,14 +20,14 @@ export const KEY_A = 'alice-key-0123456789abcdef';
 export const KEY_B = 'bob-key-0123456789abcdef-b';
 export const WRONG_KEY = 'not-a-key-0123456789abcdef';
 
-export type Ports = ReturnType<typeof createMemoryPorts>;
+type Ports = ReturnType<typeof createMemoryPorts>;
 
 /** Every log line, serialised as JSON, so tests can search them for secret values. */
-export interface CapturingLogger extends Logger {
+interface CapturingLogger extends Logger {
   readonly lines: string[];
 }
 
-export function capturingLogger(): CapturingLogger {
+function capturingLogger(): CapturingLogger {
   const lines: string[] = [];
   const record = (level: string) => (obj: Record<string, unknown>, msg: string) => {
     lines.push(JSON.stringify({ level, msg, ...obj }));
@@ -35,7 +35,7 @@ export function capturingLogger(): CapturingLogger {
   return { lines, debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
 }
 
-export interface CallOptions {
+interface CallOptions {
   /** The X-Session-API-Key; Alice's key unless given; null sends no key. */
   key?: string | null;
   /** Sent as JSON with Content-Type: application/json. */

@@ -1,4 +1,4 @@
-import type { McpCallResult, McpConnection, McpConnector, McpFailure, McpServerTarget, McpToolInfo, SandboxProcess } from '@acs/core';
+import type { McpCallResult, McpConnection, McpConnector, McpFailure, McpServerTarget, McpToolInfo, SandboxProcess } from '@acs/core/ports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

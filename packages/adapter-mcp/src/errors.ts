@@ -1,4 +1,4 @@
-import type { McpFailure } from '@acs/core';
+import type { McpFailure } from '@acs/core/ports';
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -46,7 +46,7 @@ const NETWORK_CODES: Record<string, string> = {
 };
 
 /** The network-level reason of a fetch failure (`TypeError: fetch failed` with a cause), if it is one. */
-export function networkReason(error: unknown): string | null {
+function networkReason(error: unknown): string | null {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -63,7 +63,7 @@ export function networkReason(error: unknown): string | null {
 }
 
 /** The HTTP status an SDK transport error carries, if any. */
-export function httpStatus(error: unknown): number | null {
+function httpStatus(error: unknown): number | null {
   if ((error instanceof StreamableHTTPError || error instanceof SseError) && typeof error.code === 'number' && error.code >= 100) return error.code;
   if (error instanceof Error) {
     // The SSE transport's POST failures are plain Errors: "Error POSTing to endpoint (HTTP 401): …"

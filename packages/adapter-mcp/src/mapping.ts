@@ -1,4 +1,4 @@
-import type { McpCallResult, McpToolInfo } from '@acs/core';
+import type { McpCallResult, McpToolInfo } from '@acs/core/ports';
 import type { CallToolResult, ContentBlock, Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** A tool as the server listed it, in the port's shape (only the annotations it gave). */

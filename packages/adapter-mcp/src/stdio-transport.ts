@@ -1,4 +1,4 @@
-import type { SandboxProcess } from '@acs/core';
+import type { SandboxProcess } from '@acs/core/ports';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';

@@ -11,10 +11,10 @@ import { z } from 'zod';
 /** The `sleep` tool's calls so far, across the servers of this test file: how many began, and how many slept their full time. */
 export const sleeps = { started: 0, finished: 0 };
 
-export const IMAGE_BASE64 = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString('base64');
+const IMAGE_BASE64 = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString('base64');
 
 /** The test tools, the same on every transport. */
-export function buildMcpServer(): McpServer {
+function buildMcpServer(): McpServer {
   const server = new McpServer({ name: 'test-server', version: '1.0.0' });
   server.registerTool('echo', { description: 'Echoes the text', inputSchema: { text: z.string() } }, ({ text }) => ({
     content: [{ type: 'text', text }],
@@ -58,7 +58,7 @@ export function buildMcpServer(): McpServer {
   return server;
 }
 
-export interface SeenRequest {
+interface SeenRequest {
   method: string;
   path: string;
   authorization: string | undefined;

@@ -1,15 +1,7 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import {
-  compareOldestFirst,
-  pageInMemory,
-  type ConversationFilter,
-  type ExecutionStatus,
-  type ConversationRecord,
-  type ConversationStore,
-  type Page,
-  type PageRequest,
-  type StoreFailure,
-} from '@acs/core';
+import { compareOldestFirst, pageInMemory, type Page, type PageRequest } from '@acs/core';
+import type { ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
 /** Whether a conversation passes a search filter (the reference semantics SQL adapters reproduce). */

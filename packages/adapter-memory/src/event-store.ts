@@ -1,5 +1,5 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core';
+import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
 
 /** Conversation event logs in memory. Appends are synchronous, so ids are gap-free by construction. */
 export class MemoryEventStore implements EventStore {

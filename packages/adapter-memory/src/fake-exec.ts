@@ -1,4 +1,4 @@
-import type { ExecRequest, ExecResult } from '@acs/core';
+import type { ExecRequest, ExecResult } from '@acs/core/ports';
 
 /** What a registered command handler sees. */
 export interface FakeExecContext {

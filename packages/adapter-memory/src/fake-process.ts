@@ -1,4 +1,4 @@
-import type { SandboxProcess, SpawnRequest } from '@acs/core';
+import type { SandboxProcess, SpawnRequest } from '@acs/core/ports';
 import { InputQueue } from './input-queue.js';
 
 /** One output stream of a fake process, as its handler sees it. */

@@ -1,19 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import {
-  resolveSandboxPath,
-  type DirectoryEntry,
-  type ExecRequest,
-  type ExecResult,
-  type RuntimeCreateRequest,
-  type RuntimeObservation,
-  type RuntimeSandboxSummary,
-  type SandboxRuntime,
-  type SandboxRuntimeError,
-  type OpenShellOptions,
-  type SandboxProcess,
-  type SandboxShell,
-  type SpawnRequest,
-} from '@acs/core';
+import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type OpenShellOptions, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SandboxShell, type SpawnRequest } from '@acs/core/ports';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { openFakeShell } from './fake-shell.js';

@@ -1,17 +1,6 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import {
-  clipShellOutput,
-  DEFAULT_SHELL_MAX_OUTPUT_CHARS,
-  DEFAULT_SHELL_SOFT_TIMEOUT_MS,
-  resolveSandboxPath,
-  splitShellWords,
-  type ExecRequest,
-  type ExecResult,
-  type OpenShellOptions,
-  type SandboxRuntimeError,
-  type SandboxShell,
-  type ShellOutput,
-} from '@acs/core';
+import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS, splitShellWords } from '@acs/core';
+import { resolveSandboxPath, type ExecRequest, type ExecResult, type OpenShellOptions, type SandboxRuntimeError, type SandboxShell, type ShellOutput } from '@acs/core/ports';
 import type { FakeExecHandler } from './fake-exec.js';
 import { InputQueue } from './input-queue.js';
 

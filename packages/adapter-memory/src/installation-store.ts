@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { InstallationStore, StoreFailure } from '@acs/core';
+import type { InstallationStore, StoreFailure } from '@acs/core/ports';
 
 /** An installation identity that lives as long as this object (with memory storage: the process). */
 export class MemoryInstallationStore implements InstallationStore {

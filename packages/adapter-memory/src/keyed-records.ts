@@ -1,5 +1,5 @@
 import { errAsync, okAsync, type Result, type ResultAsync } from 'neverthrow';
-import type { StoreFailure } from '@acs/core';
+import type { StoreFailure } from '@acs/core/ports';
 
 /**
  * A map of records owned by users, keyed by (user, id). Records are copied in and

@@ -1,5 +1,7 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { compareOldestFirst, pageInMemory, type Page, type SandboxLifecycleStatus, type PageRequest, type SandboxRecord, type SandboxStore, type StoreFailure } from '@acs/core';
+import { compareOldestFirst, pageInMemory, type Page, type PageRequest } from '@acs/core';
+import type { SandboxStore, StoreFailure } from '@acs/core/ports';
+import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
 /** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */

@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import type { LlmClient, LlmError, LlmErrorCode, LlmRequest, LlmResponse, LlmUsage } from '@acs/core';
+import type { LlmClient, LlmError, LlmErrorCode, LlmRequest, LlmResponse, LlmUsage } from '@acs/core/ports';
 
 export interface ScriptedToolCall {
   name: string;

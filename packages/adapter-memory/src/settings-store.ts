@@ -1,5 +1,6 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { SettingsStore, StoredSettings, StoreFailure } from '@acs/core';
+import type { SettingsStore, StoreFailure } from '@acs/core/ports';
+import type { StoredSettings } from '@acs/core/schemas';
 
 /** Settings per user, in memory. */
 export class MemorySettingsStore implements SettingsStore {

@@ -1,5 +1,7 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { pageInMemory, type Page, type PageRequest, type StartTaskFilter, type StartTaskRecord, type StartTaskStore, type StoreFailure } from '@acs/core';
+import { pageInMemory, type Page, type PageRequest } from '@acs/core';
+import type { StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import type { StartTaskRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
 const matches = (task: StartTaskRecord, filter: StartTaskFilter) =>

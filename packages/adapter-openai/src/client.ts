@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core';
+import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import OpenAI, { APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';

@@ -1,4 +1,4 @@
-import type { LlmError, LlmErrorCode } from '@acs/core';
+import type { LlmError, LlmErrorCode } from '@acs/core/ports';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 
 type StatusError = APIError<number | undefined, Headers | undefined, object | undefined>;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core';
+import type { LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
 import type {
   ChatCompletionContentPart,
   ChatCompletionFunctionTool,

@@ -1,4 +1,4 @@
-import type { LlmCredentials } from '@acs/core';
+import type { LlmCredentials } from '@acs/core/ports';
 
 /** OpenAI's own endpoint: where a model name without a provider prefix goes when no `llm_base_url` is set. */
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';

@@ -1,4 +1,4 @@
-import type { LlmUsage } from '@acs/core';
+import type { LlmUsage } from '@acs/core/ports';
 
 /** USD per 1 million tokens. `cached_input` (prompt tokens served from the cache) defaults to `input`. */
 export interface ModelPrice {

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** What the fake server received. */
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
@@ -10,14 +10,14 @@ export interface RecordedRequest {
   at: number;
 }
 
-export type Reply =
+type Reply =
   | { status: number; body: unknown; headers?: Record<string, string> }
   /** Never answer (the socket stays open until the client gives up or the server closes). */
   | 'hang'
   /** Send the headers and half a body, then drop the connection. */
   | 'drop';
 
-export type Handler = (request: RecordedRequest, index: number) => Reply;
+type Handler = (request: RecordedRequest, index: number) => Reply;
 
 export interface FakeLlm {
   /** `http://127.0.0.1:<port>/v1` */

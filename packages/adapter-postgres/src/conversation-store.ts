@@ -1,5 +1,7 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { ConversationFilter, ConversationRecord, ConversationStore, ExecutionStatus, Page, PageRequest, StoreFailure } from '@acs/core';
+import type { Page, PageRequest } from '@acs/core';
+import type { ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';

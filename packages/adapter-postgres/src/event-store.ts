@@ -1,5 +1,5 @@
 import type { ResultAsync } from 'neverthrow';
-import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core';
+import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ResultAsync } from 'neverthrow';
-import type { InstallationStore, StoreFailure } from '@acs/core';
+import type { InstallationStore, StoreFailure } from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';

@@ -1,4 +1,4 @@
-import type { SecretCipher } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
 

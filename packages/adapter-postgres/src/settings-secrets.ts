@@ -1,5 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
-import type { SecretCipher, StoredSettings } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
+import type { StoredSettings } from '@acs/core/schemas';
 
 /** Each secret's place in the settings record; the path is bound to the ciphertext with the user id. */
 type SecretSlot = { path: string; get: (s: StoredSettings) => string | null; set: (s: StoredSettings, value: string) => void };

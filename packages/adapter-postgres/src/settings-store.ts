@@ -1,5 +1,6 @@
 import type { ResultAsync } from 'neverthrow';
-import type { SecretCipher, SettingsStore, StoredSettings, StoreFailure } from '@acs/core';
+import type { SecretCipher, SettingsStore, StoreFailure } from '@acs/core/ports';
+import type { StoredSettings } from '@acs/core/schemas';
 import { run } from './query-helpers.js';
 import { openSettings, sealSettings } from './settings-secrets.js';
 import type { SqlExecutor } from './sql.js';

@@ -23,7 +23,7 @@ export interface PgPoolLike {
   on?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
-export interface PgClientLike {
+interface PgClientLike {
   query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
   release(error?: Error | boolean): void;
 }

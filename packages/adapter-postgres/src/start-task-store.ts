@@ -1,5 +1,7 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, StartTaskFilter, StartTaskRecord, StartTaskStore, StoreFailure } from '@acs/core';
+import type { Page, PageRequest } from '@acs/core';
+import type { StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import type { StartTaskRecord } from '@acs/core/schemas';
 import { keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';

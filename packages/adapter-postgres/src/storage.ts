@@ -1,4 +1,5 @@
-import type { AgentConversationServicePorts, SecretCipher } from '@acs/core';
+import type { AgentConversationServicePorts } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
 import { PostgresConversationStore } from './conversation-store.js';
 import { PostgresEventStore } from './event-store.js';
 import { PostgresInstallationStore } from './installation-store.js';

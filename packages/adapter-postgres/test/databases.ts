@@ -19,7 +19,7 @@ let pglite: PGlite | undefined;
 let pool: pg.Pool | undefined;
 const schemas: { db: TestDatabase; schema: string }[] = [];
 
-export const pgliteDatabase: TestDatabase = {
+const pgliteDatabase: TestDatabase = {
   name: 'pglite',
   async executor() {
     pglite ??= await PGlite.create();

@@ -46,7 +46,7 @@ export const DEFAULT_CREDENTIAL_DIR = '/opt/acs-git';
 export const DEFAULT_GIT_USER_NAME = 'openhands';
 export const DEFAULT_GIT_USER_EMAIL = 'openhands@all-hands.dev';
 /** The most characters of setup output kept in an event (head and tail). */
-export const MAX_SETUP_OUTPUT_CHARS = 20_000;
+const MAX_SETUP_OUTPUT_CHARS = 20_000;
 
 export const PROVIDER_HOSTS: Record<GitProvider, string | null> = {
   github: 'github.com',
@@ -150,7 +150,7 @@ export function credentialHelperScript(credentialDir: string): string {
 }
 
 /** The file name the helper looks up for a host (`127.0.0.1:8080` → `127.0.0.1_8080`). */
-export const credentialFileName = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
+const credentialFileName = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
 
 const repositoryName = (repository: string): string => repository.split('/').at(-1)!.replace(/\.git$/, '');
 
@@ -311,7 +311,7 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
 }
 
 /** Reads the repository's guidance files (missing ones are simply absent). */
-export async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: string): Promise<RepositoryGuidance> {
+async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: string): Promise<RepositoryGuidance> {
   const read = async (path: string): Promise<string | null> => {
     const bytes = await runtime.readFile(sandboxId, `${dir}/${path}`);
     return bytes.isOk() ? decode(bytes.value) : null;

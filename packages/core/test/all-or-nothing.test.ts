@@ -8,8 +8,8 @@ import {
   type RuntimeObservation,
   type SandboxRuntimeError,
   type StoreFailure,
-} from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+} from '../src/index.js';
+import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

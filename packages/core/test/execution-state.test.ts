@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EXECUTION_STATUSES, nextExecutionStatus, type ExecutionEvent, type ExecutionStatus } from '@acs/core';
+import { EXECUTION_STATUSES, nextExecutionStatus, type ExecutionEvent, type ExecutionStatus } from '../src/index.js';
 
 const EVENTS = ['ready', 'run', 'finish', 'fail', 'stuck', 'pause', 'await_confirmation', 'reject'] as const satisfies readonly ExecutionEvent[];
 type From = ExecutionStatus | 'null';

@@ -9,7 +9,7 @@ import {
   validationFailed,
   type DomainError,
   type DomainErrorType,
-} from '@acs/core';
+} from '../src/index.js';
 import { issuePaths, parseOk } from './helpers.js';
 
 describe('normalizeId', () => {

@@ -1,7 +1,7 @@
 import { errAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, storeUnavailable, type StoreFailure } from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+import { createAgentConversationService, storeUnavailable, type StoreFailure } from '../src/index.js';
+import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { McpConfigSchema, splitShellWords } from '@acs/core';
+import { McpConfigSchema, splitShellWords } from '../src/index.js';
 import { issuePaths, parseOk } from './helpers.js';
 
 const parse = (input: unknown) => parseOk(McpConfigSchema, input);

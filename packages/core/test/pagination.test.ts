@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, pageInMemory, type Page, type PageCursor } from '@acs/core';
+import { decodeCursor, encodeCursor, pageInMemory, type Page, type PageCursor } from '../src/index.js';
 
 interface Item extends PageCursor {
   label: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '../src/index.js';
+import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

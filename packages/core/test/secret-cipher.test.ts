@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createAesGcmCipher, keyFingerprint, parseSecretKey } from '@acs/core';
+import { createAesGcmCipher, keyFingerprint, parseSecretKey } from '../src/index.js';
 
 const keyA = randomBytes(32);
 const keyB = randomBytes(32);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '@acs/core';
-import { expectOk, settlesWithin } from '@acs/core/testing';
+import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '../src/index.js';
+import { expectOk, settlesWithin } from '../src/testing/index.js';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

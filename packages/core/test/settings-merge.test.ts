@@ -10,7 +10,7 @@ import {
   toSettingsView,
   type SettingsInput,
   type StoredSettings,
-} from '@acs/core';
+} from '../src/index.js';
 import { deepFreeze, issuePaths, parseOk } from './helpers.js';
 import { createAgent } from '@acs/agent';
 

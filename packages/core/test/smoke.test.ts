@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService } from '@acs/core';
+import { createAgentConversationService } from '../src/index.js';
 import { createMemoryPorts } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

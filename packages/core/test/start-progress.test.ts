@@ -1,7 +1,7 @@
 import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError } from '@acs/core';
-import { expectOk } from '@acs/core/testing';
+import { createAgentConversationService, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError } from '../src/index.js';
+import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 

@@ -12,7 +12,7 @@ import {
   type RuntimeObservation,
   type SandboxAction,
   type SandboxLifecycleStatus,
-} from '@acs/core';
+} from '../src/index.js';
 
 const CONVERSATION_EVENTS = ['sandbox_ready', 'start_failed', 'sandbox_lost', 'stop', 'start'] as const satisfies readonly ConversationStatusEvent[];
 const LIFECYCLE: readonly SandboxLifecycleStatus[] = [...SANDBOX_STATUSES, 'DELETED'];

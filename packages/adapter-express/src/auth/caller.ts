@@ -91,7 +91,7 @@ export function crossSiteRefusal(req: Request): string | null {
  * A raw request (a realtime channel's upgrade) seen as an Express request, so the host's
  * `authenticate(req)` can call `req.get()` on it as on any other.
  */
-export function asExpressRequest(req: Request | IncomingMessage): Request {
+function asExpressRequest(req: Request | IncomingMessage): Request {
   if (typeof (req as Partial<Request>).get === 'function') return req as Request;
   Object.setPrototypeOf(req, express.request);
   return req as Request;

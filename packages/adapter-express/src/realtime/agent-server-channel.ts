@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type AgentConversationService, type EventSubscription, type Logger } from '@acs/core';
+import type { AgentConversationService, EventSubscription } from '@acs/core';
+import type { Logger } from '@acs/core/ports';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { channelAccess, type Caller } from '../auth/caller.js';
 import { followConversation } from './feed.js';
@@ -15,8 +16,8 @@ export interface V1ChannelDeps {
 }
 
 /** Close codes of the agent-server's socket. */
-export const CLOSE_UNAUTHENTICATED = 4001;
-export const CLOSE_NOT_FOUND = 4004;
+const CLOSE_UNAUTHENTICATED = 4001;
+const CLOSE_NOT_FOUND = 4004;
 
 /** What the UI writes to send a message: `{role: "user", content: [{type: "text", text} | {type: "image_url", image_url: {url}}]}`. */
 function messageOf(data: unknown): { text: string; images: string[] } | null {

@@ -1,5 +1,6 @@
 import type { Server as HttpServer } from 'node:http';
-import type { AgentConversationService, Logger } from '@acs/core';
+import type { AgentConversationService } from '@acs/core';
+import type { Logger } from '@acs/core/ports';
 import type { Caller } from '../auth/caller.js';
 import { attachV1Channel } from './agent-server-channel.js';
 import { attachV0Channel } from './socketio-channel.js';

@@ -1,5 +1,6 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { AgentConversationService, ConversationEvent, ConversationServiceError, EventSubscription } from '@acs/core';
+import type { AgentConversationService, ConversationServiceError, EventSubscription } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
 
 /** What a realtime channel hears about one conversation. */
 export interface FeedHandlers {

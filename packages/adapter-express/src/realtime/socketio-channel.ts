@@ -1,5 +1,7 @@
 import type { Server as HttpServer } from 'node:http';
-import { type AgentConversationService, type ConversationEvent, type EventSubscription, type Logger } from '@acs/core';
+import type { AgentConversationService, EventSubscription } from '@acs/core';
+import type { Logger } from '@acs/core/ports';
+import type { ConversationEvent } from '@acs/core/schemas';
 import { Server as SocketIoServer, type Socket } from 'socket.io';
 import { channelAccess, type Caller } from '../auth/caller.js';
 import { followConversation } from './feed.js';

@@ -1,4 +1,4 @@
-import type { SendMessageRequest } from '@acs/core';
+import type { SendMessageRequest } from '@acs/core/schemas';
 
 /** A message a UI sent over a live channel, as a user message that runs the agent: its text (if not blank) and its images. */
 export function userMessage(text: string, imageUrls: readonly string[]): SendMessageRequest {

@@ -1,4 +1,4 @@
-import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core';
+import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core/schemas';
 
 /** An event in the OpenHands V0 form the web UI renders (socket.io `oh_event`): an action or an observation. */
 export type V0Event = Record<string, unknown> & { id: number; timestamp: string; source: 'agent' | 'user' | 'environment'; message: string };

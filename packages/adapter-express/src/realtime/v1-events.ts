@@ -1,4 +1,4 @@
-import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core';
+import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core/schemas';
 
 /** An event in the OpenHands agent-server form (a V1 WebSocket frame): string `id`, `kind`, `timestamp`, `source`. */
 export type V1Event = Record<string, unknown> & { id: string; kind: string; timestamp: string; source: 'agent' | 'user' | 'environment' };

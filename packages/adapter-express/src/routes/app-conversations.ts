@@ -1,4 +1,5 @@
-import { AppConversationSchema, AppConversationStartRequestSchema, ConfirmationEventSchema, ConversationEventSchema, ConversationServiceErrors, EventPageSchema, MessageEventSchema, SendMessageRequestSchema, StartTaskSchema, type AgentConversationService, type DomainErrorOf } from '@acs/core';
+import { ConversationServiceErrors, type AgentConversationService, type DomainErrorOf } from '@acs/core';
+import { AppConversationSchema, AppConversationStartRequestSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, MessageEventSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
 import { errAsync, okAsync } from 'neverthrow';
 import { z } from 'zod';
 import { withLinks } from '../conversation-links.js';

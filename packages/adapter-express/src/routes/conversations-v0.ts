@@ -1,4 +1,5 @@
-import { ConversationInfoSchema, ConversationServiceErrors, ConversationTriggerSchema, NewConversationRequestSchema, NewConversationResponseSchema, ConversationStatusSchema, type AgentConversationService, type ConversationInfo } from '@acs/core';
+import { ConversationServiceErrors, type AgentConversationService } from '@acs/core';
+import { ConversationInfoSchema, ConversationStatusSchema, ConversationTriggerSchema, NewConversationRequestSchema, NewConversationResponseSchema, type ConversationInfo } from '@acs/core/schemas';
 import { z } from 'zod';
 import { withLinks } from '../conversation-links.js';
 import { booleanParam, limitParam, pageIdParam } from '../query.js';

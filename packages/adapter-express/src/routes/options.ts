@@ -1,4 +1,4 @@
-import { SECURITY_ANALYZERS } from '@acs/core';
+import { SECURITY_ANALYZERS } from '@acs/core/schemas';
 import { okAsync } from 'neverthrow';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../route.js';

@@ -1,4 +1,5 @@
-import { SandboxSpecSchema, SandboxSpecServiceErrors, type AgentConversationService } from '@acs/core';
+import { SandboxSpecServiceErrors, type AgentConversationService } from '@acs/core';
+import { SandboxSpecSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, type RouteDefinition } from '../route.js';

@@ -1,4 +1,5 @@
-import { SandboxInfoSchema, SandboxServiceErrors, StartSandboxRequestSchema, type AgentConversationService } from '@acs/core';
+import { SandboxServiceErrors, type AgentConversationService } from '@acs/core';
+import { SandboxInfoSchema, StartSandboxRequestSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';

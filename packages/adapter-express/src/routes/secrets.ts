@@ -1,11 +1,5 @@
-import {
-  CustomSecretCreateSchema,
-  CustomSecretInfoSchema,
-  CustomSecretUpdateSchema,
-  ProviderTokensInputSchema,
-  SettingsServiceErrors,
-  type AgentConversationService,
-} from '@acs/core';
+import { SettingsServiceErrors, type AgentConversationService } from '@acs/core';
+import { CustomSecretCreateSchema, CustomSecretInfoSchema, CustomSecretUpdateSchema, ProviderTokensInputSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
 

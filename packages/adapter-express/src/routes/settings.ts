@@ -1,4 +1,5 @@
-import { SettingsInputSchema, SettingsServiceErrors, SettingsViewSchema, type AgentConversationService } from '@acs/core';
+import { SettingsServiceErrors, type AgentConversationService } from '@acs/core';
+import { SettingsInputSchema, SettingsViewSchema } from '@acs/core/schemas';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { MessageSchema } from './shared.js';
 

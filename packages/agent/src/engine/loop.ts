@@ -92,5 +92,3 @@ export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Con
 
   return { runOnce, loop };
 }
-
-export type Loop = ReturnType<typeof createLoop>;

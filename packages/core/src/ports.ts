@@ -1,0 +1,25 @@
+/**
+ * @acs/core/ports: every interface an adapter implements, with the errors it answers with and
+ * the helpers an implementation needs. One import for someone writing an adapter:
+ *
+ * ```ts
+ * import type { SandboxRuntime, SandboxRuntimeError } from '@acs/core/ports';
+ * ```
+ */
+export type { SettingsStore } from './settings/store.js';
+export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
+export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
+export type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
+export type { InstallationStore } from './installation.js';
+export type { StoreFailure } from './store-failure.js';
+export type * from './sandbox/runtime.js';
+export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';
+export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
+export type * from './llm/client.js';
+export type * from './mcp/port.js';
+export type { SecretCipher, SecretCipherError } from './secrets/cipher.js';
+export type * from './conversation/agent-port.js';
+export { manualClock, systemClock, type Clock } from './clock.js';
+export { randomIdGenerator, sequentialIdGenerator, type IdGenerator } from './ids.js';
+export { silentLogger, type Logger } from './logger.js';
+export { storeUnavailable } from './errors.js';
