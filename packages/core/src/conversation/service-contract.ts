@@ -1,0 +1,174 @@
+import type { ResultAsync } from 'neverthrow';
+import type { BackgroundTasks } from '../background.js';
+import type { Clock } from '../clock.js';
+import type { DomainErrorType, ErrorsOf } from '../errors.js';
+import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
+import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
+import type { IdGenerator } from '../ids.js';
+import type { Logger } from '../logger.js';
+import type { Page, PageRequest } from '../pagination.js';
+import type { SandboxService } from '../sandbox/service.js';
+import type { SandboxStore } from '../sandbox/store.js';
+import type { SettingsService } from '../settings/service.js';
+import type { AgentPort, ConfirmationDecision } from './agent-port.js';
+import type { AppConversation, AppConversationStartRequest, ConversationInfo, ConversationStatus, NewConversationRequest, NewConversationResponse, SendMessageRequest, StartTask } from './schema.js';
+import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
+
+export interface ConversationServiceOptions {
+  /** Accept `conversation_id` in V0 create requests. Default false (the field is then a 422). */
+  allowClientConversationIds?: boolean;
+  /** Models that need no API key (local or cloud-credential providers). */
+  keylessModelPrefixes?: readonly string[];
+}
+
+export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/', 'ollama_chat/'] as const;
+
+export interface ConversationServiceDeps {
+  conversations: ConversationStore;
+  startTasks: StartTaskStore;
+  log: EventLog;
+  agent: AgentPort;
+  sandboxStore: SandboxStore;
+  sandboxes: SandboxService;
+  settings: SettingsService;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  background: BackgroundTasks;
+  options?: ConversationServiceOptions;
+}
+
+/** Result of V0 start/stop. */
+export interface ConversationStatusResponse {
+  status: 'ok';
+  conversation_id: string;
+  message: string | null;
+  conversation_status: ConversationStatus;
+}
+
+/**
+ * What each conversation operation can fail with (the compiler holds the implementation to it).
+ *
+ * A start (create, startApp, start) stores the sandbox first: a new one is reserved, a paused
+ * one resumed, so it can fail as a sandbox start or resume does (SandboxServiceErrors.reserve
+ * and .resume: the runtime, the user's limit). V0 create shares that path with the resume of
+ * a paused sandbox, so its type keeps SandboxNotFound and IllegalSandboxTransition though a
+ * create always reserves a new sandbox. Reads of conversations refresh their sandboxes from the
+ * runtime, but a runtime that fails there is logged, not returned. IllegalConversationTransition
+ * is listed for stop and start because the state machine's type allows it for every event,
+ * though stop and start are legal from every status today.
+ */
+export const ConversationServiceErrors = {
+  create: [
+    'ValidationFailed',
+    'SettingsRequired',
+    'ConversationIdTaken',
+    'SandboxCapReached',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  startApp: [
+    'ValidationFailed',
+    'SettingsRequired',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'ConversationIdTaken',
+    'SandboxCapReached',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  getInfo: ['ConversationNotFound', 'StoreUnavailable'],
+  listInfo: ['StoreUnavailable'],
+  search: ['StoreUnavailable'],
+  getMany: ['StoreUnavailable'],
+  count: ['StoreUnavailable'],
+  delete: ['ConversationNotFound', 'StoreUnavailable'],
+  stop: ['ConversationNotFound', 'IllegalConversationTransition', 'StoreUnavailable'],
+  start: [
+    'ConversationNotFound',
+    'IllegalConversationTransition',
+    'SettingsRequired',
+    'SandboxCapReached',
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  getStartTasks: ['StoreUnavailable'],
+  searchStartTasks: ['StoreUnavailable'],
+  countStartTasks: ['StoreUnavailable'],
+  sendMessage: ['ValidationFailed', 'ConversationNotFound', 'StoreUnavailable'],
+  respondToConfirmation: ['ConversationNotFound', 'ConfirmationNotPending', 'StoreUnavailable'],
+  rename: ['ConversationNotFound', 'StoreUnavailable'],
+  pauseAgent: ['ConversationNotFound', 'StoreUnavailable'],
+  runAgent: ['ConversationNotFound', 'StoreUnavailable'],
+  searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
+  subscribeEvents: ['ConversationNotFound', 'StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/** The error union of a conversation operation. */
+export type ConversationServiceError<K extends keyof typeof ConversationServiceErrors> = ErrorsOf<(typeof ConversationServiceErrors)[K]>;
+
+export interface ConversationService {
+  /** V0 New Conversation. */
+  create(userId: string, request: NewConversationRequest): ResultAsync<NewConversationResponse, ConversationServiceError<'create'>>;
+  /** V1 start: returns the start task at once; the rest runs in the background. */
+  startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, ConversationServiceError<'startApp'>>;
+  getInfo(userId: string, id: string): ResultAsync<ConversationInfo, ConversationServiceError<'getInfo'>>;
+  listInfo(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationInfo>, ConversationServiceError<'listInfo'>>;
+  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<AppConversation>, ConversationServiceError<'search'>>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(AppConversation | null)[], ConversationServiceError<'getMany'>>;
+  count(userId: string, filter: ConversationFilter): ResultAsync<number, ConversationServiceError<'count'>>;
+  delete(userId: string, id: string): ResultAsync<void, ConversationServiceError<'delete'>>;
+  stop(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'stop'>>;
+  start(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'start'>>;
+  getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], ConversationServiceError<'getStartTasks'>>;
+  searchStartTasks(
+    userId: string,
+    filter: StartTaskFilter,
+    page: PageRequest,
+    order: 'newest_first' | 'oldest_first',
+  ): ResultAsync<Page<StartTask>, ConversationServiceError<'searchStartTasks'>>;
+  countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, ConversationServiceError<'countStartTasks'>>;
+  /**
+   * Sends a user message to the agent. With `run: true` a running conversation acts on it
+   * at once; with `run: false` (or a stopped conversation) it is kept, and the agent sees
+   * it on its next run. An agent that is working sees it at its next step either way.
+   */
+  sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, ConversationServiceError<'sendMessage'>>;
+  /**
+   * Accepts or rejects the actions waiting for confirmation (confirmation mode). Accepted ones
+   * run; rejected ones get an observation saying so, and the agent waits for a message.
+   * ConfirmationNotPending (409) when nothing waits.
+   */
+  respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
+  /** Gives the conversation a new title. */
+  rename(userId: string, id: string, title: string): ResultAsync<void, ConversationServiceError<'rename'>>;
+  /**
+   * Pauses the agent where it is (the model call in flight is aborted); the conversation and
+   * its sandbox stay up, and `runAgent` (or a message with run) goes on from there.
+   */
+  pauseAgent(userId: string, id: string): ResultAsync<void, ConversationServiceError<'pauseAgent'>>;
+  /** Lets a paused agent go on (a running conversation only; a stopped one is started with `start`). */
+  runAgent(userId: string, id: string): ResultAsync<void, ConversationServiceError<'runAgent'>>;
+  /** A page of the conversation's events after an id. */
+  searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, ConversationServiceError<'searchEvents'>>;
+  /**
+   * Replays the events after `afterId`, then delivers new ones as they happen, each once, in
+   * order. `onEnd` is called if the service ends the subscription (the conversation was deleted).
+   */
+  subscribeEvents(
+    userId: string,
+    id: string,
+    afterId: number,
+    listener: EventListener,
+    onEnd?: (reason: string) => void,
+  ): ResultAsync<EventSubscription, ConversationServiceError<'subscribeEvents'>>;
+  /** Marks the conversations of a lost sandbox STOPPED. */
+  handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
+}
