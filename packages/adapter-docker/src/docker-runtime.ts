@@ -1,3 +1,7 @@
+// Why this file is over 400 lines: it is the whole SandboxRuntime port over dockerode (lifecycle,
+// labels and adoption, exec, the archive API for files, spawn), each method short. Issue 14's
+// "the shell once" work moves the persistent shell onto exec/spawn for every runtime; this file
+// then keeps lifecycle, exec, files and spawn only.
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';

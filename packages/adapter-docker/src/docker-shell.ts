@@ -1,3 +1,7 @@
+// Why this file is over 400 lines: the persistent shell (one bash per conversation, commands
+// framed by markers, soft timeouts, input while a command runs, output clipping) written against
+// Docker's attach stream. It is written a second time for the fake runtime; making it one shell
+// over the runtime's spawn, shared by every runtime, is the open part of issue 14 (item 8).
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';

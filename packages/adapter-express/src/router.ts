@@ -1,3 +1,7 @@
+// Why this file is over 400 lines: it is the one place where the route table meets Express
+// (auth, body limits, validation, error mapping, method and OPTIONS answers) plus the SSE event
+// stream, whose backpressure and shutdown handling needs the same request plumbing. The stream is
+// the next part to move into a file of its own.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { findUnstorableText, normalizeId, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
 import { silentLogger, type Logger } from '@acs/core/ports';

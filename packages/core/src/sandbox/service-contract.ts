@@ -1,0 +1,153 @@
+import type { ResultAsync } from 'neverthrow';
+import type { BackgroundTasks } from '../background.js';
+import type { Clock } from '../clock.js';
+import type { DomainErrorType, ErrorsOf } from '../errors.js';
+import type { IdGenerator } from '../ids.js';
+import type { InstallationStore } from '../installation.js';
+import type { Logger } from '../logger.js';
+import type { Page, PageRequest } from '../pagination.js';
+import type { StoreFailure } from '../store-failure.js';
+import type { SandboxRuntime } from './runtime.js';
+import type { SandboxInfo, SandboxRecord, SandboxSpec } from './schema.js';
+import type { SandboxSpecCatalog, SandboxStore } from './store.js';
+
+export interface SandboxServiceOptions {
+  /** How long a sandbox may take to answer before it is marked ERROR. Default 120 s. */
+  startTimeoutMs?: number;
+  /** How often a starting sandbox is inspected. Default 250 ms. */
+  pollIntervalMs?: number;
+  /** Most sandboxes one user may have starting or running at once. Default: no limit. */
+  maxRunningSandboxesPerUser?: number;
+  /** At the limit: refuse the start or resume (429, the default), or pause the user's oldest running sandbox. */
+  atSandboxLimit?: 'refuse' | 'pause_oldest';
+  /** Pause running sandboxes nobody used for this long. Default: never. */
+  idlePauseAfterMs?: number;
+  /** How often idle sandboxes are looked for. Default: a quarter of idlePauseAfterMs, at most 60 s. */
+  maintenanceIntervalMs?: number;
+}
+
+/** What reconcile() found. */
+export interface ReconcileReport {
+  /** Stored sandboxes whose status was checked against the runtime. */
+  checked: number;
+  /** Of those, how many changed status. */
+  changed: number;
+  /** Sandboxes the runtime held that no record knew of, now recorded. */
+  adopted: number;
+  /** Containers of deleted sandboxes that were still there, now removed. */
+  removed: number;
+}
+
+/**
+ * A sandbox record written (STARTING, counted against the user's limit) but not brought up
+ * yet, so a request that needs it together with other records can still give it back.
+ */
+export interface SandboxReservation {
+  readonly record: SandboxRecord;
+  /** Brings the sandbox up in the background. Call once, after everything else the request writes is stored. */
+  commit(): void;
+  /** Gives the reservation back: the record becomes a DELETED tombstone and nothing was created in the runtime. Never fails (logs instead). */
+  cancel(): Promise<void>;
+}
+
+export interface SandboxServiceDeps {
+  sandboxes: SandboxStore;
+  /** This installation's identity: sandboxes are labelled with it, and only those are listed and adopted. */
+  installation: InstallationStore;
+  specs: SandboxSpecCatalog;
+  runtime: SandboxRuntime;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  background: BackgroundTasks;
+  options?: SandboxServiceOptions;
+  /** Called once when a sandbox becomes unusable (ERROR, MISSING, deleted). */
+  onSandboxGone?: (userId: string, sandboxId: string, reason: string) => Promise<void>;
+  /** The user's remote_runtime_resource_factor (scales the runtime's limits). Default 1. */
+  resourceFactorOf?: (userId: string) => Promise<number>;
+}
+
+/**
+ * What each sandbox operation can fail with (the compiler holds the implementation to it).
+ *
+ * Acting on a sandbox (pause, resume, delete) reads it first: SandboxNotFound, or
+ * IllegalSandboxTransition when its state forbids the action. The runtime answers
+ * SandboxesUnavailable (engine down) or SandboxRuntimeFailed. Making room for one more
+ * sandbox (start, resume) is SandboxCapReached at the user's limit; with
+ * `atSandboxLimit: 'pause_oldest'` it pauses the user's oldest running sandbox instead, and if
+ * that fails (it was deleted or failed meanwhile, or the runtime refused) the answer is still
+ * SandboxCapReached: the caller never gets an error about another sandbox. (A delete is refused
+ * by the state machine only for a deleted sandbox, which is answered as SandboxNotFound;
+ * IllegalSandboxTransition stays in its list because the state machine's type does not say
+ * which actions it can refuse.)
+ */
+export const SandboxServiceErrors = {
+  start: ['SandboxSpecNotFound', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  reserve: ['SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  get: ['SandboxNotFound', 'StoreUnavailable'],
+  getMany: ['StoreUnavailable'],
+  search: ['StoreUnavailable'],
+  pause: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  resume: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  delete: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  resolveSpec: ['SandboxSpecNotFound', 'StoreUnavailable'],
+  reconcile: ['SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/** The error union of a sandbox operation. */
+export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<(typeof SandboxServiceErrors)[K]>;
+
+export interface SandboxService {
+  /** Creates a sandbox from a spec (the default when absent). Returns at once, STARTING; it comes up in the background. */
+  start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, SandboxServiceError<'start'>>;
+  /** Creates a sandbox from an already resolved spec and returns its record. */
+  startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, SandboxServiceError<'reserve'>>;
+  /**
+   * Like startFromSpec (the runtime must answer, the user's limit applies), but the sandbox
+   * is only brought up on `commit()`; `cancel()` gives it back. For requests that store more
+   * than the sandbox and must store all of it or none of it.
+   */
+  reserve(userId: string, spec: SandboxSpec): ResultAsync<SandboxReservation, SandboxServiceError<'reserve'>>;
+  get(userId: string, id: string): ResultAsync<SandboxInfo, SandboxServiceError<'get'>>;
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxInfo | null)[], SandboxServiceError<'getMany'>>;
+  search(userId: string, page: PageRequest): ResultAsync<Page<SandboxInfo>, SandboxServiceError<'search'>>;
+  pause(userId: string, id: string): ResultAsync<void, SandboxServiceError<'pause'>>;
+  resume(userId: string, id: string): ResultAsync<void, SandboxServiceError<'resume'>>;
+  /**
+   * Deletes the sandbox: the record is DELETED at once (also while the sandbox is still
+   * starting), then its container is removed, now or, if the runtime fails, by retries in the
+   * background and at the next reconcile. Refused only when the runtime cannot be reached.
+   */
+  delete(userId: string, id: string): ResultAsync<void, SandboxServiceError<'delete'>>;
+  /** The spec to use: by id, or the catalog default. */
+  resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, SandboxServiceError<'resolveSpec'>>;
+  /** The catalog's default spec. */
+  defaultSpec(): ResultAsync<SandboxSpec, StoreFailure>;
+  /** An ad-hoc spec for an image (from `sandbox_base_container_image`), based on the default spec. */
+  specForImage(image: string): ResultAsync<SandboxSpec, StoreFailure>;
+  /**
+   * Resolves when the sandbox has settled (RUNNING, PAUSED, ERROR, MISSING or deleted),
+   * waiting for start-up in progress. Null when it does not exist for this user. `onProgress`
+   * hears what a slow start-up is doing meanwhile (e.g. building the image).
+   */
+  whenSettled(userId: string, id: string, onProgress?: (detail: string) => void): Promise<SandboxRecord | null>;
+  /**
+   * Stored records of these sandboxes, each refreshed from the runtime first (so a
+   * sandbox that died is seen, and its conversations stopped). Missing ids are left out.
+   */
+  liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, StoreFailure>;
+  /** Pauses the sandbox unless another conversation still needs it; never fails (logs instead). */
+  pauseIfUnused(userId: string, id: string, stillNeeded: boolean): Promise<void>;
+  /** Notes that a sandbox is in use, so idle pausing leaves it alone. */
+  touch(sandboxId: string): void;
+  /**
+   * Brings the records in line with the runtime, e.g. after a restart: each stored
+   * sandbox gets the status its container has now (RUNNING, PAUSED, ERROR with the
+   * reason, MISSING), and sandboxes the runtime holds without a record are adopted.
+   */
+  reconcile(): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>>;
+  /** Pauses running sandboxes idle longer than idlePauseAfterMs; resolves to how many. */
+  pauseIdle(): Promise<number>;
+  /** Stops the maintenance timer. */
+  stop(): void;
+}
