@@ -5,6 +5,7 @@ import {
   describeEventStoreContract,
   describeIdGeneratorContract,
   describeInstallationStoreContract,
+  describeLlmClientContract,
   describeSandboxRuntimeContract,
   describeSandboxSpecCatalogContract,
   describeSandboxStoreContract,
@@ -19,6 +20,7 @@ import {
   MemorySandboxStore,
   MemorySettingsStore,
   MemoryStartTaskStore,
+  ScriptedLlm,
   StaticSandboxSpecCatalog,
 } from '@acs/adapter-memory';
 import { playSpawnContractPrograms } from './spawn-contract-programs.js';
@@ -46,3 +48,19 @@ describeSandboxRuntimeContract('fake (slow start)', () => playSpawnContractProgr
 describeClockContract('system', () => systemClock);
 describeClockContract('manual', () => manualClock());
 describeIdGeneratorContract('random', () => randomIdGenerator);
+
+describeLlmClientContract('ScriptedLlm', () => {
+  const llm = new ScriptedLlm();
+  return {
+    client: llm,
+    credentials: { model: 'openai/gpt-4o', api_key: 'sk-contract-key', base_url: null },
+    answerNext: (turn) =>
+      llm.push(
+        'text' in turn
+          ? { content: turn.text }
+          : 'toolCall' in turn
+            ? { tool_calls: [{ name: turn.toolCall.name, arguments: turn.toolCall.arguments }] }
+            : { error: turn.fail, message: turn.fail === 'auth_failed' ? 'the key was refused (401)' : 'no such model on this provider (404)' },
+      ),
+  };
+});

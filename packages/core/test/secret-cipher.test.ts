@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createAesGcmCipher, keyFingerprint, parseSecretKey } from '../src/index.js';
+import { describeSecretCipherContract } from '../src/testing/index.js';
 
 const keyA = randomBytes(32);
 const keyB = randomBytes(32);
@@ -69,3 +70,8 @@ describe('AES-256-GCM secret cipher', () => {
     expect(keyFingerprint(keyA)).not.toBe(keyFingerprint(keyB));
   });
 });
+
+describeSecretCipherContract('AES-256-GCM', () => ({
+  cipher: createAesGcmCipher({ keys: { a: keyA }, currentKeyId: 'a' }),
+  stranger: createAesGcmCipher({ keys: { b: keyB }, currentKeyId: 'b' }),
+}));

@@ -33,3 +33,6 @@ export { describeEventStoreContract } from './events.js';
 export { describeInstallationStoreContract, type InstallationStoreFixture } from './installation.js';
 export { describeSandboxShellContract } from './shell.js';
 export { settlesWithin } from './waits.js';
+export { describeSecretCipherContract, type SecretCipherFixture } from './cipher.js';
+export { describeLlmClientContract, type LlmClientFixture, type LlmContractTurn } from './llm.js';
+export { describeMcpConnectorContract, type McpConnectorFixture } from './mcp.js';
