@@ -254,5 +254,3 @@ export function createStartPipeline(kit: ConversationBase & ConversationRecords)
 
   return { prepareWorkspace, runStart, launch, insertConversation, restartConversation, newRecord };
 }
-
-export type StartPipeline = ReturnType<typeof createStartPipeline>;
