@@ -24,11 +24,8 @@
  * Network: 127.0.0.1 only. Numbers, not assertions: nothing here fails on timing.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +39,7 @@ import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
 import { callApi, printTable as printRows } from './report.js';
 import { createAgent, BUILTIN_TOOLS, detectStuck, metricsOf, projectMessages, systemPrompt, Toolset } from '@acs/agent';
+import { completion, startFakeOpenAi } from '@acs/testing';
 
 // ---- configuration ----
 
@@ -533,65 +531,34 @@ function serverTurn(tag: string, k: number): { name: string; args: Record<string
   }
 }
 
-/** A chat-completions server that answers every request at once: step k is the number of assistant messages in the prompt. */
+/** The shared fake chat-completions server (@acs/testing), answering every request at once: step k is the number of assistant messages in the prompt. */
 async function startFakeModel(): Promise<FakeModel> {
   const traces = new Map<string, Trace>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const arrived = performance.now();
-      const reply = (status: number, body: unknown) => {
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      };
-      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) return reply(404, { error: { message: `no route ${req.method} ${req.url}` } });
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: { messages?: { role: string; content: unknown }[] };
-      try {
-        body = JSON.parse(text) as typeof body;
-      } catch {
-        return reply(400, { error: { message: 'the body is not JSON' } });
-      }
-      const messages = body.messages ?? [];
-      const firstUser = messages.find((m) => m.role === 'user')?.content;
-      const tag = typeof firstUser === 'string' ? /bench conversation ([\w-]+)/.exec(firstUser)?.[1] : undefined;
-      if (!tag) return reply(400, { error: { message: 'no benchmark conversation tag in the first user message' } });
-      const k = messages.filter((m) => m.role === 'assistant').length;
-      let trace = traces.get(tag);
-      if (!trace) traces.set(tag, (trace = { arrivals: [], finishedAt: null }));
-      trace.arrivals.push(arrived);
-      const turn = serverTurn(tag, k);
-      if (turn.name === 'finish') trace.finishedAt = arrived;
-      reply(200, {
+  const fake = await startFakeOpenAi({ keepRequests: false });
+  fake.script((request) => {
+    const arrived = performance.now();
+    const firstUser = request.body.messages?.find((m) => m.role === 'user')?.content;
+    const tag = typeof firstUser === 'string' ? /bench conversation ([\w-]+)/.exec(firstUser)?.[1] : undefined;
+    if (!tag) return { status: 400, body: { error: { message: 'no benchmark conversation tag in the first user message' } } };
+    const k = request.turn;
+    let trace = traces.get(tag);
+    if (!trace) traces.set(tag, (trace = { arrivals: [], finishedAt: null }));
+    trace.arrivals.push(arrived);
+    const turn = serverTurn(tag, k);
+    if (turn.name === 'finish') trace.finishedAt = arrived;
+    const promptTokens = Math.ceil(request.text.length / 4);
+    return {
+      status: 200,
+      body: completion({
         id: `chatcmpl-${tag}-${k}`,
-        object: 'chat.completion',
-        created: Math.floor(Date.now() / 1000),
         model: 'bench-model',
-        choices: [
-          {
-            index: 0,
-            message: { role: 'assistant', content: null, tool_calls: [{ id: `call_${tag}_${k}`, type: 'function', function: { name: turn.name, arguments: JSON.stringify(turn.args) } }] },
-            finish_reason: 'tool_calls',
-          },
-        ],
-        usage: { prompt_tokens: Math.ceil(text.length / 4), completion_tokens: 30, total_tokens: Math.ceil(text.length / 4) + 30 },
-      });
-    });
+        content: null,
+        tool_calls: [{ id: `call_${tag}_${k}`, type: 'function', function: { name: turn.name, arguments: JSON.stringify(turn.args) } }],
+        usage: { prompt_tokens: promptTokens, completion_tokens: 30, total_tokens: promptTokens + 30 },
+      }),
+    };
   });
-  server.keepAliveTimeout = 30_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    traces,
-    close: async () => {
-      const closed = once(server, 'close');
-      server.close();
-      server.closeAllConnections();
-      await closed;
-    },
-  };
+  return { baseUrl: fake.baseUrl, traces, close: () => fake.close() };
 }
 
 // ---- the child process ----

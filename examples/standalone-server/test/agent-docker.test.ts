@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import type { AppConversation, ConversationEvent, EventPage, MessageEvent } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from '@acs/testing';
 import { call, freshDataDir, startServer, type Running, body, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -46,14 +46,14 @@ beforeAll(async () => {
       () => ({ content: 'It printed "hello from the agent", as the tool output showed.' }),
     ];
     const step = steps[turn];
-    return step ? { status: 200, body: completion(turn, step()), headers: cost } : { status: 400, body: errorBody(`hello has no turn ${turn}`, 'invalid_request_error') };
+    return step ? { status: 200, body: scriptedCompletion(turn, step()), headers: cost } : { status: 400, body: errorBody(`hello has no turn ${turn}`, 'invalid_request_error') };
   });
 
   // A command that outlives the server; after the restart, finish.
   llm.script('crash', (turn) =>
     turn === 0
-      ? { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })] }) }
-      : { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on after the restart.' })] }) },
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })] }) }
+      : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on after the restart.' })] }) },
   );
 
   // A provider that refuses the key and, like some do, echoes it back in the error.

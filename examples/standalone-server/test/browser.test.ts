@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
 import { body, call, startServer, waitFor, type Running } from './process.js';
 
 const KEY = 'browser-test-key-0123456789abcdef';
@@ -50,8 +50,8 @@ beforeAll(async () => {
   llm = await startFakeOpenAi();
   llm.script('page', (turn) =>
     turn === 0
-      ? { status: 200, body: completion(turn, { content: 'Running it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo from-the-sandbox' })] }) }
-      : { status: 200, body: completion(turn, { content: `reply ${turn}` }) },
+      ? { status: 200, body: scriptedCompletion(turn, { content: 'Running it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo from-the-sandbox' })] }) }
+      : { status: 200, body: scriptedCompletion(turn, { content: `reply ${turn}` }) },
   );
   const ui = mkdtempSync(join(tmpdir(), 'acs-test-ui-'));
   writeFileSync(join(ui, 'index.html'), PAGE);

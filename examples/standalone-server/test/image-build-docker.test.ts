@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { StartTask } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completion, startFakeOpenAi, toolCall, marker, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, startFakeOpenAi, toolCall, marker, type FakeOpenAi } from '@acs/testing';
 import { body, call, startServer, waitFor, waitForOutput } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -25,8 +25,8 @@ beforeAll(async () => {
   llm = await startFakeOpenAi();
   llm.script('image', (turn) =>
     turn === 0
-      ? { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_1', 'execute_bash', { command: 'cat /etc/debian_version && git --version' })] }) }
-      : { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_2', 'finish', { message: 'The sandbox answers.' })] }) },
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_1', 'execute_bash', { command: 'cat /etc/debian_version && git --version' })] }) }
+      : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_2', 'finish', { message: 'The sandbox answers.' })] }) },
   );
 });
 

@@ -11,7 +11,7 @@ import type { AppConversation, ConversationEvent, EventPage } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startShttpServer, startSseServer, type TestHttpServer } from '../../../packages/adapter-mcp/test/servers.js';
-import { completion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
 import { body, call, startServer, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -77,7 +77,7 @@ beforeAll(async () => {
       toolCall('call_whoami_again', 'sandbox__whoami', {}),
     ];
     const next = calls[turn];
-    return { status: 200, body: completion(turn, next ? { tool_calls: [next] } : { tool_calls: [toolCall('call_finish', 'finish', { message: 'Used the MCP tools.' })] }) };
+    return { status: 200, body: scriptedCompletion(turn, next ? { tool_calls: [next] } : { tool_calls: [toolCall('call_finish', 'finish', { message: 'Used the MCP tools.' })] }) };
   });
 });
 

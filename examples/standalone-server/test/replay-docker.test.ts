@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import type { AppConversation, ConversationEvent, EventPage } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
 import { call, startServer, type Running, body } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
     const first = turn <= 1; // the replayed call is one assistant message already
     return {
       status: 200,
-      body: completion(
+      body: scriptedCompletion(
         turn,
         first
           ? { content: 'Appending the model’s line.', tool_calls: [toolCall('call_model_1', 'execute_bash', { command: 'echo "model line" >> /workspace/log.txt' })] }

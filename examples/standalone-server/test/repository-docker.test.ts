@@ -8,7 +8,7 @@ import type { AppConversation, EventPage, StartTask } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitServer, makeRepository } from '../../../packages/adapter-docker/test/git-server.js';
-import { completion, marker, startFakeOpenAi, textOf, toolCall, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, textOf, toolCall, type FakeOpenAi } from '@acs/testing';
 import { call, startServer, type Running, body, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -29,12 +29,12 @@ beforeAll(async () => {
     turn === 0
       ? {
           status: 200,
-          body: completion(turn, {
+          body: scriptedCompletion(turn, {
             content: null,
             tool_calls: [toolCall('call_fetch', 'execute_bash', { command: 'git fetch origin && git rev-parse --abbrev-ref HEAD && git config user.name && cat .git/config' })],
           }),
         }
-      : { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'On feature, fetched.' })] }) },
+      : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'On feature, fetched.' })] }) },
   );
 });
 

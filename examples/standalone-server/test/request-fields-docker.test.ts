@@ -11,7 +11,7 @@ import type { AppConversation, ConversationEvent, EventPage } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitServer, makeRepository } from '../../../packages/adapter-docker/test/git-server.js';
-import { completion, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from '@acs/testing';
 import { call, startServer, type Running, body, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -46,7 +46,7 @@ beforeAll(async () => {
   makeRepository(git.root);
   // Every conversation here finishes on its first call: what matters is what that call was sent.
   for (const name of SCRIPTS) {
-    llm.script(name, (turn) => ({ status: 200, body: completion(turn, { content: null, tool_calls: [toolCall(`call_finish_${name}_${turn}`, 'finish', { message: `${name} done.` })] }) }));
+    llm.script(name, (turn) => ({ status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${name}_${turn}`, 'finish', { message: `${name} done.` })] }) }));
   }
 });
 

@@ -6,7 +6,7 @@
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { completion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from './fake-openai-server.js';
+import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
 import { body, call, startServer, waitFor, type Running } from './process.js';
 
 const KEY_A = 'ui-protocol-alice-key-0123456789';
@@ -22,21 +22,21 @@ type V1 = Record<string, unknown> & { id: string; kind: string };
 beforeAll(async () => {
   llm = await startFakeOpenAi();
   llm.script('basic', (turn) => {
-    if (turn === 0) return { status: 200, body: completion(turn, { content: 'Let me run it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo hi' })] }) };
-    if (turn === 1) return { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_finish', 'finish', { message: 'done first' })] }) };
-    return { status: 200, body: completion(turn, { content: `answer ${turn}` }) };
+    if (turn === 0) return { status: 200, body: scriptedCompletion(turn, { content: 'Let me run it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo hi' })] }) };
+    if (turn === 1) return { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_finish', 'finish', { message: 'done first' })] }) };
+    return { status: 200, body: scriptedCompletion(turn, { content: `answer ${turn}` }) };
   });
   llm.script('slow', (turn) =>
     turn === 0
-      ? { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_think', 'think', { thought: 'slowly' })] }), delayMs: 600_000 }
-      : { status: 200, body: completion(turn, { content: 'after the pause' }) },
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_think', 'think', { thought: 'slowly' })] }), delayMs: 600_000 }
+      : { status: 200, body: scriptedCompletion(turn, { content: 'after the pause' }) },
   );
   llm.script('confirm', (turn) =>
     turn === 0
-      ? { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_risky', 'execute_bash', { command: 'echo accepted' })] }) }
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_risky', 'execute_bash', { command: 'echo accepted' })] }) }
       : turn === 1
-        ? { status: 200, body: completion(turn, { content: null, tool_calls: [toolCall('call_again', 'execute_bash', { command: 'echo rejected' })] }) }
-        : { status: 200, body: completion(turn, { content: `answer ${turn}` }) },
+        ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_again', 'execute_bash', { command: 'echo rejected' })] }) }
+        : { status: 200, body: scriptedCompletion(turn, { content: `answer ${turn}` }) },
   );
   server = await startServer({ SESSION_API_KEY: KEY_A, ACS_API_KEYS: `bob:${KEY_B}`, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake', ACS_MAX_RUNNING_SANDBOXES: '100' }, { lifetime: 'file' });
   for (const key of [KEY_A, KEY_B]) {

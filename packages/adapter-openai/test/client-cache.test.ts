@@ -2,7 +2,7 @@ import type { LlmRequest } from '@acs/core';
 import type * as OpenAiModule from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createOpenAiLlmClient } from '../src/index.js';
-import { completion, startFakeLlm, type FakeLlm } from './fake-llm.js';
+import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 
 // Count the SDK clients the adapter constructs.
 const sdk = vi.hoisted(() => ({ constructed: 0 }));
@@ -17,9 +17,9 @@ vi.mock('openai', async (importOriginal) => {
   return { ...actual, default: CountingOpenAI, OpenAI: CountingOpenAI };
 });
 
-let fake: FakeLlm;
+let fake: FakeOpenAi;
 beforeAll(async () => {
-  fake = await startFakeLlm();
+  fake = await startFakeOpenAi();
   fake.script([{ status: 200, body: completion() }]);
 });
 afterAll(async () => {

@@ -1,14 +1,14 @@
 import type { LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolDefinition } from '@acs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiLlmClient, PLACEHOLDER_API_KEY, type OpenAiLlmClientOptions } from '../src/index.js';
-import { closedPort, completion, errorBody, startFakeLlm, type FakeLlm } from './fake-llm.js';
+import { closedPort, completion, errorBody, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 
 const KEY = 'sk-test-0123456789abcdefSECRET';
 const FAST: OpenAiLlmClientOptions = { maxRetries: 2, initialBackoffMs: 10, maxBackoffMs: 50, timeoutMs: 5_000 };
 
-let fake: FakeLlm;
+let fake: FakeOpenAi;
 beforeAll(async () => {
-  fake = await startFakeLlm();
+  fake = await startFakeOpenAi();
 });
 afterAll(async () => {
   await fake.close();

@@ -1,10 +1,10 @@
 import { describeLlmClientContract } from '@acs/core/testing';
 import { createOpenAiLlmClient } from '../src/index.js';
-import { completion, errorBody, startFakeLlm } from './fake-llm.js';
+import { completion, errorBody, startFakeOpenAi } from '@acs/testing';
 
 // The LlmClient contract over real HTTP: the fake OpenAI-compatible server answers as a provider would.
 describeLlmClientContract('OpenAI-compatible client', async () => {
-  const fake = await startFakeLlm();
+  const fake = await startFakeOpenAi();
   return {
     client: createOpenAiLlmClient({ maxRetries: 0, timeoutMs: 60_000 }),
     credentials: { model: 'openai/gpt-4o', api_key: 'sk-contract-key-0123456789', base_url: fake.baseUrl },

@@ -1,0 +1,234 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** The parts of a chat message the tests look at. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content?: string | { type: string; text?: string }[] | null;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
+/** A chat-completions request body, as far as the tests read it (everything else is kept too). */
+export interface ChatRequestBody extends Record<string, unknown> {
+  model?: string;
+  messages?: ChatMessage[];
+  tools?: { type: string; function: { name: string } }[];
+}
+
+/** One request the server received. */
+export interface FakeOpenAiRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: ChatRequestBody;
+  /** The body as it arrived. */
+  text: string;
+  /** The script name found in the first user message (`[script:<name>]`); null when there is none. */
+  marker: string | null;
+  /** Assistant messages already in the request: 0 for the first call of a conversation. */
+  turn: number;
+  /** Date.now() when it arrived. */
+  at: number;
+}
+
+export type FakeOpenAiReply =
+  | {
+      status: number;
+      /** JSON, or a string sent as text/html (a proxy's error page). */
+      body: unknown;
+      headers?: Record<string, string>;
+      /** Answer only after this long (a slow model); nothing is sent if the client has gone meanwhile. */
+      delayMs?: number;
+    }
+  /** Never answer (the socket stays open until the client gives up or the server closes). */
+  | 'hang'
+  /** Send the headers and half a body, then drop the connection. */
+  | 'drop';
+
+/** Answers every request not claimed by a marker script; `index` counts the requests since the last `script`. */
+export type FakeOpenAiHandler = (request: FakeOpenAiRequest, index: number) => FakeOpenAiReply;
+/** Answers the requests of one conversation (by its marker), given the turn. */
+export type FakeOpenAiScript = (turn: number, request: FakeOpenAiRequest) => FakeOpenAiReply;
+
+export interface FakeOpenAi {
+  /** `http://127.0.0.1:<port>/v1`, for `llm_base_url`. */
+  baseUrl: string;
+  /** `http://127.0.0.1:<port>` */
+  root: string;
+  /** Every request, in arrival order (empty when started with `keepRequests: false`). */
+  readonly requests: FakeOpenAiRequest[];
+  /** The requests of one marker script, in arrival order. */
+  requestsFor(marker: string): FakeOpenAiRequest[];
+  /** Every request (and forgets those seen so far): one handler, or replies used in order, the last one repeating. */
+  script(handler: FakeOpenAiHandler | readonly FakeOpenAiReply[]): void;
+  /** The conversations whose first user message holds `[script:<marker>]` are answered by this script. */
+  script(marker: string, script: FakeOpenAiScript): void;
+  close(): Promise<void>;
+}
+
+export interface FakeOpenAiOptions {
+  /** Keep every request for inspection. Default true; a benchmark sending thousands turns it off. */
+  keepRequests?: boolean;
+}
+
+/** The text of a message's content (string or text parts). */
+export const textOf = (content: ChatMessage['content']): string =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p.text ?? '').join('') : '';
+
+/** What the marker of a conversation looks like in its first message. */
+export const marker = (name: string) => `[script:${name}]`;
+
+const MARKER = /\[script:([A-Za-z0-9_-]+)\]/;
+
+export const toolCall = (id: string, name: string, args: Record<string, unknown>) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: JSON.stringify(args) },
+});
+
+/** A chat completion as OpenAI sends it; by default the text "Hello!" with 1,000 prompt and 100 completion tokens. */
+export const completion = (
+  overrides: { content?: string | null; tool_calls?: unknown[]; finish_reason?: string; usage?: unknown; model?: string; id?: string } = {},
+) => ({
+  id: overrides.id ?? 'chatcmpl-123',
+  object: 'chat.completion',
+  created: 1_700_000_000,
+  model: overrides.model ?? 'gpt-4o-2024-08-06',
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: overrides.content === undefined ? 'Hello!' : overrides.content, ...(overrides.tool_calls ? { tool_calls: overrides.tool_calls } : {}) },
+      finish_reason: overrides.finish_reason ?? (overrides.tool_calls ? 'tool_calls' : 'stop'),
+    },
+  ],
+  ...(overrides.usage === null ? {} : { usage: overrides.usage ?? { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 } }),
+});
+
+/** A scripted turn's completion: text or tool calls, a fresh id, usage `prompt_tokens` = 100 + turn and `completion_tokens` = 10. */
+export const scriptedCompletion = (turn: number, answer: { content?: string | null; tool_calls?: unknown[] }) =>
+  completion({
+    id: `chatcmpl-scripted-${turn}-${Math.random().toString(36).slice(2, 10)}`,
+    model: 'scripted-model',
+    content: answer.content ?? null,
+    ...(answer.tool_calls ? { tool_calls: answer.tool_calls } : {}),
+    usage: { prompt_tokens: 100 + turn, completion_tokens: 10, total_tokens: 110 + turn },
+  });
+
+export const errorBody = (message: string, type: string | null, code: string | null = null) => ({ error: { message, type, param: null, code } });
+
+/**
+ * A real HTTP server on 127.0.0.1 speaking `POST /v1/chat/completions`, scripted per test: a
+ * handler for every request, or a script per conversation (a chat-completions request carries
+ * no conversation id, so a conversation is known by the marker in its first user message, and
+ * a script is given the turn, so a retried request gets the same answer). A request that no
+ * script claims and no handler answers gets 400 saying so, so a test fails loudly.
+ */
+export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
+  const requests: FakeOpenAiRequest[] = [];
+  const scripts = new Map<string, FakeOpenAiScript>();
+  let handler: FakeOpenAiHandler | null = null;
+  let handled = 0;
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const send = (reply: FakeOpenAiReply) => {
+        if (reply === 'hang') return;
+        if (reply === 'drop') {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+          res.write('{"id":"chatcmpl-1","choices":[');
+          setTimeout(() => res.destroy(), 20);
+          return;
+        }
+        const write = () => {
+          if (res.destroyed || res.writableEnded) return;
+          const isText = typeof reply.body === 'string';
+          res.writeHead(reply.status, { 'content-type': isText ? 'text/html' : 'application/json', ...reply.headers });
+          res.end(isText ? (reply.body as string) : JSON.stringify(reply.body));
+        };
+        if (reply.delayMs) setTimeout(write, reply.delayMs).unref();
+        else write();
+      };
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: ChatRequestBody;
+      try {
+        body = text ? (JSON.parse(text) as ChatRequestBody) : {};
+      } catch {
+        body = { unparsable: text };
+      }
+      const messages = Array.isArray(body.messages) ? body.messages : [];
+      const firstUser = messages.find((m) => m.role === 'user');
+      const name = firstUser ? (MARKER.exec(textOf(firstUser.content))?.[1] ?? null) : null;
+      const request: FakeOpenAiRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        text,
+        marker: name,
+        turn: messages.filter((m) => m.role === 'assistant').length,
+        at: Date.now(),
+      };
+      if (options.keepRequests !== false) requests.push(request);
+      if (req.method !== 'POST' || !req.url?.endsWith('/v1/chat/completions')) {
+        send({ status: 404, body: errorBody(`no route ${req.method} ${req.url}`, 'invalid_request_error') });
+        return;
+      }
+      if ('unparsable' in body) {
+        send({ status: 400, body: errorBody('the body is not JSON', 'invalid_request_error') });
+        return;
+      }
+      const script = name === null ? undefined : scripts.get(name);
+      try {
+        if (script) send(script(request.turn, request));
+        else if (handler) send(handler(request, handled++));
+        else send({ status: 400, body: errorBody(`the fake server has no script ${String(name)}`, 'invalid_request_error') });
+      } catch (error) {
+        send({ status: 400, body: errorBody(`script ${String(name)} failed: ${String(error)}`, 'invalid_request_error') });
+      }
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const root = `http://127.0.0.1:${port}`;
+
+  function script(first: string | FakeOpenAiHandler | readonly FakeOpenAiReply[], named?: FakeOpenAiScript): void {
+    if (typeof first === 'string') {
+      if (!named) throw new Error('script(marker, script) needs the script');
+      scripts.set(first, named);
+      return;
+    }
+    requests.length = 0;
+    handled = 0;
+    if (typeof first === 'function') handler = first;
+    else {
+      const replies = first;
+      handler = (_request, index) => replies[Math.min(index, replies.length - 1)]!;
+    }
+  }
+
+  return {
+    baseUrl: `${root}/v1`,
+    root,
+    requests,
+    requestsFor: (name) => requests.filter((r) => r.marker === name),
+    script,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port on 127.0.0.1 where nothing listens (bound, then closed). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
