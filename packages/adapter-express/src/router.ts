@@ -1,7 +1,8 @@
-// Why this file is over 400 lines: it is the one place where the route table meets Express
-// (auth, body limits, validation, error mapping, method and OPTIONS answers) plus the SSE event
-// stream, whose backpressure and shutdown handling needs the same request plumbing. The stream is
-// the next part to move into a file of its own.
+// Why this file is over 400 lines: it is the one place where the route table meets Express:
+// callers (keys, cookies, conversation keys), body limits and JSON depth, validation of every
+// part, error mapping, method and OPTIONS answers, sign-in redirects and the live channels'
+// attach. Each is short; together they are one request pipeline. The SSE streams are in
+// event-stream.ts.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { findUnstorableText, normalizeId, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
 import { silentLogger, type Logger } from '@acs/core/ports';
@@ -15,7 +16,8 @@ import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { jsonDepthExceeds } from './json-depth.js';
 import { attachRealtime, type RealtimeChannels } from './realtime/attach.js';
-import { notFoundOf, toExpressPath, type RouteDefinition, type SseMessage, type StreamRouteDefinition } from './route.js';
+import { notFoundOf, toExpressPath, type RouteDefinition } from './route.js';
+import { createEventStreams } from './event-stream.js';
 import { buildRoutes } from './routes.js';
 import { defaultRouteContext } from './route-context.js';
 
@@ -115,15 +117,13 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       models: () => options.models?.() ?? [],
     }),
   );
-  /** The open event streams, each ended by its function. */
-  const openStreams = new Set<() => void>();
-  options.shutdownSignal?.addEventListener(
-    'abort',
-    () => {
-      for (const end of [...openStreams]) end();
-    },
-    { once: true },
-  );
+  const eventStreams = createEventStreams({
+    logger,
+    heartbeatMs,
+    maxBufferedBytes,
+    ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
+    onBackendFailure: (req, route, error) => logBackendFailure(req, route, error),
+  });
   let document: OpenApiDocument | undefined;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
   const maxJsonDepth = options.maxJsonDepth ?? 64;
@@ -349,7 +349,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           }
         }
         if (route.stream) {
-          openEventStream(route, input, req, res, next);
+          eventStreams.open(route, input, req, res, next);
           return;
         }
         route
@@ -379,116 +379,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     else if (error.type === 'SandboxesUnavailable') logger.warn(where, 'sandbox runtime unavailable');
   }
 
-  /**
-   * Opens the route's source; its messages are held until it is open, so a refusal is
-   * still a JSON error. Then switches to text/event-stream, writes what was held and
-   * follows; the source is closed when the client goes away.
-   */
-  function openEventStream(route: StreamRouteDefinition, input: Parameters<StreamRouteDefinition['stream']>[0], req: Request, res: Response, next: NextFunction) {
-    if (options.shutdownSignal?.aborted) {
-      res.set('Retry-After', '1');
-      sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
-      return;
-    }
-    const started = performance.now();
-    let held: SseMessage[] | null = [];
-    let gone = false;
-    let sent = 0;
-    let heartbeat: NodeJS.Timeout | undefined;
-    let close: (() => void) | undefined;
-
-    const end = () => {
-      if (gone) return;
-      gone = true;
-      openStreams.delete(end);
-      clearInterval(heartbeat);
-      close?.();
-      if (!res.writableEnded && !res.destroyed) res.end();
-    };
-    openStreams.add(end);
-    const write = (chunk: string) => {
-      if (gone || res.writableEnded || res.destroyed) return;
-      res.write(chunk);
-      // A compression middleware (e.g. `compression`) buffers unless told to flush.
-      (res as Response & { flush?: () => void }).flush?.();
-      // A client that stopped reading: stop buffering for it; it resumes from its last id.
-      if (res.writableLength > maxBufferedBytes) {
-        logger.warn({ path: req.baseUrl + req.path, user: input.userId, buffered: res.writableLength }, 'event stream client is not reading; closing the stream');
-        end();
-      }
-    };
-    const send = (message: SseMessage) => {
-      if (gone) return;
-      if (held) held.push(message);
-      else {
-        sent++;
-        write(formatSse(message));
-      }
-    };
-    res.on('close', () => {
-      const wasOpen = held === null;
-      end();
-      if (wasOpen) logger.info({ path: req.baseUrl + req.path, user: input.userId, events: sent, ms: Math.round(performance.now() - started) }, 'event stream closed');
-    });
-    res.on('error', (error: unknown) => {
-      logger.warn({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream write failed');
-      end();
-    });
-
-    route
-      .stream(input, send, () => {
-        // Flush what the replay held, then finish: the client sees a clean end, not a cut.
-        if (held) {
-          const replay = held;
-          held = null;
-          if (res.headersSent) write(replay.map(formatSse).join(''));
-        }
-        end();
-      })
-      .match(
-        (handle) => {
-          close = () => handle.close();
-          if (gone) {
-            // The client left while the source was opening.
-            handle.close();
-            return;
-          }
-          res.writeHead(200, {
-            'Content-Type': 'text/event-stream',
-            'Cache-Control': 'no-cache',
-            'X-Accel-Buffering': 'no',
-          });
-          res.flushHeaders();
-          if (req.method === 'HEAD') {
-            end();
-            return;
-          }
-          const replay = held ?? [];
-          held = null;
-          sent += replay.length;
-          if (replay.length > 0) write(replay.map(formatSse).join(''));
-          heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
-          heartbeat.unref();
-        },
-        (error) => {
-          held = null;
-          logBackendFailure(req, route, error);
-          if (!gone) sendDomainError(res, error);
-        },
-      )
-      .catch((error: unknown) => {
-        if (res.headersSent) {
-          logger.error({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream failed');
-          end();
-        } else next(error);
-      });
-  }
 }
 
-/** One SSE message; JSON never contains a raw line break, so `data` is one line. */
-function formatSse(message: SseMessage): string {
-  return `id: ${String(message.id)}\nevent: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
-}
 
 /** The declared headers of a request, by their declared names; an empty header counts as absent. */
 function headersOf(req: Request, schema: z.ZodType): Record<string, string | undefined> {
