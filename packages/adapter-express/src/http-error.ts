@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { match } from 'ts-pattern';
-import { explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type FieldIssue } from '@acs/core';
+import { explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
 import { z } from 'zod';
 
 /**
@@ -69,23 +69,12 @@ export function sendError(res: Response, status: number, code: string, message: 
   res.status(status).json(body);
 }
 
-/**
- * Core explains errors in domain words; over HTTP some of them also say which route helps
- * (routes are this adapter's, so core never names them).
- */
-const ROUTE_HINTS: Partial<Record<DomainErrorCode, { replace: string; with: string }>> = {
-  SETTINGS_NOT_FOUND: { replace: 'store them first', with: 'store them with POST /api/settings' },
-  SETTINGS_REQUIRED: { replace: 'before starting', with: 'with POST /api/settings before starting' },
-  LLM_MODEL_REQUIRED: { replace: 'set one before', with: 'set one with POST /api/settings before' },
-  LLM_API_KEY_REQUIRED: { replace: 'set one before', with: 'set one with POST /api/settings before' },
-  SANDBOX_SPEC_NOT_FOUND: { replace: 'list the available specs', with: 'list the available specs with GET /api/v1/sandbox-specs/search' },
-};
+/** Core explains errors in domain words; over HTTP they also say which route helps (routes are this adapter's). */
+const ROUTE_HINTS: ErrorHints = { storeSettings: 'POST /api/settings', listSandboxSpecs: 'GET /api/v1/sandbox-specs/search' };
 
 /** The code and message a client gets for a domain error. */
 export function explainHttpError(error: DomainError): { code: DomainErrorCode; message: string } {
-  const { code, message } = explainDomainError(error);
-  const hint = ROUTE_HINTS[code];
-  return { code, message: hint ? message.replace(hint.replace, hint.with) : message };
+  return explainDomainError(error, ROUTE_HINTS);
 }
 
 export function sendDomainError(res: Response, error: DomainError): void {

@@ -87,30 +87,42 @@ export interface ExplainedDomainError {
 }
 
 /**
- * Stable machine code and a human sentence for every domain error. The sentence speaks of the
- * domain, never of a transport: an adapter that has routes adds where to go (adapter-express
- * names `POST /api/settings`, for one).
+ * Where a client does what an error asks of it, in the words of the adapter that serves it
+ * (adapter-express: `POST /api/settings`). Core names no route; without these the sentences
+ * say what to do, not where.
  */
-export function explainDomainError(error: DomainError): ExplainedDomainError {
+export interface ErrorHints {
+  /** Where settings are stored. */
+  storeSettings?: string;
+  /** Where the sandbox specs are listed. */
+  listSandboxSpecs?: string;
+}
+
+/**
+ * Stable machine code and a human sentence for every domain error. The sentence speaks of the
+ * domain, never of a transport; `hints` add where to go.
+ */
+export function explainDomainError(error: DomainError, hints: ErrorHints = {}): ExplainedDomainError {
+  const via = (where: string | undefined) => (where ? ` with ${where}` : '');
   return match<DomainError, ExplainedDomainError>(error)
     .with({ type: 'ValidationFailed' }, (e) => ({ code: 'VALIDATION_FAILED', message: e.message }))
     .with({ type: 'SettingsNotFound' }, () => ({
       code: 'SETTINGS_NOT_FOUND',
-      message: 'No settings are stored for this user yet; store them first.',
+      message: `No settings are stored for this user yet; store them${via(hints.storeSettings) || ' first'}.`,
     }))
     .with({ type: 'SettingsRequired' }, (e) =>
       match<typeof e.missing, ExplainedDomainError>(e.missing)
         .with('settings', () => ({
           code: 'SETTINGS_REQUIRED',
-          message: 'Store settings (at least llm_model and llm_api_key) before starting a conversation.',
+          message: `Store settings (at least llm_model and llm_api_key)${via(hints.storeSettings)} before starting a conversation.`,
         }))
         .with('llm_model', () => ({
           code: 'LLM_MODEL_REQUIRED',
-          message: 'The stored settings have no llm_model; set one before starting a conversation.',
+          message: `The stored settings have no llm_model; set one${via(hints.storeSettings)} before starting a conversation.`,
         }))
         .with('llm_api_key', () => ({
           code: 'LLM_API_KEY_REQUIRED',
-          message: 'The stored settings have no llm_api_key; set one before starting a conversation.',
+          message: `The stored settings have no llm_api_key; set one${via(hints.storeSettings)} before starting a conversation.`,
         }))
         .exhaustive(),
     )
@@ -140,7 +152,7 @@ export function explainDomainError(error: DomainError): ExplainedDomainError {
     }))
     .with({ type: 'SandboxSpecNotFound' }, (e) => ({
       code: 'SANDBOX_SPEC_NOT_FOUND',
-      message: `Sandbox spec ${e.specId} does not exist; list the available specs.`,
+      message: `Sandbox spec ${e.specId} does not exist; list the available specs${via(hints.listSandboxSpecs)}.`,
     }))
     .with({ type: 'IllegalSandboxTransition' }, (e) => ({
       code: 'ILLEGAL_SANDBOX_TRANSITION',
