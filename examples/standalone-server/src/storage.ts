@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { AgentConversationServicePorts } from '@acs/core';
 import { createPostgresStorage } from '@acs/adapter-postgres';
-import { MemoryConversationStore, MemoryEventStore, MemoryInstallationStore, MemorySandboxStore, MemorySettingsStore, MemoryStartTaskStore } from '@acs/adapter-memory';
+import { createMemoryStores } from '@acs/adapter-memory';
 import type { StandaloneConfig } from './config.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { loadCipher } from './secret-key.js';
@@ -27,15 +27,7 @@ export interface Storage {
  */
 export async function openStorage(config: StandaloneConfig, phase: (p: StartPhase) => void): Promise<Storage> {
   if (config.storage.kind === 'memory') {
-    const ports: StoragePorts = {
-      settings: new MemorySettingsStore(),
-      conversations: new MemoryConversationStore(),
-      startTasks: new MemoryStartTaskStore(),
-      events: new MemoryEventStore(),
-      sandboxes: new MemorySandboxStore(),
-      installation: new MemoryInstallationStore(),
-    };
-    return { ports, signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+    return { ports: createMemoryStores(), signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
   }
   let lock: DataDirLock | null = null;
   if (config.storage.kind === 'pglite') {

@@ -38,16 +38,26 @@ export interface MemoryPortsOptions {
   llm?: ScriptedLlmOptions;
 }
 
-/** All ports in memory, with the fake runtime exposed for steering in tests; add the agent (`createAgent()` from `@acs/agent`). */
-export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
+/** The stores the service keeps its records in, all in memory: one installation, nothing survives the process. */
+export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
+
+/** Every store in memory (no runtime, model or spec catalog): for a host that brings those itself. */
+export function createMemoryStores(options: { installationId?: string } = {}): MemoryStores {
   return {
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),
     startTasks: new MemoryStartTaskStore(),
     events: new MemoryEventStore(),
     sandboxes: new MemorySandboxStore(),
-    sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     installation: new MemoryInstallationStore(options.installationId),
+  };
+}
+
+/** All ports in memory, with the fake runtime exposed for steering in tests; add the agent (`createAgent()` from `@acs/agent`). */
+export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
+  return {
+    ...createMemoryStores(options.installationId !== undefined ? { installationId: options.installationId } : {}),
+    sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     runtime: new FakeSandboxRuntime(options.runtime),
     llm: new ScriptedLlm(options.llm),
   };
