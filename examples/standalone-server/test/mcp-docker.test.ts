@@ -5,13 +5,11 @@
  * Needs a Docker engine and the acs-sandbox:bookworm image (like agent-docker.test.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { AppConversation, ConversationEvent, EventPage } from '@acs/core';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startShttpServer, startSseServer, type TestHttpServer } from '../../../packages/adapter-mcp/test/servers.js';
-import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
+import { closedPort, scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi } from '@acs/testing';
 import { body, call, startServer, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -51,15 +49,6 @@ let llm: FakeOpenAi;
 let shttp: TestHttpServer;
 let sse: TestHttpServer;
 let deadUrl: string;
-
-/** A port nothing listens on: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   llm = await startFakeOpenAi();

@@ -1,6 +1,7 @@
 import { describeMcpConnectorContract } from '@acs/core/testing';
 import { createMcpConnector } from '../src/index.js';
-import { closedPort, startShttpServer, startSseServer } from './servers.js';
+import { closedPort } from '@acs/testing';
+import { startShttpServer, startSseServer } from './servers.js';
 
 for (const [transport, start] of [
   ['shttp', startShttpServer],

@@ -1,7 +1,8 @@
 import type { McpConnection, McpServerTarget } from '@acs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpConnector } from '../src/index.js';
-import { closedPort, sleeps, startShttpServer, startSilentServer, startSseServer, type TestHttpServer } from './servers.js';
+import { closedPort } from '@acs/testing';
+import { sleeps, startShttpServer, startSilentServer, startSseServer, type TestHttpServer } from './servers.js';
 
 const KEY = 'sk-test-super-secret-key-123';
 const connector = createMcpConnector({ clientName: 'adapter-mcp-tests' });

@@ -196,11 +196,3 @@ export async function startSilentServer(): Promise<{ url: string; stop: () => Pr
     },
   };
 }
-
-/** A port nothing listens on (bound, then released). */
-export async function closedPort(): Promise<number> {
-  const server = createNetServer();
-  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
