@@ -24,7 +24,6 @@ export function createEngineBase(deps: AgentEngineDeps) {
     defaultToolset: new Toolset(builtinTools),
     defaultMaxIterations: deps.options?.defaultMaxIterations ?? DEFAULT_MAX_ITERATIONS,
     runners,
-    runnerFor: (userId: string, conversationId: string) => runners.runnerFor(userId, conversationId),
   };
 }
 

@@ -22,7 +22,7 @@ import { createStepper } from './step.js';
  */
 export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
   const base = createEngineBase(deps);
-  const { runners, runnerFor, conversations, runtime, clock, logger, background } = base;
+  const { runners, conversations, runtime, clock, logger, background } = base;
   const recording = createRecording(base);
   const { setStatus, release } = recording;
   const actions = createActions({ ...base, ...recording });
@@ -40,7 +40,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
 
     wake: (userId, conversationId) => {
       if (background.closed || shuttingDown) return;
-      const r = runnerFor(userId, conversationId);
+      const r = runners.runnerFor(userId, conversationId);
       if (r.loop) {
         r.wakeRequested = true;
         return;
@@ -86,7 +86,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         // Not running in this process: only a record left "running" by a crash needs changing.
         const record = await conversations.get(userId, conversationId);
         if (record.isOk() && record.value?.execution_status === 'running') {
-          await setStatus(runnerFor(userId, conversationId), 'pause', reason).catch(() => undefined);
+          await setStatus(runners.runnerFor(userId, conversationId), 'pause', reason).catch(() => undefined);
         }
         return;
       }

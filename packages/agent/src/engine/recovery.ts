@@ -7,7 +7,7 @@ import type { Recording } from './recording.js';
 
 /** Recovery after a restart: the log says which conversations were running and which tool calls never got an observation. */
 export function createRecovery(kit: EngineBase & Recording & Actions & Pick<AgentPort, 'wake'>) {
-  const { conversations, runnerFor, append, catchUp, errorEvent, interruptedObservation, wake } = kit;
+  const { conversations, runners, append, catchUp, errorEvent, interruptedObservation, wake } = kit;
 
   /** After a restart: closes the tool calls the crash cut short and resumes the conversations that were running. */
   const recover = (): ResultAsync<RecoveryReport, DomainError> =>
@@ -18,7 +18,7 @@ export function createRecovery(kit: EngineBase & Recording & Actions & Pick<Agen
           (async () => {
             let interrupted = 0;
             for (const record of records) {
-              const r = runnerFor(record.user_id, record.id);
+              const r = runners.runnerFor(record.user_id, record.id);
               if (r.loop) continue;
               await catchUp(r);
               // Waiting for the user: nothing was cut short; a decision recorded just before the stop is acted on now.
