@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Result } from 'neverthrow';
-import { createAgentConversationService, EventLog, toNewEvent, type ConversationEvent, type ConversationEventDraft, type LlmClient, type LlmCredentials, type LlmMessage, type LlmRequest, type NewEvent, type SandboxSpec } from '@acs/core';
+import { createAgentConversationService, EventLog, openSandboxShell, toNewEvent, type ConversationEvent, type ConversationEventDraft, type LlmClient, type LlmCredentials, type LlmMessage, type LlmRequest, type NewEvent, type SandboxSpec } from '@acs/core';
 import { createMemoryPorts, DEFAULT_MEMORY_SPEC, FakeSandboxRuntime, MemoryEventStore, ScriptedLlm, type ScriptedTurn } from '@acs/adapter-memory';
 import { loadConfig } from '../examples/standalone-server/src/config.js';
 import { createStandaloneServer } from '../examples/standalone-server/src/server.js';
@@ -216,7 +216,7 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
     const append = (drafts: ConversationEventDraft[]) => must(store.append(USER, conversationId, drafts.map(toNewEvent)), 'append');
     await append([{ kind: 'message', source: 'user', timestamp: now(), text: 'benchmark task', image_urls: [] }]);
     await append([{ kind: 'status', source: 'environment', timestamp: now(), execution_status: 'running', reason: null }]);
-    const openShell = () => must(runtime.openShell(sandboxId), 'open shell');
+    const openShell = () => must(openSandboxShell(runtime, sandboxId), 'open shell');
     let shell: Awaited<ReturnType<typeof openShell>> | null = null;
     for (;;) {
       const answer = await must(llm.complete({ credentials: CREDENTIALS, messages, tools }), 'model call');

@@ -14,6 +14,8 @@ export interface DockerProcessOptions {
   /** The resolved, absolute directory the process starts in. */
   cwd: string;
   env: Readonly<Record<string, string>>;
+  /** On a terminal: one raw stream, stdout and stderr merged. */
+  tty?: boolean;
 }
 
 /** A process that could not be started; the runtime turns it into a `failed` error. */
@@ -72,11 +74,11 @@ export async function startDockerProcess(options: DockerProcessOptions): Promise
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,
-    Tty: false,
+    Tty: options.tty ?? false,
     WorkingDir: options.cwd,
     Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`),
   });
-  const stream = await exec.start({ hijack: true, stdin: true });
+  const stream = await exec.start({ hijack: true, stdin: true, Tty: options.tty ?? false });
   const spawned = new DockerProcess(options, exec, stream, nonce);
   await spawned.started();
   return spawned;
@@ -151,11 +153,15 @@ class DockerProcess implements SandboxProcess {
           callback();
         },
       });
-    options.docker.modem.demuxStream(
-      stream,
-      sink((chunk) => this.#onStdout(chunk)),
-      sink((chunk) => this.#onStderr(chunk)),
-    );
+    // A terminal's stream is raw (one stream, nothing to take apart).
+    if (options.tty) stream.on('data', (chunk: Buffer) => this.#onStdout(chunk));
+    else {
+      options.docker.modem.demuxStream(
+        stream,
+        sink((chunk) => this.#onStdout(chunk)),
+        sink((chunk) => this.#onStderr(chunk)),
+      );
+    }
     const end = () => void this.#onEnd();
     stream.on('end', end);
     stream.on('close', end);
@@ -236,7 +242,8 @@ class DockerProcess implements SandboxProcess {
       if (seen.length > 256) this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`));
       return;
     }
-    const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)$`).exec(seen.subarray(0, newline).toString('utf8'));
+    // On a terminal the line ends in \r\n.
+    const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)\r?$`).exec(seen.subarray(0, newline).toString('utf8'));
     if (!match) {
       this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`));
       return;

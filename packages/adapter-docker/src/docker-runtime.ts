@@ -1,15 +1,13 @@
 // Why this file is over 400 lines: it is the whole SandboxRuntime port over dockerode (lifecycle,
-// labels and adoption, exec, the archive API for files, spawn), each method short. Issue 14's
-// "the shell once" work moves the persistent shell onto exec/spawn for every runtime; this file
-// then keeps lifecycle, exec, files and spawn only.
+// labels and adoption, exec, the archive API for files, spawn), each method short. The persistent
+// shell is core's (openSandboxShell), built on spawn with a terminal.
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type OpenShellOptions, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SandboxShell, type SpawnRequest } from '@acs/core/ports';
+import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import type { ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
-import { openDockerShell } from './docker-shell.js';
 import { firstTarEntry, tarOneFile } from './tar.js';
 
 export interface DockerResourceLimits {
@@ -345,30 +343,10 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  /** A persistent bash on a TTY in the sandbox (see docker-shell.ts). */
-  openShell(sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
-    return this.#attempt('openShell', async () => {
-      const cwd = await this.#resolve(sandboxId, options.cwd ?? '.');
-      const info = await this.#inspectContainer(sandboxId);
-      if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
-      if (info.State.Paused) throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before opening a shell`);
-      if (!info.State.Running) throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
-      return openDockerShell({
-        container: this.#container(sandboxId),
-        sandboxId,
-        cwd,
-        env: options.env ?? {},
-        ...(options.maxOutputChars !== undefined ? { maxOutputChars: options.maxOutputChars } : {}),
-        writeFile: (path, content) => this.writeFile(sandboxId, path, content),
-        toError: toRuntimeError,
-      });
-    });
-  }
-
   /**
-   * Starts a long-running process over an interactive, non-TTY `docker exec` (see
-   * docker-process.ts): stdin open, stdout and stderr apart, output held until the first
-   * listener is added. The image needs `sh`. A program that does not exist is an error
+   * Starts a long-running process over an interactive `docker exec` (see docker-process.ts):
+   * stdin open, stdout and stderr apart (or, with `tty`, one terminal stream on stdout), output
+   * held until the first listener is added. The image needs `sh`. A program that does not exist is an error
    * (`failed`, "program not found") and nothing runs; one that is not executable likewise
    * ("not an executable file"). `kill()` sends SIGTERM to the process's group and session,
    * then SIGKILL after 2 s, so children go too; `exited` carries the engine's exit code
@@ -382,11 +360,10 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
       if (info.State.Paused) throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
       if (!info.State.Running) throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
-      return startDockerProcess({ docker: this.#docker, container: this.#container(sandboxId), sandboxId, command: request.command, cwd, env: request.env ?? {} }).catch(
-        (error: unknown) => {
-          throw error instanceof ProcessStartFailure ? new RuntimeFailure(error.message) : error;
-        },
-      );
+      const container = this.#container(sandboxId);
+      return startDockerProcess({ docker: this.#docker, container, sandboxId, command: request.command, cwd, env: request.env ?? {}, tty: request.tty ?? false }).catch((error: unknown) => {
+        throw error instanceof ProcessStartFailure ? new RuntimeFailure(error.message) : error;
+      });
     });
   }
 

@@ -10,5 +10,4 @@
  */
 export { connectDocker, createDockerRuntime, MAX_DOCKER_API_VERSION, MIN_DOCKER_API_VERSION, type DockerConnection } from './connect.js';
 export { DockerSandboxRuntime, LABELS, SANDBOX_CAPABILITIES, type DockerResourceLimits, type DockerRuntimeOptions } from './docker-runtime.js';
-export { openDockerShell, type DockerShellOptions } from './docker-shell.js';
 export { commandImageProvider, type SandboxImageProvider } from './image-provider.js';

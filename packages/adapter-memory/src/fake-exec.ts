@@ -8,7 +8,7 @@ export interface FakeExecContext {
   /** The sandbox's files, shared with readFile/writeFile. */
   files: Map<string, Uint8Array>;
   signal: AbortSignal;
-  /** In a shell (openShell): the text sendInput writes while the command runs; it ends when the command is interrupted. Absent for exec. */
+  /** In the persistent shell (fake-bash.ts): the text sendInput writes while the command runs; it ends when the command is interrupted. Absent for exec. */
   input?: AsyncIterable<string>;
 }
 

@@ -1,13 +1,13 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type OpenShellOptions, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SandboxShell, type SpawnRequest } from '@acs/core/ports';
+import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
-import { openFakeShell } from './fake-shell.js';
+import { fakeBash, isInteractiveBash } from './fake-bash.js';
 import type { FakeExecHandler } from './fake-exec.js';
 
 export type { FakeExecContext, FakeExecHandler } from './fake-exec.js';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'openShell' | 'spawn';
+export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'spawn';
 
 
 interface FakeSandbox {
@@ -284,9 +284,11 @@ export class FakeSandboxRuntime implements SandboxRuntime {
 
   /**
    * Starts a process played by the handler registered with onSpawn. A missing sandbox is
-   * `not_found`, one that is not running (paused, starting, crashed) `failed`, as for
-   * openShell; a command no handler matches is `failed` with "program not found" in the
-   * message, and nothing runs. Output is held until the first listener is added.
+   * `not_found`, one that is not running (paused, starting, crashed) `failed`; a command no
+   * handler matches is `failed` with "program not found" in the message, and nothing runs.
+   * The interactive bash of the persistent shell (`bash … -i` on a terminal) is played by a
+   * fake bash over the exec handlers (fake-bash.ts) unless a test registers its own.
+   * Output is held until the first listener is added.
    */
   spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError> {
     return this.#call('spawn', sandboxId, () => {
@@ -294,7 +296,9 @@ export class FakeSandboxRuntime implements SandboxRuntime {
       const program = request.command[0];
       if (program === undefined || program === '') throw new FakeFailure('cannot start a process: the command is empty');
       const cwd = this.#path(box, request.cwd ?? '.');
-      const handler = this.#spawnHandlers.find((h) => h.matches(request.command));
+      const handler =
+        this.#spawnHandlers.find((h) => h.matches(request.command)) ??
+        (request.tty && isInteractiveBash(request.command) ? { handle: this.#fakeBash(box) } : undefined);
       if (!handler) {
         throw new FakeFailure(`cannot start "${program}" in sandbox ${sandboxId}: program not found (fake runtime: no handler for "${request.command.join(' ')}"; register one with onSpawn)`);
       }
@@ -305,18 +309,9 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  /** A shell emulated over the registered exec handlers (fake-shell.ts says what it does and does not do). */
-  openShell(sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
-    return this.#call('openShell', sandboxId, () => {
-      const box = this.#running(sandboxId);
-      const unusable = (): SandboxRuntimeError | null => {
-        if (this.#unavailable !== null) return { type: 'unavailable', message: this.#unavailable };
-        if (this.#sandboxes.get(sandboxId) !== box) return { type: 'not_found', message: `sandbox ${sandboxId} does not exist` };
-        return box.state === 'running' ? null : { type: 'failed', message: `sandbox ${sandboxId} is ${box.state}, not running` };
-      };
-      const handlerFor = (argv: readonly string[]) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null;
-      return openFakeShell({ sandboxId, workingDir: box.request.spec.working_dir, files: box.files, unusable, handlerFor }, options);
-    });
+  /** The bash the persistent shell spawns, played over the exec handlers (fake-bash.ts). */
+  #fakeBash(box: FakeSandbox): FakeSpawnHandler {
+    return fakeBash({ workingDir: box.request.spec.working_dir, handlerFor: (argv) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null });
   }
 
   #running(sandboxId: string): FakeSandbox {

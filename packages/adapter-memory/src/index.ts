@@ -22,7 +22,7 @@ export { MemoryEventStore } from './event-store.js';
 export { MemoryInstallationStore } from './installation-store.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
-export { openFakeShell, type FakeShellHost } from './fake-shell.js';
+export { fakeBash, type FakeBashHost } from './fake-bash.js';
 export { fakeGit } from './fake-git.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecRequest, SandboxRuntimeError } from '@acs/core';
+import { openSandboxShell, type ExecRequest, type SandboxRuntimeError } from '@acs/core';
 import { expectOk, specFixture } from '@acs/core/testing';
 import { FakeSandboxRuntime, type FakeExecContext } from '@acs/adapter-memory';
 
@@ -17,14 +17,14 @@ function expectErr<T>(result: { isErr(): boolean; error?: SandboxRuntimeError; v
   return result.error as SandboxRuntimeError;
 }
 
-describe('FakeSandboxRuntime shell', () => {
+describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
   it('keeps cd and export itself and hands other lines to the handler with that cwd and env', async () => {
     const seen: { request: ExecRequest; cwd: string }[] = [];
     const runtime = (await sandbox()).onExec('bash', (request, context) => {
       seen.push({ request, cwd: context.cwd });
       return { stdout: 'ran\n' };
     });
-    const shell = await expectOk(runtime.openShell('box', { cwd: 'sub', env: { FROM_OPEN: '1' } }));
+    const shell = await expectOk(openSandboxShell(runtime, 'box', { cwd: 'sub', env: { FROM_OPEN: '1' } }));
     expect(await expectOk(shell.run('pwd'))).toEqual({ output: '/workspace/sub\n', exit_code: 0, still_running: false, cwd: '/workspace/sub', spilled_to: null });
     expect(await expectOk(shell.run('cd ../other/dir'))).toMatchObject({ output: '', exit_code: 0, cwd: '/workspace/other/dir' });
     expect(await expectOk(shell.run('export GREETING="hello world" N=2'))).toMatchObject({ exit_code: 0, cwd: '/workspace/other/dir' });
@@ -32,8 +32,8 @@ describe('FakeSandboxRuntime shell', () => {
     expect(await expectOk(shell.run('cd'))).toMatchObject({ cwd: '/workspace' });
     await expectOk(shell.run('cd /tmp && make'));
     expect(seen).toEqual([
-      { request: { command: ['bash', '-c', 'make test'], cwd: '/workspace/other/dir', env: { FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace/other/dir' },
-      { request: { command: ['bash', '-c', 'cd /tmp && make'], cwd: '/workspace', env: { FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace' },
+      { request: { command: ['bash', '-c', 'make test'], cwd: '/workspace/other/dir', env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace/other/dir' },
+      { request: { command: ['bash', '-c', 'cd /tmp && make'], cwd: '/workspace', env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace' },
     ]);
     expect((await expectOk(shell.run('pwd'))).output).toBe('/workspace\n');
     expect(await expectOk(shell.run('export 1BAD=x'))).toMatchObject({ exit_code: 1 });
@@ -41,7 +41,7 @@ describe('FakeSandboxRuntime shell', () => {
 
   it('reports the exit code, stdout then stderr, and 127 for a line no handler takes', async () => {
     const runtime = (await sandbox()).onExec(/^bash -c build/, () => ({ stdout: 'compiling\n', stderr: 'warning: x\n', exit_code: 2 }));
-    const shell = await expectOk(runtime.openShell('box'));
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
     expect(await expectOk(shell.run('build all'))).toEqual({ output: 'compiling\nwarning: x\n', exit_code: 2, still_running: false, cwd: '/workspace', spilled_to: null });
     const unknown = await expectOk(shell.run('frobnicate'));
     expect(unknown.exit_code).toBe(127);
@@ -51,7 +51,7 @@ describe('FakeSandboxRuntime shell', () => {
   it('returns a slow handler as still running, refuses another command, and waits for it', async () => {
     let finish: (value: { stdout: string; exit_code: number }) => void = () => {};
     const runtime = (await sandbox()).onExec(/^bash -c slow/, () => new Promise((resolve) => (finish = resolve))).onExec(/^bash -c quick/, () => ({ stdout: 'q\n' }));
-    const shell = await expectOk(runtime.openShell('box'));
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
     // The handler is held until finish() below: still_running is the shell's own 30 ms timer answering.
     expect(await expectOk(shell.run('slow', { softTimeoutMs: 30 }))).toEqual({ output: '', exit_code: null, still_running: true, cwd: null, spilled_to: null });
     const refused = expectErr(await shell.run('quick'));
@@ -74,7 +74,7 @@ describe('FakeSandboxRuntime shell', () => {
         }),
       );
     });
-    const shell = await expectOk(runtime.openShell('box'));
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
     expect((await expectOk(shell.run('serve', { softTimeoutMs: 10 }))).still_running).toBe(true);
     expect(await expectOk(shell.interrupt())).toEqual({ output: '', exit_code: 130, still_running: false, cwd: '/workspace', spilled_to: null });
     expect(aborted).toBe(true);
@@ -92,7 +92,7 @@ describe('FakeSandboxRuntime shell', () => {
       }
       return { stdout: `got ${received.trim()}\n` };
     });
-    const shell = await expectOk(runtime.openShell('box'));
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
     expect(await expectOk(shell.run('read x; echo "got $x"', { softTimeoutMs: 20 }))).toMatchObject({ still_running: true, output: '' });
     expect(await expectOk(shell.sendInput('hel', 20))).toMatchObject({ still_running: true });
     expect(await expectOk(shell.sendInput('lo\n'))).toEqual({ output: 'got hello\n', exit_code: 0, still_running: false, cwd: '/workspace', spilled_to: null });
@@ -112,31 +112,31 @@ describe('FakeSandboxRuntime shell', () => {
   it('bounds long output to head and tail and spills all of it to a file in the sandbox', async () => {
     const lines = Array.from({ length: 20_000 }, (_, i) => String(i + 1));
     const runtime = (await sandbox()).onExec(/^bash -c seq/, () => ({ stdout: `${lines.join('\n')}\n` }));
-    const shell = await expectOk(runtime.openShell('box', { maxOutputChars: 2_000 }));
+    const shell = await expectOk(openSandboxShell(runtime, 'box', { maxOutputChars: 2_000 }));
     const result = await expectOk(shell.run('seq 1 20000'));
     expect(result.output.length).toBeLessThanOrEqual(2_000);
     expect(result.output.length).toBeGreaterThan(1_700);
     expect(result.output.startsWith('1\n2\n3\n')).toBe(true);
     expect(result.output.endsWith('19999\n20000\n')).toBe(true);
-    expect(result.spilled_to).toMatch(/^\/tmp\/acs-shell-output-\d+-\d+\.log$/);
-    expect(result.output).toMatch(/\n\[… \d+ characters omitted; full output in \/tmp\/acs-shell-output-\d+-\d+\.log …\]\n/);
+    expect(result.spilled_to).toMatch(/^\/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log$/);
+    expect(result.output).toMatch(/\n\[… \d+ characters omitted; full output in \/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log …\]\n/);
     const spilled = new TextDecoder().decode(await expectOk(runtime.readFile('box', result.spilled_to as string)));
     expect(spilled).toBe(`${lines.join('\n')}\n`);
   });
 
-  it('reports a handler that throws as a failure and carries on', async () => {
+  it('reports a handler that throws as a command that printed the error and exited 1, and carries on', async () => {
     const runtime = (await sandbox()).onExec(/^bash -c boom/, () => {
       throw new Error('kaboom');
     });
-    const shell = await expectOk(runtime.openShell('box'));
-    expect(expectErr(await shell.run('boom'))).toEqual({ type: 'failed', message: 'the fake exec handler for "boom" threw: kaboom' });
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
+    expect(await expectOk(shell.run('boom'))).toMatchObject({ output: 'fake runtime: the exec handler for "boom" threw: kaboom\n', exit_code: 1, still_running: false });
     expect((await expectOk(shell.run('pwd'))).exit_code).toBe(0);
   });
 
   it('keeps two shells apart', async () => {
     const runtime = await sandbox();
-    const a = await expectOk(runtime.openShell('box'));
-    const b = await expectOk(runtime.openShell('box'));
+    const a = await expectOk(openSandboxShell(runtime, 'box'));
+    const b = await expectOk(openSandboxShell(runtime, 'box'));
     await expectOk(a.run('cd /tmp'));
     expect((await expectOk(b.run('pwd'))).output).toBe('/workspace\n');
     expect((await expectOk(a.run('pwd'))).output).toBe('/tmp\n');
@@ -155,24 +155,24 @@ describe('FakeSandboxRuntime shell', () => {
           }),
         ),
     );
-    const shell = await expectOk(runtime.openShell('box'));
-    expect(expectErr(await runtime.openShell('nope')).type).toBe('not_found');
+    const shell = await expectOk(openSandboxShell(runtime, 'box'));
+    expect(expectErr(await openSandboxShell(runtime, 'nope')).type).toBe('not_found');
     await expectOk(runtime.pause('box'));
-    expect(expectErr(await runtime.openShell('box')).message).toMatch(/paused/);
+    expect(expectErr(await openSandboxShell(runtime, 'box')).message).toMatch(/paused/);
     expect(expectErr(await shell.run('pwd')).message).toMatch(/paused/);
     await expectOk(runtime.resume('box'));
     expect((await expectOk(shell.run('pwd'))).exit_code).toBe(0);
     runtime.setUnavailable('engine down');
     expect(expectErr(await shell.run('pwd'))).toEqual({ type: 'unavailable', message: 'engine down' });
-    expect(expectErr(await runtime.openShell('box')).type).toBe('unavailable');
+    expect(expectErr(await openSandboxShell(runtime, 'box')).type).toBe('unavailable');
     runtime.setUnavailable(null);
-    runtime.failNext('openShell', { message: 'injected' });
-    expect(expectErr(await runtime.openShell('box')).message).toBe('injected');
+    runtime.failNext('spawn', { message: 'injected' });
+    expect(expectErr(await openSandboxShell(runtime, 'box')).message).toBe('injected');
     expect((await expectOk(shell.run('sleep 100', { softTimeoutMs: 5 }))).still_running).toBe(true);
     await shell.close();
     expect(aborted).toBe(true);
     expect(expectErr(await shell.run('pwd')).message).toMatch(/closed/);
-    const other = await expectOk(runtime.openShell('box'));
+    const other = await expectOk(openSandboxShell(runtime, 'box'));
     await expectOk(runtime.delete('box'));
     expect(expectErr(await other.run('pwd')).type).toBe('not_found');
   });

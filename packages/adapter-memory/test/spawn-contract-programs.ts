@@ -17,5 +17,24 @@ export function playSpawnContractPrograms(runtime: FakeSandboxRuntime): FakeSand
     .onSpawn(argv(SPAWN_CONTRACT_PROGRAMS.deaf), (_request, { stdout }) => {
       stdout.write('ready\n');
       return new Promise<never>(() => {});
+    })
+    .onSpawn(argv(SPAWN_CONTRACT_PROGRAMS.terminal), async (request, { stdin, stdout }) => {
+      if (!request.tty) throw new Error('the terminal program expects tty: true');
+      stdout.write('ready\r\n');
+      let typed = '';
+      let answered = false;
+      for await (const text of stdin) {
+        if (text.includes('\x03') && answered) {
+          stdout.write('interrupted\r\n');
+          return 7;
+        }
+        typed += text;
+        const newline = typed.indexOf('\n');
+        if (!answered && newline >= 0) {
+          answered = true;
+          stdout.write(`got ${typed.slice(0, newline)}\r\nto-err\r\n`);
+        }
+      }
+      return 0;
     });
 }

@@ -33,6 +33,7 @@ export * from './sandbox/state.js';
 export type * from './sandbox/runtime.js';
 export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
 export * from './sandbox/shell.js';
+export { openSandboxShell } from './sandbox/persistent-shell.js';
 export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 

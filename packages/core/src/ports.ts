@@ -14,6 +14,8 @@ export type { InstallationStore } from './installation.js';
 export type { StoreFailure } from './store-failure.js';
 export type * from './sandbox/runtime.js';
 export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';
+// For runtimes that play bash rather than run it (test doubles): what the persistent shell types, and what it reads back.
+export { parseShellLine, shellMarker, type ShellLine } from './sandbox/shell-protocol.js';
 export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
 export type * from './llm/client.js';
 export type * from './mcp/port.js';

@@ -1,4 +1,4 @@
-import type { ActionEvent, ConversationEventDraft, ConversationRecord, LlmToolCall, SandboxRuntimeError, SandboxShell, StoredSettings } from '@acs/core';
+import { openSandboxShell, type ActionEvent, type ConversationEventDraft, type ConversationRecord, type LlmToolCall, type SandboxRuntimeError, type SandboxShell, type StoredSettings } from '@acs/core';
 import { ResultAsync, type Result } from 'neverthrow';
 import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers } from '../mcp-session.js';
 import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from '../security/risk.js';
@@ -81,7 +81,7 @@ export function createActions(kit: EngineBase & Recording) {
       const opened: Promise<Result<SandboxShell, SandboxRuntimeError>> =
         r.shell ??
         (r.shell = (async () => {
-          const result = await runtime.openShell(sandboxId, { cwd: workingDir });
+          const result = await openSandboxShell(runtime, sandboxId, { cwd: workingDir });
           if (result.isErr()) r.shell = null;
           return result;
         })());

@@ -1,7 +1,6 @@
 import { errAsync, type ResultAsync } from 'neverthrow';
 import type { DomainErrorOf } from '../errors.js';
 import type { ExposedUrl, SandboxSpec } from './schema.js';
-import type { OpenShellOptions, SandboxShell } from './shell.js';
 import type { SandboxRuntimeError } from './runtime-error.js';
 
 export type { SandboxRuntimeError } from './runtime-error.js';
@@ -52,6 +51,14 @@ export interface SpawnRequest {
   /** Absolute, or relative to the spec's working directory. Default: the working directory. */
   cwd?: string;
   env?: Readonly<Record<string, string>>;
+  /**
+   * Run it on a terminal: stdout and stderr arrive merged on stdout, as a terminal shows them
+   * (line ends as \r\n); what is written goes through the terminal's line discipline, so the
+   * byte 0x03 (Ctrl-C) sends SIGINT to the terminal's foreground process group. The process
+   * leads its own session with the terminal as its controlling terminal. The persistent shell
+   * (openSandboxShell) needs this. Default false: plain pipes.
+   */
+  tty?: boolean;
 }
 
 /**
@@ -122,9 +129,11 @@ export interface SandboxRuntime {
   writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError>;
   /** The entries of a directory, sorted by name. */
   listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError>;
-  /** Opens a persistent shell in a running sandbox: `cd` and `export` carry over between its commands. */
-  openShell(sandboxId: string, options?: OpenShellOptions): ResultAsync<SandboxShell, SandboxRuntimeError>;
-  /** Starts a long-running process in a running sandbox, with its stdin open; fails if the program cannot be started. */
+  /**
+   * Starts a long-running process in a running sandbox, with its stdin open; fails if the
+   * program cannot be started. With `tty` it runs on a terminal; the persistent shell every
+   * runtime gets (openSandboxShell) is built on that, `exec`, `writeFile` and `inspect`.
+   */
   spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError>;
 }
 
@@ -172,7 +181,6 @@ export function unavailableSandboxRuntime(reason: string): SandboxRuntime {
     readFile: () => fail(),
     writeFile: () => fail(),
     listDirectory: () => fail(),
-    openShell: () => fail(),
     spawn: () => fail(),
   };
 }

@@ -42,6 +42,12 @@ export const SPAWN_CONTRACT_PROGRAMS = {
   deaf: ['sh', '-c', 'trap "" TERM INT HUP; echo ready; exec sleep 600'],
   /** A program that does not exist. */
   missing: ['acs-contract-no-such-program'],
+  /**
+   * Run on a terminal (`tty: true`): turns echo off, prints `ready`, reads a line and prints
+   * `got <line>`, then `to-err` on stderr; on SIGINT (Ctrl-C at the terminal) prints
+   * `interrupted` and exits with code 7.
+   */
+  terminal: ['sh', '-c', 'stty -echo; echo ready; read line; echo "got $line"; trap "echo interrupted; exit 7" INT; echo to-err >&2; while :; do sleep 1; done'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Collects a process's output from the moment it is called (right after spawn resolves). */
@@ -160,8 +166,8 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       let runtime: SandboxRuntime;
       let id: string;
       const started: SandboxProcess[] = [];
-      const spawn = async (command: readonly string[]) => {
-        const child = await expectOk(runtime.spawn(id, { command }));
+      const spawn = async (command: readonly string[], tty = false) => {
+        const child = await expectOk(runtime.spawn(id, { command, ...(tty ? { tty } : {}) }));
         started.push(child);
         return child;
       };
@@ -212,6 +218,22 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         expect(ended).toBe('exited');
         await child.kill();
         await expect(child.write('anyone?\n')).rejects.toThrow();
+      });
+
+      it('runs a process on a terminal: one merged stream, input through the line discipline, Ctrl-C as SIGINT', async () => {
+        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.terminal, true);
+        const output = collectProcessOutput(child);
+        // A terminal ends lines with \r\n; what matters here is what was said, and where.
+        const said = () => output.stdout().replace(/\r/g, '');
+        await waitUntil(() => said() === 'ready\n');
+        expect(said()).toBe('ready\n');
+        await child.write('hello\n');
+        await waitUntil(() => said().endsWith('to-err\n'));
+        expect(said()).toBe('ready\ngot hello\nto-err\n');
+        await child.write('\x03');
+        expect(await child.exited).toEqual({ exit_code: 7 });
+        expect(said()).toBe('ready\ngot hello\nto-err\ninterrupted\n');
+        expect(output.stderr()).toBe('');
       });
 
       it('refuses to start a program that does not exist, saying so', async () => {

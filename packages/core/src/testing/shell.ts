@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxRuntime } from '../sandbox/runtime.js';
-import type { SandboxShell, ShellOutput } from '../sandbox/shell.js';
+import type { OpenShellOptions, SandboxShell, ShellOutput } from '../sandbox/shell.js';
+import { openSandboxShell } from '../sandbox/persistent-shell.js';
 import { specFixture } from './fixtures.js';
 import type { SandboxRuntimeContractOptions } from './runtime.js';
 import { expectOk, type StoreFactory } from './stores.js';
@@ -8,8 +9,9 @@ import { expectOk, type StoreFactory } from './stores.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Contract for persistent shells of runtimes that run real commands (Docker and the like;
- * the memory fake emulates a shell over its handlers and has its own tests). `spec` must
+ * Contract for the persistent shell (openSandboxShell) over a runtime that runs real commands
+ * (Docker and the like; the memory fake plays bash over its handlers and has its own tests).
+ * What the runtime must give it: spawn with `tty`, exec, writeFile, inspect. `spec` must
  * name an image with bash and coreutils. One sandbox serves the whole suite.
  */
 export function describeSandboxShellContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
@@ -22,8 +24,8 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
     let runtime: SandboxRuntime;
     let id: string;
     const shells: SandboxShell[] = [];
-    const open = async (shellOptions: Parameters<SandboxRuntime['openShell']>[1] = {}) => {
-      const shell = await expectOk(runtime.openShell(id, shellOptions));
+    const open = async (shellOptions: OpenShellOptions = {}) => {
+      const shell = await expectOk(openSandboxShell(runtime, id, shellOptions));
       shells.push(shell);
       return shell;
     };
@@ -230,12 +232,12 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
     });
 
     it('refuses a shell in a sandbox that is paused or does not exist', async () => {
-      const missing = await runtime.openShell(nextId());
+      const missing = await openSandboxShell(runtime, nextId());
       expect(missing.isErr() && missing.error.type).toBe('not_found');
       const shell = await open();
       await expectOk(runtime.pause(id));
       try {
-        const paused = await runtime.openShell(id);
+        const paused = await openSandboxShell(runtime, id);
         expect(paused.isErr() && paused.error.message).toMatch(/paused/);
         const run = await shell.run('echo hi');
         expect(run.isErr() && run.error.message).toMatch(/paused/);

@@ -1,0 +1,496 @@
+// Why this file is over 400 lines: it is the persistent shell, one state machine (typing lines,
+// reading markers out of a terminal's output, soft timeouts, input while a command runs, the
+// interrupt races, output bounds and spill files) whose parts share the command in flight.
+// What it types and reads is in shell-protocol.ts; the output buffer in shell-capture.ts.
+import { randomBytes } from 'node:crypto';
+import { errAsync, ResultAsync } from 'neverthrow';
+import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
+import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS, type OpenShellOptions, type SandboxShell, type ShellOutput } from './shell.js';
+import { ShellCapture } from './shell-capture.js';
+import { fromBase64, shellCommandLine, shellFileCommandLine, shellMarkerPattern, shellSetupLine } from './shell-protocol.js';
+
+/** How long the shell may take to answer its set-up line. */
+const READY_TIMEOUT_MS = 15_000;
+/** How long interrupt() waits for the shell to come back after Ctrl-C. */
+const INTERRUPT_WAIT_MS = 5_000;
+/** After Ctrl-C, how often interrupt() looks whether a race lost it (see interrupt). */
+const REPAIR_EVERY_MS = 500;
+/** Longer command lines go through a file: a terminal in canonical mode keeps at most 4095 characters of a typed line. */
+const MAX_TYPED_LINE = 3_000;
+/** How long close() gives the shell to hang up before the process is killed. */
+const HANGUP_WAIT_MS = 2_000;
+
+/**
+ * Opens a persistent shell in a sandbox, built only on the runtime port: `spawn` (with a
+ * terminal) runs `bash --noprofile --norc --noediting -i`, `exec` runs small probes beside it,
+ * `writeFile` passes long command lines and keeps cut output, `inspect` says why a command
+ * cannot run. Every runtime gets the same shell. How it works:
+ *
+ * - Completion and exit codes come from a marker, not from guessing at prompts: PS1 and PS2
+ *   are empty, the terminal does not echo, and `PROMPT_COMMAND` prints a marker with a random
+ *   per-shell nonce, the command's id, its exit code and the working directory on /dev/tty
+ *   before every prompt (so `exec >file` in a command does not hide it). shell-protocol.ts has
+ *   the lines and markers.
+ * - A command line is typed as `__acs_id=<n>; eval $'<command, quoted>'`: printable ASCII only
+ *   (no tab completion, control characters or history expansion get in the way), and an
+ *   incomplete command (an unclosed quote) is a syntax error with exit code 2 rather than a
+ *   shell waiting at PS2. `cd`, `export`, functions and aliases persist: eval runs in the shell
+ *   itself. Lines longer than 3,000 characters go through a file in /tmp.
+ * - Without readline (`--noediting`) the terminal stays in canonical mode: a typed line reaches
+ *   bash whole or, when Ctrl-C flushes it, not at all, never in part.
+ * - The terminal merges stdout and stderr; `\r` and bracketed-paste sequences are removed.
+ *   Output is bounded per call (head and tail); the full output of the command goes to
+ *   /tmp/acs-shell-output-<shell>-<n>.log in the sandbox, named in `spilled_to`.
+ * - Ctrl-C is the byte 0x03 written to the terminal; the terminal signals its foreground
+ *   process group, and bash reports 130. If the shell is not back after 0.5 s, a probe beside
+ *   the shell repairs two races (see interrupt). A command that ignores Ctrl-C is still running
+ *   after 5 s; interrupting it again kills the terminal's foreground process group (SIGKILL,
+ *   exit code 137).
+ *
+ * Limits: a command that replaces the shell (`exec bash`), changes `PROMPT_COMMAND`, or takes
+ * over the terminal for good (a full-screen editor) never reports completion; interrupt it.
+ * Input sent with sendInput is not echoed, and a single line of it is limited to 4095
+ * characters by the terminal. Output from background jobs that arrives between commands is
+ * shown with the next command's output.
+ */
+export function openSandboxShell(runtime: SandboxRuntime, sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
+  return runtime
+    .spawn(sandboxId, {
+      command: ['bash', '--noprofile', '--norc', '--noediting', '-i'],
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', ...options.env },
+      tty: true,
+    })
+    .andThen((process) => {
+      const shell = new PersistentShell(runtime, sandboxId, process, options);
+      return ResultAsync.fromPromise(shell.ready(), toRuntimeError).map(() => shell as SandboxShell).orElse((error) =>
+        ResultAsync.fromSafePromise(process.kill()).andThen(() => errAsync(error)),
+      );
+    });
+}
+
+// Terminal control sequences: the escape character is what they are about.
+// eslint-disable-next-line no-control-regex
+const BRACKETED_PASTE = /\x1b\[\?2004[hl]/g;
+// eslint-disable-next-line no-control-regex
+const ESCAPE_SEQUENCE = /\x1b\[[0-9;?]*[A-Za-z]/g;
+
+/** Thrown inside the shell to end a call with this runtime error. */
+class ShellFailure extends Error {
+  constructor(readonly error: SandboxRuntimeError) {
+    super(error.message);
+  }
+}
+
+const fail = (message: string) => new ShellFailure({ type: 'failed', message });
+
+function toRuntimeError(error: unknown): SandboxRuntimeError {
+  if (error instanceof ShellFailure) return error.error;
+  return { type: 'failed', message: error instanceof Error ? error.message : String(error) };
+}
+
+interface Command {
+  id: number;
+  line: string;
+  capture: ShellCapture;
+  /** How much output callers have been given. */
+  taken: number;
+  done: { exit_code: number | null; cwd: string | null } | null;
+  /** A caller has been told it finished. */
+  doneReported: boolean;
+  spillPath: string | null;
+  /** Ctrl-C has been sent; a second interrupt kills the foreground process group. */
+  interrupted: boolean;
+  /** The command line has been written to the terminal. */
+  typed: boolean;
+}
+
+class PersistentShell implements SandboxShell {
+  readonly #nonce = randomBytes(12).toString('hex');
+  readonly #decoder = new TextDecoder('utf-8');
+  readonly #marker: RegExp;
+  readonly #markerHead: string;
+  readonly #maxOutput: number;
+  #scan = '';
+  /** How many characters at the start of #scan were already given out (a held-back newline, see #report). */
+  #released = 0;
+  #isReady = false;
+  #readyCwd: string | null = null;
+  #pid: number | null = null;
+  /** Output that arrived while no command ran (background jobs); it goes with the next command's output. */
+  #idle = '';
+  #preReady = '';
+  #current: Command | null = null;
+  #last: { exit_code: number | null; cwd: string | null } = { exit_code: null, cwd: null };
+  #seq = 0;
+  #busy = false;
+  /** Set once the shell's process has ended: why a call cannot be made any more. */
+  #ended: SandboxRuntimeError | null = null;
+  #closed = false;
+  readonly #listeners = new Set<() => void>();
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly sandboxId: string,
+    private readonly process: SandboxProcess,
+    options: OpenShellOptions,
+  ) {
+    this.#maxOutput = Math.max(200, options.maxOutputChars ?? DEFAULT_SHELL_MAX_OUTPUT_CHARS);
+    this.#marker = shellMarkerPattern(this.#nonce);
+    this.#markerHead = `\n__ACS_${this.#nonce}_`;
+    // A terminal merges the two; a runtime that kept them apart gets them in arrival order.
+    process.onStdout((chunk) => this.#onData(chunk));
+    process.onStderr((chunk) => this.#onData(chunk));
+    void process.exited.then(({ exit_code }) => this.#onEnd(exit_code));
+  }
+
+  /** Types the set-up line and waits for the first marker. */
+  async ready(): Promise<void> {
+    await this.#write(`${shellSetupLine(this.#nonce)}\n`);
+    const started = Date.now();
+    await this.#until(() => this.#isReady || this.#ended !== null, READY_TIMEOUT_MS);
+    if (!this.#isReady) {
+      const said = this.#preReady.replace(ESCAPE_SEQUENCE, '').trim().slice(-500);
+      const why = this.#ended?.message ?? `no answer within ${Math.round((Date.now() - started) / 1000)} s`;
+      throw fail(`cannot open a shell in sandbox ${this.sandboxId}: ${why}${said ? `; it said: ${said}` : ''}`);
+    }
+    this.#last = { exit_code: 0, cwd: this.#readyCwd };
+  }
+
+  run(command: string, options: { softTimeoutMs?: number } = {}): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
+    if (refused) return failed(refused);
+    const running = this.#current && !this.#current.done ? this.#current : null;
+    if (running) {
+      return failed(
+        `a command is still running (${abbreviate(running.line)}); wait for it, send it input, or interrupt it before running another`,
+      );
+    }
+    const id = ++this.#seq;
+    const cmd: Command = {
+      id,
+      line: command,
+      capture: new ShellCapture(this.#maxOutput),
+      taken: 0,
+      done: null,
+      doneReported: false,
+      spillPath: null,
+      interrupted: false,
+      typed: false,
+    };
+    // Current at once, so that an interrupt from now on cancels it.
+    this.#current = cmd;
+    return this.#exclusive(async () => {
+      let line = shellCommandLine(id, command);
+      try {
+        await this.#checkSandbox();
+        if (line.length > MAX_TYPED_LINE) {
+          const path = `/tmp/acs-shell-command-${this.#nonce.slice(0, 8)}-${id}.sh`;
+          const written = await this.runtime.writeFile(this.sandboxId, path, new TextEncoder().encode(command));
+          if (written.isErr()) throw fail(`cannot pass the command to the shell: ${written.error.message}`);
+          line = shellFileCommandLine(id, path);
+        }
+      } catch (error) {
+        if (this.#current === cmd) this.#current = null;
+        throw error;
+      }
+      if (!cmd.done) {
+        cmd.capture.append(this.#idle);
+        this.#idle = '';
+        cmd.typed = true;
+        await this.#write(`${line}\n`);
+        await this.#waitFor(cmd, options.softTimeoutMs ?? DEFAULT_SHELL_SOFT_TIMEOUT_MS);
+      }
+      return this.#report(cmd);
+    });
+  }
+
+  wait(ms: number): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    const cmd = this.#current;
+    if (!cmd || cmd.doneReported) return failed(this.#nothingRunning());
+    if (this.#busy) return failed('another call on this shell is still in progress');
+    return this.#exclusive(async () => {
+      await this.#waitFor(cmd, ms);
+      return this.#report(cmd);
+    });
+  }
+
+  sendInput(text: string, waitMs = 1_000): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    const cmd = this.#current;
+    if (!cmd || cmd.done) return failed(this.#nothingRunning());
+    const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
+    if (refused) return failed(refused);
+    return this.#exclusive(async () => {
+      await this.#write(text);
+      await this.#waitFor(cmd, waitMs);
+      return this.#report(cmd);
+    });
+  }
+
+  interrupt(): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    const cmd = this.#current;
+    if (!cmd || cmd.doneReported) {
+      const refused = this.#refuseIfUnusable();
+      if (refused) return failed(refused);
+      // Nothing to interrupt: say how the shell stands.
+      return ResultAsync.fromSafePromise(Promise.resolve({ output: '', ...this.#last, still_running: false, spilled_to: null }));
+    }
+    // Allowed while another call waits: that call then sees the command end.
+    return ResultAsync.fromPromise(
+      (async () => {
+        if (!cmd.done && !cmd.typed) {
+          // Not yet typed into the shell: it never will be.
+          cmd.interrupted = true;
+          cmd.done = { exit_code: 130, cwd: this.#last.cwd };
+          this.#notify();
+        } else if (!cmd.done && this.#ended === null) {
+          const deadline = Date.now() + INTERRUPT_WAIT_MS;
+          if (cmd.interrupted) await this.#killForeground();
+          else {
+            cmd.interrupted = true;
+            await this.#write('\x03');
+            // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives before bash
+            // reads the line, the terminal drops the line, and bash may wait for input without a
+            // new prompt; an empty line brings the prompt (and its marker) back. (2) bash takes
+            // the signal as it starts the command, and the command runs anyway; one that would
+            // die of SIGINT (it neither ignores nor handles it) is sent SIGINT beside the shell.
+            // Never a second Ctrl-C through the terminal: should bash be back at its prompt by
+            // the time it arrives, bash would throw away the next line typed.
+            while (!cmd.done && Date.now() + REPAIR_EVERY_MS < deadline) {
+              await this.#waitFor(cmd, REPAIR_EVERY_MS);
+              if (cmd.done || this.#ended !== null) break;
+              const foreground = await this.#repairInterrupt().catch(() => null);
+              if (foreground === 'shell' && !cmd.done) await this.#write('\n');
+            }
+          }
+          await this.#waitFor(cmd, deadline - Date.now());
+        }
+        return this.#report(cmd);
+      })(),
+      toRuntimeError,
+    );
+  }
+
+  /**
+   * Looks at the terminal's foreground process group: `shell` when bash itself is there;
+   * otherwise, when its leader would die of SIGINT (neither ignores nor handles it), sends the
+   * group SIGINT and says `signalled`; else `waiting`.
+   */
+  async #repairInterrupt(): Promise<'shell' | 'signalled' | 'waiting'> {
+    if (this.#pid === null) return 'waiting';
+    const pid = this.#pid;
+    const script = [
+      `read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat || exit 1`,
+      `[ "$fg" = ${pid} ] && { echo shell; exit 0; }`,
+      '[ "$fg" -gt 0 ] 2>/dev/null || { echo waiting; exit 0; }',
+      // The last hex digit of the ignored and the caught masks; bit 2 of each is SIGINT.
+      'mask=; while read -r key value; do case "$key" in SigIgn:|SigCgt:) mask="$mask${value#"${value%?}"}";; esac; done < /proc/"$fg"/status',
+      'case "$mask" in ""|*[2367abefABEF]*) echo waiting; exit 0;; esac',
+      'kill -INT -"$fg" 2>/dev/null && echo signalled || echo waiting',
+    ].join('\n');
+    const said = (await this.#beside(script)).trim();
+    return said === 'shell' || said === 'signalled' ? said : 'waiting';
+  }
+
+  /** SIGKILL to the terminal's foreground process group, for a command that ignored Ctrl-C (never the shell itself). */
+  async #killForeground(): Promise<void> {
+    if (this.#pid === null) return;
+    const pid = this.#pid;
+    await this.#beside(`read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat && [ "$fg" -gt 0 ] && [ "$fg" != ${pid} ] && kill -KILL -"$fg"`);
+  }
+
+  /** Runs a small sh script in the sandbox beside the shell (not through it); what it printed. */
+  async #beside(script: string): Promise<string> {
+    const result = await this.runtime.exec(this.sandboxId, { command: ['sh', '-c', script], timeoutMs: 5_000 });
+    return result.isOk() ? result.value.stdout : '';
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ended === null && this.#pid !== null) {
+      // SIGHUP makes bash hang up its jobs and exit; the kill runs beside the shell, so it works while a command runs.
+      await this.#beside(`kill -HUP ${this.#pid}`);
+    }
+    // Whatever is left of the shell and its jobs.
+    await Promise.race([this.process.kill(), new Promise((resolve) => setTimeout(resolve, HANGUP_WAIT_MS + 5_000))]);
+  }
+
+  #write(data: string): Promise<void> {
+    return this.process.write(data).catch((error: unknown) => {
+      throw fail(`cannot write to the shell in sandbox ${this.sandboxId}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  #exclusive(work: () => Promise<ShellOutput>): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    this.#busy = true;
+    return ResultAsync.fromPromise(
+      work().finally(() => {
+        this.#busy = false;
+      }),
+      toRuntimeError,
+    );
+  }
+
+  #refuseIfUnusable(): SandboxRuntimeError | null {
+    if (this.#closed) return { type: 'failed', message: 'this shell is closed; open a new one' };
+    if (this.#ended !== null) return this.#ended;
+    return null;
+  }
+
+  #nothingRunning(): SandboxRuntimeError {
+    return this.#refuseIfUnusable() ?? { type: 'failed', message: `no command is running (the last one ended with exit code ${this.#last.exit_code ?? 'unknown'}); use run` };
+  }
+
+  /** A paused or vanished sandbox is an error up front, rather than a command that silently never starts. */
+  async #checkSandbox(): Promise<void> {
+    const observed = await this.runtime.inspect(this.sandboxId);
+    if (observed.isErr()) throw new ShellFailure(observed.error);
+    const { state, detail } = observed.value;
+    if (state === 'running') return;
+    if (state === 'paused') throw fail(`sandbox ${this.sandboxId} is paused; resume it before running commands`);
+    if (state === 'missing') throw new ShellFailure({ type: 'not_found', message: `sandbox ${this.sandboxId} does not exist` });
+    throw fail(`sandbox ${this.sandboxId} is not running (it is ${state}${detail ? `: ${detail}` : ''})`);
+  }
+
+  async #report(cmd: Command): Promise<ShellOutput> {
+    const done = cmd.done;
+    if (!done && this.#current === cmd && this.#scan === '\n' && this.#released === 0) {
+      // A final newline is held back in case it starts the marker; a running command's caller
+      // gets it now (should the marker follow, the command's output just gains that newline).
+      cmd.capture.append('\n');
+      this.#released = 1;
+    }
+    let output = cmd.capture.since(cmd.taken);
+    cmd.taken = cmd.capture.total;
+    if (done) {
+      cmd.doneReported = true;
+      this.#last = done;
+    }
+    let spilledTo: string | null = null;
+    if (output.length > this.#maxOutput) {
+      const path = (cmd.spillPath ??= `/tmp/acs-shell-output-${this.#nonce.slice(0, 8)}-${cmd.id}.log`);
+      const saved = await this.runtime.writeFile(this.sandboxId, path, new TextEncoder().encode(cmd.capture.full()));
+      output = clipShellOutput(output, this.#maxOutput, saved.isOk() ? { path } : { error: saved.error.message });
+      if (saved.isOk()) spilledTo = path;
+    }
+    return { output, exit_code: done?.exit_code ?? null, still_running: done === null, cwd: done?.cwd ?? null, spilled_to: spilledTo };
+  }
+
+  #waitFor(cmd: Command, ms: number): Promise<void> {
+    return this.#until(() => cmd.done !== null, ms);
+  }
+
+  #until(condition: () => boolean, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (condition()) return resolve();
+      const finish = () => {
+        clearTimeout(timer);
+        this.#listeners.delete(check);
+        resolve();
+      };
+      const check = () => {
+        if (condition()) finish();
+      };
+      const timer = setTimeout(finish, Math.max(0, ms));
+      this.#listeners.add(check);
+    });
+  }
+
+  #notify() {
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  #onData(chunk: Uint8Array) {
+    this.#scan += this.#decoder.decode(chunk, { stream: true }).replace(/\r/g, '');
+    this.#drain();
+  }
+
+  /** Splits what the terminal printed into command output and markers. */
+  #drain() {
+    for (;;) {
+      const match = this.#marker.exec(this.#scan);
+      if (match) {
+        this.#emit(this.#scan.slice(Math.min(this.#released, match.index), match.index));
+        this.#scan = this.#scan.slice(match.index + match[0].length);
+        this.#released = 0;
+        if (match[4] !== undefined) this.#pid = Number(match[4]);
+        else this.#onMarker(Number(match[1]), Number(match[2]), fromBase64(match[3] ?? ''));
+        continue;
+      }
+      // Hold back what may be the start of a marker or of an escape sequence cut in two.
+      let keep = this.#scan.length;
+      const newline = this.#scan.lastIndexOf('\n');
+      if (newline >= 0 && this.#couldBeMarker(this.#scan.slice(newline))) keep = newline;
+      const escape = this.#scan.lastIndexOf('\x1b');
+      if (escape >= 0 && escape >= this.#scan.length - 8 && escape < keep) keep = escape;
+      if (keep > 0) {
+        this.#emit(this.#scan.slice(Math.min(this.#released, keep), keep));
+        this.#scan = this.#scan.slice(keep);
+        this.#released = 0;
+      }
+      break;
+    }
+    this.#notify();
+  }
+
+  #couldBeMarker(text: string): boolean {
+    if (text.length <= this.#markerHead.length) return this.#markerHead.startsWith(text);
+    return text.length < 16_384 && text.startsWith(this.#markerHead) && /^[A-Za-z0-9+/=_]*$/.test(text.slice(this.#markerHead.length));
+  }
+
+  #emit(raw: string) {
+    if (raw === '') return;
+    const text = raw.replace(BRACKETED_PASTE, '');
+    if (!this.#isReady) this.#preReady = (this.#preReady + text).slice(-4_000);
+    else if (this.#current && !this.#current.done) this.#current.capture.append(text);
+    else this.#idle = (this.#idle + text).slice(-this.#maxOutput);
+  }
+
+  #onMarker(id: number, exitCode: number, cwd: string) {
+    if (!this.#isReady) {
+      if (id === 0) {
+        this.#isReady = true;
+        this.#readyCwd = cwd;
+      }
+      return;
+    }
+    const cmd = this.#current;
+    if (!cmd || cmd.done) return;
+    if (cmd.id === id) cmd.done = { exit_code: exitCode, cwd };
+    // A prompt that still carries an earlier id after Ctrl-C: the Ctrl-C reached bash before it
+    // had read the line, and the terminal dropped the line; the command never ran. Otherwise
+    // such a marker (a Ctrl-C or an empty line at an idle prompt) is ignored.
+    else if (cmd.interrupted && id < cmd.id) cmd.done = { exit_code: 130, cwd };
+  }
+
+  /** The shell's process ended: says why from now on, and ends the command in flight. */
+  async #onEnd(exitCode: number | null) {
+    this.#scan += this.#decoder.decode().replace(/\r/g, '');
+    this.#emit(this.#scan.slice(this.#released));
+    this.#scan = '';
+    this.#released = 0;
+    const cmd = this.#current && !this.#current.done ? this.#current : null;
+    this.#ended = { type: 'failed', message: this.#closed ? 'this shell is closed' : 'the shell has exited' };
+    if (!this.#closed) {
+      // The usual reason a shell ends by itself: its sandbox went away or stopped.
+      const observed = await this.runtime.inspect(this.sandboxId);
+      if (observed.isErr()) this.#ended = observed.error;
+      else if (observed.value.state === 'missing') this.#ended = { type: 'not_found', message: `sandbox ${this.sandboxId} does not exist any more; the shell ended with it` };
+      else if (observed.value.state === 'error') this.#ended = { type: 'failed', message: `sandbox ${this.sandboxId} failed${observed.value.detail ? `: ${observed.value.detail}` : ''}; the shell ended with it` };
+      else this.#ended = { type: 'failed', message: `the shell has exited${exitCode !== null ? ` (exit code ${exitCode})` : ''}; open a new one` };
+    }
+    this.#last = { exit_code: exitCode, cwd: null };
+    if (cmd) cmd.done = { exit_code: exitCode, cwd: null };
+    this.#notify();
+  }
+}
+
+function failed(error: SandboxRuntimeError | string): ResultAsync<ShellOutput, SandboxRuntimeError> {
+  return errAsync(typeof error === 'string' ? { type: 'failed', message: error } : error);
+}
+
+function abbreviate(command: string): string {
+  const line = command.replace(/\s+/g, ' ').trim();
+  return line.length > 60 ? `${line.slice(0, 57)}…` : line;
+}
