@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { createAgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';

@@ -29,7 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { createAgentConversationService, createAesGcmCipher, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';

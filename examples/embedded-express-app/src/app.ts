@@ -1,6 +1,6 @@
 import express from 'express';
 import { createAgentConversationService } from '@acs/core';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 import { createAcsRouter } from '@acs/adapter-express';
 

@@ -8,7 +8,8 @@
  */
 import { createAgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
-import { ScriptedLlm, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { ScriptedLlm } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 import { okAsync } from 'neverthrow';
 import { loadConfig } from './config.js';

@@ -13,7 +13,8 @@ import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-doc
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
-import { FakeSandboxRuntime, StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
+import { FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';

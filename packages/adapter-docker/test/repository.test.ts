@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentConversationService, type AgentConversationService, type ConversationEvent, type SettingsInput } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { dockerRuntime } from './engine.js';
 import { git, GitServer, makeRepository } from './git-server.js';
 import { createAgent } from '@acs/agent';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, type AgentConversationServiceOptions } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createAcsRouter } from '@acs/adapter-express';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { dockerRuntime } from './engine.js';
 import { createAgent } from '@acs/agent';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScriptedTurn } from '@acs/adapter-memory';
+import type { ScriptedTurn } from '@acs/testing';
 import { createConversation, errorCode, items, KEY_B, LLM_SETTINGS, obj, startHarness, storeSettings, type Harness } from './harness.js';
 
 let harnesses: Harness[] = [];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScriptedTurn } from '@acs/adapter-memory';
+import type { ScriptedTurn } from '@acs/testing';
 import {
   arr,
   createConversation,

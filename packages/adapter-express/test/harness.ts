@@ -11,7 +11,7 @@ import {
   type Clock,
   type Logger,
 } from '@acs/core';
-import { createMemoryPorts, type MemoryPortsOptions } from '@acs/adapter-memory';
+import { createMemoryPorts, type MemoryPortsOptions } from '@acs/testing';
 import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
 import { createAgent } from '@acs/agent';
 

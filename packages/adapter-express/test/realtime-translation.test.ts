@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConversationEvent } from '@acs/core';
-import type { ScriptedTurn } from '@acs/adapter-memory';
+import type { ScriptedTurn } from '@acs/testing';
 import { readWholeLog } from '../src/realtime/feed.js';
 import { V0EventTranslator, agentStateOf } from '../src/realtime/v0-events.js';
 import { countV1Frames, V1EventTranslator } from '../src/realtime/v1-events.js';

@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentConversationService } from '@acs/core';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { KEY_A } from './harness.js';
 import { createAgent } from '@acs/agent';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, type SettingsInput } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { DATABASES, freshStorage } from './databases.js';
 import { createAgent } from '@acs/agent';
 

@@ -6,7 +6,7 @@ import express from 'express';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAgentConversationService } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAcsRouter } from '@acs/adapter-express';
 import { fromPGlite } from '@acs/adapter-postgres';
 import { DATABASES, freshStorage } from './databases.js';

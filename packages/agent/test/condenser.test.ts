@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type ConversationEvent, type LlmMessage, type LlmRequest, type SettingsInput } from '@acs/core';
 import { condensedView, planCondensation, projectMessages } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { recordOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 

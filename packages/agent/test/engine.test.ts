@@ -9,7 +9,7 @@ import {
 } from '@acs/core';
 import { expectOk, settlesWithin } from '@acs/core/testing';
 import { eventsOf, recordOf } from './conversation-reads.js';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, NewConversationRequestSchema, sequentialIdGenerator, SettingsInputSchema, type AgentConversationService, type ConversationEvent, type McpCallResult, type McpConnection, type McpConnector, type McpFailure, type McpServerTarget, type McpToolInfo, type SettingsInput } from '@acs/core';
 import { mergeMcpConfigs, namespacedToolName } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { recordOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 

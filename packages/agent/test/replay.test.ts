@@ -10,7 +10,7 @@ import {
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { eventsOf, recordOf } from './conversation-reads.js';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { createAgent } from '../src/index.js';
 
 const WORKDIR = '/workspace';

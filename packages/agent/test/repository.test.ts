@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator, defaultSettings, type ConversationEvent, type ExecRequest, type SettingsInput, type StoredSettings } from '@acs/core';
 import { mentionsTrigger, parseFrontMatter, resolveRemote, scrubSecrets } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, fakeGit, type FakeExecContext, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, fakeGit, type FakeExecContext, type ScriptedTurn } from '@acs/testing';
 import { createAgent } from '../src/index.js';
 
 const TOKEN = 'ghp_S3cretT0kenValue_0123456789';

@@ -11,7 +11,7 @@ import {
   type SettingsInput,
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { createMemoryPorts, type ScriptedTurn } from '@acs/adapter-memory';
+import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { recordOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 

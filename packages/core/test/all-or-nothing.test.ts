@@ -10,7 +10,7 @@ import {
   type StoreFailure,
 } from '../src/index.js';
 import { expectOk } from '../src/testing/index.js';
-import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 /** A store failure, as a database that refuses a value answers. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator } from '../src/index.js';
 import { expectOk } from '../src/testing/index.js';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 async function setup() {

@@ -2,7 +2,7 @@ import { errAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, storeUnavailable, type StoreFailure } from '../src/index.js';
 import { expectOk } from '../src/testing/index.js';
-import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 /** An installation: its own stores and identity, on a runtime it may share with others. */

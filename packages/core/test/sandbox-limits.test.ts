@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '../src/index.js';
 import { expectOk } from '../src/testing/index.js';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 describe('sandbox limits and maintenance (memory adapters)', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '../src/index.js';
 import { expectOk, settlesWithin } from '../src/testing/index.js';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };

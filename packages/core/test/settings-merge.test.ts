@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import {
   applySettingsInput,
   createAgentConversationService,

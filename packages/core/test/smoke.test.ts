@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService } from '../src/index.js';
-import { createMemoryPorts } from '@acs/adapter-memory';
+import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 describe('smoke', () => {

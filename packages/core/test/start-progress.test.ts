@@ -2,7 +2,7 @@ import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError } from '../src/index.js';
 import { expectOk } from '../src/testing/index.js';
-import { createMemoryPorts, FakeSandboxRuntime } from '@acs/adapter-memory';
+import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 /** A runtime whose creates first "build an image", saying so, until the test lets them go on. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SpawnRequest } from '@acs/core';
 import { collectProcessOutput, expectOk, specFixture } from '@acs/core/testing';
-import { FakeSandboxRuntime, type FakeSpawnContext } from '@acs/adapter-memory';
+import { FakeSandboxRuntime, type FakeSpawnContext } from '@acs/testing';
 
 const spec = specFixture({ working_dir: '/workspace' });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { openSandboxShell, type ExecRequest, type SandboxRuntimeError } from '@acs/core';
 import { expectOk, specFixture } from '@acs/core/testing';
-import { FakeSandboxRuntime, type FakeExecContext } from '@acs/adapter-memory';
+import { FakeSandboxRuntime, type FakeExecContext } from '@acs/testing';
 
 const spec = specFixture({ working_dir: '/workspace' });
 

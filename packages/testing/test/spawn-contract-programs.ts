@@ -1,5 +1,5 @@
 import { SPAWN_CONTRACT_PROGRAMS } from '@acs/core/testing';
-import type { FakeSandboxRuntime } from '@acs/adapter-memory';
+import type { FakeSandboxRuntime } from '@acs/testing';
 
 const argv = (expected: readonly string[]) => (command: readonly string[]) => command.length === expected.length && command.every((word, i) => word === expected[i]);
 

@@ -1,0 +1,26 @@
+import { manualClock, randomIdGenerator, systemClock } from '@acs/core';
+import { describeClockContract, describeIdGeneratorContract, describeLlmClientContract, describeSandboxRuntimeContract } from '@acs/core/testing';
+import { FakeSandboxRuntime, ScriptedLlm } from '@acs/testing';
+import { playSpawnContractPrograms } from './spawn-contract-programs.js';
+
+describeSandboxRuntimeContract('fake (running at once)', () => playSpawnContractPrograms(new FakeSandboxRuntime()));
+describeSandboxRuntimeContract('fake (slow start)', () => playSpawnContractPrograms(new FakeSandboxRuntime({ inspectionsUntilRunning: 3 })));
+describeClockContract('system', () => systemClock);
+describeClockContract('manual', () => manualClock());
+describeIdGeneratorContract('random', () => randomIdGenerator);
+
+describeLlmClientContract('ScriptedLlm', () => {
+  const llm = new ScriptedLlm();
+  return {
+    client: llm,
+    credentials: { model: 'openai/gpt-4o', api_key: 'sk-contract-key', base_url: null },
+    answerNext: (turn) =>
+      llm.push(
+        'text' in turn
+          ? { content: turn.text }
+          : 'toolCall' in turn
+            ? { tool_calls: [{ name: turn.toolCall.name, arguments: turn.toolCall.arguments }] }
+            : { error: turn.fail, message: turn.fail === 'auth_failed' ? 'the key was refused (401)' : 'no such model on this provider (404)' },
+      ),
+  };
+});
