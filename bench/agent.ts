@@ -171,9 +171,9 @@ async function engineRound(conversations: number, steps: number, keepStarts?: nu
       await service.idle();
       round.ms += performance.now() - started;
       const [record] = await must(service.conversations.getMany(USER, [created.conversation_id]), 'read conversation');
-      if (record?.execution_status !== 'finished' || llm.starts.length !== steps + 1) {
+      if (record?.record.execution_status !== 'finished' || llm.starts.length !== steps + 1) {
         const events = await must(service.conversations.searchEvents(USER, created.conversation_id, { after: 0, kinds: ['error'], limit: 5 }), 'read events');
-        throw new Error(`engine conversation ended ${record?.execution_status ?? 'missing'} after ${llm.starts.length} model calls: ${JSON.stringify(events.items)}`);
+        throw new Error(`engine conversation ended ${record?.record.execution_status ?? 'missing'} after ${llm.starts.length} model calls: ${JSON.stringify(events.items)}`);
       }
       round.steps += llm.starts.length;
       round.steadyMs += (llm.starts.at(-1) as number) - (llm.starts[0] as number);

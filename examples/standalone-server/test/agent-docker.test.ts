@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import type { AppConversation, ConversationEvent, EventPage, MessageEvent } from '@acs/core';
+import type { ConversationEvent, EventPage, MessageEvent } from '@acs/core';
+import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedCompletion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from '@acs/testing';

@@ -4,7 +4,8 @@
  * scripted model server. Needs a Docker engine and the acs-sandbox:bookworm image.
  */
 import { randomBytes } from 'node:crypto';
-import type { AppConversation, EventPage, StartTask } from '@acs/core';
+import type { EventPage, StartTask } from '@acs/core';
+import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitServer, makeRepository } from '../../../packages/adapter-docker/test/git-server.js';

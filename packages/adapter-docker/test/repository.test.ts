@@ -60,7 +60,7 @@ describe('repository preparation on Docker against a real git server', () => {
       const seen = server.requests.slice(before);
       expect(seen.filter((r) => r.status === 401).length).toBeGreaterThanOrEqual(2);
       expect(seen.filter((r) => r.authorized && r.path.endsWith('/git-upload-pack') && r.status === 200).length).toBeGreaterThanOrEqual(2);
-      const sandboxId = conversation.sandbox_id!;
+      const sandboxId = conversation.record.sandbox_id!;
       const repo = '/workspace/widgets';
       expect(await sh(runtime, sandboxId, `git -C ${repo} rev-parse --abbrev-ref HEAD`)).toBe('feature');
       expect(await sh(runtime, sandboxId, `git -C ${repo} config user.name; git -C ${repo} config user.email`)).toBe('Alice Example\nalice@example.com');
@@ -102,7 +102,7 @@ describe('repository preparation on Docker against a real git server', () => {
       expect(task.detail).toContain(`could not clone acme/widgets from ${server.url}`);
       expect(task.detail).toContain('the gitlab token was refused');
       expect(task.detail).not.toContain(wrong);
-      expect(conversation).toMatchObject({ conversation_status: 'STOPPED', status_detail: task.detail });
+      expect(conversation).toMatchObject({ status: 'STOPPED', status_detail: task.detail });
       expect(events.some((e) => e.kind === 'error' && e.code === 'repository_setup_failed')).toBe(true);
       expect(JSON.stringify(events)).not.toContain(wrong);
     } finally {
@@ -130,7 +130,7 @@ describe('repository preparation on Docker against a real git server', () => {
     try {
       const { task, conversation } = await start(service, 'carol', { selected_repository: 'acme/widgets', selected_branch: 'no-such-branch', git_provider: 'gitlab' });
       expect(task).toMatchObject({ status: 'ERROR', detail: 'branch "no-such-branch" does not exist in acme/widgets' });
-      expect(conversation.conversation_status).toBe('STOPPED');
+      expect(conversation.status).toBe('STOPPED');
     } finally {
       await service.close();
     }

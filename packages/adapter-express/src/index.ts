@@ -26,4 +26,17 @@ export {
   type SseMessage,
   type StreamRouteDefinition,
 } from './route.js';
+// The wire shapes of a conversation (V0 and V1) and of V0's create/start/stop answers, for clients.
+export {
+  AppConversationSchema,
+  ConversationInfoSchema,
+  ConversationStatusResponseSchema,
+  NewConversationResponseSchema,
+  toAppConversation,
+  toConversationInfo,
+  type AppConversation,
+  type ConversationInfo,
+  type ConversationStatusResponse,
+  type NewConversationResponse,
+} from './views/conversations.js';
 export { ErrorBodySchema, explainHttpError, HTTP_ERROR_CODES, sendDomainError, statusOf, type ErrorBody } from './http-error.js';

@@ -34,10 +34,10 @@ describe('POST /api/conversations with replay_json', () => {
     const found = await h.service.conversations.getMany('alice', [id]);
     if (found.isErr()) throw new Error(found.error.type);
     const record = found.value[0]!;
-    const file = await h.ports.runtime.readFile(record.sandbox_id!, '/workspace/out.txt');
+    const file = await h.ports.runtime.readFile(record.record.sandbox_id!, '/workspace/out.txt');
     if (file.isErr()) throw new Error(file.error.message);
     expect(new TextDecoder().decode(file.value)).toBe('replayed\n');
-    expect(record.execution_status).toBe('finished');
+    expect(record.record.execution_status).toBe('finished');
     expect(h.ports.llm.calls).toBe(0);
   });
 

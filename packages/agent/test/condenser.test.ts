@@ -4,7 +4,7 @@ import { createAgentConversationService, sequentialIdGenerator, type AgentConver
 import { condensedView, planCondensation, projectMessages } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
-import { recordOf } from './conversation-reads.js';
+import { conversationOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -60,7 +60,7 @@ describe('default condenser', () => {
   it('keeps the prompt bounded over a long conversation, never splits a call from its result, and the conversation still ends', async () => {
     const steps = 150;
     const { service, llm, id } = await run({ condenser_max_size: 20, max_iterations: 500 }, longTask(steps));
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
 
     const agentRequests = llm.requests.filter((r) => r.tools.length > 0);
     const summaryRequests = llm.requests.filter((r) => r.tools.length === 0);
@@ -94,7 +94,7 @@ describe('default condenser', () => {
 
   it('is off when enable_default_condenser is false: the prompt grows with the history', async () => {
     const { service, llm, id } = await run({ condenser_max_size: 20, enable_default_condenser: false }, longTask(30));
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(llm.requests.every((r) => r.tools.length > 0)).toBe(true);
     expect(llm.requests.at(-1)!.messages.length).toBeGreaterThan(60);
     expect((await allEvents(service, id)).some((e) => e.kind === 'condensation')).toBe(false);
@@ -110,7 +110,7 @@ describe('default condenser', () => {
     const forced = events.filter((e) => e.kind === 'condensation' && e.reason === 'the model said the prompt was too long');
     expect(forced).toHaveLength(1);
     expect(events.some((e) => e.kind === 'error')).toBe(false);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('a second refusal after condensing stops the agent with llm_context_too_long', async () => {
@@ -120,7 +120,7 @@ describe('default condenser', () => {
     );
     const events = await allEvents(service, id);
     expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'llm_context_too_long', fatal: true })]);
-    expect((await recordOf(service, id)).execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
   });
 
   it('a failed summary stops the agent with the model error', async () => {
@@ -131,7 +131,7 @@ describe('default condenser', () => {
     });
     const events = await allEvents(service, id);
     expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'llm_rate_limited', message: expect.stringContaining('Summarising') })]);
-    expect((await recordOf(service, id)).execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
   });
 });
 

@@ -7,8 +7,8 @@ export async function eventsOf(service: AgentConversationService, id: string): P
   return page.items;
 }
 
-/** Alice's app conversation (fails the test when it does not exist). */
-export async function recordOf(service: AgentConversationService, id: string) {
+/** Alice's conversation as the service shows it: its record, its status as she sees it (fails the test when it does not exist). */
+export async function conversationOf(service: AgentConversationService, id: string) {
   const [conversation] = await expectOk(service.conversations.getMany('alice', [id]));
   return conversation!;
 }

@@ -8,7 +8,7 @@ import {
   type SettingsInput,
 } from '@acs/core';
 import { expectOk, settlesWithin } from '@acs/core/testing';
-import { eventsOf, recordOf } from './conversation-reads.js';
+import { eventsOf, conversationOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { createAgent } from '../src/index.js';
 
@@ -61,14 +61,14 @@ describe('agent engine: tools', () => {
       'status:finished',
     ]);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
-    const sandboxId = (await recordOf(service, id)).sandbox_id!;
+    const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
     const file = await expectOk(runtime.readFile(sandboxId, `${WORKDIR}/hello.sh`));
     expect(new TextDecoder().decode(file)).toBe('echo hello from the agent\n');
     const [created, ran] = observations(events);
     expect(created).toMatchObject({ tool_name: 'str_replace_editor', is_error: false });
     expect(ran).toMatchObject({ tool_name: 'execute_bash', is_error: false, exit_code: 0 });
     expect(ran!.kind === 'observation' && ran!.content).toContain('hello from the agent');
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     // The model saw each result before its next call, paired with its call.
     const second = llm.requests[1]!.messages;
     expect(second.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ name: 'str_replace_editor' }] });
@@ -97,7 +97,7 @@ describe('agent engine: tools', () => {
     expect(results[5]).toMatchObject({ error: true, content: expect.stringContaining('does not appear verbatim') });
     expect(results[6]).toMatchObject({ error: true, content: expect.stringContaining('already exists') });
     expect(results[7]).toMatchObject({ error: false, content: expect.stringContaining(`${WORKDIR}/app.py`) });
-    const sandboxId = (await recordOf(service, id)).sandbox_id!;
+    const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
     expect(new TextDecoder().decode(await expectOk(runtime.readFile(sandboxId, path)))).toBe('a = 1\nb = 20\nc = 3\n');
   });
 
@@ -122,7 +122,7 @@ describe('agent engine: tools', () => {
     expect(malformed).toMatchObject({ arguments: null });
     // The reply without tools ends the run: the agent waits for the user.
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'I will stop here.' });
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(llm.requests).toHaveLength(5);
     expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('no tool named') });
   });
@@ -157,14 +157,14 @@ describe('agent engine: limits', () => {
     let events = await eventsOf(service, id);
     expect(events.filter((e) => e.kind === 'llm_call')).toHaveLength(3);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true })]);
-    expect((await recordOf(service, id)).execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
 
     llm.respondWith(null).push({ content: 'continuing, then done' });
     await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'go on' }], run: true }));
     await service.idle();
     events = await eventsOf(service, id);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'continuing, then done' });
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('defaults to 100 steps when max_iterations is unset', async () => {
@@ -175,7 +175,7 @@ describe('agent engine: limits', () => {
     // 100 agent steps; the condenser's summaries on the way are not steps.
     expect(calls.items.filter((e) => e.kind === 'llm_call' && e.purpose === 'agent')).toHaveLength(100);
     expect(llm.calls).toBe(calls.items.length);
-    expect((await recordOf(service, id)).execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
   });
 
   it('stops before a call that would exceed max_budget_per_task, and shows the cost on the record', async () => {
@@ -186,7 +186,7 @@ describe('agent engine: limits', () => {
     const events = await eventsOf(service, id);
     expect(llm.calls).toBe(2);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_exceeded', fatal: true, message: expect.stringContaining('0.8000 USD') })]);
-    const record = await recordOf(service, id);
+    const { record } = await conversationOf(service, id);
     expect(record.execution_status).toBe('error');
     expect(record.metrics).toMatchObject({ accumulated_cost: 0.8, max_budget_per_task: 1 });
     expect(record.metrics!.prompt_tokens).toBeGreaterThan(0);
@@ -197,7 +197,7 @@ describe('agent engine: limits', () => {
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_unenforceable', fatal: false })]);
-    const record = await recordOf(service, id);
+    const { record } = await conversationOf(service, id);
     expect(record.execution_status).toBe('finished');
     expect(record.metrics).toMatchObject({ accumulated_cost: null });
     expect(record.metrics!.completion_tokens).toBeGreaterThan(0);
@@ -211,7 +211,7 @@ describe('agent engine: limits', () => {
     const events = await eventsOf(service, id);
     expect(llm.calls).toBe(4);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'stuck', message: expect.stringContaining('same execute_bash call 4 times') })]);
-    expect((await recordOf(service, id)).execution_status).toBe('stuck');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('stuck');
   });
 
   it('nudges a model that repeats a failing call, then calls it stuck if it goes on', async () => {
@@ -223,7 +223,7 @@ describe('agent engine: limits', () => {
     expect(nudge).toMatchObject({ text: expect.stringContaining('same str_replace_editor call 3 times') });
     expect(llm.calls).toBe(4);
     expect(llm.requests[3]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('Do not repeat it') });
-    expect((await recordOf(service, id)).execution_status).toBe('stuck');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('stuck');
   });
 
   it('reports LLM failures with their code and recovers on the next message', async () => {
@@ -231,7 +231,7 @@ describe('agent engine: limits', () => {
     const id = await converse(service);
     let events = await eventsOf(service, id);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'llm_auth_failed', message: expect.stringContaining('HTTP 401') })]);
-    expect((await recordOf(service, id)).execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
     llm.push({ content: 'now it works' });
     await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'retry' }], run: true }));
     await service.idle();
@@ -274,11 +274,11 @@ describe('agent engine: conversation flow', () => {
     const created = await expectOk(service.conversations.create('alice', {}));
     await service.idle();
     expect(llm.calls).toBe(0);
-    expect((await recordOf(service, created.conversation_id)).execution_status).toBe('idle');
+    expect((await conversationOf(service, created.conversation_id)).record.execution_status).toBe('idle');
     await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true }));
     await service.idle();
     expect(llm.calls).toBe(1);
-    expect((await recordOf(service, created.conversation_id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, created.conversation_id)).record.execution_status).toBe('finished');
   });
 
   it('takes a message sent while the agent works into its next step', async () => {
@@ -325,14 +325,14 @@ describe('agent engine: conversation flow', () => {
     while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
     expect((await settlesWithin(service.conversations.stop('alice', created.conversation_id), 'the stop (the model call should have been aborted)')).isOk()).toBe(true);
     await service.idle();
-    let record = await recordOf(service, created.conversation_id);
-    expect(record.execution_status).toBe('paused');
-    expect(record.conversation_status).toBe('STOPPED');
+    let conversation = await conversationOf(service, created.conversation_id);
+    expect(conversation.record.execution_status).toBe('paused');
+    expect(conversation.status).toBe('STOPPED');
 
     await expectOk(service.conversations.start('alice', created.conversation_id));
     await service.idle();
-    record = await recordOf(service, created.conversation_id);
-    expect(record.execution_status).toBe('finished');
+    conversation = await conversationOf(service, created.conversation_id);
+    expect(conversation.record.execution_status).toBe('finished');
     const events = await eventsOf(service, created.conversation_id);
     expect(kinds(events)).toEqual(['message:user', 'status:running', 'status:paused', 'status:running', 'llm_call', 'message:agent', 'status:finished']);
   });
@@ -368,15 +368,15 @@ describe('agent engine: conversation flow', () => {
     const fast = await Promise.all(Array.from({ length: 20 }, (_, i) => expectOk(service.conversations.create('alice', { initial_user_msg: `fast ${i}` }))));
     const started = Date.now();
     for (;;) {
-      const records = await Promise.all(fast.map((f) => recordOf(service, f.conversation_id)));
-      if (records.every((r) => r.execution_status === 'finished')) break;
+      const records = await Promise.all(fast.map((f) => conversationOf(service, f.conversation_id)));
+      if (records.every((r) => r.record.execution_status === 'finished')) break;
       await new Promise((r) => setTimeout(r, 10));
     }
     const fastTime = Date.now() - started;
-    expect((await recordOf(service, slow.conversation_id)).execution_status).toBe('running');
+    expect((await conversationOf(service, slow.conversation_id)).record.execution_status).toBe('running');
     expect(fastTime).toBeLessThan(1_500);
     await service.idle();
-    expect((await recordOf(service, slow.conversation_id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, slow.conversation_id)).record.execution_status).toBe('finished');
   });
 
   it('forgets the agent and its log when the conversation is deleted', async () => {
@@ -404,7 +404,7 @@ describe('agent engine: durability', () => {
       if (events.some((e) => e.kind === 'action')) break;
       await new Promise((r) => setTimeout(r, 5));
     }
-    expect((await recordOf(first.service, id)).execution_status).toBe('running');
+    expect((await conversationOf(first.service, id)).record.execution_status).toBe('running');
 
     // Second process over the same stores and sandboxes.
     const secondLlm = ports.llm;
@@ -418,7 +418,7 @@ describe('agent engine: durability', () => {
     expect(interrupted).toMatchObject({ tool_name: 'execute_bash', is_error: true, content: expect.stringContaining('service restarted') });
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'restart_interrupted', fatal: false })]);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'recovered and done' });
-    expect((await recordOf(second, id)).execution_status).toBe('finished');
+    expect((await conversationOf(second, id)).record.execution_status).toBe('finished');
     // The model saw the interrupted call answered, and the same sandbox was used.
     const prompt = secondLlm.requests.at(-1)!.messages;
     expect(prompt.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('service restarted') });
@@ -433,7 +433,7 @@ describe('agent engine: shutdown', () => {
     const created = await expectOk(first.service.conversations.create('alice', { initial_user_msg: 'go' }));
     while (ports.llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
     await settlesWithin(first.service.close(), 'the service to close (the model call should have been aborted)');
-    expect((await recordOf(first.service, created.conversation_id)).execution_status).toBe('running');
+    expect((await conversationOf(first.service, created.conversation_id)).record.execution_status).toBe('running');
 
     ports.llm.push({ content: 'picked up again' });
     const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });

@@ -5,7 +5,7 @@ import { createAgentConversationService, NewConversationRequestSchema, sequentia
 import { mergeMcpConfigs, namespacedToolName } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
-import { recordOf } from './conversation-reads.js';
+import { conversationOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -113,7 +113,7 @@ describe('MCP tools in conversations', () => {
       expect.objectContaining({ tool_name: 'files__echo', is_error: false }),
       expect.objectContaining({ tool_name: 'finish' }),
     ]);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('a server that cannot be reached degrades only its own tools, with an event that names it and says why', async () => {
@@ -132,7 +132,7 @@ describe('MCP tools in conversations', () => {
     expect(llm.requests[0]!.tools.map((t) => t.name)).toContain('127_0_0_1_8931__search');
     expect(llm.requests[0]!.tools.map((t) => t.name).some((n) => n.startsWith('docs_'))).toBe(false);
     expect(connector.calls).toHaveLength(1);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('a server lost mid-conversation: its tools are withdrawn with an event, a failing call becomes an error observation, the rest goes on', async () => {
@@ -159,7 +159,7 @@ describe('MCP tools in conversations', () => {
       expect.objectContaining({ code: 'mcp_server_failed', message: expect.stringContaining('stopped: the server process exited (code 1)') }),
     ]);
     expect(llm.requests[2]!.tools.map((t) => t.name)).toEqual(['execute_bash', 'str_replace_editor', 'think', 'finish', 'files__read']);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('the request’s mcp_config extends the user’s; a server with the same URL is replaced', async () => {

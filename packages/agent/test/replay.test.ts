@@ -9,7 +9,7 @@ import {
   type SettingsInput,
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
-import { eventsOf, recordOf } from './conversation-reads.js';
+import { eventsOf, conversationOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { createAgent } from '../src/index.js';
 
@@ -208,7 +208,7 @@ async function service(ports: Ports, settings: SettingsInput | null = LLM, turns
 }
 
 async function fileOf(svc: AgentConversationService, ports: Ports, id: string, path: string): Promise<string | null> {
-  const sandboxId = (await recordOf(svc, id)).sandbox_id!;
+  const sandboxId = (await conversationOf(svc, id)).record.sandbox_id!;
   const bytes = await ports.runtime.readFile(sandboxId, path);
   return bytes.isOk() ? new TextDecoder().decode(bytes.value) : null;
 }
@@ -272,9 +272,9 @@ describe('replay_json: the engine replays without a model', () => {
     const actions = events.filter((e) => e.kind === 'action');
     expect(actions.map((a) => a.kind === 'action' && a.replay_step)).toEqual([0, 1, 2, 3, 4, 5, 6, 8, 9]);
     expect(actions.every((a) => a.kind === 'action' && a.response_id.startsWith('replay_') && a.tool_call_id === a.response_id)).toBe(true);
-    const record = await recordOf(svc, id);
-    expect(record.execution_status).toBe('finished');
-    expect(record.metrics?.prompt_tokens ?? 0).toBe(0);
+    const record = await conversationOf(svc, id);
+    expect(record.record.execution_status).toBe('finished');
+    expect(record.record.metrics?.prompt_tokens ?? 0).toBe(0);
   });
 
   it('overwrites an existing file on write, as OpenHands does', async () => {
@@ -353,14 +353,14 @@ describe('replay_json: the engine replays without a model', () => {
     while (!commands.includes('slow step')) await new Promise((r) => setTimeout(r, 5));
     await expectOk(svc.conversations.stop('alice', id));
     await svc.idle();
-    expect((await recordOf(svc, id)).execution_status).toBe('paused');
+    expect((await conversationOf(svc, id)).record.execution_status).toBe('paused');
 
     await expectOk(svc.conversations.start('alice', id));
     await svc.idle();
     expect(commands).toEqual(['slow step', 'last step']);
     const events = await eventsOf(svc, id);
     expect(events.find((e) => e.kind === 'observation' && e.tool_call_id === 'replay_1')).toMatchObject({ is_error: true, content: expect.stringContaining('paused') });
-    expect((await recordOf(svc, id)).execution_status).toBe('finished');
+    expect((await conversationOf(svc, id)).record.execution_status).toBe('finished');
   });
 
   it('without a model configured, ends finished after the replay with a note, not an error', async () => {
@@ -373,7 +373,7 @@ describe('replay_json: the engine replays without a model', () => {
     expect(kinds(events)).toEqual(['message:user', 'status:running', 'action:execute_bash', 'observation', 'status:finished']);
     expect(events.at(-1)).toMatchObject({ reason: expect.stringContaining('no model is configured') });
     expect(events.some((e) => e.kind === 'error')).toBe(false);
-    expect((await recordOf(svc, created.conversation_id)).execution_status).toBe('finished');
+    expect((await conversationOf(svc, created.conversation_id)).record.execution_status).toBe('finished');
   });
 
   it('refuses a malformed trajectory at creation with a 422 reason, storing nothing', async () => {
@@ -419,7 +419,7 @@ describe('replay_json: the engine replays without a model', () => {
     expect(interrupted).toMatchObject({ is_error: true, content: expect.stringContaining('service restarted') });
     expect(events.filter((e) => e.kind === 'action').map((a) => a.kind === 'action' && a.replay_step)).toEqual([0, 1, 2, 3]);
     expect(ports.llm.calls).toBe(0);
-    expect((await recordOf(second, id)).execution_status).toBe('finished');
+    expect((await conversationOf(second, id)).record.execution_status).toBe('finished');
     await second.close();
   });
 });

@@ -92,7 +92,7 @@ describe('repository preparation at conversation start', () => {
     const { task, conversation, events, id } = await startV1(service, { selected_repository: 'acme/widgets', selected_branch: 'dev', git_provider: 'github' });
 
     expect(task).toMatchObject({ status: 'READY', detail: null });
-    expect(conversation.conversation_status).toBe('RUNNING');
+    expect(conversation.status).toBe('RUNNING');
     const record = expectOk(ports.conversations.get('alice', id));
     expect((await record)?.workspace).toMatchObject({ repository: 'acme/widgets', repository_dir: '/workspace/widgets', branch: 'dev' });
 
@@ -143,7 +143,7 @@ describe('repository preparation at conversation start', () => {
     const { task, conversation, events } = await startV1(service, { selected_repository: 'acme/widgets', selected_branch: 'no-such-branch' });
     expect(task.status).toBe('ERROR');
     expect(task.detail).toBe('branch "no-such-branch" does not exist in acme/widgets');
-    expect(conversation).toMatchObject({ conversation_status: 'STOPPED', status_detail: task.detail });
+    expect(conversation).toMatchObject({ status: 'STOPPED', status_detail: task.detail });
     expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'repository_setup_failed', message: task.detail })]);
     expect(ports.llm.requests).toHaveLength(0);
     await service.close();
@@ -175,7 +175,7 @@ describe('repository preparation at conversation start', () => {
     const branch = commands.map((c) => c.command.join(' ')).find((a) => a.includes('checkout -b'));
     expect(branch).toMatch(/^git -C \/workspace\/widgets checkout -b openhands-workspace-[0-9a-f]{8}$/);
     expect((await expectOk(ports.conversations.get('alice', created.conversation_id)))?.workspace?.branch).toMatch(/^openhands-workspace-/);
-    expect((await expectOk(service.conversations.getInfo('alice', created.conversation_id))).status).toBe('RUNNING');
+    expect((await expectOk(service.conversations.get('alice', created.conversation_id))).status).toBe('RUNNING');
     await service.close();
   });
 
@@ -212,7 +212,7 @@ describe('repository preparation at conversation start', () => {
     await service.idle();
     await expectOk(service.conversations.start('alice', id));
     await service.idle();
-    expect((await expectOk(service.conversations.getInfo('alice', id))).status).toBe('RUNNING');
+    expect((await expectOk(service.conversations.get('alice', id))).status).toBe('RUNNING');
     const argvs = commands.map((c) => c.command.join(' '));
     expect(argvs.filter((a) => a.startsWith('git clone'))).toHaveLength(1);
     expect(argvs.filter((a) => a.includes('setup.sh'))).toHaveLength(1);

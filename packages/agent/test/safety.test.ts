@@ -12,7 +12,7 @@ import {
 } from '@acs/core';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
-import { recordOf } from './conversation-reads.js';
+import { conversationOf } from './conversation-reads.js';
 import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
@@ -53,7 +53,7 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     const id = await converse(service);
 
     let events = await allEvents(service, id);
-    expect((await recordOf(service, id)).execution_status).toBe('waiting_for_confirmation');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('waiting_for_confirmation');
     expect(actions(events)).toEqual([expect.objectContaining({ tool_name: 'execute_bash', requires_confirmation: true })]);
     expect(events.some((e) => e.kind === 'observation')).toBe(false);
     expect(ran).toEqual([]);
@@ -65,7 +65,7 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     events = await allEvents(service, id);
     expect(ran).toEqual(['touch made-by-agent']);
     // finish never waits.
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(statuses(events)).toEqual(['running', 'waiting_for_confirmation', 'running', 'finished']);
   });
 
@@ -79,7 +79,7 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     expect(ran).toEqual([]);
     const rejected = events.find((e) => e.kind === 'observation');
     expect(rejected).toMatchObject({ is_error: true, details: { rejected: true }, content: expect.stringContaining('keep the build directory') });
-    expect((await recordOf(service, id)).execution_status).toBe('idle');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
     expect(llm.calls).toBe(1);
 
     await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'ok, what now?' }], run: true }));
@@ -87,7 +87,7 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     const prompt = llm.requests[1]!.messages;
     expect(prompt).toContainEqual(expect.objectContaining({ role: 'tool', content: expect.stringContaining('Rejected by the user') }));
     events = await allEvents(service, id);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(statuses(events)).toEqual(['running', 'waiting_for_confirmation', 'idle', 'running', 'finished']);
   });
 
@@ -112,13 +112,13 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     const events = await allEvents(service, id);
     expect(events.find((e) => e.kind === 'observation')).toMatchObject({ details: { rejected: true }, content: expect.stringContaining('new message') });
     expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'user', content: 'do not deploy' });
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('think and finish alone never wait', async () => {
     const { service } = await setup({ confirmation_mode: true }, [{ tool_calls: [{ name: 'think', arguments: { thought: 'hmm' } }] }, finish]);
     const id = await converse(service);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(statuses(await allEvents(service, id))).not.toContain('waiting_for_confirmation');
   });
 
@@ -129,12 +129,12 @@ describe('confirmation mode without an analyzer: every action waits', () => {
     await service.idle();
     await expectOk(service.conversations.start('alice', id));
     await service.idle();
-    expect((await recordOf(service, id)).execution_status).toBe('waiting_for_confirmation');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('waiting_for_confirmation');
     expect(ran).toEqual([]);
     await expectOk(service.conversations.respondToConfirmation('alice', id, { accept: true }));
     await service.idle();
     expect(ran).toEqual(['echo hi']);
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 });
 
@@ -163,7 +163,7 @@ describe('confirmation: races and restarts', () => {
     await service.idle();
     expect(llm.calls).toBe(2);
     expect(JSON.stringify(llm.requests[1]!.messages)).toContain('stay put');
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('a decision recorded while the service shuts down is acted on by the next process', async () => {
@@ -179,7 +179,7 @@ describe('confirmation: races and restarts', () => {
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
     await second.idle();
     expect(first.ran).toEqual(['make deploy']);
-    expect((await recordOf(second, id)).execution_status).toBe('finished');
+    expect((await conversationOf(second, id)).record.execution_status).toBe('finished');
   });
 
   it('a crash between recording the actions and waiting: after restart they wait again, not “interrupted”', async () => {
@@ -193,7 +193,7 @@ describe('confirmation: races and restarts', () => {
     const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1, interrupted_calls: 0 });
     await second.idle();
-    expect((await recordOf(second, id)).execution_status).toBe('waiting_for_confirmation');
+    expect((await conversationOf(second, id)).record.execution_status).toBe('waiting_for_confirmation');
     expect((await allEvents(second, id)).some((e) => e.kind === 'observation')).toBe(false);
     expect(first.ran).toEqual([]);
   });
@@ -209,7 +209,7 @@ describe('security analyzers', () => {
     expect(low).toMatchObject({ security_risk: 'low' });
     expect(low!.requires_confirmation).toBeUndefined();
     expect(high).toMatchObject({ security_risk: 'high', requires_confirmation: true, risk_reasons: [expect.stringMatching(/^destructive-delete: /)] });
-    expect((await recordOf(service, id)).execution_status).toBe('waiting_for_confirmation');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('waiting_for_confirmation');
   });
 
   it('llm: the model rates its calls with security_risk; the argument is offered, explained and removed before the tool runs', async () => {
@@ -249,7 +249,7 @@ describe('security analyzers', () => {
     const id = await converse(service);
     expect(ran).toEqual(['rm -rf /tmp/cache']);
     expect(actions(await allEvents(service, id))[0]).toMatchObject({ security_risk: 'medium' });
-    expect((await recordOf(service, id)).execution_status).toBe('finished');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('without an analyzer actions carry no rating', async () => {
@@ -278,6 +278,6 @@ describe('usage visibility', () => {
     expect(calls.map((c) => c.accumulated?.cost_usd)).toEqual([0.01, 0.02, 0.03]);
     const prompt = calls.reduce((n, c) => n + c.prompt_tokens, 0);
     expect(calls.at(-1)!.accumulated).toMatchObject({ prompt_tokens: prompt });
-    expect((await recordOf(service, id)).metrics).toMatchObject({ accumulated_cost: 0.03, prompt_tokens: prompt });
+    expect((await conversationOf(service, id)).record.metrics).toMatchObject({ accumulated_cost: 0.03, prompt_tokens: prompt });
   });
 });

@@ -44,7 +44,7 @@ export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayS
 export { nextExecutionStatus, type ExecutionEvent, type IllegalExecutionEvent } from './conversation/execution-state.js';
 export { createWorkspaceService, WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
 export * from './conversation/state.js';
-export { toAppConversation, toConversationInfo } from './conversation/view.js';
+export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export {
   ConversationServiceErrors,
@@ -52,7 +52,7 @@ export {
   type ConversationService,
   type ConversationServiceError,
   type ConversationServiceOptions,
-  type ConversationStatusResponse,
+  type CreatedConversation,
 } from './conversation/service.js';
 
 export * from './service.js';

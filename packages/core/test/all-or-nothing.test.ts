@@ -101,17 +101,17 @@ describe('a refused or failed create leaves nothing behind', () => {
 
     const refusedStart = await service.conversations.start('alice', first.conversation_id);
     expect(refusedStart._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1 });
-    const info = await expectOk(service.conversations.getInfo('alice', first.conversation_id));
+    const info = await expectOk(service.conversations.get('alice', first.conversation_id));
     expect(info.status).toBe('STOPPED');
     expect(await expectOk(service.conversations.countStartTasks('alice', {}))).toBe(tasksBefore);
-    expect((await expectOk(service.conversations.getInfo('alice', second.conversation_id))).status).toBe('RUNNING');
+    expect((await expectOk(service.conversations.get('alice', second.conversation_id))).status).toBe('RUNNING');
 
     // Once there is room, the same start works.
     await expectOk(service.conversations.stop('alice', second.conversation_id));
     await service.idle();
     await expectOk(service.conversations.start('alice', first.conversation_id));
     await service.idle();
-    expect((await expectOk(service.conversations.getInfo('alice', first.conversation_id))).status).toBe('RUNNING');
+    expect((await expectOk(service.conversations.get('alice', first.conversation_id))).status).toBe('RUNNING');
     await service.close();
   });
 
@@ -120,17 +120,17 @@ describe('a refused or failed create leaves nothing behind', () => {
     const { service, ports } = world;
     const lost = await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     await service.idle();
-    const before = await expectOk(service.conversations.getInfo('alice', lost.conversation_id));
-    ports.runtime.vanish(before.sandbox_id!);
-    expect((await expectOk(service.conversations.getInfo('alice', lost.conversation_id))).status).toBe('STOPPED');
+    const before = await expectOk(service.conversations.get('alice', lost.conversation_id));
+    ports.runtime.vanish(before.record.sandbox_id!);
+    expect((await expectOk(service.conversations.get('alice', lost.conversation_id))).status).toBe('STOPPED');
     await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     const creates = ports.runtime.calls.filter((c) => c.operation === 'create').length;
 
     expect((await service.conversations.start('alice', lost.conversation_id))._unsafeUnwrapErr().type).toBe('SandboxCapReached');
-    const after = await expectOk(service.conversations.getInfo('alice', lost.conversation_id));
+    const after = await expectOk(service.conversations.get('alice', lost.conversation_id));
     expect(after.status).toBe('STOPPED');
-    expect(after.sandbox_id).toBe(before.sandbox_id);
+    expect(after.record.sandbox_id).toBe(before.record.sandbox_id);
     await service.idle();
     expect(ports.runtime.calls.filter((c) => c.operation === 'create')).toHaveLength(creates);
     await service.close();
@@ -146,13 +146,13 @@ describe('a refused or failed create leaves nothing behind', () => {
     const { service, ports } = world;
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     await service.idle();
-    const before = await expectOk(service.conversations.getInfo('alice', created.conversation_id));
-    ports.runtime.vanish(before.sandbox_id!);
-    await expectOk(service.conversations.getInfo('alice', created.conversation_id));
+    const before = await expectOk(service.conversations.get('alice', created.conversation_id));
+    ports.runtime.vanish(before.record.sandbox_id!);
+    await expectOk(service.conversations.get('alice', created.conversation_id));
     failTask = true;
     expect((await service.conversations.start('alice', created.conversation_id))._unsafeUnwrapErr().type).toBe('StoreUnavailable');
-    const after = await expectOk(service.conversations.getInfo('alice', created.conversation_id));
-    expect({ status: after.status, sandbox_id: after.sandbox_id }).toEqual({ status: 'STOPPED', sandbox_id: before.sandbox_id });
+    const after = await expectOk(service.conversations.get('alice', created.conversation_id));
+    expect({ status: after.status, sandbox_id: after.record.sandbox_id }).toEqual({ status: 'STOPPED', sandbox_id: before.record.sandbox_id });
     expect(await leftovers(world)).toEqual({ conversations: 1, tasks: 1, activeSandboxRecords: 0, runtimeSandboxes: 0 });
     await service.close();
   });

@@ -24,8 +24,8 @@ describe('first message of suggested tasks and microagent requests', () => {
     const text = firstUserText(llm.requests[0]!.messages);
     expect(text).toContain('issue #42 of the repository acme/api: "Login fails with SSO"');
     expect(text).toContain('Reproduce the problem');
-    const info = await expectOk(service.conversations.getInfo('alice', created.conversation_id));
-    expect(info).toMatchObject({ trigger: 'suggested_task', selected_repository: 'acme/api' });
+    const info = await expectOk(service.conversations.get('alice', created.conversation_id));
+    expect(info.record).toMatchObject({ trigger: 'suggested_task', selected_repository: 'acme/api' });
   });
 
   it('turns a microagent request into a first message naming the file to write, with the user’s text after it', async () => {
@@ -38,7 +38,7 @@ describe('first message of suggested tasks and microagent requests', () => {
     expect(text).toContain('microagent for the repository acme/web, about: "release process"');
     expect(text).toContain('triggers:');
     expect(text.indexOf('Also, from the user:\nKeep it under 40 lines.')).toBeGreaterThan(text.indexOf('acme/web'));
-    expect(await expectOk(service.conversations.getInfo('alice', created.conversation_id))).toMatchObject({ trigger: 'microagent_management' });
+    expect((await expectOk(service.conversations.get('alice', created.conversation_id))).record).toMatchObject({ trigger: 'microagent_management' });
   });
 
   it('asks for repo.md when the microagent request has no topic', async () => {

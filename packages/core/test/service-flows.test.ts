@@ -16,7 +16,7 @@ async function setup(options: Parameters<typeof createAgentConversationService>[
 async function startConversation(service: AgentConversationService, userId = 'alice') {
   const created = await expectOk(service.conversations.create(userId, { initial_user_msg: 'hello' }));
   await service.idle();
-  return expectOk(service.conversations.getInfo(userId, created.conversation_id));
+  return expectOk(service.conversations.get(userId, created.conversation_id));
 }
 
 describe('sandbox start-up', () => {
@@ -79,9 +79,9 @@ describe('conversation lifecycle', () => {
   it('goes STARTING → RUNNING, and its start task WORKING → READY', async () => {
     const { service } = await setup();
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'hello' }));
-    expect(created.conversation_status).toBe('STARTING');
+    expect(created.status).toBe('STARTING');
     await service.idle();
-    const info = await expectOk(service.conversations.getInfo('alice', created.conversation_id));
+    const info = await expectOk(service.conversations.get('alice', created.conversation_id));
     expect(info.status).toBe('RUNNING');
     const tasks = await expectOk(service.conversations.searchStartTasks('alice', { app_conversation_id: created.conversation_id }, { limit: 10, after: null }, 'newest_first'));
     expect(tasks.items.map((t) => t.status)).toEqual(['READY']);
@@ -92,7 +92,7 @@ describe('conversation lifecycle', () => {
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'hello' }));
     await expectOk(service.conversations.stop('alice', created.conversation_id));
     await service.idle();
-    const info = await expectOk(service.conversations.getInfo('alice', created.conversation_id));
+    const info = await expectOk(service.conversations.get('alice', created.conversation_id));
     expect(info.status).toBe('STOPPED');
     const [task] = (await expectOk(service.conversations.searchStartTasks('alice', {}, { limit: 1, after: null }, 'newest_first'))).items;
     expect(task?.status).toBe('ERROR');
@@ -103,56 +103,56 @@ describe('conversation lifecycle', () => {
   it('restarts a conversation whose sandbox was lost in a new sandbox', async () => {
     const { service, runtime } = await setup();
     const info = await startConversation(service);
-    const oldSandbox = info.sandbox_id!;
+    const oldSandbox = info.record.sandbox_id!;
     runtime.vanish(oldSandbox);
     expect((await expectOk(service.sandboxes.get('alice', oldSandbox))).status).toBe('MISSING');
-    const stopped = await expectOk(service.conversations.getInfo('alice', info.conversation_id));
+    const stopped = await expectOk(service.conversations.get('alice', info.record.id));
     expect(stopped.status).toBe('STOPPED');
     expect(stopped.status_detail).toMatch(/vanished/);
 
-    const restarted = await expectOk(service.conversations.start('alice', info.conversation_id));
-    expect(restarted.conversation_status).toBe('STARTING');
+    const restarted = await expectOk(service.conversations.start('alice', info.record.id));
+    expect(restarted.status).toBe('STARTING');
     await service.idle();
-    const after = await expectOk(service.conversations.getInfo('alice', info.conversation_id));
+    const after = await expectOk(service.conversations.get('alice', info.record.id));
     expect(after.status).toBe('RUNNING');
-    expect(after.sandbox_id).not.toBe(oldSandbox);
+    expect(after.record.sandbox_id).not.toBe(oldSandbox);
   });
 
   it('restarts a stopped conversation in its own (resumed) sandbox', async () => {
     const { service } = await setup();
     const info = await startConversation(service);
-    await expectOk(service.conversations.stop('alice', info.conversation_id));
-    expect((await expectOk(service.sandboxes.get('alice', info.sandbox_id!))).status).toBe('PAUSED');
-    await expectOk(service.conversations.start('alice', info.conversation_id));
+    await expectOk(service.conversations.stop('alice', info.record.id));
+    expect((await expectOk(service.sandboxes.get('alice', info.record.sandbox_id!))).status).toBe('PAUSED');
+    await expectOk(service.conversations.start('alice', info.record.id));
     await service.idle();
-    const after = await expectOk(service.conversations.getInfo('alice', info.conversation_id));
-    expect(after).toMatchObject({ status: 'RUNNING', sandbox_id: info.sandbox_id });
+    const after = await expectOk(service.conversations.get('alice', info.record.id));
+    expect(after).toMatchObject({ status: 'RUNNING', record: { sandbox_id: info.record.sandbox_id } });
   });
 
   it('keeps a shared sandbox while another conversation uses it', async () => {
     const { service } = await setup();
     const first = await startConversation(service);
-    const task = await expectOk(service.conversations.startApp('alice', { sandbox_id: first.sandbox_id }));
+    const task = await expectOk(service.conversations.startApp('alice', { sandbox_id: first.record.sandbox_id }));
     await service.idle();
-    await expectOk(service.conversations.stop('alice', first.conversation_id));
-    expect((await expectOk(service.sandboxes.get('alice', first.sandbox_id!))).status).toBe('RUNNING');
-    await expectOk(service.conversations.delete('alice', first.conversation_id));
-    expect((await expectOk(service.sandboxes.get('alice', first.sandbox_id!))).status).toBe('RUNNING');
+    await expectOk(service.conversations.stop('alice', first.record.id));
+    expect((await expectOk(service.sandboxes.get('alice', first.record.sandbox_id!))).status).toBe('RUNNING');
+    await expectOk(service.conversations.delete('alice', first.record.id));
+    expect((await expectOk(service.sandboxes.get('alice', first.record.sandbox_id!))).status).toBe('RUNNING');
     await expectOk(service.conversations.delete('alice', task.app_conversation_id!));
-    const gone = await service.sandboxes.get('alice', first.sandbox_id!);
+    const gone = await service.sandboxes.get('alice', first.record.sandbox_id!);
     expect(gone.isErr() && gone.error.type).toBe('SandboxNotFound');
   });
 
   it('lets a child conversation inherit from its parent and lists it as a sub-conversation', async () => {
     const { service } = await setup();
     const parent = await startConversation(service);
-    const child = await expectOk(service.conversations.startApp('alice', { parent_conversation_id: parent.conversation_id, title: 'follow-up' }));
+    const child = await expectOk(service.conversations.startApp('alice', { parent_conversation_id: parent.record.id, title: 'follow-up' }));
     await service.idle();
-    const [parentView, childView] = await expectOk(service.conversations.getMany('alice', [parent.conversation_id, child.app_conversation_id!]));
+    const [parentView, childView] = await expectOk(service.conversations.getMany('alice', [parent.record.id, child.app_conversation_id!]));
     expect(parentView?.sub_conversation_ids).toEqual([child.app_conversation_id]);
-    expect(childView).toMatchObject({ parent_conversation_id: parent.conversation_id, sandbox_id: parent.sandbox_id, title: 'follow-up' });
+    expect(childView?.record).toMatchObject({ parent_conversation_id: parent.record.id, sandbox_id: parent.record.sandbox_id, title: 'follow-up' });
     const topLevel = await expectOk(service.conversations.search('alice', {}, { limit: 10, after: null }));
-    expect(topLevel.items.map((c) => c.id)).toEqual([parent.conversation_id]);
+    expect(topLevel.items.map((c) => c.record.id)).toEqual([parent.record.id]);
   });
 
   it('refuses a parent that does not exist, storing nothing', async () => {
@@ -167,9 +167,9 @@ describe('conversation lifecycle', () => {
     const { service, runtime } = await setup();
     await expectOk(service.settings.store('alice', { sandbox_base_container_image: 'ghcr.io/acme/dev:1' }));
     const info = await startConversation(service);
-    const box = await expectOk(service.sandboxes.get('alice', info.sandbox_id!));
+    const box = await expectOk(service.sandboxes.get('alice', info.record.sandbox_id!));
     expect(box.sandbox_spec_id).toBe('ghcr.io/acme/dev:1');
-    expect(runtime.peek(info.sandbox_id!)?.request.spec.image).toBe('ghcr.io/acme/dev:1');
+    expect(runtime.peek(info.record.sandbox_id!)?.request.spec.image).toBe('ghcr.io/acme/dev:1');
   });
 
   it('needs no API key for keyless model providers', async () => {

@@ -114,8 +114,8 @@ export function attachV1Channel(server: HttpServer, prefix: string, deps: V1Chan
       return;
     }
     // The whole state, as the agent-server sends on connect; an agent that has not run yet is idle.
-    const current = await service.conversations.getMany(userId, [conversationId]);
-    const status = current.isOk() && current.value[0] ? (current.value[0].execution_status ?? 'idle') : null;
+    const current = await service.conversations.get(userId, conversationId);
+    const status = current.isOk() ? (current.value.record.execution_status ?? 'idle') : null;
     if (status) send(stateUpdate(`state-${subscription.lastId}`, new Date().toISOString(), status, 'full_state'));
   }
 

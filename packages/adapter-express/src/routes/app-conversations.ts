@@ -1,17 +1,17 @@
-import { ConversationServiceErrors, type AgentConversationService, type DomainErrorOf } from '@acs/core';
-import { AppConversationSchema, AppConversationStartRequestSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, MessageEventSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
-import { errAsync, okAsync } from 'neverthrow';
+import { ConversationServiceErrors, type AgentConversationService, type ConversationOverview } from '@acs/core';
+import { AppConversationStartRequestSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, MessageEventSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
 import { z } from 'zod';
-import { withLinks } from '../conversation-links.js';
 import { eventIdParam, idList, kindList, limitParam, pagingQuery, timestampParam } from '../query.js';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
 import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, PAGED_ERRORS, pageOf, toFilter } from './shared.js';
+import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
 
 /** V1 app conversations: start tasks, search and count, read, events, messages, confirmation, pause and run (literal paths before parameterised ones). */
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
+  const app = (c: ConversationOverview, userId: string, mountPath: string) => toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',
@@ -35,7 +35,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       query: pagingQuery.extend(conversationFilterQuery),
       success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
       errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
-      handle: ({ userId, query, mountPath }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({ ...p, items: p.items.map((c) => withLinks(c, userId, mountPath, context.conversationKeys)) })),
+      handle: ({ userId, query, mountPath }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) })),
     }),
     defineRoute({
       method: 'get',
@@ -116,8 +116,8 @@ export function appConversationRoutes(service: AgentConversationService, context
       errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ userId, query, mountPath }) =>
         query.ids
-          ? conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? withLinks(c, userId, mountPath, context.conversationKeys) : null)))
-          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => withLinks(c, userId, mountPath, context.conversationKeys)) })),
+          ? conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)))
+          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) })),
     }),
     defineRoute({
       method: 'get',
@@ -127,11 +127,8 @@ export function appConversationRoutes(service: AgentConversationService, context
       tags: ['app conversations (V1)'],
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: AppConversationSchema },
-      errors: [...ConversationServiceErrors.getMany, 'ConversationNotFound'],
-      handle: ({ userId, params, mountPath }) =>
-        conversations
-          .getMany(userId, [params.conversation_id])
-          .andThen(([c]) => (c ? okAsync(withLinks(c, userId, mountPath, context.conversationKeys)) : errAsync<typeof c, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: params.conversation_id }))),
+      errors: ConversationServiceErrors.get,
+      handle: ({ userId, params, mountPath }) => conversations.get(userId, params.conversation_id).map((c) => app(c, userId, mountPath)),
     }),
     defineRoute({
       method: 'post',

@@ -1,12 +1,20 @@
-import { ConversationServiceErrors, type AgentConversationService } from '@acs/core';
-import { ConversationInfoSchema, ConversationStatusSchema, ConversationTriggerSchema, NewConversationRequestSchema, NewConversationResponseSchema, type ConversationInfo } from '@acs/core/schemas';
+import { ConversationServiceErrors, type AgentConversationService, type ConversationOverview } from '@acs/core';
+import { ConversationTriggerSchema, NewConversationRequestSchema } from '@acs/core/schemas';
 import { z } from 'zod';
-import { withLinks } from '../conversation-links.js';
 import { booleanParam, limitParam, pageIdParam } from '../query.js';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
 import { ConfirmationRequestSchema, paged, PAGED_ERRORS, SuccessSchema } from './shared.js';
+import {
+  conversationLinks,
+  ConversationInfoSchema,
+  ConversationStatusResponseSchema,
+  NewConversationResponseSchema,
+  toConversationInfo,
+  toConversationStatusResponse,
+  toNewConversationResponse,
+} from '../views/conversations.js';
 
 /** V0 `POST /api/conversations/{id}/message` body. */
 const V0MessageRequestSchema = z.strictObject({
@@ -17,17 +25,10 @@ const V0MessageRequestSchema = z.strictObject({
     .refine((text) => text.trim() !== '', 'must not be blank'),
 });
 
-const ConversationStatusResponseSchema = z.object({
-  status: z.literal('ok'),
-  conversation_id: z.string(),
-  message: z.string().nullable(),
-  conversation_status: ConversationStatusSchema,
-});
-
 /** V0 conversations: create, list, read, rename, delete, start and stop, messages, events and confirmation. */
 export function conversationRoutesV0(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
-  const link = (c: ConversationInfo, userId: string, mountPath: string) => withLinks(c, userId, mountPath, context.conversationKeys);
+  const info = (c: ConversationOverview, userId: string, mountPath: string) => toConversationInfo(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',
@@ -40,7 +41,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       body: NewConversationRequestSchema,
       success: { status: 200, description: 'Successful Response', schema: NewConversationResponseSchema },
       errors: ConversationServiceErrors.create,
-      handle: ({ userId, body }) => conversations.create(userId, body),
+      handle: ({ userId, body }) => conversations.create(userId, body).map(toNewConversationResponse),
     }),
     defineRoute({
       method: 'get',
@@ -60,10 +61,10 @@ export function conversationRoutesV0(service: AgentConversationService, context:
         description: 'A page of conversations, newest first.',
         schema: z.object({ results: z.array(ConversationInfoSchema), next_page_id: z.string().nullable() }),
       },
-      errors: [...ConversationServiceErrors.listInfo, ...PAGED_ERRORS],
+      errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
       handle: ({ userId, query, mountPath }) =>
         paged(query, (page) =>
-          conversations.listInfo(
+          conversations.search(
             userId,
             {
               ...(query.selected_repository !== undefined ? { selected_repository: query.selected_repository } : {}),
@@ -72,7 +73,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
             },
             page,
           ),
-        ).map((p) => ({ results: p.items.map((c) => link(c, userId, mountPath)), next_page_id: p.next_page_id })),
+        ).map((p) => ({ results: p.items.map((c) => info(c, userId, mountPath)), next_page_id: p.next_page_id })),
     }),
     defineRoute({
       method: 'get',
@@ -82,8 +83,8 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: ConversationInfoSchema },
-      errors: ConversationServiceErrors.getInfo,
-      handle: ({ userId, params, mountPath }) => conversations.getInfo(userId, params.conversation_id).map((c) => withLinks(c, userId, mountPath, context.conversationKeys)),
+      errors: ConversationServiceErrors.get,
+      handle: ({ userId, params, mountPath }) => conversations.get(userId, params.conversation_id).map((c) => info(c, userId, mountPath)),
     }),
     defineRoute({
       method: 'delete',
@@ -109,7 +110,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       bodyRequired: false,
       success: { status: 200, description: 'The conversation is starting or already running.', schema: ConversationStatusResponseSchema },
       errors: ConversationServiceErrors.start,
-      handle: ({ userId, params }) => conversations.start(userId, params.conversation_id),
+      handle: ({ userId, params }) => conversations.start(userId, params.conversation_id).map(toConversationStatusResponse),
     }),
     defineRoute({
       method: 'post',
@@ -121,7 +122,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation is stopped.', schema: ConversationStatusResponseSchema },
       errors: ConversationServiceErrors.stop,
-      handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id),
+      handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id).map(toConversationStatusResponse),
     }),
     defineRoute({
       method: 'post',

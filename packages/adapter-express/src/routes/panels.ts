@@ -135,8 +135,8 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       summary: 'Web servers the sandbox exposes (none)',
       description: 'Sandboxes here publish no ports to the browser: always empty.',
       success: { status: 200, description: 'None.', schema: z.object({ hosts: z.record(z.string(), z.int()) }) },
-      errors: ConversationServiceErrors.getInfo,
-      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id).map(() => ({ hosts: {} })),
+      errors: ConversationServiceErrors.get,
+      handle: ({ userId, params }) => conversations.get(userId, params.conversation_id).map(() => ({ hosts: {} })),
     }),
     defineRoute({
       ...inConversation,
@@ -145,8 +145,8 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       operationId: 'getConversationVsCodeUrl',
       summary: 'The VS Code URL of the sandbox (none)',
       success: { status: 200, description: 'No VS Code here.', schema: z.object({ vscode_url: z.null() }) },
-      errors: ConversationServiceErrors.getInfo,
-      handle: ({ userId, params }) => conversations.getInfo(userId, params.conversation_id).map(() => ({ vscode_url: null })),
+      errors: ConversationServiceErrors.get,
+      handle: ({ userId, params }) => conversations.get(userId, params.conversation_id).map(() => ({ vscode_url: null })),
     }),
     defineRoute({
       method: 'get',

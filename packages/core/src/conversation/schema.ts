@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { McpConfigSchema, type McpConfig } from '../mcp/schema.js';
 import { GitProviderSchema, type GitProvider } from '../settings/schema.js';
-import { SandboxStatusSchema } from '../sandbox/schema.js';
-import { ExecutionStatusSchema, type ExecutionStatus } from '../events/schema.js';
+import type { ExecutionStatus } from '../events/schema.js';
 import type { ConversationWorkspace } from './workspace.js';
 
 export const CONVERSATION_STATUSES = ['STARTING', 'RUNNING', 'STOPPED'] as const;
@@ -104,13 +103,6 @@ export const NewConversationRequestSchema = z.strictObject({
 });
 export type NewConversationRequest = z.output<typeof NewConversationRequestSchema>;
 
-export const NewConversationResponseSchema = z.object({
-  status: z.literal('ok'),
-  conversation_id: z.string(),
-  message: z.string().nullable(),
-  conversation_status: ConversationStatusSchema.nullable(),
-});
-export type NewConversationResponse = z.infer<typeof NewConversationResponseSchema>;
 
 const TextContentSchema = z.object({ type: z.literal('text'), text: z.string().max(1_000_000), cache_prompt: z.boolean().optional() });
 const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(ImageUrlSchema).min(1).max(32) });
@@ -178,29 +170,6 @@ export interface ConversationRecord {
   updated_at: string;
 }
 
-/** The V0 conversation record (`GET /api/conversations`). */
-export const ConversationInfoSchema = z.object({
-  conversation_id: z.string(),
-  title: z.string(),
-  last_updated_at: z.iso.datetime().nullable(),
-  status: ConversationStatusSchema,
-  status_detail: z.string().nullable(),
-  runtime_status: z.string().nullable(),
-  selected_repository: z.string().nullable(),
-  selected_branch: z.string().nullable(),
-  git_provider: GitProviderSchema.nullable(),
-  trigger: ConversationTriggerSchema.nullable(),
-  num_connections: z.int(),
-  url: z.string().nullable(),
-  session_api_key: z.string().nullable(),
-  created_at: z.iso.datetime(),
-  pr_number: z.array(z.int()),
-  conversation_version: z.enum(['V0', 'V1']),
-  sub_conversation_ids: z.array(z.string()),
-  sandbox_id: z.string().nullable(),
-});
-export type ConversationInfo = z.infer<typeof ConversationInfoSchema>;
-
 export const MetricsSnapshotSchema = z.object({
   accumulated_cost: z.number().nullable().meta({ description: 'USD so far; null when the price of a model used is unknown.' }),
   max_budget_per_task: z.number().nullable(),
@@ -209,31 +178,6 @@ export const MetricsSnapshotSchema = z.object({
 });
 export type ConversationMetrics = z.infer<typeof MetricsSnapshotSchema>;
 
-/** The V1 app conversation record. */
-export const AppConversationSchema = z.object({
-  id: z.string(),
-  created_by_user_id: z.string().nullable(),
-  sandbox_id: z.string().nullable(),
-  selected_repository: z.string().nullable(),
-  selected_branch: z.string().nullable(),
-  git_provider: GitProviderSchema.nullable(),
-  title: z.string().nullable(),
-  trigger: ConversationTriggerSchema.nullable(),
-  pr_number: z.array(z.int()),
-  llm_model: z.string().nullable(),
-  metrics: MetricsSnapshotSchema.nullable(),
-  parent_conversation_id: z.string().nullable(),
-  sub_conversation_ids: z.array(z.string()),
-  created_at: z.iso.datetime(),
-  updated_at: z.iso.datetime(),
-  sandbox_status: SandboxStatusSchema,
-  execution_status: ExecutionStatusSchema.nullable(),
-  conversation_status: ConversationStatusSchema,
-  status_detail: z.string().nullable(),
-  conversation_url: z.string().nullable(),
-  session_api_key: z.string().nullable(),
-});
-export type AppConversation = z.infer<typeof AppConversationSchema>;
 
 export const START_TASK_STATUSES = [
   'WORKING',

@@ -11,7 +11,8 @@ import type { SandboxService } from '../sandbox/service.js';
 import type { SandboxStore } from '../sandbox/store.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AgentPort, ConfirmationDecision } from './agent-port.js';
-import type { AppConversation, AppConversationStartRequest, ConversationInfo, ConversationStatus, NewConversationRequest, NewConversationResponse, SendMessageRequest, StartTask } from './schema.js';
+import type { ConversationOverview, ConversationStatusChange } from './overview.js';
+import type { AppConversationStartRequest, ConversationStatus, NewConversationRequest, SendMessageRequest, StartTask } from './schema.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 
 export interface ConversationServiceOptions {
@@ -38,12 +39,10 @@ export interface ConversationServiceDeps {
   options?: ConversationServiceOptions;
 }
 
-/** Result of V0 start/stop. */
-export interface ConversationStatusResponse {
-  status: 'ok';
+/** What a V0 create stored: the conversation, and its status (STARTING while its sandbox comes up). */
+export interface CreatedConversation {
   conversation_id: string;
-  message: string | null;
-  conversation_status: ConversationStatus;
+  status: ConversationStatus;
 }
 
 /**
@@ -81,8 +80,7 @@ export const ConversationServiceErrors = {
     'SandboxRuntimeFailed',
     'StoreUnavailable',
   ],
-  getInfo: ['ConversationNotFound', 'StoreUnavailable'],
-  listInfo: ['StoreUnavailable'],
+  get: ['ConversationNotFound', 'StoreUnavailable'],
   search: ['StoreUnavailable'],
   getMany: ['StoreUnavailable'],
   count: ['StoreUnavailable'],
@@ -116,17 +114,19 @@ export type ConversationServiceError<K extends keyof typeof ConversationServiceE
 
 export interface ConversationService {
   /** V0 New Conversation. */
-  create(userId: string, request: NewConversationRequest): ResultAsync<NewConversationResponse, ConversationServiceError<'create'>>;
+  create(userId: string, request: NewConversationRequest): ResultAsync<CreatedConversation, ConversationServiceError<'create'>>;
   /** V1 start: returns the start task at once; the rest runs in the background. */
   startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, ConversationServiceError<'startApp'>>;
-  getInfo(userId: string, id: string): ResultAsync<ConversationInfo, ConversationServiceError<'getInfo'>>;
-  listInfo(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationInfo>, ConversationServiceError<'listInfo'>>;
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<AppConversation>, ConversationServiceError<'search'>>;
-  getMany(userId: string, ids: readonly string[]): ResultAsync<(AppConversation | null)[], ConversationServiceError<'getMany'>>;
+  /** One conversation with its sandbox's live status. */
+  get(userId: string, id: string): ResultAsync<ConversationOverview, ConversationServiceError<'get'>>;
+  /** A page of the user's conversations, newest first. */
+  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationOverview>, ConversationServiceError<'search'>>;
+  /** The conversations with these ids, in their order; null for one that does not exist. */
+  getMany(userId: string, ids: readonly string[]): ResultAsync<(ConversationOverview | null)[], ConversationServiceError<'getMany'>>;
   count(userId: string, filter: ConversationFilter): ResultAsync<number, ConversationServiceError<'count'>>;
   delete(userId: string, id: string): ResultAsync<void, ConversationServiceError<'delete'>>;
-  stop(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'stop'>>;
-  start(userId: string, id: string): ResultAsync<ConversationStatusResponse, ConversationServiceError<'start'>>;
+  stop(userId: string, id: string): ResultAsync<ConversationStatusChange, ConversationServiceError<'stop'>>;
+  start(userId: string, id: string): ResultAsync<ConversationStatusChange, ConversationServiceError<'start'>>;
   getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], ConversationServiceError<'getStartTasks'>>;
   searchStartTasks(
     userId: string,

@@ -9,7 +9,7 @@ import { initialMessageFromV0, normalizedTaskFilter, userMessageOf } from './req
 import { toStartTask, type AppConversationStartRequest, type ConversationLaunch, type ConversationRecord } from './schema.js';
 import { DEFAULT_KEYLESS_MODEL_PREFIXES, type ConversationService, type ConversationServiceDeps } from './service-contract.js';
 import { createStartPipeline, type Plan, type Planned } from './start-pipeline.js';
-import { toAppConversation, toConversationInfo } from './view.js';
+import { toConversationOverview, type ConversationStatusChange } from './overview.js';
 
 export * from './service-contract.js';
 
@@ -81,12 +81,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
           };
           return launch(userId, record, { kind: 'new', spec }, asV1, insertConversation(userId));
         })
-        .map(({ conversation }) => ({
-          status: 'ok' as const,
-          conversation_id: conversation.id,
-          message: null,
-          conversation_status: conversation.status,
-        }));
+        .map(({ conversation }) => ({ conversation_id: conversation.id, status: conversation.status }));
     },
 
     startApp: (userId, request) => {
@@ -150,23 +145,15 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       });
     },
 
-    getInfo: (userId, id) =>
+    get: (userId, id) =>
       getRecord(userId, id)
         .andThen((record) => withContext(userId, [record]))
-        .map(([entry]) => toConversationInfo(entry!.record, entry!.sandbox, entry!.children)),
-
-    listInfo: (userId, filter, page) =>
-      conversations.search(userId, filter, page).andThen((p) =>
-        withContext(userId, p.items).map((entries) => ({
-          items: entries.map((e) => toConversationInfo(e.record, e.sandbox, e.children)),
-          next_page_id: p.next_page_id,
-        })),
-      ),
+        .map(([entry]) => toConversationOverview(entry!.record, entry!.sandbox, entry!.children)),
 
     search: (userId, filter, page) =>
       conversations.search(userId, filter, page).andThen((p) =>
         withContext(userId, p.items).map((entries) => ({
-          items: entries.map((e) => toAppConversation(e.record, e.sandbox, e.children)),
+          items: entries.map((e) => toConversationOverview(e.record, e.sandbox, e.children)),
           next_page_id: p.next_page_id,
         })),
       ),
@@ -175,7 +162,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       conversations.getMany(userId, idList.map(normalizeId)).andThen((records) => {
         const present = records.filter((r): r is ConversationRecord => r !== null);
         return withContext(userId, present).map((entries) => {
-          const byId = new Map(entries.map((e) => [e.record.id, toAppConversation(e.record, e.sandbox, e.children)]));
+          const byId = new Map(entries.map((e) => [e.record.id, toConversationOverview(e.record, e.sandbox, e.children)]));
           return records.map((r) => (r ? (byId.get(r.id) ?? null) : null));
         });
       }),
@@ -220,11 +207,10 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
               return okAsync(undefined);
             });
           })
-          .map(() => ({
-            status: 'ok' as const,
+          .map((): ConversationStatusChange => ({
             conversation_id: record.id,
-            message: record.status === 'STOPPED' ? 'Conversation was not running' : 'Conversation stopped',
-            conversation_status: 'STOPPED' as const,
+            status: 'STOPPED',
+            outcome: record.status === 'STOPPED' ? 'was_not_running' : 'stopped',
           })),
       ),
 
@@ -232,7 +218,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       getRecord(userId, id).andThen((record) =>
         statusOf(userId, record).andThen((status) => {
           if (status !== 'STOPPED') {
-            return okAsync({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is already running', conversation_status: status });
+            return okAsync<ConversationStatusChange, never>({ conversation_id: record.id, status, outcome: 'was_running' });
           }
           return settings
             .loadWithSecrets(userId)
@@ -247,7 +233,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             .andThen((plan) =>
               launch(userId, record, plan, { selected_repository: record.selected_repository, selected_branch: record.selected_branch }, restartConversation(userId, record)),
             )
-            .map(() => ({ status: 'ok' as const, conversation_id: record.id, message: 'Conversation is starting', conversation_status: 'STARTING' as const }));
+            .map((): ConversationStatusChange => ({ conversation_id: record.id, status: 'STARTING', outcome: 'starting' }));
         }),
       ),
 
