@@ -1,7 +1,8 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createAesGcmCipher, keyFingerprint, parseSecretKey, type SecretCipher } from '@acs/core';
+import { createAesGcmCipher, keyFingerprint, parseSecretKey } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
 
 export interface LoadedCipher {
   cipher: SecretCipher;

@@ -3,12 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
-import {
-  createAgentConversationService,
-  unavailableSandboxRuntime,
-  type AgentConversationService,
-  type SandboxRuntime,
-} from '@acs/core';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
 import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createMcpConnector } from '@acs/adapter-mcp';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import type { ConversationEvent, EventPage, MessageEvent } from '@acs/core';
+import type { ConversationEvent, EventPage, MessageEvent } from '@acs/core/schemas';
 import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -7,7 +7,7 @@
  * registry cannot be reached here), so it needs the machine's Debian mirror like .ci/run does.
  */
 import { randomBytes } from 'node:crypto';
-import type { StartTask } from '@acs/core';
+import type { StartTask } from '@acs/core/schemas';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedCompletion, startFakeOpenAi, toolCall, marker, type FakeOpenAi } from '@acs/testing';

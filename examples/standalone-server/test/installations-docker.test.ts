@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import type { SandboxInfo } from '@acs/core';
+import type { SandboxInfo } from '@acs/core/schemas';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { body, call, exampleDir, freshDataDir, startServer, waitFor, type Running } from './process.js';

@@ -4,7 +4,7 @@
  * scripted model server. Needs a Docker engine and the acs-sandbox:bookworm image.
  */
 import { randomBytes } from 'node:crypto';
-import type { EventPage, StartTask } from '@acs/core';
+import type { EventPage, StartTask } from '@acs/core/schemas';
 import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

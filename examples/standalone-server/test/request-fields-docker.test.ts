@@ -7,7 +7,7 @@
  * Needs a Docker engine and the acs-sandbox:bookworm image.
  */
 import { randomBytes } from 'node:crypto';
-import type { ConversationEvent, EventPage } from '@acs/core';
+import type { ConversationEvent, EventPage } from '@acs/core/schemas';
 import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

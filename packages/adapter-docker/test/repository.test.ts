@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentConversationService, type AgentConversationService, type ConversationEvent, type SettingsInput } from '@acs/core';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import type { ConversationEvent, SettingsInput } from '@acs/core/schemas';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { dockerRuntime } from './engine.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SandboxProcess } from '@acs/core';
+import type { SandboxProcess } from '@acs/core/ports';
 import { collectProcessOutput, expectOk, fixtureId, waitUntil } from '@acs/core/testing';
 import type { DockerSandboxRuntime } from '@acs/adapter-docker';
 import { bookworm, dockerRuntime } from './engine.js';

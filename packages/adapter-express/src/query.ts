@@ -1,4 +1,5 @@
-import { decodeCursor, MAX_PAGE_SIZE, type PageRequest } from '@acs/core';
+import type { PageRequest } from '@acs/core';
+import { decodeCursor, MAX_PAGE_SIZE } from '@acs/core/ports';
 import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 

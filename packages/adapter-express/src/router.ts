@@ -4,8 +4,8 @@
 // attach. Each is short; together they are one request pipeline. The SSE streams are in
 // event-stream.ts.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { findUnstorableText, normalizeId, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
-import { silentLogger, type Logger } from '@acs/core/ports';
+import { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
+import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
 import { apiKeyLookup, type Authenticate } from './auth/api-keys.js';
 import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';

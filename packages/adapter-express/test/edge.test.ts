@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import { errAsync } from 'neverthrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAesGcmCipher, storeUnavailable, type AgentConversationServicePorts, type StoreFailure } from '@acs/core';
+import { createAesGcmCipher, type AgentConversationServicePorts } from '@acs/core';
+import { storeUnavailable, type StoreFailure } from '@acs/core/ports';
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import { startHarness, type CallResult, type Harness } from './harness.js';
 

@@ -1,16 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
-import {
-  createAgentConversationService,
-  manualClock,
-  systemClock,
-  type AgentConversationService,
-  type AgentConversationServiceOptions,
-  type AgentConversationServicePorts,
-  type Clock,
-  type Logger,
-} from '@acs/core';
+import { createAgentConversationService, type AgentConversationService, type AgentConversationServiceOptions, type AgentConversationServicePorts } from '@acs/core';
+import { manualClock, systemClock, type Clock, type Logger } from '@acs/core/ports';
 import { createMemoryPorts, type MemoryPortsOptions } from '@acs/testing';
 import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
 import { createAgent } from '@acs/agent';

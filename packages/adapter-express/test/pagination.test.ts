@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { encodeCursor } from '@acs/core';
+import { encodeCursor } from '@acs/core/ports';
 import { arr, createConversation, errorCode, obj, startHarness, storeSettings, type Harness } from './harness.js';
 
 /** Every paged list route, with how to read its items and ids. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConversationEvent } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
 import type { ScriptedTurn } from '@acs/testing';
 import { readWholeLog } from '../src/realtime/feed.js';
 import { V0EventTranslator, agentStateOf } from '../src/realtime/v0-events.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StoredSettings } from '@acs/core';
+import type { StoredSettings } from '@acs/core/schemas';
 import { arr, errorCode, KEY_B, obj, startHarness, type Harness } from './harness.js';
 
 /** Every secret value used in this file contains this marker; afterEach checks it never leaves the server. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { SandboxProcess, SandboxRuntimeError } from '@acs/core';
+import type { SandboxProcess, SandboxRuntimeError } from '@acs/core/ports';
 import { err, errAsync, ok, ResultAsync } from 'neverthrow';
 
 export interface HostProcess extends SandboxProcess {

@@ -1,4 +1,4 @@
-import type { McpConnection, McpServerTarget } from '@acs/core';
+import type { McpConnection, McpServerTarget } from '@acs/core/ports';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpConnector } from '../src/index.js';
 import { closedPort } from '@acs/testing';

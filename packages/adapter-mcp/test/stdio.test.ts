@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { McpConnection, McpServerTarget } from '@acs/core';
+import type { McpConnection, McpServerTarget } from '@acs/core/ports';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpConnector, SandboxProcessTransport } from '../src/index.js';

@@ -1,6 +1,5 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { compareOldestFirst, pageInMemory, type Page, type PageRequest } from '@acs/core';
-import type { ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type ConversationFilter, type ConversationStore, type StoreFailure } from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 

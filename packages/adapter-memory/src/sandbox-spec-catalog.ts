@@ -1,6 +1,5 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import { encodeCursor, type Page, type PageRequest } from '@acs/core';
-import type { SandboxSpecCatalog, StoreFailure } from '@acs/core/ports';
+import { type Page, type PageRequest, encodeCursor, type SandboxSpecCatalog, type StoreFailure } from '@acs/core/ports';
 import type { SandboxSpec } from '@acs/core/schemas';
 
 export type SandboxSpecPreset = Omit<SandboxSpec, 'created_at' | 'description' | 'command' | 'initial_env'> &

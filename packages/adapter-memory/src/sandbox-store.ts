@@ -1,6 +1,5 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { compareOldestFirst, pageInMemory, type Page, type PageRequest } from '@acs/core';
-import type { SandboxStore, StoreFailure } from '@acs/core/ports';
+import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type SandboxStore, type StoreFailure } from '@acs/core/ports';
 import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 

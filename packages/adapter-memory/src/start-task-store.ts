@@ -1,6 +1,5 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { pageInMemory, type Page, type PageRequest } from '@acs/core';
-import type { StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import { type Page, type PageRequest, pageInMemory, type StartTaskFilter, type StartTaskStore, type StoreFailure } from '@acs/core/ports';
 import type { StartTaskRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 

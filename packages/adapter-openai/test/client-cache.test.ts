@@ -1,4 +1,4 @@
-import type { LlmRequest } from '@acs/core';
+import type { LlmRequest } from '@acs/core/ports';
 import type * as OpenAiModule from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createOpenAiLlmClient } from '../src/index.js';

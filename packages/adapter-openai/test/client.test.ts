@@ -1,4 +1,4 @@
-import type { LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolDefinition } from '@acs/core';
+import type { LlmError, LlmMessage, LlmRequest, LlmResponse, LlmToolDefinition } from '@acs/core/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiLlmClient, PLACEHOLDER_API_KEY, type OpenAiLlmClientOptions } from '../src/index.js';
 import { closedPort, completion, errorBody, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';

@@ -1,6 +1,5 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest } from '@acs/core';
-import type { ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import type { Page, PageRequest, ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';

@@ -1,6 +1,5 @@
 import { ResultAsync } from 'neverthrow';
-import { encodeCursor, type Page, type PageRequest } from '@acs/core';
-import { storeUnavailable, type StoreFailure } from '@acs/core/ports';
+import { type Page, type PageRequest, encodeCursor, storeUnavailable, type StoreFailure } from '@acs/core/ports';
 
 /** Runs database work as a ResultAsync: a failing query is a StoreUnavailable, never a throw. */
 export function run<T>(operation: string, work: () => Promise<T>): ResultAsync<T, StoreFailure> {

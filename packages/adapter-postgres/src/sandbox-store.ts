@@ -1,6 +1,5 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest } from '@acs/core';
-import type { SandboxStore, StoreFailure } from '@acs/core/ports';
+import type { Page, PageRequest, SandboxStore, StoreFailure } from '@acs/core/ports';
 import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
 import { keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';

@@ -1,6 +1,5 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest } from '@acs/core';
-import type { StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import type { Page, PageRequest, StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
 import type { StartTaskRecord } from '@acs/core/schemas';
 import { keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, type SettingsInput } from '@acs/core';
+import { createAgentConversationService } from '@acs/core';
+import type { SettingsInput } from '@acs/core/schemas';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts } from '@acs/testing';
 import { DATABASES, freshStorage } from './databases.js';

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll } from 'vitest';
-import { createAesGcmCipher, type SecretCipher } from '@acs/core';
+import { createAesGcmCipher } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
 import { createPostgresStorage, fromPGlite, fromPgPool, type PostgresStorage, type SqlExecutor } from '@acs/adapter-postgres';
 
 /** The PostgreSQL server the tests use. .ci/run creates this role and database. */

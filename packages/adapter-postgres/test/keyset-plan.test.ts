@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { encodeCursor, decodeCursor } from '@acs/core';
+import { encodeCursor, decodeCursor } from '@acs/core/ports';
 import { expectOk } from '@acs/core/testing';
 import { DATABASES, freshStorage } from './databases.js';
 

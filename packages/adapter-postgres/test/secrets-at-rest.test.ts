@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applySettingsInput, createAesGcmCipher, SettingsInputSchema, type StoredSettings } from '@acs/core';
+import { applySettingsInput, createAesGcmCipher } from '@acs/core';
+import { SettingsInputSchema, type StoredSettings } from '@acs/core/schemas';
 import { expectOk } from '@acs/core/testing';
 import { createPostgresStorage, SecretKeyMismatchError } from '@acs/adapter-postgres';
 import { DATABASES, freshSchema, KEY_1, KEY_2, testCipher } from './databases.js';

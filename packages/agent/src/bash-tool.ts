@@ -1,4 +1,4 @@
-import type { ShellOutput } from '@acs/core';
+import type { ShellOutput } from '@acs/core/ports';
 import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolOutcome } from './tool.js';
 

@@ -1,4 +1,5 @@
-import type { CondensationEvent, ConversationEvent, LlmMessage, MessageEvent } from '@acs/core';
+import type { CondensationEvent, ConversationEvent, MessageEvent } from '@acs/core/schemas';
+import type { LlmMessage } from '@acs/core/ports';
 
 /**
  * The default condenser. When what the model would be shown grows past a bound, the events

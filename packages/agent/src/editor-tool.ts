@@ -1,4 +1,4 @@
-import { resolveSandboxPath } from '@acs/core';
+import { resolveSandboxPath } from '@acs/core/ports';
 import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 

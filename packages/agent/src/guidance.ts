@@ -4,7 +4,7 @@
  * system prompt; knowledge files (`.openhands/microagents/*.md` with `triggers:` in their
  * front matter) are added to the user message whose words match one of their triggers.
  */
-import type { KnowledgeFile } from '@acs/core';
+import type { KnowledgeFile } from '@acs/core/ports';
 
 /** The most characters kept of one guidance file (the rest is cut with a note). */
 export const MAX_GUIDANCE_FILE_CHARS = 20_000;

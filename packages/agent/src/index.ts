@@ -7,7 +7,7 @@
  * const service = createAgentConversationService({ ...ports, agent: createAgent({ defaultMaxIterations: 50 }) });
  * ```
  */
-import type { AgentFactory } from '@acs/core';
+import type { AgentFactory } from '@acs/core/ports';
 import { createAgentEngine, type AgentEngineOptions } from './engine/index.js';
 
 /** The agent for `createAgentConversationService({ …, agent })`: its limits, tools, condenser, MCP and security options. */

@@ -1,7 +1,8 @@
 import { failure, outcome, type AgentTool } from './tool.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { McpConfig, McpConnection, McpConnector, McpServerTarget, McpToolInfo, SandboxRuntime } from '@acs/core';
+import type { McpConfig } from '@acs/core/schemas';
+import type { McpConnection, McpConnector, McpServerTarget, McpToolInfo, SandboxRuntime } from '@acs/core/ports';
 
 /**
  * The MCP servers of one conversation: connected together when the agent starts running,

@@ -1,6 +1,6 @@
-import type { ConversationEvent, LlmContentPart, LlmMessage } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
+import type { LlmContentPart, LlmMessage, KnowledgeFile, RepositoryGuidance } from '@acs/core/ports';
 import { triggeredKnowledge } from './guidance.js';
-import type { KnowledgeFile, RepositoryGuidance } from '@acs/core';
 
 export interface PromptContext {
   /** The sandbox's working directory. */

@@ -1,4 +1,5 @@
-import type { ConversationEvent, ReplayStep } from '@acs/core';
+import type { ReplayStep } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
 
 /**
  * Running a `replay_json` trajectory (parsed and validated by core, `parseReplayTrajectory`):

@@ -1,4 +1,4 @@
-import { SECURITY_ANALYZERS, type SecurityAnalyzerName, type StoredSettings } from '@acs/core';
+import { SECURITY_ANALYZERS, type SecurityAnalyzerName, type StoredSettings } from '@acs/core/schemas';
 import { highestRisk, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security/risk.js';
 import { assessByRules } from './security/rules.js';
 

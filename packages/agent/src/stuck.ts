@@ -1,4 +1,4 @@
-import type { ActionEvent, ConversationEvent, ObservationEvent } from '@acs/core';
+import type { ActionEvent, ConversationEvent, ObservationEvent } from '@acs/core/schemas';
 
 /** How many repetitions make a pattern; OpenHands' defaults. */
 export const STUCK_THRESHOLDS = { repeatedAction: 4, repeatedError: 3, alternating: 6, window: 20 } as const;

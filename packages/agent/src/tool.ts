@@ -1,4 +1,4 @@
-import type { LlmToolDefinition, SandboxRuntime, SandboxRuntimeError, SandboxShell } from '@acs/core';
+import type { LlmToolDefinition, SandboxRuntime, SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
 import type { ResultAsync } from 'neverthrow';
 import type { z } from 'zod';
 

@@ -1,4 +1,4 @@
-import type { LlmToolCall, LlmToolDefinition } from '@acs/core';
+import type { LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
 import { executeBashTool } from './bash-tool.js';
 import { finishTool, thinkTool } from './builtin-tools.js';
 import { strReplaceEditorTool } from './editor-tool.js';

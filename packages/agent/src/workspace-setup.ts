@@ -1,16 +1,6 @@
-import {
-  millisOf,
-  type Clock,
-  type ExecRequest,
-  type ExecResult,
-  type GitProvider,
-  type SandboxRuntime,
-  type StoredSettings,
-  type WorkspaceRequest,
-  type WorkspaceResult,
-} from '@acs/core';
+import type { GitProvider, StoredSettings } from '@acs/core/schemas';
+import { millisOf, type Clock, type ExecRequest, type ExecResult, type SandboxRuntime, type WorkspaceRequest, type WorkspaceResult, type GuidanceFile, type KnowledgeFile, type RepositoryGuidance } from '@acs/core/ports';
 import { clipGuidance, MAX_MICROAGENT_FILES, parseFrontMatter } from './guidance.js';
-import type { GuidanceFile, KnowledgeFile, RepositoryGuidance } from '@acs/core';
 
 /**
  * Puts a conversation's repository into its sandbox: git identity, credentials, clone,

@@ -1,11 +1,12 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type ConversationEvent, type LlmMessage, type LlmRequest, type SettingsInput } from '@acs/core';
-import { condensedView, planCondensation, projectMessages } from '../src/index.js';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import type { ConversationEvent, SettingsInput } from '@acs/core/schemas';
+import { sequentialIdGenerator, type LlmMessage, type LlmRequest } from '@acs/core/ports';
+import { condensedView, createAgent, planCondensation, projectMessages } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { conversationOf } from './conversation-reads.js';
-import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 

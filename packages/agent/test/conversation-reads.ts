@@ -1,4 +1,5 @@
-import type { AgentConversationService, ConversationEvent } from '@acs/core';
+import type { AgentConversationService } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
 import { expectOk } from '@acs/core/testing';
 
 /** Alice's conversation's first 100 events, oldest first. */

@@ -1,12 +1,8 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { describe, expect, it } from 'vitest';
-import {
-  createAgentConversationService,
-  sequentialIdGenerator,
-  type AgentConversationService,
-  type ConversationEvent,
-  type SettingsInput,
-} from '@acs/core';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import type { ConversationEvent, SettingsInput } from '@acs/core/schemas';
+import { sequentialIdGenerator } from '@acs/core/ports';
 import { expectOk, settlesWithin } from '@acs/core/testing';
 import { eventsOf, conversationOf } from './conversation-reads.js';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';

@@ -1,12 +1,13 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, NewConversationRequestSchema, sequentialIdGenerator, SettingsInputSchema, type AgentConversationService, type ConversationEvent, type McpCallResult, type McpConnection, type McpConnector, type McpFailure, type McpServerTarget, type McpToolInfo, type SettingsInput } from '@acs/core';
-import { mergeMcpConfigs, namespacedToolName } from '../src/index.js';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import { NewConversationRequestSchema, SettingsInputSchema, type ConversationEvent, type SettingsInput } from '@acs/core/schemas';
+import { sequentialIdGenerator, type McpCallResult, type McpConnection, type McpConnector, type McpFailure, type McpServerTarget, type McpToolInfo } from '@acs/core/ports';
+import { createAgent, mergeMcpConfigs, namespacedToolName } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { conversationOf } from './conversation-reads.js';
-import { createAgent } from '../src/index.js';
 
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ConversationEvent } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
 import { MISSING_RESULT, projectMessages, systemPrompt } from '../src/index.js';
 
 let nextId = 1;

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, sequentialIdGenerator, defaultSettings, type ConversationEvent, type ExecRequest, type SettingsInput, type StoredSettings } from '@acs/core';
-import { mentionsTrigger, parseFrontMatter, resolveRemote, scrubSecrets } from '../src/index.js';
+import { createAgentConversationService } from '@acs/core';
+import { defaultSettings, type ConversationEvent, type SettingsInput, type StoredSettings } from '@acs/core/schemas';
+import { sequentialIdGenerator, type ExecRequest } from '@acs/core/ports';
+import { createAgent, mentionsTrigger, parseFrontMatter, resolveRemote, scrubSecrets } from '../src/index.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, fakeGit, type FakeExecContext, type ScriptedTurn } from '@acs/testing';
-import { createAgent } from '../src/index.js';
 
 const TOKEN = 'ghp_S3cretT0kenValue_0123456789';
 const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };

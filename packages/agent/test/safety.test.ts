@@ -1,15 +1,9 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
 import { ok } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import {
-  createAgentConversationService,
-  sequentialIdGenerator,
-  SettingsInputSchema,
-  type ActionEvent,
-  type AgentConversationService,
-  type ConversationEvent,
-  type SettingsInput,
-} from '@acs/core';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import { SettingsInputSchema, type ActionEvent, type ConversationEvent, type SettingsInput } from '@acs/core/schemas';
+import { sequentialIdGenerator } from '@acs/core/ports';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
 import { conversationOf } from './conversation-reads.js';

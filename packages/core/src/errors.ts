@@ -229,7 +229,7 @@ export const storeUnavailable = (operation: string, cause: unknown): DomainError
 });
 
 /** `DatabaseError 22P05`, `Error ECONNREFUSED`, `TypeError`: the class and code of a failure, never its values. */
-export function errorClassOf(cause: unknown): string {
+function errorClassOf(cause: unknown): string {
   const name = cause instanceof Error ? cause.constructor.name || cause.name : typeof cause;
   const code = (cause as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[A-Z0-9_]{1,32}$/i.test(code) ? `${name} ${code}` : name;

@@ -1,51 +1,32 @@
 /**
  * @acs/core: the framework-agnostic domain of the Agent Conversation Service.
  *
- * Compose a service from ports (stores, a sandbox runtime, clock, ids, logger):
+ * This entry is for a host that composes the service and for code that calls it: the factory,
+ * the services and the errors each operation can fail with, and the domain rules an agent
+ * builds on. The rest has its own entry:
+ *
+ * - `@acs/core/schemas`: the zod schemas of everything that crosses the edge, and their types;
+ * - `@acs/core/ports`: the interfaces an adapter implements (stores, runtime, model, MCP,
+ *   cipher, clock, ids, logger, the agent) and the helpers an implementation needs;
+ * - `@acs/core/testing`: the contract suites an adapter's tests run.
  *
  * ```ts
- * const service = createAgentConversationService({ settings, conversations, startTasks, sandboxes, sandboxSpecs, runtime });
+ * const service = createAgentConversationService({ ...stores, sandboxSpecs, runtime, llm, agent: createAgent() });
  * const view = await service.settings.load('alice'); // ResultAsync<SettingsView, DomainError>
  * ```
  */
-export * from './errors.js';
-export * from './ids.js';
-export * from './clock.js';
-export * from './logger.js';
-export * from './pagination.js';
-export * from './validation.js';
-export type { StoreFailure } from './store-failure.js';
-export type { InstallationStore } from './installation.js';
 
-export * from './mcp/schema.js';
-export type * from './mcp/port.js';
-export { splitShellWords } from './mcp/shell-words.js';
-export type { BackgroundTasks } from './background.js';
-
-export * from './settings/schema.js';
-export { applySettingsInput } from './settings/merge.js';
-export { toSettingsView } from './settings/view.js';
-export type { SettingsStore } from './settings/store.js';
+// The service and its parts.
+export {
+  createAgentConversationService,
+  SandboxSpecServiceErrors,
+  type AgentConversationService,
+  type AgentConversationServiceOptions,
+  type AgentConversationServicePorts,
+  type SandboxSpecService,
+} from './service.js';
 export { SettingsServiceErrors, type SettingsService } from './settings/service.js';
-
-export * from './sandbox/schema.js';
-export * from './sandbox/state.js';
-export type * from './sandbox/runtime.js';
-export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
-export * from './sandbox/shell.js';
-export { openSandboxShell } from './sandbox/persistent-shell.js';
-export type { SandboxStore, SandboxSpecCatalog } from './sandbox/store.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
-
-export * from './conversation/schema.js';
-export type * from './conversation/workspace.js';
-export type * from './conversation/agent-port.js';
-export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './conversation/replay-trajectory.js';
-export { nextExecutionStatus, type ExecutionEvent, type IllegalExecutionEvent } from './conversation/execution-state.js';
-export { createWorkspaceService, WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
-export * from './conversation/state.js';
-export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
-export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export {
   ConversationServiceErrors,
   DEFAULT_KEYLESS_MODEL_PREFIXES,
@@ -54,12 +35,33 @@ export {
   type ConversationServiceOptions,
   type CreatedConversation,
 } from './conversation/service.js';
-
-export * from './service.js';
-
-export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
-export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions, type SecretCipher, type SecretCipherError } from './secrets/cipher.js';
-
-export * from './llm/client.js';
-export * from './events/schema.js';
+export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
+export { WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
+export type { Page, PageRequest } from './pagination.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
+
+// What the operations fail with, and how an edge explains it.
+export {
+  DOMAIN_ERROR_CODES,
+  explainDomainError,
+  validationFailed,
+  type DomainError,
+  type DomainErrorCode,
+  type DomainErrorOf,
+  type DomainErrorType,
+  type ErrorHints,
+  type ErrorsOf,
+  type ExplainedDomainError,
+  type FieldIssue,
+} from './errors.js';
+export { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE } from './validation.js';
+
+// Secrets at rest: the cipher a storage adapter seals them with.
+export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions } from './secrets/cipher.js';
+
+// Domain rules an agent builds on.
+export { openSandboxShell } from './sandbox/persistent-shell.js';
+export { nextExecutionStatus, type ExecutionEvent, type IllegalExecutionEvent } from './conversation/execution-state.js';
+export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './conversation/replay-trajectory.js';
+export { applySettingsInput } from './settings/merge.js';
+export { splitShellWords } from './mcp/shell-words.js';

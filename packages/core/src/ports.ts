@@ -21,7 +21,11 @@ export type * from './llm/client.js';
 export type * from './mcp/port.js';
 export type { SecretCipher, SecretCipherError } from './secrets/cipher.js';
 export type * from './conversation/agent-port.js';
-export { manualClock, systemClock, type Clock } from './clock.js';
-export { randomIdGenerator, sequentialIdGenerator, type IdGenerator } from './ids.js';
+export type * from './conversation/workspace.js';
+export type { BackgroundTasks } from './background.js';
+export { manualClock, millisOf, systemClock, type Clock } from './clock.js';
+export { normalizeId, randomIdGenerator, sequentialIdGenerator, type IdGenerator } from './ids.js';
 export { silentLogger, type Logger } from './logger.js';
 export { storeUnavailable } from './errors.js';
+// Keyset pages, for stores: opaque cursors on (created_at, id), and paging an in-memory list.
+export { compareNewestFirst, compareOldestFirst, decodeCursor, encodeCursor, MAX_PAGE_SIZE, pageInMemory, type Page, type PageCursor, type PageRequest } from './pagination.js';

@@ -1,16 +1,9 @@
-import { err, ok, type Result } from 'neverthrow';
 import type { z } from 'zod';
-import { validationFailed, type DomainError, type FieldIssue } from './errors.js';
+import type { FieldIssue } from './errors.js';
 
 /** zod issues as dotted field paths and messages. */
 export function toFieldIssues(error: z.ZodError): FieldIssue[] {
   return error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
-}
-
-/** Validates untrusted input against a schema; failures become a ValidationFailed domain error. */
-export function parseWith<S extends z.ZodType>(schema: S, input: unknown): Result<z.output<S>, DomainError> {
-  const parsed = schema.safeParse(input);
-  return parsed.success ? ok(parsed.data) : err(validationFailed(toFieldIssues(parsed.error)));
 }
 
 /**
@@ -41,7 +34,7 @@ export function findUnstorableText(value: unknown): string | null {
 }
 
 /** Text with no U+0000 and no unpaired surrogate. */
-export const isStorableText = (text: string): boolean => !UNSTORABLE.test(text);
+const isStorableText = (text: string): boolean => !UNSTORABLE.test(text);
 
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what this looks for.
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

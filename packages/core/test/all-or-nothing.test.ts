@@ -1,14 +1,7 @@
 import { errAsync, ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import {
-  createAgentConversationService,
-  storeUnavailable,
-  type AgentConversationServicePorts,
-  type RuntimeCreateRequest,
-  type RuntimeObservation,
-  type SandboxRuntimeError,
-  type StoreFailure,
-} from '../src/index.js';
+import { createAgentConversationService, type AgentConversationServicePorts } from '../src/index.js';
+import { storeUnavailable, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError, type StoreFailure } from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EXECUTION_STATUSES, nextExecutionStatus, type ExecutionEvent, type ExecutionStatus } from '../src/index.js';
+import { nextExecutionStatus, type ExecutionEvent } from '../src/index.js';
+import { EXECUTION_STATUSES, type ExecutionStatus } from '../src/schemas.js';
 
 const EVENTS = ['ready', 'run', 'finish', 'fail', 'stuck', 'pause', 'await_confirmation', 'reject'] as const satisfies readonly ExecutionEvent[];
 type From = ExecutionStatus | 'null';

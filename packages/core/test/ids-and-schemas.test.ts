@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  AppConversationStartRequestSchema,
-  explainDomainError,
-  NewConversationRequestSchema,
-  normalizeId,
-  randomIdGenerator,
-  sequentialIdGenerator,
-  validationFailed,
-  type DomainError,
-  type DomainErrorType,
-} from '../src/index.js';
+import { explainDomainError, validationFailed, type DomainError, type DomainErrorType } from '../src/index.js';
+import { AppConversationStartRequestSchema, NewConversationRequestSchema } from '../src/schemas.js';
+import { normalizeId, randomIdGenerator, sequentialIdGenerator } from '../src/ports.js';
 import { issuePaths, parseOk } from './helpers.js';
 
 describe('normalizeId', () => {

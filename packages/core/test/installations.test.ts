@@ -1,6 +1,7 @@
 import { errAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, storeUnavailable, type StoreFailure } from '../src/index.js';
+import { createAgentConversationService } from '../src/index.js';
+import { storeUnavailable, type StoreFailure } from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { McpConfigSchema, splitShellWords } from '../src/index.js';
+import { splitShellWords } from '../src/index.js';
+import { McpConfigSchema } from '../src/schemas.js';
 import { issuePaths, parseOk } from './helpers.js';
 
 const parse = (input: unknown) => parseOk(McpConfigSchema, input);

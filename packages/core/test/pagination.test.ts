@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, pageInMemory, type Page, type PageCursor } from '../src/index.js';
+import type { Page } from '../src/index.js';
+import { decodeCursor, encodeCursor, pageInMemory, type PageCursor } from '../src/ports.js';
 
 interface Item extends PageCursor {
   label: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, manualClock, unavailableSandboxRuntime } from '../src/index.js';
+import { createAgentConversationService } from '../src/index.js';
+import { manualClock, unavailableSandboxRuntime } from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';

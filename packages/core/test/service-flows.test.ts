@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, sequentialIdGenerator, type AgentConversationService, type SettingsInput } from '../src/index.js';
+import { createAgentConversationService, type AgentConversationService } from '../src/index.js';
+import type { SettingsInput } from '../src/schemas.js';
+import { sequentialIdGenerator } from '../src/ports.js';
 import { expectOk, settlesWithin } from '../src/testing/index.js';
 import { createMemoryPorts } from '@acs/testing';
 import { createAgent } from '@acs/agent';

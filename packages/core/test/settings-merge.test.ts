@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryPorts } from '@acs/testing';
-import {
-  applySettingsInput,
-  createAgentConversationService,
-  defaultSettings,
-  SETTINGS_FIELDS,
-  SettingsInputSchema,
-  SettingsViewSchema,
-  toSettingsView,
-  type SettingsInput,
-  type StoredSettings,
-} from '../src/index.js';
+import { applySettingsInput, createAgentConversationService } from '../src/index.js';
+import { toSettingsView } from '../src/settings/view.js';
+import { defaultSettings, SETTINGS_FIELDS, SettingsInputSchema, SettingsViewSchema, type SettingsInput, type StoredSettings } from '../src/schemas.js';
 import { deepFreeze, issuePaths, parseOk } from './helpers.js';
 import { createAgent } from '@acs/agent';
 

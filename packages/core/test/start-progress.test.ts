@@ -1,6 +1,7 @@
 import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError } from '../src/index.js';
+import { createAgentConversationService } from '../src/index.js';
+import type { RuntimeCreateRequest, RuntimeObservation, SandboxRuntimeError } from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';

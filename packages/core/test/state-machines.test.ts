@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import {
-  CONVERSATION_STATUSES,
-  SANDBOX_STATUSES,
-  effectiveConversationStatus,
-  isSandboxLost,
-  nextConversationStatus,
-  planSandboxAction,
-  statusAfterObservation,
-  type ConversationStatusEvent,
-  type ConversationStatus,
-  type RuntimeObservation,
-  type SandboxAction,
-  type SandboxLifecycleStatus,
-} from '../src/index.js';
+import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from '../src/conversation/state.js';
+import { isSandboxLost, planSandboxAction, statusAfterObservation, type SandboxAction } from '../src/sandbox/state.js';
+import { CONVERSATION_STATUSES, SANDBOX_STATUSES, type ConversationStatus, type SandboxLifecycleStatus } from '../src/schemas.js';
+import type { RuntimeObservation } from '../src/ports.js';
 
 const CONVERSATION_EVENTS = ['sandbox_ready', 'start_failed', 'sandbox_lost', 'stop', 'start'] as const satisfies readonly ConversationStatusEvent[];
 const LIFECYCLE: readonly SandboxLifecycleStatus[] = [...SANDBOX_STATUSES, 'DELETED'];

@@ -1,4 +1,4 @@
-import { manualClock, randomIdGenerator, systemClock } from '@acs/core';
+import { manualClock, randomIdGenerator, systemClock } from '@acs/core/ports';
 import { describeClockContract, describeIdGeneratorContract, describeLlmClientContract, describeSandboxRuntimeContract } from '@acs/core/testing';
 import { FakeSandboxRuntime, ScriptedLlm } from '@acs/testing';
 import { playSpawnContractPrograms } from './spawn-contract-programs.js';

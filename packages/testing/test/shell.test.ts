@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { openSandboxShell, type ExecRequest, type SandboxRuntimeError } from '@acs/core';
+import { openSandboxShell } from '@acs/core';
+import type { ExecRequest, SandboxRuntimeError } from '@acs/core/ports';
 import { expectOk, specFixture } from '@acs/core/testing';
 import { FakeSandboxRuntime, type FakeExecContext } from '@acs/testing';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SpawnRequest } from '@acs/core';
+import type { SpawnRequest } from '@acs/core/ports';
 import { collectProcessOutput, expectOk, specFixture } from '@acs/core/testing';
 import { FakeSandboxRuntime, type FakeSpawnContext } from '@acs/testing';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type Request } from 'express';
-import { normalizeId } from '@acs/core';
+import { normalizeId } from '@acs/core/ports';
 import { SESSION_API_KEY_HEADER, type ApiKeyLookup, type Authenticate } from './api-keys.js';
 import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
 import type { ConversationKeys } from './conversation-keys.js';

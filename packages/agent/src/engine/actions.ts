@@ -1,4 +1,6 @@
-import { openSandboxShell, type ActionEvent, type ConversationEventDraft, type ConversationRecord, type LlmToolCall, type SandboxRuntimeError, type SandboxShell, type StoredSettings } from '@acs/core';
+import { openSandboxShell } from '@acs/core';
+import type { ActionEvent, ConversationEventDraft, ConversationRecord, StoredSettings } from '@acs/core/schemas';
+import type { LlmToolCall, SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
 import { ResultAsync, type Result } from 'neverthrow';
 import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers } from '../mcp-session.js';
 import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from '../security/risk.js';

@@ -1,4 +1,5 @@
-import type { ActionEvent, AgentPort, ConfirmationDecision, ConfirmationEvent, ConfirmationFailure, ConversationEvent } from '@acs/core';
+import type { ActionEvent, ConfirmationEvent, ConversationEvent } from '@acs/core/schemas';
+import type { AgentPort, ConfirmationDecision, ConfirmationFailure } from '@acs/core/ports';
 import { errAsync, ResultAsync } from 'neverthrow';
 import type { Actions } from './actions.js';
 import type { EngineBase } from './base.js';

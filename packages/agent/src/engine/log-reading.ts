@@ -1,4 +1,5 @@
-import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationMetrics, ConversationRecord, LlmCredentials, LlmError, StoredSettings } from '@acs/core';
+import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
+import type { LlmCredentials, LlmError } from '@acs/core/ports';
 
 /** What the engine reads off a conversation's log (pure functions): metrics, what waits for confirmation, what was handled, the model to call. */
 

@@ -1,4 +1,4 @@
-import type { AgentHost, AgentPort } from '@acs/core';
+import type { AgentHost, AgentPort } from '@acs/core/ports';
 import type { CondenserOptions } from '../condenser.js';
 import type { AgentTool } from '../tool.js';
 import type { WorkspaceOptions } from '../workspace-setup.js';

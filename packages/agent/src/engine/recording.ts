@@ -1,4 +1,5 @@
-import { nextExecutionStatus, type ConversationErrorCode, type ConversationEvent, type ConversationEventDraft, type ConversationMetrics, type ConversationRecord, type ExecutionEvent, type ExecutionStatus } from '@acs/core';
+import { nextExecutionStatus, type ExecutionEvent } from '@acs/core';
+import type { ConversationErrorCode, ConversationEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { ok, type Result } from 'neverthrow';
 import type { EngineBase } from './base.js';
 import { lastHandledId } from './log-reading.js';

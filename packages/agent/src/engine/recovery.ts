@@ -1,4 +1,6 @@
-import { storeUnavailable, type ActionEvent, type AgentPort, type DomainError, type RecoveryReport } from '@acs/core';
+import type { DomainError } from '@acs/core';
+import type { ActionEvent } from '@acs/core/schemas';
+import { storeUnavailable, type AgentPort, type RecoveryReport } from '@acs/core/ports';
 import { ResultAsync } from 'neverthrow';
 import type { Actions } from './actions.js';
 import type { EngineBase } from './base.js';

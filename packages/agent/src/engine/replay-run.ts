@@ -1,4 +1,6 @@
-import { parseReplayTrajectory, type ActionEvent, type LlmCredentials } from '@acs/core';
+import { parseReplayTrajectory } from '@acs/core';
+import type { ActionEvent } from '@acs/core/schemas';
+import type { LlmCredentials } from '@acs/core/ports';
 import { nextReplayStep, replayCallId, replayEndIndex } from '../replay.js';
 import type { Actions } from './actions.js';
 import type { EngineBase } from './base.js';

@@ -1,4 +1,5 @@
-import type { ConversationEvent, SandboxRuntimeError, SandboxShell } from '@acs/core';
+import type { ConversationEvent } from '@acs/core/schemas';
+import type { SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
 import type { Result } from 'neverthrow';
 import type { McpSession } from '../mcp-session.js';
 

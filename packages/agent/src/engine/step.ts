@@ -1,4 +1,5 @@
-import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, LlmCredentials, LlmResponse, StoredSettings } from '@acs/core';
+import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
+import type { LlmCredentials, LlmResponse } from '@acs/core/ports';
 import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
 import { projectMessages, systemPrompt } from '../prompt.js';
 import { assessAction, needsConfirmation, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from '../security.js';
