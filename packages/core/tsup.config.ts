@@ -1,11 +1,3 @@
-import { defineConfig } from 'tsup';
+import { packageBuild } from '../../tsup.base.config.js';
 
-export default defineConfig({
-  entry: { index: 'src/index.ts', ports: 'src/ports.ts', schemas: 'src/schemas.ts', testing: 'src/testing/index.ts' },
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-  tsconfig: 'tsconfig.build.json',
-});
+export default packageBuild({ index: 'src/index.ts', ports: 'src/ports.ts', schemas: 'src/schemas.ts', testing: 'src/testing/index.ts' });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { SandboxProcess } from '@acs/core/ports';
+import { ProcessOutputChannel, type SandboxProcess } from '@acs/core/ports';
 import { untilStreamEnds } from './stream-end.js';
 
 /** What a spawned process needs from its runtime. */
@@ -27,8 +27,6 @@ const START_TIMEOUT_MS = 15_000;
 const KILL_GRACE_MS = 2_000;
 /** How long kill() waits for the stream to end after the kill exec before cutting it. */
 const STREAM_END_WAIT_MS = 3_000;
-/** Output kept for a stream no listener has been added to yet; beyond it, the rest is dropped. */
-const MAX_UNHEARD_BYTES = 16 * 1024 * 1024;
 
 /**
  * Runs as `sh -c WRAPPER acs-spawn <nonce> <argv…>`: checks that the program exists, prints
@@ -84,45 +82,10 @@ export async function startDockerProcess(options: DockerProcessOptions): Promise
   return spawned;
 }
 
-/** Output of one stream: held until the first listener is added, then passed on as it comes. */
-class OutputChannel {
-  readonly #listeners: ((chunk: Uint8Array) => void)[] = [];
-  #held: Buffer[] | null = [];
-  #heldBytes = 0;
-
-  add(listener: (chunk: Uint8Array) => void) {
-    this.#listeners.push(listener);
-    if (this.#listeners.length !== 1) return;
-    // Deliver what was held once the caller's synchronous set-up is done, so every listener
-    // added right after spawn resolves sees it.
-    queueMicrotask(() => {
-      const held = this.#held ?? [];
-      this.#held = null;
-      for (const chunk of held) this.#deliver(chunk);
-    });
-  }
-
-  push(chunk: Buffer) {
-    if (chunk.length === 0) return;
-    if (this.#held) {
-      const room = MAX_UNHEARD_BYTES - this.#heldBytes;
-      if (room > 0) this.#held.push(chunk.subarray(0, room));
-      this.#heldBytes += Math.min(room, chunk.length);
-      return;
-    }
-    this.#deliver(chunk);
-  }
-
-  #deliver(chunk: Buffer) {
-    const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
-    for (const listener of this.#listeners) listener(bytes);
-  }
-}
-
 class DockerProcess implements SandboxProcess {
   readonly exited: Promise<{ exit_code: number | null }>;
-  readonly #stdout = new OutputChannel();
-  readonly #stderr = new OutputChannel();
+  readonly #stdout = new ProcessOutputChannel();
+  readonly #stderr = new ProcessOutputChannel();
   /** Before the wrapper's line: what stdout has said so far. */
   #preamble: Buffer | null = Buffer.alloc(0);
   #startupErrors = '';

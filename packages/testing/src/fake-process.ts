@@ -1,4 +1,4 @@
-import type { SandboxProcess, SpawnRequest } from '@acs/core/ports';
+import { ProcessOutputChannel, type SandboxProcess, type SpawnRequest } from '@acs/core/ports';
 import { InputQueue } from './input-queue.js';
 
 /** One output stream of a fake process, as its handler sees it. */
@@ -33,40 +33,13 @@ export interface FakeSpawnContext {
  */
 export type FakeSpawnHandler = (request: SpawnRequest, context: FakeSpawnContext) => void | number | Promise<void | number>;
 
-/** Output of one stream: held until the first listener is added, then passed on as it comes. */
-class OutputChannel {
-  readonly #listeners: ((chunk: Uint8Array) => void)[] = [];
-  #held: Uint8Array[] | null = [];
-
-  add(listener: (chunk: Uint8Array) => void) {
-    this.#listeners.push(listener);
-    if (this.#listeners.length !== 1) return;
-    // As the Docker runtime does: every listener added in the same synchronous step sees what was held.
-    queueMicrotask(() => {
-      const held = this.#held ?? [];
-      this.#held = null;
-      for (const chunk of held) this.#deliver(chunk);
-    });
-  }
-
-  push(chunk: Uint8Array) {
-    if (chunk.length === 0) return;
-    if (this.#held) this.#held.push(chunk);
-    else this.#deliver(chunk);
-  }
-
-  #deliver(chunk: Uint8Array) {
-    for (const listener of this.#listeners) listener(chunk);
-  }
-}
-
 const encoder = new TextEncoder();
 
 /** A process of the fake runtime, played by a FakeSpawnHandler. */
 export class FakeProcess implements SandboxProcess {
   readonly exited: Promise<{ exit_code: number | null }>;
-  readonly #stdout = new OutputChannel();
-  readonly #stderr = new OutputChannel();
+  readonly #stdout = new ProcessOutputChannel();
+  readonly #stderr = new ProcessOutputChannel();
   readonly #decoder = new TextDecoder();
   readonly #abort = new AbortController();
   readonly #stdin = new InputQueue(this.#abort.signal);
@@ -82,7 +55,7 @@ export class FakeProcess implements SandboxProcess {
 
   /** Starts the handler; called once by the runtime. */
   run(request: SpawnRequest, handle: FakeSpawnHandler, context: Pick<FakeSpawnContext, 'sandboxId' | 'cwd' | 'files'>): void {
-    const output = (channel: OutputChannel): FakeProcessOutput => ({
+    const output = (channel: ProcessOutputChannel): FakeProcessOutput => ({
       write: (data) => {
         if (!this.#ended) channel.push(typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data));
       },
