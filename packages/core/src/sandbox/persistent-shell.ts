@@ -2,6 +2,10 @@
 // reading markers out of a terminal's output, soft timeouts, input while a command runs, the
 // interrupt races, output bounds and spill files) whose parts share the command in flight.
 // What it types and reads is in shell-protocol.ts; the output buffer in shell-capture.ts.
+// Why its timers are real time and not the Clock port: they bound waits for a real process's
+// output (a command's soft timeout, the shell's answer to Ctrl-C). A manual clock's sleep ends at
+// once, which would make every command "still running" the moment it starts; the domain's own
+// time (records, ages, idle pausing) goes through the Clock.
 import { randomBytes } from 'node:crypto';
 import { errAsync, ResultAsync } from 'neverthrow';
 import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
