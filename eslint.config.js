@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', 'data/**'] },
+  { ignores: ['**/dist/**', '**/app-dist/**', '**/node_modules/**', '**/coverage/**', 'data/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -21,6 +21,10 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [tseslint.configs.disableTypeChecked],
+  },
+  {
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { URL: 'readonly', process: 'readonly', console: 'readonly' } },
   },
   {
     files: ['**/*.cjs'],

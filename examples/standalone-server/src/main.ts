@@ -91,7 +91,8 @@ console.error(
       ? `  API key of user "default" (${key.created ? 'made now' : 'made at the first start'}, kept in ${key.file}; set SESSION_API_KEY to choose your own):\n\n    ${key.key}\n`
       : '  API keys: the ones you configured (SESSION_API_KEY, ACS_API_KEYS).',
     `  Try it:  curl -H "X-Session-API-Key: ${key ? key.key : '<your key>'}" ${url}/api/v1/sandbox-specs/search`,
-    `  In a browser: ${url}/?key=${key ? key.key : '<your key>'}  (signs in with a session cookie and drops the key from the address${config.uiDir ? '' : '; no web UI is served: set ACS_UI_DIR'})`,
+    `  Console: ${url}/console/?key=${key ? key.key : '<your key>'}  (signs in with a session cookie and drops the key from the address)`,
+    ...(config.uiDir ? [`  Your web UI (ACS_UI_DIR): ${url}/?key=${key ? key.key : '<your key>'}`] : []),
     '',
   ].join('\n'),
 );

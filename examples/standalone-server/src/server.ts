@@ -7,6 +7,7 @@ import { createAgentConversationService, type AgentConversationService } from '@
 import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
 import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
+import { createWebConsole } from '@acs/web-console';
 import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
@@ -123,8 +124,11 @@ export async function createStandaloneServer(
       ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
     });
     app.use(router);
-    // A user's UI build at / (the API, /socket.io and /sockets stay the router's).
+    // Our console at /console, always; / is a user's UI build when ACS_UI_DIR names one (the API,
+    // /socket.io and /sockets stay the router's), else it leads to the console.
+    app.use('/console', createWebConsole());
     if (config.uiDir) app.use(serveUi(config.uiDir));
+    else app.get('/', (_req, res) => res.redirect(302, 'console/'));
     let server: Server | undefined;
     const connections = new Set<Socket>();
     let waiting: (() => string) | null = null;
