@@ -65,6 +65,18 @@ async function shoot(page: Page, name: string): Promise<void> {
   await page.setViewportSize({ width: 1280, height: 800 });
 }
 
+/** A 1×1 PNG. */
+const PNG_DOT = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+/** Presses Tab until `target` has the focus (at most 40 times): the page is usable by keyboard to there. */
+async function tabTo(page: Page, target: Locator): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    if (await target.evaluate((el) => el === (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement)) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`Tab never reached ${String(target)} (40 presses); last focused: ${await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { outerHTML: string } | null } }).document.activeElement?.outerHTML.slice(0, 200) ?? 'nothing')}`);
+}
+
 /** Every id the conversation page shows, in order. */
 const shownIds = (page: Page) =>
   page.locator('[data-event-id]').evaluateAll((nodes) => nodes.map((n) => Number((n as unknown as { dataset: Record<string, string | undefined> }).dataset['eventId'])));
@@ -126,13 +138,18 @@ export async function driveConsole({ server, browser, llm, key, echoOutput, runt
     const stored = await body<{ llm_base_url: string; confirmation_mode: boolean; security_analyzer: string; llm_api_key_set: boolean }>(call(server.url, '/api/settings', key));
     expect(stored).toMatchObject({ llm_base_url: llm.baseUrl, confirmation_mode: true, security_analyzer: 'rules', llm_api_key_set: true });
 
-    // A new conversation.
+    // A new conversation, by keyboard alone: Tab to the link, Enter, type, Tab through the form, Enter on Start.
     await page.getByRole('link', { name: 'Conversations' }).click();
-    await page.getByRole('link', { name: 'New conversation' }).click();
-    await page.locator('textarea[name=message]').fill(`${marker('console')} Say hello from the sandbox`);
-    await page.locator('textarea[name=instructions]').fill('Keep it short.');
+    await see(page.getByRole('link', { name: 'New conversation' }), 'the conversations page', server);
+    await tabTo(page, page.getByRole('link', { name: 'New conversation' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page, page.locator('textarea[name=message]'));
+    await page.keyboard.type(`${marker('console')} Say hello from the sandbox`);
+    await tabTo(page, page.locator('textarea[name=instructions]'));
+    await page.keyboard.type('Keep it short.');
     await shoot(page, `${runtime}-04-new-conversation`);
-    await page.getByRole('button', { name: 'Start' }).click();
+    await tabTo(page, page.getByRole('button', { name: 'Start' }));
+    await page.keyboard.press('Enter');
     await see(page.locator('.event.command').getByText('echo hello-from-console'), 'the command', server);
     await see(page.locator('.event.command pre.output').getByText(echoOutput), 'the command output', server);
     await see(page.locator('.event.message.agent').getByText('Done.'), "the agent's answer", server);
@@ -168,6 +185,15 @@ export async function driveConsole({ server, browser, llm, key, echoOutput, runt
     expect(new Set(after).size).toBe(after.length);
     expect(after.slice(0, before.length)).toEqual(before);
     expect([...after].sort((a, b) => a - b)).toEqual(after);
+
+    // An image with a message: it reaches the log and is shown.
+    await page.getByLabel('Attach images').setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: Buffer.from(PNG_DOT, 'base64') });
+    await see(page.getByText('Image (1)'), 'the attached image counted', server);
+    await page.getByRole('textbox', { name: 'Message to the agent' }).fill('Here is a picture');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await see(page.locator('.event.message.user img[alt="attached image"]'), 'the image in the message', server);
+    const sent = await body<{ items: { kind: string; image_urls?: string[] }[] }>(call(server.url, `/api/v1/app-conversations/${conversationId}/events?kinds=message&limit=100`, key));
+    expect(sent.items.some((e) => e.image_urls?.[0]?.startsWith('data:image/png;base64,'))).toBe(true);
 
     // Stop and resume.
     await page.getByRole('button', { name: 'Stop' }).click();
