@@ -101,6 +101,12 @@ export async function driveConsole({ server, browser, llm, key, echoOutput, runt
     const page = await context.newPage();
     page.on('pageerror', (error) => errors.push(error.message));
     page.on('dialog', (dialog) => void dialog.accept());
+    // Nothing is fetched from anywhere but the service (no CDN fonts, scripts or styles).
+    const elsewhere: string[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (!['data:', 'blob:'].includes(url.protocol) && url.origin !== site) elsewhere.push(request.url());
+    });
 
     // Signed out: the console says how to sign in.
     await page.goto(`${site}/console/`);
@@ -234,6 +240,7 @@ export async function driveConsole({ server, browser, llm, key, echoOutput, runt
     expect(tried).toBe(200);
 
     expect(errors).toEqual([]);
+    expect(elsewhere).toEqual([]);
   } finally {
     await context.close();
     await proxy.close();

@@ -32,7 +32,17 @@ export function ConversationPage({ id }: { id: string }) {
   useLayoutEffect(() => {
     const el = list.current;
     if (el && atBottom.current) el.scrollTop = el.scrollHeight;
-  }, [entries.length]);
+  }, [entries.length, conversation.value]);
+  // The pane also changes size (the header grows a line, the window turns): keep the bottom in view.
+  useEffect(() => {
+    const el = list.current;
+    if (!el) return;
+    const observer = new ResizeObserver(() => {
+      if (atBottom.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
 
   const c = conversation.value;
   const title = c?.title || `Conversation ${id.slice(0, 8)}`;
