@@ -14,6 +14,8 @@ describe('the data directory', () => {
   it('keeps a generated API key (0600) and reuses it after a restart, printing it at each start', async () => {
     const dataDir = freshDataDir();
     const first = await startServer({ DATA_DIR: dataDir });
+    // The key is printed once listening, so it may come just after the listening line.
+    await waitForOutput(first, 'API key of user "default"', 'the printed key');
     const key = printedKey(first.stderr());
     expect(key, first.stderr()).toBeDefined();
     expect(readFileSync(join(dataDir, 'api.key'), 'utf8').trim()).toBe(key);
@@ -23,6 +25,7 @@ describe('the data directory', () => {
     expect(await first.exited).toBe(0);
 
     const second = await startServer({ DATA_DIR: dataDir });
+    await waitForOutput(second, 'API key of user "default"', 'the printed key');
     expect(printedKey(second.stderr())).toBe(key);
     expect(second.stderr()).toContain('made at the first start');
     expect((await body<{ llm_model: string }>(call(second.url, '/api/settings', key!))).llm_model).toBe('openai/gpt-4o');

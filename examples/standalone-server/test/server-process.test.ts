@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { call, exampleDir, startServer } from './process.js';
+import { call, exampleDir, startServer, waitForOutput } from './process.js';
 
 describe('the standalone example server', () => {
   it('generates a key for user default when none is configured, shows it on stderr (never in the log), and accepts it', async () => {
     const server = await startServer({});
+    // The key is printed once listening, so it may come just after the listening line.
+    await waitForOutput(server, 'API key of user "default"', 'the printed key');
     const match = /API key of user "default" \(made now, kept in [^)]*\)[^\n]*\n\n\s+(\S+)/.exec(server.stderr());
     expect(match, server.stderr()).not.toBeNull();
     const key = match![1]!;
