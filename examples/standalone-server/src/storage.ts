@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { AgentConversationServicePorts } from '@acs/core';
-import { createPostgresStorage } from '@acs/adapter-postgres';
+import { createPostgresEventNotifier, createPostgresStorage } from '@acs/adapter-postgres';
 import { createMemoryStores } from '@acs/adapter-memory';
 import type { StandaloneConfig } from './config.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
@@ -10,8 +10,12 @@ import { loadCipher } from './secret-key.js';
 /** Start-up steps, so a start that is interrupted or stuck can say where it was. */
 export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';
 
-/** The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite. */
-type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
+/**
+ * The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite;
+ * on a PostgreSQL server also the event notifier, so several processes on one database see each
+ * other's event appends live.
+ */
+type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier'>;
 
 export interface Storage {
   ports: StoragePorts;
@@ -40,7 +44,21 @@ export async function openStorage(config: StandaloneConfig, phase: (p: StartPhas
     const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
     if (config.storage.kind === 'postgres') {
       const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
-      return { ports: storage, signingSecret, description: { storage: 'postgres', ...keyInfo }, close: () => storage.close() };
+      try {
+        const eventNotifier = await createPostgresEventNotifier({ connectionString: config.storage.url });
+        return {
+          ports: { ...storage, eventNotifier },
+          signingSecret,
+          description: { storage: 'postgres', ...keyInfo },
+          close: async () => {
+            await eventNotifier.close();
+            await storage.close();
+          },
+        };
+      } catch (error) {
+        await storage.close();
+        throw error;
+      }
     }
     const directory = join(config.dataDir, 'pglite');
     const pglite = await PGlite.create(directory);

@@ -8,6 +8,7 @@
  * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime });
  * ```
  */
+export { createPostgresEventNotifier, type PostgresEventNotifier, type PostgresEventNotifierOptions } from './event-notifier.js';
 export { createPostgresStorage, type PostgresStorage, type PostgresStorageOptions } from './storage.js';
 export { migrate, appliedMigrations, MIGRATIONS, LATEST_SCHEMA_VERSION, type Migration, type MigrateOptions } from './migrations.js';
 export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike, type PgPoolLike, type SqlExecutor, type SqlQueryable } from './sql.js';

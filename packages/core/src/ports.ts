@@ -9,6 +9,7 @@
 export type { SettingsStore } from './settings/store.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
+export type { EventNotifier, EventNotifierListener } from './events/notifier.js';
 export type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 export type { InstallationStore } from './installation.js';
 export type { StoreFailure } from './store-failure.js';

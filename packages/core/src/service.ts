@@ -6,6 +6,7 @@ import type { McpConnector } from './mcp/port.js';
 import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
+import type { EventNotifier } from './events/notifier.js';
 import type { EventStore } from './events/store.js';
 import type { InstallationStore } from './installation.js';
 import { randomIdGenerator, type IdGenerator } from './ids.js';
@@ -27,6 +28,12 @@ export interface AgentConversationServicePorts {
   conversations: ConversationStore;
   startTasks: StartTaskStore;
   events: EventStore;
+  /**
+   * For several processes on one event store: carries "this conversation's log grew" between
+   * them, so a live stream in one follows appends made in another (`createPostgresEventNotifier`).
+   * One process needs none.
+   */
+  eventNotifier?: EventNotifier;
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
   /** This installation's identity, kept with its data: only sandboxes labelled with it are listed, adopted, counted and paused. */
@@ -106,7 +113,7 @@ export function createAgentConversationService(
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
-  const log = new EventLog(ports.events);
+  const log = new EventLog(ports.events, ports.eventNotifier);
   const agent = ports.agent({
     conversations: ports.conversations,
     log,
@@ -164,6 +171,7 @@ export function createAgentConversationService(
       sandboxes.stop();
       // Agents stop where they are and stay "running" in the store: the next process resumes them.
       await agent.shutdown();
+      log.close();
       return background.close();
     },
   };

@@ -1,6 +1,7 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import type { StoreFailure } from '../store-failure.js';
 import { fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
+import type { EventNotifier } from './notifier.js';
 import type { EventStore } from './store.js';
 
 /** Receives events of one conversation, in id order, each exactly once. */
@@ -16,21 +17,42 @@ const READ_BATCH = 500;
 
 interface LiveSubscriber {
   live(event: ConversationEvent): void;
+  /** The log reaches `lastId` (appended by another process), or, with null, may have grown unseen: read the store. */
+  wake(lastId: number | null): void;
   end(reason: string): void;
 }
 
 /**
  * The event log as the engine and clients use it: typed appends that also notify live
  * subscribers in this process, paged reads, and subscriptions that replay from an id
- * and then follow without a gap or a duplicate.
+ * and then follow without a gap or a duplicate. With an `EventNotifier`, appends made by other
+ * processes on the same store reach this process's subscriptions too: the notifier wakes them,
+ * they read the store.
  */
 export class EventLog {
   readonly #store: EventStore;
+  readonly #notifier: EventNotifier | null;
+  readonly #listening: { close(): void } | null;
   /** The live subscriptions of each conversation: how to hand one an event, and how to end it. */
   readonly #subscribers = new Map<string, Set<LiveSubscriber>>();
 
-  constructor(store: EventStore) {
+  constructor(store: EventStore, notifier?: EventNotifier) {
     this.#store = store;
+    this.#notifier = notifier ?? null;
+    this.#listening =
+      notifier?.listen({
+        appended: (userId, conversationId, lastId) => {
+          for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.wake(lastId);
+        },
+        resync: () => {
+          for (const subscribers of this.#subscribers.values()) for (const subscriber of [...subscribers]) subscriber.wake(null);
+        },
+      }) ?? null;
+  }
+
+  /** Stops following other processes' appends (the service's close). */
+  close(): void {
+    this.#listening?.close();
   }
 
   static #key(userId: string, conversationId: string): string {
@@ -41,6 +63,8 @@ export class EventLog {
     if (drafts.length === 0) return okAsync([]);
     return this.#store.append(userId, conversationId, drafts.map(toNewEvent)).map((stored) => {
       const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
+      const last = stored.at(-1);
+      if (last) this.#notifier?.notify(userId, conversationId, last.id);
       const subscribers = this.#subscribers.get(EventLog.#key(userId, conversationId));
       if (subscribers) {
         for (const event of events) {
@@ -114,6 +138,9 @@ export class EventLog {
     let replaying = true;
     let draining = false;
     let pending: ConversationEvent[] = [];
+    /** The highest id another process said the log reaches; `recheck`: it may have grown unseen. */
+    let told = afterId;
+    let recheck = false;
 
     const deliver = (event: ConversationEvent) => {
       if (closed || event.id <= lastId) return;
@@ -125,7 +152,8 @@ export class EventLog {
       }
     };
 
-    // Delivers held live events in order; a gap before them is read from the store first.
+    // Delivers held live events in order; a gap before them, or events another process said it
+    // appended, are read from the store first.
     const drain = async () => {
       if (draining) return;
       draining = true;
@@ -133,10 +161,20 @@ export class EventLog {
         while (!closed) {
           pending = pending.filter((e) => e.id > lastId).sort((a, b) => a.id - b.id);
           while (pending.length > 0 && pending[0]!.id === lastId + 1) deliver(pending.shift()!);
-          if (pending.length === 0) return;
+          const gap = pending.length > 0;
+          if (!gap && told <= lastId && !recheck) return;
+          recheck = false;
+          const before = lastId;
+          const target = told;
           const missing = await this.readAll(userId, conversationId, lastId);
-          if (missing.isErr()) return; // the next live event tries again
+          if (missing.isErr()) return; // the next live event or notification tries again
           for (const e of missing.value) deliver(e);
+          // Nothing more in the store: what we were told is there (or was a rumour); stop, unless
+          // another notification came while we read.
+          if (!gap && lastId === before && told === target && !recheck) {
+            told = lastId;
+            return;
+          }
         }
       } finally {
         draining = false;
@@ -151,6 +189,13 @@ export class EventLog {
 
     const subscriber: LiveSubscriber = {
       live: onLive,
+      wake: (id) => {
+        if (closed) return;
+        if (id === null) recheck = true;
+        else if (id > told) told = id;
+        else return;
+        if (!replaying) void drain();
+      },
       end: (reason) => {
         subscription.close();
         onEnd?.(reason);

@@ -1,0 +1,85 @@
+/**
+ * Two example servers (two processes) on one PostgreSQL database: an SSE stream opened on one
+ * follows a conversation appended to through the other, each event once and in order (the
+ * PostgreSQL event notifier wakes the stream; the log is read from the database).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { marker, scriptedCompletion, startFakeOpenAi } from '@acs/testing';
+import { body, call, freshDataDir, startServer, waitFor } from './process.js';
+
+const KEY = 'replicas-test-key-0123456789abcdef';
+
+/** Reads an SSE response, collecting the ids of its messages until closed. */
+function follow(response: Response, ids: number[]): { stop(): void } {
+  const controller = new AbortController();
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  void (async () => {
+    while (!controller.signal.aborted) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) return;
+      buffered += value;
+      let end: number;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const message = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const id = /^id: (\d+)$/m.exec(message)?.[1];
+        if (id) ids.push(Number(id));
+      }
+    }
+  })();
+  return {
+    stop: () => {
+      controller.abort();
+      void reader.cancel().catch(() => {});
+    },
+  };
+}
+
+describe('two servers on one PostgreSQL', () => {
+  it('a stream on one follows appends made through the other', async () => {
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test' });
+    await admin.connect();
+    const database = `acs_replicas_${randomBytes(5).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${database}`);
+    const llm = await startFakeOpenAi();
+    llm.script('replicas', (turn) => ({ status: 200, body: scriptedCompletion(turn, { content: `reply ${turn}` }) }));
+    try {
+      const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
+      url.pathname = `/${database}`;
+      // Replicas share the database, so they share its secret key too.
+      const env = { SESSION_API_KEY: KEY, DATABASE_URL: url.toString(), ACS_SANDBOXES: 'fake', ACS_SECRET_KEY: randomBytes(32).toString('hex') };
+      // The second starts once the first has migrated the database.
+      const a = await startServer({ ...env, DATA_DIR: freshDataDir() });
+      const b = await startServer({ ...env, DATA_DIR: freshDataDir() });
+      await body(call(a.url, '/api/settings', KEY, { llm_model: 'openai/scripted', llm_api_key: 'sk-replicas', llm_base_url: llm.baseUrl }));
+      const { conversation_id: id } = await body<{ conversation_id: string }>(call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('replicas')} hello` }));
+      await waitFor('the first answer', async () => {
+        const [c] = await body<({ execution_status: string | null } | null)[]>(call(a.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+        return c?.execution_status === 'finished' ? true : undefined;
+      });
+
+      const ids: number[] = [];
+      const stream = await fetch(`${b.url}/api/v1/app-conversations/${id}/events/stream`, { headers: { 'X-Session-API-Key': KEY } });
+      expect(stream.status).toBe(200);
+      const reading = follow(stream, ids);
+      try {
+        await waitFor('the replay on B', () => (ids.length > 0 ? true : undefined));
+        const replayed = ids.length;
+        for (let i = 0; i < 10; i++) {
+          await body(call(a.url, `/api/v1/app-conversations/${id}/send-message`, KEY, { role: 'user', content: [{ type: 'text', text: `through A ${i}` }], run: false }));
+        }
+        await waitFor('the 10 messages appended through A, on B', () => (ids.length >= replayed + 10 ? true : undefined));
+        expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+      } finally {
+        reading.stop();
+      }
+    } finally {
+      await llm.close();
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});
