@@ -6,36 +6,16 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { marker, scriptedCompletion, startFakeOpenAi } from '@acs/testing';
+import { marker, scriptedCompletion, sseMessages, startFakeOpenAi } from '@acs/testing';
 import { body, call, freshDataDir, startServer, waitFor } from './process.js';
 
 const KEY = 'replicas-test-key-0123456789abcdef';
 
-/** Reads an SSE response, collecting the ids of its messages until closed. */
-function follow(response: Response, ids: number[]): { stop(): void } {
-  const controller = new AbortController();
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = '';
-  void (async () => {
-    while (!controller.signal.aborted) {
-      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (done) return;
-      buffered += value;
-      let end: number;
-      while ((end = buffered.indexOf('\n\n')) >= 0) {
-        const message = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        const id = /^id: (\d+)$/m.exec(message)?.[1];
-        if (id) ids.push(Number(id));
-      }
-    }
-  })();
-  return {
-    stop: () => {
-      controller.abort();
-      void reader.cancel().catch(() => {});
-    },
-  };
+/** Collects the ids of an SSE stream's messages until stopped. */
+function follow(response: Response, ids: number[]): Promise<void> {
+  return (async () => {
+    for await (const { fields } of sseMessages(response.body!)) if (fields.id) ids.push(Number(fields.id));
+  })().catch(() => {}); // aborted at the end of the test
 }
 
 describe('two servers on one PostgreSQL', () => {
@@ -62,7 +42,8 @@ describe('two servers on one PostgreSQL', () => {
       });
 
       const ids: number[] = [];
-      const stream = await fetch(`${b.url}/api/v1/app-conversations/${id}/events/stream`, { headers: { 'X-Session-API-Key': KEY } });
+      const abort = new AbortController();
+      const stream = await fetch(`${b.url}/api/v1/app-conversations/${id}/events/stream`, { headers: { 'X-Session-API-Key': KEY }, signal: abort.signal });
       expect(stream.status).toBe(200);
       const reading = follow(stream, ids);
       try {
@@ -74,7 +55,8 @@ describe('two servers on one PostgreSQL', () => {
         await waitFor('the 10 messages appended through A, on B', () => (ids.length >= replayed + 10 ? true : undefined));
         expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
       } finally {
-        reading.stop();
+        abort.abort();
+        await reading;
       }
     } finally {
       await llm.close();

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScriptedTurn } from '@acs/testing';
+import { sseMessages, type ScriptedTurn } from '@acs/testing';
 import {
   arr,
   createConversation,
@@ -149,29 +149,11 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
   };
 
   const pump = async () => {
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += value;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const fields: Record<string, string> = {};
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) comments.push(line.slice(1).trim());
-            else {
-              const colon = line.indexOf(':');
-              fields[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
-            }
-          }
-          if (fields.data !== undefined) {
-            received.push({ id: Number(fields.id), event: fields.event ?? 'message', data: obj(JSON.parse(fields.data)) });
-          }
-        }
+      for await (const message of sseMessages(response.body!)) {
+        comments.push(...message.comments);
+        const { id, event, data } = message.fields;
+        if (data !== undefined) received.push({ id: Number(id), event: event ?? 'message', data: obj(JSON.parse(data)) });
         notify();
       }
     } catch {

@@ -22,6 +22,7 @@ import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
 
 export * from './fake-openai.js';
 export * from './loopback.js';
+export { sseMessages, type SseMessage } from './sse.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
 export { fakeBash, type FakeBashHost } from './fake-bash.js';
