@@ -59,18 +59,16 @@ export async function createPostgresEventNotifier(options: PostgresEventNotifier
   let client: ListeningClient | null = null;
   let closed = false;
 
-  const send = (userId: string, conversationId: string, lastId: number) => {
+  /** Keeps what could not be sent, the highest id per conversation, for when the connection is back. */
+  const keep = (userId: string, conversationId: string, lastId: number) => {
     const key = `${userId}\u0000${conversationId}`;
+    const queued = unsent.get(key);
+    if (!queued || queued[2] < lastId) unsent.set(key, [userId, conversationId, lastId]);
+  };
+  const send = (userId: string, conversationId: string, lastId: number) => {
     const current = client;
-    if (!current) {
-      const queued = unsent.get(key);
-      if (!queued || queued[2] < lastId) unsent.set(key, [userId, conversationId, lastId]);
-      return;
-    }
-    current.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify([userId, conversationId, lastId])]).catch(() => {
-      const queued = unsent.get(key);
-      if (!queued || queued[2] < lastId) unsent.set(key, [userId, conversationId, lastId]);
-    });
+    if (!current) return keep(userId, conversationId, lastId);
+    current.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify([userId, conversationId, lastId])]).catch(() => keep(userId, conversationId, lastId));
   };
 
   const onNotification = (message: Notification) => {
@@ -112,10 +110,9 @@ export async function createPostgresEventNotifier(options: PostgresEventNotifier
           return;
         }
         client = next;
-        for (const [userId, conversationId, lastId] of [...unsent.values()]) {
-          unsent.delete(`${userId}\u0000${conversationId}`);
-          send(userId, conversationId, lastId);
-        }
+        const held = [...unsent.values()];
+        unsent.clear();
+        for (const [userId, conversationId, lastId] of held) send(userId, conversationId, lastId);
         // Whatever was notified while we were away is lost: every subscription looks at the store.
         for (const listener of [...listeners]) listener.resync();
         return;

@@ -5,7 +5,7 @@
  * so none is shown twice whatever happens. Arrivals are applied once per animation frame, so
  * a replay of thousands of events or a burst of 50 a second is one render, not one each.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { apiBase, EVENT_KINDS, type ConversationEvent } from '../api.js';
 
 type StreamState = 'connecting' | 'live' | 'reconnecting' | 'closed';
@@ -13,18 +13,15 @@ type StreamState = 'connecting' | 'live' | 'reconnecting' | 'closed';
 export interface EventStream {
   events: ConversationEvent[];
   state: StreamState;
-  /** Why the stream ended, when the server ended it (the conversation was deleted). */
-  ended: string | null;
 }
 
 export function useEventStream(conversationId: string): EventStream {
-  const [snapshot, setSnapshot] = useState<EventStream>({ events: [], state: 'connecting', ended: null });
-  const store = useRef<{ events: ConversationEvent[]; lastId: number; pending: ConversationEvent[]; frame: number | null }>({ events: [], lastId: 0, pending: [], frame: null });
+  const [snapshot, setSnapshot] = useState<EventStream>({ events: [], state: 'connecting' });
 
   useEffect(() => {
+    // This stream's own state: a newer stream (another conversation) never sees it.
     const mine = { events: [] as ConversationEvent[], lastId: 0, pending: [] as ConversationEvent[], frame: null as number | null };
-    store.current = mine;
-    setSnapshot({ events: [], state: 'connecting', ended: null });
+    setSnapshot({ events: [], state: 'connecting' });
     const source = new EventSource(`${apiBase}/api/v1/app-conversations/${encodeURIComponent(conversationId)}/events/stream`);
     const flush = () => {
       mine.frame = null;
