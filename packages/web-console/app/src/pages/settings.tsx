@@ -100,6 +100,9 @@ export function SettingsPage() {
   const save = useAction(async (current: Form) => {
     setSaved(false);
     await unwrap(api.POST('/api/settings', { body: bodyOf(current) as never }));
+    // Keys are write-only: once stored, their fields are empty at once (not only when the reload
+    // below comes back, which would show "set" beside a key still in the field).
+    setForm((f) => f && { ...f, llm_api_key: '', clear_llm_api_key: false, mcp: f.mcp.map((row) => (row.type === 'stdio' ? row : { ...row, api_key: '' })) });
     loaded.reload();
     setSaved(true);
   });
