@@ -132,6 +132,10 @@ export function fakeBash(host: FakeBashHost): FakeSpawnHandler {
         nonce = parsed.nonce;
         mark(0, 0);
       } else if (parsed.kind === 'empty') mark(lastId, lastExit);
+      else if (parsed.kind === 'sync') {
+        lastId = parsed.id;
+        mark(parsed.id, 0);
+      }
       else if (parsed.kind === 'command') {
         lastId = parsed.id;
         start(parsed.id, parsed.command);

@@ -11,7 +11,7 @@ import { errAsync, ResultAsync } from 'neverthrow';
 import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
 import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS, type OpenShellOptions, type SandboxShell, type ShellOutput } from './shell.js';
 import { ShellCapture } from './shell-capture.js';
-import { fromBase64, shellCommandLine, shellFileCommandLine, shellMarkerPattern, shellSetupLine } from './shell-protocol.js';
+import { fromBase64, shellCommandLine, shellFileCommandLine, shellMarkerPattern, shellSetupLine, shellSyncLine } from './shell-protocol.js';
 
 /** How long the shell may take to answer its set-up line. */
 const READY_TIMEOUT_MS = 15_000;
@@ -19,6 +19,9 @@ const READY_TIMEOUT_MS = 15_000;
 const INTERRUPT_WAIT_MS = 5_000;
 /** After Ctrl-C, how often interrupt() looks whether a race lost it (see interrupt). */
 const REPAIR_EVERY_MS = 500;
+/** How long a sync line waits for its marker before it is typed again (see #sync), and how long the sync may take. */
+const SYNC_RETRY_MS = 1_000;
+const SYNC_WAIT_MS = 10_000;
 /** Longer command lines go through a file: a terminal in canonical mode keeps at most 4095 characters of a typed line. */
 const MAX_TYPED_LINE = 3_000;
 /** How long close() gives the shell to hang up before the process is killed. */
@@ -41,13 +44,16 @@ const HANGUP_WAIT_MS = 2_000;
  *   shell waiting at PS2. `cd`, `export`, functions and aliases persist: eval runs in the shell
  *   itself. Lines longer than 3,000 characters go through a file in /tmp.
  * - Without readline (`--noediting`) the terminal stays in canonical mode: a typed line reaches
- *   bash whole or, when Ctrl-C flushes it, not at all, never in part.
+ *   bash whole or, when Ctrl-C flushes it, not at all. (Bash itself can still be caught by a
+ *   Ctrl-C halfway through parsing one; see the sync below.)
  * - The terminal merges stdout and stderr; `\r` and bracketed-paste sequences are removed.
  *   Output is bounded per call (head and tail); the full output of the command goes to
  *   /tmp/acs-shell-output-<shell>-<n>.log in the sandbox, named in `spilled_to`.
  * - Ctrl-C is the byte 0x03 written to the terminal; the terminal signals its foreground
  *   process group, and bash reports 130. If the shell is not back after 0.5 s, a probe beside
- *   the shell repairs two races (see interrupt). A command that ignores Ctrl-C is still running
+ *   the shell repairs two races (see interrupt). After an interrupt, the next command waits for
+ *   a sync line's marker (see #sync): what bash still held of the race is cleared first.
+ *   A command that ignores Ctrl-C is still running
  *   after 5 s; interrupting it again kills the terminal's foreground process group (SIGKILL,
  *   exit code 137).
  *
@@ -127,6 +133,12 @@ class PersistentShell implements SandboxShell {
   #current: Command | null = null;
   #last: { exit_code: number | null; cwd: string | null } = { exit_code: null, cwd: null };
   #seq = 0;
+  /** An interrupted command ended: the next run first makes sure bash has nothing pending (see #sync). */
+  #unsettled = false;
+  /** The sync line in flight and whether its marker is back. */
+  #syncing: { id: number; back: boolean } | null = null;
+  /** How many DONE markers bash has printed. */
+  #markersSeen = 0;
   #busy = false;
   /** Set once the shell's process has ended: why a call cannot be made any more. */
   #ended: SandboxRuntimeError | null = null;
@@ -198,6 +210,7 @@ class PersistentShell implements SandboxShell {
         if (this.#current === cmd) this.#current = null;
         throw error;
       }
+      if (this.#unsettled && !cmd.done) await this.#sync();
       if (!cmd.done) {
         cmd.capture.append(this.#idle);
         this.#idle = '';
@@ -225,6 +238,8 @@ class PersistentShell implements SandboxShell {
     const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
     if (refused) return failed(refused);
     return this.#exclusive(async () => {
+      // Input the command leaves unread is read by bash once the command ends: sync before the next one.
+      this.#unsettled = true;
       await this.#write(text);
       await this.#waitFor(cmd, waitMs);
       return this.#report(cmd);
@@ -252,19 +267,20 @@ class PersistentShell implements SandboxShell {
           if (cmd.interrupted) await this.#killForeground();
           else {
             cmd.interrupted = true;
+            this.#unsettled = true;
             await this.#write('\x03');
             // Ctrl-C can get lost in a race with bash reading the line: (1) it arrives before bash
             // reads the line, the terminal drops the line, and bash may wait for input without a
-            // new prompt; an empty line brings the prompt (and its marker) back. (2) bash takes
-            // the signal as it starts the command, and the command runs anyway; one that would
-            // die of SIGINT (it neither ignores nor handles it) is sent SIGINT beside the shell.
-            // Never a second Ctrl-C through the terminal: should bash be back at its prompt by
-            // the time it arrives, bash would throw away the next line typed.
+            // new prompt, or even with half the line parsed (inside a quote it never closes); a
+            // Ctrl-C with bash in the foreground brings the prompt (and its marker) back. (2) bash
+            // takes the signal as it starts the command, and the command runs anyway; one that
+            // would die of SIGINT (it neither ignores nor handles it) is sent SIGINT beside the
+            // shell. Whatever bash still holds of the race afterwards, the next run's sync clears.
             while (!cmd.done && Date.now() + REPAIR_EVERY_MS < deadline) {
               await this.#waitFor(cmd, REPAIR_EVERY_MS);
               if (cmd.done || this.#ended !== null) break;
               const foreground = await this.#repairInterrupt().catch(() => null);
-              if (foreground === 'shell' && !cmd.done) await this.#write('\n');
+              if (foreground === 'shell' && !cmd.done) await this.#write('\x03');
             }
           }
           await this.#waitFor(cmd, deadline - Date.now());
@@ -273,6 +289,35 @@ class PersistentShell implements SandboxShell {
       })(),
       toRuntimeError,
     );
+  }
+
+  /**
+   * After an interrupt, bash can still hold something of the race: a Ctrl-C it takes later (and
+   * with it the next line typed), half a line it parsed before the Ctrl-C (a quote left open
+   * swallows every line after it, silently: PS2 is empty). A sync line (no quotes, a marker and
+   * nothing else) is typed until its marker comes back, with a Ctrl-C before each retry to
+   * clear whatever bash was in the middle of, so the next command is read by a settled bash.
+   */
+  async #sync(): Promise<void> {
+    const deadline = Date.now() + SYNC_WAIT_MS;
+    const sync = { id: ++this.#seq, back: false };
+    this.#syncing = sync;
+    try {
+      for (let attempt = 0; !sync.back && this.#ended === null && Date.now() < deadline; attempt++) {
+        if (attempt > 0) {
+          const seen = this.#markersSeen;
+          await this.#write('\x03');
+          await this.#until(() => this.#markersSeen > seen || this.#ended !== null, Math.min(SYNC_RETRY_MS, deadline - Date.now()));
+        }
+        await this.#write(`${shellSyncLine(sync.id)}\n`);
+        await this.#until(() => sync.back || this.#ended !== null, Math.min(SYNC_RETRY_MS, deadline - Date.now()));
+      }
+      if (sync.back) this.#unsettled = false;
+      // What the Ctrl-Cs made bash print (new lines) is nobody's output.
+      if (this.#idle.trim() === '') this.#idle = '';
+    } finally {
+      this.#syncing = null;
+    }
   }
 
   /**
@@ -447,7 +492,7 @@ class PersistentShell implements SandboxShell {
     if (raw === '') return;
     const text = raw.replace(BRACKETED_PASTE, '');
     if (!this.#isReady) this.#preReady = (this.#preReady + text).slice(-4_000);
-    else if (this.#current && !this.#current.done) this.#current.capture.append(text);
+    else if (this.#current && !this.#current.done && this.#current.typed) this.#current.capture.append(text);
     else this.#idle = (this.#idle + text).slice(-this.#maxOutput);
   }
 
@@ -457,6 +502,11 @@ class PersistentShell implements SandboxShell {
         this.#isReady = true;
         this.#readyCwd = cwd;
       }
+      return;
+    }
+    this.#markersSeen++;
+    if (this.#syncing?.id === id) {
+      this.#syncing.back = true;
       return;
     }
     const cmd = this.#current;

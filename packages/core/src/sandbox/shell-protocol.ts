@@ -11,6 +11,8 @@
  * - A command: `__acs_id=<n>; eval $'<the command, quoted>'`, or, for a long one written to a file
  *   first, `__acs_id=<n>; __acs_cmd="$(< <path>)"; command rm -f <path>; eval "$__acs_cmd"`.
  * - An empty line: bash prints the prompt (and so the marker) again.
+ * - A sync line, `__acs_id=<n>`: runs nothing; its marker (exit code 0) says bash has read
+ *   everything typed before it. The shell types one after an interrupted command.
  */
 
 /** The set-up line for a shell with this nonce (hex). */
@@ -41,17 +43,25 @@ export function shellFileCommandLine(id: number, path: string): string {
   return `__acs_id=${id}; __acs_cmd="$(< ${path})"; command rm -f ${path}; eval "$__acs_cmd"`;
 }
 
+/** The line that only moves the marker to `id`: once its marker is back, nothing typed before it is pending. */
+export function shellSyncLine(id: number): string {
+  return `__acs_id=${id}`;
+}
+
 /** A line the shell typed, as a bash player sees it. */
 export type ShellLine =
   | { kind: 'setup'; nonce: string }
   | { kind: 'command'; id: number; command: string }
   | { kind: 'command-file'; id: number; path: string }
   | { kind: 'empty' }
+  | { kind: 'sync'; id: number }
   | { kind: 'other'; line: string };
 
 /** What a typed line asks for (for runtimes that play bash rather than run it). */
 export function parseShellLine(line: string): ShellLine {
   if (line.trim() === '') return { kind: 'empty' };
+  const sync = /^__acs_id=(\d+)$/.exec(line);
+  if (sync?.[1]) return { kind: 'sync', id: Number(sync[1]) };
   const setup = /(?:^|; )__acs_n=([0-9a-f]+);/.exec(line);
   if (setup?.[1] && line.includes('PROMPT_COMMAND=')) return { kind: 'setup', nonce: setup[1] };
   const command = /^__acs_id=(\d+); eval (\$'.*')$/.exec(line);

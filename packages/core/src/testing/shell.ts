@@ -167,6 +167,15 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       expect(refused.isErr() && refused.error.message).toMatch(/no command is running/);
     });
 
+    it('runs the next command after input the last one left unread, even half a quoted string', async () => {
+      const shell = await open();
+      expect((await expectOk(shell.run('sleep 1', { softTimeoutMs: 100 }))).still_running).toBe(true);
+      // Unread by sleep, this reaches bash once sleep ends: an open quote that swallows the lines after it.
+      await expectOk(shell.sendInput("echo $'never closed\n", 50));
+      expect(await expectOk(shell.wait(5_000))).toMatchObject({ still_running: false, exit_code: 0 });
+      expect(await finished(shell, 'echo after')).toMatchObject({ output: 'after\n', exit_code: 0 });
+    });
+
     it('gives the output of a slow command bit by bit through wait', async () => {
       const shell = await open();
       const first = await expectOk(shell.run('for i in 1 2 3; do echo $i; sleep 1; done', { softTimeoutMs: 500 }));
