@@ -12,10 +12,14 @@ export type StartPhase = 'locking the data directory' | 'opening storage' | 'con
 
 /**
  * The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite;
- * on a PostgreSQL server also the event notifier, so several processes on one database see each
- * other's event appends live.
+ * on a PostgreSQL server also the event notifier and the conversation leases, so several
+ * processes on one database see each other's event appends live, and each conversation's agent
+ * runs in one of them (taken over by another when that one dies).
  */
-type StoragePorts = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier'>;
+type StoragePorts = Pick<
+  AgentConversationServicePorts,
+  'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases'
+>;
 
 export interface Storage {
   ports: StoragePorts;
@@ -63,7 +67,8 @@ export async function openStorage(config: StandaloneConfig, phase: (p: StartPhas
     const directory = join(config.dataDir, 'pglite');
     const pglite = await PGlite.create(directory);
     try {
-      const storage = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
+      // One process (the data directory is locked): no leases to share.
+      const { conversationLeases: _unshared, ...storage } = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
       const held = lock;
       return {
         ports: storage,

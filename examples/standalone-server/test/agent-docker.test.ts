@@ -6,12 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import type { ConversationEvent, EventPage, MessageEvent } from '@acs/core/schemas';
+import type { ConversationEvent, MessageEvent } from '@acs/core/schemas';
 import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedCompletion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from '@acs/testing';
-import { call, freshDataDir, startServer, type Running, body, waitFor } from './process.js';
+import { allEvents as allEventsOf, call, freshDataDir, startServer, type Running, body, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
 const docker = new Docker();
@@ -82,17 +82,8 @@ const untilExecution = (server: Running, id: string, status: string) =>
     return c.execution_status === status ? c : undefined;
   });
 
-/** Every event, page by page through GET …/events. */
-async function allEvents(server: Running, id: string): Promise<ConversationEvent[]> {
-  const events: ConversationEvent[] = [];
-  let after: number | null = 0;
-  while (after !== null) {
-    const page: EventPage = await body<EventPage>(call(server.url, `/api/v1/app-conversations/${id}/events?after=${after}&limit=5`, KEY));
-    events.push(...page.items);
-    after = page.next_after;
-  }
-  return events;
-}
+/** Every event, page by page (of 5) through GET …/events. */
+const allEvents = (server: Running, id: string) => allEventsOf(server.url, KEY, id, 5);
 
 /** One short word per event, so a wrong order reads at a glance. */
 const story = (events: readonly ConversationEvent[]): string[] =>

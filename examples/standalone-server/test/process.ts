@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, expect } from 'vitest';
+import type { ConversationEvent, EventPage } from '@acs/core/schemas';
 
 export const exampleDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -101,6 +102,18 @@ export async function body<T>(response: Promise<Response>, status = 200): Promis
   const text = await r.text();
   expect(r.status, text).toBe(status);
   return JSON.parse(text) as T;
+}
+
+/** Every event of a conversation, page by page through GET …/events (`pageSize` small to exercise paging). */
+export async function allEvents(url: string, key: string, id: string, pageSize = 100): Promise<ConversationEvent[]> {
+  const events: ConversationEvent[] = [];
+  let after: number | null = 0;
+  while (after !== null) {
+    const page: EventPage = await body<EventPage>(call(url, `/api/v1/app-conversations/${id}/events?after=${after}&limit=${pageSize}`, key));
+    events.push(...page.items);
+    after = page.next_after;
+  }
+  return events;
 }
 
 /** Polls every 100 ms until `probe` returns something other than undefined. */

@@ -1,15 +1,26 @@
-import { okAsync, type ResultAsync } from 'neverthrow';
-import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
+import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import type { EventStore, LeaseFence, LeaseLost, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
+import type { MemoryConversationLeaseStore } from './lease-store.js';
 
-/** Conversation event logs in memory. Appends are synchronous, so ids are gap-free by construction. */
+/**
+ * Conversation event logs in memory. Appends are synchronous, so ids are gap-free by
+ * construction. With a lease store, fenced appends are checked against it.
+ */
 export class MemoryEventStore implements EventStore {
   readonly #logs = new Map<string, StoredEvent[]>();
+  readonly #leases: MemoryConversationLeaseStore | null;
+
+  constructor(options: { leases?: MemoryConversationLeaseStore } = {}) {
+    this.#leases = options.leases ?? null;
+  }
 
   static #key(userId: string, conversationId: string): string {
     return `${userId}\u0000${conversationId}`;
   }
 
-  append(userId: string, conversationId: string, events: readonly NewEvent[]): ResultAsync<StoredEvent[], StoreFailure> {
+  append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
+    const refused = fence && this.#leases ? this.#leases.refuse(userId, conversationId, fence) : null;
+    if (refused) return errAsync(refused);
     const key = MemoryEventStore.#key(userId, conversationId);
     let log = this.#logs.get(key);
     if (!log) this.#logs.set(key, (log = []));

@@ -11,6 +11,7 @@ import type { AgentConversationServicePorts } from '@acs/core';
 import { MemoryConversationStore } from './conversation-store.js';
 import { MemoryEventStore } from './event-store.js';
 import { MemoryInstallationStore } from './installation-store.js';
+import { MemoryConversationLeaseStore } from './lease-store.js';
 import { MemorySandboxStore } from './sandbox-store.js';
 import { MemorySettingsStore } from './settings-store.js';
 import { MemoryStartTaskStore } from './start-task-store.js';
@@ -18,21 +19,29 @@ import { MemoryStartTaskStore } from './start-task-store.js';
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
 export { MemoryEventStore } from './event-store.js';
 export { MemoryInstallationStore } from './installation-store.js';
+export { MemoryConversationLeaseStore } from './lease-store.js';
 export { DEFAULT_MEMORY_SPEC, StaticSandboxSpecCatalog, type SandboxSpecPreset } from './sandbox-spec-catalog.js';
 export { MemorySandboxStore } from './sandbox-store.js';
 export { MemorySettingsStore } from './settings-store.js';
 export { MemoryStartTaskStore } from './start-task-store.js';
 
 /** The stores the service keeps its records in, all in memory: one installation, nothing survives the process. */
-export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation'>;
+export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases'>;
 
-/** Every store in memory (no runtime, model or spec catalog): for a host that brings those itself. */
-export function createMemoryStores(options: { installationId?: string } = {}): MemoryStores {
+/**
+ * Every store in memory (no runtime, model or spec catalog): for a host that brings those itself.
+ * One service needs no leases. `{ leases: true }` adds conversation leases (the event store then
+ * checks fences): for several services sharing these stores in one process, as replicas would
+ * share a database (tests of takeover and fencing).
+ */
+export function createMemoryStores(options: { installationId?: string; leases?: boolean } = {}): MemoryStores {
+  const conversationLeases = options.leases ? new MemoryConversationLeaseStore() : undefined;
   return {
+    ...(conversationLeases ? { conversationLeases } : {}),
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),
     startTasks: new MemoryStartTaskStore(),
-    events: new MemoryEventStore(),
+    events: new MemoryEventStore(conversationLeases ? { leases: conversationLeases } : {}),
     sandboxes: new MemorySandboxStore(),
     installation: new MemoryInstallationStore(options.installationId),
   };

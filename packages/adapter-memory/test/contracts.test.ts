@@ -1,4 +1,5 @@
 import {
+  describeConversationLeaseStoreContract,
   describeConversationStoreContract,
   describeEventStoreContract,
   describeInstallationStoreContract,
@@ -8,6 +9,7 @@ import {
   describeStartTaskStoreContract,
 } from '@acs/core/testing';
 import {
+  MemoryConversationLeaseStore,
   MemoryConversationStore,
   MemoryEventStore,
   MemoryInstallationStore,
@@ -21,6 +23,10 @@ describeSettingsStoreContract('memory', () => new MemorySettingsStore());
 describeConversationStoreContract('memory', () => new MemoryConversationStore());
 describeStartTaskStoreContract('memory', () => new MemoryStartTaskStore());
 describeEventStoreContract('memory', () => new MemoryEventStore());
+describeConversationLeaseStoreContract('memory', () => {
+  const leases = new MemoryConversationLeaseStore();
+  return { leases, events: new MemoryEventStore({ leases }) };
+});
 describeSandboxStoreContract('memory', () => new MemorySandboxStore());
 describeInstallationStoreContract('memory', () => {
   const store = new MemoryInstallationStore();

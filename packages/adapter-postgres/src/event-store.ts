@@ -1,5 +1,6 @@
 import type { ResultAsync } from 'neverthrow';
-import type { EventStore, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
+import { errAsync, okAsync } from 'neverthrow';
+import { leaseLost, type EventStore, type LeaseFence, type LeaseLost, type NewEvent, type StoredEvent, type StoreFailure } from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -7,7 +8,9 @@ import type { Tables } from './tables.js';
 /**
  * Conversation event logs in PostgreSQL. Ids come from a per-conversation counter row
  * bumped in the same transaction as the insert: the row lock orders concurrent appends
- * and a rolled-back append gives its ids back, so ids stay gap-free and unique.
+ * and a rolled-back append gives its ids back, so ids stay gap-free and unique. A fenced
+ * append first reads the conversation's lease row FOR SHARE, in the same transaction: a
+ * takeover (which updates the row) waits for it, or it sees the new epoch and is refused.
  */
 export class PostgresEventStore implements EventStore {
   constructor(
@@ -15,10 +18,20 @@ export class PostgresEventStore implements EventStore {
     private readonly t: Tables,
   ) {}
 
-  append(userId: string, conversationId: string, events: readonly NewEvent[]): ResultAsync<StoredEvent[], StoreFailure> {
-    return run('append events', async () => {
+  append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
+    return run('append events', async (): Promise<StoredEvent[] | LeaseLost> => {
       if (events.length === 0) return [];
       return this.db.transaction(async (tx) => {
+        if (fence) {
+          const lease = await tx.query<{ owner: string | null; epoch: string }>(
+            `SELECT owner, epoch FROM ${this.t.conversationLeases} WHERE user_id = $1 AND conversation_id = $2 FOR SHARE`,
+            [userId, conversationId],
+          );
+          const row = lease.rows[0];
+          if (!row || row.owner === null || Number(row.epoch) !== fence.epoch) {
+            return leaseLost(conversationId, fence.epoch, row?.owner ? `now epoch ${row.epoch}` : 'nobody holds it');
+          }
+        }
         const counter = await tx.query<{ last_id: number }>(
           `INSERT INTO ${this.t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, $3)
            ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id RETURNING last_id`,
@@ -33,7 +46,7 @@ export class PostgresEventStore implements EventStore {
         );
         return stored;
       });
-    });
+    }).andThen((result) => (Array.isArray(result) ? okAsync<StoredEvent[], LeaseLost>(result) : errAsync<StoredEvent[], LeaseLost>(result)));
   }
 
   readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {

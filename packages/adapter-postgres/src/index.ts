@@ -16,6 +16,7 @@ export { SecretKeyMismatchError, verifySecretKeys } from './secret-keys.js';
 export { PostgresConversationStore } from './conversation-store.js';
 export { PostgresEventStore } from './event-store.js';
 export { PostgresInstallationStore } from './installation-store.js';
+export { PostgresConversationLeaseStore } from './lease-store.js';
 export { PostgresSandboxStore } from './sandbox-store.js';
 export { PostgresSettingsStore } from './settings-store.js';
 export { PostgresStartTaskStore } from './start-task-store.js';

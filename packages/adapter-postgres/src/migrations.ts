@@ -94,6 +94,25 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 4,
+    name: 'conversation leases',
+    // Which process runs each conversation's agent (several replicas on one database). A row
+    // outlives its holder: the epoch only grows, so a stale holder's fenced append is refused.
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.conversationLeases} (
+        user_id text NOT NULL,
+        conversation_id text NOT NULL,
+        owner text,
+        epoch bigint NOT NULL,
+        expires_at timestamptz,
+        wake_requested boolean NOT NULL DEFAULT false,
+        stop_requested boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (user_id, conversation_id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_conversation_leases_by_owner ON ${t.conversationLeases} (owner) WHERE owner IS NOT NULL`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -3,6 +3,7 @@ import type { SecretCipher } from '@acs/core/ports';
 import { PostgresConversationStore } from './conversation-store.js';
 import { PostgresEventStore } from './event-store.js';
 import { PostgresInstallationStore } from './installation-store.js';
+import { PostgresConversationLeaseStore } from './lease-store.js';
 import { appliedMigrations, LATEST_SCHEMA_VERSION, migrate, MIGRATIONS } from './migrations.js';
 import { PostgresSandboxStore } from './sandbox-store.js';
 import { verifySecretKeys } from './secret-keys.js';
@@ -28,6 +29,11 @@ export interface PostgresStorageOptions {
 /** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
 export interface PostgresStorage
   extends Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
+  /**
+   * Which replica runs each conversation's agent. Pass it (with `createPostgresEventNotifier`)
+   * when several processes share this database; one process leaves it out.
+   */
+  readonly conversationLeases: PostgresConversationLeaseStore;
   readonly db: SqlExecutor;
   /** Closes the database connection if this storage opened it. */
   close(): Promise<void>;
@@ -61,6 +67,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     sandboxes: new PostgresSandboxStore(db, t),
     events: new PostgresEventStore(db, t),
     installation: new PostgresInstallationStore(db, t),
+    conversationLeases: new PostgresConversationLeaseStore(db, t),
     close: () => db.close(),
   };
 }

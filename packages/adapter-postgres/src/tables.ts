@@ -10,6 +10,7 @@ export interface Tables {
   readonly events: string;
   readonly eventCounters: string;
   readonly installation: string;
+  readonly conversationLeases: string;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -30,5 +31,6 @@ export function tablesIn(schema: string | null = null): Tables {
     events: t('events'),
     eventCounters: t('event_counters'),
     installation: t('installation'),
+    conversationLeases: t('conversation_leases'),
   };
 }

@@ -1,4 +1,5 @@
 import {
+  describeConversationLeaseStoreContract,
   describeConversationStoreContract,
   describeEventStoreContract,
   describeInstallationStoreContract,
@@ -15,6 +16,10 @@ for (const db of DATABASES) {
   describeStartTaskStoreContract(db.name, async () => (await freshStorage(db)).startTasks);
   describeSandboxStoreContract(db.name, async () => (await freshStorage(db)).sandboxes);
   describeEventStoreContract(db.name, async () => (await freshStorage(db)).events);
+  describeConversationLeaseStoreContract(db.name, async () => {
+    const storage = await freshStorage(db);
+    return { leases: storage.conversationLeases, events: storage.events };
+  });
   describeInstallationStoreContract(db.name, async () => {
     const storage = await freshStorage(db);
     return {

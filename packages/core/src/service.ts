@@ -7,6 +7,8 @@ import { systemClock, type Clock } from './clock.js';
 import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
 import type { EventNotifier } from './events/notifier.js';
+import type { ConversationLeaseStore } from './events/lease.js';
+import { ConversationOwnership, type OwnershipOptions } from './conversation/ownership.js';
 import type { EventStore } from './events/store.js';
 import type { InstallationStore } from './installation.js';
 import { randomIdGenerator, type IdGenerator } from './ids.js';
@@ -34,6 +36,12 @@ export interface AgentConversationServicePorts {
    * One process needs none.
    */
   eventNotifier?: EventNotifier;
+  /**
+   * For several processes on one store: which process runs each conversation's agent
+   * (`createPostgresStorage` gives one). With it, a process that dies is taken over by another
+   * and a stale owner's appends are refused. One process needs none.
+   */
+  conversationLeases?: ConversationLeaseStore;
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
   /** This installation's identity, kept with its data: only sandboxes labelled with it are listed, adopted, counted and paused. */
@@ -51,7 +59,7 @@ export interface AgentConversationServicePorts {
 }
 
 /** Limits and timings of the domain services (the agent's own options go to `createAgent`). */
-export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions {}
+export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions {}
 
 /** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
 export const SandboxSpecServiceErrors = {
@@ -114,7 +122,9 @@ export function createAgentConversationService(
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
   const log = new EventLog(ports.events, ports.eventNotifier);
+  const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   const agent = ports.agent({
+    ownership,
     conversations: ports.conversations,
     log,
     sandboxes,

@@ -35,12 +35,14 @@ export interface MemoryPortsOptions {
   installationId?: string;
   runtime?: FakeSandboxRuntimeOptions;
   llm?: ScriptedLlmOptions;
+  /** Conversation leases in the stores (for several services sharing these ports, as replicas share a database). */
+  leases?: boolean;
 }
 
 /** All ports in memory, with the fake runtime and the scripted model exposed for steering in tests; add the agent (`createAgent()` from `@acs/agent`). */
 export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
   return {
-    ...createMemoryStores(options.installationId !== undefined ? { installationId: options.installationId } : {}),
+    ...createMemoryStores({ ...(options.installationId !== undefined ? { installationId: options.installationId } : {}), ...(options.leases ? { leases: true } : {}) }),
     sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     runtime: new FakeSandboxRuntime(options.runtime),
     llm: new ScriptedLlm(options.llm),

@@ -6,13 +6,14 @@ export const DEFAULT_MAX_ITERATIONS = 100;
 
 /** What every part of the engine starts from: the host's ports, the options' defaults applied, the runners. */
 export function createEngineBase(deps: AgentEngineDeps) {
-  const { conversations, log, sandboxes, runtime, settings, llm, clock, logger, background } = deps;
+  const { conversations, log, ownership, sandboxes, runtime, settings, llm, clock, logger, background } = deps;
   const builtinTools = deps.options?.tools ?? BUILTIN_TOOLS;
   const runners = new RunnerRegistry();
   return {
     deps,
     conversations,
     log,
+    ownership,
     sandboxes,
     runtime,
     settings,

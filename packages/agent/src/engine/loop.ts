@@ -5,7 +5,7 @@ import type { Confirmation } from './confirmation.js';
 import { credentialsOf, decisionOn, pendingConfirmation } from './log-reading.js';
 import type { Recording } from './recording.js';
 import type { Replayer } from './replay-run.js';
-import type { Runner } from './runner.js';
+import { LeaseLostError, type Runner } from './runner.js';
 import type { Stepper } from './step.js';
 
 /** One conversation's loop: from "there is work" to finished, error, stuck, paused or waiting for confirmation, and again while messages arrive. */
@@ -85,6 +85,11 @@ export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Con
         }
       } while (r.wakeRequested && !r.abort.signal.aborted);
     } catch (error) {
+      if (error instanceof LeaseLostError) {
+        // Another process runs the conversation now; anything written from here would be refused.
+        logger.warn({ conversationId: r.conversationId, reason: error.message }, 'stopped a conversation whose lease was lost');
+        return;
+      }
       logger.error({ conversationId: r.conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent loop failed');
       await fail(r, 'internal_error', `The agent stopped on an internal error: ${error instanceof Error ? error.message : String(error)}`).catch(() => undefined);
     }

@@ -3,7 +3,7 @@ import type { ConversationErrorCode, ConversationEvent, ConversationEventDraft, 
 import { ok, type Result } from 'neverthrow';
 import type { EngineBase } from './base.js';
 import { lastHandledId } from './log-reading.js';
-import type { Runner } from './runner.js';
+import { LeaseLostError, type Runner } from './runner.js';
 
 /**
  * How the agent writes what it does: appends that keep the runner's copy of the log complete
@@ -11,13 +11,21 @@ import type { Runner } from './runner.js';
  * conversation holds in its sandbox.
  */
 export function createRecording(kit: EngineBase) {
-  const { conversations, log, clock, logger } = kit;
+  const { conversations, log, clock, logger, ownership } = kit;
 
-  /** Appends and keeps the runner's copy of the log complete and in order. */
+  /** Before a write to the record: a runner whose lease is no longer good writes nothing (its appends are fenced by the store). */
+  const mustHold = (r: Runner) => {
+    if (r.lease && !ownership.holds(r.lease)) throw new LeaseLostError(r.conversationId, 'not renewed within its time');
+  };
+
+  /** Appends (under the runner's lease) and keeps the runner's copy of the log complete and in order. */
   const append = async (r: Runner, drafts: ConversationEventDraft[]): Promise<ConversationEvent[]> => {
     if (drafts.length === 0) return [];
-    const appended = await log.append(r.userId, r.conversationId, drafts);
-    if (appended.isErr()) throw new Error(`could not append to the event log: ${appended.error.message}`);
+    const appended = await log.appendAsOwner(r.userId, r.conversationId, r.lease?.fence ?? null, drafts);
+    if (appended.isErr()) {
+      if (appended.error.type === 'LeaseLost') throw new LeaseLostError(r.conversationId, appended.error.message);
+      throw new Error(`could not append to the event log: ${appended.error.message}`);
+    }
     const events = appended.value;
     if (events.length > 0 && events[0]!.id === r.lastId + 1) {
       r.events.push(...events);
@@ -56,6 +64,7 @@ export function createRecording(kit: EngineBase) {
     extra: Partial<Pick<ConversationRecord, 'metrics'>> = {},
   ): Promise<ExecutionStatus | null> => {
     let changed: { from: ExecutionStatus | null; to: ExecutionStatus } | null = null;
+    mustHold(r);
     const updated = await conversations.update(r.userId, r.conversationId, (current): Result<ConversationRecord, never> => {
       const next = nextExecutionStatus(current.execution_status, event);
       if (next.isErr()) {
@@ -73,6 +82,7 @@ export function createRecording(kit: EngineBase) {
   };
 
   const saveMetrics = async (r: Runner, metrics: ConversationMetrics) => {
+    mustHold(r);
     await conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> => ok({ ...c, metrics, updated_at: now() }));
   };
 

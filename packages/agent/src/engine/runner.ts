@@ -1,5 +1,5 @@
 import type { ConversationEvent } from '@acs/core/schemas';
-import type { SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
+import type { OwnedLease, SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
 import type { Result } from 'neverthrow';
 import type { McpSession } from '../mcp-session.js';
 
@@ -9,8 +9,12 @@ export interface Runner {
   readonly conversationId: string;
   loop: Promise<void> | null;
   abort: AbortController;
-  /** Why the loop is being stopped (words for the observations it leaves). */
-  stopReason: 'paused' | 'shutting down';
+  /** Why the loop is being stopped (words for the observations it leaves; none after a lost lease, whose writes are refused). */
+  stopReason: 'paused' | 'shutting down' | 'lease lost';
+  /** The conversation's lease while this process runs it (see ConversationOwnership). */
+  lease: OwnedLease | null;
+  /** A stop asked for by another process is under way (renewals repeat the request until the lease is given up). */
+  stopping: boolean;
   /** Set when something arrived while the loop ran; the loop looks again before it exits. */
   wakeRequested: boolean;
   shell: Promise<Result<SandboxShell, SandboxRuntimeError>> | null;
@@ -28,7 +32,16 @@ export interface Runner {
 /** Whether the loop goes on after a step. */
 export type StepEnd = 'continue' | 'stop';
 
-export const stoppedWhy = (r: Runner) => (r.stopReason === 'paused' ? 'paused' : 'stopped by a shutdown of the service');
+export const stoppedWhy = (r: Runner) =>
+  r.stopReason === 'paused' ? 'paused' : r.stopReason === 'lease lost' ? 'taken over by another process' : 'stopped by a shutdown of the service';
+
+/** Thrown by a write of a runner whose lease another process holds now: the loop stops without writing anything more. */
+export class LeaseLostError extends Error {
+  constructor(readonly conversationId: string, why: string) {
+    super(`the lease of conversation ${conversationId} was lost: ${why}`);
+    this.name = 'LeaseLostError';
+  }
+}
 
 /** The runners of one engine, one per conversation, keyed by (user, conversation). */
 export class RunnerRegistry {
@@ -49,6 +62,8 @@ export class RunnerRegistry {
         loop: null,
         abort: new AbortController(),
         stopReason: 'paused',
+        lease: null,
+        stopping: false,
         wakeRequested: false,
         shell: null,
         editHistory: new Map(),

@@ -11,6 +11,7 @@ import type { SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxService } from '../sandbox/service.js';
 import type { GitProvider, StoredSettings } from '../settings/schema.js';
 import type { SettingsService } from '../settings/service.js';
+import type { ConversationOwnership } from './ownership.js';
 import type { ConversationStore } from './store.js';
 import type { ConversationWorkspace } from './workspace.js';
 
@@ -85,7 +86,11 @@ export interface AgentPort {
   pause(userId: string, conversationId: string, reason: string): Promise<void>;
   /** Stops the agent and forgets it (the conversation is being deleted). */
   forget(userId: string, conversationId: string): Promise<void>;
-  /** Recover, after a restart: closes tool calls the crash cut short and resumes conversations that were running. */
+  /**
+   * Recover, after a restart: closes tool calls the crash cut short and resumes conversations that
+   * were running. With a lease store it also starts taking over, from then on, the conversations
+   * of processes that died.
+   */
   recover(): ResultAsync<RecoveryReport, DomainError>;
   /** How many agent loops are running now. */
   activeLoops(): number;
@@ -97,6 +102,12 @@ export interface AgentPort {
 export interface AgentHost {
   conversations: Pick<ConversationStore, 'get' | 'update' | 'listByExecutionStatus'>;
   log: EventLog;
+  /**
+   * Which conversations this process may run: take the lease before a loop runs, append with its
+   * fence (`log.appendAsOwner`), give it up after; `start` hears of leases lost and stop requests.
+   * Without a lease store every conversation is this process's.
+   */
+  ownership: ConversationOwnership;
   sandboxes: Pick<SandboxService, 'liveRecords' | 'touch'>;
   runtime: SandboxRuntime;
   settings: Pick<SettingsService, 'loadWithSecrets'>;

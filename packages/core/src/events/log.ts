@@ -1,4 +1,5 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import type { LeaseFence, LeaseLost } from './lease.js';
 import type { StoreFailure } from '../store-failure.js';
 import { fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
 import type { EventNotifier } from './notifier.js';
@@ -60,8 +61,34 @@ export class EventLog {
   }
 
   append(userId: string, conversationId: string, drafts: readonly ConversationEventDraft[]): ResultAsync<ConversationEvent[], StoreFailure> {
+    return this.#append(userId, conversationId, drafts, undefined).mapErr((failure) => {
+      // Only fenced appends can lose a lease.
+      if (failure.type === 'LeaseLost') throw new Error(`an unfenced append was refused as fenced: ${failure.message}`);
+      return failure;
+    });
+  }
+
+  /**
+   * An agent's append under its lease: refused with LeaseLost once another process holds the
+   * conversation's lease. Without a fence (one process, no lease store) a plain append.
+   */
+  appendAsOwner(
+    userId: string,
+    conversationId: string,
+    fence: LeaseFence | null,
+    drafts: readonly ConversationEventDraft[],
+  ): ResultAsync<ConversationEvent[], StoreFailure | LeaseLost> {
+    return this.#append(userId, conversationId, drafts, fence ?? undefined);
+  }
+
+  #append(
+    userId: string,
+    conversationId: string,
+    drafts: readonly ConversationEventDraft[],
+    fence: LeaseFence | undefined,
+  ): ResultAsync<ConversationEvent[], StoreFailure | LeaseLost> {
     if (drafts.length === 0) return okAsync([]);
-    return this.#store.append(userId, conversationId, drafts.map(toNewEvent)).map((stored) => {
+    return this.#store.append(userId, conversationId, drafts.map(toNewEvent), fence).map((stored) => {
       const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
       const last = stored.at(-1);
       if (last) this.#notifier?.notify(userId, conversationId, last.id);

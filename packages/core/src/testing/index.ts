@@ -9,6 +9,7 @@
  * ```
  */
 export * from './fixtures.js';
+export { describeConversationLeaseStoreContract } from './leases.js';
 export {
   collectPages,
   describeConversationStoreContract,
