@@ -59,10 +59,8 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
         r.lease = null;
         return;
       }
-    } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
-      logger.warn({ conversationId: r.conversationId, reason: error.message }, 'stopped a conversation whose lease was lost');
     } finally {
+      // (A lost lease ends the loop inside it: loop() catches the refused write and stops.)
       // A pause or a delete gives the lease up itself, after it has written the status.
       if (r.lease === lease && r.stopReason !== 'paused') {
         r.lease = null;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import { millisOf, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { ConversationLease, ConversationLeaseStore, HeldLease, LeaseFence } from '../events/lease.js';
 
@@ -89,7 +89,7 @@ export class ConversationOwnership {
 
   #hold(granted: ConversationLease): OwnedLease {
     const lease: OwnedLease = { user_id: granted.user_id, conversation_id: granted.conversation_id, fence: { epoch: granted.epoch } };
-    this.#held.set(key(granted.user_id, granted.conversation_id), { lease, epoch: granted.epoch, confirmedAt: this.#now() });
+    this.#held.set(key(granted.user_id, granted.conversation_id), { lease, epoch: granted.epoch, confirmedAt: millisOf(this.#clock) });
     return lease;
   }
 
@@ -109,7 +109,7 @@ export class ConversationOwnership {
   holds(lease: OwnedLease): boolean {
     if (!this.#store) return true;
     const entry = this.#held.get(key(lease.user_id, lease.conversation_id));
-    return entry?.lease === lease && this.#now() - entry.confirmedAt < this.ttlMs * 0.8;
+    return entry?.lease === lease && millisOf(this.#clock) - entry.confirmedAt < this.ttlMs * 0.8;
   }
 
   /**
@@ -159,12 +159,12 @@ export class ConversationOwnership {
     if (!this.#store || this.#renewing || this.#held.size === 0) return;
     this.#renewing = true;
     try {
-      const started = this.#now();
+      const started = millisOf(this.#clock);
       const renewed = await this.#store.renew(this.owner, this.ttlMs);
       if (renewed.isErr()) {
         this.#logger.warn({ err: renewed.error.message }, 'could not renew conversation leases');
         for (const entry of [...this.#held.values()]) {
-          if (this.#now() - entry.confirmedAt >= this.ttlMs * 0.8) this.#drop(entry.lease, events);
+          if (millisOf(this.#clock) - entry.confirmedAt >= this.ttlMs * 0.8) this.#drop(entry.lease, events);
         }
         return;
       }
@@ -189,9 +189,5 @@ export class ConversationOwnership {
     this.#held.delete(key(lease.user_id, lease.conversation_id));
     this.#logger.warn({ conversationId: lease.conversation_id }, 'lost the lease of a conversation; another process runs it now');
     events.lost(lease);
-  }
-
-  #now(): number {
-    return Date.parse(this.#clock.now());
   }
 }

@@ -52,10 +52,9 @@ const HANGUP_WAIT_MS = 2_000;
  * - Ctrl-C is the byte 0x03 written to the terminal; the terminal signals its foreground
  *   process group, and bash reports 130. If the shell is not back after 0.5 s, a probe beside
  *   the shell repairs two races (see interrupt). After an interrupt, the next command waits for
- *   a sync line's marker (see #sync): what bash still held of the race is cleared first.
- *   A command that ignores Ctrl-C is still running
- *   after 5 s; interrupting it again kills the terminal's foreground process group (SIGKILL,
- *   exit code 137).
+ *   a sync line's marker (see #sync): what bash still held of the race is cleared first. A
+ *   command that ignores Ctrl-C is still running after 5 s; interrupting it again kills the
+ *   terminal's foreground process group (SIGKILL, exit code 137).
  *
  * Limits: a command that replaces the shell (`exec bash`), changes `PROMPT_COMMAND`, or takes
  * over the terminal for good (a full-screen editor) never reports completion; interrupt it.
@@ -133,7 +132,7 @@ class PersistentShell implements SandboxShell {
   #current: Command | null = null;
   #last: { exit_code: number | null; cwd: string | null } = { exit_code: null, cwd: null };
   #seq = 0;
-  /** An interrupted command ended: the next run first makes sure bash has nothing pending (see #sync). */
+  /** A Ctrl-C was sent, or input a command may leave unread: the next run first makes sure bash has nothing pending (see #sync). */
   #unsettled = false;
   /** The sync line in flight and whether its marker is back. */
   #syncing: { id: number; back: boolean } | null = null;
