@@ -12,13 +12,14 @@ export type StartPhase = 'locking the data directory' | 'opening storage' | 'con
 
 /**
  * The stores the service keeps its records in: all from one adapter, memory or PostgreSQL/PGlite;
- * on a PostgreSQL server also the event notifier and the conversation leases, so several
- * processes on one database see each other's event appends live, and each conversation's agent
- * runs in one of them (taken over by another when that one dies).
+ * on a PostgreSQL server also the event notifier, the conversation leases and the locks, so
+ * several processes on one database see each other's event appends live, each conversation's
+ * agent runs in one of them (taken over by another when that one dies), the per-user sandbox
+ * limit holds across them and one of them runs sandbox maintenance.
  */
 type StoragePorts = Pick<
   AgentConversationServicePorts,
-  'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases'
+  'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases' | 'locks'
 >;
 
 export interface Storage {

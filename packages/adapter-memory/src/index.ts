@@ -8,6 +8,7 @@
  * ```
  */
 import type { AgentConversationServicePorts } from '@acs/core';
+import { InProcessLocks } from '@acs/core/ports';
 import { MemoryConversationStore } from './conversation-store.js';
 import { MemoryEventStore } from './event-store.js';
 import { MemoryInstallationStore } from './installation-store.js';
@@ -26,18 +27,18 @@ export { MemorySettingsStore } from './settings-store.js';
 export { MemoryStartTaskStore } from './start-task-store.js';
 
 /** The stores the service keeps its records in, all in memory: one installation, nothing survives the process. */
-export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases'>;
+export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases' | 'locks'>;
 
 /**
  * Every store in memory (no runtime, model or spec catalog): for a host that brings those itself.
  * One service needs no leases. `{ leases: true }` adds conversation leases (the event store then
- * checks fences): for several services sharing these stores in one process, as replicas would
- * share a database (tests of takeover and fencing).
+ * checks fences) and locks: for several services sharing these stores in one process, as
+ * replicas would share a database (tests of takeover, fencing and the per-user limit).
  */
 export function createMemoryStores(options: { installationId?: string; leases?: boolean } = {}): MemoryStores {
   const conversationLeases = options.leases ? new MemoryConversationLeaseStore() : undefined;
   return {
-    ...(conversationLeases ? { conversationLeases } : {}),
+    ...(conversationLeases ? { conversationLeases, locks: new InProcessLocks() } : {}),
     settings: new MemorySettingsStore(),
     conversations: new MemoryConversationStore(),
     startTasks: new MemoryStartTaskStore(),

@@ -11,12 +11,13 @@
 export { createPostgresEventNotifier, type PostgresEventNotifier, type PostgresEventNotifierOptions } from './event-notifier.js';
 export { createPostgresStorage, type PostgresStorage, type PostgresStorageOptions } from './storage.js';
 export { migrate, appliedMigrations, MIGRATIONS, LATEST_SCHEMA_VERSION, type Migration, type MigrateOptions } from './migrations.js';
-export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike, type PgPoolLike, type SqlExecutor, type SqlQueryable } from './sql.js';
+export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike, type PgPoolLike, type SqlExecutor, type SqlQueryable, type SqlSession } from './sql.js';
 export { SecretKeyMismatchError, verifySecretKeys } from './secret-keys.js';
 export { PostgresConversationStore } from './conversation-store.js';
 export { PostgresEventStore } from './event-store.js';
 export { PostgresInstallationStore } from './installation-store.js';
 export { PostgresConversationLeaseStore } from './lease-store.js';
+export { PostgresLocks, type PostgresLocksOptions } from './locks.js';
 export { PostgresSandboxStore } from './sandbox-store.js';
 export { PostgresSettingsStore } from './settings-store.js';
 export { PostgresStartTaskStore } from './start-task-store.js';

@@ -7,10 +7,22 @@ export interface SqlQueryable {
   query<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<{ rows: R[] }>;
 }
 
+/** A connection of its own until released: what session-level state (advisory locks) lives on. */
+export interface SqlSession extends SqlQueryable {
+  /** Called once if the connection breaks (everything held on it is gone then). */
+  onLost(listener: (error: Error) => void): void;
+  /** Gives the connection back to the pool; only once nothing is held on it any more. */
+  release(): void;
+  /** Closes the connection (not back to the pool): whatever it held ends with it. */
+  end(): void;
+}
+
 export interface SqlExecutor extends SqlQueryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /** A dedicated connection (PostgreSQL servers only; PGlite is one connection already). */
+  session?(): Promise<SqlSession>;
   /** Closes the connection only if this executor opened it (a host's pool or PGlite stays open). */
   close(): Promise<void>;
 }
@@ -26,6 +38,8 @@ export interface PgPoolLike {
 interface PgClientLike {
   query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
   release(error?: Error | boolean): void;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  off?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** The shape of a PGlite instance we use. */
@@ -64,6 +78,47 @@ export function fromPgPool(pool: PgPoolLike, owned = false): SqlExecutor {
         }
         throw error;
       }
+    },
+    async session() {
+      const client = await pool.connect();
+      let lost: ((error: Error) => void) | null = null;
+      let ended = false;
+      let turn: Promise<void> = Promise.resolve();
+      // A checked-out client that loses its connection emits 'error': without a listener that would end the process.
+      const onError = (error: Error) => {
+        if (ended) return;
+        ended = true;
+        client.off?.('error', onError);
+        lost?.(error);
+        client.release(error);
+      };
+      client.on?.('error', onError);
+      return {
+        // One statement at a time on the connection (node-postgres would queue them too, but that is deprecated).
+        query: <R>(text: string, params: readonly unknown[] = []) => {
+          const result = turn.then(() => client.query(text, [...params]) as Promise<{ rows: R[] }>);
+          turn = result.then(
+            () => undefined,
+            () => undefined,
+          );
+          return result;
+        },
+        onLost: (listener) => {
+          lost = listener;
+        },
+        release: () => {
+          if (ended) return;
+          ended = true;
+          client.off?.('error', onError);
+          client.release();
+        },
+        end: () => {
+          if (ended) return;
+          ended = true;
+          client.off?.('error', onError);
+          client.release(true);
+        },
+      };
     },
     close: async () => {
       if (owned) await pool.end();

@@ -1,5 +1,6 @@
 import type { AgentConversationServicePorts } from '@acs/core';
-import type { SecretCipher } from '@acs/core/ports';
+import { InProcessLocks, type Locks, type SecretCipher } from '@acs/core/ports';
+import { PostgresLocks } from './locks.js';
 import { PostgresConversationStore } from './conversation-store.js';
 import { PostgresEventStore } from './event-store.js';
 import { PostgresInstallationStore } from './installation-store.js';
@@ -34,8 +35,14 @@ export interface PostgresStorage
    * when several processes share this database; one process leaves it out.
    */
   readonly conversationLeases: PostgresConversationLeaseStore;
+  /**
+   * The per-user sandbox limit and the lead of sandbox maintenance: session advisory locks on a
+   * PostgreSQL server (`PostgresLocks`, one connection of their own); in-process locks on PGlite,
+   * which is one process's.
+   */
+  readonly locks: Locks;
   readonly db: SqlExecutor;
-  /** Closes the database connection if this storage opened it. */
+  /** Closes the database connection if this storage opened it (and the locks' own connection). */
   close(): Promise<void>;
 }
 
@@ -59,6 +66,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     await db.close();
     throw error;
   }
+  const locks = db.session ? new PostgresLocks(db, { namespace: t.schema ?? '' }) : new InProcessLocks();
   return {
     db,
     settings: new PostgresSettingsStore(db, t, options.cipher),
@@ -68,6 +76,10 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     events: new PostgresEventStore(db, t),
     installation: new PostgresInstallationStore(db, t),
     conversationLeases: new PostgresConversationLeaseStore(db, t),
-    close: () => db.close(),
+    locks,
+    close: async () => {
+      if (locks instanceof PostgresLocks) locks.close();
+      await db.close();
+    },
   };
 }

@@ -15,6 +15,7 @@ export { leaseLost } from './events/lease.js';
 export { ConversationOwnership, type OwnedLease, type OwnershipEvents, type OwnershipOptions } from './conversation/ownership.js';
 export type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 export type { InstallationStore } from './installation.js';
+export { InProcessLocks, type Locks } from './locks.js';
 export type { StoreFailure } from './store-failure.js';
 export type * from './sandbox/runtime.js';
 export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';

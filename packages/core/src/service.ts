@@ -11,6 +11,7 @@ import type { ConversationLeaseStore } from './events/lease.js';
 import { ConversationOwnership, type OwnershipOptions } from './conversation/ownership.js';
 import type { EventStore } from './events/store.js';
 import type { InstallationStore } from './installation.js';
+import { InProcessLocks, type Locks } from './locks.js';
 import { randomIdGenerator, type IdGenerator } from './ids.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { SandboxRuntime } from './sandbox/runtime.js';
@@ -42,6 +43,12 @@ export interface AgentConversationServicePorts {
    * and a stale owner's appends are refused. One process needs none.
    */
   conversationLeases?: ConversationLeaseStore;
+  /**
+   * For several processes on one store: the per-user sandbox limit is held under these locks,
+   * and one process leads sandbox maintenance (`createPostgresStorage` gives them). Default: in
+   * this process only.
+   */
+  locks?: Locks;
   sandboxes: SandboxStore;
   sandboxSpecs: SandboxSpecCatalog;
   /** This installation's identity, kept with its data: only sandboxes labelled with it are listed, adopted, counted and paused. */
@@ -106,6 +113,7 @@ export function createAgentConversationService(
   const background = new BackgroundTasks(logger);
   const settings = createSettingsService(ports.settings);
 
+  const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   // The two services refer to each other: a lost sandbox stops its conversations.
   // The callback runs only after both exist.
   const sandboxes = createSandboxService({
@@ -117,12 +125,14 @@ export function createAgentConversationService(
     ids,
     logger,
     background,
+    locks: ports.locks ?? new InProcessLocks(),
+    replica: ownership.owner,
+    shared: ownership.shared,
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
   });
   const log = new EventLog(ports.events, ports.eventNotifier);
-  const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   const agent = ports.agent({
     ownership,
     conversations: ports.conversations,

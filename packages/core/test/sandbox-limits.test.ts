@@ -72,7 +72,7 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     await service.idle();
     clock.advance(9 * 60_000);
     expect(await service.sandboxes.pauseIdle()).toBe(0);
-    service.sandboxes.touch(busy.id);
+    service.sandboxes.touch('alice', busy.id);
     clock.advance(2 * 60_000);
     expect(await service.sandboxes.pauseIdle()).toBe(1);
     expect((await expectOk(service.sandboxes.get('alice', idle.id))).status).toBe('PAUSED');

@@ -185,7 +185,7 @@ export function createActions(kit: EngineBase & Recording) {
 
   /** What the loop does after a response's actions ran. */
   const afterActions = async (r: Runner, outcome: Awaited<ReturnType<typeof runActions>>, sandboxId: string): Promise<StepEnd> => {
-    sandboxes.touch(sandboxId);
+    sandboxes.touch(r.userId, sandboxId);
     if (outcome === 'paused') return 'stop';
     if (outcome === 'sandbox_lost') {
       await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering, so the agent cannot go on. Start the conversation again.`);

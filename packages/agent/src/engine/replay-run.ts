@@ -41,7 +41,7 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
       ]);
       const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
       const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, defaultToolset);
-      sandboxes.touch(sandboxId);
+      sandboxes.touch(r.userId, sandboxId);
       if (outcome === 'paused') return 'stop';
       if (outcome === 'sandbox_lost') {
         await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`);

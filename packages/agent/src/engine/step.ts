@@ -207,7 +207,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     }
     const appended = await append(r, drafts);
     await saveMetrics(r, call.metrics);
-    sandboxes.touch(sandboxId);
+    sandboxes.touch(r.userId, sandboxId);
 
     if (answer.tool_calls.length === 0) {
       if (answer.content?.trim()) {

@@ -37,6 +37,11 @@ export interface SandboxRecord {
   exposed_urls: ExposedUrl[];
   created_at: string;
   updated_at: string;
+  /**
+   * When an agent last used the sandbox, as far as any process recorded it (written at most
+   * about once a minute, and only while idle pausing is on). Absent until first written.
+   */
+  last_active_at?: string | null;
 }
 
 /** The sandbox record of the V1 API. */

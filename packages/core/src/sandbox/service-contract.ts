@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
 import type { InstallationStore } from '../installation.js';
+import type { Locks } from '../locks.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
@@ -22,8 +23,17 @@ export interface SandboxServiceOptions {
   atSandboxLimit?: 'refuse' | 'pause_oldest';
   /** Pause running sandboxes nobody used for this long. Default: never. */
   idlePauseAfterMs?: number;
-  /** How often idle sandboxes are looked for. Default: a quarter of idlePauseAfterMs, at most 60 s. */
+  /**
+   * How often a maintenance round runs (idle pause, and reconcile when it is due). Default: a
+   * quarter of idlePauseAfterMs, at most 60 s. With several processes only the leading one runs it.
+   */
   maintenanceIntervalMs?: number;
+  /**
+   * How often the records are reconciled with the runtime while the service runs (statuses,
+   * adoption of sandboxes an engine that came back still holds, leftovers of deleted ones), on
+   * top of the reconcile at start. Default 60 s; 0 turns it off.
+   */
+  reconcileIntervalMs?: number;
 }
 
 /** What reconcile() found. */
@@ -60,6 +70,12 @@ export interface SandboxServiceDeps {
   ids: IdGenerator;
   logger: Logger;
   background: BackgroundTasks;
+  /** Where the per-user limit is held and who leads maintenance (shared by processes on one store). */
+  locks: Locks;
+  /** This process's name when it asks to lead maintenance. */
+  replica: string;
+  /** Whether other processes share the store (then a STARTING record may be another process's start-up). */
+  shared: boolean;
   options?: SandboxServiceOptions;
   /** Called once when a sandbox becomes unusable (ERROR, MISSING, deleted). */
   onSandboxGone?: (userId: string, sandboxId: string, reason: string) => Promise<void>;
@@ -138,8 +154,8 @@ export interface SandboxService {
   liveRecords(userId: string, ids: readonly string[]): ResultAsync<Map<string, SandboxRecord>, StoreFailure>;
   /** Pauses the sandbox unless another conversation still needs it; never fails (logs instead). */
   pauseIfUnused(userId: string, id: string, stillNeeded: boolean): Promise<void>;
-  /** Notes that a sandbox is in use, so idle pausing leaves it alone. */
-  touch(sandboxId: string): void;
+  /** Notes that a sandbox is in use, so idle pausing (in this process or another) leaves it alone. */
+  touch(userId: string, sandboxId: string): void;
   /**
    * Brings the records in line with the runtime, e.g. after a restart: each stored
    * sandbox gets the status its container has now (RUNNING, PAUSED, ERROR with the
@@ -148,6 +164,6 @@ export interface SandboxService {
   reconcile(): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>>;
   /** Pauses running sandboxes idle longer than idlePauseAfterMs; resolves to how many. */
   pauseIdle(): Promise<number>;
-  /** Stops the maintenance timer. */
+  /** Stops the maintenance timer (and gives up leading it). */
   stop(): void;
 }

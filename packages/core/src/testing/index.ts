@@ -10,6 +10,7 @@
  */
 export * from './fixtures.js';
 export { describeConversationLeaseStoreContract } from './leases.js';
+export { describeLocksContract, type LocksFixture, type ProcessLocksFixture } from './locks.js';
 export {
   collectPages,
   describeConversationStoreContract,

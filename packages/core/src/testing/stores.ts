@@ -322,6 +322,15 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       expect(listed.items.map((r) => r.id)).toEqual([live.id]);
     });
 
+    it('keeps when a sandbox was last used, as the service writes it for other processes', async () => {
+      const store = await make();
+      const record = sandboxFixture({ status: 'RUNNING' });
+      await expectOk(store.insert(record));
+      await expectOk(store.update('alice', record.id, (r) => ok<SandboxRecord, never>({ ...r, last_active_at: at(7) })));
+      expect(await expectOk(store.get('alice', record.id))).toEqual({ ...record, last_active_at: at(7) });
+      expect((await expectOk(store.listByStatus(null, ['RUNNING']))).find((r) => r.id === record.id)?.last_active_at).toBe(at(7));
+    });
+
     it('lists by status, oldest first, for one user or for every user', async () => {
       const store = await make();
       const a1 = sandboxFixture({ status: 'RUNNING', created_at: at(3) });

@@ -1,0 +1,156 @@
+import { ResultAsync, type ResultAsync as ResultAsyncType } from 'neverthrow';
+import { millisOf } from '../clock.js';
+import type { StoreFailure } from '../store-failure.js';
+import type { Activity } from './activity.js';
+import type { Observations } from './observations.js';
+import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
+import type { SandboxRecord } from './schema.js';
+import { statusAfterObservation } from './state.js';
+import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
+import type { Startups } from './startups.js';
+
+/** The role whose holder runs the maintenance rounds when several processes share a store. */
+const MAINTENANCE_ROLE = 'sandbox maintenance';
+
+/**
+ * Bringing the records in line with the runtime (reconcile: statuses, adoption, leftovers of
+ * deleted sandboxes) and pausing sandboxes nobody used for a while. On a timer these run in one
+ * process only: the one that leads `MAINTENANCE_ROLE` through the `Locks` port.
+ *
+ * Several processes: a STARTING record whose container is not there (yet) may be another
+ * process's start-up (creating a container, building an image), so reconcile leaves it alone
+ * until the start timeout has passed since the record last changed.
+ */
+export function createMaintenance(
+  deps: Pick<SandboxServiceDeps, 'sandboxes' | 'specs' | 'runtime' | 'clock' | 'logger' | 'background' | 'options' | 'locks' | 'replica' | 'shared'>,
+  { applyObservation }: Observations,
+  startups: Startups,
+  activity: Activity,
+  installation: () => ResultAsyncType<string, StoreFailure>,
+  pauseBecause: (userId: string, id: string, reason: string) => ResultAsyncType<void, SandboxServiceError<'pause'>>,
+) {
+  const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
+  const idleAfter = options?.idlePauseAfterMs;
+
+  const pauseIdle = async (): Promise<number> => {
+    if (idleAfter === undefined || idleAfter <= 0) return 0;
+    const running = await sandboxes.listByStatus(null, ['RUNNING']);
+    if (running.isErr()) {
+      logger.warn({ operation: running.error.operation, errorClass: running.error.errorClass }, 'could not look for idle sandboxes');
+      return 0;
+    }
+    let paused = 0;
+    for (const record of running.value) {
+      if (millisOf(clock) - activity.lastActiveAt(record) < idleAfter || startups.inHand(record.id)) continue;
+      const idleFor = idleAfter >= 60_000 ? `${Math.round(idleAfter / 60_000)} min` : `${Math.round(idleAfter / 1000)} s`;
+      const result = await pauseBecause(record.user_id, record.id, `paused after ${idleFor} without use`);
+      if (result.isErr()) {
+        logger.warn({ sandboxId: record.id, error: result.error.type }, 'could not pause an idle sandbox');
+        continue;
+      }
+      paused++;
+    }
+    if (paused > 0) logger.info({ paused }, 'paused idle sandboxes');
+    return paused;
+  };
+
+  /** Whether another process may still be bringing this sandbox up (see above). */
+  const maybeStartingElsewhere = (record: SandboxRecord) =>
+    deps.shared && record.status === 'STARTING' && millisOf(clock) - Date.parse(record.updated_at) < startups.startTimeoutMs;
+
+  /** Records a sandbox the runtime holds without a record (e.g. made by a process that died before storing it). */
+  const adopt = async (summary: RuntimeSandboxSummary): Promise<boolean> => {
+    const observed = await runtime.inspect(summary.sandbox_id);
+    const spec = (await specs.get(summary.spec_id)).unwrapOr(null) ?? {
+      id: summary.spec_id,
+      image: summary.image,
+      command: null,
+      working_dir: summary.working_dir,
+      initial_env: {},
+      description: 'Adopted: found in the runtime without a record',
+      created_at: summary.created_at,
+    };
+    const state = observed.isOk() ? observed.value : { state: 'error' as const, detail: observed.error.message, exposed_urls: [] };
+    const inserted = await sandboxes.insert({
+      id: summary.sandbox_id,
+      user_id: summary.user_id,
+      sandbox_spec_id: summary.spec_id,
+      spec,
+      status: statusAfterObservation('STARTING', state.state),
+      status_detail: state.detail,
+      exposed_urls: state.exposed_urls,
+      created_at: summary.created_at,
+      updated_at: clock.now(),
+    });
+    return inserted.isOk();
+  };
+
+  const reconcile = (): ResultAsyncType<ReconcileReport, SandboxServiceError<'reconcile'>> =>
+    ResultAsync.combine([installation(), sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED'])] as const).andThen(([installationOfRecords, stored]) =>
+      runtime
+        .list(installationOfRecords)
+        .mapErr(runtimeFailure('(all)', 'list'))
+        .andThen((held) =>
+          ResultAsync.fromSafePromise(
+            (async (): Promise<ReconcileReport> => {
+              const report: ReconcileReport = { checked: 0, changed: 0, adopted: 0, removed: 0 };
+              for (const record of stored) {
+                if (startups.inHand(record.id)) continue;
+                report.checked++;
+                const observed = await runtime.inspect(record.id);
+                if (observed.isErr()) continue;
+                if (observed.value.state === 'missing' && maybeStartingElsewhere(record)) continue;
+                const updated = (await applyObservation(record.user_id, record.id, observed.value)).unwrapOr(null);
+                if (updated && updated.status !== record.status) report.changed++;
+                if (updated?.status === 'STARTING') startups.track(record.id, () => startups.awaitRunning(record.user_id, record.id));
+              }
+              for (const summary of held) {
+                const known = (await sandboxes.get(summary.user_id, summary.sandbox_id)).unwrapOr(undefined);
+                if (known === undefined) continue;
+                if (known?.status === 'DELETED') {
+                  if ((await runtime.delete(summary.sandbox_id)).isOk()) report.removed++;
+                  continue;
+                }
+                if (known) continue;
+                if (await adopt(summary)) report.adopted++;
+              }
+              if (report.changed + report.adopted + report.removed > 0) logger.info({ ...report }, 'reconciled sandboxes with the runtime');
+              return report;
+            })(),
+          ),
+        ),
+    );
+
+  /** One maintenance round on the timer: only in the leading process. */
+  const reconcileEveryMs = options?.reconcileIntervalMs ?? 60_000;
+  let lastReconciled = millisOf(clock);
+  const round = async () => {
+    const leads = await locks.lead(MAINTENANCE_ROLE, replica);
+    if (leads.isErr()) {
+      logger.warn({ operation: leads.error.operation }, 'could not tell which process leads sandbox maintenance; skipping this round');
+      return;
+    }
+    if (!leads.value) return;
+    await pauseIdle();
+    if (reconcileEveryMs > 0 && millisOf(clock) - lastReconciled >= reconcileEveryMs) {
+      lastReconciled = millisOf(clock);
+      const reconciled = await reconcile();
+      if (reconciled.isErr()) logger.warn({ error: reconciled.error.type }, 'periodic reconcile failed; trying again next time');
+    }
+  };
+
+  const roundEveryMs =
+    options?.maintenanceIntervalMs ??
+    Math.min(60_000, reconcileEveryMs > 0 ? reconcileEveryMs : Number.POSITIVE_INFINITY, idleAfter !== undefined && idleAfter > 0 ? Math.max(10, idleAfter / 4) : Number.POSITIVE_INFINITY);
+  const timer = clock.every(roundEveryMs, () => background.spawn('sandbox maintenance', round));
+
+  return {
+    pauseIdle,
+    reconcile,
+    stop: () => {
+      timer.cancel();
+      // Resolves, never rejects; a role it could not give up ends with the process's database session anyway.
+      void locks.resign(MAINTENANCE_ROLE, replica);
+    },
+  };
+}
