@@ -41,7 +41,11 @@ export function useEventStream(conversationId: string): EventStream {
       mine.frame ??= requestAnimationFrame(flush);
     };
     source.onopen = () => setSnapshot((s) => ({ ...s, state: 'live' }));
-    source.onerror = () => setSnapshot((s) => ({ ...s, state: source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting' }));
+    source.onerror = (event) => {
+      // An `error` event of the log (it has data) is not a lost connection: it reaches onerror too.
+      if (event instanceof MessageEvent && typeof event.data === 'string') return;
+      setSnapshot((s) => ({ ...s, state: source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting' }));
+    };
     for (const kind of EVENT_KINDS) source.addEventListener(kind, onEvent);
     return () => {
       source.close();
