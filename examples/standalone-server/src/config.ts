@@ -1,3 +1,4 @@
+import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -55,6 +56,8 @@ export interface SandboxConfig {
   idlePauseMinutes: number;
   /** `auto`: the default image (acs-sandbox:bookworm), when the engine lacks it, is built at start and sandboxes wait for it; `off`: a missing image fails the sandbox. */
   imageBuild: 'auto' | 'off';
+  /** Several Docker engines (ACS_DOCKER_HOSTS); null: the one engine of DOCKER_HOST or the default socket. */
+  dockerHosts: DockerEngineHost[] | null;
 }
 
 const SpecSchema = z.object({
@@ -95,6 +98,8 @@ const EnvSchema = z.object({
   ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
   ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
+  ACS_DOCKER_HOSTS: z.string().optional(),
+  ACS_DOCKER_MAX_RUNNING_PER_ENGINE: z.coerce.number().int().min(1).max(100_000).default(20),
   ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
   ACS_UI_DIR: z.string().optional(),
   ACS_MODELS: z.string().optional(),
@@ -158,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
       imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
+      dockerHosts: e.ACS_DOCKER_HOSTS === undefined ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
     },
     llm: {
       timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000,

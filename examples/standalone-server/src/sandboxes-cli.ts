@@ -7,7 +7,7 @@
  * with the same environment as the server; with PGlite it refuses while the server runs.
  */
 import { createAgentConversationService } from '@acs/core';
-import { createDockerRuntime } from '@acs/adapter-docker';
+import { createDockerEnginePool, createDockerRuntime } from '@acs/adapter-docker';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { ScriptedLlm } from '@acs/testing';
 import { createAgent } from '@acs/agent';
@@ -49,11 +49,12 @@ async function main(argv: string[]): Promise<number> {
         throw new Error(`cannot read the installation id: ${e.message}`);
       },
     );
-    const runtime = await createDockerRuntime();
+    // Every engine the server uses (ACS_DOCKER_HOSTS), or the one engine.
+    const runtime = config.sandboxes.dockerHosts ? await createDockerEnginePool(config.sandboxes.dockerHosts) : await createDockerRuntime();
     const held = await runtime.list(installation);
     if (held.isErr()) throw new Error(held.error.message);
     if (held.value.length === 0) {
-      console.log(`No sandboxes of installation ${installation} on this Docker engine.`);
+      console.log(`No sandboxes of installation ${installation} on ${config.sandboxes.dockerHosts ? 'these Docker engines' : 'this Docker engine'}.`);
       return 0;
     }
     if (command === 'list') {

@@ -5,7 +5,7 @@ import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
-import { createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
+import { createDockerEnginePool, createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
 import { createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createWebConsole } from '@acs/web-console';
 import { createMcpConnector } from '@acs/adapter-mcp';
@@ -36,12 +36,19 @@ async function openSandboxRuntime(
   config: SandboxConfig,
 ): Promise<{ runtime: SandboxRuntime; docker: DockerSandboxRuntime | null; description: string; unavailable: string | null }> {
   if (config.runtime === 'fake') return { runtime: new FakeSandboxRuntime(), docker: null, description: 'fake (in memory, runs nothing)', unavailable: null };
+  const dockerOptions = {
+    limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
+    networkMode: config.network,
+    ...(config.imageBuild === 'auto' ? { images: sandboxImageProvider(config.specs.map((s) => s.image)) } : {}),
+  };
+  if (config.dockerHosts) {
+    // Several engines: an engine that does not answer now is still in the pool (its sandboxes are found when it is back).
+    const pool = await createDockerEnginePool(config.dockerHosts, dockerOptions);
+    const description = `docker engines: ${pool.engines.map((e) => `${e.name} (${e.url}, up to ${e.maxRunning}; ${e.status})`).join(', ')}`;
+    return { runtime: pool, docker: null, description, unavailable: null };
+  }
   try {
-    const runtime = await createDockerRuntime({
-      limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
-      networkMode: config.network,
-      ...(config.imageBuild === 'auto' ? { images: sandboxImageProvider(config.specs.map((s) => s.image)) } : {}),
-    });
+    const runtime = await createDockerRuntime(dockerOptions);
     return { runtime, docker: runtime, description: `docker (engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion})`, unavailable: null };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

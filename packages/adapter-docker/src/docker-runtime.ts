@@ -143,6 +143,14 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
+  /** How many sandboxes this engine runs now, of every installation (an engine's capacity is shared). */
+  running(): ResultAsync<number, SandboxRuntimeError> {
+    return this.#attempt('count running sandboxes', async () => {
+      const containers = await this.#docker.listContainers({ filters: { label: [`${LABELS.managed}=true`], status: ['running'] } });
+      return containers.length;
+    });
+  }
+
   list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
     return this.#attempt('list', async () => {
       const containers = await this.#docker.listContainers({
@@ -503,10 +511,13 @@ class RuntimeFailure extends Error {
 const missingImage = (image: string) =>
   new RuntimeFailure(`image ${image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`);
 
+const ENGINE_UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EPIPE', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+
 function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
   if (error instanceof RuntimeFailure) return { type: error.type, message: error.message };
   const e = error as DockerError;
-  if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT' || e.code === 'EACCES') {
+  // Codes of a connection to the engine that could not be made or was cut (not of the operation).
+  if (e.code !== undefined && ENGINE_UNREACHABLE.has(e.code)) {
     return { type: 'unavailable', message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST` };
   }
   if (e.statusCode === 404) return { type: 'not_found', message: e.json?.message ?? `not found during ${operation}` };

@@ -48,3 +48,4 @@ export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentC
     llm: new ScriptedLlm(options.llm),
   };
 }
+export { startDockerEngine, type DockerEngineProcess } from './docker-engine.js';

@@ -5,7 +5,7 @@ import type { Activity } from './activity.js';
 import type { Observations } from './observations.js';
 import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
 import type { SandboxRecord } from './schema.js';
-import { statusAfterObservation } from './state.js';
+import { isSandboxLost, statusAfterObservation } from './state.js';
 import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
 
@@ -97,6 +97,7 @@ export function createMaintenance(
               for (const record of stored) {
                 if (startups.inHand(record.id)) continue;
                 report.checked++;
+                if (record.location) runtime.locate?.(record.id, record.location);
                 const observed = await runtime.inspect(record.id);
                 if (observed.isErr()) continue;
                 if (observed.value.state === 'missing' && maybeStartingElsewhere(record)) continue;
@@ -109,6 +110,15 @@ export function createMaintenance(
                 if (known === undefined) continue;
                 if (known?.status === 'DELETED') {
                   if ((await runtime.delete(summary.sandbox_id)).isOk()) report.removed++;
+                  continue;
+                }
+                if (known && isSandboxLost(known.status)) {
+                  // Marked lost while its engine did not answer, and there again now: it gets the
+                  // status its container has (still an error if the container failed).
+                  const observed = await runtime.inspect(summary.sandbox_id);
+                  if (observed.isErr() || observed.value.state === 'error' || observed.value.state === 'missing') continue;
+                  const back = (await applyObservation(known.user_id, known.id, observed.value)).unwrapOr(null);
+                  if (back && back.status !== known.status) report.changed++;
                   continue;
                 }
                 if (known) continue;

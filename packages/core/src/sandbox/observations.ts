@@ -18,6 +18,7 @@ export function createObservations({ sandboxes, clock, onSandboxGone }: Pick<San
   const changesNothing = (record: SandboxRecord, observation: RuntimeObservation) =>
     statusAfterObservation(record.status, observation.state) === record.status &&
     (observation.detail === null || observation.detail === record.status_detail) &&
+    (observation.location === undefined || observation.location === record.location) &&
     JSON.stringify(record.exposed_urls) === JSON.stringify(observation.exposed_urls);
 
   const applyObservation = (userId: string, id: string, observation: RuntimeObservation): ResultAsync<SandboxRecord | null, StoreFailure> => {
@@ -32,6 +33,7 @@ export function createObservations({ sandboxes, clock, onSandboxGone }: Pick<San
           status,
           status_detail: status === current.status ? (observation.detail ?? current.status_detail) : observation.detail,
           exposed_urls: observation.exposed_urls,
+          ...(observation.location !== undefined ? { location: observation.location } : {}),
           updated_at: clock.now(),
         });
       })

@@ -11,6 +11,11 @@ export interface RuntimeObservation {
   /** Why it is in error or missing, or what it is doing; null when there is nothing to say. */
   detail: string | null;
   exposed_urls: ExposedUrl[];
+  /**
+   * Where the sandbox runs, for runtimes that spread sandboxes over several engines (the
+   * engine's name); the record keeps it. Absent for a runtime with one place.
+   */
+  location?: string;
 }
 
 export interface RuntimeCreateRequest {
@@ -103,8 +108,14 @@ export interface RuntimeSandboxSummary {
 
 export interface SandboxRuntime {
   readonly specificationVersion: 'v1';
-  /** Resolves when the runtime can take work (cheap; called before each start). */
+  /** Resolves when the runtime can be reached (cheap; called before each start and delete). */
   ping(): ResultAsync<void, SandboxRuntimeError>;
+  /**
+   * For runtimes with a capacity (a pool of engines): resolves when a new sandbox would be
+   * taken now, or fails as `unavailable` saying why not. Called before each start instead of
+   * `ping`, so a full runtime refuses the start at once (503) rather than failing the sandbox later.
+   */
+  admit?(): ResultAsync<void, SandboxRuntimeError>;
   /**
    * Every sandbox this runtime holds for this installation, whatever its state. Sandboxes of
    * other installations (created with another `installation_id`, or by a version that did not
@@ -135,6 +146,12 @@ export interface SandboxRuntime {
    * runtime gets (openSandboxShell) is built on that, `exec`, `writeFile` and `inspect`.
    */
   spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError>;
+  /**
+   * For runtimes over several engines: where the stored record says this sandbox was last seen
+   * (`RuntimeObservation.location`), so the runtime need not look for it, and can say which
+   * engine is down when that one does not answer. Called before the service acts on a record.
+   */
+  locate?(sandboxId: string, location: string): void;
 }
 
 /**

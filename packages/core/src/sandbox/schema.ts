@@ -42,6 +42,8 @@ export interface SandboxRecord {
    * about once a minute, and only while idle pausing is on). Absent until first written.
    */
   last_active_at?: string | null;
+  /** Which engine runs it, for runtimes over several engines (absent otherwise). */
+  location?: string | null;
 }
 
 /** The sandbox record of the V1 API. */

@@ -40,10 +40,15 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const activity = createActivity(deps);
 
   const visible = (record: SandboxRecord | null): record is SandboxRecord => record !== null && record.status !== 'DELETED';
+  /** Tells a runtime over several engines where the record says the sandbox is, before acting on it. */
+  const locate = (record: SandboxRecord) => {
+    if (record.location) runtime.locate?.(record.id, record.location);
+  };
 
   /** Reads the runtime's view of a sandbox this process is not already watching, and stores it. */
   const refresh = (record: SandboxRecord): ResultAsync<SandboxRecord, StoreFailure> => {
     if (startups.inHand(record.id) || !['RUNNING', 'PAUSED', 'STARTING'].includes(record.status)) return okAsync(record);
+    locate(record);
     return ResultAsync.fromSafePromise(runtime.inspect(record.id)).andThen((inspected) => {
       if (inspected.isErr()) {
         logger.warn({ sandboxId: record.id, reason: inspected.error.message }, 'could not refresh sandbox status');
@@ -60,6 +65,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const act = (userId: string, id: string, action: SandboxAction): ResultAsync<SandboxRecord | 'noop', ActFailure> =>
     sandboxes.get(userId, id).andThen((record) => {
       if (!record) return errAsync<SandboxRecord | 'noop', ActFailure>({ type: 'SandboxNotFound', sandboxId: id });
+      locate(record);
       const plan = planSandboxAction(record.status, action);
       if (plan.isErr()) {
         return errAsync<SandboxRecord | 'noop', ActFailure>(
@@ -103,8 +109,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       })),
 
     reserve: (userId, spec) =>
-      runtime
-        .ping()
+      (runtime.admit ? runtime.admit() : runtime.ping())
         .mapErr(runtimeFailure('(new)', 'start'))
         .andThen(() => installation())
         .andThen((installationOfRecord) => room.reserve(userId, spec, installationOfRecord)),

@@ -1,0 +1,189 @@
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import type { RuntimeObservation, RuntimeSandboxSummary, SandboxRuntime } from './runtime.js';
+import type { SandboxRuntimeError } from './runtime-error.js';
+
+/** One engine of a pool: a runtime, its name (kept in records as their location) and its capacity. */
+export interface PooledRuntime {
+  /** Unique in the pool; records remember it, so keep it stable across restarts. */
+  readonly name: string;
+  readonly runtime: SandboxRuntime;
+  /** Most sandboxes this engine runs at once (of every installation). */
+  readonly maxRunning: number;
+  /** How many sandboxes the engine runs now (of every installation). */
+  running(): ResultAsync<number, SandboxRuntimeError>;
+}
+
+type Where = { engine: PooledRuntime } | { missing: true; down: { engine: PooledRuntime; message: string }[] };
+
+/**
+ * Several runtimes (engines) as one. A new sandbox goes to the engine that answers and has the
+ * most room (`maxRunning` minus what it runs now and what this process is creating there;
+ * `admit` refuses a start when none has any);
+ * every other call goes to the engine that holds
+ * the sandbox: known from the create, from `list`, from the record (`locate`), or else asked of
+ * every engine. An engine that does not answer makes its sandboxes' `inspect` an `error`
+ * observation saying which engine and why (the service marks them ERROR; the others go on), and
+ * once it answers again, reconcile gives them the status their containers have.
+ */
+export function createSandboxRuntimePool(engines: readonly PooledRuntime[]): SandboxRuntime {
+  if (engines.length === 0) throw new Error('createSandboxRuntimePool: give it at least one engine');
+  const byName = new Map(engines.map((e) => [e.name, e]));
+  if (byName.size !== engines.length) throw new Error('createSandboxRuntimePool: engine names must be unique');
+  const where = new Map<string, PooledRuntime>();
+  /** Creates this process has sent to each engine and that have not settled: not in its count yet. */
+  const placing = new Map<PooledRuntime, number>(engines.map((e) => [e, 0]));
+
+  const located = (engine: PooledRuntime) => (observation: RuntimeObservation): RuntimeObservation => ({ ...observation, location: engine.name });
+  const downMessage = (engine: PooledRuntime, message: string) => `sandbox engine "${engine.name}" does not answer: ${message}`;
+
+  /** Finds the engine holding a sandbox, asking every engine when it is not known yet. */
+  const find = async (sandboxId: string): Promise<Where> => {
+    const known = where.get(sandboxId);
+    if (known) return { engine: known };
+    const answers = await Promise.all(engines.map(async (engine) => ({ engine, seen: await engine.runtime.inspect(sandboxId) })));
+    const holder = answers.find((a) => a.seen.isOk() && a.seen.value.state !== 'missing');
+    if (holder) {
+      where.set(sandboxId, holder.engine);
+      return { engine: holder.engine };
+    }
+    return {
+      missing: true,
+      down: answers.flatMap((a) => (a.seen.isErr() && a.seen.error.type === 'unavailable' ? [{ engine: a.engine, message: a.seen.error.message }] : [])),
+    };
+  };
+
+  /** Runs `operation` on the engine holding the sandbox; `absent` answers when no engine has it. */
+  const onHolder = <T>(
+    sandboxId: string,
+    operation: (engine: PooledRuntime) => ResultAsync<T, SandboxRuntimeError>,
+    absent: () => ResultAsync<T, SandboxRuntimeError> = () => errAsync({ type: 'not_found', message: `sandbox ${sandboxId} is on none of the sandbox engines` }),
+  ): ResultAsync<T, SandboxRuntimeError> =>
+    ResultAsync.fromSafePromise(find(sandboxId)).andThen((found) => {
+      if ('engine' in found) {
+        return operation(found.engine).mapErr((error) => (error.type === 'unavailable' ? { ...error, message: downMessage(found.engine, error.message) } : error));
+      }
+      if (found.down.length > 0) {
+        return errAsync({ type: 'unavailable' as const, message: `sandbox ${sandboxId} is on none of the engines that answer; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}` });
+      }
+      return absent();
+    });
+
+  /**
+   * The engine with the most room among those that answer, or why there is none. `place`: count
+   * a create on it at once, in the same turn as the choice, so concurrent creates spread.
+   */
+  const choose = (place: boolean): ResultAsync<PooledRuntime, SandboxRuntimeError> =>
+    ResultAsync.fromSafePromise(
+      Promise.all(
+        engines.map(async (engine) => {
+          const pinged = await engine.runtime.ping();
+          if (pinged.isErr()) return { engine, problem: downMessage(engine, pinged.error.message), running: 0 };
+          const running = await engine.running();
+          if (running.isErr()) return { engine, problem: downMessage(engine, running.error.message), running: 0 };
+          return { engine, problem: null, running: running.value };
+        }),
+      ),
+    ).andThen((answers) => {
+      // Room now, with what this process is creating on each engine (not in its count yet).
+      const states = answers.map((a) => ({ ...a, room: a.engine.maxRunning - a.running - placing.get(a.engine)! }));
+      const up = states.filter((s) => s.problem === null);
+      if (up.length === 0) return errAsync<PooledRuntime, SandboxRuntimeError>({ type: 'unavailable', message: states.map((s) => s.problem).join('; ') });
+      const best = up.reduce((a, b) => (b.room > a.room ? b : a));
+      if (best.room <= 0) {
+        // Unavailable (503, "try again later"), not a failure: nothing is wrong with the request or the engines.
+        return errAsync<PooledRuntime, SandboxRuntimeError>({
+          type: 'unavailable',
+          message: `every sandbox engine that answers is at its limit (${up.map((s) => `"${s.engine.name}" runs ${s.engine.maxRunning - s.room} of ${s.engine.maxRunning}`).join(', ')}); try again when a sandbox was paused or deleted`,
+        });
+      }
+      if (place) placing.set(best.engine, placing.get(best.engine)! + 1);
+      return okAsync<PooledRuntime, SandboxRuntimeError>(best.engine);
+    });
+
+  return {
+    specificationVersion: 'v1',
+
+    ping: () =>
+      ResultAsync.fromSafePromise(Promise.all(engines.map(async (engine) => ({ engine, pinged: await engine.runtime.ping() })))).andThen((answers) =>
+        answers.some((a) => a.pinged.isOk())
+          ? okAsync<void, SandboxRuntimeError>(undefined)
+          : errAsync<void, SandboxRuntimeError>({ type: 'unavailable', message: answers.map((a) => downMessage(a.engine, a.pinged.isErr() ? a.pinged.error.message : '')).join('; ') }),
+      ),
+
+    // What the engines that answer hold; an engine that does not answer is left out (its records keep their status until inspected).
+    list: (installationId) =>
+      ResultAsync.fromSafePromise(Promise.all(engines.map(async (engine) => ({ engine, listed: await engine.runtime.list(installationId) })))).andThen((answers) => {
+        const held: RuntimeSandboxSummary[] = [];
+        for (const { engine, listed } of answers) {
+          if (listed.isErr()) continue;
+          for (const summary of listed.value) {
+            where.set(summary.sandbox_id, engine);
+            held.push(summary);
+          }
+        }
+        if (answers.every((a) => a.listed.isErr())) {
+          return errAsync<RuntimeSandboxSummary[], SandboxRuntimeError>({
+            type: 'unavailable',
+            message: answers.map((a) => downMessage(a.engine, a.listed.isErr() ? a.listed.error.message : '')).join('; '),
+          });
+        }
+        return okAsync<RuntimeSandboxSummary[], SandboxRuntimeError>(held);
+      }),
+
+    admit: () => choose(false).map(() => undefined),
+
+    create: (request, onProgress) =>
+      choose(true).andThen((engine) => {
+        where.set(request.sandbox_id, engine);
+        const settled = () => placing.set(engine, placing.get(engine)! - 1);
+        return engine.runtime
+          .create(request, onProgress)
+          .map((observation) => {
+            settled();
+            return located(engine)(observation);
+          })
+          .mapErr((error) => {
+            settled();
+            return error;
+          });
+      }),
+
+    inspect: (sandboxId) =>
+      ResultAsync.fromSafePromise(find(sandboxId)).andThen((found): ResultAsync<RuntimeObservation, SandboxRuntimeError> => {
+        if ('engine' in found) {
+          return found.engine.runtime
+            .inspect(sandboxId)
+            .map(located(found.engine))
+            .orElse((error) =>
+              error.type === 'unavailable'
+                ? okAsync({ state: 'error' as const, detail: downMessage(found.engine, error.message), exposed_urls: [], location: found.engine.name })
+                : errAsync(error),
+            );
+        }
+        if (found.down.length > 0) {
+          return okAsync({ state: 'error', detail: `not on any sandbox engine that answers; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}`, exposed_urls: [] });
+        }
+        return okAsync({ state: 'missing', detail: 'the sandbox no longer exists on any sandbox engine', exposed_urls: [] });
+      }),
+
+    pause: (sandboxId) => onHolder(sandboxId, (engine) => engine.runtime.pause(sandboxId).map(located(engine))),
+    resume: (sandboxId) => onHolder(sandboxId, (engine) => engine.runtime.resume(sandboxId).map(located(engine))),
+    // Deleting what no engine holds succeeds, as the port asks.
+    delete: (sandboxId) =>
+      onHolder(
+        sandboxId,
+        (engine) => engine.runtime.delete(sandboxId).map(() => void where.delete(sandboxId)),
+        () => okAsync(undefined),
+      ),
+    exec: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.exec(sandboxId, request)),
+    readFile: (sandboxId, path) => onHolder(sandboxId, (engine) => engine.runtime.readFile(sandboxId, path)),
+    writeFile: (sandboxId, path, content) => onHolder(sandboxId, (engine) => engine.runtime.writeFile(sandboxId, path, content)),
+    listDirectory: (sandboxId, path) => onHolder(sandboxId, (engine) => engine.runtime.listDirectory(sandboxId, path)),
+    spawn: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.spawn(sandboxId, request)),
+
+    locate: (sandboxId, location) => {
+      const engine = byName.get(location);
+      if (engine && !where.has(sandboxId)) where.set(sandboxId, engine);
+    },
+  };
+}
