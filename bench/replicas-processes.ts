@@ -1,7 +1,9 @@
 /**
- * Several example servers (real processes) on one PostgreSQL, sandboxes on the fake runtime (it
- * runs nothing: a command's observation comes at once) and a model that answers at once, so what
- * is measured is the service itself: its event log, leases and coordination.
+ * Several example servers (real processes) on one PostgreSQL, sandboxes on the machine's Docker
+ * engine (each step runs `echo` in the conversation's container through its persistent shell),
+ * and a model that answers at once: what is measured is the service (its event log, leases and
+ * coordination) and the engine's exec, not a model. (The fake runtime cannot be shared by
+ * processes: each would hold its own sandboxes.)
  *
  *   npm run bench:replicas-processes
  *   BENCH_CONVERSATIONS=60 BENCH_STEPS=20 BENCH_KILLS=10 npm run bench:replicas-processes
@@ -21,6 +23,7 @@ import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { connectDocker } from '@acs/adapter-docker';
 import pg from 'pg';
 import { marker, scriptedCompletion, startFakeOpenAi, toolCall } from '@acs/testing';
 import { callApi, printTable, type BenchUser } from './report.js';
@@ -30,7 +33,7 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5
 const CONVERSATIONS = positiveInt('BENCH_CONVERSATIONS', 30);
 const STEPS = positiveInt('BENCH_STEPS', 20);
 const KILLS = positiveInt('BENCH_KILLS', 10);
-const user: BenchUser = { id: 'bench', key: 'bench-replicas-key-0123456789abcdef' };
+const user: BenchUser = { id: `bench-replicas-${randomBytes(3).toString('hex')}`, key: 'bench-replicas-key-0123456789abcdef' };
 const secretKey = randomBytes(32).toString('hex');
 const exampleDir = new URL('../examples/standalone-server/', import.meta.url).pathname;
 
@@ -50,7 +53,10 @@ async function startServer(databaseUrl: string): Promise<Server> {
       HOME: process.env.HOME ?? '',
       PORT: '0',
       DATA_DIR: mkdtempSync(join(tmpdir(), 'acs-bench-')),
-      ACS_SANDBOXES: 'fake',
+      ACS_SANDBOXES: 'docker',
+      ACS_SANDBOX_NETWORK: 'none',
+      ACS_SANDBOX_MEMORY_MB: '256',
+      ACS_SANDBOX_IDLE_MINUTES: '0',
       DATABASE_URL: databaseUrl,
       ACS_API_KEYS: `${user.id}:${user.key}`,
       SESSION_API_KEY: 'unused-default-key-0123456789',
@@ -73,6 +79,16 @@ async function startServer(databaseUrl: string): Promise<Server> {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`a server did not start within 120 s:\n${err.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Removes the bench user's containers and their volumes (after each round). */
+async function removeSandboxes(): Promise<void> {
+  const { docker } = await connectDocker();
+  const containers = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user.id}`] } });
+  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  const ids = new Set(containers.map((c) => c.Labels['io.acs.sandbox-id']));
+  const volumes = (await docker.listVolumes({ filters: { label: ['io.acs.managed=true'] } })).Volumes ?? [];
+  await Promise.all(volumes.filter((v) => ids.has(v.Labels?.['io.acs.sandbox-id'] ?? '')).map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => {})));
 }
 
 async function kill(server: Server): Promise<void> {
@@ -109,21 +125,29 @@ async function throughput(count: number): Promise<number> {
   const servers: Server[] = [];
   try {
     for (let i = 0; i < count; i++) servers.push(await startServer(databaseUrl));
+    process.stderr.write(`  ${count} server(s) up; `);
     await callApi(servers[0]!.url, user, 'POST', '/api/settings', { llm_model: 'openai/scripted', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl });
     const started = performance.now();
     const ids = await Promise.all(
       Array.from({ length: CONVERSATIONS }, async (_, i) => ((await callApi(servers[i % count]!.url, user, 'POST', '/api/conversations', { initial_user_msg: `${marker('steps')} job ${i}` })) as { conversation_id: string }).conversation_id),
     );
+    process.stderr.write(`${ids.length} conversations started; `);
     const deadline = Date.now() + 600_000;
     for (;;) {
       const found = (await callApi(servers[0]!.url, user, 'GET', `/api/v1/app-conversations?${ids.map((id) => `ids=${id}`).join('&')}`)) as ({ execution_status: string | null } | null)[];
       if (found.every((c) => c?.execution_status === 'finished')) break;
+      if (found.some((c) => c?.execution_status === 'error' || c?.execution_status === 'stuck')) {
+        throw new Error(`a conversation failed: ${JSON.stringify(found.filter((c) => c?.execution_status !== 'finished'))}\n${servers.map((x) => x.stderr().slice(-1500)).join('\n---\n')}`);
+      }
       if (Date.now() > deadline) throw new Error(`conversations did not finish in 600 s:\n${servers.map((s) => s.stderr().slice(-1500)).join('\n---\n')}`);
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
     }
-    return (CONVERSATIONS * (STEPS + 1)) / ((performance.now() - started) / 1000);
+    const seconds = (performance.now() - started) / 1000;
+    process.stderr.write(`finished in ${seconds.toFixed(1)} s\n`);
+    return (CONVERSATIONS * (STEPS + 1)) / seconds;
   } finally {
     for (const server of servers) await kill(server);
+    await removeSandboxes();
   }
 }
 
@@ -157,11 +181,12 @@ async function takeovers(): Promise<number[]> {
     return times;
   } finally {
     for (const server of servers) await kill(server);
+    await removeSandboxes();
   }
 }
 
 try {
-  console.log(`Replicas as processes (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; fake sandboxes, a model that answers at once)\n`);
+  console.log(`Replicas as processes (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; Docker sandboxes, a model that answers at once)\n`);
   const one: number[] = [];
   const three: number[] = [];
   for (let round = 0; round < 2; round++) {
@@ -185,6 +210,7 @@ try {
   console.log(`\ntarget (issue 16): taken over within 10 s: ${times.at(-1)! <= 10_000 ? 'met' : 'NOT met'} (max ${(times.at(-1)! / 1000).toFixed(1)} s)`);
 } finally {
   for (const server of [...running]) await kill(server);
+  await removeSandboxes();
   await llm.close();
   for (const name of databases) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
   await admin.end();

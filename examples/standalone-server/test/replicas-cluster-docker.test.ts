@@ -112,6 +112,16 @@ describe('three servers, one PostgreSQL, two Docker engines', () => {
       }),
     );
 
+    // A client reads them all through A at once (which refreshes their sandboxes, still being
+    // brought up by B and C: none may be taken for vanished).
+    const early = await Promise.all(
+      users.map(async (u) => {
+        const own = conversations.filter((x) => x.user === u);
+        return body<({ status: string } | null)[]>(call(a.url, `/api/v1/app-conversations?${own.map((x) => `ids=${x.id}`).join('&')}`, u.key));
+      }),
+    );
+    expect(early.flat().filter((x) => x !== null)).toHaveLength(CONVERSATIONS);
+
     // A live stream on C of a conversation A runs.
     const watched = conversations.find((x) => x.via === 0)!;
     const streamed: ConversationEvent[] = [];

@@ -4,7 +4,6 @@ import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
 import type { Observations } from './observations.js';
 import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
-import type { SandboxRecord } from './schema.js';
 import { isSandboxLost, statusAfterObservation } from './state.js';
 import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
@@ -16,13 +15,10 @@ const MAINTENANCE_ROLE = 'sandbox maintenance';
  * Bringing the records in line with the runtime (reconcile: statuses, adoption, leftovers of
  * deleted sandboxes) and pausing sandboxes nobody used for a while. On a timer these run in one
  * process only: the one that leads `MAINTENANCE_ROLE` through the `Locks` port.
- *
- * Several processes: a STARTING record whose container is not there (yet) may be another
- * process's start-up (creating a container, building an image), so reconcile leaves it alone
- * until the start timeout has passed since the record last changed.
+ * Another process's start-up in progress is left alone (`startups.startingElsewhere`).
  */
 export function createMaintenance(
-  deps: Pick<SandboxServiceDeps, 'sandboxes' | 'specs' | 'runtime' | 'clock' | 'logger' | 'background' | 'options' | 'locks' | 'replica' | 'shared'>,
+  deps: Pick<SandboxServiceDeps, 'sandboxes' | 'specs' | 'runtime' | 'clock' | 'logger' | 'background' | 'options' | 'locks' | 'replica'>,
   { applyObservation }: Observations,
   startups: Startups,
   activity: Activity,
@@ -53,10 +49,6 @@ export function createMaintenance(
     if (paused > 0) logger.info({ paused }, 'paused idle sandboxes');
     return paused;
   };
-
-  /** Whether another process may still be bringing this sandbox up (see above). */
-  const maybeStartingElsewhere = (record: SandboxRecord) =>
-    deps.shared && record.status === 'STARTING' && millisOf(clock) - Date.parse(record.updated_at) < startups.startTimeoutMs;
 
   /** Records a sandbox the runtime holds without a record (e.g. made by a process that died before storing it). */
   const adopt = async (summary: RuntimeSandboxSummary): Promise<boolean> => {
@@ -100,7 +92,7 @@ export function createMaintenance(
                 if (record.location) runtime.locate?.(record.id, record.location);
                 const observed = await runtime.inspect(record.id);
                 if (observed.isErr()) continue;
-                if (observed.value.state === 'missing' && maybeStartingElsewhere(record)) continue;
+                if (startups.startingElsewhere(record, observed.value)) continue;
                 const updated = (await applyObservation(record.user_id, record.id, observed.value)).unwrapOr(null);
                 if (updated && updated.status !== record.status) report.changed++;
                 if (updated?.status === 'STARTING') startups.track(record.id, () => startups.awaitRunning(record.user_id, record.id));

@@ -55,7 +55,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         return okAsync(record);
       }
       // Most reads find nothing new: then there is nothing to write.
-      if (changesNothing(record, inspected.value)) return okAsync(record);
+      if (changesNothing(record, inspected.value) || startups.startingElsewhere(record, inspected.value)) return okAsync(record);
       return applyObservation(record.user_id, record.id, inspected.value).map((updated) => updated ?? record);
     });
   };

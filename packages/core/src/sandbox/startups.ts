@@ -1,3 +1,5 @@
+import { millisOf } from '../clock.js';
+import type { RuntimeObservation } from './runtime.js';
 import type { SandboxRecord } from './schema.js';
 import type { Observations } from './observations.js';
 import type { SandboxServiceDeps } from './service-contract.js';
@@ -9,7 +11,7 @@ import type { SandboxServiceDeps } from './service-contract.js';
  * both alone.
  */
 export function createStartups(
-  { sandboxes, runtime, clock, logger, background, options }: Pick<SandboxServiceDeps, 'sandboxes' | 'runtime' | 'clock' | 'logger' | 'background' | 'options'>,
+  { sandboxes, runtime, clock, logger, background, options, shared }: Pick<SandboxServiceDeps, 'sandboxes' | 'runtime' | 'clock' | 'logger' | 'background' | 'options' | 'shared'>,
   { applyObservation, markError }: Observations,
 ) {
   const startTimeoutMs = options?.startTimeoutMs ?? 120_000;
@@ -126,8 +128,18 @@ export function createStartups(
     return awaitRunning(userId, id);
   };
 
+  /**
+   * Whether "not there" may only mean "not there yet": with several processes, a STARTING record
+   * this process is not bringing up may be another's, between writing the reservation and
+   * creating the container (or building its image). Until the start timeout has passed since
+   * the record last changed, reads and reconcile leave it alone rather than mark it MISSING.
+   */
+  const startingElsewhere = (record: SandboxRecord, observed: RuntimeObservation) =>
+    shared && observed.state === 'missing' && record.status === 'STARTING' && millisOf(clock) - Date.parse(record.updated_at) < startTimeoutMs;
+
   return {
     startTimeoutMs,
+    startingElsewhere,
     /** Whether this process is bringing the sandbox up, or holds its uncommitted reservation. */
     inHand: (id: string) => settling.has(id) || reserved.has(id),
     reserved,
