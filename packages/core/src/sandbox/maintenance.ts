@@ -1,4 +1,4 @@
-import { ResultAsync, type ResultAsync as ResultAsyncType } from 'neverthrow';
+import { ResultAsync } from 'neverthrow';
 import { millisOf } from '../clock.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
@@ -22,8 +22,8 @@ export function createMaintenance(
   { applyObservation }: Observations,
   startups: Startups,
   activity: Activity,
-  installation: () => ResultAsyncType<string, StoreFailure>,
-  pauseBecause: (userId: string, id: string, reason: string) => ResultAsyncType<void, SandboxServiceError<'pause'>>,
+  installation: () => ResultAsync<string, StoreFailure>,
+  pauseBecause: (userId: string, id: string, reason: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
 ) {
   const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
   const idleAfter = options?.idlePauseAfterMs;
@@ -77,7 +77,7 @@ export function createMaintenance(
     return inserted.isOk();
   };
 
-  const reconcile = (): ResultAsyncType<ReconcileReport, SandboxServiceError<'reconcile'>> =>
+  const reconcile = (): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>> =>
     ResultAsync.combine([installation(), sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED'])] as const).andThen(([installationOfRecords, stored]) =>
       runtime
         .list(installationOfRecords)
@@ -126,7 +126,18 @@ export function createMaintenance(
   /** One maintenance round on the timer: only in the leading process. */
   const reconcileEveryMs = options?.reconcileIntervalMs ?? 60_000;
   let lastReconciled = millisOf(clock);
+  /** A slow round (a reconcile over a slow engine) is not overlapped by the next tick's. */
+  let inRound = false;
   const round = async () => {
+    if (inRound) return;
+    inRound = true;
+    try {
+      await leadRound();
+    } finally {
+      inRound = false;
+    }
+  };
+  const leadRound = async () => {
     const leads = await locks.lead(MAINTENANCE_ROLE, replica);
     if (leads.isErr()) {
       logger.warn({ operation: leads.error.operation }, 'could not tell which process leads sandbox maintenance; skipping this round');
@@ -141,16 +152,17 @@ export function createMaintenance(
     }
   };
 
+  const idlePausing = idleAfter !== undefined && idleAfter > 0;
   const roundEveryMs =
-    options?.maintenanceIntervalMs ??
-    Math.min(60_000, reconcileEveryMs > 0 ? reconcileEveryMs : Number.POSITIVE_INFINITY, idleAfter !== undefined && idleAfter > 0 ? Math.max(10, idleAfter / 4) : Number.POSITIVE_INFINITY);
-  const timer = clock.every(roundEveryMs, () => background.spawn('sandbox maintenance', round));
+    options?.maintenanceIntervalMs ?? Math.min(60_000, reconcileEveryMs > 0 ? reconcileEveryMs : Number.POSITIVE_INFINITY, idlePausing ? Math.max(10, idleAfter / 4) : Number.POSITIVE_INFINITY);
+  // Nothing to maintain (no idle pause, no periodic reconcile): no timer, and no role to hold.
+  const timer = idlePausing || reconcileEveryMs > 0 ? clock.every(roundEveryMs, () => background.spawn('sandbox maintenance', round)) : null;
 
   return {
     pauseIdle,
     reconcile,
     stop: () => {
-      timer.cancel();
+      timer?.cancel();
       // Resolves, never rejects; a role it could not give up ends with the process's database session anyway.
       void locks.resign(MAINTENANCE_ROLE, replica);
     },
