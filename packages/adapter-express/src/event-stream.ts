@@ -2,10 +2,17 @@ import type { NextFunction, Request, Response } from 'express';
 import type { DomainError } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
-import type { RouteDefinition, SseMessage, StreamRouteDefinition } from './route.js';
+import type { Caller } from './auth/caller.js';
+import type { LiveConnections } from './realtime/live-connections.js';
+import { httpResponseOutbound } from './realtime/outbound.js';
+import type { RouteDefinition, SseMessage, StreamPacing, StreamRouteDefinition } from './route.js';
 
 export interface EventStreamOptions {
   logger: Logger;
+  /** Counts each stream against its user's live connections, and closes it when its credentials end. */
+  live: LiveConnections;
+  /** Who the request's credentials name now (for the periodic re-check). */
+  resolveCaller(req: Request): Promise<Caller | null>;
   /** A comment line this often keeps proxies from closing a quiet stream. */
   heartbeatMs: number;
   /** A client that lets more than this pile up unread is cut off (it resumes from its last id). */
@@ -44,9 +51,21 @@ export function createEventStreams(options: EventStreamOptions) {
       sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
       return;
     }
-    const started = performance.now();
     let held: SseMessage[] | null = [];
     let gone = false;
+    const outbound = httpResponseOutbound(res, () => held === null && !gone);
+    const admission = options.live.admit({
+      caller: input.caller,
+      channel: 'sse',
+      outbound,
+      stillValid: () => options.resolveCaller(req).then((now) => now !== null && now.userId === input.caller.userId),
+      close: () => end(),
+    });
+    if ('refused' in admission) {
+      sendError(res, 429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS, `Refused: ${admission.refused}.`);
+      return;
+    }
+    const started = performance.now();
     let sent = 0;
     let heartbeat: NodeJS.Timeout | undefined;
     let close: (() => void) | undefined;
@@ -54,22 +73,32 @@ export function createEventStreams(options: EventStreamOptions) {
     const end = () => {
       if (gone) return;
       gone = true;
+      admission.release();
       openStreams.delete(end);
       clearInterval(heartbeat);
       close?.();
       if (!res.writableEnded && !res.destroyed) res.end();
     };
     openStreams.add(end);
+    /** Ends the response at once, dropping what waits unsent: a close would wait behind it for a client that does not read. */
+    const drop = (why: string) => {
+      if (gone) return;
+      logger.warn({ path: req.baseUrl + req.path, user: input.userId, buffered: res.writableLength }, `event stream dropped: ${why}`);
+      end();
+      res.destroy();
+    };
     const write = (chunk: string) => {
       if (gone || res.writableEnded || res.destroyed) return;
-      res.write(chunk);
+      // A client that stopped reading: stop buffering for it; it resumes from its last id. (Checked
+      // before the write, so one message larger than the bound still reaches a client that reads.)
+      if (res.writableLength > maxBufferedBytes || admission.tooFarBehind()) {
+        drop('the client is not reading');
+        return;
+      }
+      // As bytes: the response then holds this one buffer while the client is slow, not also the text.
+      res.write(Buffer.from(chunk, 'utf8'));
       // A compression middleware (e.g. `compression`) buffers unless told to flush.
       (res as Response & { flush?: () => void }).flush?.();
-      // A client that stopped reading: stop buffering for it; it resumes from its last id.
-      if (res.writableLength > maxBufferedBytes) {
-        logger.warn({ path: req.baseUrl + req.path, user: input.userId, buffered: res.writableLength }, 'event stream client is not reading; closing the stream');
-        end();
-      }
     };
     const send = (message: SseMessage) => {
       if (gone) return;
@@ -89,16 +118,22 @@ export function createEventStreams(options: EventStreamOptions) {
       end();
     });
 
+    const pacing: StreamPacing = { outbound, stallMs: options.live.limits.stallMs, userHasRoom: admission.userHasRoom, drop };
     route
-      .stream(input, send, () => {
-        // Flush what the replay held, then finish: the client sees a clean end, not a cut.
-        if (held) {
-          const replay = held;
-          held = null;
-          if (res.headersSent) write(replay.map(formatSse).join(''));
-        }
-        end();
-      })
+      .stream(
+        input,
+        send,
+        () => {
+          // Flush what the replay held, then finish: the client sees a clean end, not a cut.
+          if (held) {
+            const replay = held;
+            held = null;
+            if (res.headersSent) write(replay.map(formatSse).join(''));
+          }
+          end();
+        },
+        pacing,
+      )
       .match(
         (handle) => {
           close = () => handle.close();
@@ -123,6 +158,7 @@ export function createEventStreams(options: EventStreamOptions) {
           if (replay.length > 0) write(replay.map(formatSse).join(''));
           heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
           heartbeat.unref();
+          handle.start?.();
         },
         (error) => {
           held = null;

@@ -34,6 +34,8 @@ export const HTTP_ERROR_CODES = {
   INTERNAL_ERROR: 'INTERNAL_ERROR',
   /** The host is shutting down (new event streams are refused; try again shortly). */
   SHUTTING_DOWN: 'SHUTTING_DOWN',
+  /** The user holds as many live connections (event streams, sockets) as allowed. */
+  TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
 } as const;
 
 /**

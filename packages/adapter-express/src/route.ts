@@ -1,4 +1,5 @@
 import type { Caller } from './auth/caller.js';
+import type { Pacing } from './realtime/outbound.js';
 import type { DomainError, DomainErrorOf, DomainErrorType } from '@acs/core';
 import type { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
@@ -28,7 +29,15 @@ export interface SseMessage {
 
 /** An open event source behind a streaming route; closed when the client goes away. */
 export interface EventStreamHandle {
+  /** Called once the response is an event stream (not for HEAD): a source that paces itself begins here. */
+  start?(): void;
   close(): void;
+}
+
+/** How a stream route can pace itself by its client and its user's other connections (see `openFeed`). */
+export interface StreamPacing extends Pacing {
+  /** Ends the response at once, dropping what waits unsent (a client that is not reading; it resumes with Last-Event-ID). */
+  drop(reason: string): void;
 }
 
 /** The domain error types a route's handler may return. */
@@ -100,6 +109,7 @@ export interface StreamRouteDefinition<
     input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
     send: (message: SseMessage) => void,
     end: () => void,
+    pacing: StreamPacing,
   ): ResultAsync<EventStreamHandle, DomainErrorOf<E[number]>>;
   handle?: never;
 }

@@ -16,6 +16,7 @@ import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import { jsonDepthExceeds } from './json-depth.js';
 import { attachRealtime, type RealtimeChannels } from './realtime/attach.js';
+import { LiveConnections, resolveLiveChannelLimits, type LiveChannelLimits } from './realtime/live-connections.js';
 import { notFoundOf, toExpressPath, type RouteDefinition } from './route.js';
 import { createEventStreams } from './event-stream.js';
 import { buildRoutes } from './routes.js';
@@ -55,10 +56,17 @@ export interface AcsRouterOptions {
   sseHeartbeatMs?: number;
   /**
    * An event stream whose client stops reading is ended once this much data waits to be
-   * sent (default 32 MiB), so a stalled client cannot hold unbounded memory; it resumes
-   * with Last-Event-ID.
+   * sent (default: `liveChannels.maxBufferedBytes`), so a stalled client cannot hold
+   * unbounded memory; it resumes with Last-Event-ID.
    */
   sseMaxBufferedBytes?: number;
+  /**
+   * Bounds of every live channel (SSE event streams, socket.io, the agent-server WebSocket):
+   * connections per user (32), bytes waiting for a client that does not read (8 MiB), the
+   * deadline to authenticate (10 s), how often credentials are checked again (1 s). A message
+   * sent over a channel has the same limit as a REST body (`bodyLimit`).
+   */
+  liveChannels?: LiveChannelLimits;
   /**
    * Abort it when the host shuts down: every open event stream ends at once (its client
    * resumes with Last-Event-ID from whichever process serves it next), so closing the HTTP
@@ -105,13 +113,17 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
   if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
-  const maxBufferedBytes = options.sseMaxBufferedBytes ?? 32 * 1024 * 1024;
+  const live = new LiveConnections(resolveLiveChannelLimits(options.liveChannels), logger);
+  const maxBufferedBytes = options.sseMaxBufferedBytes ?? live.limits.maxBufferedBytes;
   if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
   const routes = buildRoutes(
     service,
     defaultRouteContext({
       endBrowserSession: async (caller) => {
-        if (caller.sessionId && sessions) await sessions.end(caller.sessionId);
+        if (!caller.sessionId || !sessions) return;
+        await sessions.end(caller.sessionId);
+        // Every live channel the session opened closes now, not at its next request.
+        live.endSession(caller.sessionId);
       },
       conversationKeys,
       models: () => options.models?.() ?? [],
@@ -119,6 +131,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   );
   const eventStreams = createEventStreams({
     logger,
+    live,
+    resolveCaller,
     heartbeatMs,
     maxBufferedBytes,
     ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
@@ -291,6 +305,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       const channels = attachRealtime(server, attachOptions.mountPath ?? '', {
         service,
         logger,
+        live,
+        maxMessageBytes: bodyLimit,
         resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req) ? null : caller)),
       });
       options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });

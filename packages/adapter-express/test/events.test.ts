@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sseMessages, type ScriptedTurn } from '@acs/testing';
 import {
@@ -548,25 +549,41 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     expect(counts.open).toBe(0);
   });
 
-  it('ends the stream of a client that does not keep up, and it resumes where it stopped', async () => {
-    const h = await harness({ router: { sseMaxBufferedBytes: 64 * 1024 } });
+  it('paces the replay by a client that reads slowly, drops one that stops reading, and it resumes where it stopped', async () => {
+    const h = await harness({ router: { sseMaxBufferedBytes: 64 * 1024, liveChannels: { stallMs: 1_000 } } });
     const id = await startV1(h);
     await h.idle();
     expect((await h.call('POST', `/api/conversations/${id}/stop`)).status).toBe(200);
     await h.idle();
-    // ~4 MB of messages (stopped: the agent does not answer them).
+    // ~4 MB of messages (stopped: the agent does not answer them), each larger than the bound.
     for (let i = 0; i < 5; i++) {
       expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `${i}`.repeat(800_000) } })).status).toBe(200);
     }
     const total = (await events(h, id)).items.length;
-    const seen: number[] = [];
-    for (let attempt = 0; attempt < 10 && seen[seen.length - 1] !== total; attempt++) {
-      const s = await openStream(h, id, seen.length > 0 ? { headers: { 'Last-Event-ID': String(seen[seen.length - 1]) } } : {});
-      await s.ended;
-      seen.push(...s.events.map((e) => e.id));
+    // The replay waits for the client instead of overflowing the bound: one stream gets everything.
+    const reader = await openStream(h, id);
+    await reader.until((e) => e.length === total);
+    expect(reader.events.map((e) => e.id)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    reader.close();
+
+    // A client that reads the headers and then nothing: once more than the bound waits, it is dropped.
+    const socket = connect(Number(new URL(h.baseUrl).port), '127.0.0.1');
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.on('error', () => {});
+    socket.write(`GET /api/v1/app-conversations/${id}/events/stream HTTP/1.1\r\nHost: x\r\nX-Session-API-Key: ${KEY_A}\r\nLast-Event-ID: ${total}\r\n\r\n`);
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    socket.pause();
+    for (let i = 0; i < 20; i++) {
+      expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `live ${i} `.repeat(80_000) } })).status).toBe(200);
     }
-    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
-    expect(h.logger.lines.some((l) => l.includes('event stream client is not reading'))).toBe(true);
+    await eventually(() => h.logger.lines.some((l) => l.includes('event stream dropped: the client is not reading')));
+    socket.resume();
+    await closed;
+
+    // It resumes from the last id it has, and gets what followed, once, in order.
+    const resumed = await openStream(h, id, { headers: { 'Last-Event-ID': String(total) } });
+    await resumed.until((e) => e.length === 20);
+    expect(resumed.events.map((e) => e.id)).toEqual(Array.from({ length: 20 }, (_, i) => total + i + 1));
   });
 
   it('authenticates like every route: a key in the query string is refused with 401', async () => {

@@ -54,6 +54,8 @@ export interface HarnessOptions {
   storage?: Partial<AgentConversationServicePorts>;
   /** Router options besides auth and logger (e.g. a short sseHeartbeatMs). */
   router?: Omit<AcsRouterOptions, 'apiKeys' | 'authenticate' | 'logger'>;
+  /** Attach the realtime channels (socket.io, the agent-server WebSocket) to the server. */
+  realtime?: boolean;
 }
 
 export interface Harness {
@@ -76,10 +78,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
   const service = createAgentConversationService({ agent: createAgent(), ...ports, ...options.storage, clock, logger }, { pollIntervalMs: 1, ...options.service });
   const app = express();
-  app.use(createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger }));
+  const router = createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger });
+  app.use(router);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
   });
+  const channels = options.realtime ? router.attach(server) : null;
   const { port } = server.address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
   const responses: string[] = [];
@@ -113,6 +117,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     call,
     idle: () => service.idle(),
     close: async () => {
+      await channels?.close();
       await service.close();
       server.closeAllConnections();
       await new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));

@@ -1,10 +1,12 @@
-import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { AgentConversationService, EventSubscription } from '@acs/core';
+import type { AgentConversationService } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { channelAccess, type Caller } from '../auth/caller.js';
-import { followConversation } from './feed.js';
+import { openFeed, type Feed } from './feed.js';
+import { CLOSE_MESSAGES, type LiveConnections } from './live-connections.js';
+import { webSocketOutbound, type Pacing } from './outbound.js';
 import { userMessage } from './user-message.js';
 import { agentError, stateUpdate, V1EventTranslator } from './v1-events.js';
 
@@ -13,12 +15,23 @@ export interface V1ChannelDeps {
   /** Who is connecting: from the conversation key in the query, else the request's header or session cookie. */
   resolveCaller(req: IncomingMessage, conversationKey: string | null): Promise<Caller | null>;
   logger: Logger;
+  live: LiveConnections;
+  /** The largest message a client may send (the router's body limit: one limit whichever way a message comes). */
+  maxMessageBytes: number;
 }
 
-/** Close codes of the agent-server's socket. */
-const CLOSE_UNAUTHENTICATED = 4001;
-const CLOSE_NOT_FOUND = 4004;
+/** Close codes of the agent-server's socket (4xxx: the HTTP status they stand for). */
+const CLOSE = {
+  goingAway: 1001,
+  policy: 1008,
+  internal: 1011,
+  unauthenticated: 4001,
+  notFound: 4004,
+  tooMany: 4029,
+} as const;
 
+/** Messages a client may send before it is known who it is; they are handled once it is. */
+const MAX_EARLY_MESSAGES = 16;
 /** What the UI writes to send a message: `{role: "user", content: [{type: "text", text} | {type: "image_url", image_url: {url}}]}`. */
 function messageOf(data: unknown): { text: string; images: string[] } | null {
   const frame = data as { role?: unknown; content?: unknown } | null;
@@ -31,58 +44,97 @@ function messageOf(data: unknown): { text: string; images: string[] } | null {
   return { text, images };
 }
 
+const textOf = (raw: RawData): string => (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString('utf8');
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 /**
  * The OpenHands agent-server's event socket, which the UI opens in V1 mode:
  * `<mount>/sockets/events/<conversation id>?resend_all=true&session_api_key=…`. Frames are
  * agent-server events (see v1-events.ts); with `resend_all` the whole history comes first, then
  * each new event. A frame the client sends is a user message that runs the agent. Unknown
- * key: close 4001; unknown conversation: close 4004.
+ * key: close 4001; unknown conversation: close 4004; more live connections than the user may
+ * hold: close 4029. A frame that breaks the protocol or exceeds the message limit closes that
+ * connection only (ws answers 1002, 1007 or 1009).
  */
-export function attachV1Channel(server: HttpServer, prefix: string, deps: V1ChannelDeps): { close(): void } {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
-  const { service, logger } = deps;
+export function createV1Channel(deps: V1ChannelDeps) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false });
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://local');
-    if (!url.pathname.startsWith(prefix)) return;
-    const conversationId = decodeURIComponent(url.pathname.slice(prefix.length)).replace(/\/$/, '');
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      open(ws, req, conversationId, url.searchParams).catch((error: unknown) => {
-        logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent-server socket failed');
-        ws.close(1011, 'internal error');
-      });
-    });
+  return {
+    /** Takes an upgrade for `<prefix><conversation id>` (already decoded). */
+    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, conversationId: string, query: URLSearchParams): void {
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, socket, req, conversationId, query, deps));
+    },
+    close(): void {
+      for (const client of wss.clients) closeWith(client, CLOSE.goingAway, CLOSE_MESSAGES.shutting_down);
+      wss.close();
+    },
   };
-  server.on('upgrade', onUpgrade);
+}
 
-  async function open(ws: WebSocket, req: IncomingMessage, conversationId: string, query: URLSearchParams): Promise<void> {
-    const key = query.get('session_api_key') || null;
+/** One connection, from the handshake to its close. Every listener is in place before anything is awaited. */
+function serve(ws: WebSocket, socket: Duplex, req: IncomingMessage, conversationId: string, query: URLSearchParams, deps: V1ChannelDeps): void {
+  const { service, logger, live } = deps;
+  const early: RawData[] = [];
+  let onMessage: ((raw: RawData) => void) | null = null;
+  let feed: Feed | null = null;
+  let release: (() => void) | null = null;
+  let closed = false;
+
+  ws.on('error', (error: Error) => {
+    // A protocol error or an oversized frame: ws closes this connection with the matching code.
+    logger.info({ conversationId, err: error.message }, 'agent-server socket: bad frame from the client; connection closed');
+  });
+  ws.on('close', () => {
+    closed = true;
+    clearTimeout(authDeadline);
+    feed?.close();
+    release?.();
+  });
+  ws.on('message', (raw: RawData) => {
+    if (onMessage) onMessage(raw);
+    else if (early.length < MAX_EARLY_MESSAGES) early.push(raw);
+    else closeWith(ws, CLOSE.policy, 'too many messages before authentication');
+  });
+  const authDeadline = setTimeout(() => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'), live.limits.authDeadlineMs);
+  authDeadline.unref();
+
+  const key = query.get('session_api_key') || null;
+  const opened = async () => {
     const access = channelAccess(await deps.resolveCaller(req, key), key, conversationId);
+    clearTimeout(authDeadline);
+    if (closed) return;
     if ('refused' in access) {
-      ws.close(CLOSE_UNAUTHENTICATED, 'not authenticated for this conversation');
+      closeWith(ws, CLOSE.unauthenticated, 'not authenticated for this conversation');
       return;
     }
-    const userId = access.caller.userId;
-    const resendAll = /^(true|1)$/i.test(query.get('resend_all') ?? '');
+    const caller = access.caller;
+    const outbound = webSocketOutbound(ws, socket);
+    const admission = live.admit({
+      caller,
+      channel: 'websocket',
+      outbound,
+      stillValid: () => deps.resolveCaller(req, key).then((now) => now !== null && now.userId === caller.userId),
+      close: (reason) => closeWith(ws, reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated, CLOSE_MESSAGES[reason]),
+    });
+    if ('refused' in admission) {
+      closeWith(ws, CLOSE.tooMany, admission.refused);
+      return;
+    }
+    release = admission.release;
+    await follow(caller.userId, { outbound, stallMs: live.limits.stallMs, userHasRoom: admission.userHasRoom }, admission.tooFarBehind);
+  };
+
+  async function follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
+    const { outbound } = pacing;
     const translator = new V1EventTranslator();
     const send = (frame: unknown) => {
-      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+      // As bytes: the socket then holds this one buffer while the client is slow, not also a copy of the text.
+      if (ws.readyState === ws.OPEN) ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
     };
     const refuse = (error: string) => send(agentError(`refused-${Date.now()}`, new Date().toISOString(), error));
-    let subscription: EventSubscription | null = null;
-    let closed = false;
-    ws.on('close', () => {
-      closed = true;
-      subscription?.close();
-    });
-    ws.on('message', (raw: Buffer) => {
-      let data: unknown;
-      try {
-        data = JSON.parse(raw.toString('utf8'));
-      } catch {
-        data = null;
-      }
-      const message = messageOf(data);
+    onMessage = (raw) => {
+      const message = messageOf(parseJson(textOf(raw)));
       if (!message) {
         refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
         return;
@@ -91,39 +143,69 @@ export function attachV1Channel(server: HttpServer, prefix: string, deps: V1Chan
         (sent) => {
           if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
         },
-        (error: unknown) => logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent-server socket message failed'),
+        (error: unknown) => logger.error({ conversationId, err: errorText(error) }, 'agent-server socket message failed'),
       );
-    });
+    };
+    for (const raw of early.splice(0)) onMessage(raw);
 
-    const opened = await followConversation(service, userId, conversationId, {
-      history: (events) => {
-        for (const event of events) for (const frame of translator.translate(event)) if (resendAll) send(frame);
-      },
-      live: (event) => {
-        for (const frame of translator.translate(event)) send(frame);
-      },
-      end: () => ws.close(CLOSE_NOT_FOUND, 'the conversation was deleted'),
-    });
-    if (opened.isErr()) {
-      ws.close(opened.error.type === 'ConversationNotFound' ? CLOSE_NOT_FOUND : 1011, opened.error.type === 'ConversationNotFound' ? 'conversation not found' : 'storage failed');
-      return;
-    }
-    subscription = opened.value;
-    if (closed) {
-      subscription.close();
-      return;
-    }
+    const resendAll = /^(true|1)$/i.test(query.get('resend_all') ?? '');
     // The whole state, as the agent-server sends on connect; an agent that has not run yet is idle.
-    const current = await service.conversations.get(userId, conversationId);
-    const status = current.isOk() ? (current.value.record.execution_status ?? 'idle') : null;
-    if (status) send(stateUpdate(`state-${subscription.lastId}`, new Date().toISOString(), status, 'full_state'));
+    const sendState = async (lastId: number) => {
+      const current = await service.conversations.get(userId, conversationId);
+      const status = current.isOk() ? (current.value.record.execution_status ?? 'idle') : null;
+      if (status) send(stateUpdate(`state-${lastId}`, new Date().toISOString(), status, 'full_state'));
+    };
+    const opened = await openFeed(
+      service,
+      userId,
+      conversationId,
+      0,
+      {
+        history: (event) => {
+          for (const frame of translator.translate(event)) if (resendAll) send(frame);
+        },
+        caughtUp: (lastId) => void sendState(lastId),
+        live: (event) => {
+          // Checked before sending, so one event larger than the bound still reaches a client that reads.
+          if (tooFarBehind()) dropSlowClient('it is not reading live events');
+          else for (const frame of translator.translate(event)) send(frame);
+        },
+        end: () => closeWith(ws, CLOSE.notFound, 'the conversation was deleted'),
+        failed: (failure) => (failure.type === 'ClientNotReading' ? dropSlowClient('it took nothing of the replay') : closeWith(ws, CLOSE.internal, 'storage failed')),
+      },
+      pacing,
+    );
+    if (opened.isErr()) {
+      closeWith(ws, opened.error.type === 'ConversationNotFound' ? CLOSE.notFound : CLOSE.internal, opened.error.type === 'ConversationNotFound' ? 'conversation not found' : 'storage failed');
+      return;
+    }
+    feed = opened.value;
+    if (closed) feed.close();
+    else feed.start();
+
+    /** A close frame would wait behind what the client is not reading: the connection is dropped (it resumes by reconnecting). */
+    function dropSlowClient(why: string): void {
+      logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, `agent-server socket dropped: ${why}`);
+      ws.terminate();
+    }
   }
 
-  return {
-    close: () => {
-      server.off('upgrade', onUpgrade);
-      for (const client of wss.clients) client.close(1001, 'the server is shutting down');
-      wss.close();
-    },
-  };
+  opened().catch((error: unknown) => {
+    logger.error({ conversationId, err: errorText(error) }, 'agent-server socket failed');
+    closeWith(ws, CLOSE.internal, 'internal error');
+  });
+}
+
+/** Closes with a reason ws accepts (at most 123 bytes; a longer one would throw). */
+function closeWith(ws: WebSocket, code: number, reason: string): void {
+  const bytes = Buffer.from(reason, 'utf8');
+  ws.close(code, bytes.length <= 123 ? reason : bytes.subarray(0, 120).toString('utf8').replace(/\uFFFD$/, '') + '…');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }

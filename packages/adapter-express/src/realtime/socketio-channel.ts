@@ -1,10 +1,12 @@
 import type { Server as HttpServer } from 'node:http';
-import type { AgentConversationService, EventSubscription } from '@acs/core';
+import type { AgentConversationService } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import type { ConversationEvent } from '@acs/core/schemas';
 import { Server as SocketIoServer, type Socket } from 'socket.io';
 import { channelAccess, type Caller } from '../auth/caller.js';
-import { followConversation } from './feed.js';
+import { openFeed, type Feed } from './feed.js';
+import { CLOSE_MESSAGES, type Admitted, type LiveConnections } from './live-connections.js';
+import { socketIoOutbound, type Outbound } from './outbound.js';
 import { agentStateChanged, agentStateOf, V0EventTranslator, type V0Event } from './v0-events.js';
 import { userMessage } from './user-message.js';
 
@@ -13,6 +15,17 @@ export interface V0ChannelDeps {
   /** Who is connecting: from the conversation key the UI puts in the query, else the request's header or session cookie. */
   resolveCaller(req: Socket['request'], conversationKey: string | null): Promise<Caller | null>;
   logger: Logger;
+  live: LiveConnections;
+  /** The largest message a client may send (the router's body limit: one limit whichever way a message comes). */
+  maxMessageBytes: number;
+}
+
+/** What the handshake found out, for the connection. */
+interface ChannelData {
+  caller: Caller;
+  conversationId: string;
+  outbound: Outbound;
+  admission: Admitted;
 }
 
 const first = (value: unknown): string | null => (Array.isArray(value) ? first(value[0]) : typeof value === 'string' && value !== '' ? value : null);
@@ -20,14 +33,23 @@ const first = (value: unknown): string | null => (Array.isArray(value) ? first(v
 /**
  * The OpenHands V0 realtime channel: socket.io at `<mount>/socket.io`, one socket per
  * conversation (`conversation_id` in the handshake query). On connect it replays the events
- * after `latest_event_id` as `oh_event`s in V0 form, holding the agent-state changes back and
- * sending only the latest one, last (as OpenHands does); then it follows the log live. The
- * client's `oh_user_action`s are messages to the agent, and `change_agent_state` (stop the
- * agent, confirm or reject waiting actions).
+ * after `latest_event_id` as `oh_event`s in V0 form, at the pace the client reads, holding the
+ * agent-state changes back and sending only the latest one, last (as OpenHands does); then it
+ * follows the log live. The client's `oh_user_action`s are messages to the agent, and
+ * `change_agent_state` (stop the agent, confirm or reject waiting actions). A client that has
+ * not connected to the namespace within the auth deadline, holds more live connections than
+ * its user may, or stops reading, is disconnected.
  */
 export function attachV0Channel(server: HttpServer, path: string, deps: V0ChannelDeps): SocketIoServer {
-  const io = new SocketIoServer(server, { path, serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024, destroyUpgrade: false });
-  const { service, logger } = deps;
+  const { service, logger, live } = deps;
+  const io = new SocketIoServer(server, {
+    path,
+    serveClient: false,
+    maxHttpBufferSize: deps.maxMessageBytes,
+    connectTimeout: live.limits.authDeadlineMs,
+    // Upgrades for other paths are the router's (it answers or leaves them to the host).
+    destroyUpgrade: false,
+  });
 
   io.use((socket, next) => {
     const conversationId = first(socket.handshake.query.conversation_id);
@@ -43,7 +65,24 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
           next(Object.assign(new Error(access.refused), { data: { msg_id: 'STATUS$ERROR_AUTH' } }));
           return;
         }
-        socket.data = { caller: access.caller, conversationId };
+        const outbound = socketIoOutbound(socket);
+        const admission = live.admit({
+          caller: access.caller,
+          channel: 'socket.io',
+          outbound,
+          stillValid: () => deps.resolveCaller(socket.request, key).then((now) => now !== null && now.userId === access.caller.userId),
+          close: (reason) => {
+            socket.emit('oh_event', { error: true, message: CLOSE_MESSAGES[reason] });
+            socket.disconnect(true);
+          },
+        });
+        if ('refused' in admission) {
+          next(Object.assign(new Error(admission.refused), { data: { msg_id: 'STATUS$ERROR_TOO_MANY_CONNECTIONS' } }));
+          return;
+        }
+        // However the connection ends (even before it reaches the namespace), it stops counting.
+        socket.conn.once('close', admission.release);
+        socket.data = { caller: access.caller, conversationId, outbound, admission } satisfies ChannelData;
         next();
       },
       (error: unknown) => next(error instanceof Error ? error : new Error(String(error))),
@@ -51,38 +90,58 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
   });
 
   io.on('connection', (socket) => {
-    const { caller, conversationId } = socket.data as { caller: Caller; conversationId: string };
+    const { caller, conversationId, outbound, admission } = socket.data as ChannelData;
     const userId = caller.userId;
     const latest = Number.parseInt(first(socket.handshake.query.latest_event_id) ?? '-1', 10);
     const after = Number.isFinite(latest) ? latest : -1;
     const translator = new V0EventTranslator();
     const emit = (event: V0Event) => socket.emit('oh_event', event);
-    let subscription: EventSubscription | null = null;
+    const replay = new V0Replay(after, translator, emit);
+    let feed: Feed | null = null;
     let gone = false;
 
     socket.on('disconnect', () => {
       gone = true;
-      subscription?.close();
+      feed?.close();
     });
 
-    void followConversation(service, userId, conversationId, {
-      history: (events) => replay(events, after, translator, emit),
-      live: (event: ConversationEvent) => {
-        for (const v0 of translator.translate(event)) emit(v0);
+    const failed = (message: string) => {
+      socket.emit('oh_event', { error: true, message });
+      socket.disconnect(true);
+    };
+    void openFeed(
+      service,
+      userId,
+      conversationId,
+      0,
+      {
+        history: (event) => replay.add(event),
+        caughtUp: () => replay.finish(),
+        live: (event: ConversationEvent) => {
+          // Checked before sending, so one event larger than the bound still reaches a client that reads.
+          if (admission.tooFarBehind()) {
+            logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, 'socket.io client is not reading; disconnecting it');
+            failed('Disconnected: the client is not reading (too much waits unsent); reconnect to resume.');
+            return;
+          }
+          for (const v0 of translator.translate(event)) emit(v0);
+        },
+        end: (reason) => failed(`The conversation ended: ${reason}`),
+        failed: (failure) =>
+          failed(
+            failure.type === 'ClientNotReading'
+              ? 'Disconnected: the replay made no progress (the client is not reading); reconnect to resume.'
+              : 'Storage failed; reconnect to try again.',
+          ),
       },
-      end: (reason) => {
-        socket.emit('oh_event', { error: true, message: `The conversation ended: ${reason}` });
-        socket.disconnect(true);
-      },
-    }).match(
+      { outbound, stallMs: live.limits.stallMs, userHasRoom: admission.userHasRoom },
+    ).match(
       (opened) => {
-        subscription = opened;
+        feed = opened;
         if (gone) opened.close();
+        else opened.start();
       },
-      (error) => {
-        socket.emit('oh_event', { error: true, message: error.type === 'ConversationNotFound' ? `Conversation ${conversationId} was not found.` : 'Storage failed; reconnect to try again.' });
-        socket.disconnect(true);
-      },
+      (error) => failed(error.type === 'ConversationNotFound' ? `Conversation ${conversationId} was not found.` : 'Storage failed; reconnect to try again.'),
     );
 
     const onUserAction = (action: unknown) => {
@@ -125,28 +184,42 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
 }
 
 /**
- * Sends the events after `after`, agent-state changes held back: only the latest of them is
- * sent, last. So that the client's last event id (which it resumes from) is the last id sent,
- * that closing state carries the id of the last event replayed when it is not itself the last.
- * A log with no state change at all (a conversation whose agent has not run yet) still ends
- * with one, `awaiting_user_input`: the UI waits for an agent state before it lets the user type.
+ * Sends the events after `after`, one by one, agent-state changes held back: only the latest
+ * of them is sent, last (`finish`). So that the client's last event id (which it resumes from)
+ * is the last id sent, that closing state carries the id of the last event replayed when it is
+ * not itself the last. A log with no state change at all (a conversation whose agent has not
+ * run yet) still ends with one, `awaiting_user_input`: the UI waits for an agent state before
+ * it lets the user type.
  */
-function replay(events: readonly ConversationEvent[], after: number, translator: V0EventTranslator, emit: (event: V0Event) => void): void {
-  let state: V0Event | null = null;
-  let anyState = false;
-  let lastSent = Math.max(after, 0);
-  for (const event of events) {
-    for (const v0 of translator.translate(event)) {
-      if (v0.observation === 'agent_state_changed') anyState = true;
-      if (event.id <= after) continue;
+class V0Replay {
+  #state: V0Event | null = null;
+  #anyState = false;
+  #lastSent: number;
+
+  constructor(
+    private readonly after: number,
+    private readonly translator: V0EventTranslator,
+    private readonly emit: (event: V0Event) => void,
+  ) {
+    this.#lastSent = Math.max(after, 0);
+  }
+
+  add(event: ConversationEvent): void {
+    for (const v0 of this.translator.translate(event)) {
+      if (v0.observation === 'agent_state_changed') this.#anyState = true;
+      if (event.id <= this.after) continue;
       if (v0.observation === 'agent_state_changed') {
-        state = v0;
+        this.#state = v0;
         continue;
       }
-      emit(v0);
-      lastSent = v0.id;
+      this.emit(v0);
+      this.#lastSent = v0.id;
     }
   }
-  if (state) emit(state.id >= lastSent ? state : { ...state, id: lastSent });
-  else if (!anyState) emit(agentStateChanged(lastSent, new Date().toISOString(), agentStateOf(null), ''));
+
+  finish(): void {
+    const state = this.#state;
+    if (state) this.emit(state.id >= this.#lastSent ? state : { ...state, id: this.#lastSent });
+    else if (!this.#anyState) this.emit(agentStateChanged(this.#lastSent, new Date().toISOString(), agentStateOf(null), ''));
+  }
 }

@@ -7,6 +7,7 @@ import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
 import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, PAGED_ERRORS, pageOf, toFilter } from './shared.js';
 import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
+import { openFeed } from '../realtime/feed.js';
 
 /** V1 app conversations: start tasks, search and count, read, events, messages, confirmation, pause and run (literal paths before parameterised ones). */
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
@@ -194,13 +195,20 @@ export function appConversationRoutes(service: AgentConversationService, context
       }),
       success: { status: 200, description: 'The event stream; the data of every message is a ConversationEvent.', schema: ConversationEventSchema },
       errors: ConversationServiceErrors.subscribeEvents,
-      stream: ({ userId, params, query, headers }, send, end) =>
-        conversations.subscribeEvents(
+      stream: ({ userId, params, query, headers }, send, end, pacing) =>
+        openFeed(
+          service,
           userId,
           params.conversation_id,
           headers['Last-Event-ID'] ?? query.after ?? 0,
-          (event) => send({ id: event.id, event: event.kind, data: event }),
-          end,
+          {
+            history: (event) => send({ id: event.id, event: event.kind, data: event }),
+            live: (event) => send({ id: event.id, event: event.kind, data: event }),
+            end,
+            // The client resumes with Last-Event-ID either way.
+            failed: (failure) => (failure.type === 'ClientNotReading' ? pacing.drop('the client took nothing of the replay') : end()),
+          },
+          pacing,
         ),
     }),
   ];
