@@ -144,6 +144,71 @@ describe('agent engine: tools', () => {
   });
 });
 
+describe('agent engine: what a small model gets wrong', () => {
+  it('runs no call of an answer cut off at the output token limit, and tells the model so', async () => {
+    const cut = '{"command": "create", "path": "/workspace/big.py", "file_text": "print(1)\\nprint(';
+    const { service, llm, runtime } = await setup({}, [
+      {
+        tool_calls: [
+          { name: 'execute_bash', arguments: { command: 'touch first.txt' } },
+          { name: 'str_replace_editor', arguments: cut },
+        ],
+        finish_reason: 'length',
+      },
+      call('finish', { message: 'done in smaller pieces' }),
+    ]);
+    const ran: string[] = [];
+    runtime.onExec(
+      (argv) => argv[0] === 'bash',
+      (req) => {
+        ran.push(req.command.join(' '));
+        return { exit_code: 0 };
+      },
+    );
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(ran).toEqual([]);
+    const [first, second] = observations(events);
+    for (const o of [first, second]) expect(o).toMatchObject({ is_error: true, content: expect.stringContaining('output token limit') });
+    expect(second!.kind === 'observation' && second!.content).toContain('smaller pieces');
+    const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
+    expect((await runtime.readFile(sandboxId, `${WORKDIR}/big.py`)).isErr()).toBe(true);
+    // The model is told, next to each of its calls.
+    const tools = llm.requests[1]!.messages.filter((m) => m.role === 'tool');
+    expect(tools).toHaveLength(2);
+    for (const m of tools) expect(m.content).toContain('output token limit');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+  it('keeps the text of a reply cut off at the output token limit, tells the model, and goes on', async () => {
+    const { service, llm } = await setup({}, [{ content: 'Here is the plan: 1. read main.py 2. fix the', finish_reason: 'length' }, { content: 'the bug in parse(); done.' }]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && [e.source, e.text])).toEqual([
+      ['user', 'please do the task'],
+      ['agent', 'Here is the plan: 1. read main.py 2. fix the'],
+      ['environment', expect.stringContaining('cut off at the output token limit')],
+      ['agent', 'the bug in parse(); done.'],
+    ]);
+    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('smaller pieces') });
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+  it('does not hold a cut-off answer for confirmation: accepting it would run a truncated call', async () => {
+    const { service, llm } = await setup({ confirmation_mode: true }, [
+      { tool_calls: [{ name: 'execute_bash', arguments: '{"command": "rm -rf bui' }], finish_reason: 'length' },
+      { content: 'I will try again.' },
+    ]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(events.some((e) => e.kind === 'action' && e.requires_confirmation)).toBe(false);
+    expect(observations(events)).toEqual([expect.objectContaining({ is_error: true, content: expect.stringContaining('output token limit') })]);
+    expect(llm.calls).toBe(2);
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+});
+
 describe('agent engine: limits', () => {
   it('stops at max_iterations with an error event, and a new message lets it continue', async () => {
     const { service, llm } = await setup({ max_iterations: 3 });
