@@ -207,6 +207,21 @@ describe('agent engine: what a small model gets wrong', () => {
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
+  it('shows the model the raw text of a call whose arguments are not JSON, and sends valid JSON in the history', async () => {
+    const raw = '{"command": "ls" oops';
+    const { service, llm } = await setup({}, [call('execute_bash', raw), { content: 'I will stop here.' }]);
+    const id = await converse(service);
+    const [observation] = observations(await eventsOf(service, id));
+    expect(observation).toMatchObject({ is_error: true, content: expect.stringContaining(raw) });
+    expect(observation!.kind === 'observation' && observation!.content).toContain('not valid JSON');
+    const history = llm.requests[1]!.messages;
+    const assistant = history.find((m) => m.role === 'assistant');
+    expect(assistant).toMatchObject({ tool_calls: [{ name: 'execute_bash' }] });
+    const sent = assistant!.role === 'assistant' ? assistant!.tool_calls[0]!.arguments : '';
+    expect(() => JSON.parse(sent) as unknown).not.toThrow();
+    expect(JSON.parse(sent)).toEqual({});
+    expect(history.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining(raw) });
+  });
 });
 
 describe('agent engine: limits', () => {
