@@ -225,20 +225,22 @@ describe('agent engine: what a small model gets wrong', () => {
 });
 
 describe('agent engine: limits', () => {
-  it('stops at max_iterations with an error event, and a new message lets it continue', async () => {
+  it('stops at max_iterations with an error event and waits for the user, not in error; a new message runs it again', async () => {
     const { service, llm } = await setup({ max_iterations: 3 });
     let n = 0;
     llm.respondWith(() => call('think', { thought: `step ${n++}` }));
     const id = await converse(service);
     let events = await eventsOf(service, id);
     expect(events.filter((e) => e.kind === 'llm_call')).toHaveLength(3);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true })]);
-    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true, message: expect.stringContaining('Send a message') })]);
+    expect(events.at(-1)).toMatchObject({ kind: 'status', execution_status: 'idle' });
+    expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
 
-    llm.respondWith(null).push({ content: 'continuing, then done' });
+    llm.respondWith(null).push(call('think', { thought: 'again' }), { content: 'continuing, then done' });
     await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'go on' }], run: true }));
     await service.idle();
     events = await eventsOf(service, id);
+    expect(llm.calls).toBe(5);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'continuing, then done' });
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
@@ -251,7 +253,7 @@ describe('agent engine: limits', () => {
     // 100 agent steps; the condenser's summaries on the way are not steps.
     expect(calls.items.filter((e) => e.kind === 'llm_call' && e.purpose === 'agent')).toHaveLength(100);
     expect(llm.calls).toBe(calls.items.length);
-    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
   });
 
   it('stops before a call that would exceed max_budget_per_task, and shows the cost on the record', async () => {

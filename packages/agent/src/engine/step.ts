@@ -18,7 +18,7 @@ import type { Runner, StepEnd } from './runner.js';
  * before any runs.
  */
 export function createStepper(kit: EngineBase & Recording & Actions) {
-  const { deps, sandboxes, llm, defaultMaxIterations, append, catchUp, now, setStatus, saveMetrics, errorEvent, fail, ruleContext, reportLostMcp, toolsetOf, toolContext, runActions, afterActions } = kit;
+  const { deps, sandboxes, llm, defaultMaxIterations, append, catchUp, now, setStatus, saveMetrics, errorEvent, fail, stopUntilMessage, ruleContext, reportLostMcp, toolsetOf, toolContext, runActions, afterActions } = kit;
 
   const condenserOptions = (stored: StoredSettings | null): CondenserOptions => ({
     ...deps.options?.condenser,
@@ -143,7 +143,11 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     const iterations = r.events.slice(since + 1).filter(isAgentCall).length;
     const maxIterations = stored?.max_iterations ?? defaultMaxIterations;
     if (iterations >= maxIterations) {
-      await fail(r, 'max_iterations_reached', `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}). Send a message to let it continue.`);
+      await stopUntilMessage(
+        r,
+        'max_iterations_reached',
+        `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}), and stopped. Send a message to let it continue: each message allows ${maxIterations} more.`,
+      );
       return 'stop';
     }
 
