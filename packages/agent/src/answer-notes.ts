@@ -1,3 +1,5 @@
+import type { ConversationEvent } from '@acs/core/schemas';
+
 /**
  * What the service tells the model about an answer it cannot take as it is: cut off by the
  * output token limit, or empty. Small models produce both; the words say what to do next.
@@ -15,3 +17,18 @@ export const CUT_OFF_ANSWER_NOTE =
 /** Said after an answer with neither text nor calls. */
 export const EMPTY_ANSWER_NOTE = 'Your last answer was empty. Call a tool to continue the work, or call finish with a message for the user.';
 
+
+/**
+ * Whether the model has been given this note and has shown nothing since (no message, call or
+ * result after it). Saying it again would add nothing the model can tell apart: the projection
+ * merges adjacent user turns, so a run of empty answers used to become one user message with
+ * the same note over and over.
+ */
+export function noteStillStands(events: readonly ConversationEvent[], note: string): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.kind === 'message') return e.source === 'environment' && e.text === note;
+    if (e.kind === 'action' || e.kind === 'observation') return false;
+  }
+  return false;
+}

@@ -194,6 +194,14 @@ describe('agent engine: what a small model gets wrong', () => {
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
+  it('notes a run of cut-off answers without calls once, not once per answer in the same user turn', async () => {
+    const { service, llm } = await setup({}, [{ content: null, finish_reason: 'length' }, { content: null, finish_reason: 'length' }, { content: 'short now' }]);
+    await converse(service);
+    const last = llm.requests[2]!.messages.at(-1)!;
+    expect(last.role).toBe('user');
+    expect(JSON.stringify(last.content).split('cut off at the output token limit')).toHaveLength(2);
+  });
+
   it('does not hold a cut-off answer for confirmation: accepting it would run a truncated call', async () => {
     const { service, llm } = await setup({ confirmation_mode: true }, [
       { tool_calls: [{ name: 'execute_bash', arguments: '{"command": "rm -rf bui' }], finish_reason: 'length' },
@@ -345,6 +353,17 @@ describe('agent engine: conversation flow', () => {
     await service.idle();
     expect(start.app_conversation_id).toBeTruthy();
     expect(llm.requests[0]!.credentials).toEqual({ model: 'ollama/qwen3', api_key: 'sk-test-key', base_url: 'http://127.0.0.1:9/v1' });
+  });
+
+  it('nudges a run of empty answers once, never with the same note twice in one message', async () => {
+    const { service, llm } = await setup({}, [{ content: null }, { content: '   ' }, { content: null }, call('finish', { message: 'done' })]);
+    const id = await converse(service);
+    expect(llm.calls).toBe(4);
+    const nudgesIn = (request: (typeof llm.requests)[number]) =>
+      request.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content).split('Your last answer was empty').length - 1);
+    expect(nudgesIn(llm.requests[0]!)).toEqual([0]);
+    for (const request of llm.requests.slice(1)) expect(nudgesIn(request).reduce((a, b) => a + b, 0)).toBe(1);
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('stays idle without a first message, and runs when one is sent', async () => {

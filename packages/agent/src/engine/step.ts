@@ -1,6 +1,6 @@
 import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
 import type { LlmCredentials, LlmResponse } from '@acs/core/ports';
-import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE } from '../answer-notes.js';
+import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE, noteStillStands } from '../answer-notes.js';
 import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
 import { projectMessages, systemPrompt } from '../prompt.js';
 import { assessAction, needsConfirmation, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from '../security.js';
@@ -85,8 +85,11 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     return 'condensed';
   };
 
-  /** A note from the service to the model. */
-  const note = (text: string): ConversationEventDraft => ({ kind: 'message', source: 'environment', timestamp: now(), text, image_urls: [] });
+  /** A note from the service to the model, unless the model has it already and has shown nothing since. */
+  const noteOnce = async (r: Runner, text: string): Promise<void> => {
+    if (noteStillStands(r.events, text)) return;
+    await append(r, [{ kind: 'message', source: 'environment', timestamp: now(), text, image_urls: [] }]);
+  };
 
   /**
    * An answer cut off by the output token limit (`finish_reason: length`): its calls may be
@@ -95,7 +98,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
    */
   const answerCutOff = async (r: Runner, actions: readonly ActionEvent[]): Promise<StepEnd> => {
     if (actions.length === 0) {
-      await append(r, [note(CUT_OFF_ANSWER_NOTE)]);
+      await noteOnce(r, CUT_OFF_ANSWER_NOTE);
       return 'continue';
     }
     await append(
@@ -253,7 +256,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
         await setStatus(r, 'finish', 'the agent replied and waits for the user');
         return 'stop';
       }
-      await append(r, [note(EMPTY_ANSWER_NOTE)]);
+      await noteOnce(r, EMPTY_ANSWER_NOTE);
       return 'continue';
     }
 
