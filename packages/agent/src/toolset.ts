@@ -38,9 +38,14 @@ export class Toolset {
    */
   readonly definitions: readonly LlmToolDefinition[];
 
-  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS) {
+  /** With `workingDir`, the conversation's: tools that say where files are give examples in it (`AgentTool.definitionIn`). */
+  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS, options: { workingDir?: string } = {}) {
+    const { workingDir } = options;
     this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
-    this.definitions = [...this.#tools.values()].map((t) => (ratesRisk(t) ? withRiskParameter(t.definition) : t.definition));
+    this.definitions = [...this.#tools.values()].map((t) => {
+      const definition = workingDir !== undefined && t.definitionIn ? t.definitionIn(workingDir) : t.definition;
+      return ratesRisk(t) ? withRiskParameter(definition) : definition;
+    });
   }
 
   /** The tool of that name, if there is one. */

@@ -230,6 +230,19 @@ describe('agent engine: what a small model gets wrong', () => {
     expect(JSON.parse(sent)).toEqual({});
     expect(history.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining(raw) });
   });
+
+  it('uses the conversation’s working directory, never another, in the paths of the prompt and tool descriptions', async () => {
+    const ports = createMemoryPorts({ specs: [{ id: 'app', image: 'acs/app:latest', working_dir: '/srv/app' }] });
+    const { service, llm } = await setup({}, [{ content: 'hello' }], ports);
+    await converse(service, 'hi');
+    const { messages, tools } = llm.requests[0]!;
+    const text = `${messages[0]!.content as string}\n${JSON.stringify(tools)}`;
+    const paths = text.match(/(?<![\w.])\/[\w.-]+(?:\/[\w.-]+)*/g) ?? [];
+    expect(paths.length).toBeGreaterThan(0);
+    expect(paths.filter((path) => path !== '/srv/app' && !path.startsWith('/srv/app/'))).toEqual([]);
+    const editor = tools.find((t) => t.name === 'str_replace_editor')!;
+    expect(JSON.stringify(editor.parameters)).toContain('/srv/app/');
+  });
 });
 
 describe('agent engine: limits', () => {

@@ -179,7 +179,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     const condenserOn = stored?.enable_default_condenser ?? true;
     if (condenserOn && (await condense(r, credentials, stored, false)) === 'stop') return 'stop';
 
-    const toolset = toolsetOf(r);
+    const toolset = toolsetOf(r, workingDir);
     const messages = [
       {
         role: 'system' as const,
