@@ -114,7 +114,7 @@ export function projectMessages(events: readonly ConversationEvent[], knowledge:
  * newlines in strings) as the parsed object; arguments that are not a JSON object as `{}`. What
  * the model wrote is not lost to it: the call's result quotes the raw text and says what was wrong.
  */
-export function argumentsForHistory(action: ActionEvent): string {
+function argumentsForHistory(action: ActionEvent): string {
   if (isJsonObjectText(action.raw_arguments)) return action.raw_arguments;
   return action.arguments === null ? '{}' : JSON.stringify(action.arguments);
 }

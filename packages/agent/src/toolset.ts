@@ -81,7 +81,7 @@ export class Toolset {
 }
 
 /** Characters of a call's raw arguments quoted back to the model (half from the start, half from the end). */
-export const MAX_QUOTED_ARGUMENTS_CHARS = 2_000;
+const MAX_QUOTED_ARGUMENTS_CHARS = 2_000;
 
 /**
  * The result of a call whose arguments are not a JSON object: why, and the text the model sent,
