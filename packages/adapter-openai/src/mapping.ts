@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
+import type { LlmFinishReason, LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
 import type {
   ChatCompletionContentPart,
   ChatCompletionFunctionTool,
@@ -54,13 +54,39 @@ const asRecord = (value: unknown): Record<string, unknown> | null =>
 
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
 
+/**
+ * The words OpenAI-compatible servers use for why the model stopped, lower-cased: OpenAI's own,
+ * and those that servers relaying other APIs pass through (Anthropic's `end_turn`, `max_tokens`,
+ * `tool_use`; Gemini's `STOP`, `MAX_TOKENS`, `SAFETY`; TGI's `eos_token`; the legacy
+ * `function_call`). Anything else is null: the agent then treats the answer as it reads.
+ */
+const FINISH_REASONS: Readonly<Record<string, LlmFinishReason>> = {
+  stop: 'stop',
+  eos: 'stop',
+  eos_token: 'stop',
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  tool_use: 'tool_calls',
+  length: 'length',
+  max_tokens: 'length',
+  content_filter: 'content_filter',
+  safety: 'content_filter',
+};
+
+/** The provider's finish reason in the port's words (see `LlmFinishReason`). */
+export function normaliseFinishReason(raw: unknown): LlmFinishReason | null {
+  return typeof raw === 'string' ? (FINISH_REASONS[raw.toLowerCase()] ?? null) : null;
+}
+
 /** What the adapter reads out of a chat completion; null when the answer is not one. */
 export interface ParsedCompletion {
   id: string | null;
   model: string | null;
   content: string | null;
   tool_calls: LlmToolCall[];
-  finish_reason: string | null;
+  finish_reason: LlmFinishReason | null;
   /** Null when the provider reported no usage at all. */
   usage: { prompt_tokens: number; completion_tokens: number; cached_prompt_tokens: number } | null;
 }
@@ -110,7 +136,7 @@ export function parseCompletion(data: unknown): ParsedCompletion | null {
     model: typeof body['model'] === 'string' && body['model'] !== '' ? body['model'] : null,
     content,
     tool_calls,
-    finish_reason: typeof choice['finish_reason'] === 'string' ? choice['finish_reason'] : null,
+    finish_reason: normaliseFinishReason(choice['finish_reason']),
     usage: usage
       ? {
           prompt_tokens: count(usage['prompt_tokens']),

@@ -94,6 +94,38 @@ describe('answers', () => {
     expect(response.tool_calls[1]?.id).toMatch(/^call_\w+$/);
   });
 
+  it('reports an answer cut off by the token limit as finish_reason length, with its call as written', async () => {
+    const cut = '{"command": "create", "path": "/workspace/big.py", "file_text": "print(1)\\nprint(';
+    fake.script([{ status: 200, body: completion({ content: null, tool_calls: [{ id: 'call_cut', type: 'function', function: { name: 'str_replace_editor', arguments: cut } }], finish_reason: 'length' }) }]);
+    const response = await succeed(FAST, request());
+    expect(response.finish_reason).toBe('length');
+    expect(response.tool_calls).toEqual([{ id: 'call_cut', name: 'str_replace_editor', arguments: cut }]);
+  });
+
+  it.each([
+    ['stop', 'stop'],
+    ['eos', 'stop'],
+    ['end_turn', 'stop'],
+    ['tool_calls', 'tool_calls'],
+    ['function_call', 'tool_calls'],
+    ['tool_use', 'tool_calls'],
+    ['length', 'length'],
+    ['max_tokens', 'length'],
+    ['MAX_TOKENS', 'length'],
+    ['content_filter', 'content_filter'],
+    ['something_new', null],
+  ] as const)('normalises the finish_reason %j to %j', async (sent, expected) => {
+    fake.script([{ status: 200, body: completion({ content: 'Some text', finish_reason: sent }) }]);
+    expect((await succeed(FAST, request())).finish_reason).toBe(expected);
+  });
+
+  it('reports a missing finish_reason as null', async () => {
+    const body = completion({ content: 'Some text' });
+    const { finish_reason: _dropped, ...choice } = body.choices[0]!;
+    fake.script([{ status: 200, body: { ...body, choices: [choice] } }]);
+    expect((await succeed(FAST, request())).finish_reason).toBeNull();
+  });
+
   it('sends the resolved model, the tools, the mapped messages and the bearer key', async () => {
     fake.script([{ status: 200, body: completion() }]);
     const messages: LlmMessage[] = [

@@ -1,4 +1,4 @@
-import { resolveSandboxPath } from '@acs/core/ports';
+import { resolveSandboxPath, type LlmToolDefinition } from '@acs/core/ports';
 import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 
@@ -173,8 +173,9 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
   }
 }
 
-export const strReplaceEditorTool: AgentTool<typeof EditorArguments> = {
-  definition: {
+/** The editor's definition; `example` is the path its words give as an example, if any. */
+function editorDefinition(example: string | null): LlmToolDefinition {
+  return {
     name: 'str_replace_editor',
     description: [
       'View, create and edit files in the sandbox.',
@@ -189,7 +190,7 @@ export const strReplaceEditorTool: AgentTool<typeof EditorArguments> = {
       type: 'object',
       properties: {
         command: { type: 'string', enum: ['view', 'create', 'str_replace', 'insert', 'undo_edit'], description: 'What to do.' },
-        path: { type: 'string', description: 'Absolute path of the file or directory, e.g. /workspace/project/main.py.' },
+        path: { type: 'string', description: `Absolute path of the file or directory${example ? `, e.g. ${example}` : ''}.` },
         file_text: { type: 'string', description: 'create: the content of the new file.' },
         old_str: { type: 'string', description: 'str_replace: the exact text to replace.' },
         new_str: { type: 'string', description: 'str_replace: the replacement (empty deletes old_str). insert: the text to insert.' },
@@ -202,7 +203,12 @@ export const strReplaceEditorTool: AgentTool<typeof EditorArguments> = {
       },
       required: ['command', 'path'],
     },
-  },
+  };
+}
+
+export const strReplaceEditorTool: AgentTool<typeof EditorArguments> = {
+  definition: editorDefinition(null),
+  definitionIn: (workingDir) => editorDefinition(`${workingDir.replace(/\/+$/, '')}/main.py`),
   arguments: EditorArguments,
   async run(args, context) {
     const path = resolveSandboxPath(context.workingDir, args.path);

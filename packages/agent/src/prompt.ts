@@ -1,4 +1,4 @@
-import type { ConversationEvent } from '@acs/core/schemas';
+import type { ActionEvent, ConversationEvent } from '@acs/core/schemas';
 import type { LlmContentPart, LlmMessage, KnowledgeFile, RepositoryGuidance } from '@acs/core/ports';
 import { triggeredKnowledge } from './guidance.js';
 
@@ -97,7 +97,7 @@ export function projectMessages(events: readonly ConversationEvent[], knowledge:
     messages.push({
       role: 'assistant',
       content: calls[0]!.thought,
-      tool_calls: calls.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: a.raw_arguments })),
+      tool_calls: calls.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: argumentsForHistory(a) })),
     });
     for (const a of calls) {
       answered.add(a.tool_call_id);
@@ -105,6 +105,27 @@ export function projectMessages(events: readonly ConversationEvent[], knowledge:
     }
   }
   return mergeAdjacentUserMessages(messages);
+}
+
+/**
+ * A call's arguments as the history sends them back: always a JSON object, because strict
+ * providers refuse a request whose earlier tool call holds anything else. Valid arguments go as
+ * the model wrote them (the prompt prefix stays the same); arguments the engine repaired (raw
+ * newlines in strings) as the parsed object; arguments that are not a JSON object as `{}`. What
+ * the model wrote is not lost to it: the call's result quotes the raw text and says what was wrong.
+ */
+function argumentsForHistory(action: ActionEvent): string {
+  if (isJsonObjectText(action.raw_arguments)) return action.raw_arguments;
+  return action.arguments === null ? '{}' : JSON.stringify(action.arguments);
+}
+
+function isJsonObjectText(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
 
 /** Repository text cannot close the tags that mark it as the repository's (and so pass for ours). */

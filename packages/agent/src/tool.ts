@@ -32,7 +32,14 @@ export interface ToolOutcome {
 }
 
 export interface AgentTool<S extends z.ZodType = z.ZodType> {
+  /** The tool as offered when no conversation is known; its name is the tool's name. */
   readonly definition: LlmToolDefinition;
+  /**
+   * The tool as offered in a conversation whose working directory is `workingDir` (the same name
+   * and parameters): examples in its words use that directory, since small models copy example
+   * paths as they are. Without it, `definition` is offered.
+   */
+  definitionIn?(workingDir: string): LlmToolDefinition;
   /** Set for a tool of an MCP server: its schema is passed as the server gave it, and the security analyzer reads the server's hints. */
   readonly mcp?: { server: string; tool: string; annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean } };
   /** Validates (and lightly coerces) the model's arguments. */

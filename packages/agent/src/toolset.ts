@@ -38,9 +38,14 @@ export class Toolset {
    */
   readonly definitions: readonly LlmToolDefinition[];
 
-  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS) {
+  /** With `workingDir`, the conversation's: tools that say where files are give examples in it (`AgentTool.definitionIn`). */
+  constructor(tools: readonly AgentTool[] = BUILTIN_TOOLS, options: { workingDir?: string } = {}) {
+    const { workingDir } = options;
     this.#tools = new Map(tools.map((t) => [t.definition.name, t]));
-    this.definitions = [...this.#tools.values()].map((t) => (ratesRisk(t) ? withRiskParameter(t.definition) : t.definition));
+    this.definitions = [...this.#tools.values()].map((t) => {
+      const definition = workingDir !== undefined && t.definitionIn ? t.definitionIn(workingDir) : t.definition;
+      return ratesRisk(t) ? withRiskParameter(definition) : definition;
+    });
   }
 
   /** The tool of that name, if there is one. */
@@ -59,7 +64,7 @@ export class Toolset {
         details: { invalid_call: true },
       });
     }
-    if (args === null) return failure(`The call to ${call.name} was not run: ${argsError ?? 'no arguments'}.`, { details: { invalid_call: true } });
+    if (args === null) return failure(invalidArgumentsResult(call, argsError), { details: { invalid_call: true } });
     const parsed = tool.arguments.safeParse(ratesRisk(tool) ? withoutRisk(args) : args);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
@@ -73,6 +78,27 @@ export class Toolset {
       return failure(`${call.name} failed unexpectedly: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+}
+
+/** Characters of a call's raw arguments quoted back to the model (half from the start, half from the end). */
+const MAX_QUOTED_ARGUMENTS_CHARS = 2_000;
+
+/**
+ * The result of a call whose arguments are not a JSON object: why, and the text the model sent,
+ * since the history shows that call with `{}` in place of it (see `argumentsForHistory`).
+ */
+function invalidArgumentsResult(call: LlmToolCall, why: string | null): string {
+  return [
+    `The call to ${call.name} was not run: ${why ?? 'no arguments'}. The arguments you sent were:`,
+    quoted(call.arguments),
+    'Send the arguments as one JSON object with the tool’s parameters.',
+  ].join('\n');
+}
+
+function quoted(text: string): string {
+  if (text.length <= MAX_QUOTED_ARGUMENTS_CHARS) return text;
+  const half = MAX_QUOTED_ARGUMENTS_CHARS / 2;
+  return `${text.slice(0, half)}\n[… ${text.length - MAX_QUOTED_ARGUMENTS_CHARS} characters left out …]\n${text.slice(-half)}`;
 }
 
 const ratesRisk = (tool: AgentTool): boolean => !tool.mcp && tool.definition.name !== 'think' && tool.definition.name !== 'finish';

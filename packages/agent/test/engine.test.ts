@@ -144,21 +144,124 @@ describe('agent engine: tools', () => {
   });
 });
 
+describe('agent engine: what a small model gets wrong', () => {
+  it('runs no call of an answer cut off at the output token limit, and tells the model so', async () => {
+    const cut = '{"command": "create", "path": "/workspace/big.py", "file_text": "print(1)\\nprint(';
+    const { service, llm, runtime } = await setup({}, [
+      {
+        tool_calls: [
+          { name: 'execute_bash', arguments: { command: 'touch first.txt' } },
+          { name: 'str_replace_editor', arguments: cut },
+        ],
+        finish_reason: 'length',
+      },
+      call('finish', { message: 'done in smaller pieces' }),
+    ]);
+    const ran: string[] = [];
+    runtime.onExec(
+      (argv) => argv[0] === 'bash',
+      (req) => {
+        ran.push(req.command.join(' '));
+        return { exit_code: 0 };
+      },
+    );
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(ran).toEqual([]);
+    const [first, second] = observations(events);
+    for (const o of [first, second]) expect(o).toMatchObject({ is_error: true, content: expect.stringContaining('output token limit') });
+    expect(second!.kind === 'observation' && second!.content).toContain('smaller pieces');
+    const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
+    expect((await runtime.readFile(sandboxId, `${WORKDIR}/big.py`)).isErr()).toBe(true);
+    // The model is told, next to each of its calls.
+    const tools = llm.requests[1]!.messages.filter((m) => m.role === 'tool');
+    expect(tools).toHaveLength(2);
+    for (const m of tools) expect(m.content).toContain('output token limit');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+  it('keeps the text of a reply cut off at the output token limit, tells the model, and goes on', async () => {
+    const { service, llm } = await setup({}, [{ content: 'Here is the plan: 1. read main.py 2. fix the', finish_reason: 'length' }, { content: 'the bug in parse(); done.' }]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && [e.source, e.text])).toEqual([
+      ['user', 'please do the task'],
+      ['agent', 'Here is the plan: 1. read main.py 2. fix the'],
+      ['environment', expect.stringContaining('cut off at the output token limit')],
+      ['agent', 'the bug in parse(); done.'],
+    ]);
+    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('smaller pieces') });
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+  it('notes a run of cut-off answers without calls once, not once per answer in the same user turn', async () => {
+    const { service, llm } = await setup({}, [{ content: null, finish_reason: 'length' }, { content: null, finish_reason: 'length' }, { content: 'short now' }]);
+    await converse(service);
+    const last = llm.requests[2]!.messages.at(-1)!;
+    expect(last.role).toBe('user');
+    expect(JSON.stringify(last.content).split('cut off at the output token limit')).toHaveLength(2);
+  });
+
+  it('does not hold a cut-off answer for confirmation: accepting it would run a truncated call', async () => {
+    const { service, llm } = await setup({ confirmation_mode: true }, [
+      { tool_calls: [{ name: 'execute_bash', arguments: '{"command": "rm -rf bui' }], finish_reason: 'length' },
+      { content: 'I will try again.' },
+    ]);
+    const id = await converse(service);
+    const events = await eventsOf(service, id);
+    expect(events.some((e) => e.kind === 'action' && e.requires_confirmation)).toBe(false);
+    expect(observations(events)).toEqual([expect.objectContaining({ is_error: true, content: expect.stringContaining('output token limit') })]);
+    expect(llm.calls).toBe(2);
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
+  });
+
+  it('shows the model the raw text of a call whose arguments are not JSON, and sends valid JSON in the history', async () => {
+    const raw = '{"command": "ls" oops';
+    const { service, llm } = await setup({}, [call('execute_bash', raw), { content: 'I will stop here.' }]);
+    const id = await converse(service);
+    const [observation] = observations(await eventsOf(service, id));
+    expect(observation).toMatchObject({ is_error: true, content: expect.stringContaining(raw) });
+    expect(observation!.kind === 'observation' && observation!.content).toContain('not valid JSON');
+    const history = llm.requests[1]!.messages;
+    const assistant = history.find((m) => m.role === 'assistant');
+    expect(assistant).toMatchObject({ tool_calls: [{ name: 'execute_bash' }] });
+    const sent = assistant!.role === 'assistant' ? assistant!.tool_calls[0]!.arguments : '';
+    expect(() => JSON.parse(sent) as unknown).not.toThrow();
+    expect(JSON.parse(sent)).toEqual({});
+    expect(history.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining(raw) });
+  });
+
+  it('uses the conversation’s working directory, never another, in the paths of the prompt and tool descriptions', async () => {
+    const ports = createMemoryPorts({ specs: [{ id: 'app', image: 'acs/app:latest', working_dir: '/srv/app' }] });
+    const { service, llm } = await setup({}, [{ content: 'hello' }], ports);
+    await converse(service, 'hi');
+    const { messages, tools } = llm.requests[0]!;
+    const text = `${messages[0]!.content as string}\n${JSON.stringify(tools)}`;
+    const paths = text.match(/(?<![\w.])\/[\w.-]+(?:\/[\w.-]+)*/g) ?? [];
+    expect(paths.length).toBeGreaterThan(0);
+    expect(paths.filter((path) => path !== '/srv/app' && !path.startsWith('/srv/app/'))).toEqual([]);
+    const editor = tools.find((t) => t.name === 'str_replace_editor')!;
+    expect(JSON.stringify(editor.parameters)).toContain('/srv/app/');
+  });
+});
+
 describe('agent engine: limits', () => {
-  it('stops at max_iterations with an error event, and a new message lets it continue', async () => {
+  it('stops at max_iterations with an error event and waits for the user, not in error; a new message runs it again', async () => {
     const { service, llm } = await setup({ max_iterations: 3 });
     let n = 0;
     llm.respondWith(() => call('think', { thought: `step ${n++}` }));
     const id = await converse(service);
     let events = await eventsOf(service, id);
     expect(events.filter((e) => e.kind === 'llm_call')).toHaveLength(3);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true })]);
-    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
+    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true, message: expect.stringContaining('Send a message') })]);
+    expect(events.at(-1)).toMatchObject({ kind: 'status', execution_status: 'idle' });
+    expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
 
-    llm.respondWith(null).push({ content: 'continuing, then done' });
+    llm.respondWith(null).push(call('think', { thought: 'again' }), { content: 'continuing, then done' });
     await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'go on' }], run: true }));
     await service.idle();
     events = await eventsOf(service, id);
+    expect(llm.calls).toBe(5);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'continuing, then done' });
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
@@ -171,7 +274,7 @@ describe('agent engine: limits', () => {
     // 100 agent steps; the condenser's summaries on the way are not steps.
     expect(calls.items.filter((e) => e.kind === 'llm_call' && e.purpose === 'agent')).toHaveLength(100);
     expect(llm.calls).toBe(calls.items.length);
-    expect((await conversationOf(service, id)).record.execution_status).toBe('error');
+    expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
   });
 
   it('stops before a call that would exceed max_budget_per_task, and shows the cost on the record', async () => {
@@ -263,6 +366,17 @@ describe('agent engine: conversation flow', () => {
     await service.idle();
     expect(start.app_conversation_id).toBeTruthy();
     expect(llm.requests[0]!.credentials).toEqual({ model: 'ollama/qwen3', api_key: 'sk-test-key', base_url: 'http://127.0.0.1:9/v1' });
+  });
+
+  it('nudges a run of empty answers once, never with the same note twice in one message', async () => {
+    const { service, llm } = await setup({}, [{ content: null }, { content: '   ' }, { content: null }, call('finish', { message: 'done' })]);
+    const id = await converse(service);
+    expect(llm.calls).toBe(4);
+    const nudgesIn = (request: (typeof llm.requests)[number]) =>
+      request.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content).split('Your last answer was empty').length - 1);
+    expect(nudgesIn(llm.requests[0]!)).toEqual([0]);
+    for (const request of llm.requests.slice(1)) expect(nudgesIn(request).reduce((a, b) => a + b, 0)).toBe(1);
+    expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('stays idle without a first message, and runs when one is sent', async () => {

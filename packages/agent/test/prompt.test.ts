@@ -66,6 +66,35 @@ describe('projectMessages', () => {
     ]);
   });
 
+  it('sends a call’s arguments in the history as valid JSON, whatever the model wrote: strict providers refuse a history that is not', () => {
+    const call = (callId: string, raw: string, parsed: Record<string, unknown> | null): ConversationEvent => ({
+      ...(action(callId, `r-${callId}`) as Extract<ConversationEvent, { kind: 'action' }>),
+      arguments: parsed,
+      raw_arguments: raw,
+    });
+    const events = [
+      user('go'),
+      call('valid', '{"command": "ls -la"}', { command: 'ls -la' }),
+      result('valid', 'A'),
+      call('broken', '{"command": "ls" oops', null),
+      result('broken', 'B'),
+      call('not-object', '["ls"]', null),
+      result('not-object', 'C'),
+      call('raw-newline', '{"command": "printf a\nb"}', { command: 'printf a\nb' }),
+      result('raw-newline', 'D'),
+      call('empty', '', {}),
+      result('empty', 'E'),
+    ];
+    const sent = projectMessages(events).flatMap((m) => (m.role === 'assistant' ? m.tool_calls.map((c) => [c.id, c.arguments]) : []));
+    expect(Object.fromEntries(sent)).toEqual({
+      valid: '{"command": "ls -la"}', // as written, so the prompt prefix stays the same
+      broken: '{}',
+      'not-object': '{}',
+      'raw-newline': JSON.stringify({ command: 'printf a\nb' }),
+      empty: '{}',
+    });
+  });
+
   it('sends images as image parts', () => {
     expect(projectMessages([user('look', ['data:image/png;base64,AAAA'])])).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', url: 'data:image/png;base64,AAAA' }] },

@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import type { LlmClient, LlmError, LlmErrorCode, LlmRequest, LlmResponse, LlmUsage } from '@acs/core/ports';
+import type { LlmClient, LlmError, LlmErrorCode, LlmFinishReason, LlmRequest, LlmResponse, LlmUsage } from '@acs/core/ports';
 
 export interface ScriptedToolCall {
   name: string;
@@ -15,6 +15,8 @@ export type ScriptedTurn =
       tool_calls?: ScriptedToolCall[];
       usage?: Partial<LlmUsage>;
       model?: string;
+      /** Default: `tool_calls` when the turn has tool calls, else `stop`. `length` scripts an answer cut off by the output token limit. */
+      finish_reason?: LlmFinishReason | null;
       /** Answer after this long (an aborted request ends the wait with `cancelled`). */
       delayMs?: number;
     }
@@ -105,7 +107,7 @@ export class ScriptedLlm implements LlmClient {
           model: t.model ?? request.credentials.model,
           content: t.content ?? null,
           tool_calls: calls,
-          finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+          finish_reason: t.finish_reason === undefined ? (calls.length > 0 ? 'tool_calls' : 'stop') : t.finish_reason,
           usage: {
             prompt_tokens: t.usage?.prompt_tokens ?? promptTokens(),
             completion_tokens: estimateTokens(outputText),

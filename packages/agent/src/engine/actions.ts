@@ -16,7 +16,7 @@ import { stoppedWhy, type Runner, type StepEnd } from './runner.js';
  * one observation per action (always, also when interrupted), and what follows them.
  */
 export function createActions(kit: EngineBase & Recording) {
-  const { deps, sandboxes, runtime, builtinTools, defaultToolset, append, now, setStatus, errorEvent, fail, closeShell, closeMcp } = kit;
+  const { deps, sandboxes, runtime, builtinTools, append, now, setStatus, errorEvent, fail, closeShell, closeMcp } = kit;
 
   const ruleContext = (workingDir: string): RuleContext => ({
     workingDir,
@@ -71,7 +71,8 @@ export function createActions(kit: EngineBase & Recording) {
     );
   };
 
-  const toolsetOf = (r: Runner): Toolset => (r.mcp ? new Toolset([...builtinTools, ...r.mcp.session.tools()]) : defaultToolset);
+  /** The conversation's tools (built-ins and connected MCP tools), described for its working directory. */
+  const toolsetOf = (r: Runner, workingDir: string): Toolset => new Toolset([...builtinTools, ...(r.mcp?.session.tools() ?? [])], { workingDir });
 
   const toolContext = (r: Runner, sandboxId: string, workingDir: string): ToolContext => ({
     sandboxId,

@@ -32,7 +32,7 @@ export function createConfirmation(kit: EngineBase & Recording & Actions & Pick<
   ): Promise<StepEnd> => {
     if (decision?.accept) {
       const calls = pending.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: a.raw_arguments }));
-      const outcome = await runActions(r, pending, calls, sandboxId, toolContext(r, sandboxId, workingDir), toolsetOf(r));
+      const outcome = await runActions(r, pending, calls, sandboxId, toolContext(r, sandboxId, workingDir), toolsetOf(r, workingDir));
       return afterActions(r, outcome, sandboxId);
     }
     const why = decision

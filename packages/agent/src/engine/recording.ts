@@ -102,6 +102,16 @@ export function createRecording(kit: EngineBase) {
     await setStatus(r, 'fail', message);
   };
 
+  /**
+   * The agent stops short of its task at a limit a message lifts (max_iterations): a fatal
+   * error event says why, and it waits for the user (idle), whose next message runs it again.
+   */
+  const stopUntilMessage = async (r: Runner, code: ConversationErrorCode, message: string) => {
+    r.handledUpTo = r.lastId;
+    await append(r, [errorEvent(code, message, true)]);
+    await setStatus(r, 'await_message', message);
+  };
+
   const closeShell = async (r: Runner) => {
     const pending = r.shell;
     r.shell = null;
@@ -122,7 +132,7 @@ export function createRecording(kit: EngineBase) {
     await closeMcp(r);
   };
 
-  return { append, hasUnseenMessage, catchUp, now, setStatus, saveMetrics, errorEvent, fail, closeShell, closeMcp, release };
+  return { append, hasUnseenMessage, catchUp, now, setStatus, saveMetrics, errorEvent, fail, stopUntilMessage, closeShell, closeMcp, release };
 }
 
 export type Recording = ReturnType<typeof createRecording>;

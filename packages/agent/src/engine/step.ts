@@ -1,5 +1,6 @@
 import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
 import type { LlmCredentials, LlmResponse } from '@acs/core/ports';
+import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE, noteStillStands } from '../answer-notes.js';
 import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
 import { projectMessages, systemPrompt } from '../prompt.js';
 import { assessAction, needsConfirmation, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from '../security.js';
@@ -17,7 +18,7 @@ import type { Runner, StepEnd } from './runner.js';
  * before any runs.
  */
 export function createStepper(kit: EngineBase & Recording & Actions) {
-  const { deps, sandboxes, llm, defaultMaxIterations, append, catchUp, now, setStatus, saveMetrics, errorEvent, fail, ruleContext, reportLostMcp, toolsetOf, toolContext, runActions, afterActions } = kit;
+  const { deps, sandboxes, llm, defaultMaxIterations, append, catchUp, now, setStatus, saveMetrics, errorEvent, fail, stopUntilMessage, ruleContext, reportLostMcp, toolsetOf, toolContext, runActions, afterActions } = kit;
 
   const condenserOptions = (stored: StoredSettings | null): CondenserOptions => ({
     ...deps.options?.condenser,
@@ -84,6 +85,39 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     return 'condensed';
   };
 
+  /** A note from the service to the model, unless the model has it already and has shown nothing since. */
+  const noteOnce = async (r: Runner, text: string): Promise<void> => {
+    if (noteStillStands(r.events, text)) return;
+    await append(r, [{ kind: 'message', source: 'environment', timestamp: now(), text, image_urls: [] }]);
+  };
+
+  /**
+   * An answer cut off by the output token limit (`finish_reason: length`): its calls may be
+   * truncated, so none runs; each gets a result that says why, and an answer without calls a
+   * note. The agent goes on, so the model can answer again in smaller pieces.
+   */
+  const answerCutOff = async (r: Runner, actions: readonly ActionEvent[]): Promise<StepEnd> => {
+    if (actions.length === 0) {
+      await noteOnce(r, CUT_OFF_ANSWER_NOTE);
+      return 'continue';
+    }
+    await append(
+      r,
+      actions.map((a) => ({
+        kind: 'observation' as const,
+        source: 'environment' as const,
+        timestamp: now(),
+        tool_call_id: a.tool_call_id,
+        tool_name: a.tool_name,
+        content: CUT_OFF_CALL_RESULT,
+        is_error: true,
+        exit_code: null,
+        details: { cut_off: true },
+      })),
+    );
+    return 'continue';
+  };
+
   /** One model call and what follows from it. */
   const step = async (
     r: Runner,
@@ -112,7 +146,11 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     const iterations = r.events.slice(since + 1).filter(isAgentCall).length;
     const maxIterations = stored?.max_iterations ?? defaultMaxIterations;
     if (iterations >= maxIterations) {
-      await fail(r, 'max_iterations_reached', `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}). Send a message to let it continue.`);
+      await stopUntilMessage(
+        r,
+        'max_iterations_reached',
+        `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}), and stopped. Send a message to let it continue: each message allows ${maxIterations} more.`,
+      );
       return 'stop';
     }
 
@@ -141,7 +179,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     const condenserOn = stored?.enable_default_condenser ?? true;
     if (condenserOn && (await condense(r, credentials, stored, false)) === 'stop') return 'stop';
 
-    const toolset = toolsetOf(r);
+    const toolset = toolsetOf(r, workingDir);
     const messages = [
       {
         role: 'system' as const,
@@ -200,7 +238,9 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
         ...(assessment ? { security_risk: assessment.risk, risk_reasons: assessment.reasons } : {}),
       });
     }
-    const confirm = needsConfirmation(policy, actionDrafts.map((a) => ({ tool_name: a.tool_name, risk: a.security_risk ?? null })));
+    // A cut-off answer is never held for confirmation: accepting it would run a truncated call.
+    const cutOff = answer.finish_reason === 'length';
+    const confirm = !cutOff && needsConfirmation(policy, actionDrafts.map((a) => ({ tool_name: a.tool_name, risk: a.security_risk ?? null })));
     drafts.push(...actionDrafts.map((a) => (confirm ? { ...a, requires_confirmation: true } : a)));
     if (answer.tool_calls.length === 0 && answer.content?.trim()) {
       drafts.push({ kind: 'message', source: 'agent', timestamp: now(), text: answer.content, image_urls: [] });
@@ -208,21 +248,15 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     const appended = await append(r, drafts);
     await saveMetrics(r, call.metrics);
     sandboxes.touch(r.userId, sandboxId);
+    const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
 
+    if (cutOff) return answerCutOff(r, actions);
     if (answer.tool_calls.length === 0) {
       if (answer.content?.trim()) {
         await setStatus(r, 'finish', 'the agent replied and waits for the user');
         return 'stop';
       }
-      await append(r, [
-        {
-          kind: 'message',
-          source: 'environment',
-          timestamp: now(),
-          text: 'Your last answer was empty. Call a tool to continue the work, or call finish with a message for the user.',
-          image_urls: [],
-        },
-      ]);
+      await noteOnce(r, EMPTY_ANSWER_NOTE);
       return 'continue';
     }
 
@@ -236,7 +270,6 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
       return 'stop';
     }
 
-    const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
     return afterActions(r, await runActions(r, actions, answer.tool_calls, sandboxId, toolContext(r, sandboxId, workingDir), toolset), sandboxId);
   };
 

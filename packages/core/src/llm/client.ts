@@ -51,6 +51,16 @@ export interface LlmUsage {
   cost_usd: number | null;
 }
 
+/**
+ * Why the model stopped writing, normalised by the adapter from the provider's word:
+ * - `stop`: it was done (a reply, or a natural end);
+ * - `tool_calls`: it stopped to have its tool calls run;
+ * - `length`: it hit the output token limit, so the answer (text or a tool call's arguments)
+ *   is cut off and must not be taken as complete;
+ * - `content_filter`: the provider's filter cut or withheld the answer.
+ */
+export type LlmFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter';
+
 export interface LlmResponse {
   /** The provider's response id, when it gives one. */
   id: string | null;
@@ -59,7 +69,8 @@ export interface LlmResponse {
   /** Text the model wrote (a reply to the user, or its thought next to tool calls). */
   content: string | null;
   tool_calls: LlmToolCall[];
-  finish_reason: string | null;
+  /** Why the model stopped; null when the provider did not say, or said something not listed in `LlmFinishReason`. */
+  finish_reason: LlmFinishReason | null;
   usage: LlmUsage;
   /** Wall time of the call including retries. */
   latency_ms: number;
