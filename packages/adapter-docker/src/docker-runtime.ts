@@ -4,7 +4,7 @@
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import type { ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
@@ -50,8 +50,6 @@ export const LABELS = {
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
 export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
-
-const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 interface DockerError {
   statusCode?: number;
@@ -294,7 +292,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       const timeoutMs = request.timeoutMs ?? 120_000;
       // coreutils and busybox `timeout` both kill the command's whole process group when time is up.
       const command = ['timeout', '-s', 'KILL', String(Math.max(1, Math.ceil(timeoutMs / 1000))), ...request.command];
-      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs });
+      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs, maxOutputBytes: request.maxOutputBytes });
     });
   }
 
@@ -442,7 +440,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   async #run(
     sandboxId: string,
     argv: readonly string[],
-    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number },
+    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number; maxOutputBytes?: number | undefined },
   ): Promise<ExecResult> {
     const started = Date.now();
     const exec = await this.#container(sandboxId).exec({
@@ -455,8 +453,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`),
     });
     const stream = await exec.start({ hijack: true, stdin: false });
-    const stdout = new Bounded(MAX_OUTPUT_BYTES);
-    const stderr = new Bounded(MAX_OUTPUT_BYTES);
+    const keep = Math.max(0, Math.floor(options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES));
+    const stdout = new Bounded(keep);
+    const stderr = new Bounded(keep);
     const out = new PassThrough().on('data', (c: Buffer) => stdout.push(c));
     const err = new PassThrough().on('data', (c: Buffer) => stderr.push(c));
     this.#docker.modem.demuxStream(stream, out, err);
@@ -538,7 +537,7 @@ class Bounded {
   }
   text(): string {
     const text = Buffer.concat(this.#chunks).toString('utf8');
-    return this.#dropped > 0 ? `${text}\n[… ${this.#dropped} more bytes not kept]` : text;
+    return this.#dropped > 0 ? `${text}${clippedOutputNote(this.#dropped)}` : text;
   }
 }
 

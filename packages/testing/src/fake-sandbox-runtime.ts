@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { fakeBash, isInteractiveBash } from './fake-bash.js';
@@ -242,7 +242,14 @@ export class FakeSandboxRuntime implements SandboxRuntime {
           abort.abort();
           return { exit_code: null, stdout: '', stderr: '', timed_out: true, duration_ms: Date.now() - started };
         }
-        return { exit_code: outcome.exit_code ?? 0, stdout: outcome.stdout ?? '', stderr: outcome.stderr ?? '', timed_out: false, duration_ms: Date.now() - started };
+        const keep = Math.max(0, Math.floor(request.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES));
+        return {
+          exit_code: outcome.exit_code ?? 0,
+          stdout: clipOutput(outcome.stdout ?? '', keep),
+          stderr: clipOutput(outcome.stderr ?? '', keep),
+          timed_out: false,
+          duration_ms: Date.now() - started,
+        };
       });
     }).andThen((pending) => ResultAsync.fromSafePromise(pending));
   }
@@ -361,6 +368,12 @@ function argvMatcher(match: string | RegExp | ArgvMatcher): ArgvMatcher {
   if (typeof match === 'string') return (argv) => argv[0] === match;
   if (match instanceof RegExp) return (argv) => match.test(argv.join(' '));
   return match;
+}
+
+/** Keeps at most `keep` bytes of an output stream, ending a cut one with the port's note. */
+function clipOutput(text: string, keep: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length <= keep ? text : `${bytes.subarray(0, keep).toString('utf8')}${clippedOutputNote(bytes.length - keep)}`;
 }
 
 function endProcesses(box: FakeSandbox): void {

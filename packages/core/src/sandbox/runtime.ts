@@ -38,7 +38,27 @@ export interface ExecRequest {
   env?: Readonly<Record<string, string>>;
   /** After this the command's whole process group is killed. Default 120 s. */
   timeoutMs?: number;
+  /**
+   * The most bytes of stdout, and as many of stderr, the result keeps (default
+   * DEFAULT_EXEC_MAX_OUTPUT_BYTES, 16 MiB). What a command writes beyond that is read and dropped,
+   * so the command runs to its end and the caller holds no more than this; a stream that was cut
+   * ends with `clippedOutputNote(dropped)` (`splitClippedOutput` takes it off again).
+   */
+  maxOutputBytes?: number;
 }
+
+/** How much of each output stream `exec` keeps when the request does not say. */
+export const DEFAULT_EXEC_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/** What ends an exec output stream that was cut at `maxOutputBytes`: every runtime writes exactly this. */
+export const clippedOutputNote = (droppedBytes: number): string => `\n[… ${droppedBytes} more bytes not kept]`;
+
+/** An exec output stream without the note a cut left at its end, and how many bytes were dropped (0 when it was whole). */
+export function splitClippedOutput(output: string): { text: string; droppedBytes: number } {
+  const note = /\n\[… (\d+) more bytes not kept\]$/.exec(output);
+  return note ? { text: output.slice(0, note.index), droppedBytes: Number(note[1]) } : { text: output, droppedBytes: 0 };
+}
+
 
 export interface ExecResult {
   /** null when the command was killed before it could exit by itself. */

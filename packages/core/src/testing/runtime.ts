@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
-import type { RuntimeObservation, SandboxProcess, SandboxRuntime } from '../sandbox/runtime.js';
+import { clippedOutputNote, splitClippedOutput, type RuntimeObservation, type SandboxProcess, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxSpec } from '../sandbox/schema.js';
 import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
@@ -358,6 +358,12 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
       expect((await bash('cat from-api.txt')).stdout).toBe('api');
       await bash('printf "\\x00\\x01\\xff" > from-cmd.bin');
       expect([...(await expectOk(runtime.readFile(id, 'from-cmd.bin')))]).toEqual([0, 1, 255]);
+    });
+
+    it('keeps at most maxOutputBytes of stdout and of stderr, ending a cut stream with the port\'s note', async () => {
+      const result = await bash('head -c 5000 /dev/zero | tr "\\0" a; head -c 30 /dev/zero | tr "\\0" e >&2', { maxOutputBytes: 1000 });
+      expect(result).toMatchObject({ exit_code: 0, stdout: `${'a'.repeat(1000)}${clippedOutputNote(4000)}`, stderr: 'e'.repeat(30) });
+      expect(splitClippedOutput(result.stdout)).toEqual({ text: 'a'.repeat(1000), droppedBytes: 4000 });
     });
 
     it('freezes a paused sandbox and carries on after resume', async () => {
