@@ -20,4 +20,20 @@ describe('FakeSandboxRuntime', () => {
     expect(splitClippedOutput(cut.stdout)).toEqual({ text: 'ééé', droppedBytes: 18 });
     expect((await expectOk(runtime.exec('box', { command: ['loud'] }))).stdout).toBe(`${'é'.repeat(10)}tail`);
   });
+
+  it('plays `ln -s` (and refuses other forms of ln, and an existing link without -f); a file written over a link replaces it', async () => {
+    const runtime = await sandbox();
+    await expectOk(runtime.writeFile('box', 'a.txt', new TextEncoder().encode('a')));
+    await expectOk(runtime.writeFile('box', 'b.txt', new TextEncoder().encode('b')));
+    expect((await expectOk(runtime.exec('box', { command: ['ln', '-s', 'a.txt', 'link'] }))).exit_code).toBe(0);
+    expect((await expectOk(runtime.exec('box', { command: ['ln', '-s', 'b.txt', 'link'] }))).exit_code).toBe(1);
+    expect((await expectOk(runtime.exec('box', { command: ['ln', 'a.txt', 'hard'] }))).stderr).toMatch(/only `ln -s/);
+    const read = async (path: string) => new TextDecoder().decode((await expectOk(runtime.readFile('box', path))).bytes);
+    expect(await read('link')).toBe('a');
+    expect((await expectOk(runtime.exec('box', { command: ['ln', '-sf', 'b.txt', 'link'] }))).exit_code).toBe(0);
+    expect(await read('link')).toBe('b');
+    expect((await expectOk(runtime.listDirectory('box', '.'))).find((e) => e.name === 'link')).toMatchObject({ type: 'symlink' });
+    await expectOk(runtime.writeFile('box', 'link', new TextEncoder().encode('own')));
+    expect([await read('link'), await read('b.txt')]).toEqual(['own', 'b']);
+  });
 });

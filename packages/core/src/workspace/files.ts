@@ -3,7 +3,7 @@ import type { ConversationRecord } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { normalizeId } from '../ids.js';
-import { resolveSandboxPath, runtimeFailure, type SandboxRuntime } from '../sandbox/runtime.js';
+import { resolveSandboxPath, runtimeFailure, type FileContent, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
 
@@ -92,10 +92,9 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
   const git = (sandboxId: string, dir: string, args: readonly string[]) =>
     runtime.exec(sandboxId, { command: ['git', '-C', dir, ...args], timeoutMs: 30_000 }).mapErr(runtimeFailure(sandboxId, 'read the repository of'));
 
-  const decode = (bytes: Uint8Array) => {
-    const clipped = bytes.length > MAX_FILE_BYTES;
-    const text = new TextDecoder('utf-8', { fatal: false }).decode(clipped ? bytes.subarray(0, MAX_FILE_BYTES) : bytes);
-    return clipped ? `${text}\n[… ${bytes.length - MAX_FILE_BYTES} more bytes not shown]` : text;
+  const decode = (content: FileContent) => {
+    const text = new TextDecoder('utf-8', { fatal: false }).decode(content.bytes);
+    return content.truncated ? `${text}\n[… ${content.size - content.bytes.length} more bytes not shown]` : text;
   };
 
   return {
@@ -116,7 +115,7 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
     readFile: (userId, id, path) =>
       running(userId, id).andThen(({ record, box, dir }) =>
         runtime
-          .readFile(box.id, resolveSandboxPath(dir, path) ?? path)
+          .readFile(box.id, resolveSandboxPath(dir, path) ?? path, { maxBytes: MAX_FILE_BYTES })
           .map(decode)
           .mapErr((e): WorkspaceServiceError<'readFile'> =>
             e.type === 'not_found' ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path } : runtimeFailure(box.id, 'read a file of')(e),
@@ -134,7 +133,7 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
         return ResultAsync.combine([
           git(box.id, dir, ['show', `HEAD:${relative}`]).map((r) => (r.exit_code === 0 ? r.stdout : '')),
           runtime
-            .readFile(box.id, resolveSandboxPath(dir, relative) ?? relative)
+            .readFile(box.id, resolveSandboxPath(dir, relative) ?? relative, { maxBytes: MAX_FILE_BYTES })
             .map(decode)
             .orElse((e) => (e.type === 'not_found' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)))),
         ] as const).map(([original, modified]) => ({ original, modified }));
