@@ -277,6 +277,14 @@ describe('panels', () => {
     expect((await h.call('GET', `/api/conversations/${id}/select-file?file=source`)).status).toBe(400);
   });
 
+  it('list-files names entries outside the working directory absolutely, with one slash: / gives /workspace/, not //workspace/', async () => {
+    const h = await harness();
+    const { id } = await conversationWithFiles(h);
+    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/`)).body).toEqual(['/workspace/']);
+    expect([...arr((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace/src`)).body)].sort()).toEqual(['src/app.ts', 'src/new.ts']);
+    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace`)).body).toEqual(expect.arrayContaining(['README.md', 'src/']));
+  });
+
   it('trajectory is the V0 form of the whole log; microagents, web-hosts and vscode-url answer cleanly', async () => {
     const h = await harness();
     const { id } = await conversationWithFiles(h);

@@ -44,7 +44,11 @@ export interface WorkspaceDescription {
  * conversation's own sandbox.
  */
 export interface WorkspaceService {
-  /** The entries of a directory (relative to the working directory; default itself), directories with a trailing `/`. */
+  /**
+   * The entries of a directory (relative to the working directory; default itself), directories
+   * with a trailing `/`. Entries of a directory inside the working directory are relative to it
+   * (`src/app.ts`), of one outside it absolute (`/usr/bin/`, and `/bin/` for `/`).
+   */
   listFiles(userId: string, conversationId: string, path: string | null): ResultAsync<string[], WorkspaceServiceError<'listFiles'>>;
   /**
    * A file's text (invalid UTF-8 replaced): at most its first MiB is read, and a longer file's
@@ -134,14 +138,10 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
     listFiles: (userId, id, path) =>
       running(userId, id).andThen(({ box, dir }) => {
         const target = resolveSandboxPath(dir, path ?? '.') ?? dir;
+        const prefix = entryPrefix(dir, target);
         return runtime
           .listDirectory(box.id, target)
-          .map((entries) =>
-            entries.map((e) => {
-              const relative = target === dir ? e.name : `${target.startsWith(`${dir}/`) ? target.slice(dir.length + 1) : target}/${e.name}`;
-              return e.type === 'directory' ? `${relative}/` : relative;
-            }),
-          )
+          .map((entries) => entries.map((e) => (e.type === 'directory' ? `${prefix}${e.name}/` : `${prefix}${e.name}`)))
           .orElse((e) => (e.type === 'not_found' ? okAsync<string[], never>([]) : errAsync(runtimeFailure(box.id, 'list files in')(e))));
       }),
 
@@ -192,6 +192,17 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
           }),
       ),
   };
+}
+
+/**
+ * What an entry of `target` is named by in a listing of the working directory `dir`: relative to
+ * it for what lies inside it, absolute otherwise (a plain join made `//bin` of `/`).
+ */
+function entryPrefix(dir: string, target: string): string {
+  if (target === dir) return '';
+  const inside = dir === '/' ? '/' : `${dir}/`;
+  if (target.startsWith(inside)) return `${target.slice(inside.length)}/`;
+  return target === '/' ? '/' : `${target}/`;
 }
 
 /** A file's first bytes as a panel shows them (see WorkspaceService.readFile). */
