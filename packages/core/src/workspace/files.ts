@@ -40,8 +40,9 @@ export interface WorkspaceDescription {
 
 /**
  * Looks into a running conversation's sandbox for a UI's panels: files, and the changes of its
- * repository. Everything goes through the runtime port (argv, never a shell line), inside the
- * conversation's own sandbox.
+ * repository. Everything goes through the runtime port as argv, inside the conversation's own
+ * sandbox; the one shell script (the HEAD side of a diff) is fixed, with the user's path as its
+ * argument, never in a shell line. At most 1 MiB of any file reaches the server.
  */
 export interface WorkspaceService {
   /**
