@@ -251,7 +251,7 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
       } else if (call.name === 'str_replace_editor') {
         const path = args.path as string;
         if ((await runtime.listDirectory(sandboxId, path)).isOk()) throw new Error(`${path} is a directory`);
-        content = decoder.decode(await must(runtime.readFile(sandboxId, path), 'read file'));
+        content = decoder.decode((await must(runtime.readFile(sandboxId, path), 'read file')).bytes);
       } else if (call.name === 'execute_bash') {
         shell ??= await openShell();
         content = (await must(shell.run(args.command as string), 'run')).output;

@@ -4,11 +4,11 @@
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import type { ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
-import { firstTarEntry, tarOneFile } from './tar.js';
+import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
 
 export interface DockerResourceLimits {
   /** Memory limit in bytes (default 2 GiB). */
@@ -50,8 +50,6 @@ export const LABELS = {
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
 export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
-
-const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 interface DockerError {
   statusCode?: number;
@@ -294,25 +292,48 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       const timeoutMs = request.timeoutMs ?? 120_000;
       // coreutils and busybox `timeout` both kill the command's whole process group when time is up.
       const command = ['timeout', '-s', 'KILL', String(Math.max(1, Math.ceil(timeoutMs / 1000))), ...request.command];
-      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs });
+      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs, maxOutputBytes: request.maxOutputBytes });
     });
   }
 
-  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError> {
+  /**
+   * Streams the archive of the path and reads only its first header and, for a file, at most
+   * `maxBytes` of its content; then the stream is destroyed, so the engine stops sending (the
+   * archive of `/` is the whole filesystem). A symbolic link comes back from the engine as
+   * itself: its target is read in turn, resolved against the link's directory.
+   */
+  readFile(sandboxId: string, path: string, options: ReadFileOptions = {}): ResultAsync<FileContent, SandboxRuntimeError> {
+    const maxBytes = readLimit(options);
     return this.#attempt('readFile', async () => {
-      const resolved = await this.#resolve(sandboxId, path);
-      const archive = await this.#container(sandboxId)
-        .getArchive({ path: resolved })
-        .catch((error: DockerError) => {
-          if (error.statusCode === 404) throw new RuntimeFailure(`${resolved}: no such file`, 'not_found');
-          throw error;
-        });
-      const entry = firstTarEntry(await collect(archive));
-      if (!entry) throw new RuntimeFailure(`${resolved}: no such file`, 'not_found');
-      if (entry.type === 'directory') throw new RuntimeFailure(`${resolved} is a directory`);
-      if (entry.type !== 'file') throw new RuntimeFailure(`${resolved} is not a regular file`);
-      return new Uint8Array(entry.content);
+      const asked = await this.#resolve(sandboxId, path);
+      let target = asked;
+      for (let links = 0; ; links++) {
+        const entry = await this.#firstArchiveEntry(sandboxId, target, maxBytes, asked);
+        if (entry.type === 'file') return { bytes: new Uint8Array(entry.content), size: entry.size, truncated: entry.size > entry.content.length };
+        if (entry.type === 'directory') throw new RuntimeFailure(`${asked} is a directory`, 'is_directory');
+        if (entry.type === 'other') throw new RuntimeFailure(`${asked} is not a regular file`);
+        if (links === MAX_SYMLINK_HOPS) throw new RuntimeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
+        const next = resolveSandboxPath(parentOf(target), entry.target);
+        if (!next) throw new RuntimeFailure(`${asked} is a symbolic link to "${entry.target}", which is not a path`, 'not_found');
+        target = next;
+      }
     });
+  }
+
+  /** The first entry of the archive of `path` (see readFirstTarEntry); `asked` is the path the caller named, for messages. */
+  async #firstArchiveEntry(sandboxId: string, path: string, maxBytes: number, asked: string): Promise<TarHead> {
+    const missing = () => new RuntimeFailure(path === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${path}, which does not exist`, 'not_found');
+    const archive = await this.#container(sandboxId)
+      .getArchive({ path })
+      .catch((error: DockerError) => {
+        if (error.statusCode === 404) throw missing();
+        // The engine resolves links in the path itself, and refuses a loop (its message names host paths: not repeated).
+        if (/too many links/i.test(error.json?.message ?? error.message ?? '')) throw new RuntimeFailure(`${asked}: too many symbolic links (a loop?)`, 'not_found');
+        throw error;
+      });
+    const entry = await readFirstTarEntry(archive, maxBytes);
+    if (!entry) throw missing();
+    return entry;
   }
 
   writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError> {
@@ -442,7 +463,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   async #run(
     sandboxId: string,
     argv: readonly string[],
-    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number },
+    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number; maxOutputBytes?: number | undefined },
   ): Promise<ExecResult> {
     const started = Date.now();
     const exec = await this.#container(sandboxId).exec({
@@ -455,8 +476,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`),
     });
     const stream = await exec.start({ hijack: true, stdin: false });
-    const stdout = new Bounded(MAX_OUTPUT_BYTES);
-    const stderr = new Bounded(MAX_OUTPUT_BYTES);
+    const keep = Math.max(0, Math.floor(options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES));
+    const stdout = new Bounded(keep);
+    const stderr = new Bounded(keep);
     const out = new PassThrough().on('data', (c: Buffer) => stdout.push(c));
     const err = new PassThrough().on('data', (c: Buffer) => stderr.push(c));
     this.#docker.modem.demuxStream(stream, out, err);
@@ -538,13 +560,12 @@ class Bounded {
   }
   text(): string {
     const text = Buffer.concat(this.#chunks).toString('utf8');
-    return this.#dropped > 0 ? `${text}\n[… ${this.#dropped} more bytes not kept]` : text;
+    return this.#dropped > 0 ? `${text}${clippedOutputNote(this.#dropped)}` : text;
   }
 }
 
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
-  return Buffer.concat(chunks);
-}
+/** How many bytes of a file to read: the caller's limit, or the port's default. */
+const readLimit = (options: ReadFileOptions): number => Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES));
+
+const parentOf = (path: string): string => path.slice(0, path.lastIndexOf('/')) || '/';
 

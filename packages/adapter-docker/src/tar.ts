@@ -1,7 +1,7 @@
 /**
- * The little of the tar format the Docker archive API needs: one regular file in,
- * the first entry out. ustar headers; PAX headers from the engine are understood for
- * the path and size they may carry.
+ * The little of the tar format the Docker archive API needs: one regular file in, the first
+ * entry out, read from the stream only as far as needed. ustar headers; PAX and GNU long-name
+ * headers from the engine are understood for the path, size and link target they may carry.
  */
 const BLOCK = 512;
 
@@ -44,41 +44,116 @@ function splitLongPath(path: string): { name: string; prefix: string } {
   throw new Error(`path is too long for a tar header: ${path.slice(0, 80)}…`);
 }
 
-export interface TarEntry {
-  path: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  content: Buffer;
-}
+/** The first entry of an archive as far as it was read: a file's first bytes with its whole size, or what else it is. */
+export type TarHead =
+  | { type: 'file'; path: string; size: number; content: Buffer }
+  | { type: 'symlink'; path: string; target: string }
+  | { type: 'directory'; path: string }
+  | { type: 'other'; path: string };
+
+/** Metadata entries (PAX, GNU long names) are small; one larger than this is not an archive the engine made. */
+const MAX_METADATA_BYTES = 1024 * 1024;
 
 const cString = (buffer: Buffer) => {
   const end = buffer.indexOf(0);
   return buffer.subarray(0, end === -1 ? buffer.length : end).toString('utf8');
 };
 
-/** The first real entry of an archive (PAX headers applied), or null for an empty one. */
-export function firstTarEntry(archive: Buffer): TarEntry | null {
-  let offset = 0;
-  let pax: Record<string, string> = {};
-  while (offset + BLOCK <= archive.length) {
-    const header = archive.subarray(offset, offset + BLOCK);
-    if (header.every((b) => b === 0)) return null;
-    const size = Number.parseInt(cString(header.subarray(124, 136)).trim() || '0', 8);
-    const type = String.fromCharCode(header[156] ?? 0);
-    const body = archive.subarray(offset + BLOCK, offset + BLOCK + size);
-    offset += BLOCK + Math.ceil(size / BLOCK) * BLOCK;
-    if (type === 'x' || type === 'g') {
-      pax = { ...pax, ...parsePax(body) };
-      continue;
-    }
-    const prefix = cString(header.subarray(345, 500));
-    const path = pax.path ?? (prefix ? `${prefix}/${cString(header.subarray(0, 100))}` : cString(header.subarray(0, 100)));
-    const declared = pax.size ? Number(pax.size) : size;
-    const kind = type === '0' || type === '\0' ? 'file' : type === '5' ? 'directory' : type === '2' ? 'symlink' : 'other';
-    return { path, type: kind, content: Buffer.from(body.subarray(0, declared)) };
+/** A numeric header field: octal text, or base-256 (high bit of the first byte set) for values octal cannot hold. */
+function numeric(field: Buffer): number {
+  if (((field[0] ?? 0) & 0x80) !== 0) {
+    let value = (field[0] ?? 0) & 0x7f;
+    for (const byte of field.subarray(1)) value = value * 256 + byte;
+    return value;
   }
-  return null;
+  const text = cString(field).trim();
+  return text === '' ? 0 : Number.parseInt(text, 8);
 }
 
+/**
+ * Reads the first real entry of a tar stream (PAX and GNU long-name headers applied) and then
+ * ends the stream: a file's content is read up to `maxBytes` and no further, a directory's or a
+ * link's not at all. So the memory it takes is bounded by `maxBytes` plus a chunk, whatever the
+ * archive holds (the archive of `/` is the whole filesystem). Null for an empty archive.
+ */
+export async function readFirstTarEntry(stream: AsyncIterable<unknown>, maxBytes: number): Promise<TarHead | null> {
+  const bytes = new StreamBytes(stream);
+  try {
+    let pax: Record<string, string> = {};
+    let longName: string | null = null;
+    let longLink: string | null = null;
+    for (;;) {
+      const header = await bytes.take(BLOCK);
+      if (header.length < BLOCK || header.every((b) => b === 0)) return null;
+      const type = String.fromCharCode(header[156] ?? 0);
+      const size = numeric(header.subarray(124, 136));
+      if (type === 'x' || type === 'g' || type === 'L' || type === 'K') {
+        if (size > MAX_METADATA_BYTES) throw new Error(`the archive has a ${size}-byte metadata entry; expected a small one`);
+        const body = await bytes.take(size);
+        await bytes.skip(padding(size));
+        if (type === 'L') longName = cString(body);
+        else if (type === 'K') longLink = cString(body);
+        else pax = { ...pax, ...parsePax(body) };
+        continue;
+      }
+      const prefix = cString(header.subarray(345, 500));
+      const name = cString(header.subarray(0, 100));
+      const path = pax.path ?? longName ?? (prefix ? `${prefix}/${name}` : name);
+      if (type === '0' || type === '\0' || type === '7') {
+        const whole = pax.size ? Number(pax.size) : size;
+        return { type: 'file', path, size: whole, content: await bytes.take(Math.min(whole, maxBytes)) };
+      }
+      if (type === '2') return { type: 'symlink', path, target: pax.linkpath ?? longLink ?? cString(header.subarray(157, 257)) };
+      return type === '5' ? { type: 'directory', path } : { type: 'other', path };
+    }
+  } finally {
+    await bytes.close();
+  }
+}
+
+const padding = (size: number) => (BLOCK - (size % BLOCK)) % BLOCK;
+
+/** Bytes pulled from a stream only as they are asked for (the rest is never read). */
+class StreamBytes {
+  readonly #chunks: AsyncIterator<unknown>;
+  #held: Buffer = Buffer.alloc(0);
+  #ended = false;
+
+  constructor(stream: AsyncIterable<unknown>) {
+    this.#chunks = stream[Symbol.asyncIterator]();
+  }
+
+  /** The next `count` bytes (a copy: it holds on to no chunk of the stream), or fewer when the stream ends first. */
+  async take(count: number): Promise<Buffer> {
+    const pieces: Buffer[] = [];
+    let have = 0;
+    while (have < count) {
+      if (this.#held.length === 0) {
+        if (this.#ended) break;
+        const next = await this.#chunks.next();
+        if (next.done) {
+          this.#ended = true;
+          break;
+        }
+        this.#held = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array);
+      }
+      const piece = this.#held.subarray(0, count - have);
+      this.#held = this.#held.subarray(piece.length);
+      pieces.push(piece);
+      have += piece.length;
+    }
+    return Buffer.concat(pieces, have);
+  }
+
+  async skip(count: number): Promise<void> {
+    await this.take(count);
+  }
+
+  /** Ends the stream (for a Node stream: destroys it, so the engine stops sending). */
+  async close(): Promise<void> {
+    await this.#chunks.return?.();
+  }
+}
 function parsePax(body: Buffer): Record<string, string> {
   const records: Record<string, string> = {};
   let offset = 0;

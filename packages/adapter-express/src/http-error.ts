@@ -62,6 +62,7 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('ConversationNotRunning', () => 409)
     .with('SecretNameTaken', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
+    .with('WorkspacePathIsDirectory', () => 400)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }
@@ -72,7 +73,11 @@ export function sendError(res: Response, status: number, code: string, message: 
 }
 
 /** Core explains errors in domain words; over HTTP they also say which route helps (routes are this adapter's). */
-const ROUTE_HINTS: ErrorHints = { storeSettings: 'POST /api/settings', listSandboxSpecs: 'GET /api/v1/sandbox-specs/search' };
+const ROUTE_HINTS: ErrorHints = {
+  storeSettings: 'POST /api/settings',
+  listSandboxSpecs: 'GET /api/v1/sandbox-specs/search',
+  listFiles: 'GET /api/conversations/{conversation_id}/list-files?path=…',
+};
 
 /** The code and message a client gets for a domain error. */
 export function explainHttpError(error: DomainError): { code: DomainErrorCode; message: string } {

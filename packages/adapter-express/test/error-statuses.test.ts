@@ -105,6 +105,7 @@ const STATUS: Record<DomainErrorType, number> = {
   ConversationNotRunning: 409,
   SecretNameTaken: 409,
   WorkspaceFileNotFound: 404,
+  WorkspacePathIsDirectory: 400,
   StoreUnavailable: 503,
 };
 
@@ -238,6 +239,7 @@ describe('documented error statuses', () => {
       ConversationNotRunning: [{ type: 'ConversationNotRunning', conversationId: 'c', status: 'STOPPED' }],
       SecretNameTaken: [{ type: 'SecretNameTaken', name: 'X' }],
       WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
+      WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {
@@ -402,5 +404,8 @@ describe('error messages over HTTP name the route that helps (core names none)',
     );
     expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_api_key' }).message).toContain('POST /api/settings');
     expect(explainHttpError({ type: 'SandboxNotFound', sandboxId: 's1' })).toEqual(explainDomainError({ type: 'SandboxNotFound', sandboxId: 's1' }));
+    expect(explainHttpError({ type: 'WorkspacePathIsDirectory', conversationId: 'c1', path: 'src' }).message).toBe(
+      'src in the workspace of conversation c1 is a directory, not a file; list its entries with GET /api/conversations/{conversation_id}/list-files?path=….',
+    );
   });
 });

@@ -36,7 +36,7 @@ describe('POST /api/conversations with replay_json', () => {
     const record = found.value[0]!;
     const file = await h.ports.runtime.readFile(record.record.sandbox_id!, '/workspace/out.txt');
     if (file.isErr()) throw new Error(file.error.message);
-    expect(new TextDecoder().decode(file.value)).toBe('replayed\n');
+    expect(new TextDecoder().decode(file.value.bytes)).toBe('replayed\n');
     expect(record.record.execution_status).toBe('finished');
     expect(h.ports.llm.calls).toBe(0);
   });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { arr, createConversation, errorCode, KEY_B, LLM_SETTINGS, obj, startHarness, storeSettings, type Harness } from './harness.js';
 
 /**
@@ -22,6 +22,14 @@ async function harness(): Promise<Harness> {
 }
 
 const bytes = (text: string) => new TextEncoder().encode(text);
+const MIB = 1024 * 1024;
+
+/** What `git cat-file` finds in HEAD: a small file, one of 3 MiB, and a binary one. */
+const HEAD_FILES = new Map([
+  ['HEAD:src/app.ts', 'export const answer = 41;\n'],
+  ['HEAD:big.log', `${'committed line\n'.repeat(3 * 65_536)}`],
+  ['HEAD:image.png', `\x89PNG\r\n\x1a\n\0\0\0\rIHDR`],
+]);
 
 /** A running conversation whose sandbox holds a small project under git. */
 async function conversationWithFiles(h: Harness) {
@@ -43,9 +51,17 @@ async function conversationWithFiles(h: Harness) {
     gitCalls.push([...request.command]);
     const args = request.command.slice(3); // git -C <dir> …
     if (args[0] === 'status') return { stdout: ' M src/app.ts\0?? src/new.ts\0R  docs/new-name.md\0docs/old-name.md\0 D gone.txt\0' };
-    if (args[0] === 'show' && args[1] === 'HEAD:src/app.ts') return { stdout: 'export const answer = 41;\n' };
-    if (args[0] === 'show') return { exit_code: 128, stderr: `fatal: path '${args[1]}' does not exist in 'HEAD'\n` };
     return { exit_code: 0 };
+  });
+  // The HEAD side of a diff: a fixed script with the directory, the object and a byte limit as arguments.
+  h.ports.runtime.onExec('sh', (request) => {
+    const [, , , , dir, object, limit] = request.command;
+    gitCalls.push([...request.command]);
+    if (object === 'HEAD:unbounded.log') return { stdout: `${Buffer.byteLength(HEAD_FILES.get('HEAD:big.log')!)}\n${HEAD_FILES.get('HEAD:big.log')!}` };
+    const committed = dir === '/workspace' ? HEAD_FILES.get(object ?? '') : undefined;
+    if (committed === undefined) return { exit_code: 1, stderr: `fatal: path '${object}' does not exist in 'HEAD'\n` };
+    // As `head -c` cuts it: at most `limit` bytes (this text is ASCII).
+    return { stdout: `${Buffer.byteLength(committed)}\n${committed.slice(0, Number(limit))}` };
   });
   return { id, info, sandboxId, gitCalls };
 }
@@ -187,6 +203,86 @@ describe('panels', () => {
     });
     expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src/new.ts`)).body).toEqual({ original: '', modified: 'export {};\n' });
     expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=gone.txt`)).body).toEqual({ original: '', modified: '' });
+    expect(gitCalls.filter((c) => c.includes('HEAD:src/app.ts'))).toEqual([['sh', '-c', expect.stringContaining('cat-file blob "$2" | head -c "$3"'), 'sh', '/workspace', 'HEAD:src/app.ts', String(MIB)]]);
+  });
+
+  it('git/diff shows the first MiB of each side of a large file, saying how large it is, and a note for binary content', async () => {
+    const h = await harness();
+    const { id, sandboxId } = await conversationWithFiles(h);
+    const committedSize = Buffer.byteLength(HEAD_FILES.get('HEAD:big.log')!);
+    const current = 'current line\n'.repeat(3 * 65_536);
+    expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/big.log', bytes(current))).isOk()).toBe(true);
+    const diff = obj((await h.call('GET', `/api/conversations/${id}/git/diff?path=big.log`)).body);
+    expect(diff.original).toBe(`${'committed line\n'.repeat(3 * 65_536).slice(0, MIB)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`);
+    expect(diff.modified).toBe(`${current.slice(0, MIB)}\n[… clipped: the first ${MIB} of ${current.length} bytes are shown]`);
+    // A sandbox whose `head` does not cut: the runtime keeps what the service asked for, and the note is the service's.
+    const unbounded = obj((await h.call('GET', `/api/conversations/${id}/git/diff?path=unbounded.log`)).body);
+    expect(unbounded.original).toBe(`${'committed line\n'.repeat(3 * 65_536).slice(0, MIB + 32 - `${committedSize}\n`.length)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`);
+
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 1, 2, 3]);
+    expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/image.png', png)).isOk()).toBe(true);
+    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=image.png`)).body).toEqual({
+      original: `[binary file, ${Buffer.byteLength(HEAD_FILES.get('HEAD:image.png')!)} bytes: not shown]`,
+      modified: '[binary file, 19 bytes: not shown]',
+    });
+    // A directory has no diff of its own: both sides are empty, as for a file that is not there.
+    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src`)).body).toEqual({ original: '', modified: '' });
+  });
+
+  it('select-file: a directory is a 400 pointing to list-files, a large file is clipped with its size, binary content is a note', async () => {
+    const h = await harness();
+    const { id, sandboxId } = await conversationWithFiles(h);
+    const readFile = vi.spyOn(h.ports.runtime, 'readFile');
+    for (const file of ['src', '/workspace', '/']) {
+      const r = await h.call('GET', `/api/conversations/${id}/select-file?file=${encodeURIComponent(file)}`);
+      expect(r.status, file).toBe(400);
+      expect(errorCode(r.body)).toBe('PATH_IS_DIRECTORY');
+      expect(obj(r.body).message).toContain(`${file} in the workspace of conversation ${id} is a directory`);
+      expect(obj(r.body).message).toContain('/list-files');
+    }
+
+    // 2 MiB and a bit, with a 3-byte character across the 1 MiB cut: it is left out, not shown as U+FFFD.
+    const large = `${'x'.repeat(MIB - 1)}€${'y'.repeat(MIB)}`;
+    expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/large.txt', bytes(large))).isOk()).toBe(true);
+    const clipped = obj((await h.call('GET', `/api/conversations/${id}/select-file?file=large.txt`)).body).code;
+    expect(clipped).toBe(`${'x'.repeat(MIB - 1)}\n[… clipped: the first ${MIB} of ${MIB + 2 + MIB} bytes are shown]`);
+
+    expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/data.bin', new Uint8Array([1, 2, 0, 3]))).isOk()).toBe(true);
+    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=data.bin`)).body).toEqual({ code: '[binary file, 4 bytes: not shown]' });
+    // The runtime was asked for no more than the panel shows.
+    expect(readFile.mock.calls.map(([, path, options]) => [path, options])).toEqual([
+      ...['/workspace/src', '/workspace', '/'].map((path) => [path, { maxBytes: MIB }]),
+      ['/workspace/large.txt', { maxBytes: MIB }],
+      ['/workspace/data.bin', { maxBytes: MIB }],
+    ]);
+  });
+
+  it('select-file follows symbolic links in the sandbox; a dangling link or a loop is a 404', async () => {
+    const h = await harness();
+    const { id, sandboxId } = await conversationWithFiles(h);
+    const ln = async (target: string, link: string) => expect((await h.ports.runtime.exec(sandboxId, { command: ['ln', '-s', target, link] }))._unsafeUnwrap().exit_code).toBe(0);
+    await ln('app.ts', 'src/current.ts');
+    await ln('/workspace/src', 'source');
+    await ln('nowhere', 'dangling');
+    await ln('loop-b', 'loop-a');
+    await ln('loop-a', 'loop-b');
+    for (const file of ['src/current.ts', 'source/app.ts', 'source/current.ts']) {
+      expect((await h.call('GET', `/api/conversations/${id}/select-file?file=${file}`)).body, file).toEqual({ code: 'export const answer = 42;\n' });
+    }
+    for (const file of ['dangling', 'loop-a']) {
+      const r = await h.call('GET', `/api/conversations/${id}/select-file?file=${file}`);
+      expect(r.status, file).toBe(404);
+      expect(errorCode(r.body)).toBe('FILE_NOT_FOUND');
+    }
+    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=source`)).status).toBe(400);
+  });
+
+  it('list-files names entries outside the working directory absolutely, with one slash: / gives /workspace/, not //workspace/', async () => {
+    const h = await harness();
+    const { id } = await conversationWithFiles(h);
+    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/`)).body).toEqual(['/workspace/']);
+    expect([...arr((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace/src`)).body)].sort()).toEqual(['src/app.ts', 'src/new.ts']);
+    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace`)).body).toEqual(expect.arrayContaining(['README.md', 'src/']));
   });
 
   it('trajectory is the V0 form of the whole log; microagents, web-hosts and vscode-url answer cleanly', async () => {

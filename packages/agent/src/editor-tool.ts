@@ -2,6 +2,7 @@ import { resolveSandboxPath, type LlmToolDefinition } from '@acs/core/ports';
 import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 
+/** The largest file the editor reads (and so the most of a file it holds in memory). */
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** The most characters a view returns; the model is told how to see the rest. */
 export const MAX_VIEW_CHARS = 16_000;
@@ -34,18 +35,20 @@ const clipView = (text: string, path: string): string =>
 type Loaded = { ok: true; text: string } | { ok: false; outcome: ToolOutcome; missing: boolean };
 
 async function load(context: ToolContext, path: string): Promise<Loaded> {
-  const bytes = await context.runtime.readFile(context.sandboxId, path);
-  if (bytes.isErr()) {
-    if (bytes.error.type === 'not_found') {
+  // No more than the editor handles is read: a larger file (even of gigabytes) costs the server nothing.
+  const read = await context.runtime.readFile(context.sandboxId, path, { maxBytes: MAX_FILE_BYTES });
+  if (read.isErr()) {
+    if (read.error.type === 'not_found') {
       return { ok: false, missing: true, outcome: failure(`${path} does not exist.`) };
     }
-    return { ok: false, missing: false, outcome: runtimeFailure(`could not read ${path}`, bytes.error) };
+    if (read.error.type === 'is_directory') return { ok: false, missing: false, outcome: failure(`${path} is a directory; view it to see its files.`) };
+    return { ok: false, missing: false, outcome: runtimeFailure(`could not read ${path}`, read.error) };
   }
-  if (bytes.value.length > MAX_FILE_BYTES) {
-    return { ok: false, missing: false, outcome: failure(`${path} is ${bytes.value.length} bytes, more than the editor handles (${MAX_FILE_BYTES}); use execute_bash (sed, head, grep).`) };
+  if (read.value.truncated) {
+    return { ok: false, missing: false, outcome: failure(`${path} is ${read.value.size} bytes, more than the editor handles (${MAX_FILE_BYTES}); use execute_bash (sed, head, grep).`) };
   }
   try {
-    const text = decoder.decode(bytes.value);
+    const text = decoder.decode(read.value.bytes);
     if (text.includes('\u0000')) throw new Error('binary');
     return { ok: true, text };
   } catch {

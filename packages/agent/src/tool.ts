@@ -59,5 +59,6 @@ export const failure = (content: string, extra: Partial<ToolOutcome> = {}): Tool
 
 /** A runtime error as the tool's result; the engine stops the agent if the sandbox turns out to be gone. */
 export function runtimeFailure(what: string, error: SandboxRuntimeError): ToolOutcome {
-  return failure(`${what}: ${error.message}`, error.type === 'failed' ? {} : { sandboxFailure: error });
+  // Only an engine that is down or a sandbox that is gone is the sandbox's failure; a bad path is the call's.
+  return failure(`${what}: ${error.message}`, error.type === 'failed' || error.type === 'is_directory' ? {} : { sandboxFailure: error });
 }

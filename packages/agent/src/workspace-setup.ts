@@ -162,7 +162,11 @@ const gitReason = (stderr: string): string => {
   return (fatal.length > 0 ? fatal : lines).slice(-2).join(' ').slice(0, 500) || 'git gave no reason';
 };
 
-const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+/** A cut-off last character is left out rather than shown as U+FFFD (`stream: true` keeps it back). */
+const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes, { stream: true });
+
+/** The most of one guidance file read: far more than the prompt keeps (MAX_GUIDANCE_FILE_CHARS), far less than a file may be. */
+const MAX_GUIDANCE_FILE_BYTES = 1024 * 1024;
 
 /** Runs the whole preparation. Every message it returns or reports has the token masked. */
 export async function prepareRepository(input: PrepareRepositoryInput): Promise<PrepareRepositoryResult> {
@@ -269,7 +273,8 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
       });
 
       // The repository's own setup, from the repository root (where the script expects to be).
-      const script = await runtime.readFile(sandboxId, `${dir}/.openhands/setup.sh`);
+      // Only whether it is there matters (bash reads it): none of its content is fetched.
+      const script = await runtime.readFile(sandboxId, `${dir}/.openhands/setup.sh`, { maxBytes: 0 });
       if (script.isOk()) {
         await input.onStep?.('RUNNING_SETUP_SCRIPT');
         const timeoutMs = options.setupScriptTimeoutMs ?? DEFAULT_SETUP_SCRIPT_TIMEOUT_MS;
@@ -303,8 +308,8 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
 /** Reads the repository's guidance files (missing ones are simply absent). */
 async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: string): Promise<RepositoryGuidance> {
   const read = async (path: string): Promise<string | null> => {
-    const bytes = await runtime.readFile(sandboxId, `${dir}/${path}`);
-    return bytes.isOk() ? decode(bytes.value) : null;
+    const read = await runtime.readFile(sandboxId, `${dir}/${path}`, { maxBytes: MAX_GUIDANCE_FILE_BYTES });
+    return read.isOk() ? decode(read.value.bytes) : null;
   };
   const instructions: GuidanceFile[] = [];
   const knowledge: KnowledgeFile[] = [];

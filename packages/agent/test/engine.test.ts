@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import type { ConversationEvent, SettingsInput } from '@acs/core/schemas';
 import { sequentialIdGenerator } from '@acs/core/ports';
@@ -59,7 +59,7 @@ describe('agent engine: tools', () => {
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
     const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
     const file = await expectOk(runtime.readFile(sandboxId, `${WORKDIR}/hello.sh`));
-    expect(new TextDecoder().decode(file)).toBe('echo hello from the agent\n');
+    expect(new TextDecoder().decode(file.bytes)).toBe('echo hello from the agent\n');
     const [created, ran] = observations(events);
     expect(created).toMatchObject({ tool_name: 'str_replace_editor', is_error: false });
     expect(ran).toMatchObject({ tool_name: 'execute_bash', is_error: false, exit_code: 0 });
@@ -94,7 +94,26 @@ describe('agent engine: tools', () => {
     expect(results[6]).toMatchObject({ error: true, content: expect.stringContaining('already exists') });
     expect(results[7]).toMatchObject({ error: false, content: expect.stringContaining(`${WORKDIR}/app.py`) });
     const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
-    expect(new TextDecoder().decode(await expectOk(runtime.readFile(sandboxId, path)))).toBe('a = 1\nb = 20\nc = 3\n');
+    expect(new TextDecoder().decode((await expectOk(runtime.readFile(sandboxId, path))).bytes)).toBe('a = 1\nb = 20\nc = 3\n');
+  });
+
+  it('reads no more of a file than the editor handles, and says a directory is one', async () => {
+    const big = `${WORKDIR}/big.txt`;
+    const { service, runtime } = await setup({}, [
+      call('str_replace_editor', { command: 'create', path: big, file_text: 'x'.repeat(10 * 1024 * 1024 + 1) }),
+      call('str_replace_editor', { command: 'view', path: big }),
+      call('str_replace_editor', { command: 'create', path: `${WORKDIR}/src/app.py`, file_text: 'pass\n' }),
+      call('str_replace_editor', { command: 'str_replace', path: `${WORKDIR}/src`, old_str: 'pass', new_str: 'run()' }),
+      call('finish', { message: 'ok' }),
+    ]);
+    const readFile = vi.spyOn(runtime, 'readFile');
+    const id = await converse(service);
+    const results = observations(await eventsOf(service, id)).map((o) => (o.kind === 'observation' ? { error: o.is_error, content: o.content } : null));
+    expect(results[1]).toEqual({ error: true, content: expect.stringContaining(`${big} is 10485761 bytes, more than the editor handles (10485760)`) });
+    expect(results[3]).toEqual({ error: true, content: expect.stringContaining(`${WORKDIR}/src is a directory`) });
+    expect(readFile.mock.calls.map(([, path, options]) => [path, options])).toEqual(
+      [big, big, `${WORKDIR}/src/app.py`, `${WORKDIR}/src`].map((path) => [path, { maxBytes: 10 * 1024 * 1024 }]),
+    );
   });
 
   it('sends invalid tool calls back to the model as error observations and goes on', async () => {

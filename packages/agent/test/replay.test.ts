@@ -205,7 +205,7 @@ async function service(ports: Ports, settings: SettingsInput | null = LLM, turns
 async function fileOf(svc: AgentConversationService, ports: Ports, id: string, path: string): Promise<string | null> {
   const sandboxId = (await conversationOf(svc, id)).record.sandbox_id!;
   const bytes = await ports.runtime.readFile(sandboxId, path);
-  return bytes.isOk() ? new TextDecoder().decode(bytes.value) : null;
+  return bytes.isOk() ? new TextDecoder().decode(bytes.value.bytes) : null;
 }
 
 const kinds = (events: ConversationEvent[]) =>

@@ -30,6 +30,7 @@ export type DomainError =
   | { readonly type: 'ConversationNotRunning'; readonly conversationId: string; readonly status: string }
   | { readonly type: 'SecretNameTaken'; readonly name: string }
   | { readonly type: 'WorkspaceFileNotFound'; readonly conversationId: string; readonly path: string }
+  | { readonly type: 'WorkspacePathIsDirectory'; readonly conversationId: string; readonly path: string }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -75,6 +76,7 @@ export const DOMAIN_ERROR_CODES = {
   ConversationNotRunning: ['CONVERSATION_NOT_RUNNING'],
   SecretNameTaken: ['SECRET_NAME_TAKEN'],
   WorkspaceFileNotFound: ['FILE_NOT_FOUND'],
+  WorkspacePathIsDirectory: ['PATH_IS_DIRECTORY'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -96,6 +98,8 @@ export interface ErrorHints {
   storeSettings?: string;
   /** Where the sandbox specs are listed. */
   listSandboxSpecs?: string;
+  /** Where a directory of a conversation's workspace is listed. */
+  listFiles?: string;
 }
 
 /**
@@ -181,6 +185,10 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
     .with({ type: 'WorkspaceFileNotFound' }, (e) => ({
       code: 'FILE_NOT_FOUND' as const,
       message: `There is no file ${e.path} in the workspace of conversation ${e.conversationId}.`,
+    }))
+    .with({ type: 'WorkspacePathIsDirectory' }, (e) => ({
+      code: 'PATH_IS_DIRECTORY' as const,
+      message: `${e.path} in the workspace of conversation ${e.conversationId} is a directory, not a file; list its entries${via(hints.listFiles) || ' instead'}.`,
     }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',

@@ -21,7 +21,15 @@ export type * from './sandbox/runtime.js';
 export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';
 // For runtimes that play bash rather than run it (test doubles): what the persistent shell types, and what it reads back.
 export { parseShellLine, shellMarker, type ShellLine } from './sandbox/shell-protocol.js';
-export { resolveSandboxPath, unavailableSandboxRuntime } from './sandbox/runtime.js';
+export {
+  clippedOutputNote,
+  DEFAULT_EXEC_MAX_OUTPUT_BYTES,
+  DEFAULT_READ_FILE_MAX_BYTES,
+  MAX_SYMLINK_HOPS,
+  resolveSandboxPath,
+  splitClippedOutput,
+  unavailableSandboxRuntime,
+} from './sandbox/runtime.js';
 export { createSandboxRuntimePool, type PooledRuntime } from './sandbox/runtime-pool.js';
 export { DEFAULT_MAX_UNHEARD_BYTES, ProcessOutputChannel } from './sandbox/process-output.js';
 export type * from './llm/client.js';

@@ -251,6 +251,7 @@ describe('explainDomainError', () => {
     ConversationNotRunning: { type: 'ConversationNotRunning', conversationId: 'conv-123', status: 'STOPPED' },
     SecretNameTaken: { type: 'SecretNameTaken', name: 'DEPLOY_TOKEN' },
     WorkspaceFileNotFound: { type: 'WorkspaceFileNotFound', conversationId: 'conv-123', path: 'src/missing.ts' },
+    WorkspacePathIsDirectory: { type: 'WorkspacePathIsDirectory', conversationId: 'conv-123', path: 'src' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -273,6 +274,7 @@ describe('explainDomainError', () => {
     ConversationNotRunning: { code: 'CONVERSATION_NOT_RUNNING', mentions: ['conv-123', 'STOPPED'] },
     SecretNameTaken: { code: 'SECRET_NAME_TAKEN', mentions: ['DEPLOY_TOKEN', 'already exists'] },
     WorkspaceFileNotFound: { code: 'FILE_NOT_FOUND', mentions: ['src/missing.ts', 'conv-123'] },
+    WorkspacePathIsDirectory: { code: 'PATH_IS_DIRECTORY', mentions: ['src', 'conv-123', 'is a directory', 'list its entries'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

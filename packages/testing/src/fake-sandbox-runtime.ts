@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { resolveSandboxPath, type DirectoryEntry, type ExecRequest, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { fakeBash, isInteractiveBash } from './fake-bash.js';
@@ -12,6 +12,8 @@ export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | '
 
 interface FakeSandbox {
   files: Map<string, Uint8Array>;
+  /** Symbolic links (`ln -s`): the link's path → its target as written. */
+  links: Map<string, string>;
   created_at: string;
   state: RuntimeObservation['state'];
   detail: string | null;
@@ -31,8 +33,9 @@ export interface FakeSandboxRuntimeOptions {
    */
   inspectionsUntilRunning?: number;
   /**
-   * Answer `git`, `chmod`, `mkdir` and `rm -f` with a minimal emulation (fake-git.ts) so conversations
-   * with a repository start. Handlers registered with onExec win over it. Default true.
+   * Answer `git`, `chmod`, `mkdir`, `rm -f` and `ln -s` with a minimal emulation (git: fake-git.ts)
+   * so conversations with a repository start and tests can make symbolic links. Handlers
+   * registered with onExec win over it. Default true.
    */
   fakeGit?: boolean;
 }
@@ -65,11 +68,15 @@ export class FakeSandboxRuntime implements SandboxRuntime {
         { matches: (argv) => argv[0] === 'chmod' || argv[0] === 'mkdir', handle: () => ({ exit_code: 0 }) },
         {
           matches: (argv) => argv[0] === 'rm' && argv[1] === '-f',
-          handle: (request, { files }) => {
-            for (const path of request.command.slice(2)) files.delete(path);
+          handle: (request, { sandboxId, files }) => {
+            for (const path of request.command.slice(2)) {
+              files.delete(path);
+              this.#sandboxes.get(sandboxId)?.links.delete(path);
+            }
             return { exit_code: 0 };
           },
         },
+        { matches: (argv) => argv[0] === 'ln', handle: (request, { sandboxId, cwd }) => this.#symlink(sandboxId, cwd, request.command.slice(1)) },
       );
     }
   }
@@ -165,6 +172,7 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     return this.#call('create', request.sandbox_id, () => {
       const box: FakeSandbox = {
         files: new Map(),
+        links: new Map(),
         created_at: new Date().toISOString(),
         state: 'starting',
         detail: null,
@@ -242,25 +250,42 @@ export class FakeSandboxRuntime implements SandboxRuntime {
           abort.abort();
           return { exit_code: null, stdout: '', stderr: '', timed_out: true, duration_ms: Date.now() - started };
         }
-        return { exit_code: outcome.exit_code ?? 0, stdout: outcome.stdout ?? '', stderr: outcome.stderr ?? '', timed_out: false, duration_ms: Date.now() - started };
+        const keep = Math.max(0, Math.floor(request.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES));
+        return {
+          exit_code: outcome.exit_code ?? 0,
+          stdout: clipOutput(outcome.stdout ?? '', keep),
+          stderr: clipOutput(outcome.stderr ?? '', keep),
+          timed_out: false,
+          duration_ms: Date.now() - started,
+        };
       });
     }).andThen((pending) => ResultAsync.fromSafePromise(pending));
   }
 
-  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError> {
+  /** Follows symbolic links made with `ln -s` (in any part of the path) as the port asks; a directory is a path some file or link lies under. */
+  readFile(sandboxId: string, path: string, options: ReadFileOptions = {}): ResultAsync<FileContent, SandboxRuntimeError> {
     return this.#call('readFile', sandboxId, () => {
       const box = this.#running(sandboxId);
-      const resolved = this.#path(box, path);
+      const asked = this.#path(box, path);
+      const resolved = followLinks(box.links, asked);
+      if (resolved === null) throw new FakeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
       const content = box.files.get(resolved);
-      if (!content) throw new FakeFailure(`${resolved}: no such file`, 'not_found');
-      return new Uint8Array(content);
+      if (!content) {
+        if (this.#isDirectory(box, resolved)) throw new FakeFailure(`${asked} is a directory`, 'is_directory');
+        throw new FakeFailure(resolved === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${resolved}, which does not exist`, 'not_found');
+      }
+      const bytes = content.slice(0, Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES)));
+      return { bytes, size: content.length, truncated: content.length > bytes.length };
     });
   }
 
+  /** A file written where a link was replaces the link (as unpacking an archive does). */
   writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError> {
     return this.#call('writeFile', sandboxId, () => {
       const box = this.#running(sandboxId);
-      box.files.set(this.#path(box, path), new Uint8Array(content));
+      const resolved = this.#path(box, path);
+      box.links.delete(resolved);
+      box.files.set(resolved, new Uint8Array(content));
     });
   }
 
@@ -276,6 +301,12 @@ export class FakeSandboxRuntime implements SandboxRuntime {
         const [name, ...rest] = file.slice(prefix.length).split('/');
         if (!name) continue;
         entries.set(name, { name, path: `${prefix}${name}`, type: rest.length > 0 ? 'directory' : 'file', size: rest.length > 0 ? 0 : content.length });
+      }
+      for (const [link, target] of box.links) {
+        if (!link.startsWith(prefix)) continue;
+        const [name, ...rest] = link.slice(prefix.length).split('/');
+        if (!name || entries.has(name)) continue;
+        entries.set(name, { name, path: `${prefix}${name}`, type: rest.length > 0 ? 'directory' : 'symlink', size: rest.length > 0 ? 0 : Buffer.byteLength(target) });
       }
       if (entries.size === 0 && dir !== box.request.spec.working_dir && dir !== '/') throw new FakeFailure(`${dir}: no such directory`, 'not_found');
       return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -312,6 +343,28 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   /** The bash the persistent shell spawns, played over the exec handlers (fake-bash.ts). */
   #fakeBash(box: FakeSandbox): FakeSpawnHandler {
     return fakeBash({ workingDir: box.request.spec.working_dir, handlerFor: (argv) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null });
+  }
+
+  /** `ln -s [-f] TARGET LINK`: the one form the fake plays (the target is kept as written, as ln does). */
+  #symlink(sandboxId: string, cwd: string, args: readonly string[]): { exit_code: number; stderr?: string } {
+    const box = this.#sandboxes.get(sandboxId);
+    const flags = args.filter((a) => a.startsWith('-')).join('');
+    const [target, link, ...extra] = args.filter((a) => !a.startsWith('-'));
+    if (!box || !flags.includes('s') || target === undefined || link === undefined || extra.length > 0) {
+      return { exit_code: 1, stderr: 'fake runtime: ln plays only `ln -s [-f] TARGET LINK`\n' };
+    }
+    const path = resolveSandboxPath(cwd, link);
+    if (!path) return { exit_code: 1, stderr: `ln: invalid path '${link}'\n` };
+    if (!flags.includes('f') && (box.files.has(path) || box.links.has(path))) return { exit_code: 1, stderr: `ln: failed to create symbolic link '${link}': File exists\n` };
+    box.files.delete(path);
+    box.links.set(path, target);
+    return { exit_code: 0 };
+  }
+
+  #isDirectory(box: FakeSandbox, path: string): boolean {
+    if (path === '/' || path === box.request.spec.working_dir) return true;
+    const under = `${path}/`;
+    return [...box.files.keys(), ...box.links.keys()].some((p) => p.startsWith(under));
   }
 
   #running(sandboxId: string): FakeSandbox {
@@ -361,6 +414,30 @@ function argvMatcher(match: string | RegExp | ArgvMatcher): ArgvMatcher {
   if (typeof match === 'string') return (argv) => argv[0] === match;
   if (match instanceof RegExp) return (argv) => match.test(argv.join(' '));
   return match;
+}
+
+/** Keeps at most `keep` bytes of an output stream, ending a cut one with the port's note. */
+function clipOutput(text: string, keep: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length <= keep ? text : `${bytes.subarray(0, keep).toString('utf8')}${clippedOutputNote(bytes.length - keep)}`;
+}
+
+/**
+ * A path with the symbolic links in any of its parts followed (each target resolved against its
+ * link's directory), or null after more than MAX_SYMLINK_HOPS links (a loop).
+ */
+function followLinks(links: ReadonlyMap<string, string>, path: string): string | null {
+  let current = path;
+  for (let hops = 0; ; hops++) {
+    const parts = current.split('/').filter(Boolean);
+    const at = parts.findIndex((_, i) => links.has(`/${parts.slice(0, i + 1).join('/')}`));
+    if (at === -1) return current;
+    if (hops === MAX_SYMLINK_HOPS) return null;
+    const target = links.get(`/${parts.slice(0, at + 1).join('/')}`)!;
+    const resolved = resolveSandboxPath(`/${parts.slice(0, at).join('/')}`, target) ?? '/';
+    const rest = parts.slice(at + 1).join('/');
+    current = rest === '' ? resolved : `${resolved === '/' ? '' : resolved}/${rest}`;
+  }
 }
 
 function endProcesses(box: FakeSandbox): void {

@@ -121,7 +121,7 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
     expect(result.output.endsWith('19999\n20000\n')).toBe(true);
     expect(result.spilled_to).toMatch(/^\/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log$/);
     expect(result.output).toMatch(/\n\[… \d+ characters omitted; full output in \/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log …\]\n/);
-    const spilled = new TextDecoder().decode(await expectOk(runtime.readFile('box', result.spilled_to as string)));
+    const spilled = new TextDecoder().decode((await expectOk(runtime.readFile('box', result.spilled_to as string))).bytes);
     expect(spilled).toBe(`${lines.join('\n')}\n`);
   });
 

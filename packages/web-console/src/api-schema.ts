@@ -2685,7 +2685,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, PATH_IS_DIRECTORY. */
             400: {
                 headers: {
                     [name: string]: unknown;

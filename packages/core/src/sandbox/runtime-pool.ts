@@ -176,7 +176,7 @@ export function createSandboxRuntimePool(engines: readonly PooledRuntime[]): San
         () => okAsync(undefined),
       ),
     exec: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.exec(sandboxId, request)),
-    readFile: (sandboxId, path) => onHolder(sandboxId, (engine) => engine.runtime.readFile(sandboxId, path)),
+    readFile: (sandboxId, path, options) => onHolder(sandboxId, (engine) => engine.runtime.readFile(sandboxId, path, options)),
     writeFile: (sandboxId, path, content) => onHolder(sandboxId, (engine) => engine.runtime.writeFile(sandboxId, path, content)),
     listDirectory: (sandboxId, path) => onHolder(sandboxId, (engine) => engine.runtime.listDirectory(sandboxId, path)),
     spawn: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.spawn(sandboxId, request)),

@@ -38,6 +38,51 @@ export interface ExecRequest {
   env?: Readonly<Record<string, string>>;
   /** After this the command's whole process group is killed. Default 120 s. */
   timeoutMs?: number;
+  /**
+   * The most bytes of stdout, and as many of stderr, the result keeps (default
+   * DEFAULT_EXEC_MAX_OUTPUT_BYTES, 16 MiB). What a command writes beyond that is read and dropped,
+   * so the command runs to its end and the caller holds no more than this; a stream that was cut
+   * ends with `clippedOutputNote(dropped)` (`splitClippedOutput` takes it off again).
+   */
+  maxOutputBytes?: number;
+}
+
+/** How much of each output stream `exec` keeps when the request does not say. */
+export const DEFAULT_EXEC_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/** What ends an exec output stream that was cut at `maxOutputBytes`: every runtime writes exactly this. */
+export const clippedOutputNote = (droppedBytes: number): string => `\n[… ${droppedBytes} more bytes not kept]`;
+
+/** An exec output stream without the note a cut left at its end, and how many bytes were dropped (0 when it was whole). */
+export function splitClippedOutput(output: string): { text: string; droppedBytes: number } {
+  const note = /\n\[… (\d+) more bytes not kept\]$/.exec(output);
+  return note ? { text: output.slice(0, note.index), droppedBytes: Number(note[1]) } : { text: output, droppedBytes: 0 };
+}
+
+/** What `readFile` may be told. */
+export interface ReadFileOptions {
+  /**
+   * The most bytes of the file's content to return (default DEFAULT_READ_FILE_MAX_BYTES, 16 MiB;
+   * 0 returns none, only the size). A runtime holds no more than this of the file in memory,
+   * however large the file is: it stops reading there.
+   */
+  maxBytes?: number;
+}
+
+/** How much of a file `readFile` returns when the caller does not say: no caller buffers a file of any size by accident. */
+export const DEFAULT_READ_FILE_MAX_BYTES = 16 * 1024 * 1024;
+
+/** How many symbolic links, one after another, `readFile` follows before it takes the path for a loop. */
+export const MAX_SYMLINK_HOPS = 8;
+
+/** A file as `readFile` read it: its first bytes and its whole size. */
+export interface FileContent {
+  /** The file's first `min(size, maxBytes)` bytes. */
+  bytes: Uint8Array;
+  /** The whole file's size in bytes. */
+  size: number;
+  /** `bytes` holds less than the whole file (`size > bytes.length`). */
+  truncated: boolean;
 }
 
 export interface ExecResult {
@@ -134,8 +179,16 @@ export interface SandboxRuntime {
   delete(sandboxId: string): ResultAsync<void, SandboxRuntimeError>;
   /** Runs a command in a running sandbox; stdout and stderr are kept apart. */
   exec(sandboxId: string, request: ExecRequest): ResultAsync<ExecResult, SandboxRuntimeError>;
-  /** The bytes of a file (absolute path, or relative to the working directory). */
-  readFile(sandboxId: string, path: string): ResultAsync<Uint8Array, SandboxRuntimeError>;
+  /**
+   * A regular file's first bytes, at most `options.maxBytes` (default 16 MiB), and its whole size
+   * (absolute path, or relative to the working directory). A runtime never reads more of the
+   * file than that into memory. Symbolic links are followed inside the sandbox, each target
+   * resolved against its link's directory, up to MAX_SYMLINK_HOPS links in a row. Fails
+   * `not_found` when the path does not exist or its links lead nowhere (dangling, or a loop),
+   * `is_directory` for a directory (list it instead), `failed` for anything else that is not a
+   * regular file (a device, a socket).
+   */
+  readFile(sandboxId: string, path: string, options?: ReadFileOptions): ResultAsync<FileContent, SandboxRuntimeError>;
   /** Writes bytes to a file, creating parent directories. */
   writeFile(sandboxId: string, path: string, content: Uint8Array): ResultAsync<void, SandboxRuntimeError>;
   /** The entries of a directory, sorted by name. */

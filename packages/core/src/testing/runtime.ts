@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
-import type { RuntimeObservation, SandboxProcess, SandboxRuntime } from '../sandbox/runtime.js';
+import { clippedOutputNote, DEFAULT_READ_FILE_MAX_BYTES, splitClippedOutput, type RuntimeObservation, type SandboxProcess, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxSpec } from '../sandbox/schema.js';
 import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
@@ -65,7 +65,11 @@ export async function waitUntil(condition: () => boolean, timeoutMs = 60_000): P
   while (!condition() && Date.now() < deadline) await sleep(10);
 }
 
-/** Contract every SandboxRuntime must meet: lifecycle, idempotence, unknown ids, and spawned processes. */
+/**
+ * Contract every SandboxRuntime must meet: lifecycle, idempotence, unknown ids, files (a read
+ * limit, directories, symbolic links), and spawned processes. The file cases make symbolic links
+ * with the argv `ln -s TARGET LINK` through exec: a fake must play it (FakeSandboxRuntime does).
+ */
 export function describeSandboxRuntimeContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
   const spec = options.spec ?? specFixture();
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
@@ -134,10 +138,12 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
         const bytes = new Uint8Array(256 * 4).map((_, i) => i % 256);
         await expectOk(runtime.writeFile(id, 'nested/deeper/all-bytes.bin', bytes));
-        expect(Buffer.from(await expectOk(runtime.readFile(id, `${spec.working_dir}/nested/deeper/all-bytes.bin`))).equals(Buffer.from(bytes))).toBe(true);
+        const read = await expectOk(runtime.readFile(id, `${spec.working_dir}/nested/deeper/all-bytes.bin`));
+        expect(Buffer.from(read.bytes).equals(Buffer.from(bytes))).toBe(true);
+        expect(read).toMatchObject({ size: bytes.length, truncated: false });
         await expectOk(runtime.writeFile(id, `${spec.working_dir}/nested/notes ü.txt`, new TextEncoder().encode('héllo\n')));
         await expectOk(runtime.writeFile(id, 'nested/notes ü.txt', new TextEncoder().encode('second')));
-        expect(new TextDecoder().decode(await expectOk(runtime.readFile(id, 'nested/./deeper/../notes ü.txt')))).toBe('second');
+        expect(new TextDecoder().decode((await expectOk(runtime.readFile(id, 'nested/./deeper/../notes ü.txt'))).bytes)).toBe('second');
         const listed = await expectOk(runtime.listDirectory(id, 'nested'));
         expect(listed.map((e) => [e.name, e.type])).toEqual([
           ['deeper', 'directory'],
@@ -151,6 +157,75 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       } finally {
         await runtime.delete(id);
       }
+    });
+
+    describe('reading files: a limit, directories, symbolic links (made with `ln -s TARGET LINK` through exec)', () => {
+      let runtime: SandboxRuntime;
+      let id: string;
+      const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+      const link = async (target: string, path: string) => expect(await expectOk(runtime.exec(id, { command: ['ln', '-s', target, path] }))).toMatchObject({ exit_code: 0 });
+      const failure = async (path: string) => {
+        const result = await runtime.readFile(id, path);
+        return result.isErr() ? result.error : `read ${result.isOk() ? result.value.size : 0} bytes`;
+      };
+
+      beforeAll(async () => {
+        runtime = await make();
+        id = nextId();
+        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
+        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+      });
+      afterAll(async () => {
+        await runtime.delete(id);
+      });
+
+      it('reads at most maxBytes of a file and says how large it is whole; 16 MiB when not told', async () => {
+        const bytes = new Uint8Array(100_000).map((_, i) => 32 + (i % 90));
+        await expectOk(runtime.writeFile(id, 'limit/hundred-k.txt', bytes));
+        const head = await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 1000 }));
+        expect(head).toMatchObject({ size: 100_000, truncated: true });
+        expect(Buffer.from(head.bytes).equals(Buffer.from(bytes.subarray(0, 1000)))).toBe(true);
+        expect(await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 0 }))).toMatchObject({ bytes: new Uint8Array(0), size: 100_000, truncated: true });
+        const whole = await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 100_000 }));
+        expect(whole).toMatchObject({ size: 100_000, truncated: false });
+        expect(whole.bytes.length).toBe(100_000);
+
+        const large = new Uint8Array(DEFAULT_READ_FILE_MAX_BYTES + 4096).fill(120);
+        await expectOk(runtime.writeFile(id, 'limit/large.bin', large));
+        const unasked = await expectOk(runtime.readFile(id, 'limit/large.bin'));
+        expect(unasked).toMatchObject({ size: large.length, truncated: true });
+        expect(unasked.bytes.length).toBe(DEFAULT_READ_FILE_MAX_BYTES);
+      });
+
+      it('refuses a directory as is_directory, saying so', async () => {
+        await expectOk(runtime.writeFile(id, 'a-dir/inner.txt', new TextEncoder().encode('inside')));
+        for (const path of ['a-dir', `${spec.working_dir}/a-dir/`, spec.working_dir, '/']) {
+          const error = await failure(path);
+          expect(error, path).toMatchObject({ type: 'is_directory' });
+          expect(typeof error === 'object' && error.message, path).toMatch(/directory/);
+        }
+      });
+
+      it('follows symbolic links inside the sandbox: relative to the link, absolute, chained, through a linked directory', async () => {
+        await expectOk(runtime.writeFile(id, 'links/target.txt', new TextEncoder().encode('linked')));
+        await link('target.txt', 'links/relative');
+        await link(`${spec.working_dir}/links/target.txt`, 'links/absolute');
+        await link('relative', 'links/chain');
+        await link('links', 'linked-dir');
+        for (const path of ['links/relative', 'links/absolute', 'links/chain', 'linked-dir/target.txt', 'linked-dir/chain']) {
+          const read = await expectOk(runtime.readFile(id, path));
+          expect({ path, text: text(read.bytes), size: read.size }).toEqual({ path, text: 'linked', size: 6 });
+        }
+        expect(await expectOk(runtime.readFile(id, 'links/chain', { maxBytes: 2 }))).toMatchObject({ size: 6, truncated: true, bytes: new TextEncoder().encode('li') });
+        expect(await failure('linked-dir')).toMatchObject({ type: 'is_directory' });
+      });
+
+      it('answers not_found for a dangling link and for a loop of links', async () => {
+        await link('nowhere', 'links/dangling');
+        await link('loop-b', 'links/loop-a');
+        await link('loop-a', 'links/loop-b');
+        for (const path of ['links/dangling', 'links/loop-a']) expect(await failure(path), path).toMatchObject({ type: 'not_found' });
+      });
     });
 
     it('refuses to pause or resume a sandbox it does not have, with a message', async () => {
@@ -357,7 +432,13 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
       await expectOk(runtime.writeFile(id, 'from-api.txt', new TextEncoder().encode('api')));
       expect((await bash('cat from-api.txt')).stdout).toBe('api');
       await bash('printf "\\x00\\x01\\xff" > from-cmd.bin');
-      expect([...(await expectOk(runtime.readFile(id, 'from-cmd.bin')))]).toEqual([0, 1, 255]);
+      expect([...(await expectOk(runtime.readFile(id, 'from-cmd.bin'))).bytes]).toEqual([0, 1, 255]);
+    });
+
+    it('keeps at most maxOutputBytes of stdout and of stderr, ending a cut stream with the port\'s note', async () => {
+      const result = await bash('head -c 5000 /dev/zero | tr "\\0" a; head -c 30 /dev/zero | tr "\\0" e >&2', { maxOutputBytes: 1000 });
+      expect(result).toMatchObject({ exit_code: 0, stdout: `${'a'.repeat(1000)}${clippedOutputNote(4000)}`, stderr: 'e'.repeat(30) });
+      expect(splitClippedOutput(result.stdout)).toEqual({ text: 'a'.repeat(1000), droppedBytes: 4000 });
     });
 
     it('freezes a paused sandbox and carries on after resume', async () => {
@@ -380,5 +461,5 @@ async function readWhenRunning(runtime: SandboxRuntime, id: string, path: string
   await expectOk(runtime.resume(id));
   const content = await expectOk(runtime.readFile(id, path));
   await expectOk(runtime.pause(id));
-  return content;
+  return content.bytes;
 }

@@ -203,7 +203,7 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       expect(result.output).toContain(`characters omitted; full output in ${result.spilled_to}`);
       const head = result.output.slice(0, result.output.indexOf('\n[…'));
       expect(head.split('\n').length).toBeGreaterThan(500);
-      const full = new TextDecoder().decode(await expectOk(runtime.readFile(id, result.spilled_to as string)));
+      const full = new TextDecoder().decode((await expectOk(runtime.readFile(id, result.spilled_to as string))).bytes);
       const lines = full.split('\n').filter(Boolean);
       expect(lines).toHaveLength(200_000);
       expect(lines.every((line, i) => line === String(i + 1))).toBe(true);

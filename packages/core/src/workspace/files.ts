@@ -3,14 +3,14 @@ import type { ConversationRecord } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { normalizeId } from '../ids.js';
-import { resolveSandboxPath, runtimeFailure, type SandboxRuntime } from '../sandbox/runtime.js';
+import { resolveSandboxPath, runtimeFailure, splitClippedOutput, type FileContent, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
 
 /** What each workspace operation can fail with (the compiler holds the implementation to it). */
 export const WorkspaceServiceErrors = {
   listFiles: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  readFile: ['ConversationNotFound', 'ConversationNotRunning', 'WorkspaceFileNotFound', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  readFile: ['ConversationNotFound', 'ConversationNotRunning', 'WorkspaceFileNotFound', 'WorkspacePathIsDirectory', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   gitChanges: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   gitDiff: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   describe: ['ConversationNotFound', 'StoreUnavailable'],
@@ -40,17 +40,31 @@ export interface WorkspaceDescription {
 
 /**
  * Looks into a running conversation's sandbox for a UI's panels: files, and the changes of its
- * repository. Everything goes through the runtime port (argv, never a shell line), inside the
- * conversation's own sandbox.
+ * repository. Everything goes through the runtime port as argv, inside the conversation's own
+ * sandbox; the one shell script (the HEAD side of a diff) is fixed, with the user's path as its
+ * argument, never in a shell line. At most 1 MiB of any file reaches the server.
  */
 export interface WorkspaceService {
-  /** The entries of a directory (relative to the working directory; default itself), directories with a trailing `/`. */
+  /**
+   * The entries of a directory (relative to the working directory; default itself), directories
+   * with a trailing `/`. Entries of a directory inside the working directory are relative to it
+   * (`src/app.ts`), of one outside it absolute (`/usr/bin/`, and `/bin/` for `/`).
+   */
   listFiles(userId: string, conversationId: string, path: string | null): ResultAsync<string[], WorkspaceServiceError<'listFiles'>>;
-  /** A file's text (invalid UTF-8 replaced), clipped at `maxBytes` (default 1 MiB) with a note. */
+  /**
+   * A file's text (invalid UTF-8 replaced): at most its first MiB is read, and a longer file's
+   * text ends with a note saying so and how large it is; binary content (a NUL byte in its first
+   * 8,000 bytes, git's test) is a one-line note instead. Links are followed in the sandbox; a
+   * directory is WorkspacePathIsDirectory.
+   */
   readFile(userId: string, conversationId: string, path: string): ResultAsync<string, WorkspaceServiceError<'readFile'>>;
   /** What changed in the working directory's git repository; empty when it is not one. */
   gitChanges(userId: string, conversationId: string): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
-  /** A file as committed (HEAD) and as it is now; '' for a side that does not exist. */
+  /**
+   * A file as committed (HEAD) and as it is now; '' for a side that does not exist (or is a
+   * directory). Each side is shown as `readFile` shows a file: its first MiB, with a note when
+   * there is more, or a note for binary content.
+   */
   gitDiff(userId: string, conversationId: string, path: string): ResultAsync<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>;
   describe(userId: string, conversationId: string): ResultAsync<WorkspaceDescription, WorkspaceServiceError<'describe'>>;
 }
@@ -61,7 +75,18 @@ export interface WorkspaceServiceDeps {
   runtime: SandboxRuntime;
 }
 
-const MAX_FILE_BYTES = 1024 * 1024;
+/** The most of a file a panel shows (and so the most the server reads of it). */
+const MAX_SHOWN_BYTES = 1024 * 1024;
+/** How much of a file's start is searched for a NUL byte to tell binary content (as git does). */
+const BINARY_PROBE_BYTES = 8000;
+/**
+ * Prints the size of the blob `$2` (`HEAD:<path>`) of the repository in `$1`, a newline, and at
+ * most `$3` bytes of it; fails when it is not a blob (no such file in HEAD, or a directory).
+ * `head` cuts the blob in the sandbox, so a file of gigabytes costs the server its first MiB,
+ * not a stream of gigabytes to throw away. The script is fixed and the path an argument: the
+ * shell parses nothing a user sent.
+ */
+const COMMITTED_BLOB_SCRIPT = 'set -e; [ "$(git -C "$1" cat-file -t "$2")" = blob ]; git -C "$1" cat-file -s "$2"; git -C "$1" cat-file blob "$2" | head -c "$3"';
 
 export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceService {
   const { conversations, sandboxes, runtime } = deps;
@@ -92,35 +117,44 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
   const git = (sandboxId: string, dir: string, args: readonly string[]) =>
     runtime.exec(sandboxId, { command: ['git', '-C', dir, ...args], timeoutMs: 30_000 }).mapErr(runtimeFailure(sandboxId, 'read the repository of'));
 
-  const decode = (bytes: Uint8Array) => {
-    const clipped = bytes.length > MAX_FILE_BYTES;
-    const text = new TextDecoder('utf-8', { fatal: false }).decode(clipped ? bytes.subarray(0, MAX_FILE_BYTES) : bytes);
-    return clipped ? `${text}\n[… ${bytes.length - MAX_FILE_BYTES} more bytes not shown]` : text;
-  };
+  const readShown = (sandboxId: string, path: string) => runtime.readFile(sandboxId, path, { maxBytes: MAX_SHOWN_BYTES }).map(showFile);
+
+  /** The HEAD side of a diff, as a panel shows it; '' when HEAD has no file there. */
+  const committed = (sandboxId: string, dir: string, relative: string) =>
+    runtime
+      .exec(sandboxId, {
+        command: ['sh', '-c', COMMITTED_BLOB_SCRIPT, 'sh', dir, `HEAD:${relative}`, String(MAX_SHOWN_BYTES)],
+        timeoutMs: 30_000,
+        // The script cuts the blob in the sandbox; this holds even a sandbox whose `head` does not.
+        maxOutputBytes: MAX_SHOWN_BYTES + 32,
+      })
+      .mapErr(runtimeFailure(sandboxId, 'read the repository of'))
+      .map((result) => {
+        const newline = result.stdout.indexOf('\n');
+        const size = Number(result.stdout.slice(0, newline));
+        return result.exit_code === 0 && newline > 0 && Number.isSafeInteger(size) ? showOutput(result.stdout.slice(newline + 1), size) : '';
+      });
 
   return {
     listFiles: (userId, id, path) =>
       running(userId, id).andThen(({ box, dir }) => {
         const target = resolveSandboxPath(dir, path ?? '.') ?? dir;
+        const prefix = entryPrefix(dir, target);
         return runtime
           .listDirectory(box.id, target)
-          .map((entries) =>
-            entries.map((e) => {
-              const relative = target === dir ? e.name : `${target.startsWith(`${dir}/`) ? target.slice(dir.length + 1) : target}/${e.name}`;
-              return e.type === 'directory' ? `${relative}/` : relative;
-            }),
-          )
+          .map((entries) => entries.map((e) => (e.type === 'directory' ? `${prefix}${e.name}/` : `${prefix}${e.name}`)))
           .orElse((e) => (e.type === 'not_found' ? okAsync<string[], never>([]) : errAsync(runtimeFailure(box.id, 'list files in')(e))));
       }),
 
     readFile: (userId, id, path) =>
       running(userId, id).andThen(({ record, box, dir }) =>
-        runtime
-          .readFile(box.id, resolveSandboxPath(dir, path) ?? path)
-          .map(decode)
-          .mapErr((e): WorkspaceServiceError<'readFile'> =>
-            e.type === 'not_found' ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path } : runtimeFailure(box.id, 'read a file of')(e),
-          ),
+        readShown(box.id, resolveSandboxPath(dir, path) ?? path).mapErr((e): WorkspaceServiceError<'readFile'> =>
+          e.type === 'not_found'
+            ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path }
+            : e.type === 'is_directory'
+              ? { type: 'WorkspacePathIsDirectory', conversationId: record.id, path }
+              : runtimeFailure(box.id, 'read a file of')(e),
+        ),
       ),
 
     gitChanges: (userId, id) =>
@@ -132,11 +166,10 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
       running(userId, id).andThen(({ box, dir }) => {
         const relative = path.startsWith(`${dir}/`) ? path.slice(dir.length + 1) : path.replace(/^\/+/, '');
         return ResultAsync.combine([
-          git(box.id, dir, ['show', `HEAD:${relative}`]).map((r) => (r.exit_code === 0 ? r.stdout : '')),
-          runtime
-            .readFile(box.id, resolveSandboxPath(dir, relative) ?? relative)
-            .map(decode)
-            .orElse((e) => (e.type === 'not_found' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)))),
+          committed(box.id, dir, relative),
+          readShown(box.id, resolveSandboxPath(dir, relative) ?? relative).orElse((e) =>
+            e.type === 'not_found' || e.type === 'is_directory' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)),
+          ),
         ] as const).map(([original, modified]) => ({ original, modified }));
       }),
 
@@ -161,6 +194,37 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
       ),
   };
 }
+
+/**
+ * What an entry of `target` is named by in a listing of the working directory `dir`: relative to
+ * it for what lies inside it, absolute otherwise (a plain join made `//bin` of `/`).
+ */
+function entryPrefix(dir: string, target: string): string {
+  if (target === dir) return '';
+  const inside = dir === '/' ? '/' : `${dir}/`;
+  if (target.startsWith(inside)) return `${target.slice(inside.length)}/`;
+  return target === '/' ? '/' : `${target}/`;
+}
+
+/** A file's first bytes as a panel shows them (see WorkspaceService.readFile). */
+function showFile(content: FileContent): string {
+  if (content.bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) return binaryNote(content.size);
+  // `stream: true` keeps back a character the cut split, rather than showing U+FFFD for it.
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(content.bytes, { stream: content.truncated });
+  return content.truncated ? `${text}${clippedNote(content.bytes.length, content.size)}` : text;
+}
+
+/** The first bytes of a file of `size` bytes, as exec returned them (at most MAX_SHOWN_BYTES, perhaps with the runtime's cut note), as a panel shows them. */
+function showOutput(output: string, size: number): string {
+  const { text, droppedBytes } = splitClippedOutput(output);
+  if (text.slice(0, BINARY_PROBE_BYTES).includes('\0')) return binaryNote(size);
+  if (droppedBytes === 0 && size <= MAX_SHOWN_BYTES) return text;
+  // A character the cut split was decoded as U+FFFD: left out, as showFile leaves it out.
+  return `${text.replace(/\uFFFD$/, '')}${clippedNote(Math.min(size, MAX_SHOWN_BYTES), size)}`;
+}
+
+const binaryNote = (size: number) => `[binary file, ${size} bytes: not shown]`;
+const clippedNote = (shown: number, size: number) => `\n[… clipped: the first ${shown} of ${size} bytes are shown]`;
 
 /** `git status --porcelain=v1 -z` → changes (a rename's entry is followed by its old path, which is skipped). */
 function parseStatus(output: string): GitChange[] {
