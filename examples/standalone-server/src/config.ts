@@ -17,6 +17,8 @@ export interface StandaloneConfig {
   extraModels: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   allowClientConversationIds: boolean;
+  /** ACS_TRUST_PROXY: believe X-Forwarded-Proto/-Host (the server is behind a proxy that sets them). */
+  trustProxy: boolean;
   /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
   storage: { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
   /** Absolute; holds the PGlite database and the generated secret key. */
@@ -83,6 +85,7 @@ const EnvSchema = z.object({
   ACS_API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_STORAGE: z.enum(['pglite', 'postgres', 'memory']).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string').optional(),
   DATA_DIR: z.string().default('./data'),
@@ -185,5 +188,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     extraModels: (e.ACS_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     logLevel: e.LOG_LEVEL,
     allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
+    trustProxy: e.ACS_TRUST_PROXY === 'true' || e.ACS_TRUST_PROXY === '1',
   };
 }

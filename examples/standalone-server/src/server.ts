@@ -128,6 +128,7 @@ export async function createStandaloneServer(
       logger,
       shutdownSignal: streams.signal,
       models: () => models,
+      trustProxy: config.trustProxy,
       ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
     });
     app.use(router);

@@ -3,7 +3,10 @@
  * sign-in with ?key=, the cookie it gets, and a small page of our own (served with
  * ACS_UI_DIR) that speaks both realtime channels with the session cookie alone, as a web UI does.
  */
+import { once } from 'node:events';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,6 +16,8 @@ import { scriptedCompletion, marker, startFakeOpenAi, toolCall, type FakeOpenAi 
 import { body, call, startServer, waitFor, type Running } from './process.js';
 
 const KEY = 'browser-test-key-0123456789abcdef';
+/** The key of another user: the attacker's, in the sign-in CSRF test. */
+const ATTACKER_KEY = 'browser-attacker-key-0123456789ab';
 const SCREENSHOTS = process.env.ACS_SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'acs-browser-shots-'));
 
 /** The test page: opens the V0 socket.io channel and the V1 event socket for ?conversation=, lists what arrives, sends messages. */
@@ -57,7 +62,7 @@ beforeAll(async () => {
   writeFileSync(join(ui, 'index.html'), PAGE);
   const require = createRequire(import.meta.url);
   copyFileSync(join(dirname(require.resolve('socket.io-client/package.json')), 'dist', 'socket.io.min.js'), join(ui, 'socket.io.min.js'));
-  server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake', ACS_UI_DIR: ui }, { lifetime: 'file' });
+  server = await startServer({ SESSION_API_KEY: KEY, ACS_API_KEYS: `mallory:${ATTACKER_KEY}`, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake', ACS_UI_DIR: ui }, { lifetime: 'file' });
   await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/scripted-model', llm_api_key: 'sk-browser', llm_base_url: llm.baseUrl }));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
@@ -127,6 +132,55 @@ describe('the browser', () => {
       await page.screenshot({ path: join(SCREENSHOTS, 'signed-out.png'), fullPage: true });
     } finally {
       await context.close();
+    }
+  });
+
+  it('another site cannot sign the browser in to its account: its link asks first, it cannot frame the question, and the session stays', async () => {
+    const link = `${server.url}/console/?key=${ATTACKER_KEY}`;
+    // The attacker's site: another origin (another port of this host), a page that sends the victim to the link, and one that frames it.
+    const attacker = createServer((req, res) => {
+      res.setHeader('Content-Type', 'text/html');
+      if (req.url === '/frame') res.end(`<!doctype html><title>framing</title><iframe id="f" src="${link}" width="600" height="300"></iframe>`);
+      else res.end(`<!doctype html><title>win a prize</title><script>location.href = ${JSON.stringify(link)};</script>`);
+    });
+    attacker.listen(0, '127.0.0.1');
+    await once(attacker, 'listening');
+    const evil = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      // The victim is signed in as themselves.
+      await page.goto(`${server.url}/console/?key=${KEY}`);
+      const [mine] = await context.cookies();
+      expect(mine?.name).toBe('acs_session');
+
+      // The attacker's page sends the browser to its sign-in link: a question, not a switch.
+      await page.goto(`${evil}/`);
+      await page.waitForURL((url) => url.href.startsWith(server.url));
+      await expect.poll(() => page.locator('h1').textContent()).toBe('Sign in as mallory?');
+      expect(await page.locator('body').textContent()).toContain('This browser is signed in as default.');
+      await page.screenshot({ path: join(SCREENSHOTS, 'sign-in-asked.png'), fullPage: true });
+      expect(await context.cookies()).toEqual([mine]);
+
+      // Framed on the attacker's page, the question does not even load (so no click can be stolen).
+      await page.goto(`${evil}/frame`);
+      const frame = page.frameLocator('#f');
+      await page.waitForTimeout(500);
+      expect(await frame.locator('button').count()).toBe(0);
+      expect(await frame.locator('body').textContent()).not.toContain('Sign in as mallory');
+      await page.screenshot({ path: join(SCREENSHOTS, 'sign-in-framed.png'), fullPage: true });
+      expect(await context.cookies()).toEqual([mine]);
+
+      // The victim declines: still themselves, the key gone from the address.
+      await page.goto(link);
+      await page.click('text=Stay signed in as default');
+      await page.waitForURL(`${server.url}/console/`);
+      expect(await context.cookies()).toEqual([mine]);
+      const who = await page.evaluate(async () => (await fetch('/api/settings')).status);
+      expect(who).toBe(200);
+    } finally {
+      await context.close();
+      attacker.close();
     }
   });
 });

@@ -106,7 +106,7 @@ async function executionStatus(id: string, key = KEY_A): Promise<string | null> 
 
 /** Signs a browser in with ?key= and returns its session cookie (`name=value`). */
 async function signIn(key: string): Promise<{ cookie: string; setCookie: string; location: string | null }> {
-  const response = await fetch(`${server.url}/conversations/abc?key=${encodeURIComponent(key)}&tab=terminal`, { redirect: 'manual' });
+  const response = await fetch(`${server.url}/conversations/abc?key=${encodeURIComponent(key)}&tab=terminal`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
   expect(response.status).toBe(303);
   const setCookie = response.headers.get('set-cookie') ?? '';
   return { cookie: setCookie.split(';')[0]!, setCookie, location: response.headers.get('location') };

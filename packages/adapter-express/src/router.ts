@@ -4,11 +4,14 @@
 // attach. Each is short; together they are one request pipeline. The SSE streams are in
 // event-stream.ts.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import helmet from 'helmet';
 import { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
 import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
 import { apiKeyLookup, type Authenticate } from './auth/api-keys.js';
 import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';
+import { requestOrigin, type ProxyTrust } from './auth/origin.js';
+import { signInHandler } from './auth/sign-in.js';
 import { callerResolver, crossSiteRefusal, type Caller } from './auth/caller.js';
 import { ConversationKeys } from './auth/conversation-keys.js';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
@@ -52,6 +55,13 @@ export interface AcsRouterOptions {
   maxJsonDepth?: number;
   logger?: Logger;
   openApi?: OpenApiInfo;
+  /**
+   * Believe `X-Forwarded-Proto` and `X-Forwarded-Host` (default false): set it when the router is
+   * behind a proxy that sets them (e.g. TLS ends at nginx). The session cookie is then `Secure`
+   * when the proxy says https, and the same-origin checks compare with the origin the browser
+   * sees. Without it a client could claim https or another host by a header.
+   */
+  trustProxy?: boolean;
   /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
   sseHeartbeatMs?: number;
   /**
@@ -110,6 +120,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     conversationKeys,
   });
   const logger = options.logger ?? silentLogger;
+  const proxy: ProxyTrust = { trustProxy: options.trustProxy ?? false };
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
   if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
@@ -169,34 +180,20 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   const methodsFor = allowedMethods(routes);
 
-  // Browser sign-in: any page opened with ?key=<API key> starts a session and comes back without the key.
-  router.use((req, res, next) => {
-    const key = req.method === 'GET' || req.method === 'HEAD' ? req.query.key : undefined;
-    if (!sessions || !apiKeys || typeof key !== 'string' || routePathOf(req).startsWith('/api/')) {
-      next();
-      return;
-    }
-    const userId = apiKeys(key);
-    if (!userId) {
-      res.status(401).type('text/plain').set('Cache-Control', 'no-store').send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
-      return;
-    }
-    sessions.create(userId).then(
-      (sessionId) => {
-        const url = new URL(req.originalUrl, 'http://local');
-        url.searchParams.delete('key');
-        res
-          .status(303)
-          .set('Set-Cookie', sessionCookie(sessionId, { secure: req.secure, path: (req as WithUser)[MOUNT] || '/' }))
-          .set('Cache-Control', 'no-store')
-          .set('Referrer-Policy', 'no-referrer')
-          .location(url.pathname + url.search + url.hash)
-          .end();
-        logger.info({ user: userId }, 'browser signed in');
-      },
-      (error: unknown) => next(error),
-    );
-  });
+  // What the router answers is data, never a page: no sniffing it into one, no framing it, no referrer.
+  router.use(
+    ['/api', '/alive', '/health'],
+    helmet({
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+      frameguard: { action: 'deny' },
+      strictTransportSecurity: false,
+    }),
+  );
+
+  // Browser sign-in: a page opened with ?key=<API key> starts a session and comes back without the key (auth/sign-in.ts).
+  if (sessions && apiKeys) {
+    router.use(signInHandler({ sessions, apiKeys, logger, proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
+  }
 
   // Which methods a path takes, for anyone (no key needed, as for a CORS preflight).
   router.use((req, res, next) => {
@@ -233,7 +230,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header (or sign in in the browser with ?key=).');
           return;
         }
-        const refused = caller.via === 'session' ? crossSiteRefusal(req) : null;
+        const refused = caller.via === 'session' ? crossSiteRefusal(req, proxy) : null;
         if (refused) {
           sendError(res, 403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST, `Refused ${refused}: a browser session only changes things from this origin.`);
           return;
@@ -307,7 +304,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         logger,
         live,
         maxMessageBytes: bodyLimit,
-        resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req) ? null : caller)),
+        resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, proxy) ? null : caller)),
       });
       options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });
       return channels;
@@ -372,7 +369,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           .handle(input)
           .match(
             (value) => {
-              if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: req.secure, path: (req as WithUser)[MOUNT] || '/' }));
+              if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: requestOrigin(req, proxy).protocol === 'https', path: (req as WithUser)[MOUNT] || '/' }));
               res.status(route.success.status).json(value);
             },
             (error) => {
@@ -473,8 +470,16 @@ function isClientHttpError(error: unknown): error is { status: number } {
   return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500;
 }
 
-/** A realtime upgrade from another origin riding on the session cookie (a page elsewhere opening a socket to us). */
-function crossSiteUpgrade(req: IncomingMessage): boolean {
+/**
+ * A realtime upgrade from another origin riding on the session cookie (a page elsewhere opening a
+ * socket to us). Without a trusted proxy the scheme of an upgrade is not known (TLS may end in
+ * front), so either scheme with this host counts as this origin.
+ */
+function crossSiteUpgrade(req: IncomingMessage, proxy: ProxyTrust): boolean {
   const origin = req.headers.origin;
-  return typeof origin === 'string' && origin !== `http://${req.headers.host ?? ''}` && origin !== `https://${req.headers.host ?? ''}`;
+  if (typeof origin !== 'string') return false;
+  const ours = requestOrigin(req, proxy);
+  if (proxy.trustProxy) return origin !== ours.origin;
+  const host = ours.origin.slice(ours.origin.indexOf('://') + 3);
+  return origin !== `http://${host}` && origin !== `https://${host}`;
 }

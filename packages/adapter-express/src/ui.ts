@@ -1,6 +1,8 @@
-import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import express, { type Router } from 'express';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import helmet from 'helmet';
 
 export interface UiHandlerOptions {
   /**
@@ -29,6 +31,18 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
   const reserved = options.reservedPrefixes ?? DEFAULT_RESERVED;
   const isReserved = (path: string) => reserved.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   const router = express.Router();
+  // The UI is framed by no other origin (another port of this host gets the same cookies), and
+  // its files are never sniffed into another type. Its own scripts and styles are left alone.
+  router.use(
+    helmet({
+      // Only who may frame it: the UI's own loading rules are its builder's to set.
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, frameAncestors: ["'self'"] } },
+      frameguard: { action: 'sameorigin' },
+      strictTransportSecurity: false,
+      crossOriginEmbedderPolicy: false,
+    }),
+  );
+  router.use(insideRoot(root));
   router.use(
     express.static(root, {
       index: false,
@@ -48,4 +62,31 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
     res.sendFile(index);
   });
   return router;
+}
+
+/**
+ * Refuses (404) a file whose real path is outside the build: a symbolic link in the UI folder
+ * is served only when it leads to a file of the build itself.
+ */
+function insideRoot(root: string) {
+  const realRoot = realpathSync(root);
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      next();
+      return;
+    }
+    let relative: string;
+    try {
+      relative = decodeURIComponent(req.path);
+    } catch {
+      res.status(400).type('text/plain').send('Bad path.\n');
+      return;
+    }
+    const candidate = join(root, relative);
+    realpath(candidate).then(
+      (real) => (real === realRoot || real.startsWith(realRoot + sep) ? next() : res.status(404).type('text/plain').send('Not found.\n')),
+      // Nothing there: the page (index.html) or the next handler answers.
+      () => next(),
+    );
+  };
 }

@@ -238,7 +238,7 @@ describe('a replay paced by the client', () => {
 
 describe('sign-out', () => {
   async function signIn(h: Harness): Promise<string> {
-    const response = await fetch(`${h.baseUrl}/conversations/x?key=${KEY_A}`, { redirect: 'manual' });
+    const response = await fetch(`${h.baseUrl}/conversations/x?key=${KEY_A}`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
     expect(response.status).toBe(303);
     return (response.headers.get('set-cookie') ?? '').split(';')[0]!;
   }

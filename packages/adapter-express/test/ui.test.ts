@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -76,6 +76,34 @@ describe('serveUi', () => {
       }
     } finally {
       rmSync(join(dir, '..', outside), { force: true });
+    }
+  });
+
+  it('may be framed by its own origin only (another port of this host gets the same cookies), and is never sniffed', async () => {
+    for (const path of ['/', '/assets/app-3f2a9c.js', '/conversations/abc']) {
+      const r = await fetch(base + path);
+      expect(r.headers.get('content-security-policy'), path).toBe("frame-ancestors 'self'");
+      expect(r.headers.get('x-frame-options'), path).toBe('SAMEORIGIN');
+      expect(r.headers.get('x-content-type-options'), path).toBe('nosniff');
+    }
+  });
+
+  it('serves a symbolic link only when it leads to a file of the build', async () => {
+    const outside = join(dir, '..', `${basename(dir)}-linked-secret.txt`);
+    writeFileSync(outside, 'secret behind a link');
+    symlinkSync(outside, join(dir, 'leak.txt'));
+    symlinkSync(join(dir, 'favicon.ico'), join(dir, 'icon-link.ico'));
+    try {
+      const leak = await fetch(`${base}/leak.txt`);
+      expect(leak.status).toBe(404);
+      expect(await leak.text()).not.toContain('secret');
+      const inside = await fetch(`${base}/icon-link.ico`);
+      expect(inside.status).toBe(200);
+      expect(await inside.text()).toBe('icon');
+    } finally {
+      rmSync(outside, { force: true });
+      rmSync(join(dir, 'leak.txt'), { force: true });
+      rmSync(join(dir, 'icon-link.ico'), { force: true });
     }
   });
 

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Response, type Router } from 'express';
+import helmet from 'helmet';
 
 export interface WebConsoleOptions {
   /**
@@ -52,12 +53,14 @@ export function createWebConsole(options: WebConsoleOptions = {}): Router {
   const title = options.title ?? 'Agent Conversation Service';
 
   const router = express.Router();
-  router.use((_req, res, next) => {
-    res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'same-origin');
-    next();
-  });
+  router.use(
+    helmet({
+      contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
+      referrerPolicy: { policy: 'same-origin' },
+      frameguard: { action: 'sameorigin' },
+      strictTransportSecurity: false,
+    }),
+  );
   // The page itself, for / and (below) every route of the app.
   router.get(['/', '/index.html'], (req, res) => sendPage(req, res, templates.app, { apiBase, title }));
   router.get(['/api-reference', '/api-reference/', '/api-reference/index.html'], (req, res) => {
@@ -75,9 +78,14 @@ export function createWebConsole(options: WebConsoleOptions = {}): Router {
     }),
   );
   router.use((req, res, next) => {
-    // A missing asset is a 404, not the page (a stale tab asking for an old bundle should fail clearly).
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || /\.[a-z0-9]+$/i.test(req.path)) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
       next();
+      return;
+    }
+    // A missing asset is a 404 from the console itself, not the page, and not whatever the host
+    // serves after it (a UI at / would answer its index.html): a stale tab asking for an old bundle fails clearly.
+    if (/\.[a-z0-9]+$/i.test(req.path)) {
+      res.status(404).type('text/plain').send(`${req.baseUrl}${req.path} is not part of the console.\n`);
       return;
     }
     sendPage(req, res, templates.app, { apiBase, title });
@@ -89,17 +97,17 @@ export function createWebConsole(options: WebConsoleOptions = {}): Router {
  * Scripts, styles, fonts and data only from this origin; images also from data: URLs (images a
  * user attached). Styles allow inline attributes (Swagger UI sets them).
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "frame-ancestors 'self'",
-  "base-uri 'self'",
-  "form-action 'self'",
-].join('; ');
+const CONTENT_SECURITY_POLICY = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  imgSrc: ["'self'", 'data:', 'blob:'],
+  fontSrc: ["'self'"],
+  connectSrc: ["'self'"],
+  frameAncestors: ["'self'"],
+  baseUri: ["'self'"],
+  formAction: ["'self'"],
+};
 
 /** The page with its <base> (where the mount path puts it, and the page's own folder in the app), the API base and the title. */
 function sendPage(req: Request, res: Response, template: string, values: { apiBase: string; title: string }, folder = '') {

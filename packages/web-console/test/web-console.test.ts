@@ -28,6 +28,8 @@ beforeAll(async () => {
   const app = express();
   app.use('/agents', createAcsRouter(service, { apiKeys: { [KEY]: 'alice' } }));
   app.use('/agents/console', createWebConsole({ apiBase: '/agents', title: 'Acme agents' }));
+  // A host's UI after the console answers every other GET with its page (as serveUi does).
+  app.get(/.*/, (_req, res) => res.type('html').send('<title>the host UI</title>'));
   server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
@@ -66,7 +68,17 @@ describe('createWebConsole', () => {
       expect(response.status, path).toBe(200);
       expect(await response.text()).toContain('<div id="app"></div>');
     }
-    expect((await get('/agents/console/assets/no-such-file.js')).status).toBe(404);
+    // Answered by the console itself, not by what the host serves after it.
+    const missing = await get('/agents/console/assets/no-such-file.js');
+    expect(missing.status).toBe(404);
+    expect(await missing.text()).not.toContain('the host UI');
+  });
+
+  it('may be framed by its own origin only, and its files are never sniffed', async () => {
+    const response = await get('/agents/console/');
+    expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'self'");
+    expect(response.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('serves hashed assets as immutable', async () => {

@@ -4,6 +4,7 @@ import { normalizeId } from '@acs/core/ports';
 import { SESSION_API_KEY_HEADER, type ApiKeyLookup, type Authenticate } from './api-keys.js';
 import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
 import type { ConversationKeys } from './conversation-keys.js';
+import { requestOrigin, type ProxyTrust } from './origin.js';
 
 /** Who is calling, and how they proved it. */
 export interface Caller {
@@ -76,12 +77,12 @@ export function callerResolver(sources: CallerSources) {
  * requests; this refuses what a cross-origin page or an older browser could still send.
  * Null when the request may go on, else why not.
  */
-export function crossSiteRefusal(req: Request): string | null {
+export function crossSiteRefusal(req: Request, proxy: ProxyTrust): string | null {
   if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return null;
   const site = req.get('sec-fetch-site');
   if (site && site !== 'same-origin' && site !== 'none') return `a ${site} request`;
   const origin = req.get('origin');
-  if (origin && origin !== `${req.protocol}://${req.get('host') ?? ''}`) return `a request from ${origin}`;
+  if (origin && origin !== requestOrigin(req, proxy).origin) return `a request from ${origin}`;
   const type = req.get('content-type');
   if (type && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) return `a ${type.split(';')[0]} body (send JSON)`;
   return null;
