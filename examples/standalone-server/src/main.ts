@@ -83,6 +83,10 @@ try {
 
 // On stderr, so the key never enters the structured log on stdout.
 const key = server.generatedKey;
+// A link with the generated key signs in as user "default", whoever else ACS_API_KEYS names; their keys are the operator's and never printed.
+const as = key ? ' (signs in as user "default")' : '';
+const others = [...new Set(Object.values(config.apiKeys))].filter((user) => user !== 'default');
+const named = others.length > 5 ? `${others.slice(0, 5).join(', ')} and ${others.length - 5} more` : others.join(', ');
 console.error(
   [
     '',
@@ -91,8 +95,9 @@ console.error(
       ? `  API key of user "default" (${key.created ? 'made now' : 'made at the first start'}, kept in ${key.file}; set SESSION_API_KEY to choose your own):\n\n    ${key.key}\n`
       : '  API keys: the ones you configured (SESSION_API_KEY, ACS_API_KEYS).',
     `  Try it:  curl -H "X-Session-API-Key: ${key ? key.key : '<your key>'}" ${url}/api/v1/sandbox-specs/search`,
-    `  Console: ${url}/console/?key=${key ? key.key : '<your key>'}  (signs in with a session cookie and drops the key from the address)`,
-    ...(config.uiDir ? [`  Your web UI (ACS_UI_DIR): ${url}/?key=${key ? key.key : '<your key>'}`] : []),
+    `  Console${as}: ${url}/console/?key=${key ? key.key : '<your key>'}  (with a session cookie; the key is dropped from the address)`,
+    ...(config.uiDir ? [`  Your web UI (ACS_UI_DIR)${as}: ${url}/?key=${key ? key.key : '<your key>'}`] : []),
+    ...(key && others.length > 0 ? [`  To sign in as a user of ACS_API_KEYS (${named}) instead, put that user's key in the link: ?key=<their key>`] : []),
     '',
   ].join('\n'),
 );

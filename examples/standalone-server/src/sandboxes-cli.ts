@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
     console.error('With ACS_STORAGE=memory each server process is its own installation; give the id it logged at start: --installation <id>.');
     return 2;
   }
-  const storage = await openStorage(config, () => {});
+  const storage = await openStorage(config, () => {}, (_fields, message) => console.error(message));
   try {
     const installation = explicit ?? (await storage.ports.installation.identity()).match(
       (id) => id,

@@ -73,7 +73,7 @@ export async function createStandaloneServer(
     },
     destination,
   );
-  const storage = await openStorage(config, onPhase);
+  const storage = await openStorage(config, onPhase, (fields, message) => logger.warn(fields, message));
   let service: AgentConversationService | undefined;
   try {
     const generatedKey = config.generateDefaultKey ? await loadOrCreateApiKey(config.dataDir) : null;

@@ -32,16 +32,24 @@ export interface Storage {
 
 /**
  * The configured storage, migrated and with its secret key verified; throws with a clear
- * message otherwise. PGlite is one process's database, so its data directory is locked first.
+ * message otherwise. PGlite is one process's database, so its data directory is locked first
+ * (`warn` says when that waits for a holder that is still exiting).
  */
-export async function openStorage(config: StandaloneConfig, phase: (p: StartPhase) => void): Promise<Storage> {
+export async function openStorage(
+  config: StandaloneConfig,
+  phase: (p: StartPhase) => void,
+  warn: (fields: Record<string, unknown>, message: string) => void = () => {},
+): Promise<Storage> {
   if (config.storage.kind === 'memory') {
     return { ports: createMemoryStores(), signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
   }
   let lock: DataDirLock | null = null;
   if (config.storage.kind === 'pglite') {
     phase('locking the data directory');
-    lock = await lockDataDir(config.dataDir);
+    lock = await lockDataDir(config.dataDir, {
+      onWaitingForExit: (pid, waitMs) =>
+        warn({ dataDir: config.dataDir, holder: pid }, `the data directory's holder, process ${pid}, was killed or has ended and is still exiting; waiting up to ${waitMs / 1000} s for it`),
+    });
   }
   phase('opening storage');
   try {

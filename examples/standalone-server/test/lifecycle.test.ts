@@ -3,12 +3,23 @@ import { once } from 'node:events';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { body, call, freshDataDir, spawnServer, startServer, waitForOutput } from './process.js';
+import { freeze, freezerAvailable } from './freezer.js';
+import { body, call, freshDataDir, spawnServer, spawnServerUnreaped, startServer, waitFor, waitForOutput } from './process.js';
 
 const KEY = 'lifecycle-key-0123456789abcdef';
 
 /** The key the server printed for user default. */
 const printedKey = (stderr: string) => /API key of user "default" \([^)]*\)[^\n]*\n\n\s+(\S+)/.exec(stderr)?.[1];
+
+/** The state letter of a process (field 3 of /proc/<pid>/stat: R, S, D, Z…), or null when there is no such process. */
+const processState = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return null;
+  }
+};
 
 describe('the data directory', () => {
   it('keeps a generated API key (0600) and reuses it after a restart, printing it at each start', async () => {
@@ -62,6 +73,41 @@ describe('the data directory', () => {
     writeFileSync(join(dataDir, 'server.lock'), JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname(), process_start: '1', started_at: '2020-01-01T00:00:00.000Z' }));
     const server = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
     expect((await call(server.url, '/alive', null)).status).toBe(200);
+  });
+
+  it('is taken over from a killed server that is still a zombie, its parent not having reaped it', async () => {
+    const dataDir = freshDataDir();
+    // As under a container's PID 1 that does not reap: the killed server stays a zombie for as long as its parent lives.
+    const killed = spawnServerUnreaped({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    const { url } = JSON.parse(await waitForOutput(killed, '"agent conversation service listening"', 'its listening line')) as { url: string };
+    await body(call(url, '/api/settings', KEY, { llm_model: 'openai/kept' }));
+    const pid = killed.serverPid();
+    process.kill(pid, 'SIGKILL');
+    await waitFor(`the killed server (process ${pid}) to be a zombie`, () => (processState(pid) === 'Z' ? true : undefined), 30_000);
+
+    const next = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    expect((await body<{ llm_model: string }>(call(next.url, '/api/settings', KEY))).llm_model).toBe('openai/kept');
+    // Taken over from the zombie itself, not from a process gone meanwhile.
+    expect(processState(pid)).toBe('Z');
+  });
+
+  it.skipIf(!freezerAvailable)('waits for a killed server that is still exiting, then takes over (held in its exit by the cgroup v1 freezer; needs root)', async () => {
+    const dataDir = freshDataDir();
+    const killed = await startServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+    await body(call(killed.url, '/api/settings', KEY, { llm_model: 'openai/kept' }));
+    const frozen = await freeze(killed.child.pid!);
+    try {
+      // Killed, but it cannot finish exiting until it is thawed.
+      killed.child.kill('SIGKILL');
+      const next = spawnServer({ DATA_DIR: dataDir, SESSION_API_KEY: KEY });
+      const waiting = await waitForOutput(next, 'still exiting', 'its line saying it waits for the killed holder');
+      expect(waiting).toContain(`process ${killed.child.pid}`);
+      frozen.thaw();
+      const { url } = JSON.parse(await waitForOutput(next, '"agent conversation service listening"', 'its listening line')) as { url: string };
+      expect((await body<{ llm_model: string }>(call(url, '/api/settings', KEY))).llm_model).toBe('openai/kept');
+    } finally {
+      await frozen.remove();
+    }
   });
 });
 

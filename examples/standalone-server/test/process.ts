@@ -18,8 +18,11 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
-/** Every process a test started, registered the moment it is spawned: ended after each test, however the test went. */
-const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null> }[] = [];
+/**
+ * Every process a test started, registered the moment it is spawned: ended after each test, however
+ * the test went, with its stop signal (SIGKILL, unless it must clean up after itself).
+ */
+const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null>; stopSignal: NodeJS.Signals }[] = [];
 /** Servers a whole test file shares (started in beforeAll): ended after the file. */
 const startedForFile: typeof started = [];
 
@@ -31,12 +34,46 @@ export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
 
 /** Spawns the example server as `npm start` does (PORT 0, a fresh DATA_DIR, fake sandboxes unless `env` says otherwise). */
 export function spawnServer(env: Record<string, string>, lifetime: 'test' | 'file' = 'test'): Running {
-  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], {
-    cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env },
-  });
+  return track(spawn(process.execPath, SERVER_ARGS, { cwd: exampleDir, env: serverEnv(env) }), lifetime, 'SIGKILL');
+}
+
+const SERVER_ARGS = ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'];
+const serverEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env });
+
+/**
+ * A parent that never reaps its child, as a container's PID 1 that does not: the server killed
+ * stays a zombie. Perl, because a shell or Node reaps its children. The signal that would end the
+ * parent is held until it knows the server's pid; on SIGTERM (the cleanup after the test) it kills
+ * the server, reaps it and exits, so nothing is left behind.
+ */
+const NON_REAPING_PARENT = `
+use POSIX ();
+my $term = POSIX::SigSet->new(POSIX::SIGTERM());
+POSIX::sigprocmask(POSIX::SIG_BLOCK(), $term);
+my $pid = fork() // die "fork: $!\n";
+if ($pid == 0) { POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $term); exec { $ARGV[0] } @ARGV; die "exec $ARGV[0]: $!\n"; }
+$SIG{TERM} = sub { kill 'KILL', $pid; waitpid $pid, 0; exit 0; };
+print STDERR "server pid $pid\n";
+POSIX::sigprocmask(POSIX::SIG_UNBLOCK(), $term);
+sleep 60 while 1;
+`;
+
+/** Spawns the example server (as spawnServer does) as the child of a parent that never reaps it; `serverPid` is the server's own pid. */
+export function spawnServerUnreaped(env: Record<string, string>): Running & { serverPid: () => number } {
+  const running = track(spawn('perl', ['-e', NON_REAPING_PARENT, process.execPath, ...SERVER_ARGS], { cwd: exampleDir, env: serverEnv(env) }), 'test', 'SIGTERM');
+  return {
+    ...running,
+    serverPid: () => {
+      const pid = /^server pid (\d+)$/m.exec(running.stderr())?.[1];
+      if (!pid) throw new Error(`the parent did not say the server's pid.\n--- stderr ---\n${running.stderr()}`);
+      return Number(pid);
+    },
+  };
+}
+
+function track(child: ChildProcessWithoutNullStreams, lifetime: 'test' | 'file', stopSignal: NodeJS.Signals): Running {
   const exited = once(child, 'exit').then(([code, signal]) => (code as number | null) ?? (signal ? -1 : null));
-  (lifetime === 'file' ? startedForFile : started).push({ child, exited });
+  (lifetime === 'file' ? startedForFile : started).push({ child, exited, stopSignal });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -79,13 +116,13 @@ export async function startServer(env: Record<string, string>, options: { expect
 async function end(servers: typeof started): Promise<void> {
   for (const running of servers.splice(0)) {
     if (running.child.exitCode === null && running.child.signalCode === null) {
-      running.child.kill('SIGKILL');
+      running.child.kill(running.stopSignal);
       await running.exited;
     }
   }
 }
 
-/** Every server a test started is killed after it (SIGKILL, if it is still running), also when the test failed or gave up. */
+/** Every server a test started is ended after it (if it is still running), also when the test failed or gave up. */
 afterEach(() => end(started));
 afterAll(() => end(startedForFile));
 

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { call, exampleDir, startServer, waitForOutput } from './process.js';
+import { call, exampleDir, freshDataDir, startServer, waitForOutput } from './process.js';
 
 describe('the standalone example server', () => {
   it('generates a key for user default when none is configured, shows it on stderr (never in the log), and accepts it', async () => {
@@ -12,11 +14,30 @@ describe('the standalone example server', () => {
     expect(match, server.stderr()).not.toBeNull();
     const key = match![1]!;
     expect(server.stdout()).not.toContain(key);
+    expect(server.stderr()).toContain(`  Console (signs in as user "default"): ${server.url}/console/?key=${key}  (`);
+    expect(server.stderr()).not.toContain('ACS_API_KEYS');
     expect((await call(server.url, '/alive', null)).status).toBe(200);
     expect((await call(server.url, '/api/settings', null)).status).toBe(401);
     const settings = await call(server.url, '/api/settings', key);
     expect(settings.status).toBe(404);
     expect(((await settings.json()) as { code: string }).code).toBe('SETTINGS_NOT_FOUND');
+  });
+
+  it('with ACS_API_KEYS but no SESSION_API_KEY, says its links sign in as the generated "default", names the configured users, and prints none of their keys', async () => {
+    const aliceKey = 'alice-key-0123456789abcdef';
+    const bobKey = 'bob-key-0123456789abcdef';
+    const uiDir = freshDataDir();
+    writeFileSync(join(uiDir, 'index.html'), '<!doctype html><title>a UI</title>');
+    const server = await startServer({ ACS_API_KEYS: `alice:${aliceKey},bob:${bobKey}`, ACS_STORAGE: 'memory', ACS_UI_DIR: uiDir });
+    // Printed at once, with the key.
+    await waitForOutput(server, '/console/?key=', 'the printed links');
+    const printed = server.stderr();
+    const defaultKey = /API key of user "default" \([^)]*\)[^\n]*\n\n\s+(\S+)/.exec(printed)?.[1];
+    expect(defaultKey, printed).toBeDefined();
+    expect(printed).toContain(`  Console (signs in as user "default"): ${server.url}/console/?key=${defaultKey}  (`);
+    expect(printed).toContain(`  Your web UI (ACS_UI_DIR) (signs in as user "default"): ${server.url}/?key=${defaultKey}\n`);
+    expect(printed).toContain("  To sign in as a user of ACS_API_KEYS (alice, bob) instead, put that user's key in the link: ?key=<their key>\n");
+    for (const key of [aliceKey, bobKey]) expect(printed).not.toContain(key);
   });
 
   it('serves several users from SESSION_API_KEY and ACS_API_KEYS, keeps them apart, and never logs a secret', async () => {
