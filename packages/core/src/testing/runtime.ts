@@ -76,6 +76,15 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
   let n = 0;
   const nextId = () => options.ids?.next() ?? `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
+  /** A new runtime with one sandbox of the spec, running. */
+  const runningSandbox = async (): Promise<{ runtime: SandboxRuntime; id: string }> => {
+    const runtime = await make();
+    const id = nextId();
+    await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
+    expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+    return { runtime, id };
+  };
+
   describe(`SandboxRuntime contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     it('declares the port version it implements', async () => {
       const runtime = await make();
@@ -170,10 +179,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       };
 
       beforeAll(async () => {
-        runtime = await make();
-        id = nextId();
-        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        ({ runtime, id } = await runningSandbox());
       });
       afterAll(async () => {
         await runtime.delete(id);
@@ -248,10 +254,7 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       };
 
       beforeAll(async () => {
-        runtime = await make();
-        id = nextId();
-        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        ({ runtime, id } = await runningSandbox());
       });
       afterAll(async () => {
         await Promise.all(started.map((child) => child.kill()));
