@@ -50,7 +50,8 @@ describe('authentication', () => {
       for (const key of BAD_KEYS) {
         const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
         expect(r.status, `${method.toUpperCase()} ${path} with key ${JSON.stringify(key)}`).toBe(401);
-        expect(obj(r.body), `${method.toUpperCase()} ${path}`).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) as string });
+        const body = obj(r.body);
+        expect(body, `${method.toUpperCase()} ${path}`).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) as string, detail: body.message });
       }
     }
     // Nothing reached the service.
@@ -185,7 +186,8 @@ describe('authentication', () => {
       expect(none.status).toBe(401);
       const boom = await fetch(`${base}/api/settings`, { headers: { 'x-boom': '1' } });
       expect(boom.status).toBe(500);
-      expect(obj(await boom.json())).toEqual({ code: 'INTERNAL_ERROR', message: expect.any(String) as string });
+      const body = obj(await boom.json());
+      expect(body).toEqual({ code: 'INTERNAL_ERROR', message: expect.any(String) as string, detail: body.message });
       const carol = await fetch(`${base}/api/settings`, { headers: { 'x-user': 'carol' } });
       expect(carol.status).toBe(404);
       expect(errorCode(await carol.json())).toBe('SETTINGS_NOT_FOUND');
