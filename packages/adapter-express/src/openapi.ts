@@ -1,18 +1,19 @@
-import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
+import { createDocument, type CreateDocumentOptions, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { z } from 'zod';
-import { DOMAIN_ERROR_CODES } from '@acs/core';
+import { DOMAIN_ERROR_CODES, STORABLE_TEXT_PATTERN } from '@acs/core';
 import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
 import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing.',
   401: 'Missing or wrong X-Session-API-Key.',
+  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
   413: 'The body is larger than the limit.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
-  429: 'The limit of sandboxes running at once is reached; pause or delete one, then try again.',
+  429: 'A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again.',
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
   503: 'A backend (storage or the sandbox runtime) is unavailable.',
@@ -56,9 +57,48 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   const notFound = notFoundTypeOf(route.params);
   if (notFound) add(statusOf(notFound), ...DOMAIN_ERROR_CODES[notFound]);
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
+  if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
+  if (route.authenticated && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
   add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
   return statuses;
 }
+
+/**
+ * What the host's HTTP server answers before any route runs, whatever the operation: Node
+ * refuses a request line and headers together larger than its limit (16 KiB by default) with
+ * 431 and no body. Ids, paths and query values within their documented lengths can still add
+ * up past it.
+ */
+const SERVER_RESPONSES: Record<`4${string}`, ZodOpenApiResponseObject> = {
+  431: {
+    description:
+      "The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body.",
+  },
+};
+
+/**
+ * Whether a pattern cannot match U+0000: anchored at both ends, with no wildcard, no negated
+ * class (other than one leaving out U+0000), no \\S, \\W or \\D.
+ */
+function excludesNul(pattern: string): boolean {
+  if (!pattern.startsWith('^') || !pattern.endsWith('$')) return false;
+  const classesWithoutNul = pattern.replaceAll('[^\\u0000', '[');
+  const unescaped = classesWithoutNul.replace(/\\([^SWD])/g, '');
+  return !/\.|\[\^|\\[SWD]/.test(unescaped);
+}
+
+/**
+ * Every string a request may carry is checked for text storage cannot hold (the router's
+ * `findUnstorableText`, over every part); the document states the same rule on every string
+ * of a request as STORABLE_TEXT_PATTERN, beside a pattern of its own that could match U+0000.
+ */
+const statesStorableText: CreateDocumentOptions['override'] = ({ jsonSchema, io }) => {
+  if (io !== 'input' || jsonSchema.type !== 'string' || jsonSchema.enum !== undefined || jsonSchema.const !== undefined) return;
+  const own = typeof jsonSchema.pattern === 'string' ? jsonSchema.pattern : undefined;
+  const others = (jsonSchema.allOf ?? []).flatMap((s) => ('pattern' in s && typeof s.pattern === 'string' ? [s.pattern] : []));
+  if (own === undefined && others.length === 0) jsonSchema.pattern = STORABLE_TEXT_PATTERN;
+  else if (![own, ...others].some((p) => p !== undefined && excludesNul(p))) jsonSchema.allOf = [...(jsonSchema.allOf ?? []), { pattern: STORABLE_TEXT_PATTERN }];
+};
 
 /** The generated OpenAPI 3.1 document. */
 export type OpenApiDocument = ReturnType<typeof createDocument>;
@@ -97,12 +137,13 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         content: { 'application/json': { schema: ErrorBodySchema } },
       };
     }
+    Object.assign(responses, SERVER_RESPONSES);
     const operation: ZodOpenApiOperationObject = {
       operationId: route.operationId,
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: [...route.tags],
-      ...(route.authenticated ? {} : { security: [] }),
+      ...(route.authenticated ? (route.conversationKeyOnly ? { security: [{ ConversationKey: [] }] } : route.conversationScope ? { security: [{ SessionApiKey: [] }, { ConversationKey: [] }] } : {}) : { security: [] }),
       requestParams: {
         ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
         ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
@@ -126,13 +167,23 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       security: [{ SessionApiKey: [] }],
       paths,
       components: {
-        securitySchemes: { SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' } },
+        securitySchemes: {
+          SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
+          ConversationKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Session-API-Key',
+            description:
+              "A conversation's own key: the session_api_key of its record (acsc_…). It opens only that conversation's agent routes and channels, and it is the only key the routes that name no conversation take (the key says which).",
+          },
+        },
         schemas: { ErrorBody: ErrorBodySchema },
       },
     },
     {
       // Query strings arrive as strings and go through preprocessing; document what clients send.
       allowEmptySchema: { pipe: true, transform: true },
+      override: statesStorableText,
     },
   );
 }

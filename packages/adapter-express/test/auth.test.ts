@@ -11,6 +11,7 @@ import {
   obj,
   operationsOf,
   startHarness,
+  takesApiKey,
   WRONG_KEY,
   type Harness,
   type OpenApiDoc,
@@ -61,12 +62,15 @@ describe('authentication', () => {
     expect((await h.call('GET', '/api/conversations')).body).toEqual({ results: [], next_page_id: null });
   });
 
-  it('the same operations pass authentication with a valid key of either user', async () => {
+  it('the same operations pass authentication with a valid key of either user, except those the document opens only to a conversation key', async () => {
     const operations = operationsOf(doc).filter(({ operation }) => isAuthenticated(doc, operation));
-    for (const { path, method } of operations) {
+    const conversationKeyOnly = operations.filter(({ operation }) => !takesApiKey(doc, operation)).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    expect(conversationKeyOnly.sort()).toEqual(['GET /api/git/changes/{path}', 'GET /api/git/diff/{path}']);
+    for (const { path, method, operation } of operations) {
       for (const key of [KEY_A, KEY_B]) {
         const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
-        expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).not.toBe(401);
+        if (takesApiKey(doc, operation)) expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).not.toBe(401);
+        else expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBe(401);
         expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBeLessThan(500);
       }
     }
