@@ -1276,6 +1276,8 @@ export interface components {
             code: string;
             /** @description What went wrong and what to do about it. */
             message: string;
+            /** @description The same text as message: OpenHands clients show `detail` (FastAPI's error field). */
+            detail: string;
             /** @description Validation problems by field path. */
             issues?: {
                 path: string;
@@ -1321,6 +1323,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1349,6 +1367,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["UiConfig"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1388,6 +1413,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1426,6 +1458,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1463,6 +1502,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1503,6 +1549,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1566,6 +1619,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The current state does not allow this. Codes: SECRET_NAME_TAKEN. */
             409: {
                 headers: {
@@ -1602,6 +1664,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1627,7 +1696,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                secret_id: string;
+                secret_id: string & unknown;
             };
             cookie?: never;
         };
@@ -1666,6 +1735,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
             404: {
                 headers: {
@@ -1711,6 +1789,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1736,7 +1821,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                secret_id: string;
+                secret_id: string & unknown;
             };
             cookie?: never;
         };
@@ -1771,6 +1856,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
             404: {
                 headers: {
@@ -1788,6 +1882,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1851,6 +1952,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
@@ -1877,6 +1987,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1927,6 +2044,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1952,7 +2085,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -1988,6 +2121,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2005,6 +2147,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2031,7 +2180,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2067,6 +2216,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2084,6 +2242,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2152,6 +2317,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2201,6 +2373,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2217,7 +2396,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2290,6 +2469,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2315,7 +2501,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2348,6 +2534,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2365,6 +2560,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2391,7 +2593,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2423,6 +2625,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2466,6 +2677,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2491,7 +2709,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2545,6 +2763,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2572,7 +2797,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2632,6 +2857,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2668,7 +2900,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2730,6 +2962,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2764,7 +3003,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2824,6 +3063,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2860,7 +3106,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -2920,6 +3166,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2954,7 +3207,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -3009,6 +3262,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3034,7 +3294,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -3095,6 +3355,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3120,7 +3387,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -3175,6 +3442,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3200,7 +3474,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -3253,6 +3527,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3278,7 +3559,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                path: string;
+                path: string & unknown;
             };
             cookie?: never;
         };
@@ -3342,6 +3623,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3376,7 +3664,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                path: string;
+                path: string & unknown;
             };
             cookie?: never;
         };
@@ -3436,6 +3724,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3486,6 +3781,13 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3514,6 +3816,13 @@ export interface operations {
                 content: {
                     "application/json": "OK";
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3629,6 +3938,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3701,7 +4017,7 @@ export interface operations {
                         })[];
                         stdio_servers?: {
                             name: string;
-                            command: string;
+                            command: string & unknown;
                             args?: string[] | string;
                             env?: {
                                 [key: string]: string | number | boolean;
@@ -3755,6 +4071,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
@@ -3781,6 +4106,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3871,6 +4203,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3901,7 +4240,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    repository?: string | null;
+                    repository?: (string & unknown) | null;
                     git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                     selected_branch?: string | null;
                     initial_user_msg?: string | null;
@@ -3909,12 +4248,12 @@ export interface operations {
                     /** @description An OpenHands V0 trajectory (a JSON array of events, as a string) to replay without a model: its first user message starts the conversation (it wins over initial_user_msg), its actions (run, write, edit, read, think, finish, messages) run in the sandbox in order. A trajectory that cannot be replayed is a 422 naming the event, e.g. replay_json[3].args.command. */
                     replay_json?: string | null;
                     suggested_task?: {
-                        repo: string;
+                        repo: string & unknown;
                         issue_number: number;
                         title: string;
                     };
                     create_microagent?: {
-                        repo: string;
+                        repo: string & unknown;
                         title?: string | null;
                     };
                     conversation_instructions?: string | null;
@@ -3926,7 +4265,7 @@ export interface operations {
                         })[];
                         stdio_servers?: {
                             name: string;
-                            command: string;
+                            command: string & unknown;
                             args?: string[] | string;
                             env?: {
                                 [key: string]: string | number | boolean;
@@ -3971,6 +4310,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4023,7 +4371,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4031,6 +4379,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4066,7 +4421,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -4105,6 +4460,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4157,7 +4521,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4165,6 +4529,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4200,7 +4571,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -4240,6 +4611,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -4267,6 +4647,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4292,7 +4679,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -4327,6 +4714,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4370,6 +4766,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4395,7 +4798,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -4428,6 +4831,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4480,6 +4892,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4509,12 +4928,16 @@ export interface operations {
                 limit?: number;
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
-                ids?: string[];
+                ids?: (string & unknown)[];
             };
             header?: never;
             path?: never;
@@ -4617,6 +5040,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4670,7 +5100,7 @@ export interface operations {
                     /** @description Accepted for compatibility; ignored. */
                     processors?: unknown[] | null;
                     llm_model?: string | null;
-                    selected_repository?: string | null;
+                    selected_repository?: (string & unknown) | null;
                     selected_branch?: string | null;
                     git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                     title?: string | null;
@@ -4727,6 +5157,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -4772,7 +5211,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4780,6 +5219,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4819,9 +5265,13 @@ export interface operations {
                 limit?: number;
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
             };
@@ -4894,6 +5344,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4919,9 +5376,13 @@ export interface operations {
             query?: {
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
             };
@@ -4958,6 +5419,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4986,6 +5454,7 @@ export interface operations {
                 /** @description Page size, 1 to 100 (default 100). */
                 limit?: number;
                 conversation_id__eq?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
                 sort_order?: "CREATED_AT" | "CREATED_AT_DESC";
             };
@@ -5043,6 +5512,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5067,6 +5543,7 @@ export interface operations {
         parameters: {
             query?: {
                 conversation_id__eq?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
             };
             header?: never;
@@ -5102,6 +5579,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5126,7 +5610,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                ids: string[];
+                ids: (string & unknown)[];
             };
             header?: never;
             path?: never;
@@ -5178,6 +5662,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5203,7 +5694,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -5286,6 +5777,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5311,7 +5809,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -5366,6 +5864,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -5402,6 +5909,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5427,7 +5941,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -5457,6 +5971,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5509,6 +6032,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5541,7 +6071,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -5592,6 +6122,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5623,7 +6160,7 @@ export interface operations {
                 "Last-Event-ID"?: number;
             };
             path: {
-                conversation_id: string;
+                conversation_id: string & unknown;
             };
             cookie?: never;
         };
@@ -5673,6 +6210,22 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: TOO_MANY_CONNECTIONS. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5759,6 +6312,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5783,7 +6343,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                id: string[];
+                id: (string & unknown)[];
             };
             header?: never;
             path?: never;
@@ -5837,6 +6397,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5922,6 +6489,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_SPEC_NOT_FOUND. */
             404: {
                 headers: {
@@ -5958,7 +6534,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5966,6 +6542,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6001,7 +6584,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string;
+                sandbox_id: string & unknown;
             };
             cookie?: never;
         };
@@ -6072,6 +6655,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -6100,7 +6690,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                sandbox_id: string;
+                sandbox_id: string & unknown;
             };
             cookie?: never;
         };
@@ -6136,6 +6726,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6162,6 +6761,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6197,7 +6803,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string;
+                sandbox_id: string & unknown;
             };
             cookie?: never;
         };
@@ -6233,6 +6839,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6259,6 +6874,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6294,7 +6916,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string;
+                sandbox_id: string & unknown;
             };
             cookie?: never;
         };
@@ -6330,6 +6952,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6357,7 +6988,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6365,6 +6996,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6442,6 +7080,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Not found (or not yours). Codes: SANDBOX_SPEC_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
                 headers: {
@@ -6450,6 +7097,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6475,7 +7129,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                id: string[];
+                id: (string & unknown)[];
             };
             header?: never;
             path?: never;
@@ -6520,6 +7174,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
