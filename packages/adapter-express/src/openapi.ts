@@ -14,6 +14,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
   429: 'A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again.',
+  431: "The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body.",
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
   503: 'A backend (storage or the sandbox runtime) is unavailable.',
@@ -34,8 +35,9 @@ const hasBodySchema = (route: RouteDefinition) => !(route.body instanceof z.ZodU
  * errors the route declares (through `statusOf`), and those the adapter itself answers with:
  * 401 when authenticated; for a body, 400 (malformed or too deep JSON), 413, 415 and 422; 422
  * for path, query or header parameters; 400 for a path that is not valid percent-encoding;
- * 404 when the path names a record; 503 for a stream the host refuses while shutting down;
- * 500 always.
+ * 404 when the path names a record; 503 for a stream the host refuses while shutting down and
+ * 429 past the user's live connections; 403 from the CSRF guard on what changes state; 431
+ * and 500 always.
  */
 function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   const statuses = new Map<number, Set<string>>();
@@ -59,45 +61,36 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
   if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
   if (route.authenticated && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
+  // The HTTP server's, before any route: ids, paths and query values within their lengths can still add up past its limit.
+  add(431, HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE);
   add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
   return statuses;
 }
 
 /**
- * What the host's HTTP server answers before any route runs, whatever the operation: Node
- * refuses a request line and headers together larger than its limit (16 KiB by default) with
- * 431 and no body. Ids, paths and query values within their documented lengths can still add
- * up past it.
- */
-const SERVER_RESPONSES: Record<`4${string}`, ZodOpenApiResponseObject> = {
-  431: {
-    description:
-      "The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body.",
-  },
-};
-
-/**
  * Whether a pattern cannot match U+0000: anchored at both ends, with no wildcard, no negated
- * class (other than one leaving out U+0000), no \\S, \\W or \\D.
+ * class that lets U+0000 in, and no \\S, \\W or \\D.
  */
 function excludesNul(pattern: string): boolean {
   if (!pattern.startsWith('^') || !pattern.endsWith('$')) return false;
-  const classesWithoutNul = pattern.replaceAll('[^\\u0000', '[');
-  const unescaped = classesWithoutNul.replace(/\\([^SWD])/g, '');
+  const unescaped = pattern
+    .replace(/\[\^(?:[^\]\\]|\\.)*?\\u0000(?:[^\]\\]|\\.)*\]/g, '') // a negated class that leaves U+0000 out
+    .replace(/\\([^SWD])/g, '') // escaped characters stand for themselves
+    .replace(/\[[^\]^][^\]]*\]/g, ''); // positive classes list what they take
   return !/\.|\[\^|\\[SWD]/.test(unescaped);
 }
 
 /**
  * Every string a request may carry is checked for text storage cannot hold (the router's
  * `findUnstorableText`, over every part); the document states the same rule on every string
- * of a request as STORABLE_TEXT_PATTERN, beside a pattern of its own that could match U+0000.
+ * of a request as STORABLE_TEXT_PATTERN. A string with a pattern of its own must leave U+0000
+ * out in it (the document would otherwise admit what the router refuses).
  */
 const statesStorableText: CreateDocumentOptions['override'] = ({ jsonSchema, io }) => {
   if (io !== 'input' || jsonSchema.type !== 'string' || jsonSchema.enum !== undefined || jsonSchema.const !== undefined) return;
-  const own = typeof jsonSchema.pattern === 'string' ? jsonSchema.pattern : undefined;
-  const others = (jsonSchema.allOf ?? []).flatMap((s) => ('pattern' in s && typeof s.pattern === 'string' ? [s.pattern] : []));
-  if (own === undefined && others.length === 0) jsonSchema.pattern = STORABLE_TEXT_PATTERN;
-  else if (![own, ...others].some((p) => p !== undefined && excludesNul(p))) jsonSchema.allOf = [...(jsonSchema.allOf ?? []), { pattern: STORABLE_TEXT_PATTERN }];
+  const patterns = [jsonSchema.pattern, ...(jsonSchema.allOf ?? []).map((s) => ('pattern' in s ? s.pattern : undefined))].filter((p) => typeof p === 'string');
+  if (patterns.length === 0) jsonSchema.pattern = STORABLE_TEXT_PATTERN;
+  else if (!patterns.some(excludesNul)) throw new Error(`The request pattern ${patterns.join(' and ')} can match U+0000, which the router refuses: leave it out in the pattern (e.g. [^\\s\\u0000] for \\S).`);
 };
 
 /** The generated OpenAPI 3.1 document. */
@@ -137,7 +130,6 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         content: { 'application/json': { schema: ErrorBodySchema } },
       };
     }
-    Object.assign(responses, SERVER_RESPONSES);
     const operation: ZodOpenApiOperationObject = {
       operationId: route.operationId,
       summary: route.summary,

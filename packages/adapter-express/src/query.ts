@@ -35,7 +35,14 @@ export const idList = z
     (v: unknown): unknown =>
       v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
     z
-      .array(z.string().min(1).max(128).regex(/^[^,]+$/, 'holds a comma, which separates ids'))
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(128)
+          // eslint-disable-next-line no-control-regex -- U+0000 is left out as the router refuses it (findUnstorableText).
+          .regex(/^[^,\u0000]+$/, 'holds a comma (which separates ids) or U+0000'),
+      )
       .min(1, 'give at least one id')
       .max(100, 'at most 100 ids per request'),
   )

@@ -346,7 +346,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       const run = () => {
         const issues: FieldIssue[] = [];
         const params = parsePart(route.params, req.params, 'path', issues);
-        if (notFound && issues.some((i) => i.message === UNSTORABLE_TEXT_MESSAGE)) {
+        if (notFound && findUnstorableText(req.params) !== null) {
           // No record can have such an id.
           sendDomainError(res, notFound(req.params as Record<string, string>));
           return;
