@@ -36,6 +36,8 @@ export const HTTP_ERROR_CODES = {
   INTERNAL_ERROR: 'INTERNAL_ERROR',
   /** The host is shutting down (new event streams are refused; try again shortly). */
   SHUTTING_DOWN: 'SHUTTING_DOWN',
+  /** The request line and headers are over the HTTP server's limit (431; see answerClientErrors). */
+  REQUEST_HEADERS_TOO_LARGE: 'REQUEST_HEADERS_TOO_LARGE',
   /** The user holds as many live connections (event streams, sockets) as allowed. */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
 } as const;
