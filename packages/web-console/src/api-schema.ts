@@ -1332,12 +1332,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1368,12 +1370,14 @@ export interface operations {
                     "application/json": components["schemas"]["UiConfig"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1413,12 +1417,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1458,12 +1464,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1503,12 +1511,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1550,12 +1560,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1664,12 +1676,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1696,7 +1710,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                secret_id: string & unknown;
+                secret_id: string;
             };
             cookie?: never;
         };
@@ -1789,12 +1803,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1821,7 +1837,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                secret_id: string & unknown;
+                secret_id: string;
             };
             cookie?: never;
         };
@@ -1883,12 +1899,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -1988,12 +2006,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2053,12 +2073,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2085,7 +2107,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2148,12 +2170,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2180,7 +2204,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2243,12 +2267,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2317,12 +2343,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2373,12 +2401,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2396,7 +2426,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2469,12 +2499,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2501,7 +2533,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2561,12 +2593,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2593,7 +2627,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2677,12 +2711,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2709,7 +2745,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2763,12 +2799,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2797,7 +2835,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2857,12 +2895,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -2900,7 +2940,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -2962,12 +3002,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3003,7 +3045,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3063,12 +3105,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3106,7 +3150,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3166,12 +3210,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3207,7 +3253,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3262,12 +3308,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3294,7 +3342,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3355,12 +3403,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3387,7 +3437,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3442,12 +3492,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3474,7 +3526,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -3527,12 +3579,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3559,7 +3613,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                path: string & unknown;
+                path: string;
             };
             cookie?: never;
         };
@@ -3623,12 +3677,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3664,7 +3720,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                path: string & unknown;
+                path: string;
             };
             cookie?: never;
         };
@@ -3724,12 +3780,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3781,12 +3839,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3817,12 +3877,14 @@ export interface operations {
                     "application/json": "OK";
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -3938,12 +4000,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4017,7 +4081,7 @@ export interface operations {
                         })[];
                         stdio_servers?: {
                             name: string;
-                            command: string & unknown;
+                            command: string;
                             args?: string[] | string;
                             env?: {
                                 [key: string]: string | number | boolean;
@@ -4107,12 +4171,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4203,12 +4269,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4240,7 +4308,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    repository?: (string & unknown) | null;
+                    repository?: string | null;
                     git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                     selected_branch?: string | null;
                     initial_user_msg?: string | null;
@@ -4248,12 +4316,12 @@ export interface operations {
                     /** @description An OpenHands V0 trajectory (a JSON array of events, as a string) to replay without a model: its first user message starts the conversation (it wins over initial_user_msg), its actions (run, write, edit, read, think, finish, messages) run in the sandbox in order. A trajectory that cannot be replayed is a 422 naming the event, e.g. replay_json[3].args.command. */
                     replay_json?: string | null;
                     suggested_task?: {
-                        repo: string & unknown;
+                        repo: string;
                         issue_number: number;
                         title: string;
                     };
                     create_microagent?: {
-                        repo: string & unknown;
+                        repo: string;
                         title?: string | null;
                     };
                     conversation_instructions?: string | null;
@@ -4265,7 +4333,7 @@ export interface operations {
                         })[];
                         stdio_servers?: {
                             name: string;
-                            command: string & unknown;
+                            command: string;
                             args?: string[] | string;
                             env?: {
                                 [key: string]: string | number | boolean;
@@ -4380,12 +4448,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4421,7 +4491,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -4530,12 +4600,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4571,7 +4643,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -4647,12 +4719,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4679,7 +4753,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -4766,12 +4840,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4798,7 +4874,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -4892,12 +4968,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -4937,7 +5015,7 @@ export interface operations {
                 /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
-                ids?: (string & unknown)[];
+                ids?: string[];
             };
             header?: never;
             path?: never;
@@ -5040,12 +5118,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5100,7 +5180,7 @@ export interface operations {
                     /** @description Accepted for compatibility; ignored. */
                     processors?: unknown[] | null;
                     llm_model?: string | null;
-                    selected_repository?: (string & unknown) | null;
+                    selected_repository?: string | null;
                     selected_branch?: string | null;
                     git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                     title?: string | null;
@@ -5220,12 +5300,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5344,12 +5426,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5419,12 +5503,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5512,12 +5598,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5579,12 +5667,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5610,7 +5700,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                ids: (string & unknown)[];
+                ids: string[];
             };
             header?: never;
             path?: never;
@@ -5662,12 +5752,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5694,7 +5786,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -5777,12 +5869,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5809,7 +5903,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -5909,12 +6003,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -5941,7 +6037,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -6032,12 +6128,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6071,7 +6169,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -6122,12 +6220,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6160,7 +6260,7 @@ export interface operations {
                 "Last-Event-ID"?: number;
             };
             path: {
-                conversation_id: string & unknown;
+                conversation_id: string;
             };
             cookie?: never;
         };
@@ -6220,12 +6320,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6312,12 +6414,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6343,7 +6447,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                id: (string & unknown)[];
+                id: string[];
             };
             header?: never;
             path?: never;
@@ -6398,12 +6502,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6543,12 +6649,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6584,7 +6692,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string & unknown;
+                sandbox_id: string;
             };
             cookie?: never;
         };
@@ -6655,12 +6763,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6690,7 +6800,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                sandbox_id: string & unknown;
+                sandbox_id: string;
             };
             cookie?: never;
         };
@@ -6762,12 +6872,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6803,7 +6915,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string & unknown;
+                sandbox_id: string;
             };
             cookie?: never;
         };
@@ -6875,12 +6987,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -6916,7 +7030,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                sandbox_id: string & unknown;
+                sandbox_id: string;
             };
             cookie?: never;
         };
@@ -6997,12 +7111,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -7098,12 +7214,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
@@ -7129,7 +7247,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                id: (string & unknown)[];
+                id: string[];
             };
             header?: never;
             path?: never;
@@ -7175,12 +7293,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The request line and headers are larger than the host's HTTP server accepts (Node: 16 KiB by default, --max-http-header-size). Answered by the server itself, before any route, with no body. */
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
