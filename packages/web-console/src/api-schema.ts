@@ -5160,10 +5160,11 @@ export interface operations {
                     sandbox_id?: string | null;
                     initial_message?: {
                         /**
+                         * @description Only "user": the other roles of the agent-server are the agent's own.
                          * @default user
-                         * @enum {string}
+                         * @constant
                          */
-                        role?: "user" | "system" | "assistant" | "tool";
+                        role?: "user";
                         content: ({
                             /** @constant */
                             type: "text";
@@ -5911,10 +5912,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Only "user": the other roles of the agent-server are the agent's own.
                      * @default user
-                     * @enum {string}
+                     * @constant
                      */
-                    role?: "user" | "system" | "assistant" | "tool";
+                    role?: "user";
                     content: ({
                         /** @constant */
                         type: "text";
