@@ -6,7 +6,7 @@ import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
 import { createDockerEnginePool, createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
-import { createAcsRouter, serveUi } from '@acs/adapter-express';
+import { answerClientErrors, createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createWebConsole } from '@acs/web-console';
 import { createMcpConnector } from '@acs/adapter-mcp';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
@@ -154,6 +154,8 @@ export async function createStandaloneServer(
           socket.once('close', () => connections.delete(socket));
         });
         await once(server, 'listening');
+        // A request line or headers over Node's limit get 431 with the JSON error body the document names.
+        answerClientErrors(server);
         // The realtime channels of the OpenHands UI (socket.io and the agent-server event socket).
         router.attach(server);
         const { address, port } = server.address() as AddressInfo;

@@ -5,11 +5,13 @@ import { z } from 'zod';
 
 /**
  * The one error body of every route: a stable machine `code`, a sentence for
- * humans, and for validation errors the field paths that are wrong.
+ * humans (as `message`, and again as `detail`, the field OpenHands clients print),
+ * and for validation errors the field paths that are wrong.
  */
 export const ErrorBodySchema = z.object({
   code: z.string().meta({ description: 'Stable machine-readable code, e.g. VALIDATION_FAILED.' }),
   message: z.string().meta({ description: 'What went wrong and what to do about it.' }),
+  detail: z.string().meta({ description: 'The same text as message: OpenHands clients show `detail` (FastAPI\'s error field).' }),
   issues: z
     .array(z.object({ path: z.string(), message: z.string() }))
     .optional()
@@ -34,6 +36,8 @@ export const HTTP_ERROR_CODES = {
   INTERNAL_ERROR: 'INTERNAL_ERROR',
   /** The host is shutting down (new event streams are refused; try again shortly). */
   SHUTTING_DOWN: 'SHUTTING_DOWN',
+  /** The request line and headers are over the HTTP server's limit (431; see answerClientErrors). */
+  REQUEST_HEADERS_TOO_LARGE: 'REQUEST_HEADERS_TOO_LARGE',
   /** The user holds as many live connections (event streams, sockets) as allowed. */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
 } as const;
@@ -68,7 +72,7 @@ export function statusOf(error: DomainError | DomainErrorType): number {
 }
 
 export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[]): void {
-  const body: ErrorBody = { code, message, ...(issues && issues.length > 0 ? { issues: [...issues] } : {}) };
+  const body: ErrorBody = { code, message, detail: message, ...(issues && issues.length > 0 ? { issues: [...issues] } : {}) };
   res.status(status).json(body);
 }
 

@@ -7,6 +7,7 @@
  */
 export { createAcsRouter, type AcsRouter, type AcsRouterOptions } from './router.js';
 export { serveUi, type UiHandlerOptions } from './ui.js';
+export { answerClientErrors } from './client-errors.js';
 export { MemoryBrowserSessions, SESSION_COOKIE, type BrowserSessionStore } from './auth/browser-sessions.js';
 export { ConversationKeys } from './auth/conversation-keys.js';
 export type { Caller } from './auth/caller.js';

@@ -1,18 +1,20 @@
-import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
+import { createDocument, type CreateDocumentOptions, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import { z } from 'zod';
-import { DOMAIN_ERROR_CODES } from '@acs/core';
+import { DOMAIN_ERROR_CODES, STORABLE_TEXT_PATTERN } from '@acs/core';
 import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
 import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing.',
   401: 'Missing or wrong X-Session-API-Key.',
+  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
   413: 'The body is larger than the limit.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
-  429: 'The limit of sandboxes running at once is reached; pause or delete one, then try again.',
+  429: 'A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again.',
+  431: "The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body.",
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
   503: 'A backend (storage or the sandbox runtime) is unavailable.',
@@ -33,8 +35,9 @@ const hasBodySchema = (route: RouteDefinition) => !(route.body instanceof z.ZodU
  * errors the route declares (through `statusOf`), and those the adapter itself answers with:
  * 401 when authenticated; for a body, 400 (malformed or too deep JSON), 413, 415 and 422; 422
  * for path, query or header parameters; 400 for a path that is not valid percent-encoding;
- * 404 when the path names a record; 503 for a stream the host refuses while shutting down;
- * 500 always.
+ * 404 when the path names a record; 503 for a stream the host refuses while shutting down and
+ * 429 past the user's live connections; 403 from the CSRF guard on what changes state; 431
+ * and 500 always.
  */
 function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   const statuses = new Map<number, Set<string>>();
@@ -56,9 +59,39 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   const notFound = notFoundTypeOf(route.params);
   if (notFound) add(statusOf(notFound), ...DOMAIN_ERROR_CODES[notFound]);
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
+  if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
+  if (route.authenticated && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
+  // The HTTP server's, before any route: ids, paths and query values within their lengths can still add up past its limit.
+  add(431, HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE);
   add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
   return statuses;
 }
+
+/**
+ * Whether a pattern cannot match U+0000: anchored at both ends, with no wildcard, no negated
+ * class that lets U+0000 in, and no \\S, \\W or \\D.
+ */
+function excludesNul(pattern: string): boolean {
+  if (!pattern.startsWith('^') || !pattern.endsWith('$')) return false;
+  const unescaped = pattern
+    .replace(/\[\^(?:[^\]\\]|\\.)*?\\u0000(?:[^\]\\]|\\.)*\]/g, '') // a negated class that leaves U+0000 out
+    .replace(/\\([^SWD])/g, '') // escaped characters stand for themselves
+    .replace(/\[[^\]^][^\]]*\]/g, ''); // positive classes list what they take
+  return !/\.|\[\^|\\[SWD]/.test(unescaped);
+}
+
+/**
+ * Every string a request may carry is checked for text storage cannot hold (the router's
+ * `findUnstorableText`, over every part); the document states the same rule on every string
+ * of a request as STORABLE_TEXT_PATTERN. A string with a pattern of its own must leave U+0000
+ * out in it (the document would otherwise admit what the router refuses).
+ */
+const statesStorableText: CreateDocumentOptions['override'] = ({ jsonSchema, io }) => {
+  if (io !== 'input' || jsonSchema.type !== 'string' || jsonSchema.enum !== undefined || jsonSchema.const !== undefined) return;
+  const patterns = [jsonSchema.pattern, ...(jsonSchema.allOf ?? []).map((s) => ('pattern' in s ? s.pattern : undefined))].filter((p) => typeof p === 'string');
+  if (patterns.length === 0) jsonSchema.pattern = STORABLE_TEXT_PATTERN;
+  else if (!patterns.some(excludesNul)) throw new Error(`The request pattern ${patterns.join(' and ')} can match U+0000, which the router refuses: leave it out in the pattern (e.g. [^\\s\\u0000] for \\S).`);
+};
 
 /** The generated OpenAPI 3.1 document. */
 export type OpenApiDocument = ReturnType<typeof createDocument>;
@@ -102,7 +135,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: [...route.tags],
-      ...(route.authenticated ? {} : { security: [] }),
+      ...(route.authenticated ? (route.conversationKeyOnly ? { security: [{ ConversationKey: [] }] } : route.conversationScope ? { security: [{ SessionApiKey: [] }, { ConversationKey: [] }] } : {}) : { security: [] }),
       requestParams: {
         ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
         ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
@@ -126,13 +159,23 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       security: [{ SessionApiKey: [] }],
       paths,
       components: {
-        securitySchemes: { SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' } },
+        securitySchemes: {
+          SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
+          ConversationKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Session-API-Key',
+            description:
+              "A conversation's own key: the session_api_key of its record (acsc_…). It opens only that conversation's agent routes and channels, and it is the only key the routes that name no conversation take (the key says which).",
+          },
+        },
         schemas: { ErrorBody: ErrorBodySchema },
       },
     },
     {
       // Query strings arrive as strings and go through preprocessing; document what clients send.
       allowEmptySchema: { pipe: true, transform: true },
+      override: statesStorableText,
     },
   );
 }

@@ -1,5 +1,5 @@
 import type { PageRequest } from '@acs/core';
-import { decodeCursor, MAX_PAGE_SIZE } from '@acs/core/ports';
+import { decodeCursor, MAX_PAGE_SIZE, PAGE_ID_PATTERN } from '@acs/core/ports';
 import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 
@@ -12,44 +12,61 @@ export const limitParam = z.coerce
   .default(MAX_PAGE_SIZE)
   .meta({ description: 'Page size, 1 to 100 (default 100).' });
 
-/** An opaque page id from a previous page's `next_page_id`. */
+/** An opaque page id from a previous page's `next_page_id`; any of its form is a position in the list. */
 export const pageIdParam = z
   .string()
-  .min(1)
   .max(1024)
+  .regex(new RegExp(PAGE_ID_PATTERN), "is not a page id; use next_page_id from the previous page")
   .optional()
   .meta({ description: "Opaque: the previous page's next_page_id." });
 
 export const pagingQuery = z.object({ page_id: pageIdParam, limit: limitParam });
 
-/** Page query → page request; a page id this server did not issue is a validation issue. */
-export function pageRequestOf(query: { page_id?: string | undefined; limit: number }): PageRequest | { invalidPageId: true } {
-  if (query.page_id === undefined) return { limit: query.limit, after: null };
-  const after = decodeCursor(query.page_id);
-  return after ? { limit: query.limit, after } : { invalidPageId: true };
+/** Page query → page request (the schema let only page ids of the form decodeCursor reads through). */
+export function pageRequestOf(query: { page_id?: string | undefined; limit: number }): PageRequest {
+  const after = query.page_id === undefined ? null : decodeCursor(query.page_id);
+  if (query.page_id !== undefined && after === null) throw new Error('a page id of the documented form did not decode');
+  return { limit: query.limit, after };
 }
 
-/** Ids for batch reads: repeated (`?id=a&id=b`) or comma-separated, 1 to 100. */
+/** Ids for batch reads: repeated (`?id=a&id=b`) or comma-separated, 1 to 100; an id holds no comma. */
 export const idList = z
   .preprocess(
     (v: unknown): unknown =>
       v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
-    z.array(z.string().min(1).max(128)).min(1, 'give at least one id').max(100, 'at most 100 ids per request'),
+    z
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(128)
+          // eslint-disable-next-line no-control-regex -- U+0000 is left out as the router refuses it (findUnstorableText).
+          .regex(/^[^,\u0000]+$/, 'holds a comma (which separates ids) or U+0000'),
+      )
+      .min(1, 'give at least one id')
+      .max(100, 'at most 100 ids per request'),
   )
   .meta({ description: 'Repeat the parameter or separate ids with commas; 1 to 100.' });
 
-/** ISO-8601 timestamps; without an offset they are taken as UTC. Normalised to UTC with milliseconds. */
+/**
+ * An ISO-8601 date or date-time: a date, optionally a time to the minute, second or
+ * nanosecond, optionally an offset (Z, ±hh:mm or ±hhmm); without an offset it is UTC. Every
+ * string of this form is a date (a day past the month's end runs into the next month, as
+ * Date.parse reads it), so the pattern is the whole rule and the document states it.
+ */
+const TIMESTAMP = /^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])?)?$/;
+
+/** ISO-8601 timestamps (TIMESTAMP); normalised to UTC with milliseconds. */
 export const timestampParam = z
   .string()
-  .refine((v) => /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(withZone(v))), {
-    message: 'must be an ISO-8601 date or date-time, e.g. 2026-01-31T12:00:00Z',
-  })
+  .regex(TIMESTAMP, 'must be an ISO-8601 date or date-time, e.g. 2026-01-31T12:00:00Z')
   .transform((v) => new Date(Date.parse(withZone(v))).toISOString())
-  .optional();
+  .optional()
+  .meta({ description: 'An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC.' });
 
 function withZone(v: string): string {
   if (!v.includes('T')) return `${v}T00:00:00Z`;
-  return /(Z|[+-]\d{2}:?\d{2})$/.test(v) ? v : `${v}Z`;
+  return /(Z|[+-][0-9]{2}:?[0-9]{2})$/.test(v) ? v : `${v}Z`;
 }
 
 export const booleanParam = z

@@ -74,6 +74,11 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
    * routes): which conversation a request is about. Routes without it refuse conversation keys.
    */
   conversationScope?(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): string | null;
+  /**
+   * Only a conversation's own key opens the route (it names no conversation: the key says
+   * which). Any other caller is refused with 401, and the document asks for that key.
+   */
+  conversationKeyOnly?: true;
 }
 
 /** A route answering with one JSON value. */

@@ -321,6 +321,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         next('route');
         return;
       }
+      if (route.conversationKeyOnly && (req as WithUser)[CALLER]?.via !== 'conversation-key') {
+        sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.");
+        return;
+      }
       const withBody = acceptsBody && requestHasBody(req);
       if (withBody && !req.is(['application/json', 'application/*+json'])) {
         sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
@@ -339,7 +343,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       const run = () => {
         const issues: FieldIssue[] = [];
         const params = parsePart(route.params, req.params, 'path', issues);
-        if (notFound && issues.some((i) => i.message === UNSTORABLE_TEXT_MESSAGE)) {
+        if (notFound && findUnstorableText(req.params) !== null) {
           // No record can have such an id.
           sendDomainError(res, notFound(req.params as Record<string, string>));
           return;

@@ -11,6 +11,7 @@ import {
   obj,
   operationsOf,
   startHarness,
+  takesApiKey,
   WRONG_KEY,
   type Harness,
   type OpenApiDoc,
@@ -50,7 +51,8 @@ describe('authentication', () => {
       for (const key of BAD_KEYS) {
         const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
         expect(r.status, `${method.toUpperCase()} ${path} with key ${JSON.stringify(key)}`).toBe(401);
-        expect(obj(r.body), `${method.toUpperCase()} ${path}`).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) as string });
+        const body = obj(r.body);
+        expect(body, `${method.toUpperCase()} ${path}`).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) as string, detail: body.message });
       }
     }
     // Nothing reached the service.
@@ -60,12 +62,15 @@ describe('authentication', () => {
     expect((await h.call('GET', '/api/conversations')).body).toEqual({ results: [], next_page_id: null });
   });
 
-  it('the same operations pass authentication with a valid key of either user', async () => {
+  it('the same operations pass authentication with a valid key of either user, except those the document opens only to a conversation key', async () => {
     const operations = operationsOf(doc).filter(({ operation }) => isAuthenticated(doc, operation));
-    for (const { path, method } of operations) {
+    const conversationKeyOnly = operations.filter(({ operation }) => !takesApiKey(doc, operation)).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    expect(conversationKeyOnly.sort()).toEqual(['GET /api/git/changes/{path}', 'GET /api/git/diff/{path}']);
+    for (const { path, method, operation } of operations) {
       for (const key of [KEY_A, KEY_B]) {
         const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
-        expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).not.toBe(401);
+        if (takesApiKey(doc, operation)) expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).not.toBe(401);
+        else expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBe(401);
         expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBeLessThan(500);
       }
     }
@@ -185,7 +190,8 @@ describe('authentication', () => {
       expect(none.status).toBe(401);
       const boom = await fetch(`${base}/api/settings`, { headers: { 'x-boom': '1' } });
       expect(boom.status).toBe(500);
-      expect(obj(await boom.json())).toEqual({ code: 'INTERNAL_ERROR', message: expect.any(String) as string });
+      const body = obj(await boom.json());
+      expect(body).toEqual({ code: 'INTERNAL_ERROR', message: expect.any(String) as string, detail: body.message });
       const carol = await fetch(`${base}/api/settings`, { headers: { 'x-user': 'carol' } });
       expect(carol.status).toBe(404);
       expect(errorCode(await carol.json())).toBe('SETTINGS_NOT_FOUND');

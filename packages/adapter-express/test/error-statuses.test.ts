@@ -18,10 +18,8 @@ import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness
 
 /**
  * What each route may fail with, written out here from the service operation it calls (and
- * what its handler adds: `paged` refuses a page id this server never issued), so a route
- * wired to the wrong list is caught.
+ * what its handler adds), so a route wired to the wrong list is caught.
  */
-const PAGED = ['ValidationFailed'] as const;
 const DECLARED: Record<string, readonly DomainErrorType[]> = {
   alive: [],
   health: [],
@@ -50,12 +48,12 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   getConversationMicroagents: WorkspaceServiceErrors.describe,
   getConversationWebHosts: ConversationServiceErrors.get,
   getConversationVsCodeUrl: ConversationServiceErrors.get,
-  getGitChangesV1: [...WorkspaceServiceErrors.gitChanges, 'ValidationFailed'],
-  getGitDiffV1: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe, 'ValidationFailed'],
+  getGitChangesV1: WorkspaceServiceErrors.gitChanges,
+  getGitDiffV1: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe],
   storeSettings: SettingsServiceErrors.store,
   loadSettings: SettingsServiceErrors.load,
   newConversation: ConversationServiceErrors.create,
-  listConversations: [...ConversationServiceErrors.search, ...PAGED],
+  listConversations: ConversationServiceErrors.search,
   getConversation: ConversationServiceErrors.get,
   deleteConversation: ConversationServiceErrors.delete,
   startConversation: ConversationServiceErrors.start,
@@ -63,25 +61,25 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   sendConversationMessage: ConversationServiceErrors.sendMessage,
   respondToConfirmationV0: ConversationServiceErrors.respondToConfirmation,
   startAppConversation: ConversationServiceErrors.startApp,
-  searchAppConversations: [...ConversationServiceErrors.search, ...PAGED],
+  searchAppConversations: ConversationServiceErrors.search,
   countAppConversations: ConversationServiceErrors.count,
-  searchStartTasks: [...ConversationServiceErrors.searchStartTasks, ...PAGED],
+  searchStartTasks: ConversationServiceErrors.searchStartTasks,
   countStartTasks: ConversationServiceErrors.countStartTasks,
   getStartTasks: ConversationServiceErrors.getStartTasks,
-  listAppConversations: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED],
+  listAppConversations: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
   getAppConversation: ConversationServiceErrors.get,
   sendAppConversationMessage: ConversationServiceErrors.sendMessage,
   respondToConfirmation: ConversationServiceErrors.respondToConfirmation,
   searchConversationEvents: ConversationServiceErrors.searchEvents,
   streamConversationEvents: ConversationServiceErrors.subscribeEvents,
-  searchSandboxes: [...SandboxServiceErrors.search, ...PAGED],
+  searchSandboxes: SandboxServiceErrors.search,
   getSandboxes: SandboxServiceErrors.getMany,
   startSandbox: SandboxServiceErrors.start,
   getSandbox: SandboxServiceErrors.get,
   deleteSandbox: SandboxServiceErrors.delete,
   pauseSandbox: SandboxServiceErrors.pause,
   resumeSandbox: SandboxServiceErrors.resume,
-  searchSandboxSpecs: [...SandboxSpecServiceErrors.search, ...PAGED],
+  searchSandboxSpecs: SandboxSpecServiceErrors.search,
   getSandboxSpecs: SandboxSpecServiceErrors.getMany,
 };
 
@@ -116,9 +114,10 @@ const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject 
 
 /**
  * The error statuses a route must document, with the codes each may carry: its declared
- * domain errors, and what the adapter answers by itself (401 without a key; a body's 400, 413,
- * 415 and 422; 422 for parameters; a path's 400 for bad percent-encoding and 404 for a record
- * id nothing can have; 503 for a stream while shutting down; 500).
+ * domain errors, and what the adapter answers by itself (401 without a key; 403 from the CSRF
+ * guard on what changes state; a body's 400, 413, 415 and 422; 422 for parameters; a path's 400
+ * for bad percent-encoding and 404 for a record id nothing can have; 503 for a stream while
+ * shutting down and 429 past the user's live connections; 431 from the HTTP server; 500).
  */
 function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   const expected = new Map<number, Set<string>>();
@@ -140,6 +139,9 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
     if (notFound) add(STATUS[notFound], ...DOMAIN_ERROR_CODES[notFound]);
   }
   if (route.stream) add(503, 'SHUTTING_DOWN');
+  if (route.stream) add(429, 'TOO_MANY_CONNECTIONS');
+  if (route.authenticated && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
+  add(431, 'REQUEST_HEADERS_TOO_LARGE');
   return expected;
 }
 
@@ -248,7 +250,7 @@ describe('documented error statuses', () => {
   });
 
   it('the adapter codes the document lists are the router’s', () => {
-    for (const code of ['UNAUTHENTICATED', 'MALFORMED_JSON', 'JSON_TOO_DEEP', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_REQUEST', 'SHUTTING_DOWN', 'INTERNAL_ERROR']) {
+    for (const code of ['UNAUTHENTICATED', 'MALFORMED_JSON', 'JSON_TOO_DEEP', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_REQUEST', 'SHUTTING_DOWN', 'INTERNAL_ERROR', 'CROSS_SITE_REQUEST', 'TOO_MANY_CONNECTIONS', 'REQUEST_HEADERS_TOO_LARGE']) {
       expect(Object.values(HTTP_ERROR_CODES), code).toContain(code);
     }
   });

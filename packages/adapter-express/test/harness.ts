@@ -221,6 +221,11 @@ export function isAuthenticated(doc: OpenApiDoc, operation: OpenApiOperation): b
   return security.length > 0;
 }
 
+/** Whether an operation takes a user's API key (SessionApiKey), not only a conversation's own key (ConversationKey). */
+export function takesApiKey(doc: OpenApiDoc, operation: OpenApiOperation): boolean {
+  return (operation.security ?? doc.security ?? []).some((requirement) => 'SessionApiKey' in requirement);
+}
+
 /** A concrete URL path for a template: every `{param}` replaced by `id`. */
 export function concretePath(template: string, id = 'someid0123456789'): string {
   return template.replace(/\{[^}]+\}/g, encodeURIComponent(id));

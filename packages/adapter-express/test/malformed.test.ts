@@ -241,7 +241,7 @@ describe('malformed requests', () => {
     expect(h.logger.lines.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   });
 
-  it('every error answer of this file has the common body: string code and message, and issues only as a list', () => {
+  it('every error answer of this file has the common body: string code and message, detail the same as message, and issues only as a list', () => {
     const errors = results.filter(({ r }) => r.status >= 400);
     expect(errors.length).toBeGreaterThan(100);
     for (const { label, r } of errors) {
@@ -251,7 +251,8 @@ describe('malformed requests', () => {
       expect(body.code, label).toMatch(/^[A-Z][A-Z_]+$/);
       expect(typeof body.message, label).toBe('string');
       expect((body.message as string).length, label).toBeGreaterThan(0);
-      for (const key of Object.keys(body)) expect(['code', 'message', 'issues'], label).toContain(key);
+      expect(body.detail, label).toBe(body.message);
+      for (const key of Object.keys(body)) expect(['code', 'message', 'detail', 'issues'], label).toContain(key);
       if (body.issues !== undefined) {
         expect(Array.isArray(body.issues), label).toBe(true);
         for (const issue of body.issues as unknown[]) {

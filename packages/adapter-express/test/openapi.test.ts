@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildOpenApiDocument, buildRoutes } from '@acs/adapter-express';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { answerClientErrors, buildOpenApiDocument, buildRoutes } from '@acs/adapter-express';
 import { fetchOpenApi, isAuthenticated, operationsOf, startHarness, type Harness, type JsonSchema, type OpenApiDoc } from './harness.js';
 
 /** Every operation the issue asks for. */
@@ -87,8 +90,8 @@ describe('OpenAPI document', () => {
       }
     }
     const errorBody = doc.components?.schemas?.ErrorBody as JsonSchema;
-    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'issues', 'message']);
-    expect((errorBody.required as string[]).sort()).toEqual(['code', 'message']);
+    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'detail', 'issues', 'message']);
+    expect((errorBody.required as string[]).sort()).toEqual(['code', 'detail', 'message']);
   });
 
   it('documents a JSON request body for the routes that take one', () => {
@@ -140,5 +143,31 @@ describe('OpenAPI document', () => {
     expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual(['conversation_id__eq', 'created_at__gte', 'limit', 'page_id', 'sort_order']);
     expect(params('/api/v1/sandboxes')).toEqual(['id']);
     expect(params('/api/v1/app-conversations/start-tasks')).toEqual(['ids']);
+  });
+
+  it('documents 431 on every operation, and answerClientErrors makes it the common JSON body (Node alone sends none)', async () => {
+    for (const { path, method, operation } of operationsOf(doc)) expect(operation.responses['431'], `${method.toUpperCase()} ${path}`).toBeDefined();
+    const longPath = `/api/v1/sandboxes?${Array.from({ length: 200 }, (_, i) => `id=${'x'.repeat(100)}${i}`).join('&')}`;
+    const answer = async (withHandler: boolean) => {
+      const server: Server = createServer(express().use((_req, res) => res.json({})));
+      if (withHandler) answerClientErrors(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${longPath}`);
+        return { status: r.status, type: r.headers.get('content-type'), text: await r.text() };
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    };
+    const bare = await answer(false);
+    expect(bare.status).toBe(431);
+    expect(bare.text).toBe('');
+    const handled = await answer(true);
+    expect(handled.status).toBe(431);
+    expect(handled.type).toMatch(/^application\/json/);
+    const body = JSON.parse(handled.text) as Record<string, unknown>;
+    expect(body.code).toBe('REQUEST_HEADERS_TOO_LARGE');
+    expect(body.detail).toBe(body.message);
   });
 });

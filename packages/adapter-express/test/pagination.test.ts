@@ -43,22 +43,32 @@ describe('limit and page_id validation', () => {
     }
   });
 
-  it.each(PAGED)('$path: a page_id this server did not issue → 422 naming query.page_id', async (route) => {
-    const forged = [
+  it.each(PAGED)('$path: a page_id not of the documented form → 422 naming query.page_id', async (route) => {
+    const malformed = [
       'garbage',
       '!!!',
-      Buffer.from('{"x":1}').toString('base64url'),
       Buffer.from('20').toString('base64'),
-      Buffer.from('not json').toString('base64url'),
+      '5AAAAAAA',
+      'AAAAAAAAB',
       'x'.repeat(2000),
     ];
-    for (const pageId of forged) {
+    for (const pageId of malformed) {
       const r = await h.call('GET', join(route.path, `page_id=${encodeURIComponent(pageId)}`));
       expect(r.status, `page_id=${pageId.slice(0, 40)}: ${r.text}`).toBe(422);
       expect(errorCode(r.body)).toBe('VALIDATION_FAILED');
       expect(arr(obj(r.body).issues).map((i) => obj(i).path)).toContain('query.page_id');
     }
     expect((await h.call('GET', join(route.path, 'page_id='))).status).toBe(422);
+  });
+
+  it.each(PAGED)('$path: any page_id of the documented form is taken: a place in the list (200), or for specs a spec that is not there (404)', async (route) => {
+    for (const pageId of [Buffer.from('{"x":1}').toString('base64url'), Buffer.from('not json').toString('base64url'), 'AAAAAAAA', '4_______', encodeCursor({ created_at: '2026-01-01T00:00:00.000Z', id: 'nothing' })]) {
+      const r = await h.call('GET', join(route.path, `page_id=${encodeURIComponent(pageId)}`));
+      if (route.path === '/api/v1/sandbox-specs/search') {
+        expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(404);
+        expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
+      } else expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(200);
+    }
   });
 });
 
@@ -210,13 +220,13 @@ describe('walking pages while new items are created', () => {
     }
   });
 
-  it('a sandbox-spec page id naming a spec that does not exist is refused (422) or ends the list; it never restarts from the first page', async () => {
+  it('a sandbox-spec page id naming a spec that does not exist is a 404 or ends the list; it never restarts from the first page', async () => {
     const many = await threeSpecs();
     try {
       // Well-formed, but not issued by the spec list: e.g. a sandbox page id, or one from before the catalog changed.
       const forged = encodeCursor({ created_at: '2026-01-01T00:00:00.000Z', id: 'no-such-spec' });
       const r = await many.call('GET', `/api/v1/sandbox-specs/search?limit=1&page_id=${forged}`);
-      expect(r.status === 422 || pageOf(PAGED[5], r.body).ids.length === 0, `forged spec cursor: ${r.text}`).toBe(true);
+      expect(r.status === 404 || pageOf(PAGED[5], r.body).ids.length === 0, `forged spec cursor: ${r.text}`).toBe(true);
     } finally {
       await many.close();
     }

@@ -345,10 +345,13 @@ describe("a conversation's own key", () => {
     ]);
     const v1Diff = await h.call('GET', `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`, { key: conversationKey });
     expect(obj(v1Diff.body).modified).toBe('export const answer = 42;\n');
-    // With the user's key those two cannot know the conversation: a clear 422.
-    const ambiguous = await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`);
-    expect(ambiguous.status).toBe(422);
-    expect(ambiguous.text).toContain('session_api_key');
+    // With the user's key those two cannot know the conversation: only its own key opens them (401, as the document says).
+    for (const path of [`/api/git/changes/${encodeURIComponent('/workspace/project')}`, `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`]) {
+      const ambiguous = await h.call('GET', path);
+      expect(ambiguous.status, path).toBe(401);
+      expect(errorCode(ambiguous.body)).toBe('UNAUTHENTICATED');
+      expect(ambiguous.text).toContain('session_api_key');
+    }
 
     for (const [method, path] of [
       ['GET', `/api/conversations/${other}/git/changes`],

@@ -439,7 +439,8 @@ describe('agent engine: conversation flow', () => {
   it('rejects messages that are not from the user or are empty, and unknown conversations', async () => {
     const { service } = await setup();
     const id = await converse(service);
-    const asAgent = await service.conversations.sendMessage('alice', id, { role: 'assistant', content: [{ type: 'text', text: 'x' }], run: true });
+    // The request schema admits only "user"; a caller that skips it is refused by the service all the same.
+    const asAgent = await service.conversations.sendMessage('alice', id, { role: 'assistant' as unknown as 'user', content: [{ type: 'text', text: 'x' }], run: true });
     expect(asAgent.isErr() && asAgent.error.type).toBe('ValidationFailed');
     const empty = await service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: '  ' }], run: true });
     expect(empty.isErr() && empty.error.type).toBe('ValidationFailed');

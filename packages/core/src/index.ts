@@ -54,7 +54,7 @@ export {
   type ExplainedDomainError,
   type FieldIssue,
 } from './errors.js';
-export { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE } from './validation.js';
+export { findUnstorableText, STORABLE_TEXT_PATTERN, toFieldIssues, UNSTORABLE_TEXT_MESSAGE } from './validation.js';
 
 // Secrets at rest: the cipher a storage adapter seals them with.
 export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions } from './secrets/cipher.js';

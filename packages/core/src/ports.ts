@@ -43,4 +43,4 @@ export { normalizeId, randomIdGenerator, sequentialIdGenerator, type IdGenerator
 export { silentLogger, type Logger } from './logger.js';
 export { storeUnavailable } from './errors.js';
 // Keyset pages, for stores: opaque cursors on (created_at, id), and paging an in-memory list.
-export { compareNewestFirst, compareOldestFirst, decodeCursor, encodeCursor, MAX_PAGE_SIZE, pageInMemory, type Page, type PageCursor, type PageRequest } from './pagination.js';
+export { compareNewestFirst, compareOldestFirst, decodeCursor, encodeCursor, MAX_PAGE_SIZE, PAGE_ID_PATTERN, pageInMemory, type Page, type PageCursor, type PageRequest } from './pagination.js';

@@ -20,7 +20,7 @@ import type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 import type { SandboxSpec } from './sandbox/schema.js';
 import type { Page, PageRequest } from './pagination.js';
 import { errAsync, ResultAsync } from 'neverthrow';
-import { validationFailed, type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from './errors.js';
+import { type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from './errors.js';
 import { createSettingsService, type SettingsService } from './settings/service.js';
 import { createWorkspaceService, type WorkspaceService } from './workspace/files.js';
 import type { SettingsStore } from './settings/store.js';
@@ -70,8 +70,8 @@ export interface AgentConversationServiceOptions extends ConversationServiceOpti
 
 /** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
 export const SandboxSpecServiceErrors = {
-  /** ValidationFailed: a page id naming a spec the catalog no longer has. */
-  search: ['ValidationFailed', 'StoreUnavailable'],
+  /** SandboxSpecNotFound: a page id naming a spec the catalog does not have (any page id of the documented form is taken, so it is a missing record, not bad input). */
+  search: ['SandboxSpecNotFound', 'StoreUnavailable'],
   getMany: ['StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
@@ -169,9 +169,7 @@ export function createAgentConversationService(
       return ports.sandboxSpecs.get(after.id).andThen((spec) =>
         spec
           ? ports.sandboxSpecs.list(page)
-          : errAsync<Page<SandboxSpec>, DomainErrorOf<'ValidationFailed'>>(
-              validationFailed([{ path: 'query.page_id', message: 'is not a page id of this list; use next_page_id from the previous page' }]),
-            ),
+          : errAsync<Page<SandboxSpec>, DomainErrorOf<'SandboxSpecNotFound'>>({ type: 'SandboxSpecNotFound', specId: after.id }),
       );
     },
     getMany: (idList) => ResultAsync.combine(idList.map((id) => ports.sandboxSpecs.get(id))),

@@ -39,6 +39,12 @@ const isStorableText = (text: string): boolean => !UNSTORABLE.test(text);
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what this looks for.
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * The same rule as a JSON Schema pattern, for documents: text without U+0000. (An unpaired
+ * surrogate is not Unicode text, so no JSON Schema string holds one; it is refused all the same.)
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000]*$';
+
 /** What a refused string is told. */
 export const UNSTORABLE_TEXT_MESSAGE = 'contains U+0000 (NUL) or an unpaired surrogate (invalid UTF-16); such text cannot be stored';
 

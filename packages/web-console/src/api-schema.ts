@@ -1276,6 +1276,8 @@ export interface components {
             code: string;
             /** @description What went wrong and what to do about it. */
             message: string;
+            /** @description The same text as message: OpenHands clients show `detail` (FastAPI's error field). */
+            detail: string;
             /** @description Validation problems by field path. */
             issues?: {
                 path: string;
@@ -1321,6 +1323,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1348,6 +1368,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UiConfig"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
@@ -1381,6 +1410,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1426,6 +1464,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -1457,6 +1504,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1497,6 +1553,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1566,6 +1631,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The current state does not allow this. Codes: SECRET_NAME_TAKEN. */
             409: {
                 headers: {
@@ -1595,6 +1669,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1666,6 +1749,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
             404: {
                 headers: {
@@ -1704,6 +1796,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1771,6 +1872,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
             404: {
                 headers: {
@@ -1782,6 +1892,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1851,6 +1970,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
@@ -1871,6 +1999,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1920,6 +2057,24 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1988,6 +2143,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -1999,6 +2163,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2067,6 +2240,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2078,6 +2260,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2152,6 +2343,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2194,6 +2394,15 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2290,6 +2499,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2348,6 +2566,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2359,6 +2586,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2430,6 +2666,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -2459,6 +2704,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2538,6 +2792,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2625,6 +2888,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2730,6 +3002,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -2817,6 +3098,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2920,6 +3210,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3002,6 +3301,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3095,6 +3403,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3175,6 +3492,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3246,6 +3572,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3335,6 +3670,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3436,6 +3780,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3486,6 +3839,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -3513,6 +3875,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": "OK";
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
@@ -3622,6 +3993,15 @@ export interface operations {
             };
             /** @description Not found (or not yours). Codes: SETTINGS_NOT_FOUND. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3755,6 +4135,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
@@ -3775,6 +4164,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3864,6 +4262,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3978,6 +4385,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -4023,8 +4439,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4112,6 +4537,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND, SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -4157,8 +4591,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4240,6 +4683,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -4260,6 +4712,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4334,6 +4795,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -4363,6 +4833,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4435,6 +4914,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -4480,6 +4968,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4509,9 +5006,13 @@ export interface operations {
                 limit?: number;
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
                 ids?: string[];
@@ -4617,6 +5118,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4650,10 +5160,11 @@ export interface operations {
                     sandbox_id?: string | null;
                     initial_message?: {
                         /**
+                         * @description Only "user": the other roles of the agent-server are the agent's own.
                          * @default user
-                         * @enum {string}
+                         * @constant
                          */
-                        role?: "user" | "system" | "assistant" | "tool";
+                        role?: "user";
                         content: ({
                             /** @constant */
                             type: "text";
@@ -4727,6 +5238,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -4772,8 +5292,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4819,9 +5348,13 @@ export interface operations {
                 limit?: number;
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
             };
@@ -4894,6 +5427,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4919,9 +5461,13 @@ export interface operations {
             query?: {
                 /** @description Case-insensitive substring of the title. */
                 title__contains?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__lt?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
             };
@@ -4958,6 +5504,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -4986,6 +5541,7 @@ export interface operations {
                 /** @description Page size, 1 to 100 (default 100). */
                 limit?: number;
                 conversation_id__eq?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
                 sort_order?: "CREATED_AT" | "CREATED_AT_DESC";
             };
@@ -5043,6 +5599,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5067,6 +5632,7 @@ export interface operations {
         parameters: {
             query?: {
                 conversation_id__eq?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 created_at__gte?: string;
             };
             header?: never;
@@ -5095,6 +5661,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5171,6 +5746,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5286,6 +5870,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5319,10 +5912,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Only "user": the other roles of the agent-server are the agent's own.
                      * @default user
-                     * @enum {string}
+                     * @constant
                      */
-                    role?: "user" | "system" | "assistant" | "tool";
+                    role?: "user";
                     content: ({
                         /** @constant */
                         type: "text";
@@ -5366,6 +5960,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -5395,6 +5998,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5464,6 +6076,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
                 headers: {
@@ -5502,6 +6123,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5592,6 +6222,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5667,6 +6306,24 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: TOO_MANY_CONNECTIONS. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5759,6 +6416,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -5831,6 +6497,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5922,6 +6597,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_SPEC_NOT_FOUND. */
             404: {
                 headers: {
@@ -5958,8 +6642,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6072,6 +6765,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
                 headers: {
@@ -6136,6 +6838,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6156,6 +6867,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6233,6 +6953,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6253,6 +6982,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6330,6 +7068,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
             404: {
                 headers: {
@@ -6357,8 +7104,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The limit of sandboxes running at once is reached; pause or delete one, then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6442,8 +7198,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Not found (or not yours). Codes: SANDBOX_SPEC_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6514,6 +7288,15 @@ export interface operations {
             };
             /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,7 +5,7 @@ import { eventIdParam, idList, kindList, limitParam, pagingQuery, timestampParam
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
-import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, PAGED_ERRORS, pageOf, toFilter } from './shared.js';
+import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, pageOf, toFilter } from './shared.js';
 import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
 import { openFeed } from '../realtime/feed.js';
 
@@ -35,7 +35,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       tags: ['app conversations (V1)'],
       query: pagingQuery.extend(conversationFilterQuery),
       success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
-      errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
+      errors: ConversationServiceErrors.search,
       handle: ({ userId, query, mountPath }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) })),
     }),
     defineRoute({
@@ -61,7 +61,7 @@ export function appConversationRoutes(service: AgentConversationService, context
         sort_order: z.enum(['CREATED_AT', 'CREATED_AT_DESC']).default('CREATED_AT_DESC'),
       }),
       success: { status: 200, description: 'A page of start tasks.', schema: pageOf(StartTaskSchema) },
-      errors: [...ConversationServiceErrors.searchStartTasks, ...PAGED_ERRORS],
+      errors: ConversationServiceErrors.searchStartTasks,
       handle: ({ userId, query }) =>
         paged(query, (page) =>
           conversations.searchStartTasks(
@@ -114,7 +114,7 @@ export function appConversationRoutes(service: AgentConversationService, context
         description: 'A page, or an array when ids is given.',
         schema: z.union([pageOf(AppConversationSchema), z.array(AppConversationSchema.nullable())]),
       },
-      errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search, ...PAGED_ERRORS],
+      errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
       handle: ({ userId, query, mountPath }) =>
         query.ids
           ? conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)))

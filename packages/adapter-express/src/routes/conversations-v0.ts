@@ -5,7 +5,7 @@ import { booleanParam, limitParam, pageIdParam } from '../query.js';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
-import { ConfirmationRequestSchema, paged, PAGED_ERRORS, SuccessSchema } from './shared.js';
+import { ConfirmationRequestSchema, paged, SuccessSchema } from './shared.js';
 import {
   conversationLinks,
   ConversationInfoSchema,
@@ -61,7 +61,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
         description: 'A page of conversations, newest first.',
         schema: z.object({ results: z.array(ConversationInfoSchema), next_page_id: z.string().nullable() }),
       },
-      errors: [...ConversationServiceErrors.search, ...PAGED_ERRORS],
+      errors: ConversationServiceErrors.search,
       handle: ({ userId, query, mountPath }) =>
         paged(query, (page) =>
           conversations.search(

@@ -1,21 +1,21 @@
-import { ConversationServiceErrors, validationFailed, WorkspaceServiceErrors, type AgentConversationService, type DomainErrorOf } from '@acs/core';
-import { errAsync } from 'neverthrow';
+import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService } from '@acs/core';
+import type { Caller } from '../auth/caller.js';
 import { z } from 'zod';
 import { readWholeLog } from '../realtime/feed.js';
 import { V0EventTranslator } from '../realtime/v0-events.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
-import { conversationIdParams } from './params.js';
+import { conversationIdParams, pathSegment } from './params.js';
 
 const GitChangeSchema = z.object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() }).meta({ id: 'GitChange' });
 const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
 const TAGS = ['conversation panels'];
 const filePath = z.string().min(1).max(4096);
 
-/** The V1 UI's git routes name no conversation: only a conversation's own key says which. */
-const needsConversationKey = () =>
-  errAsync<never, DomainErrorOf<'ValidationFailed'>>(
-    validationFailed([{ path: 'header.X-Session-API-Key', message: "send the conversation's session_api_key: this route acts on the conversation it opens" }]),
-  );
+/** The conversation of the V1 UI's git routes: they name none, and only its own key opens them (`conversationKeyOnly`). */
+const keyConversation = (caller: Caller): string => {
+  if (!caller.conversationId) throw new Error('the router lets only conversation keys into this route');
+  return caller.conversationId;
+};
 
 /**
  * What the OpenHands UI shows around the chat, answered from the conversation's sandbox (its
@@ -155,16 +155,15 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       summary: "What changed in the repository of the key's conversation (agent-server form)",
       description: "With the conversation's own key. Statuses as the agent-server names them (ADDED, UPDATED, DELETED, MOVED).",
       tags: TAGS,
-      params: z.object({ path: filePath }),
+      params: z.object({ path: pathSegment(4096) }),
       success: { status: 200, description: 'The changes.', schema: z.array(z.object({ status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']), path: z.string() })) },
-      errors: [...WorkspaceServiceErrors.gitChanges, 'ValidationFailed'],
+      errors: WorkspaceServiceErrors.gitChanges,
+      conversationKeyOnly: true,
       conversationScope: ({ caller }) => caller.conversationId,
       handle: ({ userId, caller }) =>
-        caller.conversationId
-          ? workspace.gitChanges(userId, caller.conversationId).map((changes) =>
-              changes.map((c) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path })),
-            )
-          : needsConversationKey(),
+        workspace
+          .gitChanges(userId, keyConversation(caller))
+          .map((changes) => changes.map((c) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path }))),
     }),
     defineRoute({
       method: 'get',
@@ -172,13 +171,13 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       operationId: 'getGitDiffV1',
       summary: "A changed file of the key's conversation, before and after (agent-server form)",
       tags: TAGS,
-      params: z.object({ path: filePath }),
+      params: z.object({ path: pathSegment(4096) }),
       success: { status: 200, description: 'As committed, and as it is now.', schema: GitDiffSchema },
-      errors: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe, 'ValidationFailed'],
+      errors: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe],
+      conversationKeyOnly: true,
       conversationScope: ({ caller }) => caller.conversationId,
       handle: ({ userId, caller, params }) => {
-        const id = caller.conversationId;
-        if (!id) return needsConversationKey();
+        const id = keyConversation(caller);
         // The UI names files as the agent-server lays them out: /workspace/project[/<repository>]/<file>.
         return workspace.describe(userId, id).andThen((w) => {
           const underProject = params.path.replace(/^\/workspace\/project\//, '');

@@ -3,7 +3,7 @@ import { SandboxSpecSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
-import { paged, PAGED_ERRORS, pageOf } from './shared.js';
+import { paged, pageOf } from './shared.js';
 
 /** V1 sandbox specs: the catalog of images a sandbox can be started from. */
 export function sandboxSpecRoutes(service: AgentConversationService): RouteDefinition[] {
@@ -18,7 +18,7 @@ export function sandboxSpecRoutes(service: AgentConversationService): RouteDefin
       tags: ['sandbox specs (V1)'],
       query: pagingQuery,
       success: { status: 200, description: 'A page of specs.', schema: pageOf(SandboxSpecSchema) },
-      errors: [...SandboxSpecServiceErrors.search, ...PAGED_ERRORS],
+      errors: SandboxSpecServiceErrors.search,
       handle: ({ query }) => paged(query, (page) => sandboxSpecs.search(page)),
     }),
     defineRoute({

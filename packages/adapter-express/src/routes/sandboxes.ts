@@ -3,9 +3,10 @@ import { SandboxInfoSchema, StartSandboxRequestSchema } from '@acs/core/schemas'
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
-import { paged, PAGED_ERRORS, pageOf, SuccessSchema } from './shared.js';
+import { pathSegment } from './params.js';
+import { paged, pageOf, SuccessSchema } from './shared.js';
 
-const sandboxIdParams = recordPathParams(z.object({ sandbox_id: z.string().min(1).max(128) }), 'SandboxNotFound', (p) => ({
+const sandboxIdParams = recordPathParams(z.object({ sandbox_id: pathSegment(128) }), 'SandboxNotFound', (p) => ({
   type: 'SandboxNotFound',
   sandboxId: p.sandbox_id ?? '',
 }));
@@ -22,7 +23,7 @@ export function sandboxRoutes(service: AgentConversationService): RouteDefinitio
       tags: ['sandboxes (V1)'],
       query: pagingQuery,
       success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
-      errors: [...SandboxServiceErrors.search, ...PAGED_ERRORS],
+      errors: SandboxServiceErrors.search,
       handle: ({ userId, query }) => paged(query, (page) => sandboxes.search(userId, page)),
     }),
     defineRoute({

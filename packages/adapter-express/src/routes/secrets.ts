@@ -2,9 +2,10 @@ import { SettingsServiceErrors, type AgentConversationService } from '@acs/core'
 import { CustomSecretCreateSchema, CustomSecretInfoSchema, CustomSecretUpdateSchema, ProviderTokensInputSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import { pathSegment } from './params.js';
 
 const MessageSchema = z.object({ message: z.string() });
-const secretPath = recordPathParams(z.object({ secret_id: z.string().min(1).max(128) }), 'SecretNotFound', (p) => ({ type: 'SecretNotFound', name: p.secret_id ?? '' }));
+const secretPath = recordPathParams(z.object({ secret_id: pathSegment(128) }), 'SecretNotFound', (p) => ({ type: 'SecretNotFound', name: p.secret_id ?? '' }));
 
 /**
  * The user's custom secrets (made available to their agents) and git provider tokens, as the

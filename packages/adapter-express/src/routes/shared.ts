@@ -1,5 +1,5 @@
-import { validationFailed, type DomainErrorOf, type Page, type PageRequest } from '@acs/core';
-import { errAsync, type ResultAsync } from 'neverthrow';
+import type { Page, PageRequest } from '@acs/core';
+import type { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { booleanParam, pageRequestOf, timestampParam } from '../query.js';
 
@@ -45,16 +45,5 @@ export const toFilter = (q: {
   ...(q.include_sub_conversations !== undefined ? { include_sub_conversations: q.include_sub_conversations } : {}),
 });
 
-/** What `paged` adds to the errors of the list it runs: a page id this server never issued. */
-export const PAGED_ERRORS = ['ValidationFailed'] as const;
-
-/** Runs `list` with the decoded page, or refuses a page id this server never issued. */
-export function paged<T, E>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, E>) {
-  const page = pageRequestOf(query);
-  if ('invalidPageId' in page) {
-    return errAsync<Page<T>, E | DomainErrorOf<(typeof PAGED_ERRORS)[number]>>(
-      validationFailed([{ path: 'query.page_id', message: 'is not a page id issued by this server; use next_page_id from the previous page' }]),
-    );
-  }
-  return list(page);
-}
+/** Runs `list` from the page the query names (the query schema admits only page ids that name one). */
+export const paged = <T, E>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, E>) => list(pageRequestOf(query));

@@ -38,13 +38,26 @@ export const BranchNameSchema = z
   .max(255)
   .refine((b) => !/[\s~^:?*[\\]|\.\.|@\{|^-/.test(b), 'is not a valid git branch name');
 
-/** Images reach the model as URLs: http(s) or inline data URLs only. */
+/**
+ * JavaScript's \\s spelled out: documents are read by other regex engines too (Python's \\s also
+ * takes U+001C–U+001F and U+0085, and not U+FEFF), so the pattern names the characters.
+ */
+const WHITESPACE = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
+/**
+ * Images reach the model as URLs: http(s) or inline data URLs only. One pattern, so the
+ * document states the whole rule (letters in either case, as URL schemes are; no U+0000, which
+ * no store can hold).
+ */
 export const ImageUrlSchema = z
   .string()
   .max(20 * 1024 * 1024)
-  .refine((u) => /^https?:\/\/[^\s]+$/i.test(u) || /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+$/i.test(u), {
-    message: 'must be an http(s) URL or a data:image/...;base64 URL',
-  });
+  .regex(
+    new RegExp(
+      `^(?:[Hh][Tt][Tt][Pp][Ss]?://[^${WHITESPACE}\\u0000]+|[Dd][Aa][Tt][Aa]:[Ii][Mm][Aa][Gg][Ee]/[A-Za-z0-9.+-]+;[Bb][Aa][Ss][Ee]64,[A-Za-z0-9+/=${WHITESPACE}]+)$`,
+    ),
+    'must be an http(s) URL or a data:image/...;base64 URL',
+  );
 
 const RESERVED_CONVERSATION_IDS = new Set(['search', 'count', 'start-tasks', 'stream-start']);
 
@@ -109,7 +122,10 @@ const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.ar
 
 /** A message sent to the agent (V1 shape). */
 export const SendMessageRequestSchema = z.object({
-  role: z.enum(['user', 'system', 'assistant', 'tool']).default('user'),
+  role: z
+    .literal('user', { error: 'only messages from the user can be sent' })
+    .default('user')
+    .meta({ description: 'Only "user": the other roles of the agent-server are the agent\'s own.' }),
   content: z.array(z.discriminatedUnion('type', [TextContentSchema, ImageContentSchema])).max(64),
   run: z.boolean().default(false),
 });

@@ -250,7 +250,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
 
     sendMessage: (userId, id, message) => {
       if (message.role !== 'user') {
-        return errAsync(validationFailed([{ path: 'role', message: `only messages from the user can be sent; got role ${message.role}` }]));
+        // The request schema admits only "user"; this holds for callers that skip it.
+        return errAsync(validationFailed([{ path: 'role', message: `only messages from the user can be sent; got role ${String(message.role as unknown)}` }]));
       }
       const content = userMessageOf(message);
       if (!content) return errAsync(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));

@@ -95,7 +95,8 @@ export const McpStdioServerSchema = z
       .trim()
       .min(1, 'command is required')
       .max(1024)
-      .regex(/^\S+$/, 'must be a single program without spaces; put its arguments in args'),
+      // eslint-disable-next-line no-control-regex -- U+0000 is left out as no store can hold it (findUnstorableText).
+      .regex(/^[^\s\u0000]+$/, 'must be a single program without spaces; put its arguments in args'),
     args: stdioArgs.optional(),
     env: stdioEnv.optional(),
   })

@@ -75,6 +75,8 @@ export interface WorkspaceServiceDeps {
   runtime: SandboxRuntime;
 }
 
+/** The longest path a file can have (Linux's PATH_MAX, as resolveSandboxPath takes). */
+const MAX_PATH_LENGTH = 4096;
 /** The most of a file a panel shows (and so the most the server reads of it). */
 const MAX_SHOWN_BYTES = 1024 * 1024;
 /** How much of a file's start is searched for a NUL byte to tell binary content (as git does). */
@@ -165,9 +167,12 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
     gitDiff: (userId, id, path) =>
       running(userId, id).andThen(({ box, dir }) => {
         const relative = path.startsWith(`${dir}/`) ? path.slice(dir.length + 1) : path.replace(/^\/+/, '');
+        const target = resolveSandboxPath(dir, relative);
+        // No path (the working directory itself), or one longer than any file's (PATH_MAX): no file, so both sides are empty.
+        if (target === null || target.length > MAX_PATH_LENGTH) return okAsync({ original: '', modified: '' });
         return ResultAsync.combine([
           committed(box.id, dir, relative),
-          readShown(box.id, resolveSandboxPath(dir, relative) ?? relative).orElse((e) =>
+          readShown(box.id, target).orElse((e) =>
             e.type === 'not_found' || e.type === 'is_directory' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)),
           ),
         ] as const).map(([original, modified]) => ({ original, modified }));
