@@ -135,7 +135,13 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: [...route.tags],
-      ...(route.authenticated ? (route.conversationKeyOnly ? { security: [{ ConversationKey: [] }] } : route.conversationScope ? { security: [{ SessionApiKey: [] }, { ConversationKey: [] }] } : {}) : { security: [] }),
+      ...(route.authenticated
+        ? route.conversationKeyOnly
+          ? { security: [{ ConversationKey: [] }, { ConversationBearer: [] }] }
+          : route.conversationScope
+            ? { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] }
+            : {}
+        : { security: [] }),
       requestParams: {
         ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
         ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
@@ -156,11 +162,12 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         version: info.version ?? '0.1.0',
         description: 'Settings, conversations and sandboxes: the OpenHands-compatible V0 (/api) and V1 (/api/v1) interface.',
       },
-      security: [{ SessionApiKey: [] }],
+      security: [{ SessionApiKey: [] }, { Bearer: [] }],
       paths,
       components: {
         securitySchemes: {
           SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
+          Bearer: { type: 'http', scheme: 'bearer', description: 'The same API key as `Authorization: Bearer <key>` (as OpenHands 1.x clients send it).' },
           ConversationKey: {
             type: 'apiKey',
             in: 'header',
@@ -168,6 +175,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
             description:
               "A conversation's own key: the session_api_key of its record (acsc_…). It opens only that conversation's agent routes and channels, and it is the only key the routes that name no conversation take (the key says which).",
           },
+          ConversationBearer: { type: 'http', scheme: 'bearer', description: "A conversation's own key as `Authorization: Bearer acsc_…`." },
         },
         schemas: { ErrorBody: ErrorBodySchema },
       },

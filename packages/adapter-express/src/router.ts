@@ -227,7 +227,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     resolveCaller(req).then(
       (caller) => {
         if (!caller) {
-          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header (or sign in in the browser with ?key=).');
+          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header or as Authorization: Bearer <key> (or sign in in the browser with ?key=).');
           return;
         }
         const refused = caller.via === 'session' ? crossSiteRefusal(req, proxy) : null;

@@ -32,6 +32,22 @@ describe('authentication', () => {
     await h.close();
   });
 
+  it('takes the key as Authorization: Bearer, as OpenHands 1.x clients send it, and refuses a bad one the same way', async () => {
+    const bearer = (value: string) => ({ key: null, headers: { Authorization: value } });
+    expect((await h.call('GET', '/api/settings', bearer(`Bearer ${KEY_A}`))).status).not.toBe(401);
+    expect((await h.call('GET', '/api/settings', bearer(`bearer  ${KEY_B}`))).status).not.toBe(401);
+    for (const value of [`Bearer ${WRONG_KEY}`, 'Bearer', `Bearer ${KEY_A} extra`, `Basic ${KEY_A}`, KEY_A, `Bearer ${KEY_A.slice(0, -1)}`]) {
+      const r = await h.call('GET', '/api/settings', bearer(value));
+      expect(r.status, value).toBe(401);
+      expect(errorCode(r.body)).toBe('UNAUTHENTICATED');
+    }
+    // X-Session-API-Key wins when both are sent.
+    expect((await h.call('GET', '/api/settings', { key: WRONG_KEY, headers: { Authorization: `Bearer ${KEY_A}` } })).status).toBe(401);
+    // The document says so.
+    expect(doc.components?.securitySchemes?.Bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toContainEqual({ Bearer: [] });
+  });
+
   it('the OpenAPI document itself needs a key', async () => {
     for (const key of BAD_KEYS) {
       const r = await h.call('GET', '/api/openapi.json', { key });

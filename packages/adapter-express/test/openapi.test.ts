@@ -65,9 +65,10 @@ describe('OpenAPI document', () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
   });
 
-  it('declares the X-Session-API-Key header scheme and requires it by default', () => {
+  it('declares the X-Session-API-Key header and Bearer schemes and requires one of them by default', () => {
     expect(doc.components?.securitySchemes?.SessionApiKey).toEqual({ type: 'apiKey', in: 'header', name: 'X-Session-API-Key' });
-    expect(doc.security).toEqual([{ SessionApiKey: [] }]);
+    expect(doc.components?.securitySchemes?.Bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ SessionApiKey: [] }, { Bearer: [] }]);
   });
 
   it('covers every route the issue lists', () => {

@@ -368,6 +368,11 @@ describe("a conversation's own key", () => {
     }
     // A forged key for the same conversation with a changed signature is refused.
     expect((await h.call('GET', `/api/conversations/${id}/config`, { key: `${conversationKey.slice(0, -2)}xx` })).status).toBe(401);
+    // As a Bearer token (OpenHands 1.x) it opens the same, and no more.
+    const bearer = { key: null, headers: { Authorization: `Bearer ${conversationKey}` } };
+    expect((await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`, bearer)).status).toBe(200);
+    expect((await h.call('GET', `/api/conversations/${id}/config`, bearer)).status).toBe(200);
+    expect((await h.call('GET', `/api/conversations/${other}/config`, bearer)).status).toBe(401);
   });
 
   it('pause and run: the agent stops where it is and goes on', async () => {

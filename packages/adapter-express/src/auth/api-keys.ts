@@ -9,6 +9,17 @@ export type Authenticate = (req: Request) => string | null | Promise<string | nu
 
 export const SESSION_API_KEY_HEADER = 'x-session-api-key';
 
+/**
+ * The key a request presents: `X-Session-API-Key`, or the token of `Authorization: Bearer <key>`
+ * (as OpenHands 1.x clients send it). The header wins when both are there.
+ */
+export function presentedKeyOf(req: Pick<Request, 'get'>): string | null {
+  const header = req.get(SESSION_API_KEY_HEADER);
+  if (header) return header;
+  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(req.get('authorization') ?? '');
+  return match?.[1] ?? null;
+}
+
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 /** The user a key belongs to, or null; constant-time over every configured key. */
@@ -33,13 +44,13 @@ export function apiKeyLookup(keys: Readonly<Record<string, string>>): ApiKeyLook
 }
 
 /**
- * The default authenticator: `X-Session-API-Key` must equal one of the configured
- * keys; each key belongs to one user. Comparison is constant-time.
+ * The default authenticator: `X-Session-API-Key` (or `Authorization: Bearer`) must equal one of
+ * the configured keys; each key belongs to one user. Comparison is constant-time.
  */
 export function apiKeyAuthenticator(keys: Readonly<Record<string, string>>): Authenticate {
   const lookup = apiKeyLookup(keys);
   return (req) => {
-    const presented = req.get(SESSION_API_KEY_HEADER);
+    const presented = presentedKeyOf(req);
     return presented ? lookup(presented) : null;
   };
 }

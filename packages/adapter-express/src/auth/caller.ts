@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type Request } from 'express';
 import { normalizeId } from '@acs/core/ports';
-import { SESSION_API_KEY_HEADER, type ApiKeyLookup, type Authenticate } from './api-keys.js';
+import { presentedKeyOf, type ApiKeyLookup, type Authenticate } from './api-keys.js';
 import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
 import type { ConversationKeys } from './conversation-keys.js';
 import { requestOrigin, type ProxyTrust } from './origin.js';
@@ -49,7 +49,7 @@ export interface CallerSources {
 export function callerResolver(sources: CallerSources) {
   return async (incoming: Request | IncomingMessage, presentedKey?: string | null): Promise<Caller | null> => {
     const req = asExpressRequest(incoming);
-    const key = presentedKey ?? req.get(SESSION_API_KEY_HEADER) ?? null;
+    const key = presentedKey ?? presentedKeyOf(req);
     if (key) {
       const scoped = sources.conversationKeys.verify(key);
       if (scoped) return { userId: scoped.userId, via: 'conversation-key', conversationId: scoped.conversationId, sessionId: null };
