@@ -14,7 +14,7 @@ export type { Caller } from './auth/caller.js';
 export type { RealtimeChannels } from './realtime/attach.js';
 export { V0EventTranslator, agentStateOf, type V0Event, type V0AgentState } from './realtime/v0-events.js';
 export { V1EventTranslator, countV1Frames, type V1Event } from './realtime/v1-events.js';
-export { apiKeyAuthenticator, SESSION_API_KEY_HEADER, type Authenticate } from './auth/api-keys.js';
+export { apiKeyAuthenticator, presentedKeyOf, SESSION_API_KEY_HEADER, type Authenticate } from './auth/api-keys.js';
 export { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
 export { buildRoutes } from './routes.js';
 export {
