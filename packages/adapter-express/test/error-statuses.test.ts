@@ -23,6 +23,30 @@ import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness
 const DECLARED: Record<string, readonly DomainErrorType[]> = {
   alive: [],
   health: [],
+  ready: [],
+  serverInfo: [],
+  getWebClientConfig: [],
+  searchModels: [],
+  searchProviders: [],
+  loadSettingsV1: SettingsServiceErrors.loadWithProfiles,
+  storeSettingsV1: SettingsServiceErrors.change,
+  getAgentSettingsSchema: [],
+  getConversationSettingsSchema: [],
+  listLlmProfiles: SettingsServiceErrors.listProfiles,
+  getLlmProfile: SettingsServiceErrors.getProfile,
+  saveLlmProfile: SettingsServiceErrors.saveProfile,
+  deleteLlmProfile: SettingsServiceErrors.deleteProfile,
+  activateLlmProfile: SettingsServiceErrors.activateProfile,
+  renameLlmProfile: SettingsServiceErrors.renameProfile,
+  switchConversationProfile: ConversationServiceErrors.switchProfile,
+  searchSecrets: SettingsServiceErrors.listSecrets,
+  putSecret: SettingsServiceErrors.putSecret,
+  updateSecretV1: SettingsServiceErrors.updateSecret,
+  deleteSecretV1: SettingsServiceErrors.deleteSecret,
+  setGitProviderTokensV1: SettingsServiceErrors.setProviderTokens,
+  unsetGitProviderTokensV1: SettingsServiceErrors.unsetProviderTokens,
+  listSandboxSecrets: ['StoreUnavailable'],
+  getSandboxSecret: ['SecretNotFound', 'StoreUnavailable'],
   signOut: [],
   getUiConfig: [],
   listModels: [],
@@ -128,6 +152,10 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   for (const type of DECLARED[route.operationId] ?? []) add(STATUS[type], ...DOMAIN_ERROR_CODES[type]);
   add(500, 'INTERNAL_ERROR');
   if (route.authenticated) add(401, 'UNAUTHENTICATED');
+  if (route.sandboxKeyOnly) {
+    add(401, 'SANDBOX_NOT_RUNNING');
+    add(403, 'SANDBOX_KEY_MISMATCH');
+  }
   if (!(route.body instanceof z.ZodUndefined)) {
     add(400, 'MALFORMED_JSON', 'JSON_TOO_DEEP');
     add(413, 'PAYLOAD_TOO_LARGE');
@@ -143,7 +171,7 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   }
   if (route.stream) add(503, 'SHUTTING_DOWN');
   if (route.stream) add(429, 'TOO_MANY_CONNECTIONS');
-  if (route.authenticated && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
+  if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
   add(431, 'REQUEST_HEADERS_TOO_LARGE');
   return expected;
 }
