@@ -143,6 +143,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       models: () => options.models?.() ?? [],
     }),
   );
+  // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
+  const openPaths = [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))];
   const eventStreams = createEventStreams({
     logger,
     live,
@@ -184,8 +186,6 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   const methodsFor = allowedMethods(routes);
 
-  // The status routes outside /api (/alive, /health, /ready, /server_info).
-  const openPaths = [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))];
   // What the router answers is data, never a page: no sniffing it into one, no framing it, no referrer.
   router.use(
     ['/api', ...openPaths],
