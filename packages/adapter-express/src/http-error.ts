@@ -40,6 +40,10 @@ export const HTTP_ERROR_CODES = {
   REQUEST_HEADERS_TOO_LARGE: 'REQUEST_HEADERS_TOO_LARGE',
   /** The user holds as many live connections (event streams, sockets) as allowed. */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
+  /** A sandbox's key was sent for a sandbox that is not running (it opens it only while it runs). */
+  SANDBOX_NOT_RUNNING: 'SANDBOX_NOT_RUNNING',
+  /** A sandbox's key was sent for another sandbox. */
+  SANDBOX_KEY_MISMATCH: 'SANDBOX_KEY_MISMATCH',
 } as const;
 
 /**
@@ -65,6 +69,9 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SecretNotFound', () => 404)
     .with('ConversationNotRunning', () => 409)
     .with('SecretNameTaken', () => 409)
+    .with('ProfileNotFound', () => 404)
+    .with('ProfileNameTaken', () => 409)
+    .with('ProfileLimitReached', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
     .with('WorkspacePathIsDirectory', () => 400)
     .with('StoreUnavailable', () => 503)

@@ -6,8 +6,8 @@ import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing.',
-  401: 'Missing or wrong X-Session-API-Key.',
-  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here.',
+  401: 'Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running).',
+  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
   413: 'The body is larger than the limit.',
@@ -48,6 +48,10 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   };
   for (const type of route.errors) add(statusOf(type), ...DOMAIN_ERROR_CODES[type]);
   if (route.authenticated) add(401, HTTP_ERROR_CODES.UNAUTHENTICATED);
+  if (route.sandboxKeyOnly) {
+    add(401, HTTP_ERROR_CODES.SANDBOX_NOT_RUNNING);
+    add(403, HTTP_ERROR_CODES.SANDBOX_KEY_MISMATCH);
+  }
   if (hasBodySchema(route)) {
     add(400, HTTP_ERROR_CODES.MALFORMED_JSON, HTTP_ERROR_CODES.JSON_TOO_DEEP);
     add(413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE);
@@ -60,7 +64,7 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   if (notFound) add(statusOf(notFound), ...DOMAIN_ERROR_CODES[notFound]);
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
   if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
-  if (route.authenticated && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
+  if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
   // The HTTP server's, before any route: ids, paths and query values within their lengths can still add up past its limit.
   add(431, HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE);
   add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
@@ -120,7 +124,7 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
             },
           },
         }
-      : { description: route.success.description, content: { 'application/json': { schema: route.success.schema } } };
+      : { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
     const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: success };
     const errorStatuses = errorStatusesOf(route);
     for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {
@@ -136,7 +140,9 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       ...(route.description ? { description: route.description } : {}),
       tags: [...route.tags],
       ...(route.authenticated
-        ? route.conversationKeyOnly
+        ? route.sandboxKeyOnly
+          ? { security: [{ SandboxKey: [] }, { SandboxBearer: [] }] }
+          : route.conversationKeyOnly
           ? { security: [{ ConversationKey: [] }, { ConversationBearer: [] }] }
           : route.conversationScope
             ? { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] }
@@ -176,6 +182,14 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
               "A conversation's own key: the session_api_key of its record (acsc_…). It opens only that conversation's agent routes and channels, and it is the only key the routes that name no conversation take (the key says which).",
           },
           ConversationBearer: { type: 'http', scheme: 'bearer', description: "A conversation's own key as `Authorization: Bearer acsc_…`." },
+          SandboxKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Session-API-Key',
+            description:
+              "A sandbox's key: the session_api_key (acsc_…) of a conversation whose sandbox it is, taken while the sandbox runs. It opens only the routes a sandbox reads its owner's secrets by.",
+          },
+          SandboxBearer: { type: 'http', scheme: 'bearer', description: "A sandbox's key as `Authorization: Bearer acsc_…`." },
         },
         schemas: { ErrorBody: ErrorBodySchema },
       },

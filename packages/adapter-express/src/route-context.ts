@@ -7,8 +7,10 @@ export interface RouteContext {
   endBrowserSession: EndBrowserSession;
   /** Mints each conversation's own key (`session_api_key`). */
   conversationKeys: ConversationKeys;
-  /** The model names the UI offers (`GET /api/options/models`). */
+  /** The model names the UI offers (`GET /api/options/models`, `/api/v1/config/models/search`). */
   models: () => readonly string[];
+  /** When (epoch ms) the router last answered a request other than the status routes (`/server_info`'s idle time). */
+  lastRequestAt: () => number;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -17,6 +19,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     endBrowserSession: async () => {},
     conversationKeys: new ConversationKeys(),
     models: () => [],
+    lastRequestAt: () => Date.now(),
     ...overrides,
   };
 }

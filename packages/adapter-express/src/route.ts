@@ -79,6 +79,12 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
    * which). Any other caller is refused with 401, and the document asks for that key.
    */
   conversationKeyOnly?: true;
+  /**
+   * Only the key of the sandbox the `{sandbox_id}` path parameter names opens the route
+   * (auth/sandbox-keys.ts); the handler acts as that sandbox's owner. API keys, sessions and
+   * the host's own authentication are not taken.
+   */
+  sandboxKeyOnly?: true;
 }
 
 /** A route answering with one JSON value. */
@@ -89,7 +95,11 @@ export interface JsonRouteDefinition<
   H extends z.ZodType = z.ZodType,
   E extends RouteErrors = RouteErrors,
 > extends RouteCommon<P, Q, B, H, E> {
-  success: { status: 200; description: string; schema: z.ZodType };
+  /**
+   * 201 where OpenHands answers a creation so. `text`: the value (a string) is sent as
+   * `text/plain` rather than JSON (a secret's value, as a sandbox reads it).
+   */
+  success: { status: 200 | 201; description: string; schema: z.ZodType; text?: true };
   handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainErrorOf<E[number]>>;
   stream?: never;
 }

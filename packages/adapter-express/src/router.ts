@@ -8,7 +8,8 @@ import helmet from 'helmet';
 import { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
 import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
-import { apiKeyLookup, type Authenticate } from './auth/api-keys.js';
+import { apiKeyLookup, presentedKeyOf, type Authenticate } from './auth/api-keys.js';
+import { SANDBOX_KEY_REFUSALS, sandboxKeyChecker, type SandboxKeyChecker } from './auth/sandbox-keys.js';
 import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';
 import { requestOrigin, type ProxyTrust } from './auth/origin.js';
 import { signInHandler } from './auth/sign-in.js';
@@ -127,9 +128,11 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const live = new LiveConnections(resolveLiveChannelLimits(options.liveChannels), logger);
   const maxBufferedBytes = options.sseMaxBufferedBytes ?? live.limits.maxBufferedBytes;
   if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
+  let lastRequestAt = Date.now();
   const routes = buildRoutes(
     service,
     defaultRouteContext({
+      lastRequestAt: () => lastRequestAt,
       endBrowserSession: async (caller) => {
         if (!caller.sessionId || !sessions) return;
         await sessions.end(caller.sessionId);
@@ -140,6 +143,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       models: () => options.models?.() ?? [],
     }),
   );
+  // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
+  const openPaths = [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))];
   const eventStreams = createEventStreams({
     logger,
     live,
@@ -168,6 +173,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   router.use((req, res, next) => {
     // Where the host mounted the router: paths below it are what the route table knows.
     (req as WithUser)[MOUNT] = req.baseUrl;
+    if (!openPaths.includes(routePathOf(req))) lastRequestAt = Date.now();
     const started = performance.now();
     res.on('finish', () => {
       logger.info(
@@ -182,7 +188,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   // What the router answers is data, never a page: no sniffing it into one, no framing it, no referrer.
   router.use(
-    ['/api', '/alive', '/health'],
+    ['/api', ...openPaths],
     helmet({
       contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
       frameguard: { action: 'deny' },
@@ -212,8 +218,13 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   for (const route of routes.filter((r) => !r.authenticated)) {
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
-  // The open routes answer other methods with a JSON 405 too (not the host's 404 page).
-  router.use(['/alive', '/health'], (req, res, next) => {
+  // Routes a sandbox's key opens (and nothing else): before the user auth, which would refuse that key.
+  const sandboxKeyGuard = sandboxKeyGuardFor(sandboxKeyChecker({ conversationKeys, service }));
+  for (const route of routes.filter((r) => r.sandboxKeyOnly)) {
+    router[route.method](toExpressPath(route.path), sandboxKeyGuard, handlerFor(route));
+  }
+  // The open routes outside /api answer other methods with a JSON 405 too (not the host's 404 page).
+  router.use(openPaths, (req, res, next) => {
     const allowed = methodsFor(routePathOf(req));
     if (!allowed) {
       next();
@@ -247,7 +258,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     res.json(openApiDocument());
   });
 
-  for (const route of routes.filter((r) => r.authenticated)) {
+  for (const route of routes.filter((r) => r.authenticated && !r.sandboxKeyOnly)) {
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
 
@@ -374,7 +385,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           .match(
             (value) => {
               if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: requestOrigin(req, proxy).protocol === 'https', path: (req as WithUser)[MOUNT] || '/' }));
-              res.status(route.success.status).json(value);
+              if (route.success.text) res.status(route.success.status).type('text/plain').send(String(value));
+              else res.status(route.success.status).json(value);
             },
             (error) => {
               logBackendFailure(req, route, error);
@@ -385,6 +397,34 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       };
       if (withBody) parseJson(req, res, (error?: unknown) => (error ? next(error) : run()));
       else run();
+    };
+  }
+
+  /**
+   * Lets a request on only with the key of the sandbox its path names (auth/sandbox-keys.ts);
+   * the caller is then that sandbox's owner.
+   */
+  function sandboxKeyGuardFor(check: SandboxKeyChecker) {
+    return (req: Request, res: Response, next: NextFunction) => {
+      if (methodsFor.isLiteral(routePathOf(req))) {
+        next('route');
+        return;
+      }
+      res.set('Cache-Control', 'no-store');
+      check(presentedKeyOf(req), String(req.params.sandbox_id ?? '')).then((outcome) => {
+        if ('failed' in outcome) {
+          sendDomainError(res, outcome.failed);
+          return;
+        }
+        if ('refused' in outcome) {
+          const refusal = SANDBOX_KEY_REFUSALS[outcome.refused];
+          sendError(res, refusal.status, refusal.code, refusal.message);
+          return;
+        }
+        (req as WithUser)[USER] = outcome.userId;
+        (req as WithUser)[CALLER] = { userId: outcome.userId, via: 'sandbox-key', conversationId: null, sessionId: null };
+        next();
+      }, next);
     };
   }
 

@@ -5,13 +5,16 @@ import { agentServerRoutes } from './routes/agent-server.js';
 import { appConversationRoutes } from './routes/app-conversations.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
+import { configRoutesV1 } from './routes/config-v1.js';
 import { healthRoutes } from './routes/health.js';
 import { optionRoutes } from './routes/options.js';
 import { panelRoutes } from './routes/panels.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sandboxSpecRoutes } from './routes/sandbox-specs.js';
 import { secretRoutes } from './routes/secrets.js';
+import { secretRoutesV1 } from './routes/secrets-v1.js';
 import { settingsRoutes } from './routes/settings.js';
+import { settingsRoutesV1 } from './routes/settings-v1.js';
 
 /**
  * Every route of the service, in registration order (literal paths before parameterised ones).
@@ -24,8 +27,11 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...secretRoutes(service),
     ...agentServerRoutes(service),
     ...panelRoutes(service),
-    ...healthRoutes(service),
+    ...healthRoutes(context),
     ...settingsRoutes(service),
+    ...settingsRoutesV1(service),
+    ...secretRoutesV1(service),
+    ...configRoutesV1(context),
     ...conversationRoutesV0(service, context),
     ...appConversationRoutes(service, context),
     ...sandboxRoutes(service),

@@ -81,7 +81,13 @@ describe('authentication', () => {
   it('the same operations pass authentication with a valid key of either user, except those the document opens only to a conversation key', async () => {
     const operations = operationsOf(doc).filter(({ operation }) => isAuthenticated(doc, operation));
     const conversationKeyOnly = operations.filter(({ operation }) => !takesApiKey(doc, operation)).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
-    expect(conversationKeyOnly.sort()).toEqual(['GET /api/git/changes/{path}', 'GET /api/git/diff/{path}']);
+    // A conversation's key opens the first two; a sandbox's key (auth/sandbox-keys.ts) the others.
+    expect(conversationKeyOnly.sort()).toEqual([
+      'GET /api/git/changes/{path}',
+      'GET /api/git/diff/{path}',
+      'GET /api/v1/sandboxes/{sandbox_id}/settings/secrets',
+      'GET /api/v1/sandboxes/{sandbox_id}/settings/secrets/{secret_name}',
+    ]);
     for (const { path, method, operation } of operations) {
       for (const key of [KEY_A, KEY_B]) {
         const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
@@ -97,9 +103,14 @@ describe('authentication', () => {
       .filter(({ operation }) => !isAuthenticated(doc, operation))
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .sort();
-    expect(open).toEqual(['GET /alive', 'GET /api/options/config', 'GET /health']);
+    expect(open).toEqual(['GET /alive', 'GET /api/options/config', 'GET /api/v1/web-client/config', 'GET /health', 'GET /ready', 'GET /server_info']);
     // The UI's configuration is asked for before the browser is known to be signed in; it holds nothing secret.
     expect((await h.call('GET', '/api/options/config', { key: null })).status).toBe(200);
+    expect((await h.call('GET', '/api/v1/web-client/config', { key: null })).status).toBe(200);
+    for (const key of [null, WRONG_KEY]) {
+      expect((await h.call('GET', '/ready', { key })).body).toBe('OK');
+      expect((await h.call('GET', '/server_info', { key })).status).toBe(200);
+    }
 
     for (const key of [null, WRONG_KEY, KEY_A]) {
       const alive = await h.call('GET', '/alive', { key });

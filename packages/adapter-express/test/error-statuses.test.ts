@@ -23,6 +23,30 @@ import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness
 const DECLARED: Record<string, readonly DomainErrorType[]> = {
   alive: [],
   health: [],
+  ready: [],
+  serverInfo: [],
+  getWebClientConfig: [],
+  searchModels: [],
+  searchProviders: [],
+  loadSettingsV1: SettingsServiceErrors.loadWithProfiles,
+  storeSettingsV1: SettingsServiceErrors.change,
+  getAgentSettingsSchema: [],
+  getConversationSettingsSchema: [],
+  listLlmProfiles: SettingsServiceErrors.listProfiles,
+  getLlmProfile: SettingsServiceErrors.getProfile,
+  saveLlmProfile: SettingsServiceErrors.saveProfile,
+  deleteLlmProfile: SettingsServiceErrors.deleteProfile,
+  activateLlmProfile: SettingsServiceErrors.activateProfile,
+  renameLlmProfile: SettingsServiceErrors.renameProfile,
+  switchConversationProfile: ConversationServiceErrors.switchProfile,
+  searchSecrets: SettingsServiceErrors.listSecrets,
+  putSecret: SettingsServiceErrors.putSecret,
+  updateSecretV1: SettingsServiceErrors.updateSecret,
+  deleteSecretV1: SettingsServiceErrors.deleteSecret,
+  setGitProviderTokensV1: SettingsServiceErrors.setProviderTokens,
+  unsetGitProviderTokensV1: SettingsServiceErrors.unsetProviderTokens,
+  listSandboxSecrets: ['StoreUnavailable'],
+  getSandboxSecret: ['SecretNotFound', 'StoreUnavailable'],
   signOut: [],
   getUiConfig: [],
   listModels: [],
@@ -102,6 +126,9 @@ const STATUS: Record<DomainErrorType, number> = {
   SecretNotFound: 404,
   ConversationNotRunning: 409,
   SecretNameTaken: 409,
+  ProfileNotFound: 404,
+  ProfileNameTaken: 409,
+  ProfileLimitReached: 409,
   WorkspaceFileNotFound: 404,
   WorkspacePathIsDirectory: 400,
   StoreUnavailable: 503,
@@ -125,6 +152,10 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   for (const type of DECLARED[route.operationId] ?? []) add(STATUS[type], ...DOMAIN_ERROR_CODES[type]);
   add(500, 'INTERNAL_ERROR');
   if (route.authenticated) add(401, 'UNAUTHENTICATED');
+  if (route.sandboxKeyOnly) {
+    add(401, 'SANDBOX_NOT_RUNNING');
+    add(403, 'SANDBOX_KEY_MISMATCH');
+  }
   if (!(route.body instanceof z.ZodUndefined)) {
     add(400, 'MALFORMED_JSON', 'JSON_TOO_DEEP');
     add(413, 'PAYLOAD_TOO_LARGE');
@@ -140,7 +171,7 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   }
   if (route.stream) add(503, 'SHUTTING_DOWN');
   if (route.stream) add(429, 'TOO_MANY_CONNECTIONS');
-  if (route.authenticated && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
+  if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
   add(431, 'REQUEST_HEADERS_TOO_LARGE');
   return expected;
 }
@@ -240,6 +271,9 @@ describe('documented error statuses', () => {
       SecretNotFound: [{ type: 'SecretNotFound', name: 'X' }],
       ConversationNotRunning: [{ type: 'ConversationNotRunning', conversationId: 'c', status: 'STOPPED' }],
       SecretNameTaken: [{ type: 'SecretNameTaken', name: 'X' }],
+      ProfileNotFound: [{ type: 'ProfileNotFound', name: 'p' }],
+      ProfileNameTaken: [{ type: 'ProfileNameTaken', name: 'p' }],
+      ProfileLimitReached: [{ type: 'ProfileLimitReached', limit: 10 }],
       WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
       WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],

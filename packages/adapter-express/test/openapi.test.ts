@@ -80,10 +80,11 @@ describe('OpenAPI document', () => {
     expect(doc).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(h.service)))));
   });
 
-  it('documents a 200 response for every operation, 401 for every authenticated one, and the common error body for every error', () => {
+  it('documents a 200 response for every operation (201 for the creations OpenHands answers so), 401 for every authenticated one, and the common error body for every error', () => {
+    const created = ['POST /api/v1/secrets', 'POST /api/v1/settings/profiles/{name}'];
     for (const { path, method, operation } of operationsOf(doc)) {
       const label = `${method.toUpperCase()} ${path}`;
-      expect(operation.responses['200'], label).toBeDefined();
+      expect(operation.responses[created.includes(label) ? '201' : '200'], label).toBeDefined();
       if (isAuthenticated(doc, operation)) expect(operation.responses['401'], label).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
@@ -115,6 +116,13 @@ describe('OpenAPI document', () => {
         'PUT /api/secrets/{secret_id}',
         'POST /api/add-git-providers',
         'PATCH /api/conversations/{conversation_id}',
+        'POST /api/v1/settings',
+        'POST /api/v1/settings/profiles/{name}',
+        'POST /api/v1/settings/profiles/{name}/rename',
+        'POST /api/v1/app-conversations/{conversation_id}/switch_profile',
+        'POST /api/v1/secrets',
+        'PUT /api/v1/secrets/{secret_id}',
+        'POST /api/v1/secrets/git-providers',
       ].sort(),
     );
     for (const { operation } of operationsOf(doc)) {

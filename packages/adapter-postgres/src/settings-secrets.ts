@@ -25,6 +25,14 @@ function secretSlots(settings: StoredSettings): SecretSlot[] {
       set: (s, v) => ((s.secrets_store.custom_secrets[name] as { secret: string }).secret = v),
     });
   }
+  // Settings stored before profiles existed have none.
+  for (const profile of settings.llm_profiles?.profiles ?? []) {
+    slots.push({
+      path: `llm_profiles.${profile.id}.api_key`,
+      get: (s) => s.llm_profiles.profiles.find((p) => p.id === profile.id)?.api_key ?? null,
+      set: (s, v) => ((s.llm_profiles.profiles.find((p) => p.id === profile.id) as { api_key: string | null }).api_key = v),
+    });
+  }
   for (const list of ['sse_servers', 'shttp_servers'] as const) {
     settings.mcp_config[list].forEach((_, i) =>
       slots.push({

@@ -13,10 +13,11 @@ const SECRETS = {
   gitlab: 'glpat-GITLAB-SECRET-5',
   custom: 'CUSTOM-SECRET-6',
   mcp: 'MCP-SECRET-7',
+  profile: 'sk-PROFILE-SECRET-8',
 };
 
 function settingsWithEverySecret(): StoredSettings {
-  return applySettingsInput(
+  const settings = applySettingsInput(
     null,
     SettingsInputSchema.parse({
       llm_model: 'openai/gpt-4o',
@@ -30,6 +31,16 @@ function settingsWithEverySecret(): StoredSettings {
       mcp_config: { shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: SECRETS.mcp }] },
     }),
   );
+  return {
+    ...settings,
+    llm_profiles: {
+      profiles: [
+        { id: 'p-1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: SECRETS.profile },
+        { id: 'p-2', name: 'keyless', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+      ],
+      active: null,
+    },
+  };
 }
 
 for (const db of DATABASES) {

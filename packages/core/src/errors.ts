@@ -29,6 +29,9 @@ export type DomainError =
   | { readonly type: 'SecretNotFound'; readonly name: string }
   | { readonly type: 'ConversationNotRunning'; readonly conversationId: string; readonly status: string }
   | { readonly type: 'SecretNameTaken'; readonly name: string }
+  | { readonly type: 'ProfileNotFound'; readonly name: string }
+  | { readonly type: 'ProfileNameTaken'; readonly name: string }
+  | { readonly type: 'ProfileLimitReached'; readonly limit: number }
   | { readonly type: 'WorkspaceFileNotFound'; readonly conversationId: string; readonly path: string }
   | { readonly type: 'WorkspacePathIsDirectory'; readonly conversationId: string; readonly path: string }
   | {
@@ -75,6 +78,9 @@ export const DOMAIN_ERROR_CODES = {
   SecretNotFound: ['SECRET_NOT_FOUND'],
   ConversationNotRunning: ['CONVERSATION_NOT_RUNNING'],
   SecretNameTaken: ['SECRET_NAME_TAKEN'],
+  ProfileNotFound: ['PROFILE_NOT_FOUND'],
+  ProfileNameTaken: ['PROFILE_NAME_TAKEN'],
+  ProfileLimitReached: ['PROFILE_LIMIT_REACHED'],
   WorkspaceFileNotFound: ['FILE_NOT_FOUND'],
   WorkspacePathIsDirectory: ['PATH_IS_DIRECTORY'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
@@ -181,6 +187,18 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
     .with({ type: 'SecretNameTaken' }, (e) => ({
       code: 'SECRET_NAME_TAKEN' as const,
       message: `A secret named ${e.name} already exists; choose another name, or change that one.`,
+    }))
+    .with({ type: 'ProfileNotFound' }, (e) => ({
+      code: 'PROFILE_NOT_FOUND' as const,
+      message: `There is no LLM profile named ${e.name}; save one under that name first.`,
+    }))
+    .with({ type: 'ProfileNameTaken' }, (e) => ({
+      code: 'PROFILE_NAME_TAKEN' as const,
+      message: `An LLM profile named ${e.name} already exists; choose another name, or delete that one first.`,
+    }))
+    .with({ type: 'ProfileLimitReached' }, (e) => ({
+      code: 'PROFILE_LIMIT_REACHED' as const,
+      message: `You already have ${e.limit} LLM profiles, the most allowed; delete one before saving a new one.`,
     }))
     .with({ type: 'WorkspaceFileNotFound' }, (e) => ({
       code: 'FILE_NOT_FOUND' as const,

@@ -25,7 +25,9 @@ export {
   type AgentConversationServicePorts,
   type SandboxSpecService,
 } from './service.js';
-export { SettingsServiceErrors, type SettingsService } from './settings/service.js';
+export { SettingsServiceErrors, type SettingsOverview, type SettingsService } from './settings/service.js';
+export type { LlmProfileInput, LlmProfilesView, LlmProfileView, SaveProfileRequest } from './settings/profiles.js';
+export type { SettingsChange } from './settings/merge.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 export {
   ConversationServiceErrors,

@@ -111,7 +111,7 @@ export function createAgentConversationService(
   const ids = ports.ids ?? randomIdGenerator;
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
-  const settings = createSettingsService(ports.settings);
+  const settings = createSettingsService(ports.settings, ids);
 
   const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   // The two services refer to each other: a lost sandbox stops its conversations.

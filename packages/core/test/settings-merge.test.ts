@@ -48,6 +48,8 @@ function storedSettings(): StoredSettings {
     email_verified: true,
     git_user_name: 'Alice',
     git_user_email: 'alice@example.com',
+    llm_profiles: { profiles: [{ id: 'p1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-stored-profile-key' }], active: null },
+    user_version: 3,
   };
 }
 
@@ -61,6 +63,7 @@ const SECRET_VALUES = [
   'shttp-stored-key',
   'tvly-stored-search-key',
   'sandbox-stored-key',
+  'sk-stored-profile-key',
 ];
 
 const parse = (body: unknown): SettingsInput => parseOk(SettingsInputSchema, body);
@@ -212,7 +215,7 @@ describe('SettingsInputSchema: unknown keys and value rules', () => {
     });
     expect(input).toEqual({ llm_model: 'm' });
     const after = applySettingsInput(storedSettings(), input);
-    expect(Object.keys(after).sort()).toEqual([...SETTINGS_FIELDS].sort());
+    expect(Object.keys(after).sort()).toEqual([...SETTINGS_FIELDS, 'llm_profiles', 'user_version'].sort());
   });
 
   it.each([0, -1, 1.5, '10', 100_001])('rejects max_iterations %j', (value) => {
@@ -494,7 +497,8 @@ describe('applySettingsInput: no mutation', () => {
 describe('toSettingsView', () => {
   it('shows every field with secrets nulled, _set flags and value-free secrets_store', () => {
     const view = toSettingsView(storedSettings());
-    const { secrets_store: _s, mcp_config: _m, llm_api_key: _k, search_api_key: _sk, sandbox_api_key: _sb, ...plain } = storedSettings();
+    // The profiles and user_version are the V1 API's: Load Settings (V0) does not show them.
+    const { secrets_store: _s, mcp_config: _m, llm_api_key: _k, search_api_key: _sk, sandbox_api_key: _sb, llm_profiles: _p, user_version: _v, ...plain } = storedSettings();
     expect(view).toEqual({
       ...plain,
       llm_api_key: null,

@@ -521,6 +521,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness probe
+         * @description The same as /health for now, as in OpenHands 1.11: the router answers once the service is composed.
+         */
+        get: operations["ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/server_info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The server’s uptime and resources
+         * @description Uptime, idle time, and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).
+         */
+        get: operations["serverInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings": {
         parameters: {
             query?: never;
@@ -539,6 +579,357 @@ export interface paths {
          * @description Merges the body into the stored settings. An absent field keeps its value. For llm_api_key, search_api_key, sandbox_api_key, llm_model and llm_base_url, null keeps the stored value and "" clears it. secrets_store entries merge one by one (null removes an entry). Unknown keys are ignored.
          */
         post: operations["storeSettings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Load settings (V1)
+         * @description The settings V0 reads at /api/settings, nested as OpenHands 1.11 nests them (GETSettingsModel). Keys are never returned: llm_api_key_set and search_api_key_set say whether they are stored. Unset limits show the agent’s own values. 404 SETTINGS_NOT_FOUND until settings are stored.
+         */
+        get: operations["loadSettingsV1"];
+        put?: never;
+        /**
+         * Store settings (V1)
+         * @description A partial update. agent_settings_diff and conversation_settings_diff are merge patches of what GET shows (RFC 7386: a key left out stays, null puts a field back to unset, for llm.api_key: removes it; objects merge; mcp_config is replaced whole, a remote server without auth keeping the stored key of its URL). Other keys set the field of that name ("" or null removes search_api_key and sandbox_api_key). Sending agent_settings or conversation_settings whole is refused (422), as in 1.11. Accepted and ignored (no such behaviour here): disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url and api_key, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …). The same record as /api/settings.
+         */
+        post: operations["storeSettingsV1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/agent-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent settings form
+         * @description What agent_settings_diff takes here, as OpenHands 1.11’s SettingsSchema: sections of fields with their key, type, default and choices.
+         */
+        get: operations["getAgentSettingsSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/conversation-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The conversation settings form
+         * @description What conversation_settings_diff takes here, as OpenHands 1.11’s SettingsSchema.
+         */
+        get: operations["getConversationSettingsSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List LLM profiles
+         * @description In the order they were saved; keys never shown (api_key_set). Empty when no settings are stored.
+         */
+        get: operations["listLlmProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an LLM profile */
+        get: operations["getLlmProfile"];
+        put?: never;
+        /**
+         * Save an LLM profile
+         * @description Saves llm (model, base_url, api_key) under the name, or, without llm, the settings’ own model, base URL and key; overwrites a profile of that name in place (an api_key left out or null keeps its key). include_secrets false saves no key; preserve_existing_api_key keeps the stored profile’s key. At most 10 profiles (409 PROFILE_LIMIT_REACHED); 404 SETTINGS_NOT_FOUND before settings are stored. Unknown llm keys are refused (422).
+         */
+        post: operations["saveLlmProfile"];
+        /**
+         * Delete an LLM profile
+         * @description Idempotent. Deleting the active profile activates the first one left.
+         */
+        delete: operations["deleteLlmProfile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Activate an LLM profile
+         * @description Its model, base URL and key become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.
+         */
+        post: operations["activateLlmProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}/rename": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rename an LLM profile
+         * @description It keeps its place, key and active flag, and conversations switched to it keep using it. 409 PROFILE_NAME_TAKEN when the new name is in use.
+         */
+        post: operations["renameLlmProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/switch_profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Switch a conversation to an LLM profile
+         * @description From its next model call on (one in flight finishes as it began), the conversation uses the profile’s model, base URL and key (the settings’ key when the profile has none); its llm_model shows the profile’s model. Works whatever the conversation’s state. A rename keeps the switch; once the profile is deleted the conversation uses its llm_model with the settings’ key again.
+         */
+        post: operations["switchConversationProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/secrets/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search custom secrets
+         * @description Names and descriptions, never values, sorted by name. page_id is the last name of the previous page.
+         */
+        get: operations["searchSecrets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or replace a custom secret
+         * @description A secret of that name gets the new value (and keeps its description unless one is given). The name becomes an environment variable name in sandboxes.
+         */
+        post: operations["putSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/secrets/{secret_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rename a custom secret or change its description
+         * @description secret_id is its name. The value stays; a description left out stays too. 409 SECRET_NAME_TAKEN when the new name is in use.
+         */
+        put: operations["updateSecretV1"];
+        post?: never;
+        /** Delete a custom secret */
+        delete: operations["deleteSecretV1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/secrets/git-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store git provider tokens
+         * @description Replaces the set of provider tokens (a provider left out is dropped); a provider sent without a token keeps its stored one, with the host given. Not checked against the provider (this server reaches no provider to check).
+         */
+        post: operations["setGitProviderTokensV1"];
+        /** Remove every git provider token */
+        delete: operations["unsetGitProviderTokensV1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sandboxes/{sandbox_id}/settings/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The secrets a sandbox can read
+         * @description Names and descriptions of its owner's custom secrets, then the git provider tokens (github_token, …). Opened only by the sandbox's key, while it runs.
+         */
+        get: operations["listSandboxSecrets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sandboxes/{sandbox_id}/settings/secrets/{secret_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A secret’s value, for a sandbox
+         * @description The value as text/plain: a custom secret, else a provider token by its secret name (github_token, …). Opened only by the sandbox's key, while it runs.
+         */
+        get: operations["getSandboxSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/web-client/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Web client configuration
+         * @description What the OpenHands web client reads first (V0’s /api/options/config): OSS mode, no login page, billing, analytics, ACP agents or automations. Open: it holds nothing secret, and the client asks before it knows whether it is signed in.
+         */
+        get: operations["getWebClientConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/config/models/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the models offered
+         * @description The models of /api/options/models, split into provider and name, sorted by both. Any other model can still be stored in the settings.
+         */
+        get: operations["searchModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/config/providers/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the providers of the models offered
+         * @description The provider/ prefixes of the models offered, sorted by name.
+         */
+        get: operations["searchProviders"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1011,6 +1402,225 @@ export interface components {
                 };
             };
         };
+        V1SettingsUpdate: {
+            agent_settings_diff?: ({
+                agent_kind?: "openhands" | null;
+                agent?: string | null;
+                llm?: ({
+                    model?: string | null;
+                    base_url?: string | null;
+                    /** @description Write-only. null or "" removes the key (merge patch). */
+                    api_key?: string | null;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                condenser?: ({
+                    enabled?: boolean | null;
+                    /** @description Events shown to the model before older ones are summarised (default 120). */
+                    max_size?: number | null;
+                    /** @description no_op turns condensing off. */
+                    condenser_kind?: ("llm_summarizing" | "no_op") | null;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                mcp_config?: {
+                    [key: string]: {
+                        command?: string;
+                        args?: string[] | null;
+                        env?: {
+                            [key: string]: string;
+                        } | null;
+                        cwd?: string | null;
+                        url?: string;
+                        transport?: ("stdio" | "http" | "streamable-http" | "sse") | null;
+                        /** @description The bearer token; null or left out keeps the stored one of the same URL, "" removes it. */
+                        auth?: string | null;
+                        headers?: {
+                            [key: string]: string;
+                        } | null;
+                        timeout?: number | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            conversation_settings_diff?: ({
+                max_iterations?: number | null;
+                confirmation_mode?: boolean | null;
+                security_analyzer?: ("llm" | "rules" | "ensemble" | "none") | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            agent_settings?: unknown;
+            conversation_settings?: unknown;
+            language?: string | null;
+            user_version?: number | null;
+            remote_runtime_resource_factor?: number | null;
+            enable_sound_notifications?: boolean;
+            enable_proactive_conversation_starters?: boolean;
+            /** @description null keeps the stored answer. */
+            user_consents_to_analytics?: boolean | null;
+            sandbox_base_container_image?: string | null;
+            sandbox_runtime_container_image?: string | null;
+            /** @description Write-only; null or "" removes it. */
+            search_api_key?: string | null;
+            /** @description Write-only; null or "" removes it. */
+            sandbox_api_key?: string | null;
+            max_budget_per_task?: number | null;
+            email?: string | null;
+            email_verified?: boolean | null;
+            git_user_name?: string | null;
+            git_user_email?: string | null;
+        };
+        SaveProfileRequest: {
+            /** @default true */
+            include_secrets: boolean;
+            /**
+             * @description Left out: the settings’ own model, base URL and key are saved.
+             * @default null
+             */
+            llm: components["schemas"]["ProfileLlm"] | null;
+            /** @default false */
+            preserve_existing_api_key: boolean;
+        };
+        ProfileLlm: {
+            /** @description Accepted; this service has no such behaviour. */
+            api_version?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            auth_type?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_access_key_id?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_bedrock_runtime_endpoint?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_profile_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_region_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_role_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_secret_access_key?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_session_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            aws_session_token?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            caching_prompt?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            custom_tokenizer?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            disable_stop_word?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            disable_vision?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            drop_params?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            enable_encrypted_reasoning?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            extended_thinking_budget?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            extra_headers?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            fallback_strategy?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            force_string_serializer?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            inline_image_urls?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            input_cost_per_token?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            litellm_extra_body?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            log_completions?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            log_completions_folder?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            max_input_tokens?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            max_message_chars?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            max_output_tokens?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            model_canonical_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            modify_params?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            native_tool_calling?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            num_retries?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            ollama_base_url?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            openrouter_app_name?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            openrouter_site_url?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            output_cost_per_token?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            prompt_cache_retention?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            reasoning_effort?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            reasoning_summary?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            retry_max_wait?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            retry_min_wait?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            retry_multiplier?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            seed?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            stream?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            subscription_vendor?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            temperature?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            timeout?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            top_k?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            top_p?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            usage_id?: unknown;
+            /** @description Accepted; this service has no such behaviour. */
+            is_subscription?: unknown;
+            model?: string | null;
+            base_url?: string | null;
+            /** @description Write-only. null or "" removes the key (merge patch). */
+            api_key?: string | null;
+        };
+        RenameProfileRequest: {
+            new_name: string;
+        };
+        SwitchProfileRequest: {
+            profile_name: string;
+        };
+        CustomSecretCreateV1: {
+            name: string;
+            /** Format: password */
+            value: string;
+            description?: string | null;
+        };
+        CustomSecretWithoutValue: {
+            name: string;
+            description?: string | null;
+        };
+        POSTProviderModel: {
+            /** @default {} */
+            provider_tokens: {
+                [key: string]: {
+                    token?: string | null;
+                    host?: string | null;
+                    user_id?: string | null;
+                };
+            };
+            /** @description Accepted and ignored, as in OpenHands 1.11: MCP servers are settings (agent_settings.mcp_config). */
+            mcp_config?: unknown;
+        };
         ConfirmationRequest: {
             /** @description true runs the waiting actions; false rejects them (the agent then waits for a message). */
             accept: boolean;
@@ -1039,6 +1649,244 @@ export interface components {
         GitDiff: {
             original: string;
             modified: string;
+        };
+        ServerInfo: {
+            /** @description Seconds since the process started. */
+            uptime: number;
+            /** @description Seconds since the router last answered a request other than these status routes. */
+            idle_time: number;
+            resources: {
+                /** @description This process’s CPU use since the previous report (or since it started). */
+                cpu_percent: number;
+                memory: {
+                    rss: number;
+                    vms: number;
+                    percent: number;
+                };
+                disk: {
+                    total: number;
+                    used: number;
+                    free: number;
+                    percent: number;
+                };
+                io: {
+                    read_bytes: number;
+                    write_bytes: number;
+                };
+            };
+        };
+        V1Settings: {
+            language: string | null;
+            user_version: number | null;
+            remote_runtime_resource_factor: number | null;
+            /** @description Always empty: see provider_tokens_set and /api/v1/secrets/search. */
+            secrets_store: {
+                provider_tokens: Record<string, never>;
+            };
+            enable_sound_notifications: boolean;
+            enable_proactive_conversation_starters: boolean;
+            user_consents_to_analytics: boolean | null;
+            sandbox_base_container_image: string | null;
+            sandbox_runtime_container_image: string | null;
+            disabled_skills: null;
+            search_api_key: null;
+            sandbox_api_key: null;
+            max_budget_per_task: number | null;
+            email: string | null;
+            email_verified: boolean | null;
+            git_user_name: string | null;
+            git_user_email: string | null;
+            /** @constant */
+            git_full_clone: false;
+            /** @constant */
+            v1_enabled: true;
+            agent_settings: {
+                /** @constant */
+                schema_version: 4;
+                /** @constant */
+                agent_kind: "openhands";
+                agent: string;
+                llm: {
+                    /** @description null until a model is stored. */
+                    model: string | null;
+                    /** @description Always null: see llm_api_key_set (or api_key_set of a profile). */
+                    api_key: null;
+                    base_url: string | null;
+                    /** @constant */
+                    is_subscription: false;
+                };
+                /** @description By name: stdio servers under their own, remote servers under their host. Remote servers’ keys are never shown. */
+                mcp_config: {
+                    [key: string]: {
+                        command?: string;
+                        args?: string[];
+                        env?: {
+                            [key: string]: string;
+                        };
+                        url?: string;
+                        /** @enum {string} */
+                        transport?: "sse" | "http";
+                        timeout?: number;
+                    };
+                };
+                condenser: {
+                    enabled: boolean;
+                    max_size: number;
+                    /** @constant */
+                    condenser_kind: "llm_summarizing";
+                };
+            };
+            conversation_settings: {
+                /** @constant */
+                schema_version: 1;
+                max_iterations: number;
+                confirmation_mode: boolean;
+                /**
+                 * @description rules and ensemble are this service’s own analyzers (not in OpenHands 1.11); none for no analyzer.
+                 * @enum {string}
+                 */
+                security_analyzer: "llm" | "rules" | "ensemble" | "none";
+            };
+            /** @constant */
+            sandbox_grouping_strategy: "NO_GROUPING";
+            default_sandbox_spec_id: null;
+            llm_profiles: {
+                profiles: {
+                    [key: string]: {
+                        /** @description null until a model is stored. */
+                        model: string | null;
+                        /** @description Always null: see llm_api_key_set (or api_key_set of a profile). */
+                        api_key: null;
+                        base_url: string | null;
+                        /** @constant */
+                        is_subscription: false;
+                    };
+                };
+                active: string | null;
+            };
+            active_agent_profile_id: null;
+            active_agent_profile_revision: null;
+            registered_marketplaces: unknown[];
+            inherited_marketplaces: unknown[];
+            provider_tokens_set: {
+                [key: string]: string | null;
+            };
+            llm_api_key_set: boolean;
+            search_api_key_set: boolean;
+        };
+        SettingsSchema: {
+            model_name: string;
+            sections: {
+                key: string;
+                label: string;
+                variant: string | null;
+                fields: {
+                    /** @description Dotted path in agent_settings (or conversation_settings), as agent_settings_diff takes it. */
+                    key: string;
+                    label: string;
+                    description: string | null;
+                    section: string;
+                    section_label: string;
+                    /** @enum {string} */
+                    value_type: "string" | "integer" | "number" | "boolean" | "array" | "object";
+                    default: unknown;
+                    choices: {
+                        label: string;
+                        value: string | number | boolean;
+                    }[];
+                    depends_on: string[];
+                    /** @enum {string} */
+                    prominence: "critical" | "major" | "minor";
+                    secret: boolean;
+                    variant: string | null;
+                }[];
+            }[];
+        };
+        ProfileListResponse: {
+            profiles: {
+                name: string;
+                model: string | null;
+                base_url: string | null;
+                api_key_set: boolean;
+            }[];
+            active_profile: string | null;
+        };
+        ProfileDetailResponse: {
+            name: string;
+            config: {
+                [key: string]: unknown;
+            };
+            api_key_set: boolean;
+        };
+        ProfileMutationResponse: {
+            name: string;
+            message: string;
+        };
+        ActivateProfileResponse: {
+            name: string;
+            message: string;
+            model: string | null;
+        };
+        CustomSecretPage: {
+            items: components["schemas"]["CustomSecretInfo"][];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        SecretNamesResponse: {
+            secrets: {
+                name: string;
+                description: string | null;
+            }[];
+        };
+        WebClientConfig: {
+            /** @enum {string} */
+            app_mode: "oss" | "saas";
+            posthog_client_key: string | null;
+            feature_flags: {
+                [key: string]: boolean | string | null;
+            };
+            providers_configured: string[];
+            maintenance_start_time: string | null;
+            auth_url: string | null;
+            recaptcha_site_key: string | null;
+            faulty_models: string[];
+            error_message: string | null;
+            /** Format: date-time */
+            updated_at: string;
+            github_app_slug: string | null;
+            gitlab_enabled: boolean;
+            provider_default_hosts: {
+                [key: string]: string;
+            };
+            slack_enabled: boolean;
+            email_enabled: boolean;
+            acp_providers: unknown[];
+            jira_dc_oauth_host: string | null;
+            jira_dc_service_account_managed: boolean;
+            jira_dc_service_account_email: string | null;
+            jira_dc_service_account_config_error: string | null;
+            /** @constant */
+            kind: "WebClientConfig";
+        };
+        LLMModelPage: {
+            items: {
+                provider: string | null;
+                name: string;
+                /** @description Always true: every model listed is one this server offers. */
+                verified: boolean;
+                hidden: boolean;
+                canonical: string | null;
+            }[];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        ProviderPage: {
+            items: {
+                name: string;
+                verified: boolean;
+            }[];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
         };
         /** @description A message from the user to the agent, or the agent’s reply to the user. */
         MessageEvent: {
@@ -1314,7 +2162,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1323,7 +2171,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1408,7 +2256,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1455,7 +2303,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1502,7 +2350,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1551,7 +2399,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1622,7 +2470,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1631,7 +2479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1740,7 +2588,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1749,7 +2597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1863,7 +2711,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1872,7 +2720,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1961,7 +2809,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1970,7 +2818,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2055,7 +2903,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2064,7 +2912,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2134,7 +2982,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2143,7 +2991,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2231,7 +3079,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2240,7 +3088,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2316,7 +3164,7 @@ export interface operations {
                     "application/json": number;
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2392,7 +3240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2472,7 +3320,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2557,7 +3405,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2566,7 +3414,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2657,7 +3505,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2666,7 +3514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2772,7 +3620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2859,7 +3707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2966,7 +3814,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3069,7 +3917,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3174,7 +4022,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3281,7 +4129,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3376,7 +4224,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3465,7 +4313,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3552,7 +4400,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3641,7 +4489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3744,7 +4592,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3897,6 +4745,82 @@ export interface operations {
             };
         };
     };
+    ready: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": "OK";
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    serverInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerInfo"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     loadSettings: {
         parameters: {
             query?: never;
@@ -3982,7 +4906,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4126,7 +5050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4135,7 +5059,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4200,6 +5124,1893 @@ export interface operations {
             };
         };
     };
+    loadSettingsV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["V1Settings"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SETTINGS_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    storeSettingsV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["V1SettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAgentSettingsSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The form. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsSchema"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getConversationSettingsSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The form. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsSchema"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listLlmProfiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profiles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileListResponse"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getLlmProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile; config.api_key is always null. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileDetailResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: PROFILE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    saveLlmProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SaveProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Saved. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SETTINGS_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: PROFILE_LIMIT_REACHED. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteLlmProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (or there was none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    activateLlmProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Activated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivateProfileResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: PROFILE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    renameLlmProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RenameProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Renamed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: PROFILE_NOT_FOUND, SETTINGS_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: PROFILE_NAME_TAKEN. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    switchConversationProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SwitchProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Switched. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND, PROFILE_NOT_FOUND, SETTINGS_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchSecrets: {
+        parameters: {
+            query?: {
+                /** @description Case-insensitive substring of the name. */
+                name__contains?: string;
+                /** @description The previous page’s next_page_id: the names after it. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of secrets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomSecretPage"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    putSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomSecretCreateV1"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateSecretV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                secret_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomSecretWithoutValue"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: SECRET_NAME_TAKEN. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteSecretV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                secret_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SECRET_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    setGitProviderTokensV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["POSTProviderModel"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    unsetGitProviderTokensV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSandboxSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sandbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The names. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretNamesResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: SANDBOX_NOT_RUNNING, UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSandboxSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sandbox_id: string;
+                secret_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The value. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: SANDBOX_NOT_RUNNING, UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND, SECRET_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getWebClientConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebClientConfig"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchModels: {
+        parameters: {
+            query?: {
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description Case-insensitive substring of the name. */
+                query?: string;
+                verified__eq?: "0" | "1" | "true" | "false";
+                provider__eq?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LLMModelPage"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchProviders: {
+        parameters: {
+            query?: {
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description Case-insensitive substring of the name. */
+                query?: string;
+                verified__eq?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of providers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderPage"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -4251,7 +7062,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4376,7 +7187,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4385,7 +7196,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4528,7 +7339,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4537,7 +7348,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4674,7 +7485,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4683,7 +7494,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4786,7 +7597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4795,7 +7606,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4905,7 +7716,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4914,7 +7725,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5100,7 +7911,7 @@ export interface operations {
                     } | null)[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5229,7 +8040,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5238,7 +8049,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5409,7 +8220,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5486,7 +8297,7 @@ export interface operations {
                     "application/json": number;
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5581,7 +8392,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5650,7 +8461,7 @@ export interface operations {
                     "application/json": number;
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5735,7 +8546,7 @@ export interface operations {
                     } | null)[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5843,7 +8654,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5951,7 +8762,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5960,7 +8771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6067,7 +8878,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6076,7 +8887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6195,7 +9006,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6286,7 +9097,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6398,7 +9209,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6486,7 +9297,7 @@ export interface operations {
                     } | null)[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6588,7 +9399,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6597,7 +9408,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6738,7 +9549,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6829,7 +9640,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6838,7 +9649,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6944,7 +9755,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6953,7 +9764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7059,7 +9870,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7068,7 +9879,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard); API keys are not refused here. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7189,7 +10000,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7277,7 +10088,7 @@ export interface operations {
                     } | null)[];
                 };
             };
-            /** @description Missing or wrong X-Session-API-Key. Codes: UNAUTHENTICATED. */
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
                 headers: {
                     [name: string]: unknown;

@@ -9,8 +9,11 @@ import { requestOrigin, type ProxyTrust } from './origin.js';
 /** Who is calling, and how they proved it. */
 export interface Caller {
   userId: string;
-  /** An API key in X-Session-API-Key, the browser session cookie, the host's own `authenticate`, or a conversation's key. */
-  via: 'api-key' | 'session' | 'host' | 'conversation-key';
+  /**
+   * An API key in X-Session-API-Key, the browser session cookie, the host's own `authenticate`,
+   * a conversation's key, or a sandbox's key (only on the routes a sandbox reads its owner's secrets by).
+   */
+  via: 'api-key' | 'session' | 'host' | 'conversation-key' | 'sandbox-key';
   /** With a conversation key: the one conversation it opens (its channels and agent routes only). */
   conversationId: string | null;
   /** With the session cookie: the session's id (sign-out ends it). */

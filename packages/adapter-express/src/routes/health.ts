@@ -1,12 +1,27 @@
-import type { AgentConversationService } from '@acs/core';
-import { okAsync } from 'neverthrow';
+import { okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../route.js';
+import type { RouteContext } from '../route-context.js';
+import { serverInfoReporter } from '../server-info.js';
 
 const ok = okAsync;
 
-/** Liveness and readiness, open to everyone. */
-export function healthRoutes(_service: AgentConversationService): RouteDefinition[] {
+const ServerInfoSchema = z
+  .object({
+    uptime: z.number().meta({ description: 'Seconds since the process started.' }),
+    idle_time: z.number().meta({ description: 'Seconds since the router last answered a request other than these status routes.' }),
+    resources: z.object({
+      cpu_percent: z.number().meta({ description: 'This process’s CPU use since the previous report (or since it started).' }),
+      memory: z.object({ rss: z.int(), vms: z.int(), percent: z.number() }),
+      disk: z.object({ total: z.int(), used: z.int(), free: z.int(), percent: z.number() }),
+      io: z.object({ read_bytes: z.int(), write_bytes: z.int() }),
+    }),
+  })
+  .meta({ id: 'ServerInfo' });
+
+/** Liveness, readiness and the server's resources, open to everyone (as in OpenHands 1.11). */
+export function healthRoutes(context: RouteContext): RouteDefinition[] {
+  const report = serverInfoReporter(context.lastRequestAt);
   return [
     defineRoute({
       method: 'get',
@@ -29,6 +44,30 @@ export function healthRoutes(_service: AgentConversationService): RouteDefinitio
       success: { status: 200, description: 'The service answers.', schema: z.literal('OK') },
       errors: [],
       handle: () => ok('OK'),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/ready',
+      operationId: 'ready',
+      summary: 'Readiness probe',
+      description: 'The same as /health for now, as in OpenHands 1.11: the router answers once the service is composed.',
+      tags: ['health'],
+      authenticated: false,
+      success: { status: 200, description: 'Ready.', schema: z.literal('OK') },
+      errors: [],
+      handle: () => ok('OK'),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/server_info',
+      operationId: 'serverInfo',
+      summary: 'The server’s uptime and resources',
+      description: 'Uptime, idle time, and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).',
+      tags: ['health'],
+      authenticated: false,
+      success: { status: 200, description: 'The figures.', schema: ServerInfoSchema },
+      errors: [],
+      handle: () => ResultAsync.fromSafePromise(report()),
     }),
   ];
 }

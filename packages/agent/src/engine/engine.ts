@@ -1,3 +1,4 @@
+import { DEFAULT_CONDENSER_MAX_EVENTS } from '../condenser.js';
 import { prepareRepository } from '../workspace-setup.js';
 import { createActions } from './actions.js';
 import { createEngineBase } from './base.js';
@@ -260,6 +261,10 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
       }),
     respondToConfirmation: confirmation.respondToConfirmation,
     activeLoops: () => runners.all().filter((r) => r.loop !== null).length,
+    settingsDefaults: {
+      max_iterations: base.defaultMaxIterations,
+      condenser_max_size: deps.options?.condenser?.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS,
+    },
   };
   return engine;
 }

@@ -70,7 +70,17 @@ export const lastHandledId = (events: readonly ConversationEvent[]): number => {
   return 0;
 };
 
+/**
+ * The model a conversation calls now: the LLM profile it was switched to (its model, base URL
+ * and key, the settings' key when it has none), else its own `llm_model` with the settings' key
+ * and base URL. A profile deleted since counts as none.
+ */
 export const credentialsOf = (record: ConversationRecord, settings: StoredSettings | null): LlmCredentials | null => {
+  const profile = record.llm_profile_id ? settings?.llm_profiles?.profiles.find((p) => p.id === record.llm_profile_id) : undefined;
+  if (profile) {
+    const model = profile.model ?? record.llm_model ?? settings?.llm_model ?? null;
+    return model ? { model, api_key: profile.api_key ?? settings?.llm_api_key ?? null, base_url: profile.base_url || null } : null;
+  }
   const model = record.llm_model ?? settings?.llm_model ?? null;
   if (!model) return null;
   return { model, api_key: settings?.llm_api_key ?? null, base_url: settings?.llm_base_url || null };

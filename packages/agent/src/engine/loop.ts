@@ -1,3 +1,4 @@
+import type { LlmCredentials } from '@acs/core/ports';
 import { securityPolicyOf } from '../security.js';
 import type { Actions } from './actions.js';
 import type { EngineBase } from './base.js';
@@ -64,10 +65,22 @@ export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Con
     await ensureMcp(r, record, storedSettings, sandboxId, workingDir);
     if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
     const policy = securityPolicyOf(storedSettings);
+    let current = credentials;
     while (!r.abort.signal.aborted) {
-      const end = await step(r, record, storedSettings, policy, credentials, sandboxId, workingDir);
+      const end = await step(r, record, storedSettings, policy, current, sandboxId, workingDir);
       if (end === 'stop') break;
+      current = await latestCredentials(r, current);
     }
+  };
+
+  /**
+   * The model for the next step, read again: a switch to another LLM profile (or a new key in the
+   * settings) takes effect from the next model call. If the record cannot be read, the last ones.
+   */
+  const latestCredentials = async (r: Runner, last: LlmCredentials): Promise<LlmCredentials> => {
+    const [record, stored] = await Promise.all([conversations.get(r.userId, r.conversationId), settings.loadWithSecrets(r.userId)]);
+    if (record.isErr() || !record.value || stored.isErr()) return last;
+    return credentialsOf(record.value, stored.value) ?? last;
   };
 
   const loop = async (r: Runner): Promise<void> => {

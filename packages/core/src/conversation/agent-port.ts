@@ -94,8 +94,18 @@ export interface AgentPort {
   recover(): ResultAsync<RecoveryReport, DomainError>;
   /** How many agent loops are running now. */
   activeLoops(): number;
+  /** What the agent does when a setting is unset: the limits it applies then (the V1 settings show them as the values in force). */
+  readonly settingsDefaults: AgentSettingsDefaults;
   /** Stops every loop for a shutdown, leaving their status `running` so the next process's `recover()` resumes them. */
   shutdown(): Promise<void>;
+}
+
+/** The agent's own values for settings a user left unset. */
+export interface AgentSettingsDefaults {
+  /** Model calls per user message (`max_iterations`). */
+  max_iterations: number;
+  /** Events shown to the model before the condenser summarises older ones (`condenser_max_size`). */
+  condenser_max_size: number;
 }
 
 /** What the agent needs from the domain (and the ports that are its own: the model, MCP). */

@@ -174,6 +174,12 @@ export interface ConversationRecord {
   trigger: ConversationTrigger | null;
   pr_number: number[];
   llm_model: string | null;
+  /**
+   * The LLM profile the conversation was switched to (its id, which a rename keeps): its model,
+   * key and base URL are used for the next model calls. Absent or null: the settings' own (and
+   * `llm_model`); also when the profile has been deleted since.
+   */
+  llm_profile_id?: string | null;
   parent_conversation_id: string | null;
   launch: ConversationLaunch;
   /** Which API created it; informational. */

@@ -103,6 +103,7 @@ export const ConversationServiceErrors = {
   sendMessage: ['ValidationFailed', 'ConversationNotFound', 'StoreUnavailable'],
   respondToConfirmation: ['ConversationNotFound', 'ConfirmationNotPending', 'StoreUnavailable'],
   rename: ['ConversationNotFound', 'StoreUnavailable'],
+  switchProfile: ['ConversationNotFound', 'SettingsNotFound', 'ProfileNotFound', 'StoreUnavailable'],
   pauseAgent: ['ConversationNotFound', 'StoreUnavailable'],
   runAgent: ['ConversationNotFound', 'StoreUnavailable'],
   searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
@@ -149,6 +150,12 @@ export interface ConversationService {
   respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
   /** Gives the conversation a new title. */
   rename(userId: string, id: string, title: string): ResultAsync<void, ConversationServiceError<'rename'>>;
+  /**
+   * Switches the conversation to one of the user's LLM profiles: its next model calls (the one
+   * in flight finishes as it began) use the profile's model, base URL and key, the settings' key
+   * when the profile has none. `llm_model` shows the profile's model.
+   */
+  switchProfile(userId: string, id: string, profileName: string): ResultAsync<void, ConversationServiceError<'switchProfile'>>;
   /**
    * Pauses the agent where it is (the model call in flight is aborted); the conversation and
    * its sandbox stay up, and `runAgent` (or a message with run) goes on from there.

@@ -271,6 +271,20 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
         .andThen((record) => conversations.update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, title, updated_at: clock.now() })))
         .map(() => undefined),
 
+    switchProfile: (userId, id, profileName) =>
+      getRecord(userId, id)
+        .andThen((record) =>
+          settings.loadWithSecrets(userId).andThen((stored) => {
+            if (!stored) return errAsync<never, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' });
+            const profile = stored.llm_profiles.profiles.find((p) => p.name === profileName);
+            if (!profile) return errAsync<never, DomainErrorOf<'ProfileNotFound'>>({ type: 'ProfileNotFound', name: profileName });
+            return conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
+              ok({ ...c, llm_profile_id: profile.id, llm_model: profile.model ?? c.llm_model, updated_at: clock.now() }),
+            );
+          }),
+        )
+        .map(() => undefined),
+
     pauseAgent: (userId, id) =>
       getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(agent.pause(userId, record.id, 'paused by the user'))),
 

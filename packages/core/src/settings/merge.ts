@@ -45,6 +45,35 @@ export function applySettingsInput(current: StoredSettings | null, input: Settin
   return next;
 }
 
+/**
+ * What the V1 settings API changes: each field given is set as given (null clears it, and the
+ * field then means what it means unset), except `mcp_config`, which replaces the servers as
+ * Store Settings does: a server sent without its api_key (null) keeps the stored key of the
+ * server with the same URL, since reads never return those keys; "" clears it.
+ */
+export type SettingsChange = Partial<Omit<StoredSettings, 'secrets_store' | 'llm_profiles'>>;
+
+/** Applies a V1 settings change to what is stored (see SettingsChange). */
+export function applySettingsChange(current: StoredSettings | null, change: SettingsChange): StoredSettings {
+  const next: StoredSettings = structuredClone(current ?? defaultSettings());
+  const { mcp_config: mcp, ...fields } = change;
+  Object.assign(next, structuredClone(fields));
+  if (mcp !== undefined) next.mcp_config = mergeMcpConfig(next.mcp_config, mcp);
+  return next;
+}
+
+/**
+ * The active profile stays active only while the settings' model, base URL and key are the
+ * profile's: once they differ it no longer says what runs, and is cleared (as OpenHands does).
+ */
+export function reconcileActiveProfile(settings: StoredSettings): StoredSettings {
+  const { active, profiles } = settings.llm_profiles;
+  if (active === null) return settings;
+  const profile = profiles.find((p) => p.name === active);
+  const same = profile && profile.model === settings.llm_model && profile.base_url === settings.llm_base_url && profile.api_key === settings.llm_api_key;
+  return same ? settings : { ...settings, llm_profiles: { ...settings.llm_profiles, active: null } };
+}
+
 function mergeSecrets(stored: StoredUserSecrets, input: NonNullable<SettingsInput['secrets_store']>): StoredUserSecrets {
   const result: StoredUserSecrets = structuredClone(stored);
   for (const provider of GIT_PROVIDERS) {

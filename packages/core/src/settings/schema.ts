@@ -130,6 +130,30 @@ export interface StoredUserSecrets {
   custom_secrets: Record<string, StoredCustomSecret>;
 }
 
+/** The most LLM profiles a user may keep (as OpenHands allows). */
+export const MAX_LLM_PROFILES = 10;
+
+/** An LLM profile's name: letters, digits, `.`, `_` and `-`, 1 to 64 of them (OpenHands' rule). */
+export const PROFILE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A saved model configuration the user can activate, or switch a running conversation to. */
+export interface StoredLlmProfile {
+  /** Stays the same when the profile is renamed: a conversation switched to the profile follows it by this id. */
+  id: string;
+  name: string;
+  model: string | null;
+  base_url: string | null;
+  /** Sealed at rest like `llm_api_key`; never returned. */
+  api_key: string | null;
+}
+
+export interface StoredLlmProfiles {
+  /** In the order they were first saved (a rename keeps the place). */
+  profiles: StoredLlmProfile[];
+  /** The profile whose model, key and base URL are the settings' own now; null once they differ. */
+  active: string | null;
+}
+
 /** A user's settings as kept by a SettingsStore, secret values included. */
 export interface StoredSettings {
   language: string | null;
@@ -158,8 +182,13 @@ export interface StoredSettings {
   email_verified: boolean | null;
   git_user_name: string | null;
   git_user_email: string | null;
+  /** The user's LLM profiles (the V1 API's `llm_profiles`; V0 does not show them). */
+  llm_profiles: StoredLlmProfiles;
+  /** A number the OpenHands client keeps for itself (the V1 API's `user_version`); the service does nothing with it. */
+  user_version: number | null;
 }
 
+/** The fields of Store Settings and Load Settings (V0), in the order Load Settings shows them. */
 export const SETTINGS_FIELDS = [
   'language',
   'agent',
@@ -220,6 +249,8 @@ export function defaultSettings(): StoredSettings {
     email_verified: null,
     git_user_name: null,
     git_user_email: null,
+    llm_profiles: { profiles: [], active: null },
+    user_version: null,
   };
 }
 

@@ -1,7 +1,20 @@
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
+import type { IdGenerator } from '../ids.js';
 import type { StoreFailure } from '../store-failure.js';
-import { applySettingsInput } from './merge.js';
+import { applySettingsChange, applySettingsInput, reconcileActiveProfile, type SettingsChange } from './merge.js';
+import {
+  activateProfile,
+  deleteProfile,
+  findProfile,
+  profilesView,
+  profileView,
+  renameProfile,
+  saveProfile,
+  type LlmProfilesView,
+  type LlmProfileView,
+  type SaveProfileRequest,
+} from './profiles.js';
 import {
   defaultSettings,
   type CustomSecretCreate,
@@ -27,6 +40,15 @@ export const SettingsServiceErrors = {
   deleteSecret: ['SecretNotFound', 'StoreUnavailable'],
   setProviderTokens: ['StoreUnavailable'],
   unsetProviderTokens: ['StoreUnavailable'],
+  loadWithProfiles: ['SettingsNotFound', 'StoreUnavailable'],
+  change: ['StoreUnavailable'],
+  putSecret: ['StoreUnavailable'],
+  listProfiles: ['StoreUnavailable'],
+  getProfile: ['ProfileNotFound', 'StoreUnavailable'],
+  saveProfile: ['SettingsNotFound', 'ProfileLimitReached', 'StoreUnavailable'],
+  deleteProfile: ['StoreUnavailable'],
+  activateProfile: ['ProfileNotFound', 'StoreUnavailable'],
+  renameProfile: ['SettingsNotFound', 'ProfileNotFound', 'ProfileNameTaken', 'StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
 export interface SettingsService {
@@ -50,33 +72,70 @@ export interface SettingsService {
   unsetProviderTokens(userId: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.unsetProviderTokens>>;
   /** The stored settings with secret values, for the engine; null when none. */
   loadWithSecrets(userId: string): ResultAsync<StoredSettings | null, StoreFailure>;
+  /** Load Settings with what only the V1 API shows: the LLM profiles (never their keys) and `user_version`. */
+  loadWithProfiles(userId: string): ResultAsync<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>;
+  /** The V1 API's change: each field given is set as given (see SettingsChange). */
+  change(userId: string, change: SettingsChange): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.change>>;
+  /** Adds a custom secret or replaces the value of the one with that name (its description stays unless one is given). */
+  putSecret(userId: string, secret: CustomSecretCreate): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.putSecret>>;
+  /** The LLM profiles and which is active; none when nothing is stored. */
+  listProfiles(userId: string): ResultAsync<LlmProfilesView, ErrorsOf<typeof SettingsServiceErrors.listProfiles>>;
+  getProfile(userId: string, name: string): ResultAsync<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>;
+  /** Saves a profile, or overwrites the one of that name in place (see SaveProfileRequest). */
+  saveProfile(userId: string, name: string, request: SaveProfileRequest): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.saveProfile>>;
+  /** Deletes a profile (nothing to do when there is none); deleting the active one activates the first left. */
+  deleteProfile(userId: string, name: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>;
+  /** Makes the profile's model, base URL and key the settings' own; returns the model. */
+  activateProfile(userId: string, name: string): ResultAsync<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>;
+  renameProfile(userId: string, name: string, newName: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.renameProfile>>;
 }
+
+/** Load Settings plus the V1 API's own fields. */
+export type SettingsOverview = SettingsView & { user_version: number | null; llm_profiles: LlmProfilesView };
 
 /** Settings stored before a field existed read as that field's default. */
 const withDefaults = (stored: StoredSettings | null): StoredSettings | null => (stored ? { ...defaultSettings(), ...stored } : null);
 
-export function createSettingsService(store: SettingsStore): SettingsService {
+export function createSettingsService(store: SettingsStore, ids: IdGenerator): SettingsService {
   /**
-   * Changes the user's secrets in one atomic update. `change` returns the new secrets, or the
-   * error that refuses the change (then nothing changes: the record is written back as it was).
+   * One atomic change of the user's settings. `change` returns the new settings, or the error
+   * that refuses the change. A change refused on what is stored writes nothing (and creates no
+   * settings); one refused only on a record changed meanwhile writes that record back as it is.
    */
+  const changeSettings = <E>(userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>): ResultAsync<StoredSettings, E | StoreFailure> =>
+    store.get(userId).andThen((stored) => {
+      const refused = change(withDefaults(stored) ?? defaultSettings());
+      if (refused.isErr()) return errAsync<StoredSettings, E>(refused.error);
+      const decided: { refused: { error: E } | null } = { refused: null };
+      return store
+        .update(userId, (current) => {
+          const base = withDefaults(current) ?? defaultSettings();
+          return change(base).match(
+            (next) => next,
+            (error) => {
+              decided.refused = { error };
+              return base;
+            },
+          );
+        })
+        .andThen((written) => (decided.refused ? errAsync<StoredSettings, E>(decided.refused.error) : okAsync(written)));
+    });
+
+  /** changeSettings for a user who has settings: SettingsNotFound, and nothing is created, for one who has none (settings are never deleted). */
+  const changeExisting = <E>(userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>) =>
+    store
+      .get(userId)
+      .andThen((stored) => (stored ? changeSettings(userId, change) : errAsync<StoredSettings, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' })));
+
+  /** Changes the user's secrets in one atomic update (see changeSettings). */
   const changeSecrets = <E>(
     userId: string,
     change: (secrets: StoredSettings['secrets_store']) => { ok: StoredSettings['secrets_store'] } | { refused: E },
-  ): ResultAsync<void, E | StoreFailure> => {
-    const decided: { refused: { error: E } | null } = { refused: null };
-    return store
-      .update(userId, (current) => {
-        const base = withDefaults(current) ?? defaultSettings();
-        const outcome = change(base.secrets_store);
-        if ('refused' in outcome) {
-          decided.refused = { error: outcome.refused };
-          return base;
-        }
-        return { ...base, secrets_store: outcome.ok };
-      })
-      .andThen(() => (decided.refused ? errAsync<void, E | StoreFailure>(decided.refused.error) : okAsync(undefined)));
-  };
+  ): ResultAsync<void, E | StoreFailure> =>
+    changeSettings<E>(userId, (settings) => {
+      const outcome = change(settings.secrets_store);
+      return 'refused' in outcome ? err(outcome.refused) : ok({ ...settings, secrets_store: outcome.ok });
+    }).map(() => undefined);
 
   return {
     listSecrets: (userId) =>
@@ -124,7 +183,41 @@ export function createSettingsService(store: SettingsStore): SettingsService {
         .get(userId)
         .map(withDefaults)
         .andThen((stored) => (stored ? okAsync(toSettingsView(stored)) : errAsync<SettingsView, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' }))),
-    store: (userId, input) => store.update(userId, (current) => applySettingsInput(withDefaults(current), input)).map(() => undefined),
+    store: (userId, input) => store.update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input))).map(() => undefined),
     loadWithSecrets: (userId) => store.get(userId).map(withDefaults),
+    loadWithProfiles: (userId) =>
+      store
+        .get(userId)
+        .map(withDefaults)
+        .andThen((stored) =>
+          stored
+            ? okAsync<SettingsOverview, never>({ ...toSettingsView(stored), user_version: stored.user_version, llm_profiles: profilesView(stored) })
+            : errAsync<SettingsOverview, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' }),
+        ),
+    change: (userId, change) => changeSettings<never>(userId, (settings) => ok(reconcileActiveProfile(applySettingsChange(settings, change)))).map(() => undefined),
+    putSecret: (userId, secret) =>
+      changeSecrets<never>(userId, (secrets) => {
+        const before = Object.hasOwn(secrets.custom_secrets, secret.name) ? secrets.custom_secrets[secret.name] : undefined;
+        const description = secret.description === undefined ? (before?.description ?? null) : secret.description;
+        return { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description } } } };
+      }),
+    listProfiles: (userId) => store.get(userId).map((stored) => profilesView(withDefaults(stored))),
+    getProfile: (userId, name) =>
+      store.get(userId).andThen((stored) => {
+        const profile = findProfile(withDefaults(stored), name);
+        return profile ? okAsync(profileView(profile)) : errAsync<LlmProfileView, DomainErrorOf<'ProfileNotFound'>>({ type: 'ProfileNotFound', name });
+      }),
+    saveProfile: (userId, name, request) => changeExisting(userId, (settings) => saveProfile(settings, name, request, () => ids.next())).map(() => undefined),
+    deleteProfile: (userId, name) =>
+      store.get(userId).andThen((stored) =>
+        // Nothing to delete writes nothing (and creates no settings).
+        findProfile(withDefaults(stored), name) ? changeSettings<never>(userId, (settings) => ok(deleteProfile(settings, name))).map(() => undefined) : okAsync<void, StoreFailure>(undefined),
+      ),
+    activateProfile: (userId, name) =>
+      changeExisting(userId, (settings) => activateProfile(settings, name))
+        .map((written) => ({ model: written.llm_model }))
+        // No settings means no profiles: the profile is what is missing.
+        .orElse((error) => errAsync(error.type === 'SettingsNotFound' ? { type: 'ProfileNotFound' as const, name } : error)),
+    renameProfile: (userId, name, newName) => changeExisting(userId, (settings) => renameProfile(settings, name, newName)).map(() => undefined),
   };
 }

@@ -31,6 +31,13 @@ export function settingsFixture(overrides: Partial<StoredSettings> = {}): Stored
       provider_tokens: { github: { token: 'ghp_fixture', host: 'github.example.com', user_id: null } },
       custom_secrets: { API_TOKEN: { secret: 's3cr3t', description: 'fixture' } },
     },
+    llm_profiles: {
+      profiles: [
+        { id: 'profile-fast', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-profile-fixture-🔑' },
+        { id: 'profile-local', name: 'local', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+      ],
+      active: null,
+    },
     ...overrides,
   };
 }

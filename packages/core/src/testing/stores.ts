@@ -88,6 +88,29 @@ export function describeSettingsStoreContract(name: string, make: StoreFactory<S
       for (const u of users) expect((await expectOk(store.get(u)))?.email).toBe(`${u}@example.com`);
     });
 
+    it('keeps LLM profiles in order with their keys, and the active one, across changes', async () => {
+      const store = await make();
+      await expectOk(store.update('alice', () => settingsFixture()));
+      const renamed = await expectOk(
+        store.update('alice', (current) => ({
+          ...current!,
+          llm_profiles: {
+            profiles: current!.llm_profiles.profiles.map((p) => (p.name === 'fast' ? { ...p, name: 'quick', api_key: 'sk-rotated' } : p)),
+            active: 'quick',
+          },
+        })),
+      );
+      const read = await expectOk(store.get('alice'));
+      expect(read).toEqual(renamed);
+      expect(read?.llm_profiles).toEqual({
+        profiles: [
+          { id: 'profile-fast', name: 'quick', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-rotated' },
+          { id: 'profile-local', name: 'local', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+        ],
+        active: 'quick',
+      });
+    });
+
     it('hands out copies: changing a returned object does not change the store', async () => {
       const store = await make();
       const returned = await expectOk(store.update('alice', () => settingsFixture()));
