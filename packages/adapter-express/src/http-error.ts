@@ -67,6 +67,14 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SecretNameTaken', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
     .with('WorkspacePathIsDirectory', () => 400)
+    .with('ApiKeyNotFound', () => 404)
+    .with('ApiKeyLimitReached', () => 409)
+    // RFC 6749 §5.2: every refusal of the token endpoint is a 400; the body's `error` says which.
+    .with('DeviceTokenRefused', () => 400)
+    .with('DeviceAuthorizationsFull', () => 503)
+    .with('UserCodeNotFound', () => 404)
+    .with('UserCodeAttemptsExceeded', () => 429)
+    .with('DeviceAuthorizationAnswered', () => 409)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }

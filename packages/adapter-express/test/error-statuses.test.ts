@@ -3,6 +3,7 @@ import { okAsync } from 'neverthrow';
 import { z } from 'zod';
 import {
   ConversationServiceErrors,
+  DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
   explainDomainError,
   SandboxServiceErrors,
@@ -104,6 +105,13 @@ const STATUS: Record<DomainErrorType, number> = {
   SecretNameTaken: 409,
   WorkspaceFileNotFound: 404,
   WorkspacePathIsDirectory: 400,
+  ApiKeyNotFound: 404,
+  ApiKeyLimitReached: 409,
+  DeviceTokenRefused: 400,
+  DeviceAuthorizationsFull: 503,
+  UserCodeNotFound: 404,
+  UserCodeAttemptsExceeded: 429,
+  DeviceAuthorizationAnswered: 409,
   StoreUnavailable: 503,
 };
 
@@ -242,6 +250,13 @@ describe('documented error statuses', () => {
       SecretNameTaken: [{ type: 'SecretNameTaken', name: 'X' }],
       WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
       WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
+      ApiKeyNotFound: [{ type: 'ApiKeyNotFound', keyId: 'k' }],
+      ApiKeyLimitReached: [{ type: 'ApiKeyLimitReached', limit: 1 }],
+      DeviceTokenRefused: DEVICE_TOKEN_REFUSALS.map((reason) => ({ type: 'DeviceTokenRefused' as const, reason, interval: null, note: null })),
+      DeviceAuthorizationsFull: [{ type: 'DeviceAuthorizationsFull', limit: 1 }],
+      UserCodeNotFound: [{ type: 'UserCodeNotFound', userCode: 'BBBB-BBBB' }],
+      UserCodeAttemptsExceeded: [{ type: 'UserCodeAttemptsExceeded', limit: 1, windowSeconds: 60 }],
+      DeviceAuthorizationAnswered: [{ type: 'DeviceAuthorizationAnswered', userCode: 'BBBB-BBBB' }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -26,6 +26,13 @@ export {
   type SandboxSpecService,
 } from './service.js';
 export { SettingsServiceErrors, type SettingsService } from './settings/service.js';
+export { API_KEY_PREFIX, ApiKeyServiceErrors, type ApiKeyHolder, type ApiKeyService } from './access/api-keys.js';
+export {
+  DeviceAuthorizationErrors,
+  type DeviceAuthorizationOptions,
+  type DeviceAuthorizationService,
+  type StartedDeviceAuthorization,
+} from './access/device-authorization.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 export {
   ConversationServiceErrors,
@@ -42,6 +49,7 @@ export { EventLog, type EventListener, type EventSubscription } from './events/l
 
 // What the operations fail with, and how an edge explains it.
 export {
+  DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
   explainDomainError,
   validationFailed,
@@ -49,6 +57,7 @@ export {
   type DomainErrorCode,
   type DomainErrorOf,
   type DomainErrorType,
+  type DeviceTokenRefusal,
   type ErrorHints,
   type ErrorsOf,
   type ExplainedDomainError,
