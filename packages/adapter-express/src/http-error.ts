@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { match } from 'ts-pattern';
-import { explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
+import { DEVICE_TOKEN_REFUSALS, explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
 import { z } from 'zod';
 
 /**
@@ -16,6 +16,12 @@ export const ErrorBodySchema = z.object({
     .array(z.object({ path: z.string(), message: z.string() }))
     .optional()
     .meta({ description: 'Validation problems by field path.' }),
+  error: z
+    .enum(DEVICE_TOKEN_REFUSALS)
+    .optional()
+    .meta({ description: 'Only from the device token endpoint: the OAuth error (RFC 8628 §3.5, RFC 6749 §5.2), which OAuth clients read.' }),
+  error_description: z.string().optional().meta({ description: 'With `error`: the same text as message.' }),
+  interval: z.int().optional().meta({ description: 'With `error: slow_down`: the seconds to wait between polls from now on.' }),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
@@ -40,6 +46,8 @@ export const HTTP_ERROR_CODES = {
   REQUEST_HEADERS_TOO_LARGE: 'REQUEST_HEADERS_TOO_LARGE',
   /** The user holds as many live connections (event streams, sockets) as allowed. */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
+  /** The route answers only an API key, not a browser session (it gives out a secret). */
+  API_KEY_REQUIRED: 'API_KEY_REQUIRED',
 } as const;
 
 /**
@@ -79,8 +87,14 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .exhaustive();
 }
 
-export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[]): void {
-  const body: ErrorBody = { code, message, detail: message, ...(issues && issues.length > 0 ? { issues: [...issues] } : {}) };
+export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[], oauth?: Pick<ErrorBody, 'error' | 'interval'>): void {
+  const body: ErrorBody = {
+    code,
+    message,
+    detail: message,
+    ...(issues && issues.length > 0 ? { issues: [...issues] } : {}),
+    ...(oauth?.error ? { error: oauth.error, error_description: message, ...(oauth.interval !== undefined ? { interval: oauth.interval } : {}) } : {}),
+  };
   res.status(status).json(body);
 }
 
@@ -98,5 +112,7 @@ export function explainHttpError(error: DomainError): { code: DomainErrorCode; m
 
 export function sendDomainError(res: Response, error: DomainError): void {
   const { code, message } = explainHttpError(error);
-  sendError(res, statusOf(error), code, message, error.type === 'ValidationFailed' ? error.issues : undefined);
+  // The device token endpoint's refusals carry the OAuth error too: the OpenHands CLI reads `error` (and `interval`).
+  const oauth = error.type === 'DeviceTokenRefused' ? { error: error.reason, ...(error.interval !== null ? { interval: error.interval } : {}) } : undefined;
+  sendError(res, statusOf(error), code, message, error.type === 'ValidationFailed' ? error.issues : undefined, oauth);
 }

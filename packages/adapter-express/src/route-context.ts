@@ -9,6 +9,8 @@ export interface RouteContext {
   conversationKeys: ConversationKeys;
   /** The model names the UI offers (`GET /api/options/models`). */
   models: () => readonly string[];
+  /** The console's page that answers device sign-ins, as a path of the origin. */
+  deviceVerificationPath: string;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -17,6 +19,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     endBrowserSession: async () => {},
     conversationKeys: new ConversationKeys(),
     models: () => [],
+    deviceVerificationPath: '/console/device',
     ...overrides,
   };
 }

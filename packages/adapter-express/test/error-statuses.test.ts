@@ -2,7 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { okAsync } from 'neverthrow';
 import { z } from 'zod';
 import {
+  ApiKeyServiceErrors,
   ConversationServiceErrors,
+  DeviceAuthorizationErrors,
   DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
   explainDomainError,
@@ -82,6 +84,16 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   resumeSandbox: SandboxServiceErrors.resume,
   searchSandboxSpecs: SandboxSpecServiceErrors.search,
   getSandboxSpecs: SandboxSpecServiceErrors.getMany,
+  listApiKeys: ApiKeyServiceErrors.list,
+  createApiKey: ApiKeyServiceErrors.create,
+  revokeApiKey: ApiKeyServiceErrors.revoke,
+  getLlmApiKey: ['StoreUnavailable'],
+  getCurrentUser: ['StoreUnavailable'],
+  startDeviceAuthorization: DeviceAuthorizationErrors.start,
+  pollDeviceToken: DeviceAuthorizationErrors.poll,
+  getDeviceAuthorization: DeviceAuthorizationErrors.describe,
+  approveDeviceAuthorization: DeviceAuthorizationErrors.approve,
+  denyDeviceAuthorization: DeviceAuthorizationErrors.deny,
 };
 
 /** The status of every domain error type, written out (a change to statusOf must show up here). */
@@ -116,7 +128,7 @@ const STATUS: Record<DomainErrorType, number> = {
 };
 
 /** Path parameters that name a record: a value no record can have is that record's 404. */
-const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound' };
+const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound', key_id: 'ApiKeyNotFound' };
 
 const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject ? Object.keys(schema.shape) : []);
 
@@ -149,6 +161,7 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   if (route.stream) add(503, 'SHUTTING_DOWN');
   if (route.stream) add(429, 'TOO_MANY_CONNECTIONS');
   if (route.authenticated && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
+  if (route.apiKeyOnly) add(403, 'API_KEY_REQUIRED');
   add(431, 'REQUEST_HEADERS_TOO_LARGE');
   return expected;
 }

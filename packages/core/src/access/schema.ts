@@ -38,28 +38,19 @@ export type CreatedApiKey = z.infer<typeof CreatedApiKeySchema>;
 export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 export const USER_CODE_LENGTH = 8;
 
-/** A user code as typed: case, spaces and dashes do not matter (`abcd-efgh`, `ABCD EFGH`). Null when it cannot be one. */
-export function normalizeUserCode(text: string): string | null {
-  const code = text.toUpperCase().replace(/[\s-]/g, '');
-  return code.length === USER_CODE_LENGTH && [...code].every((c) => USER_CODE_ALPHABET.includes(c)) ? code : null;
-}
+const CODE_LETTER = `[${USER_CODE_ALPHABET}${USER_CODE_ALPHABET.toLowerCase()}]`;
+/** A user code as typed: 8 letters of the alphabet in either case, with a dash or a space in the middle or not (`wdjb-mjht`, `WDJB MJHT`). */
+const USER_CODE_PATTERN = new RegExp(`^${CODE_LETTER}{4}[- ]?${CODE_LETTER}{4}$`);
 
 /** How a user code is shown: `XXXX-XXXX`. */
 export const displayUserCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`;
 
-/** A user code in a path or body, normalised; anything that cannot be one is a 422. */
+/** A user code in a path, normalised; anything that cannot be one is a 422. */
 export const UserCodeSchema = z
   .string()
-  .max(32)
-  .transform((text, ctx) => {
-    const code = normalizeUserCode(text);
-    if (code === null) {
-      ctx.addIssue({ code: 'custom', message: `a user code is ${USER_CODE_LENGTH} letters of ${USER_CODE_ALPHABET}, shown as XXXX-XXXX` });
-      return z.NEVER;
-    }
-    return code;
-  })
-  .meta({ description: 'The code the device shows, e.g. WDJB-MJHT (case, spaces and the dash do not matter).' });
+  .regex(USER_CODE_PATTERN, `a user code is ${USER_CODE_LENGTH} letters of ${USER_CODE_ALPHABET}, shown as XXXX-XXXX`)
+  .transform((text) => text.toUpperCase().replace(/[- ]/, ''))
+  .meta({ description: 'The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out).' });
 
 export const DEVICE_AUTHORIZATION_STATUSES = ['pending', 'approved', 'denied'] as const;
 
