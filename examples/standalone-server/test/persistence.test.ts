@@ -27,7 +27,11 @@ async function populate(server: Running) {
     if (t?.status === 'READY') break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { v0: v0.conversation_id, v1: task.app_conversation_id, task: task.id, sandbox: sandbox.id };
+  // A key the user made, and a device sign-in approved but not yet collected by its device.
+  const apiKey = await json<{ key: string }>(call(server.url, '/api/keys', KEY, { name: 'kept' }));
+  const device = await json<{ device_code: string; user_code: string }>(call(server.url, '/oauth/device/authorize', null, {}));
+  await json(call(server.url, `/api/device-authorizations/${device.user_code}/approve`, KEY, {}));
+  return { v0: v0.conversation_id, v1: task.app_conversation_id, task: task.id, sandbox: sandbox.id, apiKey: apiKey.key, deviceCode: device.device_code };
 }
 
 async function expectEverything(server: Running, ids: Awaited<ReturnType<typeof populate>>) {
@@ -41,6 +45,11 @@ async function expectEverything(server: Running, ids: Awaited<ReturnType<typeof 
   expect(task?.status).toBe('READY');
   const sandboxes = await json<{ items: { id: string }[] }>(call(server.url, '/api/v1/sandboxes/search', KEY));
   expect(sandboxes.items.map((s) => s.id)).toContain(ids.sandbox);
+  expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', ids.apiKey))).toMatchObject({ id: 'default' });
+  const token = await json<{ access_token: string }>(
+    fetch(`${server.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${ids.deviceCode}` }),
+  );
+  expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', token.access_token))).toMatchObject({ id: 'default' });
 }
 
 async function kill(server: Running) {
@@ -65,7 +74,8 @@ describe('the example server keeps its data across restarts', () => {
 
     const keyFile = join(dataDir, 'secret.key');
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-    for (const file of filesUnder(dataDir)) expect(readFileSync(file).includes(SECRET), file).toBe(false);
+    // Neither the model key nor an API key is kept in clear (only the API key's hash is).
+    for (const file of filesUnder(dataDir)) expect(readFileSync(file).includes(SECRET) || readFileSync(file).includes(ids.apiKey), file).toBe(false);
 
     const second = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
     expect(second.stdout()).toContain('"secretKey":"key file"');

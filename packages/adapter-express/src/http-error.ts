@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { match } from 'ts-pattern';
-import { explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
+import { DEVICE_TOKEN_REFUSALS, explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
 import { z } from 'zod';
 
 /**
@@ -16,6 +16,12 @@ export const ErrorBodySchema = z.object({
     .array(z.object({ path: z.string(), message: z.string() }))
     .optional()
     .meta({ description: 'Validation problems by field path.' }),
+  error: z
+    .enum(DEVICE_TOKEN_REFUSALS)
+    .optional()
+    .meta({ description: 'Only from the device token endpoint: the OAuth error (RFC 8628 §3.5, RFC 6749 §5.2), which OAuth clients read.' }),
+  error_description: z.string().optional().meta({ description: 'With `error`: the same text as message.' }),
+  interval: z.int().optional().meta({ description: 'With `error: slow_down`: the seconds to wait between polls from now on.' }),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
@@ -44,6 +50,8 @@ export const HTTP_ERROR_CODES = {
   SANDBOX_NOT_RUNNING: 'SANDBOX_NOT_RUNNING',
   /** A sandbox's key was sent for another sandbox. */
   SANDBOX_KEY_MISMATCH: 'SANDBOX_KEY_MISMATCH',
+  /** The route answers only an API key, not a browser session (it gives out a secret). */
+  API_KEY_REQUIRED: 'API_KEY_REQUIRED',
 } as const;
 
 /**
@@ -74,12 +82,26 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('ProfileLimitReached', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
     .with('WorkspacePathIsDirectory', () => 400)
+    .with('ApiKeyNotFound', () => 404)
+    .with('ApiKeyLimitReached', () => 409)
+    // RFC 6749 §5.2: every refusal of the token endpoint is a 400; the body's `error` says which.
+    .with('DeviceTokenRefused', () => 400)
+    .with('DeviceAuthorizationsFull', () => 503)
+    .with('UserCodeNotFound', () => 404)
+    .with('UserCodeAttemptsExceeded', () => 429)
+    .with('DeviceAuthorizationAnswered', () => 409)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }
 
-export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[]): void {
-  const body: ErrorBody = { code, message, detail: message, ...(issues && issues.length > 0 ? { issues: [...issues] } : {}) };
+export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[], oauth?: Pick<ErrorBody, 'error' | 'interval'>): void {
+  const body: ErrorBody = {
+    code,
+    message,
+    detail: message,
+    ...(issues && issues.length > 0 ? { issues: [...issues] } : {}),
+    ...(oauth?.error ? { error: oauth.error, error_description: message, ...(oauth.interval !== undefined ? { interval: oauth.interval } : {}) } : {}),
+  };
   res.status(status).json(body);
 }
 
@@ -97,5 +119,7 @@ export function explainHttpError(error: DomainError): { code: DomainErrorCode; m
 
 export function sendDomainError(res: Response, error: DomainError): void {
   const { code, message } = explainHttpError(error);
-  sendError(res, statusOf(error), code, message, error.type === 'ValidationFailed' ? error.issues : undefined);
+  // The device token endpoint's refusals carry the OAuth error too: the OpenHands CLI reads `error` (and `interval`).
+  const oauth = error.type === 'DeviceTokenRefused' ? { error: error.reason, ...(error.interval !== null ? { interval: error.interval } : {}) } : undefined;
+  sendError(res, statusOf(error), code, message, error.type === 'ValidationFailed' ? error.issues : undefined, oauth);
 }

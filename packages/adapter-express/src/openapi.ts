@@ -5,15 +5,15 @@ import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
 import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing.',
+  400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does).',
   401: 'Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running).',
-  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox.',
+  403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
   413: 'The body is larger than the limit.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
-  429: 'A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again.',
+  429: 'A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again.',
   431: "The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body.",
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
@@ -65,6 +65,7 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
   if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
   if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
+  if (route.apiKeyOnly) add(403, HTTP_ERROR_CODES.API_KEY_REQUIRED);
   // The HTTP server's, before any route: ids, paths and query values within their lengths can still add up past its limit.
   add(431, HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE);
   add(500, HTTP_ERROR_CODES.INTERNAL_ERROR);
@@ -154,7 +155,12 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
         ...(hasShape(route.headers) ? { header: route.headers as z.ZodObject } : {}),
       },
       ...(hasBody
-        ? { requestBody: { required: route.bodyRequired, content: { 'application/json': { schema: route.body } } } }
+        ? {
+            requestBody: {
+              required: route.bodyRequired,
+              content: { 'application/json': { schema: route.body }, ...(route.formBody ? { 'application/x-www-form-urlencoded': { schema: route.body } } : {}) },
+            },
+          }
         : {}),
       responses,
     };

@@ -11,6 +11,8 @@ export interface RouteContext {
   models: () => readonly string[];
   /** When (epoch ms) the router last answered a request other than the status routes (`/server_info`'s idle time). */
   lastRequestAt: () => number;
+  /** The console's page that answers device sign-ins, as a path of the origin. */
+  deviceVerificationPath: string;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -20,6 +22,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     conversationKeys: new ConversationKeys(),
     models: () => [],
     lastRequestAt: () => Date.now(),
+    deviceVerificationPath: '/console/device',
     ...overrides,
   };
 }

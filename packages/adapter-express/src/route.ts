@@ -13,6 +13,8 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
   caller: Caller;
   /** Where the host mounted the router (`''` at the root): links the API gives out are relative to it. */
   mountPath: string;
+  /** The origin the client sees (`https://host:port`; behind a proxy only with `trustProxy`), for absolute links. */
+  origin: string;
   params: P;
   query: Q;
   body: B;
@@ -85,6 +87,18 @@ interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodT
    * the host's own authentication are not taken.
    */
   sandboxKeyOnly?: true;
+  /**
+   * Only an API key (or the host's own authentication) opens the route, never a browser session
+   * (403 API_KEY_REQUIRED) nor a conversation key (401): for answers a page must never read
+   * (a secret value).
+   */
+  apiKeyOnly?: true;
+  /**
+   * The body may also come form-encoded (`application/x-www-form-urlencoded`), as OAuth clients
+   * send it; JSON is taken too. Only for routes without authentication (a form is what a page
+   * of another site can post, so a cookie must never ride on one).
+   */
+  formBody?: true;
 }
 
 /** A route answering with one JSON value. */
@@ -176,6 +190,7 @@ export function defineRoute<
     authenticated: spec.authenticated ?? true,
   } as RouteDefinition<P, Q, B, H, E>;
   if (definition.stream && definition.method !== 'get') throw new Error(`${definition.operationId}: event streams are GET routes.`);
+  if (definition.formBody && definition.authenticated) throw new Error(`${definition.operationId}: only routes without authentication take form bodies.`);
   return definition;
 }
 

@@ -45,6 +45,12 @@ export interface AcsRouterOptions {
    * so keys survive restarts; default: random per process.
    */
   secret?: Uint8Array;
+  /**
+   * Where the console's page that answers device sign-ins is, as a path of this origin (the
+   * OpenHands CLI's `login` opens it with `?user_code=`). Default `/console/device`, where the
+   * example server mounts `@acs/web-console`.
+   */
+  deviceVerificationPath?: string;
   /** The model names `GET /api/options/models` offers the UI (e.g. the LLM adapter's price table). Default: none; users type their own. */
   models?: () => readonly string[];
   /** Largest accepted JSON body (default 1 MiB). */
@@ -114,13 +120,24 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const apiKeys = options.apiKeys ? apiKeyLookup(options.apiKeys) : undefined;
   const sessions = options.authenticate || options.browserSessions === false ? undefined : (options.browserSessions ?? new MemoryBrowserSessions());
   const conversationKeys = new ConversationKeys(options.secret);
+  const logger = options.logger ?? silentLogger;
+  const storedKeys = async (key: string) => {
+    const found = await service.apiKeys.authenticate(key);
+    if (found.isErr()) {
+      logger.error({ operation: found.error.operation, errorClass: found.error.errorClass }, 'storage failed');
+      throw new Error('storage failed while an API key was checked');
+    }
+    return found.value?.userId ?? null;
+  };
   const resolveCaller = callerResolver({
     ...(options.authenticate ? { authenticate: options.authenticate } : {}),
     ...(apiKeys ? { apiKeys } : {}),
     ...(sessions ? { sessions } : {}),
+    storedKeys,
     conversationKeys,
   });
-  const logger = options.logger ?? silentLogger;
+  const deviceVerificationPath = options.deviceVerificationPath ?? '/console/device';
+  if (!deviceVerificationPath.startsWith('/')) throw new Error('deviceVerificationPath must be a path of this origin, starting with /.');
   const proxy: ProxyTrust = { trustProxy: options.trustProxy ?? false };
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
@@ -141,6 +158,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       },
       conversationKeys,
       models: () => options.models?.() ?? [],
+      deviceVerificationPath,
     }),
   );
   // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
@@ -158,6 +176,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
   const maxJsonDepth = options.maxJsonDepth ?? 64;
   if (!(Number.isInteger(maxJsonDepth) && maxJsonDepth > 0)) throw new Error('maxJsonDepth must be a positive integer.');
+  const parseForm = express.urlencoded({ extended: false, limit: bodyLimit, parameterLimit: 32 });
   const parseJson = express.json({
     limit: bodyLimit,
     strict: true,
@@ -198,8 +217,14 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   // Browser sign-in: a page opened with ?key=<API key> starts a session and comes back without the key (auth/sign-in.ts).
   if (sessions && apiKeys) {
-    router.use(signInHandler({ sessions, apiKeys, logger, proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
+    const userOfKey = async (key: string) => (await storedKeys(key)) ?? apiKeys(key);
+    router.use(signInHandler({ sessions, userOfKey, logger, proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
   }
+  // The device sign-in's token endpoint hands out keys: never cached (RFC 6749 §5.1).
+  router.use('/oauth', (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
 
   // Which methods a path takes, for anyone (no key needed, as for a CORS preflight).
   router.use((req, res, next) => {
@@ -336,8 +361,13 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.");
         return;
       }
+      if (route.apiKeyOnly && (req as WithUser)[CALLER]?.via === 'session') {
+        sendError(res, 403, HTTP_ERROR_CODES.API_KEY_REQUIRED, 'This route answers a secret: call it with an API key (X-Session-API-Key or Authorization: Bearer), not from a browser session.');
+        return;
+      }
       const withBody = acceptsBody && requestHasBody(req);
-      if (withBody && !req.is(['application/json', 'application/*+json'])) {
+      const asForm = withBody && route.formBody === true && req.is('application/x-www-form-urlencoded') !== false;
+      if (withBody && !asForm && !req.is(['application/json', 'application/*+json'])) {
         sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
         return;
       }
@@ -367,7 +397,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           return;
         }
         const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
-        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', params, query, body, headers };
+        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', origin: requestOrigin(req, proxy).origin, params, query, body, headers };
         if (caller.via === 'conversation-key') {
           // A conversation's key opens that conversation's channels and agent routes, nothing else.
           const scope = route.conversationScope?.(input) ?? null;
@@ -395,7 +425,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           )
           .catch(next);
       };
-      if (withBody) parseJson(req, res, (error?: unknown) => (error ? next(error) : run()));
+      if (withBody) (asForm ? parseForm : parseJson)(req, res, (error?: unknown) => (error ? next(error) : run()));
       else run();
     };
   }

@@ -2,6 +2,9 @@ import type { AgentConversationService } from '@acs/core';
 import type { RouteDefinition } from './route.js';
 import { defaultRouteContext, type RouteContext } from './route-context.js';
 import { agentServerRoutes } from './routes/agent-server.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { deviceAuthorizationRoutes } from './routes/device-authorization.js';
+import { userRoutes } from './routes/users.js';
 import { appConversationRoutes } from './routes/app-conversations.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
@@ -32,6 +35,9 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...settingsRoutesV1(service),
     ...secretRoutesV1(service),
     ...configRoutesV1(context),
+    ...apiKeyRoutes(service),
+    ...deviceAuthorizationRoutes(service, context),
+    ...userRoutes(service),
     ...conversationRoutesV0(service, context),
     ...appConversationRoutes(service, context),
     ...sandboxRoutes(service),

@@ -2,7 +2,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { okAsync } from 'neverthrow';
 import { z } from 'zod';
 import {
+  ApiKeyServiceErrors,
   ConversationServiceErrors,
+  DeviceAuthorizationErrors,
+  DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
   explainDomainError,
   SandboxServiceErrors,
@@ -105,6 +108,16 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   resumeSandbox: SandboxServiceErrors.resume,
   searchSandboxSpecs: SandboxSpecServiceErrors.search,
   getSandboxSpecs: SandboxSpecServiceErrors.getMany,
+  listApiKeys: ApiKeyServiceErrors.list,
+  createApiKey: ApiKeyServiceErrors.create,
+  revokeApiKey: ApiKeyServiceErrors.revoke,
+  getLlmApiKey: ['StoreUnavailable'],
+  getCurrentUser: ['StoreUnavailable'],
+  startDeviceAuthorization: DeviceAuthorizationErrors.start,
+  pollDeviceToken: DeviceAuthorizationErrors.poll,
+  getDeviceAuthorization: DeviceAuthorizationErrors.describe,
+  approveDeviceAuthorization: DeviceAuthorizationErrors.approve,
+  denyDeviceAuthorization: DeviceAuthorizationErrors.deny,
 };
 
 /** The status of every domain error type, written out (a change to statusOf must show up here). */
@@ -131,11 +144,18 @@ const STATUS: Record<DomainErrorType, number> = {
   ProfileLimitReached: 409,
   WorkspaceFileNotFound: 404,
   WorkspacePathIsDirectory: 400,
+  ApiKeyNotFound: 404,
+  ApiKeyLimitReached: 409,
+  DeviceTokenRefused: 400,
+  DeviceAuthorizationsFull: 503,
+  UserCodeNotFound: 404,
+  UserCodeAttemptsExceeded: 429,
+  DeviceAuthorizationAnswered: 409,
   StoreUnavailable: 503,
 };
 
 /** Path parameters that name a record: a value no record can have is that record's 404. */
-const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound' };
+const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound', key_id: 'ApiKeyNotFound' };
 
 const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject ? Object.keys(schema.shape) : []);
 
@@ -172,6 +192,7 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   if (route.stream) add(503, 'SHUTTING_DOWN');
   if (route.stream) add(429, 'TOO_MANY_CONNECTIONS');
   if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, 'CROSS_SITE_REQUEST');
+  if (route.apiKeyOnly) add(403, 'API_KEY_REQUIRED');
   add(431, 'REQUEST_HEADERS_TOO_LARGE');
   return expected;
 }
@@ -276,6 +297,13 @@ describe('documented error statuses', () => {
       ProfileLimitReached: [{ type: 'ProfileLimitReached', limit: 10 }],
       WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
       WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
+      ApiKeyNotFound: [{ type: 'ApiKeyNotFound', keyId: 'k' }],
+      ApiKeyLimitReached: [{ type: 'ApiKeyLimitReached', limit: 1 }],
+      DeviceTokenRefused: DEVICE_TOKEN_REFUSALS.map((reason) => ({ type: 'DeviceTokenRefused' as const, reason, interval: null, note: null })),
+      DeviceAuthorizationsFull: [{ type: 'DeviceAuthorizationsFull', limit: 1 }],
+      UserCodeNotFound: [{ type: 'UserCodeNotFound', userCode: 'BBBB-BBBB' }],
+      UserCodeAttemptsExceeded: [{ type: 'UserCodeAttemptsExceeded', limit: 1, windowSeconds: 60 }],
+      DeviceAuthorizationAnswered: [{ type: 'DeviceAuthorizationAnswered', userCode: 'BBBB-BBBB' }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -50,7 +50,7 @@ describe('malformed requests', () => {
 
   it('malformed JSON → 400 MALFORMED_JSON on every route that takes a body', async () => {
     const routes = bodyRoutes();
-    expect(routes).toHaveLength(17);
+    expect(routes).toHaveLength(20);
     for (const path of routes) {
       for (const raw of ['{"a":', '{a:1}', "{'a':1}", '{"a":1,}', '{"a":1}}', 'nul', '{"a":"\\x"}']) {
         const r = await send(`${path} ${raw}`, 'POST', path, { rawBody: raw, headers: JSON_HEADERS });
@@ -60,11 +60,17 @@ describe('malformed requests', () => {
     }
   });
 
-  it('a body that is not JSON → 415 UNSUPPORTED_MEDIA_TYPE on every route that takes a body', async () => {
+  it('a body that is not JSON → 415 UNSUPPORTED_MEDIA_TYPE on every route that takes a body (but for a form on the OAuth endpoints, which take forms)', async () => {
+    const formRoutes = ['/oauth/device/authorize', '/oauth/device/token'];
+    for (const path of formRoutes) {
+      const r = await send(`${path} form`, 'POST', path, { rawBody: 'device_code=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+      expect(r.status, `${path}: ${r.text}`).not.toBe(415);
+      expect(r.status, `${path}: ${r.text}`).toBeLessThan(500);
+    }
     for (const path of bodyRoutes()) {
       for (const [type, raw] of [
         ['text/plain', '{"language":"en"}'],
-        ['application/x-www-form-urlencoded', 'language=en'],
+        ...(formRoutes.includes(path) ? [] : [['application/x-www-form-urlencoded', 'language=en']]),
         ['multipart/form-data; boundary=x', '--x\r\n\r\n--x--'],
         ['application/xml', '<a/>'],
       ]) {
@@ -252,7 +258,9 @@ describe('malformed requests', () => {
       expect(typeof body.message, label).toBe('string');
       expect((body.message as string).length, label).toBeGreaterThan(0);
       expect(body.detail, label).toBe(body.message);
-      for (const key of Object.keys(body)) expect(['code', 'message', 'detail', 'issues'], label).toContain(key);
+      // The device token endpoint adds the OAuth fields (error, error_description = message, interval with slow_down).
+      for (const key of Object.keys(body)) expect(['code', 'message', 'detail', 'issues', 'error', 'error_description', 'interval'], label).toContain(key);
+      if (body.error !== undefined) expect(body.error_description, label).toBe(body.message);
       if (body.issues !== undefined) {
         expect(Array.isArray(body.issues), label).toBe(true);
         for (const issue of body.issues as unknown[]) {

@@ -92,7 +92,8 @@ describe('OpenAPI document', () => {
       }
     }
     const errorBody = doc.components?.schemas?.ErrorBody as JsonSchema;
-    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'detail', 'issues', 'message']);
+    // error, error_description and interval: the OAuth fields of the device token endpoint's refusals.
+    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'detail', 'error', 'error_description', 'interval', 'issues', 'message']);
     expect((errorBody.required as string[]).sort()).toEqual(['code', 'detail', 'message']);
   });
 
@@ -123,10 +124,16 @@ describe('OpenAPI document', () => {
         'POST /api/v1/secrets',
         'PUT /api/v1/secrets/{secret_id}',
         'POST /api/v1/secrets/git-providers',
+        'POST /api/keys',
+        'POST /oauth/device/authorize',
+        'POST /oauth/device/token',
       ].sort(),
     );
-    for (const { operation } of operationsOf(doc)) {
-      if (operation.requestBody) expect(Object.keys(operation.requestBody.content)).toEqual(['application/json']);
+    // The OAuth endpoints take forms too, as OAuth clients send them (the OpenHands CLI polls with one).
+    const formRoutes = ['/oauth/device/authorize', '/oauth/device/token'];
+    for (const { path, operation } of operationsOf(doc)) {
+      if (!operation.requestBody) continue;
+      expect(Object.keys(operation.requestBody.content), path).toEqual(formRoutes.includes(path) ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json']);
     }
   });
 

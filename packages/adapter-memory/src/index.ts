@@ -9,7 +9,9 @@
  */
 import type { AgentConversationServicePorts } from '@acs/core';
 import { InProcessLocks } from '@acs/core/ports';
+import { MemoryApiKeyStore } from './api-key-store.js';
 import { MemoryConversationStore } from './conversation-store.js';
+import { MemoryDeviceGrantStore } from './device-grant-store.js';
 import { MemoryEventStore } from './event-store.js';
 import { MemoryInstallationStore } from './installation-store.js';
 import { MemoryConversationLeaseStore } from './lease-store.js';
@@ -17,7 +19,9 @@ import { MemorySandboxStore } from './sandbox-store.js';
 import { MemorySettingsStore } from './settings-store.js';
 import { MemoryStartTaskStore } from './start-task-store.js';
 
+export { MemoryApiKeyStore } from './api-key-store.js';
 export { MemoryConversationStore, matchesConversationFilter } from './conversation-store.js';
+export { MemoryDeviceGrantStore } from './device-grant-store.js';
 export { MemoryEventStore } from './event-store.js';
 export { MemoryInstallationStore } from './installation-store.js';
 export { MemoryConversationLeaseStore } from './lease-store.js';
@@ -27,7 +31,10 @@ export { MemorySettingsStore } from './settings-store.js';
 export { MemoryStartTaskStore } from './start-task-store.js';
 
 /** The stores the service keeps its records in, all in memory: one installation, nothing survives the process. */
-export type MemoryStores = Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases' | 'locks'>;
+export type MemoryStores = Pick<
+  AgentConversationServicePorts,
+  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases' | 'locks'
+>;
 
 /**
  * Every store in memory (no runtime, model or spec catalog): for a host that brings those itself.
@@ -40,6 +47,8 @@ export function createMemoryStores(options: { installationId?: string; leases?: 
   return {
     ...(conversationLeases ? { conversationLeases, locks: new InProcessLocks() } : {}),
     settings: new MemorySettingsStore(),
+    apiKeys: new MemoryApiKeyStore(),
+    deviceGrants: new MemoryDeviceGrantStore(),
     conversations: new MemoryConversationStore(),
     startTasks: new MemoryStartTaskStore(),
     events: new MemoryEventStore(conversationLeases ? { leases: conversationLeases } : {}),

@@ -1,5 +1,7 @@
 import {
+  describeApiKeyStoreContract,
   describeConversationLeaseStoreContract,
+  describeDeviceGrantStoreContract,
   describeConversationStoreContract,
   describeEventStoreContract,
   describeInstallationStoreContract,
@@ -9,7 +11,9 @@ import {
   describeStartTaskStoreContract,
 } from '@acs/core/testing';
 import {
+  MemoryApiKeyStore,
   MemoryConversationLeaseStore,
+  MemoryDeviceGrantStore,
   MemoryConversationStore,
   MemoryEventStore,
   MemoryInstallationStore,
@@ -20,6 +24,8 @@ import {
 } from '@acs/adapter-memory';
 
 describeSettingsStoreContract('memory', () => new MemorySettingsStore());
+describeApiKeyStoreContract('memory', () => new MemoryApiKeyStore());
+describeDeviceGrantStoreContract('memory', () => new MemoryDeviceGrantStore());
 describeConversationStoreContract('memory', () => new MemoryConversationStore());
 describeStartTaskStoreContract('memory', () => new MemoryStartTaskStore());
 describeEventStoreContract('memory', () => new MemoryEventStore());

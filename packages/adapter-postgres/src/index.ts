@@ -13,7 +13,9 @@ export { createPostgresStorage, type PostgresStorage, type PostgresStorageOption
 export { migrate, appliedMigrations, MIGRATIONS, LATEST_SCHEMA_VERSION, type Migration, type MigrateOptions } from './migrations.js';
 export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike, type PgPoolLike, type SqlExecutor, type SqlQueryable, type SqlSession } from './sql.js';
 export { SecretKeyMismatchError, verifySecretKeys } from './secret-keys.js';
+export { PostgresApiKeyStore } from './api-key-store.js';
 export { PostgresConversationStore } from './conversation-store.js';
+export { PostgresDeviceGrantStore } from './device-grant-store.js';
 export { PostgresEventStore } from './event-store.js';
 export { PostgresInstallationStore } from './installation-store.js';
 export { PostgresConversationLeaseStore } from './lease-store.js';

@@ -113,6 +113,35 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS acs_conversation_leases_by_owner ON ${t.conversationLeases} (owner) WHERE owner IS NOT NULL`,
     ],
   },
+  {
+    version: 5,
+    name: 'api keys and device sign-ins',
+    // Keys users make (only the SHA-256 of each secret), device sign-ins waiting for an answer
+    // (shared by every replica), and one counter per user of user codes that matched nothing.
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.apiKeys} (
+        id text PRIMARY KEY,
+        user_id text NOT NULL,
+        name text NOT NULL,
+        key_hash text NOT NULL UNIQUE,
+        created_at timestamptz NOT NULL,
+        last_used_at timestamptz
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_api_keys_by_user ON ${t.apiKeys} (user_id, created_at, id)`,
+      `CREATE TABLE IF NOT EXISTS ${t.deviceGrants} (
+        device_code_hash text PRIMARY KEY,
+        user_code text NOT NULL UNIQUE,
+        expires_at timestamptz NOT NULL,
+        record jsonb NOT NULL
+      )`,
+      `CREATE INDEX IF NOT EXISTS acs_device_grants_by_expiry ON ${t.deviceGrants} (expires_at)`,
+      `CREATE TABLE IF NOT EXISTS ${t.deviceCodeFailures} (
+        user_id text PRIMARY KEY,
+        opened_at timestamptz NOT NULL,
+        failures integer NOT NULL
+      )`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

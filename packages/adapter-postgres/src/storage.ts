@@ -1,6 +1,8 @@
 import type { AgentConversationServicePorts } from '@acs/core';
 import { InProcessLocks, type Locks, type SecretCipher } from '@acs/core/ports';
 import { PostgresLocks } from './locks.js';
+import { PostgresApiKeyStore } from './api-key-store.js';
+import { PostgresDeviceGrantStore } from './device-grant-store.js';
 import { PostgresConversationStore } from './conversation-store.js';
 import { PostgresEventStore } from './event-store.js';
 import { PostgresInstallationStore } from './installation-store.js';
@@ -29,7 +31,7 @@ export interface PostgresStorageOptions {
 
 /** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
 export interface PostgresStorage
-  extends Pick<AgentConversationServicePorts, 'settings' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
+  extends Pick<AgentConversationServicePorts, 'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
   /**
    * Which replica runs each conversation's agent. Pass it (with `createPostgresEventNotifier`)
    * when several processes share this database; one process leaves it out.
@@ -70,6 +72,8 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
   return {
     db,
     settings: new PostgresSettingsStore(db, t, options.cipher),
+    apiKeys: new PostgresApiKeyStore(db, t),
+    deviceGrants: new PostgresDeviceGrantStore(db, t),
     conversations: new PostgresConversationStore(db, t),
     startTasks: new PostgresStartTaskStore(db, t),
     sandboxes: new PostgresSandboxStore(db, t),

@@ -11,6 +11,9 @@ export interface Tables {
   readonly eventCounters: string;
   readonly installation: string;
   readonly conversationLeases: string;
+  readonly apiKeys: string;
+  readonly deviceGrants: string;
+  readonly deviceCodeFailures: string;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -32,5 +35,8 @@ export function tablesIn(schema: string | null = null): Tables {
     eventCounters: t('event_counters'),
     installation: t('installation'),
     conversationLeases: t('conversation_leases'),
+    apiKeys: t('api_keys'),
+    deviceGrants: t('device_grants'),
+    deviceCodeFailures: t('device_code_failures'),
   };
 }

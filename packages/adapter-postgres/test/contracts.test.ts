@@ -1,5 +1,7 @@
 import {
+  describeApiKeyStoreContract,
   describeConversationLeaseStoreContract,
+  describeDeviceGrantStoreContract,
   describeConversationStoreContract,
   describeEventStoreContract,
   describeInstallationStoreContract,
@@ -12,6 +14,8 @@ import { DATABASES, freshStorage, testCipher } from './databases.js';
 
 for (const db of DATABASES) {
   describeSettingsStoreContract(db.name, async () => (await freshStorage(db)).settings);
+  describeApiKeyStoreContract(db.name, async () => (await freshStorage(db)).apiKeys);
+  describeDeviceGrantStoreContract(db.name, async () => (await freshStorage(db)).deviceGrants);
   describeConversationStoreContract(db.name, async () => (await freshStorage(db)).conversations);
   describeStartTaskStoreContract(db.name, async () => (await freshStorage(db)).startTasks);
   describeSandboxStoreContract(db.name, async () => (await freshStorage(db)).sandboxes);

@@ -34,6 +34,21 @@ export type DomainError =
   | { readonly type: 'ProfileLimitReached'; readonly limit: number }
   | { readonly type: 'WorkspaceFileNotFound'; readonly conversationId: string; readonly path: string }
   | { readonly type: 'WorkspacePathIsDirectory'; readonly conversationId: string; readonly path: string }
+  | { readonly type: 'ApiKeyNotFound'; readonly keyId: string }
+  | { readonly type: 'ApiKeyLimitReached'; readonly limit: number }
+  | {
+      readonly type: 'DeviceTokenRefused';
+      /** The RFC 8628 §3.5 answer: the device keeps polling on authorization_pending and slow_down, and stops on the others. */
+      readonly reason: DeviceTokenRefusal;
+      /** With slow_down: the seconds to wait between polls from now on. */
+      readonly interval: number | null;
+      /** Why, when there is more to say than the reason (e.g. the key could not be made). */
+      readonly note: string | null;
+    }
+  | { readonly type: 'DeviceAuthorizationsFull'; readonly limit: number }
+  | { readonly type: 'UserCodeNotFound'; readonly userCode: string }
+  | { readonly type: 'UserCodeAttemptsExceeded'; readonly limit: number; readonly windowSeconds: number }
+  | { readonly type: 'DeviceAuthorizationAnswered'; readonly userCode: string }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -44,6 +59,10 @@ export type DomainError =
     };
 
 export type DomainErrorType = DomainError['type'];
+
+/** Why the token endpoint of a device sign-in gives no token (RFC 8628 §3.5, RFC 6749 §5.2). */
+export const DEVICE_TOKEN_REFUSALS = ['authorization_pending', 'slow_down', 'expired_token', 'access_denied', 'invalid_grant'] as const;
+export type DeviceTokenRefusal = (typeof DEVICE_TOKEN_REFUSALS)[number];
 
 /** The domain errors of the given types: `DomainErrorOf<'SandboxNotFound' | 'StoreUnavailable'>`. */
 export type DomainErrorOf<T extends DomainErrorType> = Extract<DomainError, { type: T }>;
@@ -83,6 +102,13 @@ export const DOMAIN_ERROR_CODES = {
   ProfileLimitReached: ['PROFILE_LIMIT_REACHED'],
   WorkspaceFileNotFound: ['FILE_NOT_FOUND'],
   WorkspacePathIsDirectory: ['PATH_IS_DIRECTORY'],
+  ApiKeyNotFound: ['API_KEY_NOT_FOUND'],
+  ApiKeyLimitReached: ['API_KEY_LIMIT_REACHED'],
+  DeviceTokenRefused: ['AUTHORIZATION_PENDING', 'SLOW_DOWN', 'EXPIRED_TOKEN', 'ACCESS_DENIED', 'INVALID_GRANT'],
+  DeviceAuthorizationsFull: ['DEVICE_AUTHORIZATIONS_FULL'],
+  UserCodeNotFound: ['USER_CODE_NOT_FOUND'],
+  UserCodeAttemptsExceeded: ['USER_CODE_ATTEMPTS_EXCEEDED'],
+  DeviceAuthorizationAnswered: ['DEVICE_AUTHORIZATION_ANSWERED'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -212,10 +238,46 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
       code: 'SANDBOX_LIMIT_REACHED',
       message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once; pause or delete one, then try again.`,
     }))
+    .with({ type: 'ApiKeyNotFound' }, (e) => ({
+      code: 'API_KEY_NOT_FOUND' as const,
+      message: `You have no API key ${e.keyId} (it may have been revoked already).`,
+    }))
+    .with({ type: 'ApiKeyLimitReached' }, (e) => ({
+      code: 'API_KEY_LIMIT_REACHED' as const,
+      message: `You already have ${e.limit} API keys, the most allowed; revoke one you no longer use, then try again.`,
+    }))
+    .with({ type: 'DeviceTokenRefused' }, (e) => explainDeviceTokenRefusal(e))
+    .with({ type: 'DeviceAuthorizationsFull' }, (e) => ({
+      code: 'DEVICE_AUTHORIZATIONS_FULL' as const,
+      message: `${e.limit} device sign-ins are waiting to be answered, the most allowed at once; try again in a few minutes.`,
+    }))
+    .with({ type: 'UserCodeNotFound' }, (e) => ({
+      code: 'USER_CODE_NOT_FOUND' as const,
+      message: `No device sign-in is waiting with code ${e.userCode}: check the code, or start the sign-in on the device again (codes expire).`,
+    }))
+    .with({ type: 'UserCodeAttemptsExceeded' }, (e) => ({
+      code: 'USER_CODE_ATTEMPTS_EXCEEDED' as const,
+      message: `Too many codes that match no sign-in (${e.limit} within ${Math.round(e.windowSeconds / 60)} minutes); wait, then open the link the device shows.`,
+    }))
+    .with({ type: 'DeviceAuthorizationAnswered' }, (e) => ({
+      code: 'DEVICE_AUTHORIZATION_ANSWERED' as const,
+      message: `The device sign-in ${e.userCode} has already been answered; start the sign-in on the device again.`,
+    }))
     .with({ type: 'StoreUnavailable' }, (e) => ({
       code: 'STORE_UNAVAILABLE',
       message: `Storage failed during ${e.operation}; nothing was changed by this request. Try again.`,
     }))
+    .exhaustive();
+}
+
+function explainDeviceTokenRefusal(e: DomainErrorOf<'DeviceTokenRefused'>): ExplainedDomainError {
+  const note = e.note ? ` ${e.note}` : '';
+  return match<DeviceTokenRefusal, ExplainedDomainError>(e.reason)
+    .with('authorization_pending', () => ({ code: 'AUTHORIZATION_PENDING', message: `The sign-in has not been approved yet; poll again.${note}` }))
+    .with('slow_down', () => ({ code: 'SLOW_DOWN', message: `Polled too often: wait at least ${e.interval ?? 5} seconds between polls.${note}` }))
+    .with('expired_token', () => ({ code: 'EXPIRED_TOKEN', message: `The device code has expired; start the sign-in again.${note}` }))
+    .with('access_denied', () => ({ code: 'ACCESS_DENIED', message: `The sign-in was denied.${note}` }))
+    .with('invalid_grant', () => ({ code: 'INVALID_GRANT', message: `The device code is not one of a waiting sign-in (unknown, or already used).${note}` }))
     .exhaustive();
 }
 

@@ -28,6 +28,13 @@ export {
 export { SettingsServiceErrors, type SettingsOverview, type SettingsService } from './settings/service.js';
 export type { LlmProfileInput, LlmProfilesView, LlmProfileView, SaveProfileRequest } from './settings/profiles.js';
 export type { SettingsChange } from './settings/merge.js';
+export { API_KEY_PREFIX, ApiKeyServiceErrors, type ApiKeyHolder, type ApiKeyService } from './access/api-keys.js';
+export {
+  DeviceAuthorizationErrors,
+  type DeviceAuthorizationOptions,
+  type DeviceAuthorizationService,
+  type StartedDeviceAuthorization,
+} from './access/device-authorization.js';
 export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
 export {
   ConversationServiceErrors,
@@ -44,6 +51,7 @@ export { EventLog, type EventListener, type EventSubscription } from './events/l
 
 // What the operations fail with, and how an edge explains it.
 export {
+  DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
   explainDomainError,
   validationFailed,
@@ -51,6 +59,7 @@ export {
   type DomainErrorCode,
   type DomainErrorOf,
   type DomainErrorType,
+  type DeviceTokenRefusal,
   type ErrorHints,
   type ErrorsOf,
   type ExplainedDomainError,

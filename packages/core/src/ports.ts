@@ -7,6 +7,7 @@
  * ```
  */
 export type { SettingsStore } from './settings/store.js';
+export type { ApiKeyStore, DeviceGrant, DeviceGrantKey, DeviceGrantStore, StoredApiKey } from './access/store.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export type { EventNotifier, EventNotifierListener } from './events/notifier.js';

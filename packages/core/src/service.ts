@@ -24,10 +24,17 @@ import { type DomainError, type DomainErrorOf, type DomainErrorType, type Errors
 import { createSettingsService, type SettingsService } from './settings/service.js';
 import { createWorkspaceService, type WorkspaceService } from './workspace/files.js';
 import type { SettingsStore } from './settings/store.js';
+import { createApiKeyService, type ApiKeyService } from './access/api-keys.js';
+import { createDeviceAuthorizationService, type DeviceAuthorizationOptions, type DeviceAuthorizationService } from './access/device-authorization.js';
+import type { ApiKeyStore, DeviceGrantStore } from './access/store.js';
 
 /** Everything the service needs from the outside world. Adapters provide these. */
 export interface AgentConversationServicePorts {
   settings: SettingsStore;
+  /** The API keys users make (the console, a device sign-in); only their hashes are kept. */
+  apiKeys: ApiKeyStore;
+  /** Device sign-ins waiting to be answered (the OpenHands CLI's `login`), shared by every replica. */
+  deviceGrants: DeviceGrantStore;
   conversations: ConversationStore;
   startTasks: StartTaskStore;
   events: EventStore;
@@ -66,7 +73,10 @@ export interface AgentConversationServicePorts {
 }
 
 /** Limits and timings of the domain services (the agent's own options go to `createAgent`). */
-export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions {}
+export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions, DeviceAuthorizationOptions {
+  /** API keys one user may hold (default 100). */
+  maxApiKeysPerUser?: number;
+}
 
 /** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
 export const SandboxSpecServiceErrors = {
@@ -83,6 +93,10 @@ export interface SandboxSpecService {
 /** The whole domain, ready to be bound to HTTP (or anything else). */
 export interface AgentConversationService {
   readonly settings: SettingsService;
+  /** Each user's named API keys: make, list, revoke, and find whose a presented key is. */
+  readonly apiKeys: ApiKeyService;
+  /** Device sign-ins (RFC 8628): a device asks, the user approves in a signed-in browser, the device gets a new API key. */
+  readonly deviceAuthorization: DeviceAuthorizationService;
   readonly conversations: ConversationService;
   readonly sandboxes: SandboxService;
   readonly sandboxSpecs: SandboxSpecService;
@@ -112,6 +126,8 @@ export function createAgentConversationService(
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
   const settings = createSettingsService(ports.settings, ids);
+  const apiKeys = createApiKeyService({ store: ports.apiKeys, clock, ids, ...(options.maxApiKeysPerUser !== undefined ? { maxPerUser: options.maxApiKeysPerUser } : {}) });
+  const deviceAuthorization = createDeviceAuthorizationService({ store: ports.deviceGrants, apiKeys, clock, options });
 
   const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   // The two services refer to each other: a lost sandbox stops its conversations.
@@ -177,6 +193,8 @@ export function createAgentConversationService(
 
   return {
     settings,
+    apiKeys,
+    deviceAuthorization,
     conversations,
     sandboxes,
     sandboxSpecs,

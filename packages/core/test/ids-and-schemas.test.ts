@@ -255,6 +255,13 @@ describe('explainDomainError', () => {
     ProfileLimitReached: { type: 'ProfileLimitReached', limit: 10 },
     WorkspaceFileNotFound: { type: 'WorkspaceFileNotFound', conversationId: 'conv-123', path: 'src/missing.ts' },
     WorkspacePathIsDirectory: { type: 'WorkspacePathIsDirectory', conversationId: 'conv-123', path: 'src' },
+    ApiKeyNotFound: { type: 'ApiKeyNotFound', keyId: 'key-7' },
+    ApiKeyLimitReached: { type: 'ApiKeyLimitReached', limit: 100 },
+    DeviceTokenRefused: { type: 'DeviceTokenRefused', reason: 'slow_down', interval: 10, note: null },
+    DeviceAuthorizationsFull: { type: 'DeviceAuthorizationsFull', limit: 1000 },
+    UserCodeNotFound: { type: 'UserCodeNotFound', userCode: 'WDJB-MJHT' },
+    UserCodeAttemptsExceeded: { type: 'UserCodeAttemptsExceeded', limit: 10, windowSeconds: 900 },
+    DeviceAuthorizationAnswered: { type: 'DeviceAuthorizationAnswered', userCode: 'WDJB-MJHT' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -281,6 +288,13 @@ describe('explainDomainError', () => {
     ProfileLimitReached: { code: 'PROFILE_LIMIT_REACHED', mentions: ['10 LLM profiles', 'delete one'] },
     WorkspaceFileNotFound: { code: 'FILE_NOT_FOUND', mentions: ['src/missing.ts', 'conv-123'] },
     WorkspacePathIsDirectory: { code: 'PATH_IS_DIRECTORY', mentions: ['src', 'conv-123', 'is a directory', 'list its entries'] },
+    ApiKeyNotFound: { code: 'API_KEY_NOT_FOUND', mentions: ['key-7'] },
+    ApiKeyLimitReached: { code: 'API_KEY_LIMIT_REACHED', mentions: ['100 API keys', 'revoke one'] },
+    DeviceTokenRefused: { code: 'SLOW_DOWN', mentions: ['10 seconds'] },
+    DeviceAuthorizationsFull: { code: 'DEVICE_AUTHORIZATIONS_FULL', mentions: ['1000'] },
+    UserCodeNotFound: { code: 'USER_CODE_NOT_FOUND', mentions: ['WDJB-MJHT'] },
+    UserCodeAttemptsExceeded: { code: 'USER_CODE_ATTEMPTS_EXCEEDED', mentions: ['10 within 15 minutes'] },
+    DeviceAuthorizationAnswered: { code: 'DEVICE_AUTHORIZATION_ANSWERED', mentions: ['WDJB-MJHT', 'already been answered'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

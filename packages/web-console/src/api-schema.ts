@@ -936,6 +936,190 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your API keys
+         * @description The keys you made (here, in the console, or by signing in a device such as the OpenHands CLI), oldest first, without their secrets. Keys from the server’s configuration are not listed.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Make an API key
+         * @description A new key of yours with the name given. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description From now on the key opens nothing: requests with it get 401, and live channels opened with it close within a second.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/keys/llm/byor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your model key (as OpenHands answers its CLI)
+         * @description The llm_api_key stored in your settings, in clear, or null: what `openhands login` puts into its local agent settings. Only with an API key (X-Session-API-Key or Bearer): a browser session gets 403 API_KEY_REQUIRED and a conversation’s key 401, so no page and no sandbox can read it.
+         */
+        get: operations["getLlmApiKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/device/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a device sign-in (RFC 8628 §3.1)
+         * @description No key: the device has none yet. Answers the codes and where the person approves (the console’s page, `verification_uri_complete` with the user code in it). The codes expire after `expires_in` seconds; at most a bounded number of sign-ins wait at once (503 DEVICE_AUTHORIZATIONS_FULL past it).
+         */
+        post: operations["startDeviceAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/device/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Poll for the key of a device sign-in (RFC 8628 §3.4)
+         * @description Form-encoded `device_code=…` (JSON is taken too), no key. Until the person answers: 400 with `error: authorization_pending` (or `slow_down` and a longer `interval` when polled faster than the interval). Then once: 200 with a new API key of the approving user (named "OpenHands CLI (<date>)"), or 400 `access_denied`; afterwards, or for a code never issued, 400 `invalid_grant`; after expiry 400 `expired_token`.
+         */
+        post: operations["pollDeviceToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device-authorizations/{user_code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A device sign-in waiting for your answer
+         * @description What the approval page shows. 404 USER_CODE_NOT_FOUND for a code that matches no waiting sign-in (each counts against a small limit per user: 429 USER_CODE_ATTEMPTS_EXCEEDED past it, so codes cannot be guessed); 409 when someone else answered it.
+         */
+        get: operations["getDeviceAuthorization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device-authorizations/{user_code}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a device sign-in as yourself
+         * @description The device’s next poll gets a new API key of yours (listed with your keys; revoke it there). Approving again is the same answer. 409 API_KEY_LIMIT_REACHED when you hold the most keys allowed.
+         */
+        post: operations["approveDeviceAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device-authorizations/{user_code}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refuse a device sign-in
+         * @description The device’s next poll gets access_denied and no key.
+         */
+        post: operations["denyDeviceAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The calling user
+         * @description OpenHands 1.11 `UserInfo`: the user’s id and settings, secrets masked (never their values; 200 with defaults before anything is stored). OpenHands clients (the CLI) call it to check a key: 200 while it works, 401 once it does not.
+         */
+        get: operations["getCurrentUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations": {
         parameters: {
             query?: never;
@@ -1621,6 +1805,22 @@ export interface components {
             /** @description Accepted and ignored, as in OpenHands 1.11: MCP servers are settings (agent_settings.mcp_config). */
             mcp_config?: unknown;
         };
+        ApiKeyCreate: {
+            /** @description A name to tell the key from the others (where it is used). */
+            name: string;
+        };
+        DeviceAuthorizationRequest: {
+            /** @description Names the device on the approval page; default "OpenHands CLI". */
+            client_id?: string;
+            /** @description Ignored: a key opens everything its user may do. */
+            scope?: string;
+        };
+        DeviceTokenRequest: {
+            device_code: string;
+            /** @description urn:ietf:params:oauth:grant-type:device_code (the OpenHands CLI sends none; any is taken). */
+            grant_type?: string;
+            client_id?: string;
+        };
         ConfirmationRequest: {
             /** @description true runs the waiting actions; false rejects them (the agent then waits for a message). */
             accept: boolean;
@@ -1888,6 +2088,118 @@ export interface components {
             /** @description Pass as page_id for the next page; null on the last page. */
             next_page_id: string | null;
         };
+        ApiKey: {
+            /** @description The key’s id (32 hex): what revoking names. */
+            id: string;
+            /** @description What the user called it, e.g. "laptop" or "OpenHands CLI (2026-01-31 09:12 UTC)". */
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When a request last came with it (to the minute); null when never.
+             */
+            last_used_at: string | null;
+        };
+        CreatedApiKey: {
+            /** @description The key’s id (32 hex): what revoking names. */
+            id: string;
+            /** @description What the user called it, e.g. "laptop" or "OpenHands CLI (2026-01-31 09:12 UTC)". */
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When a request last came with it (to the minute); null when never.
+             */
+            last_used_at: string | null;
+            /** @description The secret (acsk_…): shown this once, never again. Send it as X-Session-API-Key or Authorization: Bearer. */
+            key: string;
+        };
+        LlmApiKeyResponse: {
+            /** @description The caller’s stored llm_api_key (settings), or null when none is stored. */
+            key: string | null;
+        };
+        DeviceAuthorizationResponse: {
+            /** @description The device’s secret for polling the token endpoint. */
+            device_code: string;
+            /** @description What the person confirms in the console: XXXX-XXXX. */
+            user_code: string;
+            /** @description The approval page of the console. */
+            verification_uri: string;
+            /** @description The approval page with the user code filled in. */
+            verification_uri_complete: string;
+            /** @description Seconds until the codes expire. */
+            expires_in: number;
+            /** @description Seconds to wait between polls of the token endpoint. */
+            interval: number;
+        };
+        DeviceTokenResponse: {
+            /** @description A new API key (acsk_…) named "OpenHands CLI (<date>)", listed and revoked like any other. */
+            access_token: string;
+            /** @constant */
+            token_type: "Bearer";
+            /** @description null: API keys do not expire; they are revoked. */
+            expires_in: null;
+        };
+        DeviceAuthorization: {
+            /** @description As shown: XXXX-XXXX. */
+            user_code: string;
+            /** @description Who is asking, as the device named itself (the OpenHands CLI names none: "OpenHands CLI"). */
+            client_name: string;
+            /**
+             * @description pending until answered; approved or denied by you.
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "denied";
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description After this the device must start again.
+             */
+            expires_at: string;
+        };
+        /** @description OpenHands 1.11 `UserInfo`: the user’s settings (secrets masked) and id. */
+        UserInfo: {
+            /** @description The user id (what every record of this user is kept under). */
+            id: string;
+            language: string | null;
+            agent_settings: {
+                agent?: string;
+                llm: {
+                    model: string | null;
+                    base_url: string | null;
+                    /** @description "**********" when a key is stored, else null: never the key. */
+                    api_key: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            conversation_settings: {
+                max_iterations?: number;
+                confirmation_mode: boolean;
+                security_analyzer?: ("llm" | "none") | null;
+            } & {
+                [key: string]: unknown;
+            };
+            search_api_key: string | null;
+            sandbox_api_key: string | null;
+            secrets_store: {
+                provider_tokens: {
+                    [key: string]: unknown;
+                };
+            };
+            email: string | null;
+            email_verified: boolean | null;
+            git_user_name: string | null;
+            git_user_email: string | null;
+            v1_enabled: boolean;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A message from the user to the agent, or the agent’s reply to the user. */
         MessageEvent: {
             /** @description Per conversation: 1, 2, 3, … in the order the events happened. */
@@ -2131,6 +2443,15 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /**
+             * @description Only from the device token endpoint: the OAuth error (RFC 8628 §3.5, RFC 6749 §5.2), which OAuth clients read.
+             * @enum {string}
+             */
+            error?: "authorization_pending" | "slow_down" | "expired_token" | "access_denied" | "invalid_grant";
+            /** @description With `error`: the same text as message. */
+            error_description?: string;
+            /** @description With `error: slow_down`: the seconds to wait between polls from now on. */
+            interval?: number;
         };
     };
     responses: never;
@@ -2171,7 +2492,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2461,7 +2782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2479,7 +2800,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2579,7 +2900,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2597,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2702,7 +3023,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2720,7 +3041,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2800,7 +3121,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2818,7 +3139,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2912,7 +3233,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2973,7 +3294,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2991,7 +3312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3070,7 +3391,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3088,7 +3409,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3311,7 +3632,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3396,7 +3717,7 @@ export interface operations {
                     "application/json": true;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3414,7 +3735,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3496,7 +3817,7 @@ export interface operations {
                     "application/json": true;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3514,7 +3835,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3611,7 +3932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3698,7 +4019,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3805,7 +4126,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, PATH_IS_DIRECTORY. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, PATH_IS_DIRECTORY. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3908,7 +4229,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitChange"][];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4013,7 +4334,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitDiff"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4120,7 +4441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4215,7 +4536,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4304,7 +4625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4391,7 +4712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4480,7 +4801,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4583,7 +4904,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitDiff"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5041,7 +5362,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5059,7 +5380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5213,7 +5534,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5231,7 +5552,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5466,7 +5787,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileDetailResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5555,7 +5876,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5573,7 +5894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5676,7 +5997,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5694,7 +6015,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5761,7 +6082,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActivateProfileResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5779,7 +6100,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5859,7 +6180,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5877,7 +6198,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5987,7 +6308,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6005,7 +6326,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6175,7 +6496,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6193,7 +6514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6284,7 +6605,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6302,7 +6623,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6407,7 +6728,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6425,7 +6746,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6505,7 +6826,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6523,7 +6844,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6617,7 +6938,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6675,7 +6996,7 @@ export interface operations {
                     "application/json": components["schemas"]["SecretNamesResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6693,7 +7014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6770,7 +7091,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6788,7 +7109,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: SANDBOX_KEY_MISMATCH. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7011,6 +7332,900 @@ export interface operations {
             };
         };
     };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"][];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret this once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: API_KEY_LIMIT_REACHED. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: API_KEY_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getLlmApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, or null. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LlmApiKeyResponse"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: API_KEY_REQUIRED. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startDeviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeviceAuthorizationRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceAuthorizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The codes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorizationResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: DEVICE_AUTHORIZATIONS_FULL, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pollDeviceToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeviceTokenRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceTokenResponse"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: ACCESS_DENIED, AUTHORIZATION_PENDING, EXPIRED_TOKEN, INVALID_GRANT, JSON_TOO_DEEP, MALFORMED_JSON, SLOW_DOWN. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getDeviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out). */
+                user_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorization"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: USER_CODE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: DEVICE_AUTHORIZATION_ANSWERED. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    approveDeviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out). */
+                user_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Approved. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorization"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: USER_CODE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: API_KEY_LIMIT_REACHED, DEVICE_AUTHORIZATION_ANSWERED. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    denyDeviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out). */
+                user_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Denied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorization"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: USER_CODE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: DEVICE_AUTHORIZATION_ANSWERED. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserInfo"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -7178,7 +8393,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7196,7 +8411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7250,7 +8465,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7330,7 +8545,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7348,7 +8563,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7402,7 +8617,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7476,7 +8691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7494,7 +8709,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7588,7 +8803,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7606,7 +8821,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7707,7 +8922,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7725,7 +8940,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8031,7 +9246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8049,7 +9264,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8103,7 +9318,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8645,7 +9860,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8753,7 +9968,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageEvent"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8771,7 +9986,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8869,7 +10084,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfirmationEvent"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8887,7 +10102,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8997,7 +10212,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9088,7 +10303,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9124,7 +10339,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: TOO_MANY_CONNECTIONS. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: TOO_MANY_CONNECTIONS. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9390,7 +10605,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9408,7 +10623,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9453,7 +10668,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9540,7 +10755,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9631,7 +10846,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9649,7 +10864,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9746,7 +10961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9764,7 +10979,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9861,7 +11076,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing. Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9879,7 +11094,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9915,7 +11130,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), or live connections of the user (close one); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -10,8 +10,9 @@ import { requestOrigin, type ProxyTrust } from './origin.js';
 export interface Caller {
   userId: string;
   /**
-   * An API key in X-Session-API-Key, the browser session cookie, the host's own `authenticate`,
-   * a conversation's key, or a sandbox's key (only on the routes a sandbox reads its owner's secrets by).
+   * An API key (configured or stored) in X-Session-API-Key or as a Bearer token, the browser
+   * session cookie, the host's own `authenticate`, a conversation's key, or a sandbox's key (only
+   * on the routes a sandbox reads its owner's secrets by).
    */
   via: 'api-key' | 'session' | 'host' | 'conversation-key' | 'sandbox-key';
   /** With a conversation key: the one conversation it opens (its channels and agent routes only). */
@@ -35,18 +36,26 @@ export function channelAccess(caller: Caller | null, urlKey: string | null, conv
 export type EndBrowserSession = (caller: Caller) => Promise<void>;
 
 export interface CallerSources {
-  /** The host's own authentication; when given it decides alone (no API keys, no session cookie). */
+  /** The host's own authentication; when given it decides alone (no configured keys, no session cookie). */
   authenticate?: Authenticate;
   /** The default: configured API keys. */
   apiKeys?: ApiKeyLookup;
+  /**
+   * The keys the service made (users' named keys, device sign-ins): the user of a key, or null.
+   * Asked only for keys of their form (`acsk_…`), before the host's or the configured keys:
+   * like conversation keys, they are the service's own to verify.
+   */
+  storedKeys?: (key: string) => Promise<string | null>;
   sessions?: BrowserSessionStore;
   conversationKeys: ConversationKeys;
 }
 
 /**
  * Finds the caller of a request: a conversation key (`acsc_…`) in X-Session-API-Key opens its
- * conversation only; otherwise the host's `authenticate` decides, or, by default, an API key
- * in the header or the browser session cookie. `key` overrides where the presented key comes
+ * conversation only; a key the service made (`acsk_…`, not revoked) is its user's; otherwise
+ * the host's `authenticate` decides, or, by default, an API key in the header or the browser
+ * session cookie. A store that fails while a key is looked up is thrown (a 500, as a failing
+ * `authenticate` is), never taken for a wrong key: a client that drops keys on 401 keeps it. `key` overrides where the presented key comes
  * from (the realtime channels take it from the query, as the OpenHands UI sends it there).
  */
 export function callerResolver(sources: CallerSources) {
@@ -56,6 +65,8 @@ export function callerResolver(sources: CallerSources) {
     if (key) {
       const scoped = sources.conversationKeys.verify(key);
       if (scoped) return { userId: scoped.userId, via: 'conversation-key', conversationId: scoped.conversationId, sessionId: null };
+      const stored = sources.storedKeys ? await sources.storedKeys(key) : null;
+      if (stored) return { userId: stored, via: 'api-key', conversationId: null, sessionId: null };
     }
     if (sources.authenticate) {
       const userId = await sources.authenticate(req);

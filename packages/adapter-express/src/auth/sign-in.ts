@@ -1,13 +1,13 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from '@acs/core/ports';
-import type { ApiKeyLookup } from './api-keys.js';
 import { readCookie, SESSION_COOKIE, sessionCookie, type BrowserSessionStore } from './browser-sessions.js';
 import { requestOrigin, type ProxyTrust } from './origin.js';
 
 export interface SignInDeps {
   sessions: BrowserSessionStore;
-  apiKeys: ApiKeyLookup;
+  /** The user of an API key (configured or made by the service), or null. */
+  userOfKey(key: string): Promise<string | null>;
   logger: Logger;
   proxy: ProxyTrust;
   /** The path below the router's mount point (`/api/…` paths never sign in). */
@@ -48,15 +48,16 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
       next();
       return;
     }
-    const userId = deps.apiKeys(key);
     res.set('Cache-Control', 'no-store');
-    if (!userId) {
-      res.status(401).type('text/plain').send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
-      return;
-    }
-    const target = keylessLocation(req);
-    if (isPage) void answerPage(req, res, next, userId, target);
-    else readForm(req, res, (error?: unknown) => (error ? next(error) : void confirm(req, res, next, userId, target)));
+    deps.userOfKey(key).then((userId) => {
+      if (!userId) {
+        res.status(401).type('text/plain').send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
+        return;
+      }
+      const target = keylessLocation(req);
+      if (isPage) void answerPage(req, res, next, userId, target);
+      else readForm(req, res, (error?: unknown) => (error ? next(error) : void confirm(req, res, next, userId, target)));
+    }, next);
   };
 
   /** A GET with a valid key: sign in at once when the user opened it and no one else is signed in, else ask. */

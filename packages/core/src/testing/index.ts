@@ -9,6 +9,7 @@
  * ```
  */
 export * from './fixtures.js';
+export { describeApiKeyStoreContract, describeDeviceGrantStoreContract } from './access.js';
 export { describeConversationLeaseStoreContract } from './leases.js';
 export { describeLocksContract, type LocksFixture, type ProcessLocksFixture } from './locks.js';
 export {

@@ -4,6 +4,8 @@ import { useState } from 'preact/hooks';
 import { api, apiBase, ApiError, unwrap } from './api.js';
 import { ConversationPage } from './pages/conversation.js';
 import { ConversationsPage, NewConversationPage } from './pages/conversations.js';
+import { DevicePage } from './pages/device.js';
+import { KeysPage } from './pages/keys.js';
 import { SandboxesPage } from './pages/sandboxes.js';
 import { SettingsPage } from './pages/settings.js';
 import { href, onLinkClick, useRoute } from './router.js';
@@ -26,7 +28,7 @@ function App() {
   );
   if (session.error !== undefined) return <Shell path={path}><ErrorBox error={session.error} onRetry={session.reload} /></Shell>;
   if (!session.value) return <Shell path={path}><Loading what="the console" /></Shell>;
-  if (session.value === 'signed-out') return <Shell path={path} signedOut><SignIn /></Shell>;
+  if (session.value === 'signed-out') return <Shell path={path} signedOut>{path === '/device' && <DeviceSignInHint />}<SignIn /></Shell>;
   return <Shell path={path}>{page(path, query)}</Shell>;
 }
 
@@ -37,6 +39,8 @@ function page(path: string, query: URLSearchParams) {
   if (conversation) return <ConversationPage id={decodeURIComponent(conversation[1]!)} />;
   if (path === '/sandboxes') return <SandboxesPage />;
   if (path === '/settings') return <SettingsPage />;
+  if (path === '/keys') return <KeysPage />;
+  if (path === '/device') return <DevicePage userCode={query.get('user_code')} />;
   return (
     <section class="page">
       <h1>Not found</h1>
@@ -51,6 +55,7 @@ const NAV = [
   { path: '/', label: 'Conversations', active: (p: string) => p === '/' || p.startsWith('/conversations') || p === '/new' },
   { path: '/sandboxes', label: 'Sandboxes', active: (p: string) => p === '/sandboxes' },
   { path: '/settings', label: 'Settings', active: (p: string) => p === '/settings' },
+  { path: '/keys', label: 'API keys', active: (p: string) => p === '/keys' },
 ];
 
 function Shell({ path, signedOut = false, children }: { path: string; signedOut?: boolean; children: preact.ComponentChildren }) {
@@ -99,6 +104,19 @@ function SignOut() {
   );
 }
 
+/** A device sent the user here: sign in first, and this page comes back with its code. */
+function DeviceSignInHint() {
+  return (
+    <section class="page device">
+      <h1>Sign in a device</h1>
+      <p>
+        A device (the OpenHands CLI) is asking to sign in as you. Sign in to this console first: open the link the server printed when it started (it ends in{' '}
+        <code>?key=…</code>) and come back to this page, or enter an API key below and you return here at once.
+      </p>
+    </section>
+  );
+}
+
 function SignIn() {
   const [key, setKey] = useState('');
   return (
@@ -111,8 +129,10 @@ function SignIn() {
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          // The router signs in any page opened with ?key= and comes back to it without the key.
-          location.assign(`${location.pathname}?key=${encodeURIComponent(key.trim())}`);
+          // The router signs in any page opened with ?key= and comes back to it (query and all) without the key.
+          const query = new URLSearchParams(location.search);
+          query.set('key', key.trim());
+          location.assign(`${location.pathname}?${query.toString()}`);
         }}
       >
         <label>

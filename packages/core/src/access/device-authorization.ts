@@ -1,0 +1,245 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { millisOf, type Clock } from '../clock.js';
+import type { DomainErrorOf, DomainErrorType, DeviceTokenRefusal, ErrorsOf } from '../errors.js';
+import type { StoreFailure } from '../store-failure.js';
+import { hashSecret, type ApiKeyService } from './api-keys.js';
+import { displayUserCode, USER_CODE_ALPHABET, USER_CODE_LENGTH, type DeviceAuthorizationRequest, type DeviceAuthorizationView } from './schema.js';
+import type { DeviceGrant, DeviceGrantStore } from './store.js';
+
+/** What each device sign-in operation can fail with (the compiler holds the implementation to it). */
+export const DeviceAuthorizationErrors = {
+  start: ['DeviceAuthorizationsFull', 'StoreUnavailable'],
+  poll: ['DeviceTokenRefused', 'StoreUnavailable'],
+  describe: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'StoreUnavailable'],
+  approve: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'ApiKeyLimitReached', 'StoreUnavailable'],
+  deny: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'StoreUnavailable'],
+} as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/** Limits of device sign-ins; every one bounds what unauthenticated requests can make the server keep. */
+export interface DeviceAuthorizationOptions {
+  /** How long a device code and its user code live (default 10 minutes). */
+  deviceCodeLifetimeMs?: number;
+  /** Seconds a device waits between polls at first (default 5). */
+  devicePollIntervalSeconds?: number;
+  /** Sign-ins waiting at once, over all replicas (default 1000): past it, starting one is refused until some expire. */
+  maxPendingDeviceAuthorizations?: number;
+  /** User codes one user may enter that match no sign-in (default 10) … */
+  maxUserCodeFailures?: number;
+  /** … within this window (default 15 minutes), before more are refused: guessing another's code stays hopeless. */
+  userCodeFailureWindowMs?: number;
+}
+
+/** A device sign-in just started: what the device shows and polls with. */
+export interface StartedDeviceAuthorization {
+  device_code: string;
+  /** As shown: XXXX-XXXX. */
+  user_code: string;
+  expires_in: number;
+  interval: number;
+}
+
+export interface DeviceAuthorizationService {
+  /** Starts a sign-in for a device (no user yet: the person answers it in the console). */
+  start(request: DeviceAuthorizationRequest): ResultAsync<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>;
+  /**
+   * The device polls: once approved, a new API key of the approving user (the grant is used up);
+   * until then why not (pending, slow down, expired, denied, unknown).
+   */
+  poll(deviceCode: string): ResultAsync<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>;
+  /** The sign-in waiting with this (normalised) user code, for the person to answer. */
+  describe(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.describe>>;
+  /** Binds the sign-in to the user: the device's next poll gets a new key of theirs. */
+  approve(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.approve>>;
+  /** Refuses the sign-in: the device's next poll gets access_denied. */
+  deny(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.deny>>;
+}
+
+export interface DeviceAuthorizationDeps {
+  store: DeviceGrantStore;
+  apiKeys: ApiKeyService;
+  clock: Clock;
+  options?: DeviceAuthorizationOptions;
+}
+
+const DEFAULT_CLIENT_NAME = 'OpenHands CLI';
+/** RFC 8628 §3.5: each slow_down adds 5 seconds; past a minute the device waits a minute. */
+const SLOW_DOWN_STEP_SECONDS = 5;
+const MAX_INTERVAL_SECONDS = 60;
+/** A poll counts as too soon before this share of the interval: replicas' clocks and the network may differ a little. */
+const TOO_SOON_SHARE = 0.8;
+/** Draws of a user code before giving up (a collision is already rare at the most grants allowed). */
+const USER_CODE_DRAWS = 5;
+
+const refused = (reason: DeviceTokenRefusal, interval: number | null = null, note: string | null = null): DomainErrorOf<'DeviceTokenRefused'> => ({
+  type: 'DeviceTokenRefused',
+  reason,
+  interval,
+  note,
+});
+
+function randomUserCode(): string {
+  return Array.from({ length: USER_CODE_LENGTH }, () => USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]).join('');
+}
+
+const viewOf = (grant: DeviceGrant): DeviceAuthorizationView => ({
+  user_code: displayUserCode(grant.user_code),
+  client_name: grant.client_name,
+  status: grant.status,
+  created_at: grant.created_at,
+  expires_at: grant.expires_at,
+});
+
+/** "OpenHands CLI (2026-01-31 09:12 UTC)": the name of the key a device sign-in makes. */
+const keyNameOf = (grant: DeviceGrant, now: string) => `${grant.client_name} (${now.slice(0, 10)} ${now.slice(11, 16)} UTC)`;
+
+function resolveOptions(options: DeviceAuthorizationOptions = {}) {
+  const resolved = {
+    lifetimeMs: options.deviceCodeLifetimeMs ?? 10 * 60_000,
+    intervalSeconds: options.devicePollIntervalSeconds ?? 5,
+    maxPending: options.maxPendingDeviceAuthorizations ?? 1000,
+    maxFailures: options.maxUserCodeFailures ?? 10,
+    failureWindowMs: options.userCodeFailureWindowMs ?? 15 * 60_000,
+  };
+  for (const [name, value] of Object.entries(resolved)) {
+    if (!(Number.isInteger(value) && value > 0)) throw new Error(`device authorization option ${name} must be a positive integer.`);
+  }
+  return resolved;
+}
+
+export function createDeviceAuthorizationService(deps: DeviceAuthorizationDeps): DeviceAuthorizationService {
+  const limits = resolveOptions(deps.options);
+  const { store, clock, apiKeys } = deps;
+  const at = (ms: number) => new Date(ms).toISOString();
+
+  const insertWithFreshCode = (grant: Omit<DeviceGrant, 'user_code'>, draws: number): ResultAsync<DeviceGrant, ErrorsOf<typeof DeviceAuthorizationErrors.start>> => {
+    const candidate = { ...grant, user_code: randomUserCode() };
+    const now = millisOf(clock);
+    return store.insert(candidate, { now: at(now), maxLive: limits.maxPending, dropExpiredBefore: at(now - limits.lifetimeMs) }).andThen((outcome) => {
+      if (outcome === 'inserted') return okAsync(candidate);
+      if (outcome === 'full' || draws <= 1) return errAsync({ type: 'DeviceAuthorizationsFull' as const, limit: limits.maxPending });
+      return insertWithFreshCode(grant, draws - 1);
+    });
+  };
+
+  /**
+   * A user code's grant for a person, under the guessing limit: a code that matches no live
+   * sign-in counts against the user, and past the limit nothing is looked up at all.
+   */
+  const withUserCode = <T, E>(
+    userId: string,
+    userCode: string,
+    answer: (grant: DeviceGrant, now: string) => { next: DeviceGrant; result: ResultAsync<T, E> },
+  ): ResultAsync<T, E | DomainErrorOf<'UserCodeNotFound' | 'UserCodeAttemptsExceeded'> | StoreFailure> => {
+    const exceeded = { type: 'UserCodeAttemptsExceeded' as const, limit: limits.maxFailures, windowSeconds: Math.round(limits.failureWindowMs / 1000) };
+    const now = clock.now();
+    return store.failures(userId, now, limits.failureWindowMs).andThen((failures) => {
+      if (failures >= limits.maxFailures) return errAsync(exceeded);
+      let result: ResultAsync<T, E> | null = null;
+      return store
+        .update({ user_code: userCode }, (grant) => {
+          if (!grant || grant.expires_at <= now) return grant;
+          const decided = answer(grant, now);
+          result = decided.result;
+          return decided.next;
+        })
+        .andThen(() => {
+          if (result) return result;
+          const notFound = { type: 'UserCodeNotFound' as const, userCode: displayUserCode(userCode) };
+          return store.recordFailure(userId, now, limits.failureWindowMs).andThen(() => errAsync(notFound));
+        });
+    });
+  };
+
+  /** Answers a pending grant; answering it again the same way is the same answer, any other is a conflict. */
+  const answerWith = (userId: string, status: 'approved' | 'denied') => (grant: DeviceGrant) => {
+    if (grant.status === 'pending') {
+      const next = { ...grant, status, user_id: userId };
+      return { next, result: okAsync(viewOf(next)) };
+    }
+    const same = grant.status === status && grant.user_id === userId;
+    return {
+      next: grant,
+      result: same ? okAsync(viewOf(grant)) : errAsync({ type: 'DeviceAuthorizationAnswered' as const, userCode: displayUserCode(grant.user_code) }),
+    };
+  };
+
+  /** Someone else's answered grant is not shown: it is no longer this person's to answer. */
+  const describeFor = (userId: string) => (grant: DeviceGrant) => ({
+    next: grant,
+    result:
+      grant.status === 'pending' || grant.user_id === userId
+        ? okAsync(viewOf(grant))
+        : errAsync({ type: 'DeviceAuthorizationAnswered' as const, userCode: displayUserCode(grant.user_code) }),
+  });
+
+  /** What a poll does to the grant, and what the device is told. */
+  const decidePoll = (grant: DeviceGrant | null, now: string): { next: DeviceGrant | null; outcome: { refused: DomainErrorOf<'DeviceTokenRefused'> } | { approved: DeviceGrant } } => {
+    if (!grant) return { next: null, outcome: { refused: refused('invalid_grant') } };
+    // Every answer but "pending" ends the grant: the device stops polling, and a code is used once.
+    if (grant.expires_at <= now) return { next: null, outcome: { refused: refused('expired_token') } };
+    if (grant.status === 'denied') return { next: null, outcome: { refused: refused('access_denied') } };
+    if (grant.status === 'approved') return { next: null, outcome: { approved: grant } };
+    const soon = grant.last_polled_at !== null && Date.parse(now) - Date.parse(grant.last_polled_at) < grant.interval_seconds * 1000 * TOO_SOON_SHARE;
+    if (soon) {
+      const interval = Math.min(grant.interval_seconds + SLOW_DOWN_STEP_SECONDS, MAX_INTERVAL_SECONDS);
+      return { next: { ...grant, interval_seconds: interval, last_polled_at: now }, outcome: { refused: refused('slow_down', interval) } };
+    }
+    return { next: { ...grant, last_polled_at: now }, outcome: { refused: refused('authorization_pending') } };
+  };
+
+  return {
+    start: (request) => {
+      const now = millisOf(clock);
+      const grant = {
+        device_code_hash: '',
+        client_name: request.client_id ?? DEFAULT_CLIENT_NAME,
+        status: 'pending' as const,
+        user_id: null,
+        created_at: at(now),
+        expires_at: at(now + limits.lifetimeMs),
+        interval_seconds: limits.intervalSeconds,
+        last_polled_at: null,
+      };
+      const deviceCode = randomBytes(32).toString('base64url');
+      return insertWithFreshCode({ ...grant, device_code_hash: hashSecret(deviceCode) }, USER_CODE_DRAWS).map((stored) => ({
+        device_code: deviceCode,
+        user_code: displayUserCode(stored.user_code),
+        expires_in: Math.round(limits.lifetimeMs / 1000),
+        interval: limits.intervalSeconds,
+      }));
+    },
+    poll: (deviceCode) => {
+      const now = clock.now();
+      let decided: ReturnType<typeof decidePoll>['outcome'] = { refused: refused('invalid_grant') };
+      return store
+        .update({ device_code_hash: hashSecret(deviceCode) }, (grant) => {
+          const { next, outcome } = decidePoll(grant, now);
+          decided = outcome;
+          return next;
+        })
+        .andThen(() => {
+          const outcome = decided;
+          if ('refused' in outcome) return errAsync(outcome.refused);
+          const grant = outcome.approved;
+          return apiKeys
+            .create(grant.user_id ?? '', keyNameOf(grant, now))
+            .map((key) => ({ access_token: key.key }))
+            .orElse((error) =>
+              error.type === 'ApiKeyLimitReached'
+                ? errAsync(refused('invalid_grant', null, `The approving user already has ${error.limit} API keys, the most allowed; they must revoke one and sign in again.`))
+                : errAsync(error),
+            );
+        });
+    },
+    describe: (userId, userCode) => withUserCode(userId, userCode, describeFor(userId)),
+    approve: (userId, userCode) =>
+      // Refused before anything is bound: an approval whose key could not be made would leave the device with nothing.
+      apiKeys.list(userId).andThen((keys) =>
+        keys.length >= apiKeys.maxPerUser
+          ? errAsync({ type: 'ApiKeyLimitReached' as const, limit: apiKeys.maxPerUser })
+          : withUserCode(userId, userCode, answerWith(userId, 'approved')),
+      ),
+    deny: (userId, userCode) => withUserCode(userId, userCode, answerWith(userId, 'denied')),
+  };
+}
