@@ -67,6 +67,13 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SecretNameTaken', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
     .with('WorkspacePathIsDirectory', () => 400)
+    .with('GitProviderNotConnected', () => 403)
+    .with('GitRequestRefused', () => 400)
+    // Not 401: that would tell the client its own key is wrong (OpenHands clients sign out on 401).
+    .with('GitProviderRefused', () => 403)
+    .with('GitResourceNotFound', () => 404)
+    .with('GitProviderRateLimited', () => 429)
+    .with('GitProviderUnavailable', () => 502)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }
@@ -81,6 +88,7 @@ const ROUTE_HINTS: ErrorHints = {
   storeSettings: 'POST /api/settings',
   listSandboxSpecs: 'GET /api/v1/sandbox-specs/search',
   listFiles: 'GET /api/conversations/{conversation_id}/list-files?path=…',
+  storeProviderTokens: 'POST /api/add-git-providers',
 };
 
 /** The code and message a client gets for a domain error. */

@@ -104,6 +104,12 @@ const STATUS: Record<DomainErrorType, number> = {
   SecretNameTaken: 409,
   WorkspaceFileNotFound: 404,
   WorkspacePathIsDirectory: 400,
+  GitProviderNotConnected: 403,
+  GitRequestRefused: 400,
+  GitProviderRefused: 403,
+  GitResourceNotFound: 404,
+  GitProviderRateLimited: 429,
+  GitProviderUnavailable: 502,
   StoreUnavailable: 503,
 };
 
@@ -242,6 +248,22 @@ describe('documented error statuses', () => {
       SecretNameTaken: [{ type: 'SecretNameTaken', name: 'X' }],
       WorkspaceFileNotFound: [{ type: 'WorkspaceFileNotFound', conversationId: 'c', path: 'p' }],
       WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
+      GitProviderNotConnected: [{ type: 'GitProviderNotConnected', provider: null }],
+      GitRequestRefused: [
+        { type: 'GitRequestRefused', provider: 'gitlab', reason: 'unsupported', message: 'm' },
+        { type: 'GitRequestRefused', provider: 'github', reason: 'rejected', message: 'm' },
+        { type: 'GitRequestRefused', provider: 'github', reason: 'host_not_allowed', message: 'm' },
+      ],
+      GitProviderRefused: [
+        { type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'm' },
+        { type: 'GitProviderRefused', provider: 'github', reason: 'forbidden', message: 'm' },
+      ],
+      GitResourceNotFound: [{ type: 'GitResourceNotFound', provider: 'github', message: 'm' }],
+      GitProviderRateLimited: [{ type: 'GitProviderRateLimited', provider: 'github', message: 'm' }],
+      GitProviderUnavailable: [
+        { type: 'GitProviderUnavailable', provider: 'github', reason: 'unavailable', message: 'm' },
+        { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'm' },
+      ],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -12,3 +12,4 @@ export * from './conversation/schema.js';
 export * from './events/schema.js';
 export * from './sandbox/schema.js';
 export * from './mcp/schema.js';
+export * from './git/schema.js';

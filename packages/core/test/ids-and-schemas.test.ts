@@ -252,6 +252,12 @@ describe('explainDomainError', () => {
     SecretNameTaken: { type: 'SecretNameTaken', name: 'DEPLOY_TOKEN' },
     WorkspaceFileNotFound: { type: 'WorkspaceFileNotFound', conversationId: 'conv-123', path: 'src/missing.ts' },
     WorkspacePathIsDirectory: { type: 'WorkspacePathIsDirectory', conversationId: 'conv-123', path: 'src' },
+    GitProviderNotConnected: { type: 'GitProviderNotConnected', provider: 'gitlab' },
+    GitRequestRefused: { type: 'GitRequestRefused', provider: 'github', reason: 'rejected', message: 'Validation Failed' },
+    GitProviderRefused: { type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'Bad credentials' },
+    GitResourceNotFound: { type: 'GitResourceNotFound', provider: 'gitlab', message: '404 Project Not Found' },
+    GitProviderRateLimited: { type: 'GitProviderRateLimited', provider: 'github', message: 'API rate limit exceeded' },
+    GitProviderUnavailable: { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'no answer within 15 s' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -275,6 +281,12 @@ describe('explainDomainError', () => {
     SecretNameTaken: { code: 'SECRET_NAME_TAKEN', mentions: ['DEPLOY_TOKEN', 'already exists'] },
     WorkspaceFileNotFound: { code: 'FILE_NOT_FOUND', mentions: ['src/missing.ts', 'conv-123'] },
     WorkspacePathIsDirectory: { code: 'PATH_IS_DIRECTORY', mentions: ['src', 'conv-123', 'is a directory', 'list its entries'] },
+    GitProviderNotConnected: { code: 'GIT_PROVIDER_NOT_CONNECTED', mentions: ['GitLab token'] },
+    GitRequestRefused: { code: 'GIT_PROVIDER_REJECTED_REQUEST', mentions: ['GitHub', 'Validation Failed'] },
+    GitProviderRefused: { code: 'GIT_PROVIDER_TOKEN_INVALID', mentions: ['GitHub', 'Bad credentials', 'store a valid one'] },
+    GitResourceNotFound: { code: 'GIT_RESOURCE_NOT_FOUND', mentions: ['GitLab', '404 Project Not Found'] },
+    GitProviderRateLimited: { code: 'GIT_PROVIDER_RATE_LIMITED', mentions: ['GitHub', 'rate limit'] },
+    GitProviderUnavailable: { code: 'GIT_PROVIDER_TIMEOUT', mentions: ['GitHub', 'in time'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 
