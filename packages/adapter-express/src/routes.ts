@@ -5,6 +5,7 @@ import { agentServerRoutes } from './routes/agent-server.js';
 import { appConversationRoutes } from './routes/app-conversations.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
+import { gitRoutes } from './routes/git.js';
 import { healthRoutes } from './routes/health.js';
 import { optionRoutes } from './routes/options.js';
 import { panelRoutes } from './routes/panels.js';
@@ -30,5 +31,6 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...appConversationRoutes(service, context),
     ...sandboxRoutes(service),
     ...sandboxSpecRoutes(service),
+    ...gitRoutes(service),
   ];
 }
