@@ -4,7 +4,9 @@
  * - the domain (`@acs/core`) and the agent (`@acs/agent`) do no I/O of their own: they import
  *   zod, neverthrow, ts-pattern and `node:crypto` only, and reach the world through their ports;
  * - packages point inward: core imports no other package, the agent imports only core, an
- *   adapter imports no other adapter (the examples compose them).
+ *   adapter imports no other adapter (the examples compose them);
+ * - the git provider adapter speaks to GitHub and GitLab with `fetch` only: no SDK, no other
+ *   HTTP client (core, neverthrow, zod and Node's built-ins).
  * Tests are not checked here (they may compose anything).
  */
 const PURE = ['^packages/core/src/', '^packages/agent/src/'];
@@ -47,6 +49,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^packages/adapter-([^/]+)/src/' },
       to: { path: '^packages/adapter-', pathNot: '^packages/adapter-$1/' },
+    },
+    {
+      name: 'git-providers-fetch-only',
+      comment: 'GitHub and GitLab are reached with fetch: no SDK or HTTP client package (their requests must stay the few this adapter makes).',
+      severity: 'error',
+      from: { path: '^packages/adapter-git-providers/src/' },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'npm-no-pkg', 'npm-unknown'], pathNot: '^(node_modules/(zod|neverthrow)/|packages/core/)' },
     },
     { name: 'no-unresolvable', severity: 'error', from: {}, to: { couldNotResolve: true } },
   ],

@@ -29,6 +29,21 @@ export interface StandaloneConfig {
   previousSecretKeys: string[];
   sandboxes: SandboxConfig;
   llm: LlmConfig;
+  git: GitConfig;
+}
+
+/** How the server reaches git providers with users' tokens (the git searches and `users/git-info`). */
+interface GitConfig {
+  /** REST base for tokens stored without a host (github.com). */
+  githubApiUrl: string;
+  /** REST base for tokens stored without a host (gitlab.com, or your own GitLab). */
+  gitlabApiUrl: string;
+  /** Hosts tokens may name besides those; null: any https host. */
+  allowedHosts: string[] | null;
+  /** Tokens may name http:// hosts. */
+  allowHttp: boolean;
+  /** Per request to a provider. */
+  timeoutMs: number;
 }
 
 interface LlmConfig {
@@ -77,6 +92,7 @@ const DEFAULT_SPECS: SandboxConfig['specs'] = [
 ];
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((u) => u.replace(/\/+$/, ''));
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -111,6 +127,11 @@ const EnvSchema = z.object({
   ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
   ACS_MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
   ACS_MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(86_400).default(300),
+  ACS_GITHUB_API_URL: httpUrl.default('https://api.github.com'),
+  ACS_GITLAB_API_URL: httpUrl.default('https://gitlab.com/api/v4'),
+  ACS_GIT_ALLOWED_HOSTS: z.string().optional(),
+  ACS_GIT_ALLOW_HTTP: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_GIT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
   /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
   INIT_CWD: z.string().optional(),
 });
@@ -174,6 +195,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       defaultMaxIterations: e.ACS_MAX_ITERATIONS,
       mcpConnectTimeoutMs: e.ACS_MCP_CONNECT_TIMEOUT_SECONDS * 1000,
       mcpCallTimeoutMs: e.ACS_MCP_CALL_TIMEOUT_SECONDS * 1000,
+    },
+    git: {
+      githubApiUrl: e.ACS_GITHUB_API_URL,
+      gitlabApiUrl: e.ACS_GITLAB_API_URL,
+      allowedHosts: e.ACS_GIT_ALLOWED_HOSTS === undefined ? null : e.ACS_GIT_ALLOWED_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      allowHttp: e.ACS_GIT_ALLOW_HTTP === 'true' || e.ACS_GIT_ALLOW_HTTP === '1',
+      timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1000,
     },
     storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),

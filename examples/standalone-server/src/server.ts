@@ -9,6 +9,7 @@ import { createDockerEnginePool, createDockerRuntime, type DockerSandboxRuntime 
 import { answerClientErrors, createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createWebConsole } from '@acs/web-console';
 import { createMcpConnector } from '@acs/adapter-mcp';
+import { createGitProviders } from '@acs/adapter-git-providers';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { FakeSandboxRuntime } from '@acs/testing';
@@ -96,6 +97,13 @@ export async function createStandaloneServer(
         runtime: sandboxes.runtime,
         llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
         mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+        gitProviders: createGitProviders({
+          github: { apiUrl: config.git.githubApiUrl },
+          gitlab: { apiUrl: config.git.gitlabApiUrl },
+          allowedHosts: config.git.allowedHosts,
+          allowHttp: config.git.allowHttp,
+          timeoutMs: config.git.timeoutMs,
+        }),
         agent: createAgent({
           defaultMaxIterations: config.llm.defaultMaxIterations,
           mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },

@@ -90,6 +90,13 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('UserCodeNotFound', () => 404)
     .with('UserCodeAttemptsExceeded', () => 429)
     .with('DeviceAuthorizationAnswered', () => 409)
+    .with('GitProviderNotConnected', () => 403)
+    .with('GitRequestRefused', () => 400)
+    // Not 401: that would tell the client its own key is wrong (OpenHands clients sign out on 401).
+    .with('GitProviderRefused', () => 403)
+    .with('GitResourceNotFound', () => 404)
+    .with('GitProviderRateLimited', () => 429)
+    .with('GitProviderUnavailable', () => 502)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }
@@ -110,6 +117,7 @@ const ROUTE_HINTS: ErrorHints = {
   storeSettings: 'POST /api/settings',
   listSandboxSpecs: 'GET /api/v1/sandbox-specs/search',
   listFiles: 'GET /api/conversations/{conversation_id}/list-files?path=…',
+  storeProviderTokens: 'POST /api/add-git-providers',
 };
 
 /** The code and message a client gets for a domain error. */

@@ -9,6 +9,7 @@ import { appConversationRoutes } from './routes/app-conversations.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
 import { configRoutesV1 } from './routes/config-v1.js';
+import { gitRoutes } from './routes/git.js';
 import { healthRoutes } from './routes/health.js';
 import { optionRoutes } from './routes/options.js';
 import { panelRoutes } from './routes/panels.js';
@@ -42,5 +43,6 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...appConversationRoutes(service, context),
     ...sandboxRoutes(service),
     ...sandboxSpecRoutes(service),
+    ...gitRoutes(service),
   ];
 }

@@ -22,6 +22,9 @@ const STRINGS: string[] = [
   'AAAAAAAA', '4_______', 'eyJ4IjoxfQ', 'AAAAAAAAAA', '5AAAAAAA', 'AAAAAAAAB', 'AAAAAAAAAAB',
   // values of enums
   'CREATED_AT', 'CREATED_AT_DESC', 'message', 'message,agent_error', 'resolver', 'gui',
+  'github', 'gitlab', 'bitbucket', 'forgejo', 'stars-desc', 'forks-asc', 'updated-asc',
+  // git page ids (base64url of digits), well formed or not
+  'MA', 'Mg', 'MTAw', 'MDA3', 'MTIzNDU2', 'OTk5OTk5', 'MTIzNDU2Nw', 'Mg==', 'Oj',
 ];
 const INTEGERS = [0, 1, 2, 99, 100, 101, -1, 2_147_483_647, 2_147_483_648];
 

@@ -7,6 +7,7 @@ import {
   DeviceAuthorizationErrors,
   DEVICE_TOKEN_REFUSALS,
   DOMAIN_ERROR_CODES,
+  GitServiceErrors,
   explainDomainError,
   SandboxServiceErrors,
   SandboxSpecServiceErrors,
@@ -94,6 +95,11 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   countStartTasks: ConversationServiceErrors.countStartTasks,
   getStartTasks: ConversationServiceErrors.getStartTasks,
   listAppConversations: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
+  searchGitInstallations: GitServiceErrors.searchInstallations,
+  searchGitRepositories: GitServiceErrors.searchRepositories,
+  searchGitBranches: GitServiceErrors.searchBranches,
+  searchGitSuggestedTasks: GitServiceErrors.searchSuggestedTasks,
+  getUserGitInfo: GitServiceErrors.user,
   getAppConversation: ConversationServiceErrors.get,
   sendAppConversationMessage: ConversationServiceErrors.sendMessage,
   respondToConfirmation: ConversationServiceErrors.respondToConfirmation,
@@ -151,6 +157,12 @@ const STATUS: Record<DomainErrorType, number> = {
   UserCodeNotFound: 404,
   UserCodeAttemptsExceeded: 429,
   DeviceAuthorizationAnswered: 409,
+  GitProviderNotConnected: 403,
+  GitRequestRefused: 400,
+  GitProviderRefused: 403,
+  GitResourceNotFound: 404,
+  GitProviderRateLimited: 429,
+  GitProviderUnavailable: 502,
   StoreUnavailable: 503,
 };
 
@@ -304,6 +316,22 @@ describe('documented error statuses', () => {
       UserCodeNotFound: [{ type: 'UserCodeNotFound', userCode: 'BBBB-BBBB' }],
       UserCodeAttemptsExceeded: [{ type: 'UserCodeAttemptsExceeded', limit: 1, windowSeconds: 60 }],
       DeviceAuthorizationAnswered: [{ type: 'DeviceAuthorizationAnswered', userCode: 'BBBB-BBBB' }],
+      GitProviderNotConnected: [{ type: 'GitProviderNotConnected', provider: null }],
+      GitRequestRefused: [
+        { type: 'GitRequestRefused', provider: 'gitlab', reason: 'unsupported', message: 'm' },
+        { type: 'GitRequestRefused', provider: 'github', reason: 'rejected', message: 'm' },
+        { type: 'GitRequestRefused', provider: 'github', reason: 'host_not_allowed', message: 'm' },
+      ],
+      GitProviderRefused: [
+        { type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'm' },
+        { type: 'GitProviderRefused', provider: 'github', reason: 'forbidden', message: 'm' },
+      ],
+      GitResourceNotFound: [{ type: 'GitResourceNotFound', provider: 'github', message: 'm' }],
+      GitProviderRateLimited: [{ type: 'GitProviderRateLimited', provider: 'github', message: 'm' }],
+      GitProviderUnavailable: [
+        { type: 'GitProviderUnavailable', provider: 'github', reason: 'unavailable', message: 'm' },
+        { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'm' },
+      ],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { createAgentConversationService, type AgentConversationService, type AgentConversationServiceOptions, type AgentConversationServicePorts } from '@acs/core';
-import { manualClock, systemClock, type Clock, type Logger } from '@acs/core/ports';
+import { manualClock, systemClock, type Clock, type GitProviders, type Logger } from '@acs/core/ports';
 import { createMemoryPorts, type MemoryPortsOptions } from '@acs/testing';
 import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
 import { createAgent } from '@acs/agent';
@@ -56,6 +56,10 @@ export interface HarnessOptions {
   router?: Omit<AcsRouterOptions, 'apiKeys' | 'authenticate' | 'logger'>;
   /** Attach the realtime channels (socket.io, the agent-server WebSocket) to the server. */
   realtime?: boolean;
+  /** The git providers port (e.g. `createGitProviders` pointed at a fake GitHub); default none. */
+  gitProviders?: GitProviders;
+  /** More users besides Alice and Bob: API key → user id. */
+  moreKeys?: Record<string, string>;
 }
 
 export interface Harness {
@@ -76,9 +80,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logger = capturingLogger();
   const ports = createMemoryPorts(options.ports);
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ...options.storage, clock, logger }, { pollIntervalMs: 1, ...options.service });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ...options.storage, ...(options.gitProviders ? { gitProviders: options.gitProviders } : {}), clock, logger },
+    { pollIntervalMs: 1, ...options.service },
+  );
   const app = express();
-  const router = createAcsRouter(service, { ...options.router, apiKeys: { [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger });
+  const router = createAcsRouter(service, { ...options.router, apiKeys: { ...options.moreKeys, [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger });
   app.use(router);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));

@@ -49,6 +49,20 @@ export type DomainError =
   | { readonly type: 'UserCodeNotFound'; readonly userCode: string }
   | { readonly type: 'UserCodeAttemptsExceeded'; readonly limit: number; readonly windowSeconds: number }
   | { readonly type: 'DeviceAuthorizationAnswered'; readonly userCode: string }
+  /** The user has no token for the git provider asked about (provider null: for none at all). */
+  | { readonly type: 'GitProviderNotConnected'; readonly provider: string | null }
+  /**
+   * A git request that cannot be made: the provider (or this server's client of it) does not offer
+   * it (`unsupported`), the provider refused it as asked (`rejected`), or the token's host is one
+   * this server may not call (`host_not_allowed`).
+   */
+  | { readonly type: 'GitRequestRefused'; readonly provider: string; readonly reason: 'unsupported' | 'rejected' | 'host_not_allowed'; readonly message: string }
+  /** The git provider refused the user's token (`token_invalid`), or refused it this (`forbidden`). */
+  | { readonly type: 'GitProviderRefused'; readonly provider: string; readonly reason: 'token_invalid' | 'forbidden'; readonly message: string }
+  | { readonly type: 'GitResourceNotFound'; readonly provider: string; readonly message: string }
+  | { readonly type: 'GitProviderRateLimited'; readonly provider: string; readonly message: string }
+  /** The git provider could not be reached, failed (5xx), answered something unreadable, or did not answer in time. */
+  | { readonly type: 'GitProviderUnavailable'; readonly provider: string; readonly reason: 'unavailable' | 'timeout'; readonly message: string }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -109,6 +123,12 @@ export const DOMAIN_ERROR_CODES = {
   UserCodeNotFound: ['USER_CODE_NOT_FOUND'],
   UserCodeAttemptsExceeded: ['USER_CODE_ATTEMPTS_EXCEEDED'],
   DeviceAuthorizationAnswered: ['DEVICE_AUTHORIZATION_ANSWERED'],
+  GitProviderNotConnected: ['GIT_PROVIDER_NOT_CONNECTED'],
+  GitRequestRefused: ['GIT_REQUEST_UNSUPPORTED', 'GIT_PROVIDER_REJECTED_REQUEST', 'GIT_HOST_NOT_ALLOWED'],
+  GitProviderRefused: ['GIT_PROVIDER_TOKEN_INVALID', 'GIT_PROVIDER_FORBIDDEN'],
+  GitResourceNotFound: ['GIT_RESOURCE_NOT_FOUND'],
+  GitProviderRateLimited: ['GIT_PROVIDER_RATE_LIMITED'],
+  GitProviderUnavailable: ['GIT_PROVIDER_UNAVAILABLE', 'GIT_PROVIDER_TIMEOUT'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -132,6 +152,8 @@ export interface ErrorHints {
   listSandboxSpecs?: string;
   /** Where a directory of a conversation's workspace is listed. */
   listFiles?: string;
+  /** Where git provider tokens are stored. */
+  storeProviderTokens?: string;
 }
 
 /**
@@ -234,6 +256,44 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
       code: 'PATH_IS_DIRECTORY' as const,
       message: `${e.path} in the workspace of conversation ${e.conversationId} is a directory, not a file; list its entries${via(hints.listFiles) || ' instead'}.`,
     }))
+    .with({ type: 'GitProviderNotConnected' }, (e) => ({
+      code: 'GIT_PROVIDER_NOT_CONNECTED' as const,
+      message:
+        e.provider === null
+          ? `No git provider is connected: store a provider token (a GitHub or GitLab one)${via(hints.storeProviderTokens)} first.`
+          : `No ${providerName(e.provider)} token is stored for you: store one${via(hints.storeProviderTokens)} first.`,
+    }))
+    .with({ type: 'GitRequestRefused' }, (e) =>
+      match<typeof e.reason, ExplainedDomainError>(e.reason)
+        .with('unsupported', () => ({ code: 'GIT_REQUEST_UNSUPPORTED', message: e.message }))
+        .with('rejected', () => ({ code: 'GIT_PROVIDER_REJECTED_REQUEST', message: `${providerName(e.provider)} refused the request: ${e.message}` }))
+        .with('host_not_allowed', () => ({
+          code: 'GIT_HOST_NOT_ALLOWED',
+          message: `${e.message} Store the ${providerName(e.provider)} token with a host this server may call${via(hints.storeProviderTokens)}.`,
+        }))
+        .exhaustive(),
+    )
+    .with({ type: 'GitProviderRefused' }, (e) =>
+      e.reason === 'token_invalid'
+        ? {
+            code: 'GIT_PROVIDER_TOKEN_INVALID' as const,
+            message: `${providerName(e.provider)} refused the stored token (${e.message}): store a valid one${via(hints.storeProviderTokens)}.`,
+          }
+        : { code: 'GIT_PROVIDER_FORBIDDEN' as const, message: `${providerName(e.provider)} does not allow this with the stored token: ${e.message}` },
+    )
+    .with({ type: 'GitResourceNotFound' }, (e) => ({
+      code: 'GIT_RESOURCE_NOT_FOUND' as const,
+      message: `${providerName(e.provider)} has no such resource for the stored token: ${e.message}`,
+    }))
+    .with({ type: 'GitProviderRateLimited' }, (e) => ({
+      code: 'GIT_PROVIDER_RATE_LIMITED' as const,
+      message: `The ${providerName(e.provider)} rate limit of the stored token is used up; try again later. (${e.message})`,
+    }))
+    .with({ type: 'GitProviderUnavailable' }, (e) =>
+      e.reason === 'timeout'
+        ? { code: 'GIT_PROVIDER_TIMEOUT' as const, message: `${providerName(e.provider)} did not answer in time: ${e.message}` }
+        : { code: 'GIT_PROVIDER_UNAVAILABLE' as const, message: `${providerName(e.provider)} could not be used: ${e.message}` },
+    )
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',
       message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once; pause or delete one, then try again.`,
@@ -280,6 +340,11 @@ function explainDeviceTokenRefusal(e: DomainErrorOf<'DeviceTokenRefused'>): Expl
     .with('invalid_grant', () => ({ code: 'INVALID_GRANT', message: `The device code is not one of a waiting sign-in (unknown, or already used).${note}` }))
     .exhaustive();
 }
+
+const PROVIDER_NAMES: Readonly<Record<string, string>> = { github: 'GitHub', gitlab: 'GitLab', bitbucket: 'Bitbucket', bitbucket_data_center: 'Bitbucket Data Center', forgejo: 'Forgejo', azure_devops: 'Azure DevOps' };
+
+/** `github` → `GitHub`, for sentences. */
+const providerName = (provider: string): string => PROVIDER_NAMES[provider] ?? provider;
 
 function pastTense(action: string): string {
   switch (action) {

@@ -46,6 +46,8 @@ export {
 } from './conversation/service.js';
 export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
 export { WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
+export { GitServiceErrors, type BranchSearch, type GitService, type InstallationSearch, type RepositorySearch } from './git/service.js';
+export { decodeGitPageId, encodeGitPageId, GIT_PAGE_ID_PATTERN } from './git/page-id.js';
 export type { Page, PageRequest } from './pagination.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
 

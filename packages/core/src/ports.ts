@@ -35,6 +35,7 @@ export { createSandboxRuntimePool, type PooledRuntime } from './sandbox/runtime-
 export { DEFAULT_MAX_UNHEARD_BYTES, ProcessOutputChannel } from './sandbox/process-output.js';
 export type * from './llm/client.js';
 export type * from './mcp/port.js';
+export type * from './git/port.js';
 export type { SecretCipher, SecretCipherError } from './secrets/cipher.js';
 export type * from './conversation/agent-port.js';
 export type * from './conversation/workspace.js';

@@ -13,3 +13,4 @@ export * from './events/schema.js';
 export * from './sandbox/schema.js';
 export * from './mcp/schema.js';
 export * from './access/schema.js';
+export * from './git/schema.js';

@@ -23,6 +23,8 @@ import { errAsync, ResultAsync } from 'neverthrow';
 import { type DomainError, type DomainErrorOf, type DomainErrorType, type ErrorsOf } from './errors.js';
 import { createSettingsService, type SettingsService } from './settings/service.js';
 import { createWorkspaceService, type WorkspaceService } from './workspace/files.js';
+import { createGitService, type GitService } from './git/service.js';
+import type { GitProviders } from './git/port.js';
 import type { SettingsStore } from './settings/store.js';
 import { createApiKeyService, type ApiKeyService } from './access/api-keys.js';
 import { createDeviceAuthorizationService, type DeviceAuthorizationOptions, type DeviceAuthorizationService } from './access/device-authorization.js';
@@ -65,6 +67,12 @@ export interface AgentConversationServicePorts {
   llm: LlmClient;
   /** Speaks to the MCP servers users configure (`@acs/adapter-mcp`). Without it, MCP servers in settings get a warning event and no tools. */
   mcp?: McpConnector;
+  /**
+   * Reaches git providers (GitHub, GitLab) with users' stored tokens, for the git searches and
+   * the user's git account (`@acs/adapter-git-providers`). Without it those answer that this
+   * server has no client for the provider.
+   */
+  gitProviders?: GitProviders;
   /** The agent that runs conversations: `createAgent(options)` from `@acs/agent`. */
   agent: AgentFactory;
   clock?: Clock;
@@ -102,6 +110,8 @@ export interface AgentConversationService {
   readonly sandboxSpecs: SandboxSpecService;
   /** A running conversation's files and repository changes, for a UI's panels. */
   readonly workspace: WorkspaceService;
+  /** The user's git providers: installations, repositories, branches, suggested tasks, their account. */
+  readonly git: GitService;
   /** The agent (mostly driven through `conversations`). */
   readonly agent: AgentPort;
   /**
@@ -199,6 +209,7 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs,
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
+    git: createGitService(ports.settings, ports.gitProviders ?? null, logger),
     agent,
     recover: () => sandboxes.reconcile().andThen(() => agent.recover()),
     idle: () => background.idle(),

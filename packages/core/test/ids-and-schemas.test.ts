@@ -262,6 +262,12 @@ describe('explainDomainError', () => {
     UserCodeNotFound: { type: 'UserCodeNotFound', userCode: 'WDJB-MJHT' },
     UserCodeAttemptsExceeded: { type: 'UserCodeAttemptsExceeded', limit: 10, windowSeconds: 900 },
     DeviceAuthorizationAnswered: { type: 'DeviceAuthorizationAnswered', userCode: 'WDJB-MJHT' },
+    GitProviderNotConnected: { type: 'GitProviderNotConnected', provider: 'gitlab' },
+    GitRequestRefused: { type: 'GitRequestRefused', provider: 'github', reason: 'rejected', message: 'Validation Failed' },
+    GitProviderRefused: { type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'Bad credentials' },
+    GitResourceNotFound: { type: 'GitResourceNotFound', provider: 'gitlab', message: '404 Project Not Found' },
+    GitProviderRateLimited: { type: 'GitProviderRateLimited', provider: 'github', message: 'API rate limit exceeded' },
+    GitProviderUnavailable: { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'no answer within 15 s' },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -295,6 +301,12 @@ describe('explainDomainError', () => {
     UserCodeNotFound: { code: 'USER_CODE_NOT_FOUND', mentions: ['WDJB-MJHT'] },
     UserCodeAttemptsExceeded: { code: 'USER_CODE_ATTEMPTS_EXCEEDED', mentions: ['10 within 15 minutes'] },
     DeviceAuthorizationAnswered: { code: 'DEVICE_AUTHORIZATION_ANSWERED', mentions: ['WDJB-MJHT', 'already been answered'] },
+    GitProviderNotConnected: { code: 'GIT_PROVIDER_NOT_CONNECTED', mentions: ['GitLab token'] },
+    GitRequestRefused: { code: 'GIT_PROVIDER_REJECTED_REQUEST', mentions: ['GitHub', 'Validation Failed'] },
+    GitProviderRefused: { code: 'GIT_PROVIDER_TOKEN_INVALID', mentions: ['GitHub', 'Bad credentials', 'store a valid one'] },
+    GitResourceNotFound: { code: 'GIT_RESOURCE_NOT_FOUND', mentions: ['GitLab', '404 Project Not Found'] },
+    GitProviderRateLimited: { code: 'GIT_PROVIDER_RATE_LIMITED', mentions: ['GitHub', 'rate limit'] },
+    GitProviderUnavailable: { code: 'GIT_PROVIDER_TIMEOUT', mentions: ['GitHub', 'in time'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

@@ -9,7 +9,9 @@
  *   shell's bash played over the handlers (`fakeBash`);
  * - `ScriptedLlm`: a model that answers from a queue or a function;
  * - `startFakeOpenAi()`: a scripted OpenAI-compatible chat-completions server on 127.0.0.1, for
- *   real HTTP through a model adapter; and `closedPort()`.
+ *   real HTTP through a model adapter; and `closedPort()`;
+ * - `startFakeGitHub()`, `startFakeGitLab()`: the REST and GraphQL calls of the git provider
+ *   adapter answered on 127.0.0.1 from accounts keyed by token, failures on demand (`intercept`).
  *
  * ```ts
  * const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() });
@@ -21,6 +23,9 @@ import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandb
 import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
 
 export * from './fake-openai.js';
+export { startFakeGitHub, type FakeGitHub, type FakeGitHubAccount, type FakeGitHubRepository } from './fake-github.js';
+export { startFakeGitLab, type FakeGitLab, type FakeGitLabAccount, type FakeGitLabProject } from './fake-gitlab.js';
+export type { FakeProviderInterception, FakeProviderReply, FakeProviderRequest, FakeProviderServer } from './fake-provider-server.js';
 export * from './loopback.js';
 export { sseMessages, type SseMessage } from './sse.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';

@@ -1563,6 +1563,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/git/installations/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the user's GitHub App installations
+         * @description The ids of the GitHub App installations the user's GitHub token may use; GitLab has none (400 GIT_REQUEST_UNSUPPORTED). 403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers). A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.
+         */
+        get: operations["searchGitInstallations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/repositories/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or search the user's repositories at a git provider
+         * @description Without query: the user's repositories (of one installation with installation_id), most recently pushed first; sort_order is then refused (400). With query: repositories whose name matches among the user's own and their organisations' (GitLab: groups'), or the one a pasted URL names. 403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers). A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.
+         */
+        get: operations["searchGitRepositories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/branches/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search a repository's branches
+         * @description Every branch (empty query), or those whose name contains query, a page at a time. A repository the token cannot see is 404 GIT_RESOURCE_NOT_FOUND. 403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers). A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.
+         */
+        get: operations["searchGitBranches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/suggested-tasks/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suggest tasks from the user's pull requests and issues
+         * @description From every connected provider: the user's open pull/merge requests with merge conflicts, failing checks or review comments to answer, then open issues assigned to them. A provider that fails is left out unless every one fails. 403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers). A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.
+         */
+        get: operations["searchGitSuggestedTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/git-info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The user's account at their git provider
+         * @description The account of the first connected provider (GitHub, then GitLab) whose token it accepts; when none does, the first one's refusal. 403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers). A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.
+         */
+        get: operations["getUserGitInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2430,6 +2530,65 @@ export interface components {
             forgotten_events: number;
             /** @description Why the history was condensed (too many events, too long, or the model said the context was too long). */
             reason: string;
+        };
+        InstallationPage: {
+            items: string[];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        RepositoryPage: {
+            items: components["schemas"]["GitRepository"][];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        GitRepository: {
+            /** @description The provider's own id of the repository. */
+            id: string;
+            full_name: string;
+            git_provider: components["schemas"]["GitProviderType"];
+            is_public: boolean;
+            stargazers_count: number | null;
+            /** @description Always null here (OpenHands 1.x copied a paging header into each repository). */
+            link_header: string | null;
+            /** @description When it was last pushed to (GitHub) or last active (GitLab), ISO 8601. */
+            pushed_at: string | null;
+            owner_type: ("user" | "organization") | null;
+            main_branch: string | null;
+        };
+        /** @enum {string} */
+        GitProviderType: "github" | "gitlab" | "bitbucket" | "bitbucket_data_center" | "forgejo" | "azure_devops" | "enterprise_sso";
+        BranchPage: {
+            items: components["schemas"]["GitBranch"][];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        GitBranch: {
+            name: string;
+            commit_sha: string;
+            protected: boolean;
+            /** @description The head commit's date, ISO 8601, when the provider gives it. */
+            last_push_date: string | null;
+        };
+        SuggestedTaskPage: {
+            items: components["schemas"]["GitSuggestedTask"][];
+            /** @description Pass as page_id for the next page; null on the last page. */
+            next_page_id: string | null;
+        };
+        GitSuggestedTask: {
+            git_provider: components["schemas"]["GitProviderType"];
+            /** @enum {string} */
+            task_type: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR";
+            repo: string;
+            issue_number: number;
+            title: string;
+        };
+        UserGitInfo: {
+            id: string;
+            login: string;
+            avatar_url: string;
+            company: string | null;
+            name: string | null;
+            email: string | null;
         };
         ErrorBody: {
             /** @description Stable machine-readable code, e.g. VALIDATION_FAILED. */
@@ -11332,6 +11491,583 @@ export interface operations {
             };
             /** @description A defect on the server. Codes: INTERNAL_ERROR. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchGitInstallations: {
+        parameters: {
+            query: {
+                /** @description The git provider to ask (github and gitlab are served; a token for it must be stored). */
+                provider: "github" | "gitlab" | "bitbucket" | "bitbucket_data_center" | "forgejo" | "azure_devops" | "enterprise_sso";
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of installation ids. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallationPage"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: GIT_PROVIDER_FORBIDDEN, GIT_PROVIDER_NOT_CONNECTED, GIT_PROVIDER_TOKEN_INVALID. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: GIT_RESOURCE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: GIT_PROVIDER_TIMEOUT, GIT_PROVIDER_UNAVAILABLE. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchGitRepositories: {
+        parameters: {
+            query: {
+                /** @description The git provider to ask (github and gitlab are served; a token for it must be stored). */
+                provider: "github" | "gitlab" | "bitbucket" | "bitbucket_data_center" | "forgejo" | "azure_devops" | "enterprise_sso";
+                /** @description Part of a name, `owner/part of a name`, or a repository URL on the provider. Without it: your repositories, most recently pushed first. */
+                query?: string;
+                /** @description GitHub: only the repositories of this GitHub App installation (see installations/search). */
+                installation_id?: string;
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 100). */
+                limit?: number;
+                /** @description Searches only (with query); default stars-desc. GitLab cannot sort by forks. */
+                sort_order?: "stars-desc" | "stars-asc" | "forks-desc" | "forks-asc" | "updated-desc" | "updated-asc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of repositories. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepositoryPage"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: GIT_PROVIDER_FORBIDDEN, GIT_PROVIDER_NOT_CONNECTED, GIT_PROVIDER_TOKEN_INVALID. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: GIT_RESOURCE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: GIT_PROVIDER_TIMEOUT, GIT_PROVIDER_UNAVAILABLE. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchGitBranches: {
+        parameters: {
+            query: {
+                /** @description The git provider to ask (github and gitlab are served; a token for it must be stored). */
+                provider: "github" | "gitlab" | "bitbucket" | "bitbucket_data_center" | "forgejo" | "azure_devops" | "enterprise_sso";
+                /** @description owner/name (GitLab: the full project path). */
+                repository: string;
+                /** @description Part of a branch name; empty for every branch. */
+                query: string;
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 30). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of branches. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BranchPage"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: GIT_PROVIDER_FORBIDDEN, GIT_PROVIDER_NOT_CONNECTED, GIT_PROVIDER_TOKEN_INVALID. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: GIT_RESOURCE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: GIT_PROVIDER_TIMEOUT, GIT_PROVIDER_UNAVAILABLE. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchGitSuggestedTasks: {
+        parameters: {
+            query?: {
+                /** @description Opaque: the previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 30). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of suggested tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuggestedTaskPage"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: GIT_PROVIDER_FORBIDDEN, GIT_PROVIDER_NOT_CONNECTED, GIT_PROVIDER_TOKEN_INVALID. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: GIT_RESOURCE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: GIT_PROVIDER_TIMEOUT, GIT_PROVIDER_UNAVAILABLE. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getUserGitInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The git account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserGitInfo"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: GIT_PROVIDER_FORBIDDEN, GIT_PROVIDER_NOT_CONNECTED, GIT_PROVIDER_TOKEN_INVALID. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: GIT_RESOURCE_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: GIT_PROVIDER_TIMEOUT, GIT_PROVIDER_UNAVAILABLE. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
