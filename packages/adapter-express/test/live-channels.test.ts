@@ -244,7 +244,8 @@ describe('sign-out', () => {
   }
 
   it('closes the WebSocket, socket.io and SSE connections of the session at once, and they can send nothing more', async () => {
-    const h = await harness();
+    // The periodic re-check is far away: only sign-out itself can close them while the test waits.
+    const h = await harness({ router: { liveChannels: { recheckMs: 3_600_000 } } });
     const id = await createConversation(h);
     const cookie = await signIn(h);
     const origin = h.baseUrl;
@@ -263,13 +264,11 @@ describe('sign-out', () => {
     const other = openWs(h, id);
     await wsOpen(other);
 
-    const signedOut = Date.now();
     const out = await h.call('POST', '/api/sign-out', { key: null, body: {}, headers: { cookie, origin } });
     expect(out.status).toBe(200);
     expect((await ws.closed).code).toBe(4001);
     await sioGone;
     await sseEnded;
-    expect(Date.now() - signedOut).toBeLessThan(1_000);
     expect(sio.errors.join()).toContain('signed out');
     expect(other.ws.readyState).toBe(WebSocket.OPEN);
   });
