@@ -31,6 +31,12 @@ export type DomainError =
   | { readonly type: 'SecretNameTaken'; readonly name: string }
   | { readonly type: 'WorkspaceFileNotFound'; readonly conversationId: string; readonly path: string }
   | { readonly type: 'WorkspacePathIsDirectory'; readonly conversationId: string; readonly path: string }
+  /** Ids a request names that no record can have, or more of them than one request may name. */
+  | { readonly type: 'InvalidIds'; readonly field: string; readonly reason: string }
+  /** A conversation already holds as many messages waiting for its agent as it may. */
+  | { readonly type: 'TooManyPendingMessages'; readonly conversationId: string; readonly limit: number }
+  /** A conversation's log is larger than an export may be. */
+  | { readonly type: 'ExportTooLarge'; readonly conversationId: string; readonly limit: number }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -77,6 +83,9 @@ export const DOMAIN_ERROR_CODES = {
   SecretNameTaken: ['SECRET_NAME_TAKEN'],
   WorkspaceFileNotFound: ['FILE_NOT_FOUND'],
   WorkspacePathIsDirectory: ['PATH_IS_DIRECTORY'],
+  InvalidIds: ['INVALID_IDS'],
+  TooManyPendingMessages: ['TOO_MANY_PENDING_MESSAGES'],
+  ExportTooLarge: ['EXPORT_TOO_LARGE'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -189,6 +198,18 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
     .with({ type: 'WorkspacePathIsDirectory' }, (e) => ({
       code: 'PATH_IS_DIRECTORY' as const,
       message: `${e.path} in the workspace of conversation ${e.conversationId} is a directory, not a file; list its entries${via(hints.listFiles) || ' instead'}.`,
+    }))
+    .with({ type: 'InvalidIds' }, (e) => ({
+      code: 'INVALID_IDS' as const,
+      message: `${e.field}: ${e.reason}`,
+    }))
+    .with({ type: 'TooManyPendingMessages' }, (e) => ({
+      code: 'TOO_MANY_PENDING_MESSAGES' as const,
+      message: `Conversation ${e.conversationId} already has ${e.limit} messages waiting for its agent, the most allowed; send more once it has taken them.`,
+    }))
+    .with({ type: 'ExportTooLarge' }, (e) => ({
+      code: 'EXPORT_TOO_LARGE' as const,
+      message: `Conversation ${e.conversationId} has more than ${e.limit} events, more than an export may hold; read its events page by page instead.`,
     }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',

@@ -30,7 +30,10 @@ export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, ty
 export {
   ConversationServiceErrors,
   DEFAULT_KEYLESS_MODEL_PREFIXES,
+  MAX_PENDING_MESSAGES,
   type ConversationService,
+  type ConversationUpdate,
+  type QueuedMessage,
   type ConversationServiceError,
   type ConversationServiceOptions,
   type CreatedConversation,

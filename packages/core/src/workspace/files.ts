@@ -58,8 +58,11 @@ export interface WorkspaceService {
    * directory is WorkspacePathIsDirectory.
    */
   readFile(userId: string, conversationId: string, path: string): ResultAsync<string, WorkspaceServiceError<'readFile'>>;
-  /** What changed in the working directory's git repository; empty when it is not one. */
-  gitChanges(userId: string, conversationId: string): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
+  /**
+   * What changed in the git repository of the working directory (or of `directory`, absolute or
+   * relative to it); empty when it is not in one. Paths are relative to the repository's root.
+   */
+  gitChanges(userId: string, conversationId: string, directory?: string | null): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
   /**
    * A file as committed (HEAD) and as it is now; '' for a side that does not exist (or is a
    * directory). Each side is shown as `readFile` shows a file: its first MiB, with a note when
@@ -159,9 +162,9 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
         ),
       ),
 
-    gitChanges: (userId, id) =>
+    gitChanges: (userId, id, directory) =>
       running(userId, id).andThen(({ box, dir }) =>
-        git(box.id, dir, ['status', '--porcelain=v1', '-uall', '-z']).map((result) => (result.exit_code === 0 ? parseStatus(result.stdout) : [])),
+        git(box.id, directory ? (resolveSandboxPath(dir, directory) ?? dir) : dir, ['status', '--porcelain=v1', '-uall', '-z']).map((result) => (result.exit_code === 0 ? parseStatus(result.stdout) : [])),
       ),
 
     gitDiff: (userId, id, path) =>
