@@ -67,6 +67,9 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('SecretNameTaken', () => 409)
     .with('WorkspaceFileNotFound', () => 404)
     .with('WorkspacePathIsDirectory', () => 400)
+    .with('InvalidIds', () => 400)
+    .with('TooManyPendingMessages', () => 429)
+    .with('ExportTooLarge', () => 413)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }

@@ -1,5 +1,6 @@
 import type { EndBrowserSession } from './auth/caller.js';
 import { ConversationKeys } from './auth/conversation-keys.js';
+import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
 
 /** What route handlers need from the router besides the service. */
 export interface RouteContext {
@@ -9,6 +10,8 @@ export interface RouteContext {
   conversationKeys: ConversationKeys;
   /** The model names the UI offers (`GET /api/options/models`). */
   models: () => readonly string[];
+  /** What a conversation's download may hold. */
+  exportLimits: ExportLimits;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -17,6 +20,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     endBrowserSession: async () => {},
     conversationKeys: new ConversationKeys(),
     models: () => [],
+    exportLimits: DEFAULT_EXPORT_LIMITS,
     ...overrides,
   };
 }

@@ -3,6 +3,8 @@ import type { RouteDefinition } from './route.js';
 import { defaultRouteContext, type RouteContext } from './route-context.js';
 import { agentServerRoutes } from './routes/agent-server.js';
 import { appConversationRoutes } from './routes/app-conversations.js';
+import { appConversationWorkspaceRoutes } from './routes/app-conversation-workspace.js';
+import { openHandsV1Routes } from './routes/openhands-v1.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
 import { healthRoutes } from './routes/health.js';
@@ -28,6 +30,8 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...settingsRoutes(service),
     ...conversationRoutesV0(service, context),
     ...appConversationRoutes(service, context),
+    ...appConversationWorkspaceRoutes(service, context),
+    ...openHandsV1Routes(service),
     ...sandboxRoutes(service),
     ...sandboxSpecRoutes(service),
   ];

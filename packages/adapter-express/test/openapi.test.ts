@@ -80,10 +80,10 @@ describe('OpenAPI document', () => {
     expect(doc).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(h.service)))));
   });
 
-  it('documents a 200 response for every operation, 401 for every authenticated one, and the common error body for every error', () => {
+  it('documents a 200 response for every operation (201 for the one that queues), 401 for every authenticated one, and the common error body for every error', () => {
     for (const { path, method, operation } of operationsOf(doc)) {
       const label = `${method.toUpperCase()} ${path}`;
-      expect(operation.responses['200'], label).toBeDefined();
+      expect(operation.responses[path.endsWith('/pending-messages') ? '201' : '200'], label).toBeDefined();
       if (isAuthenticated(doc, operation)) expect(operation.responses['401'], label).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
@@ -108,6 +108,9 @@ describe('OpenAPI document', () => {
         'POST /api/conversations/{conversation_id}/message',
         'POST /api/conversations/{conversation_id}/events/respond_to_confirmation',
         'POST /api/v1/app-conversations',
+        'POST /api/v1/app-conversations/stream-start',
+        'PATCH /api/v1/app-conversations/{conversation_id}',
+        'POST /api/v1/conversations/{conversation_id}/pending-messages',
         'POST /api/v1/app-conversations/{conversation_id}/send-message',
         'POST /api/v1/app-conversations/{conversation_id}/respond-to-confirmation',
         'POST /api/v1/sandboxes',
@@ -139,7 +142,7 @@ describe('OpenAPI document', () => {
     const params = (path: string) => (doc.paths[path]?.get?.parameters ?? []).map((p) => p.name).sort();
     expect(params('/api/v1/sandboxes/search')).toEqual(['limit', 'page_id']);
     expect(params('/api/v1/app-conversations/search')).toEqual(
-      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
+      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'sandbox_id__eq', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
     );
     expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual(['conversation_id__eq', 'created_at__gte', 'limit', 'page_id', 'sort_order']);
     expect(params('/api/v1/sandboxes')).toEqual(['id']);
