@@ -10,6 +10,9 @@ export interface BodyStreamOptions {
   onBackendFailure(req: Request, route: RouteDefinition, error: DomainError): void;
 }
 
+/** Lets the event loop run (other requests, timers) between two chunks: a body made of memory-fast reads would otherwise hold it until the socket is full. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Resolves when the response can take more (`drain`), or false when the client went away first. */
 function roomFor(res: Response): Promise<boolean> {
   if (res.destroyed || res.writableEnded) return Promise.resolve(false);
@@ -33,6 +36,7 @@ function roomFor(res: Response): Promise<boolean> {
  * has taken the last (so the route holds at most one chunk per client, however slow it reads),
  * until the body ends or the client leaves (the body's iterator is then ended). A failure after
  * the headers can only cut the body short: the connection is closed without the body's end.
+ * Between chunks the event loop runs, so a long body never holds up other requests.
  */
 export function sendBodyStream(options: BodyStreamOptions) {
   return (route: BodyStreamRouteDefinition, input: Parameters<BodyStreamRouteDefinition['respond']>[0], req: Request, res: Response, next: NextFunction) => {
@@ -49,6 +53,7 @@ export function sendBodyStream(options: BodyStreamOptions) {
               const next = await chunks.next();
               if (next.done) break;
               res.write(typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value);
+              await yieldToEventLoop();
             }
             res.end();
           } catch (error: unknown) {

@@ -101,7 +101,7 @@ export interface JsonRouteDefinition<
  * iterator is ended (`return()`) when the client goes away. Headers besides Content-Type go in
  * `headers`.
  */
-export interface StreamedBody {
+interface StreamedBody {
   headers?: Record<string, string>;
   chunks: AsyncIterable<Uint8Array | string>;
 }

@@ -23,7 +23,7 @@ const SkillResponseSchema = z.object({
 });
 
 /** The skills of a workspace: its repository's always-on instructions (`repo`) and knowledge files. */
-export const skillsOf = (w: WorkspaceDescription) => w.microagents.map((m) => ({ name: m.name, type: m.type, content: m.content, triggers: m.triggers }));
+const skillsOf = (w: WorkspaceDescription) => w.microagents.map((m) => ({ name: m.name, type: m.type, content: m.content, triggers: m.triggers }));
 
 /**
  * What the OpenHands 1.11 UI reads of a V1 conversation's workspace: a file, the repository's

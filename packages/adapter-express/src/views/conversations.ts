@@ -57,7 +57,7 @@ const TokenUsageSchema = z
   .meta({ id: 'TokenUsage' });
 
 /** A conversation's model use so far (OpenHands' MetricsSnapshot). */
-export const MetricsSnapshotSchema = z
+const MetricsSnapshotSchema = z
   .object({
     model_name: z.string().meta({ description: 'The model of the last call (the conversation’s model before any).' }),
     accumulated_cost: z.number().min(0).meta({ description: 'USD so far, of the calls whose price is known (as OpenHands counts an unknown price as 0).' }),
@@ -86,8 +86,11 @@ export const AppConversationSchema = z.object({
   sub_conversation_ids: z.array(z.string()),
   public: z.boolean().nullable(),
   tags: z.record(z.string(), z.string()).meta({ description: 'Always empty here.' }),
-  acp_server: z.null(),
-  launched_agent_profile: z.null(),
+  acp_server: z.string().nullable().meta({ description: 'The ACP provider of an ACP agent: always null here.' }),
+  launched_agent_profile: z
+    .object({ agent_profile_id: z.string(), revision: z.int().min(0) })
+    .nullable()
+    .meta({ description: 'The agent profile that launched it: always null here (no agent profiles).' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
   sandbox_status: SandboxStatusSchema,
@@ -203,8 +206,8 @@ export function toAppConversationInfo(overview: ConversationOverview) {
     sub_conversation_ids: overview.sub_conversation_ids,
     public: record.public ?? null,
     tags: {},
-    acp_server: null,
-    launched_agent_profile: null,
+    acp_server: null as string | null,
+    launched_agent_profile: null as { agent_profile_id: string; revision: number } | null,
     created_at: record.created_at,
     updated_at: record.updated_at,
   };

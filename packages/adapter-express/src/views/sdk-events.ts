@@ -47,7 +47,7 @@ const PAGE = 100;
  * Visits the frames of a conversation's log in order (with their event ids) until `visit`
  * returns false or the log ends.
  */
-export function scanFrames(
+function scanFrames(
   service: AgentConversationService,
   userId: string,
   conversationId: string,

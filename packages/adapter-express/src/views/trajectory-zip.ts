@@ -14,7 +14,7 @@ export interface ExportLimits {
 export const DEFAULT_EXPORT_LIMITS: ExportLimits = { maxEvents: 10_000, maxBytes: 512 * 1024 * 1024 };
 
 /** The name the note of a cut archive has. */
-export const CUT_NOTE = 'TRUNCATED.txt';
+const CUT_NOTE = 'TRUNCATED.txt';
 
 const encoder = new TextEncoder();
 
