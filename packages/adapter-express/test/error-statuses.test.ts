@@ -82,7 +82,7 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   countSdkEvents: ConversationServiceErrors.searchEvents,
   getSdkEvents: ['InvalidIds', ...ConversationServiceErrors.searchEvents],
   queuePendingMessage: ConversationServiceErrors.queueMessage,
-  searchSkills: ConversationServiceErrors.search,
+  searchSkills: WorkspaceServiceErrors.repositorySkills,
   respondToConfirmation: ConversationServiceErrors.respondToConfirmation,
   searchConversationEvents: ConversationServiceErrors.searchEvents,
   streamConversationEvents: ConversationServiceErrors.subscribeEvents,

@@ -39,7 +39,7 @@ export {
   type CreatedConversation,
 } from './conversation/service.js';
 export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
-export { WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
+export { WorkspaceServiceErrors, type GitChange, type RepositorySkill, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
 export type { Page, PageRequest } from './pagination.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
 

@@ -1086,7 +1086,7 @@ export interface paths {
         };
         /**
          * The skills your conversations' repositories give
-         * @description The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every conversation is read for it, so it costs as much as you have conversations.
+         * @description The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every stored conversation of yours is read for it (no sandbox is asked), so it costs as much as you have conversations.
          */
         get: operations["searchSkills"];
         put?: never;

@@ -1,7 +1,6 @@
-import { ConversationServiceErrors, MAX_PENDING_MESSAGES, type AgentConversationService, type ConversationOverview, type ConversationServiceError } from '@acs/core';
-import { decodeCursor } from '@acs/core/ports';
+import { ConversationServiceErrors, MAX_PENDING_MESSAGES, WorkspaceServiceErrors, type AgentConversationService } from '@acs/core';
 import { SendMessageRequestSchema } from '@acs/core/schemas';
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { errAsync } from 'neverthrow';
 import { z } from 'zod';
 import { batchIdList, checkBatchIds, eventIdParam, limitParam, timestampParam } from '../query.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
@@ -143,7 +142,7 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
       operationId: 'searchSkills',
       summary: "The skills your conversations' repositories give",
       description:
-        "The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every conversation is read for it, so it costs as much as you have conversations.",
+        "The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every stored conversation of yours is read for it (no sandbox is asked), so it costs as much as you have conversations.",
       tags: ['skills (V1)'],
       query: z.object({
         page_id: z
@@ -154,10 +153,11 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
         limit: limitParam,
       }),
       success: { status: 200, description: 'A page of skills.', schema: z.object({ items: z.array(SkillInfoSchema), next_page_id: z.string().nullable() }) },
-      errors: ConversationServiceErrors.search,
+      errors: WorkspaceServiceErrors.repositorySkills,
       handle: ({ userId, query }) => {
         const after = query.page_id === undefined ? null : skillCursor.decode(query.page_id);
-        return userSkills(service, userId).map((skills) => {
+        return service.workspace.repositorySkills(userId).map((found) => {
+          const skills = found.map((s): SkillInfo => ({ name: s.name, type: s.type, source: s.repository, triggers: s.type === 'knowledge' ? s.triggers : null }));
           const rest = after ? skills.filter((s) => skillOrder(s, { source: after[0], name: after[1], type: '', triggers: null }) > 0) : skills;
           const items = rest.slice(0, query.limit);
           return { items, next_page_id: rest.length > query.limit ? skillCursor.encode(items.at(-1)!) : null };
@@ -165,26 +165,4 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
       },
     }),
   ];
-}
-
-/** Every distinct (repository, name) skill of the user's conversations, sorted; the newest conversation's wins. */
-function userSkills(service: AgentConversationService, userId: string): ResultAsync<SkillInfo[], ConversationServiceError<'search'>> {
-  const skills = new Map<string, SkillInfo>();
-  const add = (skill: SkillInfo) => {
-    const key = JSON.stringify([skill.source, skill.name]);
-    if (!skills.has(key)) skills.set(key, skill);
-  };
-  const collect = (c: ConversationOverview) => {
-    const source = c.record.selected_repository;
-    const guidance = c.record.workspace?.guidance;
-    if (!source || !guidance) return;
-    for (const f of guidance.instructions) add({ name: f.path, type: 'repo', source, triggers: null });
-    for (const f of guidance.knowledge) add({ name: f.name, type: 'knowledge', source, triggers: f.triggers });
-  };
-  const from = (after: string | null): ResultAsync<void, ConversationServiceError<'search'>> =>
-    service.conversations.search(userId, { include_sub_conversations: true }, { limit: 100, after: after === null ? null : decodeCursor(after) }).andThen((page) => {
-      page.items.forEach(collect);
-      return page.next_page_id === null ? okAsync(undefined) : from(page.next_page_id);
-    });
-  return from(null).map(() => [...skills.values()].sort(skillOrder));
 }
