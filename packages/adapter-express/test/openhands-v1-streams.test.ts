@@ -49,7 +49,7 @@ function reader(response: Response) {
     },
     async until(test: (text: string) => boolean): Promise<string> {
       while (!done && !test(text)) {
-        const chunk = await body.read();
+        const chunk = (await body.read()) as { done: boolean; value?: Uint8Array };
         if (chunk.done) done = true;
         else text += decoder.decode(chunk.value, { stream: true });
       }
@@ -118,7 +118,7 @@ describe('POST /api/v1/app-conversations/stream-start', () => {
       signal: controller.signal,
     });
     const text = await reader(response).until((t) => t.includes('WAITING_FOR_SANDBOX'));
-    const taskId = obj(JSON.parse(`${text.split(',\n')[0]!}]`.slice(0))[0]).id as string;
+    const taskId = obj(arr(JSON.parse(`${text.split(',\n')[0]!}]`))[0]).id as string;
     controller.abort();
     h.ports.runtime.release();
     await h.idle();
@@ -242,7 +242,7 @@ describe('a body written as it is made (sendBodyStream)', () => {
             try {
               for (let i = 0; i < count; i++) {
                 state.pulled++;
-                yield chunk;
+                yield await Promise.resolve(chunk);
               }
             } finally {
               state.ended = true;
