@@ -97,6 +97,9 @@ export function statusOf(error: DomainError | DomainErrorType): number {
     .with('GitResourceNotFound', () => 404)
     .with('GitProviderRateLimited', () => 429)
     .with('GitProviderUnavailable', () => 502)
+    .with('InvalidIds', () => 400)
+    .with('TooManyPendingMessages', () => 429)
+    .with('ExportTooLarge', () => 413)
     .with('StoreUnavailable', () => 503)
     .exhaustive();
 }

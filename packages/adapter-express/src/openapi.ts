@@ -5,15 +5,15 @@ import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
 import { notFoundTypeOf, type RouteDefinition } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does).',
+  400: 'The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does).',
   401: 'Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running).',
   403: 'A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox.',
   404: 'Not found (or not yours).',
   409: 'The current state does not allow this.',
-  413: 'The body is larger than the limit.',
+  413: 'The body is larger than the limit, or what is asked for is larger than an answer may be.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
-  429: 'A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again.',
+  429: 'A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again.',
   431: "The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body.",
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',
@@ -125,7 +125,9 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
             },
           },
         }
-      : { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
+      : route.respond
+        ? { description: route.success.description, content: { [route.success.contentType]: { schema: route.success.schema } } }
+        : { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
     const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: success };
     const errorStatuses = errorStatusesOf(route);
     for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {

@@ -1,4 +1,4 @@
-import type { PageRequest } from '@acs/core';
+import type { DomainErrorOf, PageRequest } from '@acs/core';
 import { decodeCursor, MAX_PAGE_SIZE, PAGE_ID_PATTERN } from '@acs/core/ports';
 import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema } from '@acs/core/schemas';
 import { z } from 'zod';
@@ -47,6 +47,45 @@ export const idList = z
       .max(100, 'at most 100 ids per request'),
   )
   .meta({ description: 'Repeat the parameter or separate ids with commas; 1 to 100.' });
+
+/** A UUID: 32 hex digits, dashed (8-4-4-4-12) or not. */
+export const UUID_PATTERN = '^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$';
+
+/**
+ * Ids for a batch read whose limits OpenHands answers with 400 (`checkBatchIds`): repeated or
+ * comma-separated, each 1 to 128 characters and of the form `item` says (the document states
+ * it; the router takes any, for checkBatchIds to answer); how many is left to the check (the
+ * URL's own limit bounds it).
+ */
+export const batchIdList = (item: z.ZodString = z.string()) =>
+  z.preprocess(
+    (v: unknown): unknown =>
+      v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
+    z
+      .array(
+        item
+          .min(1)
+          .max(128)
+          // eslint-disable-next-line no-control-regex -- U+0000 is left out as the router refuses it (findUnstorableText).
+          .regex(/^[^,\u0000]+$/, 'holds a comma (which separates ids) or U+0000'),
+      )
+      .min(1, 'give at least one id'),
+  );
+
+const UUID = new RegExp(UUID_PATTERN);
+
+/**
+ * OpenHands' limits of a batch read, as the 400 it answers with: at most `max` ids, each a UUID
+ * (when `uuid`) or an event id (digits, when `digits`). Null when the ids pass.
+ */
+export function checkBatchIds(field: string, ids: readonly string[], rule: { max: number; form?: 'uuid' | 'digits' }): DomainErrorOf<'InvalidIds'> | null {
+  if (ids.length > rule.max) return { type: 'InvalidIds', field, reason: `at most ${rule.max} ids per request; got ${ids.length}` };
+  const pattern = rule.form === 'uuid' ? UUID : rule.form === 'digits' ? /^\d{1,10}$/ : null;
+  const bad = pattern ? ids.filter((id) => !pattern.test(id)) : [];
+  if (bad.length === 0) return null;
+  const shown = bad.slice(0, 5).map((id) => JSON.stringify(id)).join(', ');
+  return { type: 'InvalidIds', field, reason: `${rule.form === 'uuid' ? 'not a UUID' : 'not an event id'}: ${shown}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}` };
+}
 
 /**
  * An ISO-8601 date or date-time: a date, optionally a time to the minute, second or

@@ -1,5 +1,6 @@
 import type { EndBrowserSession } from './auth/caller.js';
 import { ConversationKeys } from './auth/conversation-keys.js';
+import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
 
 /** What route handlers need from the router besides the service. */
 export interface RouteContext {
@@ -13,6 +14,8 @@ export interface RouteContext {
   lastRequestAt: () => number;
   /** The console's page that answers device sign-ins, as a path of the origin. */
   deviceVerificationPath: string;
+  /** What a conversation's download may hold. */
+  exportLimits: ExportLimits;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -23,6 +26,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     models: () => [],
     lastRequestAt: () => Date.now(),
     deviceVerificationPath: '/console/device',
+    exportLimits: DEFAULT_EXPORT_LIMITS,
     ...overrides,
   };
 }

@@ -116,6 +116,37 @@ export interface JsonRouteDefinition<
   success: { status: 200 | 201; description: string; schema: z.ZodType; text?: true };
   handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainErrorOf<E[number]>>;
   stream?: never;
+  respond?: never;
+}
+
+/**
+ * A body written as it is made (a JSON array of progress snapshots, a zip archive): chunks are
+ * pulled one at a time, each only once the client has taken what was written before, and the
+ * iterator is ended (`return()`) when the client goes away. Headers besides Content-Type go in
+ * `headers`.
+ */
+interface StreamedBody {
+  headers?: Record<string, string>;
+  chunks: AsyncIterable<Uint8Array | string>;
+}
+
+/**
+ * A route whose answer is a body written as it is made (`respond`). A refusal while opening
+ * (404, 413…) is still a JSON error; once `respond` resolves the status and headers are sent,
+ * so a failure after that can only cut the body short.
+ */
+export interface BodyStreamRouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  H extends z.ZodType = z.ZodType,
+  E extends RouteErrors = RouteErrors,
+> extends RouteCommon<P, Q, B, H, E> {
+  /** `contentType` is the body's; `schema` describes it for the document. */
+  success: { status: 200; description: string; contentType: string; schema: z.ZodType };
+  respond(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<StreamedBody, DomainErrorOf<E[number]>>;
+  handle?: never;
+  stream?: never;
 }
 
 /**
@@ -141,6 +172,7 @@ export interface StreamRouteDefinition<
     pacing: StreamPacing,
   ): ResultAsync<EventStreamHandle, DomainErrorOf<E[number]>>;
   handle?: never;
+  respond?: never;
 }
 
 /**
@@ -155,7 +187,7 @@ export type RouteDefinition<
   B extends z.ZodType = z.ZodType,
   H extends z.ZodType = z.ZodType,
   E extends RouteErrors = RouteErrors,
-> = JsonRouteDefinition<P, Q, B, H, E> | StreamRouteDefinition<P, Q, B, H, E>;
+> = JsonRouteDefinition<P, Q, B, H, E> | StreamRouteDefinition<P, Q, B, H, E> | BodyStreamRouteDefinition<P, Q, B, H, E>;
 
 type Defaulted = 'params' | 'query' | 'body' | 'headers' | 'bodyRequired' | 'authenticated';
 type Optional<P, Q, B, H> = { params?: P; query?: Q; body?: B; headers?: H; bodyRequired?: boolean; authenticated?: boolean };
@@ -163,7 +195,8 @@ type Optional<P, Q, B, H> = { params?: P; query?: Q; body?: B; headers?: H; body
 /** `errors` alone decides E; the handler is checked against it (NoInfer), never widens it. */
 type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> =
   | (Omit<JsonRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E })
-  | (Omit<StreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E });
+  | (Omit<StreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E })
+  | (Omit<BodyStreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E });
 
 /**
  * Defines a route. `errors` lists the domain errors its handler may return; a handler that

@@ -23,6 +23,8 @@ import { attachRealtime, type RealtimeChannels } from './realtime/attach.js';
 import { LiveConnections, resolveLiveChannelLimits, type LiveChannelLimits } from './realtime/live-connections.js';
 import { notFoundOf, toExpressPath, type RouteDefinition } from './route.js';
 import { createEventStreams } from './event-stream.js';
+import { sendBodyStream } from './body-stream.js';
+import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
 import { buildRoutes } from './routes.js';
 import { defaultRouteContext } from './route-context.js';
 
@@ -53,6 +55,12 @@ export interface AcsRouterOptions {
   deviceVerificationPath?: string;
   /** The model names `GET /api/options/models` offers the UI (e.g. the LLM adapter's price table). Default: none; users type their own. */
   models?: () => readonly string[];
+  /**
+   * What `GET /api/v1/app-conversations/{id}/download` may hold: at most `maxEvents` events
+   * (default 10,000, as OpenHands; a longer log is refused with 413) and `maxBytes` of event JSON
+   * (default 512 MiB; past it the archive ends with a TRUNCATED.txt note).
+   */
+  conversationExport?: Partial<ExportLimits>;
   /** Largest accepted JSON body (default 1 MiB). */
   bodyLimit?: number;
   /**
@@ -159,6 +167,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       conversationKeys,
       models: () => options.models?.() ?? [],
       deviceVerificationPath,
+      exportLimits: exportLimitsOf(options.conversationExport),
     }),
   );
   // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
@@ -172,6 +181,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
     onBackendFailure: (req, route, error) => logBackendFailure(req, route, error),
   });
+  const bodyStream = sendBodyStream({ logger, onBackendFailure: (req, route, error) => logBackendFailure(req, route, error) });
   let document: OpenApiDocument | undefined;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
   const maxJsonDepth = options.maxJsonDepth ?? 64;
@@ -410,6 +420,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           eventStreams.open(route, input, req, res, next);
           return;
         }
+        if (route.respond) {
+          bodyStream(route, input, req, res, next);
+          return;
+        }
         route
           .handle(input)
           .match(
@@ -468,6 +482,14 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
 }
 
+
+function exportLimitsOf(limits: Partial<ExportLimits> = {}): ExportLimits {
+  const resolved = { ...DEFAULT_EXPORT_LIMITS, ...limits };
+  for (const [name, value] of Object.entries(resolved)) {
+    if (!(Number.isSafeInteger(value) && value > 0)) throw new Error(`conversationExport.${name} must be a positive integer.`);
+  }
+  return resolved;
+}
 
 /** The declared headers of a request, by their declared names; an empty header counts as absent. */
 function headersOf(req: Request, schema: z.ZodType): Record<string, string | undefined> {

@@ -6,6 +6,8 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { deviceAuthorizationRoutes } from './routes/device-authorization.js';
 import { userRoutes } from './routes/users.js';
 import { appConversationRoutes } from './routes/app-conversations.js';
+import { appConversationWorkspaceRoutes } from './routes/app-conversation-workspace.js';
+import { openHandsV1Routes } from './routes/openhands-v1.js';
 import { browserRoutes } from './routes/browser.js';
 import { conversationRoutesV0 } from './routes/conversations-v0.js';
 import { configRoutesV1 } from './routes/config-v1.js';
@@ -41,6 +43,8 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...userRoutes(service),
     ...conversationRoutesV0(service, context),
     ...appConversationRoutes(service, context),
+    ...appConversationWorkspaceRoutes(service, context),
+    ...openHandsV1Routes(service),
     ...sandboxRoutes(service),
     ...sandboxSpecRoutes(service),
     ...gitRoutes(service),

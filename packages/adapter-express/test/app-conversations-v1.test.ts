@@ -287,11 +287,15 @@ describe('start tasks: batch, search and count', () => {
     await expect422('/api/v1/app-conversations/start-tasks/count?created_at__gte=yesterday', 'query.created_at__gte');
   });
 
-  it('batch get needs ids: missing, empty or more than 100 → 422', async () => {
+  it('batch get needs UUID ids (missing, empty or not a UUID → 422), at most 100 (more → 400 INVALID_IDS, as OpenHands 1.11)', async () => {
     await expect422('/api/v1/app-conversations/start-tasks', 'query.ids');
     await expect422('/api/v1/app-conversations/start-tasks?ids=', 'query.ids');
+    await expect422('/api/v1/app-conversations/start-tasks?ids=nope', 'query.ids.0');
     const many = Array.from({ length: 101 }, (_, i) => `ids=${i.toString(16).padStart(32, '0')}`).join('&');
-    await expect422(`/api/v1/app-conversations/start-tasks?${many}`, 'query.ids');
+    const tooMany = await h.call('GET', `/api/v1/app-conversations/start-tasks?${many}`);
+    expect(tooMany.status).toBe(400);
+    expect(errorCode(tooMany.body)).toBe('INVALID_IDS');
+    expect(obj(tooMany.body).detail).toContain('at most 100');
     const hundred = Array.from({ length: 100 }, (_, i) => i.toString(16).padStart(32, '0')).join(',');
     const ok = arr(await get(`/api/v1/app-conversations/start-tasks?ids=${hundred}`));
     expect(ok).toHaveLength(100);
@@ -383,8 +387,16 @@ describe('app conversations: list, search, count, filters and batch get', () => 
     expect(batchItem).toMatchObject({ sandbox_id: expect.stringMatching(HEX32) as string, sandbox_status: 'RUNNING' });
   });
 
-  it('more than 100 ids → 422', async () => {
-    const many = Array.from({ length: 101 }, (_, i) => `ids=${i.toString(16).padStart(32, '0')}`).join('&');
-    await expect422(`/api/v1/app-conversations?${many}`, 'query.ids');
+  it('100 ids or more, or an id that is not a UUID → 400 INVALID_IDS (as OpenHands 1.11), with our error body', async () => {
+    const idsOf = (n: number) => Array.from({ length: n }, (_, i) => `ids=${i.toString(16).padStart(32, '0')}`).join('&');
+    expect(arr(await get(`/api/v1/app-conversations?${idsOf(99)}`))).toHaveLength(99);
+    for (const query of [idsOf(100), idsOf(101), 'ids=nope', `ids=${created[0]?.id as string}&ids=abc`]) {
+      const r = await h.call('GET', `/api/v1/app-conversations?${query}`);
+      expect(r.status, query).toBe(400);
+      expect(errorCode(r.body)).toBe('INVALID_IDS');
+      expect(obj(r.body).detail).toBe(obj(r.body).message);
+    }
+    expect(obj((await h.call('GET', '/api/v1/app-conversations?ids=nope')).body).detail).toBe('ids: not a UUID: "nope"');
+    expect(obj((await h.call('GET', `/api/v1/app-conversations?${idsOf(100)}`)).body).detail).toBe('ids: at most 99 ids per request; got 100');
   });
 });

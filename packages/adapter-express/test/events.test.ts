@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sseMessages, type ScriptedTurn } from '@acs/testing';
+import { expectOpenHandsShape } from './openhands-shapes.js';
 import {
   arr,
   createConversation,
@@ -634,7 +635,7 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
 // ---------------------------------------------------------------------------------------
 
 describe('POST /api/v1/app-conversations/{id}/send-message', () => {
-  it('returns the stored message event and the agent runs again after it had finished', async () => {
+  it('answers as OpenHands 1.11 (success, sandbox_status) and the agent runs again after it had finished', async () => {
     const h = await harness();
     h.ports.llm.push(THINK, DONE);
     const id = await startV1(h);
@@ -644,23 +645,30 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
       body: { role: 'user', content: [{ type: 'text', text: 'Tell me more.' }, { type: 'image', image_urls: ['https://example.com/a.png'] }], run: true },
     });
     expect(r.status, r.text).toBe(200);
-    expect(obj(r.body)).toMatchObject({ id: 9, kind: 'message', source: 'user', text: 'Tell me more.', image_urls: ['https://example.com/a.png'] });
+    expect(r.body).toEqual({ success: true, sandbox_status: 'RUNNING', message: null });
+    expectOpenHandsShape('AppSendMessageResponse', r.body);
     await h.idle();
     const page = await events(h, id, '?after=8');
     expect(page.items.map(summary)).toEqual(['message(user)', 'status(running)', 'llm_call', 'message(agent)', 'status(finished)']);
-    expect(page.items[0]).toEqual(r.body);
+    expect(page.items[0]).toMatchObject({ id: 9, kind: 'message', source: 'user', text: 'Tell me more.', image_urls: ['https://example.com/a.png'] });
     expect(page.items[3]).toMatchObject({ text: 'Here is more.' });
     // The model saw the new message.
     expect(JSON.stringify(h.ports.llm.requests[h.ports.llm.requests.length - 1]?.messages)).toContain('Tell me more.');
   });
 
-  it('role defaults to user', async () => {
+  it('role defaults to user and run to true, as in OpenHands 1.11; a part may leave its type out', async () => {
     const h = await harness();
     const id = await startV1(h);
     await h.idle();
-    const r = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: { content: [{ type: 'text', text: 'hi' }] } });
+    const calls = h.ports.llm.calls;
+    h.ports.llm.push({ content: 'Hello.' });
+    const r = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: { content: [{ text: 'hi' }] } });
     expect(r.status, r.text).toBe(200);
-    expect(obj(r.body)).toMatchObject({ kind: 'message', source: 'user', text: 'hi' });
+    await h.idle();
+    const log = (await events(h, id)).items;
+    expect(log.filter((e) => e.kind === 'message').at(-2)).toMatchObject({ source: 'user', text: 'hi' });
+    expect(log.filter((e) => e.kind === 'message').at(-1)).toMatchObject({ source: 'agent', text: 'Hello.' });
+    expect(h.ports.llm.calls).toBe(calls + 1);
   });
 
   it('refuses bad messages with 422 and appends nothing', async () => {
@@ -720,14 +728,17 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     expect((await h.call('POST', `/api/conversations/${id}/stop`)).status).toBe(200);
     await h.idle();
     const calls = h.ports.llm.calls;
+    const before = (await events(h, id)).items.at(-1)!.id as number;
     const sent = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('While you were away') });
     expect(sent.status, sent.text).toBe(200);
+    expect(obj(sent.body)).toMatchObject({ success: true, sandbox_status: 'PAUSED', message: expect.stringContaining('when the conversation is started') as unknown });
+    expectOpenHandsShape('AppSendMessageResponse', sent.body);
     await h.idle();
     expect(h.ports.llm.calls).toBe(calls);
     h.ports.llm.push({ content: 'Back now.' });
     expect((await h.call('POST', `/api/conversations/${id}/start`)).status).toBe(200);
     await h.idle();
-    const after = (await events(h, id, `?after=${(sent.body as { id: number }).id}`)).items;
+    const after = (await events(h, id, `?after=${before + 1}`)).items;
     expect(after.some((e) => e.kind === 'message' && e.source === 'agent' && e.text === 'Back now.')).toBe(true);
   });
 });
@@ -815,6 +826,6 @@ describe('OpenAPI: event routes', () => {
     expect(obj(ok['text/event-stream'])['x-sse-data']).toEqual({ $ref: '#/components/schemas/ConversationEvent' });
     expect(arr(stream.parameters).map((p) => `${obj(p).in as string}:${obj(p).name as string}`).sort()).toEqual(['header:Last-Event-ID', 'path:conversation_id', 'query:after']);
     const send = obj(obj(paths['/api/v1/app-conversations/{conversation_id}/send-message']).post);
-    expect(JSON.stringify(obj(send.responses)['200'])).toContain('#/components/schemas/MessageEvent');
+    expect(JSON.stringify(obj(send.responses)['200'])).toContain('sandbox_status');
   });
 });

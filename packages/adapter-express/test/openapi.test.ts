@@ -80,11 +80,11 @@ describe('OpenAPI document', () => {
     expect(doc).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(h.service)))));
   });
 
-  it('documents a 200 response for every operation (201 for the creations OpenHands answers so), 401 for every authenticated one, and the common error body for every error', () => {
+  it('documents a 200 response for every operation (201 for the creations OpenHands answers so, and the one that queues), 401 for every authenticated one, and the common error body for every error', () => {
     const created = ['POST /api/v1/secrets', 'POST /api/v1/settings/profiles/{name}'];
     for (const { path, method, operation } of operationsOf(doc)) {
       const label = `${method.toUpperCase()} ${path}`;
-      expect(operation.responses[created.includes(label) ? '201' : '200'], label).toBeDefined();
+      expect(operation.responses[created.includes(label) || path.endsWith('/pending-messages') ? '201' : '200'], label).toBeDefined();
       if (isAuthenticated(doc, operation)) expect(operation.responses['401'], label).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
@@ -110,6 +110,9 @@ describe('OpenAPI document', () => {
         'POST /api/conversations/{conversation_id}/message',
         'POST /api/conversations/{conversation_id}/events/respond_to_confirmation',
         'POST /api/v1/app-conversations',
+        'POST /api/v1/app-conversations/stream-start',
+        'PATCH /api/v1/app-conversations/{conversation_id}',
+        'POST /api/v1/conversations/{conversation_id}/pending-messages',
         'POST /api/v1/app-conversations/{conversation_id}/send-message',
         'POST /api/v1/app-conversations/{conversation_id}/respond-to-confirmation',
         'POST /api/v1/sandboxes',
@@ -154,7 +157,7 @@ describe('OpenAPI document', () => {
     const params = (path: string) => (doc.paths[path]?.get?.parameters ?? []).map((p) => p.name).sort();
     expect(params('/api/v1/sandboxes/search')).toEqual(['limit', 'page_id']);
     expect(params('/api/v1/app-conversations/search')).toEqual(
-      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
+      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'sandbox_id__eq', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
     );
     expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual(['conversation_id__eq', 'created_at__gte', 'limit', 'page_id', 'sort_order']);
     expect(params('/api/v1/sandboxes')).toEqual(['id']);

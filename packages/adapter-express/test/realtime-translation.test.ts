@@ -5,6 +5,7 @@ import { readWholeLog } from '../src/realtime/feed.js';
 import { V0EventTranslator, agentStateOf } from '../src/realtime/v0-events.js';
 import { countV1Frames, V1EventTranslator } from '../src/realtime/v1-events.js';
 import { createConversation, LLM_SETTINGS, startHarness, storeSettings, type Harness } from './harness.js';
+import { expectOpenHandsShape, openHandsProblems } from './openhands-shapes.js';
 
 /**
  * The translation of our events into the forms the OpenHands UI renders: V0 (`oh_event` over
@@ -148,5 +149,52 @@ describe('V1 translation', () => {
     expect(observations[1]).toMatchObject({ observation: { command: 'create', path: '/workspace/hello.py', prev_exist: false, new_content: 'print("hi")\nprint("bye")' } });
     expect(actions[5]).toMatchObject({ action: { kind: 'FinishAction', message: 'All done.' } });
     expect(frames[0]).toMatchObject({ llm_message: { role: 'user', content: [{ type: 'text', text: 'make hello.py' }] } });
+  });
+});
+
+describe('V1 translation, sdk dialect (the OpenHands 1.11 app server’s Event union)', () => {
+  it('every frame is an Event of the 1.11 models, with the SDK 1.34 kinds', async () => {
+    const log = await conversationLog();
+    const translator = new V1EventTranslator('sdk');
+    const frames = log.flatMap((e) => translator.translate(e));
+    for (const frame of frames) expectOpenHandsShape('Event', frame);
+    const described = frames.map((f) => {
+      const inner = (f.action ?? f.observation) as { kind: string } | undefined;
+      return inner ? `${f.kind}:${inner.kind}` : f.kind;
+    });
+    expect(described.filter((d) => d.includes(':'))).toEqual([
+      'ActionEvent:TerminalAction',
+      'ObservationEvent:TerminalObservation',
+      'ActionEvent:FileEditorAction',
+      'ObservationEvent:FileEditorObservation',
+      'ActionEvent:FileEditorAction',
+      'ObservationEvent:FileEditorObservation',
+      'ActionEvent:ThinkAction',
+      'ObservationEvent:ThinkObservation',
+      'ActionEvent:TerminalAction',
+      'ObservationEvent:TerminalObservation',
+      'ActionEvent:FinishAction',
+    ]);
+    const observations = frames.filter((f) => f.kind === 'ObservationEvent');
+    expect(observations[0]).toMatchObject({ observation: { content: [{ type: 'text', text: expect.stringMatching(/^a\.txt\nb\.txt\n/) as unknown }], exit_code: 0, is_error: false } });
+    expect(frames.find((f) => f.kind === 'ActionEvent')).toMatchObject({ tool_call: { name: 'execute_bash', origin: 'completion' } });
+    expect(frames[0]).toMatchObject({ kind: 'MessageEvent', activated_skills: [] });
+    // The ui dialect is not an Event of 1.11 (its kinds are those of the 0.62 UI).
+    const ui = log.flatMap((e) => new V1EventTranslator().translate(e));
+    expect(ui.filter((f) => f.kind === 'ActionEvent').some((f) => openHandsProblems('Event', f).length > 0)).toBe(true);
+  });
+
+  it('a fatal error is a ConversationErrorEvent with our code; a translator reading a log keeps no action once it has its observation', () => {
+    const translator = new V1EventTranslator('sdk');
+    const at = '2026-01-01T00:00:00.000Z';
+    const [error] = translator.translate({ id: 3, kind: 'error', source: 'environment', timestamp: at, code: 'llm_auth_failed', message: 'the key was refused', fatal: true });
+    expect(error).toEqual({ id: '3', timestamp: at, kind: 'ConversationErrorEvent', source: 'environment', code: 'llm_auth_failed', detail: 'the key was refused' });
+    expectOpenHandsShape('Event', error);
+    const action = { id: 4, kind: 'action', source: 'agent', timestamp: at, tool_call_id: 'c1', tool_name: 'think', arguments: { thought: 't' }, raw_arguments: '{"thought":"t"}', thought: null, response_id: 'r1' } as const;
+    translator.translate(action);
+    const observation = { id: 5, kind: 'observation', source: 'environment', timestamp: at, tool_call_id: 'c1', tool_name: 'think', content: 'ok', is_error: false, exit_code: null, details: {} } as const;
+    expect(translator.translate(observation)[0]).toMatchObject({ action_id: '4' });
+    // Its action was let go: the same observation again has no action to point at.
+    expect(translator.translate({ ...observation, id: 6 })[0]).toMatchObject({ action_id: '' });
   });
 });

@@ -13,6 +13,7 @@ export function matchesConversationFilter(record: ConversationRecord, filter: Co
   if (filter.updated_at_lt !== undefined && record.updated_at >= filter.updated_at_lt) return false;
   if (filter.selected_repository !== undefined && record.selected_repository !== filter.selected_repository) return false;
   if (filter.trigger !== undefined && record.trigger !== filter.trigger) return false;
+  if (filter.sandbox_id !== undefined && record.sandbox_id !== filter.sandbox_id) return false;
   return true;
 }
 

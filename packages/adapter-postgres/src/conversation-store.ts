@@ -104,6 +104,7 @@ export class PostgresConversationStore implements ConversationStore {
     if (filter.updated_at_lt !== undefined) clauses.push(`updated_at < ${params.add(filter.updated_at_lt)}::timestamptz`);
     if (filter.selected_repository !== undefined) clauses.push(`selected_repository = ${params.add(filter.selected_repository)}`);
     if (filter.trigger !== undefined) clauses.push(`trigger = ${params.add(filter.trigger)}`);
+    if (filter.sandbox_id !== undefined) clauses.push(`sandbox_id = ${params.add(filter.sandbox_id)}`);
     return clauses.join(' AND ');
   }
 }

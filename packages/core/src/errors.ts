@@ -63,6 +63,12 @@ export type DomainError =
   | { readonly type: 'GitProviderRateLimited'; readonly provider: string; readonly message: string }
   /** The git provider could not be reached, failed (5xx), answered something unreadable, or did not answer in time. */
   | { readonly type: 'GitProviderUnavailable'; readonly provider: string; readonly reason: 'unavailable' | 'timeout'; readonly message: string }
+  /** Ids a request names that no record can have, or more of them than one request may name. */
+  | { readonly type: 'InvalidIds'; readonly field: string; readonly reason: string }
+  /** A conversation already holds as many messages waiting for its agent as it may. */
+  | { readonly type: 'TooManyPendingMessages'; readonly conversationId: string; readonly limit: number }
+  /** A conversation's log is larger than an export may be. */
+  | { readonly type: 'ExportTooLarge'; readonly conversationId: string; readonly limit: number }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -129,6 +135,9 @@ export const DOMAIN_ERROR_CODES = {
   GitResourceNotFound: ['GIT_RESOURCE_NOT_FOUND'],
   GitProviderRateLimited: ['GIT_PROVIDER_RATE_LIMITED'],
   GitProviderUnavailable: ['GIT_PROVIDER_UNAVAILABLE', 'GIT_PROVIDER_TIMEOUT'],
+  InvalidIds: ['INVALID_IDS'],
+  TooManyPendingMessages: ['TOO_MANY_PENDING_MESSAGES'],
+  ExportTooLarge: ['EXPORT_TOO_LARGE'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -294,6 +303,18 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
         ? { code: 'GIT_PROVIDER_TIMEOUT' as const, message: `${providerName(e.provider)} did not answer in time: ${e.message}` }
         : { code: 'GIT_PROVIDER_UNAVAILABLE' as const, message: `${providerName(e.provider)} could not be used: ${e.message}` },
     )
+    .with({ type: 'InvalidIds' }, (e) => ({
+      code: 'INVALID_IDS' as const,
+      message: `${e.field}: ${e.reason}`,
+    }))
+    .with({ type: 'TooManyPendingMessages' }, (e) => ({
+      code: 'TOO_MANY_PENDING_MESSAGES' as const,
+      message: `Conversation ${e.conversationId} already has ${e.limit} messages waiting for its agent, the most allowed; send more once it has taken them.`,
+    }))
+    .with({ type: 'ExportTooLarge' }, (e) => ({
+      code: 'EXPORT_TOO_LARGE' as const,
+      message: `Conversation ${e.conversationId} has more than ${e.limit} events, more than an export may hold; read its events page by page instead.`,
+    }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',
       message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once; pause or delete one, then try again.`,

@@ -39,13 +39,16 @@ export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, ty
 export {
   ConversationServiceErrors,
   DEFAULT_KEYLESS_MODEL_PREFIXES,
+  MAX_PENDING_MESSAGES,
   type ConversationService,
+  type ConversationUpdate,
+  type QueuedMessage,
   type ConversationServiceError,
   type ConversationServiceOptions,
   type CreatedConversation,
 } from './conversation/service.js';
 export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
-export { WorkspaceServiceErrors, type GitChange, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
+export { WorkspaceServiceErrors, type GitChange, type RepositorySkill, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
 export { GitServiceErrors, type BranchSearch, type GitService, type InstallationSearch, type RepositorySearch } from './git/service.js';
 export { decodeGitPageId, encodeGitPageId, GIT_PAGE_ID_PATTERN } from './git/page-id.js';
 export type { Page, PageRequest } from './pagination.js';

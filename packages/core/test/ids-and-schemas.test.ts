@@ -213,9 +213,26 @@ describe('AppConversationStartRequestSchema', () => {
     ]);
   });
 
-  it('rejects text content without text, and a message without content', () => {
+  it('rejects text content without text; a first message may leave its content out (none, as OpenHands 1.11 defaults it)', () => {
     expect(rejected({ initial_message: { content: [{ type: 'text' }] } })).toEqual(['initial_message.content.0.text']);
-    expect(rejected({ initial_message: { role: 'user' } })).toEqual(['initial_message.content']);
+    expect(rejected({ initial_message: { content: [{}] } })).toEqual(['initial_message.content.0.text']);
+    expect(AppConversationStartRequestSchema.safeParse({ initial_message: { role: 'user' } }).success).toBe(true);
+    expect(AppConversationStartRequestSchema.parse({ initial_message: { content: [{ text: 'hi' }, { image_urls: ['https://example.com/a.png'] }] } }).initial_message?.content).toEqual([
+      { type: 'text', text: 'hi' },
+      { type: 'image', image_urls: ['https://example.com/a.png'] },
+    ]);
+  });
+
+  it('refuses what it cannot honour unless empty: plugins, secrets, agent profiles; a suggested task with a first message', () => {
+    expect(rejected({ plugins: [{ source: 'github:o/r' }] })).toEqual(['plugins']);
+    expect(rejected({ secrets: { TOKEN: 'x' } })).toEqual(['secrets']);
+    expect(rejected({ agent_profile_id: 'p1' })).toEqual(['agent_profile_id']);
+    expect(AppConversationStartRequestSchema.safeParse({ plugins: [], secrets: {}, agent_profile_id: null }).success).toBe(true);
+    const task = { repo: 'o/r', issue_number: 1, title: 't', task_type: 'OPEN_ISSUE', git_provider: 'github' };
+    expect(AppConversationStartRequestSchema.safeParse({ suggested_task: task }).success).toBe(true);
+    expect(rejected({ suggested_task: task, initial_message: { content: [{ type: 'text', text: 'x' }] } })).toEqual(['suggested_task']);
+    expect(rejected({ conversation_id: 'not-a-uuid' })).toEqual(['conversation_id']);
+    expect(AppConversationStartRequestSchema.safeParse({ conversation_id: '3387d26a-07df-48e8-add9-d60b19695f1f', trigger: 'automation', public: true, system_message_suffix: 'Be brief.' }).success).toBe(true);
   });
 
   it('rejects an unknown role', () => {
@@ -268,6 +285,9 @@ describe('explainDomainError', () => {
     GitResourceNotFound: { type: 'GitResourceNotFound', provider: 'gitlab', message: '404 Project Not Found' },
     GitProviderRateLimited: { type: 'GitProviderRateLimited', provider: 'github', message: 'API rate limit exceeded' },
     GitProviderUnavailable: { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'no answer within 15 s' },
+    InvalidIds: { type: 'InvalidIds', field: 'ids', reason: 'nope is not a UUID' },
+    TooManyPendingMessages: { type: 'TooManyPendingMessages', conversationId: 'conv-123', limit: 10 },
+    ExportTooLarge: { type: 'ExportTooLarge', conversationId: 'conv-123', limit: 10000 },
     StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
   };
 
@@ -307,6 +327,9 @@ describe('explainDomainError', () => {
     GitResourceNotFound: { code: 'GIT_RESOURCE_NOT_FOUND', mentions: ['GitLab', '404 Project Not Found'] },
     GitProviderRateLimited: { code: 'GIT_PROVIDER_RATE_LIMITED', mentions: ['GitHub', 'rate limit'] },
     GitProviderUnavailable: { code: 'GIT_PROVIDER_TIMEOUT', mentions: ['GitHub', 'in time'] },
+    InvalidIds: { code: 'INVALID_IDS', mentions: ['ids', 'nope is not a UUID'] },
+    TooManyPendingMessages: { code: 'TOO_MANY_PENDING_MESSAGES', mentions: ['conv-123', '10 messages'] },
+    ExportTooLarge: { code: 'EXPORT_TOO_LARGE', mentions: ['conv-123', 'more than 10000 events'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

@@ -1230,7 +1230,7 @@ export interface paths {
         };
         /**
          * List app conversations, or get them by id
-         * @description With ids: an array in the order asked, null where there is no such conversation. Without: a page, like /search.
+         * @description With ids (UUIDs, 32 hex digits dashed or not; at most 99, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.
          */
         get: operations["listAppConversations"];
         put?: never;
@@ -1239,6 +1239,26 @@ export interface paths {
          * @description Returns a start task (WORKING) at once; poll GET /api/v1/app-conversations/start-tasks?ids=… until READY or ERROR. app_conversation_id is known from the first response.
          */
         post: operations["startAppConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/stream-start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an app conversation, following its start
+         * @description As POST /api/v1/app-conversations, but the answer is a JSON array written as the start goes on (as OpenHands streams it: `[`, then each start task snapshot, `,` between them, `]` once it is READY or ERROR). A refused request is a JSON error as usual.
+         */
+        post: operations["streamStartAppConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1320,7 +1340,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get start tasks by id */
+        /**
+         * Get start tasks by id
+         * @description Ids are UUIDs (32 hex digits, dashed or not); 400 INVALID_IDS for more than 100, as OpenHands answers.
+         */
         get: operations["getStartTasks"];
         put?: never;
         post?: never;
@@ -1341,10 +1364,18 @@ export interface paths {
         get: operations["getAppConversation"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an app conversation
+         * @description As DELETE /api/conversations/{id}: the conversation, its events and start tasks, and its sandbox when no other conversation uses it.
+         */
+        delete: operations["deleteAppConversation"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an app conversation
+         * @description Its title, whether it is public, its repository, branch and provider: only what the body names changes (null clears it). Nothing runs: a new repository is cloned when the conversation is next started in a new sandbox.
+         */
+        patch: operations["updateAppConversation"];
         trace?: never;
     };
     "/api/v1/app-conversations/{conversation_id}/send-message": {
@@ -1358,7 +1389,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to the agent
-         * @description Appends a user message (text and/or images) to the conversation and returns the stored message event. With `run: true` a running conversation acts on it at once (also after the agent finished); with `run: false` (the default, as in OpenHands) it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way; a stopped conversation sees it when started. Only role "user" is accepted.
+         * @description Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. Unlike OpenHands, a conversation whose sandbox is not running takes the message too: its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.
          */
         post: operations["sendAppConversationMessage"];
         delete?: never;
@@ -1419,6 +1450,220 @@ export interface paths {
          * @description A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.
          */
         get: operations["streamConversationEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the conversation's workspace, as text
+         * @description The file's text (its first MiB, with a note when there is more). As OpenHands answers, every failure (no such conversation, its sandbox not running, no such file, a directory) is an empty string.
+         */
+        get: operations["readAppConversationFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/git/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed in the conversation's repository (agent-server form)
+         * @description From `git status` in `path` (the repository; default its working directory). 409 when its sandbox is not running.
+         */
+        get: operations["getAppConversationGitChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/git/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A changed file, before and after (agent-server form) */
+        get: operations["getAppConversationGitDiff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The guidance the agent of the conversation was given
+         * @description Its repository's always-on instructions (`repo`: AGENTS.md, .openhands/microagents/repo.md…) and knowledge files with their triggers; empty before the repository is prepared, or without one.
+         */
+        get: operations["getAppConversationSkills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The hooks of the conversation (none)
+         * @description The agent here runs no hooks (.openhands/hooks.json is not read), so the list is always empty.
+         */
+        get: operations["getAppConversationHooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The conversation as a zip (its trajectory)
+         * @description As OpenHands exports it: meta.json (the conversation) and event_<index>_<id>.json for each event (OpenHands SDK events, oldest first). Written as it is read, never held whole. A conversation with more than 10000 events is refused (413 EXPORT_TOO_LARGE); past 536870912 bytes of events the archive ends with TRUNCATED.txt saying where it was cut.
+         */
+        get: operations["downloadAppConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversation/{conversation_id}/events/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search a conversation's events (OpenHands SDK form)
+         * @description The events as OpenHands 1.11 serves them: SDK events (MessageEvent, ActionEvent, ObservationEvent, ConversationStateUpdateEvent, AgentErrorEvent, ConversationErrorEvent), oldest first (`sort_order=TIMESTAMP`) or newest first. `page_id` is the `next_page_id` of the page before (an event id).
+         */
+        get: operations["searchSdkEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversation/{conversation_id}/events/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Count a conversation's events (OpenHands SDK form) */
+        get: operations["countSdkEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversation/{conversation_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a conversation's events by id (OpenHands SDK form)
+         * @description Ids as the events carry them; at most 100 (400 INVALID_IDS otherwise, as OpenHands answers).
+         */
+        get: operations["getSdkEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/pending-messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a message for a conversation that is starting
+         * @description The conversation is its id, or `task-<start task id>` before the client knows it. The message goes into its log at once, and its agent acts on it as soon as it runs (as send-message with run: true). 429 TOO_MANY_PENDING_MESSAGES when 10 user messages already wait for the agent.
+         */
+        post: operations["queuePendingMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/skills/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The skills your conversations' repositories give
+         * @description The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every stored conversation of yours is read for it (no sandbox is asked), so it costs as much as you have conversations.
+         */
+        get: operations["searchSkills"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2300,26 +2545,31 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A message from the user to the agent, or the agent’s reply to the user. */
-        MessageEvent: {
-            /** @description Per conversation: 1, 2, 3, … in the order the events happened. */
-            id: number;
-            /** Format: date-time */
-            timestamp: string;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            kind: "message";
-            /**
-             * @description environment: a note from the service to the model (e.g. a nudge when it repeats itself).
-             * @enum {string}
-             */
-            source: "user" | "agent" | "environment";
-            text: string;
-            image_urls: string[];
-            /** @description Only on events replayed from a replay_json trajectory: the replay step (0-based) that produced it. Replayed actions had no model call. */
-            replay_step?: number;
+        MetricsSnapshot: {
+            /** @description The model of the last call (the conversation’s model before any). */
+            model_name: string;
+            /** @description USD so far, of the calls whose price is known (as OpenHands counts an unknown price as 0). */
+            accumulated_cost: number;
+            /** @description false when the price of a model used is unknown: accumulated_cost then leaves those calls out. */
+            accumulated_cost_known: boolean;
+            max_budget_per_task: number | null;
+            accumulated_token_usage: components["schemas"]["TokenUsage"] | null;
+        };
+        TokenUsage: {
+            model: string;
+            prompt_tokens: number;
+            completion_tokens: number;
+            /** @description Prompt tokens the provider served from its cache. */
+            cache_read_tokens: number;
+            /** @description Not counted here: always 0. */
+            cache_write_tokens: number;
+            /** @description Not counted here: always 0. */
+            reasoning_tokens: number;
+            /** @description Not known here: always 0. */
+            context_window: number;
+            /** @description Prompt and completion tokens of the last call. */
+            per_turn_token: number;
+            response_id: string;
         };
         /** @description The user accepted or rejected the actions that waited for confirmation. */
         ConfirmationEvent: {
@@ -2346,6 +2596,27 @@ export interface components {
             next_after: number | null;
         };
         ConversationEvent: components["schemas"]["MessageEvent"] | components["schemas"]["ActionEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["LlmCallEvent"] | components["schemas"]["StatusEvent"] | components["schemas"]["ErrorEvent"] | components["schemas"]["SetupEvent"] | components["schemas"]["ConfirmationEvent"] | components["schemas"]["CondensationEvent"];
+        /** @description A message from the user to the agent, or the agent’s reply to the user. */
+        MessageEvent: {
+            /** @description Per conversation: 1, 2, 3, … in the order the events happened. */
+            id: number;
+            /** Format: date-time */
+            timestamp: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "message";
+            /**
+             * @description environment: a note from the service to the model (e.g. a nudge when it repeats itself).
+             * @enum {string}
+             */
+            source: "user" | "agent" | "environment";
+            text: string;
+            image_urls: string[];
+            /** @description Only on events replayed from a replay_json trajectory: the replay step (0-based) that produced it. Replayed actions had no model call. */
+            replay_step?: number;
+        };
         /** @description A tool call the agent made; it is recorded before it runs. */
         ActionEvent: {
             /** @description Per conversation: 1, 2, 3, … in the order the events happened. */
@@ -2530,6 +2801,16 @@ export interface components {
             forgotten_events: number;
             /** @description Why the history was condensed (too many events, too long, or the model said the context was too long). */
             reason: string;
+        };
+        /** @description An OpenHands SDK event; `id` is our event's id, so it is the same here, in /events/stream and on the agent-server socket. */
+        SdkEvent: {
+            id: string;
+            kind: string;
+            timestamp: string;
+            /** @enum {string} */
+            source: "agent" | "user" | "environment" | "hook";
+        } & {
+            [key: string]: unknown;
         };
         InstallationPage: {
             items: string[];
@@ -2941,7 +3222,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,7 +3258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3059,7 +3340,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3104,7 +3385,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3182,7 +3463,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3280,7 +3561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3307,7 +3588,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3453,7 +3734,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3550,7 +3831,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3777,7 +4058,7 @@ export interface operations {
                         selected_repository: string | null;
                         selected_branch: string | null;
                         git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
-                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                         num_connections: number;
                         url: string | null;
                         session_api_key: string | null;
@@ -3791,7 +4072,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3876,7 +4157,7 @@ export interface operations {
                     "application/json": true;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3976,7 +4257,7 @@ export interface operations {
                     "application/json": true;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4012,7 +4293,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4091,7 +4372,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4178,7 +4459,7 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4285,7 +4566,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, PATH_IS_DIRECTORY. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, PATH_IS_DIRECTORY. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4388,7 +4669,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitChange"][];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4493,7 +4774,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitDiff"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4600,7 +4881,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4695,7 +4976,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4784,7 +5065,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4871,7 +5152,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4960,7 +5241,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5063,7 +5344,7 @@ export interface operations {
                     "application/json": components["schemas"]["GitDiff"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5521,7 +5802,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5548,7 +5829,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5693,7 +5974,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5720,7 +6001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5946,7 +6227,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileDetailResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6035,7 +6316,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6080,7 +6361,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6156,7 +6437,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6241,7 +6522,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActivateProfileResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6339,7 +6620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6384,7 +6665,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6467,7 +6748,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6503,7 +6784,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6655,7 +6936,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6682,7 +6963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6764,7 +7045,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6809,7 +7090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6887,7 +7168,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6985,7 +7266,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7012,7 +7293,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7155,7 +7436,7 @@ export interface operations {
                     "application/json": components["schemas"]["SecretNamesResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7250,7 +7531,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7569,7 +7850,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7605,7 +7886,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7684,7 +7965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7846,7 +8127,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceAuthorizationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7855,7 +8136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7934,7 +8215,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceTokenResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: ACCESS_DENIED, AUTHORIZATION_PENDING, EXPIRED_TOKEN, INVALID_GRANT, JSON_TOO_DEEP, MALFORMED_JSON, SLOW_DOWN. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: ACCESS_DENIED, AUTHORIZATION_PENDING, EXPIRED_TOKEN, INVALID_GRANT, JSON_TOO_DEEP, MALFORMED_JSON, SLOW_DOWN. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7943,7 +8224,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8020,7 +8301,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceAuthorization"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8065,7 +8346,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8124,7 +8405,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceAuthorization"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8178,7 +8459,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8237,7 +8518,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceAuthorization"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8291,7 +8572,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8393,7 +8674,7 @@ export interface operations {
                 /** @description Page size, 1 to 100 (default 100). */
                 limit?: number;
                 selected_repository?: string;
-                conversation_trigger?: "resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket";
+                conversation_trigger?: "resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation";
                 include_sub_conversations?: "0" | "1" | "true" | "false";
             };
             header?: never;
@@ -8420,7 +8701,7 @@ export interface operations {
                             selected_repository: string | null;
                             selected_branch: string | null;
                             git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
-                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                             num_connections: number;
                             url: string | null;
                             session_api_key: string | null;
@@ -8504,6 +8785,10 @@ export interface operations {
                         repo: string;
                         issue_number: number;
                         title: string;
+                        /** @enum {string} */
+                        task_type?: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR";
+                        /** @enum {string} */
+                        git_provider?: "github" | "gitlab" | "bitbucket" | "enterprise_sso";
                     };
                     create_microagent?: {
                         repo: string;
@@ -8552,7 +8837,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8597,7 +8882,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8624,7 +8909,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8704,7 +8989,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8749,7 +9034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8776,7 +9061,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8850,7 +9135,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8962,7 +9247,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8998,7 +9283,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9081,7 +9366,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9126,7 +9411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9200,6 +9485,8 @@ export interface operations {
                 /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
+                /** @description Only the conversations in this sandbox. */
+                sandbox_id__eq?: string;
                 ids?: string[];
             };
             header?: never;
@@ -9218,23 +9505,36 @@ export interface operations {
                         items: {
                             id: string;
                             created_by_user_id: string | null;
-                            sandbox_id: string | null;
+                            /** @description Its sandbox ('' for a record without one). */
+                            sandbox_id: string;
                             selected_repository: string | null;
                             selected_branch: string | null;
                             git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                             title: string | null;
-                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                             pr_number: number[];
                             llm_model: string | null;
-                            metrics: {
-                                /** @description USD so far; null when the price of a model used is unknown. */
-                                accumulated_cost: number | null;
-                                max_budget_per_task: number | null;
-                                prompt_tokens: number;
-                                completion_tokens: number;
-                            } | null;
+                            /**
+                             * @description Always openhands: this server runs no ACP agents.
+                             * @constant
+                             */
+                            agent_kind: "openhands";
+                            /** @description null until the first model call. */
+                            metrics: components["schemas"]["MetricsSnapshot"] | null;
                             parent_conversation_id: string | null;
                             sub_conversation_ids: string[];
+                            public: boolean | null;
+                            /** @description Always empty here. */
+                            tags: {
+                                [key: string]: string;
+                            };
+                            /** @description The ACP provider of an ACP agent: always null here. */
+                            acp_server: string | null;
+                            /** @description The agent profile that launched it: always null here (no agent profiles). */
+                            launched_agent_profile: {
+                                agent_profile_id: string;
+                                revision: number;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -9253,23 +9553,36 @@ export interface operations {
                     } | ({
                         id: string;
                         created_by_user_id: string | null;
-                        sandbox_id: string | null;
+                        /** @description Its sandbox ('' for a record without one). */
+                        sandbox_id: string;
                         selected_repository: string | null;
                         selected_branch: string | null;
                         git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                         title: string | null;
-                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                         pr_number: number[];
                         llm_model: string | null;
-                        metrics: {
-                            /** @description USD so far; null when the price of a model used is unknown. */
-                            accumulated_cost: number | null;
-                            max_budget_per_task: number | null;
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                        } | null;
+                        /**
+                         * @description Always openhands: this server runs no ACP agents.
+                         * @constant
+                         */
+                        agent_kind: "openhands";
+                        /** @description null until the first model call. */
+                        metrics: components["schemas"]["MetricsSnapshot"] | null;
                         parent_conversation_id: string | null;
                         sub_conversation_ids: string[];
+                        public: boolean | null;
+                        /** @description Always empty here. */
+                        tags: {
+                            [key: string]: string;
+                        };
+                        /** @description The ACP provider of an ACP agent: always null here. */
+                        acp_server: string | null;
+                        /** @description The agent profile that launched it: always null here (no agent profiles). */
+                        launched_agent_profile: {
+                            agent_profile_id: string;
+                            revision: number;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -9283,6 +9596,15 @@ export interface operations {
                         conversation_url: string | null;
                         session_api_key: string | null;
                     } | null)[];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: INVALID_IDS. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
@@ -9342,7 +9664,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Start in this sandbox of yours (it must exist and not be lost). */
                     sandbox_id?: string | null;
+                    /** @description The id the conversation gets (409 when you already have one with it). */
+                    conversation_id?: string | null;
                     initial_message?: {
                         /**
                          * @description Only "user": the other roles of the agent-server are the agent's own.
@@ -9350,7 +9675,7 @@ export interface operations {
                          * @constant
                          */
                         role?: "user";
-                        content: ({
+                        content?: ({
                             /** @constant */
                             type: "text";
                             text: string;
@@ -9359,22 +9684,44 @@ export interface operations {
                             /** @constant */
                             type: "image";
                             image_urls: string[];
+                            cache_prompt?: boolean;
                         })[];
                         /** @default false */
                         run?: boolean;
                     } | null;
+                    /** @description Added to the agent's system prompt. */
+                    system_message_suffix?: string | null;
                     /** @description Accepted for compatibility; ignored. */
                     processors?: unknown[] | null;
                     llm_model?: string | null;
+                    /** @description Not supported: only null. */
+                    agent_profile_id?: unknown;
                     selected_repository?: string | null;
                     selected_branch?: string | null;
                     git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
+                    /** @description Its wording becomes the first message (give it or initial_message, not both); its repo is cloned unless selected_repository says otherwise. */
+                    suggested_task?: {
+                        repo: string;
+                        issue_number: number;
+                        title: string;
+                        /** @enum {string} */
+                        task_type?: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR";
+                        /** @enum {string} */
+                        git_provider?: "github" | "gitlab" | "bitbucket" | "enterprise_sso";
+                    } | null;
                     title?: string | null;
-                    trigger?: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                    trigger?: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                     pr_number?: number[];
                     parent_conversation_id?: string | null;
                     /** @enum {string} */
                     agent_type?: "default" | "plan";
+                    public?: boolean | null;
+                    /** @description Not supported: only null or []. */
+                    plugins?: unknown[] | null;
+                    /** @description Not supported: only null or {}. */
+                    secrets?: {
+                        [key: string]: string;
+                    } | null;
                 };
             };
         };
@@ -9395,6 +9742,7 @@ export interface operations {
                         app_conversation_id: string | null;
                         sandbox_id: string | null;
                         agent_server_url: string | null;
+                        /** @description The start request, every field of it with its default where it was left out. */
                         request: {
                             [key: string]: unknown;
                         };
@@ -9405,7 +9753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9450,7 +9798,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9477,7 +9825,225 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: SANDBOX_RUNTIME_FAILED. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: SANDBOXES_UNAVAILABLE, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    streamStartAppConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Start in this sandbox of yours (it must exist and not be lost). */
+                    sandbox_id?: string | null;
+                    /** @description The id the conversation gets (409 when you already have one with it). */
+                    conversation_id?: string | null;
+                    initial_message?: {
+                        /**
+                         * @description Only "user": the other roles of the agent-server are the agent's own.
+                         * @default user
+                         * @constant
+                         */
+                        role?: "user";
+                        content?: ({
+                            /** @constant */
+                            type: "text";
+                            text: string;
+                            cache_prompt?: boolean;
+                        } | {
+                            /** @constant */
+                            type: "image";
+                            image_urls: string[];
+                            cache_prompt?: boolean;
+                        })[];
+                        /** @default false */
+                        run?: boolean;
+                    } | null;
+                    /** @description Added to the agent's system prompt. */
+                    system_message_suffix?: string | null;
+                    /** @description Accepted for compatibility; ignored. */
+                    processors?: unknown[] | null;
+                    llm_model?: string | null;
+                    /** @description Not supported: only null. */
+                    agent_profile_id?: unknown;
+                    selected_repository?: string | null;
+                    selected_branch?: string | null;
+                    git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
+                    /** @description Its wording becomes the first message (give it or initial_message, not both); its repo is cloned unless selected_repository says otherwise. */
+                    suggested_task?: {
+                        repo: string;
+                        issue_number: number;
+                        title: string;
+                        /** @enum {string} */
+                        task_type?: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR";
+                        /** @enum {string} */
+                        git_provider?: "github" | "gitlab" | "bitbucket" | "enterprise_sso";
+                    } | null;
+                    title?: string | null;
+                    trigger?: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
+                    pr_number?: number[];
+                    parent_conversation_id?: string | null;
+                    /** @enum {string} */
+                    agent_type?: "default" | "plan";
+                    public?: boolean | null;
+                    /** @description Not supported: only null or []. */
+                    plugins?: unknown[] | null;
+                    /** @description Not supported: only null or {}. */
+                    secrets?: {
+                        [key: string]: string;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The start task at each step, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        created_by_user_id: string | null;
+                        /** @enum {string} */
+                        status: "WORKING" | "WAITING_FOR_SANDBOX" | "PREPARING_REPOSITORY" | "RUNNING_SETUP_SCRIPT" | "SETTING_UP_GIT_HOOKS" | "STARTING_CONVERSATION" | "READY" | "ERROR";
+                        detail: string | null;
+                        /** @description Known from the first response on (the id is reserved when the task is created). */
+                        app_conversation_id: string | null;
+                        sandbox_id: string | null;
+                        agent_server_url: string | null;
+                        /** @description The start request, every field of it with its default where it was left out. */
+                        request: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    }[];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND, START_TASK_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: CONVERSATION_ID_TAKEN, ILLEGAL_SANDBOX_TRANSITION. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9542,6 +10108,8 @@ export interface operations {
                 /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
+                /** @description Only the conversations in this sandbox. */
+                sandbox_id__eq?: string;
             };
             header?: never;
             path?: never;
@@ -9559,23 +10127,36 @@ export interface operations {
                         items: {
                             id: string;
                             created_by_user_id: string | null;
-                            sandbox_id: string | null;
+                            /** @description Its sandbox ('' for a record without one). */
+                            sandbox_id: string;
                             selected_repository: string | null;
                             selected_branch: string | null;
                             git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                             title: string | null;
-                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                            trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                             pr_number: number[];
                             llm_model: string | null;
-                            metrics: {
-                                /** @description USD so far; null when the price of a model used is unknown. */
-                                accumulated_cost: number | null;
-                                max_budget_per_task: number | null;
-                                prompt_tokens: number;
-                                completion_tokens: number;
-                            } | null;
+                            /**
+                             * @description Always openhands: this server runs no ACP agents.
+                             * @constant
+                             */
+                            agent_kind: "openhands";
+                            /** @description null until the first model call. */
+                            metrics: components["schemas"]["MetricsSnapshot"] | null;
                             parent_conversation_id: string | null;
                             sub_conversation_ids: string[];
+                            public: boolean | null;
+                            /** @description Always empty here. */
+                            tags: {
+                                [key: string]: string;
+                            };
+                            /** @description The ACP provider of an ACP agent: always null here. */
+                            acp_server: string | null;
+                            /** @description The agent profile that launched it: always null here (no agent profiles). */
+                            launched_agent_profile: {
+                                agent_profile_id: string;
+                                revision: number;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -9655,6 +10236,8 @@ export interface operations {
                 /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
                 updated_at__lt?: string;
                 include_sub_conversations?: "0" | "1" | "true" | "false";
+                /** @description Only the conversations in this sandbox. */
+                sandbox_id__eq?: string;
             };
             header?: never;
             path?: never;
@@ -9753,6 +10336,7 @@ export interface operations {
                             app_conversation_id: string | null;
                             sandbox_id: string | null;
                             agent_server_url: string | null;
+                            /** @description The start request, every field of it with its default where it was left out. */
                             request: {
                                 [key: string]: unknown;
                             };
@@ -9885,8 +10469,7 @@ export interface operations {
     getStartTasks: {
         parameters: {
             query: {
-                /** @description Repeat the parameter or separate ids with commas; 1 to 100. */
-                ids: string[];
+                ids: (string & (unknown & unknown))[];
             };
             header?: never;
             path?: never;
@@ -9910,6 +10493,7 @@ export interface operations {
                         app_conversation_id: string | null;
                         sandbox_id: string | null;
                         agent_server_url: string | null;
+                        /** @description The start request, every field of it with its default where it was left out. */
                         request: {
                             [key: string]: unknown;
                         };
@@ -9918,6 +10502,15 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                     } | null)[];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: INVALID_IDS. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
@@ -9987,23 +10580,36 @@ export interface operations {
                     "application/json": {
                         id: string;
                         created_by_user_id: string | null;
-                        sandbox_id: string | null;
+                        /** @description Its sandbox ('' for a record without one). */
+                        sandbox_id: string;
                         selected_repository: string | null;
                         selected_branch: string | null;
                         git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
                         title: string | null;
-                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket") | null;
+                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
                         pr_number: number[];
                         llm_model: string | null;
-                        metrics: {
-                            /** @description USD so far; null when the price of a model used is unknown. */
-                            accumulated_cost: number | null;
-                            max_budget_per_task: number | null;
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                        } | null;
+                        /**
+                         * @description Always openhands: this server runs no ACP agents.
+                         * @constant
+                         */
+                        agent_kind: "openhands";
+                        /** @description null until the first model call. */
+                        metrics: components["schemas"]["MetricsSnapshot"] | null;
                         parent_conversation_id: string | null;
                         sub_conversation_ids: string[];
+                        public: boolean | null;
+                        /** @description Always empty here. */
+                        tags: {
+                            [key: string]: string;
+                        };
+                        /** @description The ACP provider of an ACP agent: always null here. */
+                        acp_server: string | null;
+                        /** @description The agent profile that launched it: always null here (no agent profiles). */
+                        launched_agent_profile: {
+                            agent_profile_id: string;
+                            revision: number;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -10019,7 +10625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10039,6 +10645,272 @@ export interface operations {
             };
             /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteAppConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateAppConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description null gives back the default title. */
+                    title?: string | null;
+                    public?: boolean | null;
+                    /** @description null clears it, with its branch and provider (send those as null or leave them out). */
+                    selected_repository?: string | null;
+                    selected_branch?: string | null;
+                    git_provider?: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The conversation as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        created_by_user_id: string | null;
+                        /** @description Its sandbox ('' for a record without one). */
+                        sandbox_id: string;
+                        selected_repository: string | null;
+                        selected_branch: string | null;
+                        git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
+                        title: string | null;
+                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
+                        pr_number: number[];
+                        llm_model: string | null;
+                        /**
+                         * @description Always openhands: this server runs no ACP agents.
+                         * @constant
+                         */
+                        agent_kind: "openhands";
+                        /** @description null until the first model call. */
+                        metrics: components["schemas"]["MetricsSnapshot"] | null;
+                        parent_conversation_id: string | null;
+                        sub_conversation_ids: string[];
+                        public: boolean | null;
+                        /** @description Always empty here. */
+                        tags: {
+                            [key: string]: string;
+                        };
+                        /** @description The ACP provider of an ACP agent: always null here. */
+                        acp_server: string | null;
+                        /** @description The agent profile that launched it: always null here (no agent profiles). */
+                        launched_agent_profile: {
+                            agent_profile_id: string;
+                            revision: number;
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @enum {string} */
+                        sandbox_status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
+                        execution_status: ("idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck") | null;
+                        /** @enum {string} */
+                        conversation_status: "STARTING" | "RUNNING" | "STOPPED";
+                        status_detail: string | null;
+                        conversation_url: string | null;
+                        session_api_key: string | null;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10111,23 +10983,33 @@ export interface operations {
                         /** @constant */
                         type: "image";
                         image_urls: string[];
+                        cache_prompt?: boolean;
                     })[];
-                    /** @default false */
+                    /**
+                     * @description Let the agent act on it (default, as in OpenHands); false only records it.
+                     * @default true
+                     */
                     run?: boolean;
                 };
             };
         };
         responses: {
-            /** @description The stored message event. */
+            /** @description The message is stored. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MessageEvent"];
+                    "application/json": {
+                        success: boolean;
+                        /** @enum {string} */
+                        sandbox_status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
+                        /** @description What happens to the message when the agent cannot act on it now. */
+                        message: string | null;
+                    };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10163,7 +11045,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10243,7 +11125,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfirmationEvent"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10288,7 +11170,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10371,7 +11253,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10462,7 +11344,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10498,7 +11380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: TOO_MANY_CONNECTIONS. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_CONNECTIONS. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10526,6 +11408,1086 @@ export interface operations {
                 };
             };
             /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: SHUTTING_DOWN, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    readAppConversationFile: {
+        parameters: {
+            query?: {
+                /** @description Absolute, or as the agent-server lays the workspace out (default /workspace/project/PLAN.md). */
+                file_path?: string;
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The text, or "". */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAppConversationGitChanges: {
+        parameters: {
+            query?: {
+                path?: string;
+                /** @description Only HEAD (the default here): the working tree against its last commit. */
+                ref?: "HEAD";
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes, paths relative to the repository root. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ADDED" | "UPDATED" | "DELETED" | "MOVED";
+                        path: string;
+                    }[];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: CONVERSATION_NOT_RUNNING. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: SANDBOX_RUNTIME_FAILED. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: SANDBOXES_UNAVAILABLE, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAppConversationGitDiff: {
+        parameters: {
+            query: {
+                path: string;
+                /** @description Only HEAD (the default here): the working tree against its last commit. */
+                ref?: "HEAD";
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description As committed (original), and as it is now (modified). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitDiff"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: CONVERSATION_NOT_RUNNING. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: SANDBOX_RUNTIME_FAILED. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: SANDBOXES_UNAVAILABLE, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAppConversationSkills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skills. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        skills: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "repo" | "knowledge" | "agentskills";
+                            content: string;
+                            triggers: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAppConversationHooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No hooks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        hooks: unknown[];
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    downloadAppConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip archive. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: EXPORT_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchSdkEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this kind. */
+                kind__eq?: "ServerErrorEvent" | "ACPToolCallEvent" | "Condensation" | "CondensationRequest" | "CondensationSummaryEvent" | "ConversationErrorEvent" | "ConversationStateUpdateEvent" | "HookExecutionEvent" | "LLMCompletionLogEvent" | "ActionEvent" | "MessageEvent" | "AgentErrorEvent" | "ObservationEvent" | "UserRejectObservation" | "SystemPromptEvent" | "StreamingDeltaEvent" | "TokenEvent" | "InterruptEvent" | "PauseEvent";
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
+                timestamp__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
+                timestamp__lt?: string;
+                sort_order?: "TIMESTAMP" | "TIMESTAMP_DESC";
+                /** @description The previous page's next_page_id. */
+                page_id?: number;
+                /** @description Page size, 1 to 100 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["SdkEvent"][];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    countSdkEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this kind. */
+                kind__eq?: "ServerErrorEvent" | "ACPToolCallEvent" | "Condensation" | "CondensationRequest" | "CondensationSummaryEvent" | "ConversationErrorEvent" | "ConversationStateUpdateEvent" | "HookExecutionEvent" | "LLMCompletionLogEvent" | "ActionEvent" | "MessageEvent" | "AgentErrorEvent" | "ObservationEvent" | "UserRejectObservation" | "SystemPromptEvent" | "StreamingDeltaEvent" | "TokenEvent" | "InterruptEvent" | "PauseEvent";
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
+                timestamp__gte?: string;
+                /** @description An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC. */
+                timestamp__lt?: string;
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many match. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSdkEvents: {
+        parameters: {
+            query: {
+                id: string[];
+            };
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description In the order asked; null where there is no such event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": (components["schemas"]["SdkEvent"] | null)[];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, INVALID_IDS. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    queuePendingMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Only "user": the other roles of the agent-server are the agent's own.
+                     * @default user
+                     * @constant
+                     */
+                    role?: "user";
+                    content: ({
+                        /** @constant */
+                        type: "text";
+                        text: string;
+                        cache_prompt?: boolean;
+                    } | {
+                        /** @constant */
+                        type: "image";
+                        image_urls: string[];
+                        cache_prompt?: boolean;
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The message's event id. */
+                        id: string;
+                        /** @constant */
+                        queued: true;
+                        /** @description How many user messages wait for the agent, this one included. */
+                        position: number;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_PENDING_MESSAGES. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchSkills: {
+        parameters: {
+            query?: {
+                /** @description The previous page's next_page_id. */
+                page_id?: string;
+                /** @description Page size, 1 to 100 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of skills. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            name: string;
+                            /** @description repo (always-on instructions) or knowledge (loaded on a trigger word). */
+                            type: string;
+                            /** @description The repository (owner/name) whose guidance it is. */
+                            source: string;
+                            triggers: string[] | null;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10764,7 +12726,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10800,7 +12762,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than the limit. Codes: PAYLOAD_TOO_LARGE. */
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10827,7 +12789,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10914,7 +12876,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11005,7 +12967,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11120,7 +13082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11235,7 +13197,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11289,7 +13251,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11534,7 +13496,7 @@ export interface operations {
                     "application/json": components["schemas"]["InstallationPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11579,7 +13541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11657,7 +13619,7 @@ export interface operations {
                     "application/json": components["schemas"]["RepositoryPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11702,7 +13664,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11778,7 +13740,7 @@ export interface operations {
                     "application/json": components["schemas"]["BranchPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11823,7 +13785,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11893,7 +13855,7 @@ export interface operations {
                     "application/json": components["schemas"]["SuggestedTaskPage"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11938,7 +13900,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12003,7 +13965,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserGitInfo"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, or bad percent-encoding in the path), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: GIT_HOST_NOT_ALLOWED, GIT_PROVIDER_REJECTED_REQUEST, GIT_REQUEST_UNSUPPORTED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12039,7 +14001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), or user codes that matched nothing (wait); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -18,14 +18,29 @@ export function agentError(id: string, timestamp: string, error: string, tool: {
 }
 
 /**
- * Turns our events into the agent-server events the OpenHands UI renders in V1 mode:
- * `MessageEvent`, `ActionEvent` / `ObservationEvent` (with the action and observation kinds
- * the UI knows for our tools), `ConversationStateUpdateEvent` and `AgentErrorEvent`. Ids are
+ * Which agent-server's events: `ui`, those the OpenHands UI we serve (0.62) renders in V1 mode
+ * (`ExecuteBashAction`, `StrReplaceEditorAction`…); `sdk`, those of the OpenHands SDK 1.34 that
+ * the 1.11 app server's models hold (`TerminalAction`, `FileEditorAction`…, observations'
+ * `content` as text parts, fatal errors as `ConversationErrorEvent`).
+ */
+export type V1Dialect = 'ui' | 'sdk';
+
+/**
+ * Turns our events into agent-server events: `MessageEvent`, `ActionEvent` / `ObservationEvent`
+ * (with the action and observation kinds the dialect has for our tools),
+ * `ConversationStateUpdateEvent` and `AgentErrorEvent` (or `ConversationErrorEvent`). Ids are
  * our event ids as strings. Model calls, setup steps, condensations and confirmation
  * decisions have no frame, nor has the finish observation (the action holds the message).
+ * An action is kept only until its observation is translated, so a translator that reads a
+ * whole log holds no more than the actions still waiting for their results.
  */
 export class V1EventTranslator {
   readonly #actions = new Map<string, ActionEvent>();
+  readonly #dialect: V1Dialect;
+
+  constructor(dialect: V1Dialect = 'ui') {
+    this.#dialect = dialect;
+  }
 
   translate(event: ConversationEvent): V1Event[] {
     const base = { id: String(event.id), timestamp: event.timestamp };
@@ -42,7 +57,7 @@ export class V1EventTranslator {
             kind: 'MessageEvent',
             source: event.source,
             llm_message: { role: event.source === 'user' ? 'user' : 'assistant', content },
-            activated_microagents: [],
+            ...(this.#dialect === 'sdk' ? { activated_skills: [] } : { activated_microagents: [] }),
             extended_content: [],
           },
         ];
@@ -50,14 +65,19 @@ export class V1EventTranslator {
       case 'action':
         this.#actions.set(event.tool_call_id, event);
         return [this.#action(event, base)];
-      case 'observation':
+      case 'observation': {
+        const frame = this.#observation(event, base);
+        this.#actions.delete(event.tool_call_id);
         // The finish action carries the message to the user. The UI puts an observation in place of
         // its action, so a finish observation would fold that message into a closed "FINISH" block.
-        return event.tool_name === 'finish' ? [] : [this.#observation(event, base)];
+        return event.tool_name === 'finish' ? [] : [frame];
+      }
       case 'status':
         return [stateUpdate(base.id, base.timestamp, event.execution_status, 'execution_status')];
       case 'error':
-        return [agentError(base.id, base.timestamp, event.message)];
+        return this.#dialect === 'sdk' && event.fatal
+          ? [{ ...base, kind: 'ConversationErrorEvent', source: 'environment', code: event.code, detail: event.message }]
+          : [agentError(base.id, base.timestamp, event.message)];
       default:
         return [];
     }
@@ -65,20 +85,27 @@ export class V1EventTranslator {
 
   #action(event: ActionEvent, base: { id: string; timestamp: string }): V1Event {
     const args = event.arguments ?? {};
+    const sdk = this.#dialect === 'sdk';
     const action = (() => {
       switch (event.tool_name) {
         case 'execute_bash':
-          return { kind: 'ExecuteBashAction', command: text(args.command) ?? '', is_input: args.is_input === true, timeout: typeof args.timeout === 'number' ? args.timeout : null, reset: false };
+          return {
+            kind: sdk ? 'TerminalAction' : 'ExecuteBashAction',
+            command: text(args.command) ?? '',
+            is_input: args.is_input === true,
+            timeout: typeof args.timeout === 'number' && args.timeout >= 0 ? args.timeout : null,
+            reset: false,
+          };
         case 'str_replace_editor':
           return {
-            kind: 'StrReplaceEditorAction',
-            command: text(args.command) ?? 'view',
+            kind: sdk ? 'FileEditorAction' : 'StrReplaceEditorAction',
+            command: sdk ? editorCommand(args.command) : (text(args.command) ?? 'view'),
             path: text(args.path) ?? '',
             file_text: text(args.file_text),
             old_str: text(args.old_str),
             new_str: text(args.new_str),
-            insert_line: typeof args.insert_line === 'number' ? args.insert_line : null,
-            view_range: Array.isArray(args.view_range) ? args.view_range : null,
+            insert_line: Number.isInteger(args.insert_line) && (args.insert_line as number) >= 0 ? args.insert_line : null,
+            view_range: Array.isArray(args.view_range) && args.view_range.every(Number.isInteger) ? args.view_range : null,
           };
         case 'think':
           return { kind: 'ThinkAction', thought: text(args.thought) ?? '' };
@@ -98,7 +125,9 @@ export class V1EventTranslator {
       action,
       tool_name: event.tool_name,
       tool_call_id: event.tool_call_id,
-      tool_call: { id: event.tool_call_id, type: 'function', function: { name: event.tool_name, arguments: event.raw_arguments } },
+      tool_call: sdk
+        ? { id: event.tool_call_id, name: event.tool_name, arguments: event.raw_arguments, origin: 'completion' }
+        : { id: event.tool_call_id, type: 'function', function: { name: event.tool_name, arguments: event.raw_arguments } },
       llm_response_id: event.response_id,
       security_risk: RISK[event.security_risk ?? 'unknown'],
     };
@@ -109,37 +138,84 @@ export class V1EventTranslator {
     const args = action?.arguments ?? {};
     const common = { ...base, source: 'environment' as const, tool_name: event.tool_name, tool_call_id: event.tool_call_id };
     if (event.details.invalid_call === true) return agentError(base.id, base.timestamp, event.content, { tool_name: event.tool_name, tool_call_id: event.tool_call_id });
-    const observation = (() => {
-      switch (event.tool_name) {
-        case 'execute_bash':
-          return {
-            kind: 'ExecuteBashObservation',
-            output: event.content,
-            command: text(args.command),
-            exit_code: event.exit_code,
-            error: event.is_error,
-            timeout: event.exit_code === null && event.details.still_running !== true,
-            metadata: { exit_code: event.exit_code ?? -1, pid: -1, username: null, hostname: null, working_dir: text(event.details.cwd), py_interpreter_path: null, prefix: '', suffix: '' },
-          };
-        case 'str_replace_editor':
-          return {
-            kind: 'StrReplaceEditorObservation',
-            command: text(args.command) ?? 'view',
-            output: event.content,
-            path: text(event.details.path) ?? text(args.path),
-            prev_exist: args.command !== 'create' || event.details.overwritten === true,
-            old_content: text(args.old_str),
-            new_content: text(args.new_str) ?? text(args.file_text),
-            error: event.is_error ? event.content : null,
-          };
-        case 'think':
-          return { kind: 'ThinkObservation', content: event.content };
-        default:
-          return { kind: 'MCPToolObservation', content: [{ type: 'text', text: event.content }], is_error: event.is_error, tool_name: event.tool_name };
-      }
-    })();
+    const observation = this.#dialect === 'sdk' ? sdkObservation(event, args) : uiObservation(event, args);
     return { ...common, kind: 'ObservationEvent', action_id: action ? String(action.id) : '', observation };
   }
+}
+
+/** An observation as the UI we serve renders it. */
+function uiObservation(event: ObservationEvent, args: Record<string, unknown>): Record<string, unknown> {
+  switch (event.tool_name) {
+    case 'execute_bash':
+      return {
+        kind: 'ExecuteBashObservation',
+        output: event.content,
+        command: text(args.command),
+        exit_code: event.exit_code,
+        error: event.is_error,
+        timeout: event.exit_code === null && event.details.still_running !== true,
+        metadata: terminalMetadata(event),
+      };
+    case 'str_replace_editor':
+      return {
+        kind: 'StrReplaceEditorObservation',
+        command: text(args.command) ?? 'view',
+        output: event.content,
+        path: text(event.details.path) ?? text(args.path),
+        prev_exist: args.command !== 'create' || event.details.overwritten === true,
+        old_content: text(args.old_str),
+        new_content: text(args.new_str) ?? text(args.file_text),
+        error: event.is_error ? event.content : null,
+      };
+    case 'think':
+      return { kind: 'ThinkObservation', content: event.content };
+    default:
+      return { kind: 'MCPToolObservation', content: [{ type: 'text', text: event.content }], is_error: event.is_error, tool_name: event.tool_name };
+  }
+}
+
+/** An observation as the OpenHands SDK 1.34 writes it: what the model saw as text parts in `content`. */
+function sdkObservation(event: ObservationEvent, args: Record<string, unknown>): Record<string, unknown> {
+  const content = [{ type: 'text', text: event.content, cache_prompt: false }];
+  switch (event.tool_name) {
+    case 'execute_bash':
+      return {
+        kind: 'TerminalObservation',
+        content,
+        is_error: event.is_error,
+        command: text(args.command),
+        exit_code: event.exit_code,
+        timeout: event.exit_code === null && event.details.still_running !== true,
+        metadata: terminalMetadata(event),
+        full_output_save_dir: null,
+      };
+    case 'str_replace_editor':
+      return {
+        kind: 'FileEditorObservation',
+        content,
+        is_error: event.is_error,
+        command: editorCommand(args.command),
+        path: text(event.details.path) ?? text(args.path),
+        prev_exist: args.command !== 'create' || event.details.overwritten === true,
+        old_content: text(args.old_str),
+        new_content: text(args.new_str) ?? text(args.file_text),
+      };
+    case 'think':
+      return { kind: 'ThinkObservation', content, is_error: event.is_error };
+    default:
+      return { kind: 'MCPToolObservation', content, is_error: event.is_error, tool_name: event.tool_name };
+  }
+}
+
+const EDITOR_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
+
+/** The editor command of an action, as the SDK's editor names them (`view` for one it does not know). */
+function editorCommand(command: unknown): (typeof EDITOR_COMMANDS)[number] {
+  return EDITOR_COMMANDS.find((c) => c === command) ?? 'view';
+}
+
+function terminalMetadata(event: ObservationEvent): Record<string, unknown> {
+  return { exit_code: event.exit_code ?? -1, pid: -1, username: null, hostname: null, working_dir: text(event.details.cwd), py_interpreter_path: null, prefix: '', suffix: '' };
 }
 
 /** How many frames a log's history gives (what `GET /api/v1/events/count` answers, so the UI knows when the replay is done). */

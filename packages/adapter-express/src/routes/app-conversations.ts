@@ -1,15 +1,44 @@
 import { ConversationServiceErrors, type AgentConversationService, type ConversationOverview } from '@acs/core';
-import { AppConversationStartRequestSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, MessageEventSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
+import { AppConversationStartRequestSchema, BranchNameSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, GitProviderSchema, RepositoryNameSchema, SandboxStatusSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
+import { errAsync } from 'neverthrow';
 import { z } from 'zod';
-import { eventIdParam, idList, kindList, limitParam, pagingQuery, timestampParam } from '../query.js';
+import { batchIdList, checkBatchIds, UUID_PATTERN, eventIdParam, kindList, limitParam, pagingQuery, timestampParam } from '../query.js';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
-import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, pageOf, toFilter } from './shared.js';
+import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, pageOf, SuccessSchema, toFilter } from './shared.js';
 import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
 import { openFeed } from '../realtime/feed.js';
+import { chunkQueue } from '../chunk-queue.js';
 
-/** V1 app conversations: start tasks, search and count, read, events, messages, confirmation, pause and run (literal paths before parameterised ones). */
+/** OpenHands' AppSendMessageRequest: only user messages, at least one part, and `run` unless said otherwise. */
+const AppSendMessageRequestSchema = SendMessageRequestSchema.extend({
+  content: SendMessageRequestSchema.shape.content.min(1, 'give at least one text or image part'),
+  run: z.boolean().default(true).meta({ description: 'Let the agent act on it (default, as in OpenHands); false only records it.' }),
+});
+
+/** OpenHands' AppSendMessageResponse. */
+const AppSendMessageResponseSchema = z.object({
+  success: z.boolean(),
+  sandbox_status: SandboxStatusSchema,
+  message: z.string().nullable().meta({ description: 'What happens to the message when the agent cannot act on it now.' }),
+});
+
+/** OpenHands' AppConversationUpdateRequest: a field left out is kept, null clears it. */
+const AppConversationUpdateRequestSchema = z.object({
+  title: z.string().trim().min(1).max(200).nullable().optional().meta({ description: 'null gives back the default title.' }),
+  public: z.boolean().nullable().optional(),
+  selected_repository: RepositoryNameSchema.nullable().optional().meta({ description: 'null clears it, with its branch and provider (send those as null or leave them out).' }),
+  selected_branch: BranchNameSchema.nullable().optional(),
+  git_provider: GitProviderSchema.nullable().optional(),
+});
+
+/** How many ids one batch read of conversations may name (OpenHands refuses 100 or more). */
+const MAX_CONVERSATION_IDS = 99;
+/** How many ids one batch read of start tasks may name. */
+const MAX_TASK_IDS = 100;
+
+/** V1 app conversations: start (also streamed), start tasks, search and count, read, change, delete, events, messages, confirmation (literal paths before parameterised ones). */
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
   const app = (c: ConversationOverview, userId: string, mountPath: string) => toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
@@ -26,6 +55,42 @@ export function appConversationRoutes(service: AgentConversationService, context
       success: { status: 200, description: 'The start task.', schema: StartTaskSchema },
       errors: ConversationServiceErrors.startApp,
       handle: ({ userId, body }) => conversations.startApp(userId, body),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/app-conversations/stream-start',
+      operationId: 'streamStartAppConversation',
+      summary: 'Create an app conversation, following its start',
+      description:
+        'As POST /api/v1/app-conversations, but the answer is a JSON array written as the start goes on (as OpenHands streams it: `[`, then each start task snapshot, `,` between them, `]` once it is READY or ERROR). A refused request is a JSON error as usual.',
+      tags: ['app conversations (V1)'],
+      body: AppConversationStartRequestSchema,
+      success: { status: 200, description: 'The start task at each step, oldest first.', contentType: 'application/json', schema: z.array(StartTaskSchema) },
+      errors: [...ConversationServiceErrors.startApp, ...ConversationServiceErrors.followStartTask],
+      respond: ({ userId, body }) =>
+        conversations.startApp(userId, body).andThen((first) => {
+          let follow: { close(): void } | null = null;
+          const queue = chunkQueue(() => follow?.close());
+          let sent = 0;
+          const send = (task: unknown) => queue.push(`${sent++ === 0 ? '[\n' : ',\n'}${JSON.stringify(task)}`);
+          send(first);
+          return conversations
+            .followStartTask(
+              userId,
+              first.id,
+              (task) => {
+                if (task.updated_at !== first.updated_at || task.status !== first.status) send(task);
+              },
+              () => {
+                queue.push(']');
+                queue.end();
+              },
+            )
+            .map((handle) => {
+              follow = handle;
+              return { chunks: queue.chunks };
+            });
+        }),
     }),
     defineRoute({
       method: 'get',
@@ -95,30 +160,36 @@ export function appConversationRoutes(service: AgentConversationService, context
       path: '/api/v1/app-conversations/start-tasks',
       operationId: 'getStartTasks',
       summary: 'Get start tasks by id',
+      description: `Ids are UUIDs (32 hex digits, dashed or not); 400 INVALID_IDS for more than ${MAX_TASK_IDS}, as OpenHands answers.`,
       tags: ['app conversations (V1)'],
-      query: z.object({ ids: idList }),
+      query: z.object({ ids: batchIdList(z.string().regex(new RegExp(UUID_PATTERN), 'must be a UUID (32 hex digits, dashed or not)')) }),
       success: { status: 200, description: 'In the order asked; null where there is no such task.', schema: z.array(StartTaskSchema.nullable()) },
-      errors: ConversationServiceErrors.getStartTasks,
-      handle: ({ userId, query }) => conversations.getStartTasks(userId, query.ids),
+      errors: ['InvalidIds', ...ConversationServiceErrors.getStartTasks],
+      handle: ({ userId, query }) => {
+        const refused = checkBatchIds('ids', query.ids, { max: MAX_TASK_IDS });
+        return refused ? errAsync(refused) : conversations.getStartTasks(userId, query.ids);
+      },
     }),
     defineRoute({
       method: 'get',
       path: '/api/v1/app-conversations',
       operationId: 'listAppConversations',
       summary: 'List app conversations, or get them by id',
-      description: 'With ids: an array in the order asked, null where there is no such conversation. Without: a page, like /search.',
+      description: `With ids (UUIDs, 32 hex digits dashed or not; at most ${MAX_CONVERSATION_IDS}, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.`,
       tags: ['app conversations (V1)'],
-      query: pagingQuery.extend({ ...conversationFilterQuery, ids: idList.optional() }),
+      query: pagingQuery.extend({ ...conversationFilterQuery, ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN })).optional() }),
       success: {
         status: 200,
         description: 'A page, or an array when ids is given.',
         schema: z.union([pageOf(AppConversationSchema), z.array(AppConversationSchema.nullable())]),
       },
-      errors: [...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
-      handle: ({ userId, query, mountPath }) =>
-        query.ids
-          ? conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)))
-          : paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) })),
+      errors: ['InvalidIds', ...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
+      handle: ({ userId, query, mountPath }) => {
+        if (!query.ids) return paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) }));
+        const refused = checkBatchIds('ids', query.ids, { max: MAX_CONVERSATION_IDS, form: 'uuid' });
+        if (refused) return errAsync(refused);
+        return conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)));
+      },
     }),
     defineRoute({
       method: 'get',
@@ -132,18 +203,63 @@ export function appConversationRoutes(service: AgentConversationService, context
       handle: ({ userId, params, mountPath }) => conversations.get(userId, params.conversation_id).map((c) => app(c, userId, mountPath)),
     }),
     defineRoute({
+      method: 'patch',
+      path: '/api/v1/app-conversations/{conversation_id}',
+      operationId: 'updateAppConversation',
+      summary: 'Change an app conversation',
+      description: 'Its title, whether it is public, its repository, branch and provider: only what the body names changes (null clears it). Nothing runs: a new repository is cloned when the conversation is next started in a new sandbox.',
+      tags: ['app conversations (V1)'],
+      params: conversationIdParams,
+      body: AppConversationUpdateRequestSchema,
+      success: { status: 200, description: 'The conversation as it is now.', schema: AppConversationSchema },
+      errors: ConversationServiceErrors.update,
+      handle: ({ userId, params, body, mountPath }) =>
+        conversations
+          .update(userId, params.conversation_id, {
+            ...(body.title !== undefined ? { title: body.title } : {}),
+            ...(body.public !== undefined ? { public: body.public } : {}),
+            ...(body.selected_repository !== undefined ? { selected_repository: body.selected_repository } : {}),
+            ...(body.selected_branch !== undefined ? { selected_branch: body.selected_branch } : {}),
+            ...(body.git_provider !== undefined ? { git_provider: body.git_provider } : {}),
+          })
+          .map((c) => app(c, userId, mountPath)),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v1/app-conversations/{conversation_id}',
+      operationId: 'deleteAppConversation',
+      summary: 'Delete an app conversation',
+      description: 'As DELETE /api/conversations/{id}: the conversation, its events and start tasks, and its sandbox when no other conversation uses it.',
+      tags: ['app conversations (V1)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
+      errors: ConversationServiceErrors.delete,
+      handle: ({ userId, params }) => conversations.delete(userId, params.conversation_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
       method: 'post',
       path: '/api/v1/app-conversations/{conversation_id}/send-message',
       operationId: 'sendAppConversationMessage',
       summary: 'Send a message to the agent',
       description:
-        'Appends a user message (text and/or images) to the conversation and returns the stored message event. With `run: true` a running conversation acts on it at once (also after the agent finished); with `run: false` (the default, as in OpenHands) it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way; a stopped conversation sees it when started. Only role "user" is accepted.',
+        'Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. Unlike OpenHands, a conversation whose sandbox is not running takes the message too: its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.',
       tags: ['events (V1)'],
       params: conversationIdParams,
-      body: SendMessageRequestSchema,
-      success: { status: 200, description: 'The stored message event.', schema: MessageEventSchema },
-      errors: ConversationServiceErrors.sendMessage,
-      handle: ({ userId, params, body }) => conversations.sendMessage(userId, params.conversation_id, body),
+      body: AppSendMessageRequestSchema,
+      success: { status: 200, description: 'The message is stored.', schema: AppSendMessageResponseSchema },
+      errors: [...ConversationServiceErrors.sendMessage, ...ConversationServiceErrors.get],
+      handle: ({ userId, params, body }) =>
+        conversations
+          .sendMessage(userId, params.conversation_id, body)
+          .andThen(() => conversations.get(userId, params.conversation_id))
+          .map((c) => ({
+            success: true,
+            sandbox_status: c.sandbox_status,
+            message:
+              c.status === 'RUNNING'
+                ? null
+                : `The conversation is ${c.status} (its sandbox is ${c.sandbox_status}): the agent acts on the message when the conversation is started.`,
+          })),
     }),
     defineRoute({
       method: 'post',

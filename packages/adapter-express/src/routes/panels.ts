@@ -1,4 +1,4 @@
-import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService } from '@acs/core';
+import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService, type GitChange } from '@acs/core';
 import type { Caller } from '../auth/caller.js';
 import { z } from 'zod';
 import { readWholeLog } from '../realtime/feed.js';
@@ -7,7 +7,23 @@ import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams, pathSegment } from './params.js';
 
 const GitChangeSchema = z.object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() }).meta({ id: 'GitChange' });
-const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
+export const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
+
+/** A change as the agent-server names it (what OpenHands V1 clients read). */
+export const AgentServerGitChangeSchema = z.object({ status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']), path: z.string() });
+export const toAgentServerChange = (c: GitChange) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path });
+
+/**
+ * A path as the agent-server lays the workspace out (`/workspace/project[/<repository>]/<file>`),
+ * relative to the conversation's working directory (the clone, if any); other paths as given.
+ */
+export function projectRelative(path: string, repository: string | null): string {
+  if (path !== '/workspace/project' && !path.startsWith('/workspace/project/')) return path;
+  const underProject = path.slice('/workspace/project'.length).replace(/^\/+/, '');
+  const name = repository?.split('/').pop();
+  if (name && underProject === name) return '.';
+  return name && underProject.startsWith(`${name}/`) ? underProject.slice(name.length + 1) : underProject || '.';
+}
 const TAGS = ['conversation panels'];
 const filePath = z.string().min(1).max(4096);
 
@@ -156,14 +172,11 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       description: "With the conversation's own key. Statuses as the agent-server names them (ADDED, UPDATED, DELETED, MOVED).",
       tags: TAGS,
       params: z.object({ path: pathSegment(4096) }),
-      success: { status: 200, description: 'The changes.', schema: z.array(z.object({ status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']), path: z.string() })) },
+      success: { status: 200, description: 'The changes.', schema: z.array(AgentServerGitChangeSchema) },
       errors: WorkspaceServiceErrors.gitChanges,
       conversationKeyOnly: true,
       conversationScope: ({ caller }) => caller.conversationId,
-      handle: ({ userId, caller }) =>
-        workspace
-          .gitChanges(userId, keyConversation(caller))
-          .map((changes) => changes.map((c) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path }))),
+      handle: ({ userId, caller }) => workspace.gitChanges(userId, keyConversation(caller)).map((changes) => changes.map(toAgentServerChange)),
     }),
     defineRoute({
       method: 'get',
@@ -179,12 +192,7 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       handle: ({ userId, caller, params }) => {
         const id = keyConversation(caller);
         // The UI names files as the agent-server lays them out: /workspace/project[/<repository>]/<file>.
-        return workspace.describe(userId, id).andThen((w) => {
-          const underProject = params.path.replace(/^\/workspace\/project\//, '');
-          const repository = w.repository?.split('/').pop();
-          const relative = repository && underProject.startsWith(`${repository}/`) ? underProject.slice(repository.length + 1) : underProject;
-          return workspace.gitDiff(userId, id, relative);
-        });
+        return workspace.describe(userId, id).andThen((w) => workspace.gitDiff(userId, id, projectRelative(params.path, w.repository)));
       },
     }),
   ];

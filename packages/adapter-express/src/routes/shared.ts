@@ -27,6 +27,7 @@ export const conversationFilterQuery = {
   updated_at__gte: timestampParam,
   updated_at__lt: timestampParam,
   include_sub_conversations: booleanParam,
+  sandbox_id__eq: z.string().min(1).max(128).optional().meta({ description: 'Only the conversations in this sandbox.' }),
 };
 
 export const toFilter = (q: {
@@ -36,6 +37,7 @@ export const toFilter = (q: {
   updated_at__gte?: string | undefined;
   updated_at__lt?: string | undefined;
   include_sub_conversations?: boolean | undefined;
+  sandbox_id__eq?: string | undefined;
 }) => ({
   ...(q.title__contains !== undefined ? { title_contains: q.title__contains } : {}),
   ...(q.created_at__gte !== undefined ? { created_at_gte: q.created_at__gte } : {}),
@@ -43,6 +45,7 @@ export const toFilter = (q: {
   ...(q.updated_at__gte !== undefined ? { updated_at_gte: q.updated_at__gte } : {}),
   ...(q.updated_at__lt !== undefined ? { updated_at_lt: q.updated_at__lt } : {}),
   ...(q.include_sub_conversations !== undefined ? { include_sub_conversations: q.include_sub_conversations } : {}),
+  ...(q.sandbox_id__eq !== undefined ? { sandbox_id: q.sandbox_id__eq } : {}),
 });
 
 /** Runs `list` from the page the query names (the query schema admits only page ids that name one). */

@@ -1,5 +1,5 @@
 import type { ConversationOverview, ConversationStatusChange, CreatedConversation } from '@acs/core';
-import { ConversationStatusSchema, ConversationTriggerSchema, ExecutionStatusSchema, GitProviderSchema, MetricsSnapshotSchema, SandboxStatusSchema } from '@acs/core/schemas';
+import { ConversationStatusSchema, ConversationTriggerSchema, ExecutionStatusSchema, GitProviderSchema, SandboxStatusSchema, type ConversationMetrics } from '@acs/core/schemas';
 import { z } from 'zod';
 import type { ConversationKeys } from '../auth/conversation-keys.js';
 
@@ -41,11 +41,38 @@ export const ConversationInfoSchema = z.object({
 export type ConversationInfo = z.infer<typeof ConversationInfoSchema>;
 
 
-/** The V1 app conversation (`GET /api/v1/app-conversations`). */
+/** Tokens used so far (OpenHands' TokenUsage, accumulated over the conversation's model calls). */
+const TokenUsageSchema = z
+  .object({
+    model: z.string(),
+    prompt_tokens: z.int().min(0),
+    completion_tokens: z.int().min(0),
+    cache_read_tokens: z.int().min(0).meta({ description: 'Prompt tokens the provider served from its cache.' }),
+    cache_write_tokens: z.int().min(0).meta({ description: 'Not counted here: always 0.' }),
+    reasoning_tokens: z.int().min(0).meta({ description: 'Not counted here: always 0.' }),
+    context_window: z.int().min(0).meta({ description: 'Not known here: always 0.' }),
+    per_turn_token: z.int().min(0).meta({ description: 'Prompt and completion tokens of the last call.' }),
+    response_id: z.string(),
+  })
+  .meta({ id: 'TokenUsage' });
+
+/** A conversation's model use so far (OpenHands' MetricsSnapshot). */
+const MetricsSnapshotSchema = z
+  .object({
+    model_name: z.string().meta({ description: 'The model of the last call (the conversation’s model before any).' }),
+    accumulated_cost: z.number().min(0).meta({ description: 'USD so far, of the calls whose price is known (as OpenHands counts an unknown price as 0).' }),
+    accumulated_cost_known: z.boolean().meta({ description: 'false when the price of a model used is unknown: accumulated_cost then leaves those calls out.' }),
+    max_budget_per_task: z.number().nullable(),
+    accumulated_token_usage: TokenUsageSchema.nullable(),
+  })
+  .meta({ id: 'MetricsSnapshot' });
+type MetricsSnapshot = z.infer<typeof MetricsSnapshotSchema>;
+
+/** The V1 app conversation (OpenHands 1.11's `AppConversation`, plus our status fields). */
 export const AppConversationSchema = z.object({
   id: z.string(),
   created_by_user_id: z.string().nullable(),
-  sandbox_id: z.string().nullable(),
+  sandbox_id: z.string().meta({ description: "Its sandbox ('' for a record without one)." }),
   selected_repository: z.string().nullable(),
   selected_branch: z.string().nullable(),
   git_provider: GitProviderSchema.nullable(),
@@ -53,9 +80,17 @@ export const AppConversationSchema = z.object({
   trigger: ConversationTriggerSchema.nullable(),
   pr_number: z.array(z.int()),
   llm_model: z.string().nullable(),
-  metrics: MetricsSnapshotSchema.nullable(),
+  agent_kind: z.literal('openhands').meta({ description: 'Always openhands: this server runs no ACP agents.' }),
+  metrics: MetricsSnapshotSchema.nullable().meta({ description: 'null until the first model call.' }),
   parent_conversation_id: z.string().nullable(),
   sub_conversation_ids: z.array(z.string()),
+  public: z.boolean().nullable(),
+  tags: z.record(z.string(), z.string()).meta({ description: 'Always empty here.' }),
+  acp_server: z.string().nullable().meta({ description: 'The ACP provider of an ACP agent: always null here.' }),
+  launched_agent_profile: z
+    .object({ agent_profile_id: z.string(), revision: z.int().min(0) })
+    .nullable()
+    .meta({ description: 'The agent profile that launched it: always null here (no agent profiles).' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
   sandbox_status: SandboxStatusSchema,
@@ -66,6 +101,28 @@ export const AppConversationSchema = z.object({
   session_api_key: z.string().nullable(),
 });
 export type AppConversation = z.infer<typeof AppConversationSchema>;
+
+/** The record's metrics as OpenHands reports them (records from before the extra counts read 0 for them). */
+function toMetricsSnapshot(metrics: ConversationMetrics, conversationModel: string | null): MetricsSnapshot {
+  const model = metrics.model ?? conversationModel ?? 'default';
+  return {
+    model_name: model,
+    accumulated_cost: metrics.priced_cost ?? metrics.accumulated_cost ?? 0,
+    accumulated_cost_known: metrics.accumulated_cost !== null,
+    max_budget_per_task: metrics.max_budget_per_task,
+    accumulated_token_usage: {
+      model,
+      prompt_tokens: metrics.prompt_tokens,
+      completion_tokens: metrics.completion_tokens,
+      cache_read_tokens: metrics.cache_read_tokens ?? 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
+      context_window: 0,
+      per_turn_token: metrics.last_call_tokens ?? 0,
+      response_id: '',
+    },
+  };
+}
 
 /** V0's answer to a start or stop. */
 export const ConversationStatusResponseSchema = z.object({
@@ -126,13 +183,16 @@ export function toConversationInfo(overview: ConversationOverview, links: Conver
   };
 }
 
-/** The V1 view of a conversation. */
-export function toAppConversation(overview: ConversationOverview, links: ConversationLinks): AppConversation {
+/**
+ * A conversation's stored facts as OpenHands' AppConversationInfo has them (the V1 view without
+ * the live status and the links): what a download's meta.json holds.
+ */
+export function toAppConversationInfo(overview: ConversationOverview) {
   const { record } = overview;
   return {
     id: record.id,
     created_by_user_id: record.user_id,
-    sandbox_id: record.sandbox_id,
+    sandbox_id: record.sandbox_id ?? '',
     selected_repository: record.selected_repository,
     selected_branch: record.selected_branch,
     git_provider: record.git_provider,
@@ -140,13 +200,25 @@ export function toAppConversation(overview: ConversationOverview, links: Convers
     trigger: record.trigger,
     pr_number: record.pr_number,
     llm_model: record.llm_model,
-    metrics: record.metrics ?? null,
+    agent_kind: 'openhands' as const,
+    metrics: record.metrics ? toMetricsSnapshot(record.metrics, record.llm_model) : null,
     parent_conversation_id: record.parent_conversation_id,
     sub_conversation_ids: overview.sub_conversation_ids,
+    public: record.public ?? null,
+    tags: {},
+    acp_server: null as string | null,
+    launched_agent_profile: null as { agent_profile_id: string; revision: number } | null,
     created_at: record.created_at,
     updated_at: record.updated_at,
+  };
+}
+
+/** The V1 view of a conversation. */
+export function toAppConversation(overview: ConversationOverview, links: ConversationLinks): AppConversation {
+  return {
+    ...toAppConversationInfo(overview),
     sandbox_status: overview.sandbox_status,
-    execution_status: record.execution_status,
+    execution_status: overview.record.execution_status,
     conversation_status: overview.status,
     status_detail: overview.status_detail,
     conversation_url: links.url,

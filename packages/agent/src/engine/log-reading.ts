@@ -20,18 +20,26 @@ export function metricsOf(events: readonly ConversationEvent[], budget: number |
   let known = true;
   let prompt = 0;
   let completion = 0;
+  let cached = 0;
+  let last: { model: string; tokens: number } | null = null;
   for (const e of events) {
     if (e.kind !== 'llm_call') continue;
     prompt += e.prompt_tokens;
     completion += e.completion_tokens;
+    cached += e.cached_prompt_tokens;
+    last = { model: e.model, tokens: e.prompt_tokens + e.completion_tokens };
     if (e.cost_usd === null) known = false;
     else cost += e.cost_usd;
   }
+  const priced = Math.round(cost * 1e6) / 1e6;
   return {
-    accumulated_cost: known ? Math.round(cost * 1e6) / 1e6 : null,
+    accumulated_cost: known ? priced : null,
     max_budget_per_task: budget,
     prompt_tokens: prompt,
     completion_tokens: completion,
+    cache_read_tokens: cached,
+    priced_cost: priced,
+    ...(last ? { model: last.model, last_call_tokens: last.tokens } : {}),
   };
 }
 

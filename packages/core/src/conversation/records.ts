@@ -53,11 +53,32 @@ export function createConversationRecords(kit: ConversationBase) {
         }),
     );
 
+  /** Who follows which start task in this process (`followStartTask`), keyed by user and task. */
+  const taskWatchers = new Map<string, Set<(task: StartTaskRecord) => void>>();
+  const taskKey = (userId: string, taskId: string) => `${userId}\u0000${taskId}`;
+
+  /** Follows a start task's stored changes made in this process; returns how to stop. */
+  const watchTask = (userId: string, taskId: string, watcher: (task: StartTaskRecord) => void): (() => void) => {
+    const key = taskKey(userId, taskId);
+    const watchers = taskWatchers.get(key) ?? new Set();
+    watchers.add(watcher);
+    taskWatchers.set(key, watchers);
+    return () => {
+      watchers.delete(watcher);
+      if (watchers.size === 0) taskWatchers.delete(key);
+    };
+  };
+
+  /** Changes a start task, and tells those who follow it. */
+  const updateTask = (userId: string, taskId: string, mutate: (task: StartTaskRecord) => StartTaskRecord) =>
+    startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> => ok(mutate(t))).map((updated) => {
+      if (updated) for (const watcher of [...(taskWatchers.get(taskKey(userId, taskId)) ?? [])]) watcher(updated);
+      return updated;
+    });
+
   /** Moves a start task on; a detail (progress of the step before) does not carry over to the next step. */
   const setTask = (userId: string, taskId: string, status: StartTaskStatus, extra: Partial<StartTaskRecord> = {}) =>
-    startTasks.update(userId, taskId, (t): Result<StartTaskRecord, never> =>
-      ok({ ...t, ...(status === t.status ? {} : { detail: null }), ...extra, status, updated_at: clock.now() }),
-    );
+    updateTask(userId, taskId, (t) => ({ ...t, ...(status === t.status ? {} : { detail: null }), ...extra, status, updated_at: clock.now() }));
 
   /** Puts a user message in the log; the agent picks it up when it is woken (now, or when its sandbox is ready). */
   const appendUserMessage = (userId: string, conversationId: string, message: { text: string; image_urls: readonly string[] }): ResultAsync<MessageEvent, StoreFailure> =>
@@ -97,7 +118,7 @@ export function createConversationRecords(kit: ConversationBase) {
       return effectiveConversationStatus(record.status, box?.status ?? null);
     });
 
-  return { requireLlmSettings, specFor, transition, setTask, appendUserMessage, othersUsing, sandboxesOf, withContext, getRecord, statusOf };
+  return { requireLlmSettings, specFor, transition, setTask, updateTask, watchTask, appendUserMessage, othersUsing, sandboxesOf, withContext, getRecord, statusOf };
 }
 
 export type ConversationRecords = ReturnType<typeof createConversationRecords>;

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+// What a suggested task asks for (OpenHands' task types, one list with git's suggestions); an issue when not said.
+import { SUGGESTED_TASK_TYPES } from '../git/schema.js';
 import { McpConfigSchema, type McpConfig } from '../mcp/schema.js';
 import { GitProviderSchema, type GitProvider } from '../settings/schema.js';
 import type { ExecutionStatus } from '../events/schema.js';
@@ -20,6 +22,7 @@ export const CONVERSATION_TRIGGERS = [
   'jira_dc',
   'linear',
   'bitbucket',
+  'automation',
 ] as const;
 export const ConversationTriggerSchema = z.enum(CONVERSATION_TRIGGERS);
 export type ConversationTrigger = z.infer<typeof ConversationTriggerSchema>;
@@ -70,10 +73,13 @@ export const ClientConversationIdSchema = z
   // These name routes under /api/v1/app-conversations/ (matched case-insensitively), so a conversation with them could not be read there.
   .refine((id) => !RESERVED_CONVERSATION_IDS.has(id.toLowerCase()), 'is reserved: it names a route (search, count, start-tasks, stream-start)');
 
+
 export const SuggestedTaskSchema = z.object({
   repo: RepositoryNameSchema,
   issue_number: z.int().min(0),
   title: z.string().max(1024),
+  task_type: z.enum(SUGGESTED_TASK_TYPES).optional(),
+  git_provider: GitProviderSchema.optional(),
 });
 export type SuggestedTask = z.infer<typeof SuggestedTaskSchema>;
 
@@ -118,34 +124,89 @@ export type NewConversationRequest = z.output<typeof NewConversationRequestSchem
 
 
 const TextContentSchema = z.object({ type: z.literal('text'), text: z.string().max(1_000_000), cache_prompt: z.boolean().optional() });
-const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(ImageUrlSchema).min(1).max(32) });
+const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(ImageUrlSchema).min(1).max(32), cache_prompt: z.boolean().optional() });
+
+/**
+ * One part of a message: text or images. `type` may be left out, as OpenHands' models default
+ * it: a part with `image_urls` is then images, any other text.
+ */
+const MessageContentSchema = z.preprocess(
+  (part: unknown) =>
+    part !== null && typeof part === 'object' && !Array.isArray(part) && !('type' in part) ? { ...part, type: 'image_urls' in part ? 'image' : 'text' } : part,
+  z.discriminatedUnion('type', [TextContentSchema, ImageContentSchema]),
+);
+
+const MessageRoleSchema = z
+  .literal('user', { error: 'only messages from the user can be sent' })
+  .default('user')
+  .meta({ description: 'Only "user": the other roles of the agent-server are the agent\'s own.' });
 
 /** A message sent to the agent (V1 shape). */
 export const SendMessageRequestSchema = z.object({
-  role: z
-    .literal('user', { error: 'only messages from the user can be sent' })
-    .default('user')
-    .meta({ description: 'Only "user": the other roles of the agent-server are the agent\'s own.' }),
-  content: z.array(z.discriminatedUnion('type', [TextContentSchema, ImageContentSchema])).max(64),
+  role: MessageRoleSchema,
+  content: z.array(MessageContentSchema).max(64),
   run: z.boolean().default(false),
 });
 export type SendMessageRequest = z.output<typeof SendMessageRequestSchema>;
 
-/** V1 `POST /api/v1/app-conversations` body. Unknown keys are ignored (as OpenHands does). */
-export const AppConversationStartRequestSchema = z.object({
-  sandbox_id: z.string().min(1).max(128).nullable().optional(),
-  initial_message: SendMessageRequestSchema.nullable().optional(),
-  processors: z.array(z.unknown()).nullable().optional().meta({ description: 'Accepted for compatibility; ignored.' }),
-  llm_model: z.string().trim().min(1).max(512).nullable().optional(),
-  selected_repository: RepositoryNameSchema.nullable().optional(),
-  selected_branch: BranchNameSchema.nullable().optional(),
-  git_provider: GitProviderSchema.nullable().optional(),
-  title: z.string().trim().min(1).max(200).nullable().optional(),
-  trigger: ConversationTriggerSchema.nullable().optional(),
-  pr_number: z.array(z.int().min(0)).max(100).optional(),
-  parent_conversation_id: z.string().min(1).max(100).nullable().optional(),
-  agent_type: z.enum(['default', 'plan']).optional(),
-});
+/** A conversation's first message: as a sent message, but `content` may be left out (no message then). */
+const InitialMessageSchema = SendMessageRequestSchema.extend({ content: z.array(MessageContentSchema).max(64).default([]) });
+
+/** A UUID, dashed or as 32 hex digits (stored as 32 lowercase hex digits). */
+export const UuidSchema = z
+  .string()
+  .regex(/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/, 'must be a UUID (32 hex digits, dashed or not)');
+
+/** Fields OpenHands accepts that this server cannot honour: refused unless empty, rather than silently ignored. */
+const notSupported = (what: string) => (value: unknown) =>
+  value === null || value === undefined || (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && Object.keys(value).length === 0) ? true : what;
+
+/** V1 `POST /api/v1/app-conversations` body (OpenHands 1.11's AppConversationStartRequest). Unknown keys are ignored (as OpenHands does). */
+export const AppConversationStartRequestSchema = z
+  .object({
+    sandbox_id: z.string().min(1).max(128).nullable().optional().meta({ description: 'Start in this sandbox of yours (it must exist and not be lost).' }),
+    conversation_id: UuidSchema.nullable().optional().meta({ description: 'The id the conversation gets (409 when you already have one with it).' }),
+    initial_message: InitialMessageSchema.nullable().optional(),
+    system_message_suffix: z.string().max(100_000).nullable().optional().meta({ description: "Added to the agent's system prompt." }),
+    processors: z.array(z.unknown()).max(100).nullable().optional().meta({ description: 'Accepted for compatibility; ignored.' }),
+    llm_model: z.string().trim().min(1).max(512).nullable().optional(),
+    agent_profile_id: z
+      .unknown()
+      .refine((v) => v === null || v === undefined, 'agent profiles are not supported by this server; leave agent_profile_id out')
+      .optional()
+      .meta({ description: 'Not supported: only null.' }),
+    selected_repository: RepositoryNameSchema.nullable().optional(),
+    selected_branch: BranchNameSchema.nullable().optional(),
+    git_provider: GitProviderSchema.nullable().optional(),
+    suggested_task: SuggestedTaskSchema.nullable().optional().meta({ description: 'Its wording becomes the first message (give it or initial_message, not both); its repo is cloned unless selected_repository says otherwise.' }),
+    title: z.string().trim().min(1).max(200).nullable().optional(),
+    trigger: ConversationTriggerSchema.nullable().optional(),
+    pr_number: z.array(z.int().min(0)).max(100).optional(),
+    parent_conversation_id: z.string().min(1).max(100).nullable().optional(),
+    agent_type: z.enum(['default', 'plan']).optional(),
+    public: z.boolean().nullable().optional(),
+    plugins: z
+      .array(z.unknown())
+      .max(100)
+      .nullable()
+      .optional()
+      .refine((v) => notSupported('plugins are not supported by this server; send none')(v) === true, 'plugins are not supported by this server; send none')
+      .meta({ description: 'Not supported: only null or [].' }),
+    secrets: z
+      .record(z.string().max(256), z.string().max(100_000))
+      .nullable()
+      .optional()
+      .refine(
+        (v) => notSupported('')(v) === true,
+        'conversation secrets are not supported by this server; store them as your secrets (/api/v1/secrets) instead',
+      )
+      .meta({ description: 'Not supported: only null or {}.' }),
+  })
+  .superRefine((request, ctx) => {
+    if (request.suggested_task && request.initial_message && request.initial_message.content.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['suggested_task'], message: 'give suggested_task or initial_message, not both' });
+    }
+  });
 export type AppConversationStartRequest = z.output<typeof AppConversationStartRequestSchema>;
 
 /** What the conversation was started with; the agent engine reads it. */
@@ -186,19 +247,30 @@ export interface ConversationRecord {
   conversation_version: 'V0' | 'V1';
   /** Tokens and cost so far; absent until the first model call (and on records from before the engine). */
   metrics?: ConversationMetrics | null;
+  /** Whether the owner shares it (OpenHands' `public`); absent on records from before it was kept. */
+  public?: boolean | null;
   /** The repository prepared in the sandbox (clone, branch, guidance); absent without a repository or before it is ready. */
   workspace?: ConversationWorkspace | null;
   created_at: string;
   updated_at: string;
 }
 
-export const MetricsSnapshotSchema = z.object({
-  accumulated_cost: z.number().nullable().meta({ description: 'USD so far; null when the price of a model used is unknown.' }),
-  max_budget_per_task: z.number().nullable(),
-  prompt_tokens: z.int(),
-  completion_tokens: z.int(),
-});
-export type ConversationMetrics = z.infer<typeof MetricsSnapshotSchema>;
+/** A conversation's model use so far, as its record keeps it (the agent writes it after each call). */
+export interface ConversationMetrics {
+  /** USD so far; null when the price of a model used is unknown. */
+  accumulated_cost: number | null;
+  max_budget_per_task: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Prompt tokens the provider served from its cache, summed. Absent on records from before it was kept. */
+  cache_read_tokens?: number;
+  /** USD of the calls whose price is known (accumulated_cost when every price is). Absent on older records. */
+  priced_cost?: number;
+  /** The model of the last call. Absent on older records. */
+  model?: string;
+  /** Prompt and completion tokens of the last call. Absent on older records. */
+  last_call_tokens?: number;
+}
 
 
 export const START_TASK_STATUSES = [
@@ -238,7 +310,7 @@ export const StartTaskSchema = z.object({
     .meta({ description: 'Known from the first response on (the id is reserved when the task is created).' }),
   sandbox_id: z.string().nullable(),
   agent_server_url: z.string().nullable(),
-  request: z.record(z.string(), z.unknown()),
+  request: z.record(z.string(), z.unknown()).meta({ description: 'The start request, every field of it with its default where it was left out.' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });
@@ -253,8 +325,44 @@ export function toStartTask(record: StartTaskRecord): StartTask {
     app_conversation_id: record.app_conversation_id,
     sandbox_id: record.sandbox_id,
     agent_server_url: null,
-    request: record.request,
+    request: echoStartRequest(record.request),
     created_at: record.created_at,
     updated_at: record.updated_at,
+  };
+}
+
+/** A content part as OpenHands echoes it: with its type and `cache_prompt`. */
+const echoContent = (part: SendMessageRequest['content'][number]) =>
+  part.type === 'text' ? { type: 'text', text: part.text, cache_prompt: part.cache_prompt ?? false } : { type: 'image', image_urls: part.image_urls, cache_prompt: part.cache_prompt ?? false };
+
+/**
+ * The request a start task echoes: every field of OpenHands' AppConversationStartRequest, with
+ * its default where the request left it out (the conversation id dashed, as OpenHands writes a
+ * plain UUID; secrets, which are refused unless empty, never echoed with values).
+ */
+function echoStartRequest(request: AppConversationStartRequest): Record<string, unknown> {
+  const dashed = (id: string) => id.replaceAll('-', '').toLowerCase().replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+  return {
+    sandbox_id: request.sandbox_id ?? null,
+    conversation_id: request.conversation_id ? dashed(request.conversation_id) : null,
+    initial_message: request.initial_message
+      ? { role: request.initial_message.role, content: request.initial_message.content.map(echoContent), run: request.initial_message.run }
+      : null,
+    system_message_suffix: request.system_message_suffix ?? null,
+    processors: request.processors ?? null,
+    llm_model: request.llm_model ?? null,
+    agent_profile_id: null,
+    selected_repository: request.selected_repository ?? null,
+    selected_branch: request.selected_branch ?? null,
+    git_provider: request.git_provider ?? null,
+    suggested_task: request.suggested_task ?? null,
+    title: request.title ?? null,
+    trigger: request.trigger ?? null,
+    pr_number: request.pr_number ?? [],
+    parent_conversation_id: request.parent_conversation_id ?? null,
+    agent_type: request.agent_type ?? 'default',
+    public: request.public ?? null,
+    plugins: request.plugins ?? null,
+    secrets: request.secrets ? {} : null,
   };
 }

@@ -12,6 +12,7 @@ import type { SandboxStore } from '../sandbox/store.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AgentPort, ConfirmationDecision } from './agent-port.js';
 import type { ConversationOverview, ConversationStatusChange } from './overview.js';
+import type { GitProvider } from '../settings/schema.js';
 import type { AppConversationStartRequest, ConversationStatus, NewConversationRequest, SendMessageRequest, StartTask } from './schema.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 
@@ -44,6 +45,27 @@ export interface CreatedConversation {
   conversation_id: string;
   status: ConversationStatus;
 }
+
+/** What a conversation's owner may change of it; a field left out is kept, null clears it. */
+export interface ConversationUpdate {
+  /** null gives it back its default title. */
+  title?: string | null;
+  public?: boolean | null;
+  /** Cleared (null) only with the branch and provider it had: clear those in the same update. */
+  selected_repository?: string | null;
+  selected_branch?: string | null;
+  git_provider?: GitProvider | null;
+}
+
+/** A message queued for a conversation's agent, and where it stands among those waiting. */
+export interface QueuedMessage {
+  event: MessageEvent;
+  /** 1-based: how many user messages wait for the agent, this one included. */
+  position: number;
+}
+
+/** The most user messages that may wait for a conversation's agent when one more is queued (as OpenHands limits pending messages). */
+export const MAX_PENDING_MESSAGES = 10;
 
 /**
  * What each conversation operation can fail with (the compiler holds the implementation to it).
@@ -104,6 +126,9 @@ export const ConversationServiceErrors = {
   respondToConfirmation: ['ConversationNotFound', 'ConfirmationNotPending', 'StoreUnavailable'],
   rename: ['ConversationNotFound', 'StoreUnavailable'],
   switchProfile: ['ConversationNotFound', 'SettingsNotFound', 'ProfileNotFound', 'StoreUnavailable'],
+  update: ['ValidationFailed', 'ConversationNotFound', 'StoreUnavailable'],
+  queueMessage: ['ValidationFailed', 'ConversationNotFound', 'TooManyPendingMessages', 'StoreUnavailable'],
+  followStartTask: ['StartTaskNotFound', 'StoreUnavailable'],
   pauseAgent: ['ConversationNotFound', 'StoreUnavailable'],
   runAgent: ['ConversationNotFound', 'StoreUnavailable'],
   searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
@@ -150,6 +175,27 @@ export interface ConversationService {
   respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
   /** Gives the conversation a new title. */
   rename(userId: string, id: string, title: string): ResultAsync<void, ConversationServiceError<'rename'>>;
+  /** Changes what the owner may change of a conversation (its metadata: nothing runs). */
+  update(userId: string, id: string, update: ConversationUpdate): ResultAsync<ConversationOverview, ConversationServiceError<'update'>>;
+  /**
+   * Queues a message for the agent of a conversation, also while it is still starting: `target`
+   * is the conversation's id, or `task-<start task id>` (the start task's conversation). The
+   * message is appended to its log and the agent acts on it as with `sendMessage` and `run:
+   * true` (a starting conversation's agent, once it is ready). TooManyPendingMessages when
+   * MAX_PENDING_MESSAGES already wait (user messages after the agent's last event).
+   */
+  queueMessage(userId: string, target: string, message: SendMessageRequest): ResultAsync<QueuedMessage, ConversationServiceError<'queueMessage'>>;
+  /**
+   * Follows a start task of this process: `listener` gets its current state, then each change,
+   * until READY or ERROR (then `onEnd('finished')`), or until the service closes
+   * (`onEnd` with why). StartTaskNotFound for a task the user does not have.
+   */
+  followStartTask(
+    userId: string,
+    taskId: string,
+    listener: (task: StartTask) => void,
+    onEnd: (reason: string) => void,
+  ): ResultAsync<{ close(): void }, ConversationServiceError<'followStartTask'>>;
   /**
    * Switches the conversation to one of the user's LLM profiles: its next model calls (the one
    * in flight finishes as it began) use the profile's model, base URL and key, the settings' key

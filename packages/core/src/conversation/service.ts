@@ -6,10 +6,11 @@ import type { StoredSettings } from '../settings/schema.js';
 import { createConversationRecords } from './records.js';
 import { parseReplayTrajectory } from './replay-trajectory.js';
 import { initialMessageFromV0, normalizedTaskFilter, userMessageOf } from './requests.js';
-import { toStartTask, type AppConversationStartRequest, type ConversationLaunch, type ConversationRecord } from './schema.js';
-import { DEFAULT_KEYLESS_MODEL_PREFIXES, type ConversationService, type ConversationServiceDeps } from './service-contract.js';
+import { suggestedTaskMessage } from './first-message.js';
+import { toStartTask, type AppConversationStartRequest, type ConversationLaunch, type ConversationRecord, type StartTaskRecord } from './schema.js';
+import { DEFAULT_KEYLESS_MODEL_PREFIXES, MAX_PENDING_MESSAGES, type ConversationService, type ConversationServiceDeps, type QueuedMessage } from './service-contract.js';
 import { createStartPipeline, type Plan, type Planned } from './start-pipeline.js';
-import { toConversationOverview, type ConversationStatusChange } from './overview.js';
+import { toConversationOverview, type ConversationOverview, type ConversationStatusChange } from './overview.js';
 
 export * from './service-contract.js';
 
@@ -22,7 +23,30 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   const base = { ...deps, keyless: deps.options?.keylessModelPrefixes ?? DEFAULT_KEYLESS_MODEL_PREFIXES };
   const records = createConversationRecords(base);
   const pipeline = createStartPipeline({ ...base, ...records });
-  const { conversations, startTasks, log, agent, sandboxStore, sandboxes, settings, clock, ids, logger, background, requireLlmSettings, specFor, transition, appendUserMessage, othersUsing, withContext, getRecord, statusOf, launch, insertConversation, restartConversation, newRecord } = { ...base, ...records, ...pipeline };
+  const { conversations, startTasks, log, agent, sandboxStore, sandboxes, settings, clock, ids, logger, background, requireLlmSettings, specFor, transition, appendUserMessage, othersUsing, withContext, getRecord, statusOf, launch, insertConversation, restartConversation, newRecord, watchTask } = { ...base, ...records, ...pipeline };
+
+  const overviewOf = (userId: string, record: ConversationRecord) =>
+    withContext(userId, [record]).map(([entry]) => toConversationOverview(entry!.record, entry!.sandbox, entry!.children));
+
+  /** The conversation a queued message is for: its id, or `task-<id>` of the task that starts it. */
+  const queueTarget = (userId: string, target: string): ResultAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>> => {
+    const task = /^task-(.+)$/.exec(target);
+    if (!task) return getRecord(userId, target);
+    return startTasks.get(userId, normalizeId(task[1]!)).andThen((found) =>
+      found ? getRecord(userId, found.app_conversation_id) : errAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: target }),
+    );
+  };
+
+  /** How many user messages wait for the agent: those after its last event (read in pages, counting only). */
+  const waitingMessages = (userId: string, conversationId: string) => {
+    const countFrom = (after: number, waiting: number): ResultAsync<number, DomainErrorOf<'StoreUnavailable'>> =>
+      log.search(userId, conversationId, { after, kinds: ['message', 'action'], limit: 100 }).andThen((page) => {
+        let now = waiting;
+        for (const event of page.items) now = event.source === 'user' ? now + 1 : event.source === 'agent' ? 0 : now;
+        return page.next_after === null ? okAsync(now) : countFrom(page.next_after, now);
+      });
+    return countFrom(0, 0);
+  };
 
   const service: ConversationService = {
     create: (userId, request) => {
@@ -118,21 +142,23 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
             });
           })
           .andThen(({ stored, plan }) => {
-            const id = ids.next();
+            const id = request.conversation_id ? normalizeId(request.conversation_id) : ids.next();
+            const task = request.suggested_task ?? null;
             const record = newRecord(userId, id, {
               ...(request.title ? { title: request.title } : {}),
-              selected_repository: request.selected_repository ?? parentRecord?.selected_repository ?? null,
+              selected_repository: request.selected_repository ?? task?.repo ?? parentRecord?.selected_repository ?? null,
               selected_branch: request.selected_branch ?? parentRecord?.selected_branch ?? null,
-              git_provider: request.git_provider ?? parentRecord?.git_provider ?? null,
-              trigger: request.trigger ?? null,
+              git_provider: request.git_provider ?? task?.git_provider ?? parentRecord?.git_provider ?? null,
+              trigger: request.trigger ?? (task ? 'suggested_task' : null),
               pr_number: request.pr_number ?? [],
               llm_model: llmModel ?? stored?.llm_model ?? null,
               parent_conversation_id: parentRecord?.id ?? null,
+              public: request.public ?? null,
               launch: {
-                initial_message: request.initial_message ?? null,
-                conversation_instructions: null,
+                initial_message: task ? { role: 'user', content: [{ type: 'text', text: suggestedTaskMessage(task) }], run: true } : (request.initial_message ?? null),
+                conversation_instructions: request.system_message_suffix ?? null,
                 mcp_config: null,
-                suggested_task: null,
+                suggested_task: task,
                 create_microagent: null,
                 replay_json: null,
                 agent_type: request.agent_type ?? 'default',
@@ -284,6 +310,69 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
           }),
         )
         .map(() => undefined),
+    update: (userId, id, patch) => {
+      if (patch.selected_repository === null && ((patch.selected_branch ?? null) !== null || (patch.git_provider ?? null) !== null)) {
+        return errAsync(validationFailed([{ path: 'selected_repository', message: 'clearing the repository clears its branch and provider too: send them as null (or leave them out)' }]));
+      }
+      return getRecord(userId, id)
+        .andThen((record) =>
+          conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
+            ok({
+              ...c,
+              ...(patch.title !== undefined ? { title: patch.title ?? `Conversation ${c.id.slice(0, 5)}` } : {}),
+              ...(patch.public !== undefined ? { public: patch.public } : {}),
+              ...(patch.selected_repository !== undefined ? { selected_repository: patch.selected_repository } : {}),
+              ...(patch.selected_branch !== undefined ? { selected_branch: patch.selected_branch } : {}),
+              ...(patch.git_provider !== undefined ? { git_provider: patch.git_provider } : {}),
+              updated_at: clock.now(),
+            }),
+          ),
+        )
+        .andThen((updated) => (updated ? overviewOf(userId, updated) : errAsync<ConversationOverview, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: id })));
+    },
+
+    queueMessage: (userId, target, message) =>
+      queueTarget(userId, target).andThen((record) =>
+        waitingMessages(userId, record.id).andThen((waiting) =>
+          waiting >= MAX_PENDING_MESSAGES
+            ? errAsync<QueuedMessage, DomainErrorOf<'TooManyPendingMessages'>>({ type: 'TooManyPendingMessages', conversationId: record.id, limit: MAX_PENDING_MESSAGES })
+            : service.sendMessage(userId, record.id, { ...message, run: true }).map((event) => ({ event, position: waiting + 1 })),
+        ),
+      ),
+
+    followStartTask: (userId, taskId, listener, onEnd) => {
+      const id = normalizeId(taskId);
+      let last: StartTaskRecord | null = null;
+      let stop = () => {};
+      let ended = false;
+      const end = (reason: string) => {
+        if (ended) return;
+        ended = true;
+        stop();
+        background.signal.removeEventListener('abort', closing);
+        onEnd(reason);
+      };
+      const closing = () => end('the service is shutting down');
+      /** Each change once, in order: a state older than one already delivered is dropped. */
+      const deliver = (task: StartTaskRecord) => {
+        if (ended) return;
+        if (last && (task.updated_at < last.updated_at || (task.updated_at === last.updated_at && task.status === last.status && task.detail === last.detail))) return;
+        last = task;
+        listener(toStartTask(task));
+        if (task.status === 'READY' || task.status === 'ERROR') end('finished');
+      };
+      stop = watchTask(userId, id, deliver);
+      return startTasks.get(userId, id).andThen((current) => {
+        if (!current) {
+          stop();
+          return errAsync<{ close(): void }, DomainErrorOf<'StartTaskNotFound'>>({ type: 'StartTaskNotFound', taskId });
+        }
+        deliver(current);
+        if (background.closed) closing();
+        else if (!ended) background.signal.addEventListener('abort', closing, { once: true });
+        return okAsync({ close: () => end('closed') });
+      });
+    },
 
     pauseAgent: (userId, id) =>
       getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(agent.pause(userId, record.id, 'paused by the user'))),

@@ -32,7 +32,7 @@ export interface ConversationStep<E> {
  * sandbox up, has the agent prepare the workspace, and wakes the agent.
  */
 export function createStartPipeline(kit: ConversationBase & ConversationRecords) {
-  const { conversations, startTasks, log, agent, sandboxStore, sandboxes, settings, clock, ids, logger, background, transition, setTask, appendUserMessage, othersUsing } = kit;
+  const { conversations, startTasks, log, agent, sandboxStore, sandboxes, settings, clock, ids, logger, background, transition, setTask, updateTask, appendUserMessage, othersUsing } = kit;
 
   /**
    * Has the agent clone the conversation's repository into its running sandbox (`AgentPort.prepareWorkspace`).
@@ -80,9 +80,7 @@ export function createStartPipeline(kit: ConversationBase & ConversationRecords)
     // A slow start-up (an image being built) says what it is doing on the task.
     const settled = await sandboxes.whenSettled(userId, sandboxId, (detail) => {
       background.spawn(`record start progress of ${task.app_conversation_id}`, async () => {
-        await startTasks.update(userId, task.id, (t): Result<StartTaskRecord, never> =>
-          ok(t.status === 'WAITING_FOR_SANDBOX' ? { ...t, detail, updated_at: clock.now() } : t),
-        );
+        await updateTask(userId, task.id, (t) => (t.status === 'WAITING_FOR_SANDBOX' ? { ...t, detail, updated_at: clock.now() } : t));
       });
     });
     if (settled?.status !== 'RUNNING') {

@@ -16,6 +16,8 @@ export interface ConversationFilter {
   include_sub_conversations?: boolean;
   selected_repository?: string;
   trigger?: string;
+  /** Only conversations in this sandbox. */
+  sandbox_id?: string;
 }
 
 /**

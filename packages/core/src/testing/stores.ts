@@ -215,9 +215,9 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       expect(await expectOk(store.count('alice', {}))).toBe(23);
     });
 
-    it('filters by title (case-insensitive), time bounds, repository, trigger and parent', async () => {
+    it('filters by title (case-insensitive), time bounds, repository, trigger, sandbox and parent', async () => {
       const store = await make();
-      const parent = conversationFixture({ title: 'Fix the LOGIN bug', created_at: at(10), updated_at: at(100), selected_repository: 'acme/app', trigger: 'gui' });
+      const parent = conversationFixture({ title: 'Fix the LOGIN bug', created_at: at(10), updated_at: at(100), selected_repository: 'acme/app', trigger: 'gui', sandbox_id: 'box-9' });
       const other = conversationFixture({ title: 'Write docs', created_at: at(20), updated_at: at(200), selected_repository: 'acme/docs', trigger: 'openhands_api' });
       const child = conversationFixture({ title: 'login follow-up', created_at: at(30), updated_at: at(300), parent_conversation_id: parent.id });
       for (const r of [parent, other, child]) await expectOk(store.insert(r));
@@ -232,6 +232,9 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       expect(await ids({ updated_at_gte: at(100), updated_at_lt: at(200) })).toEqual([parent.id]);
       expect(await ids({ selected_repository: 'acme/docs' })).toEqual([other.id]);
       expect(await ids({ trigger: 'gui' })).toEqual([parent.id]);
+      expect(await ids({ sandbox_id: 'box-9' })).toEqual([parent.id]);
+      expect(await ids({ sandbox_id: 'box-0' })).toEqual([]);
+      expect(await expectOk(store.count('alice', { sandbox_id: 'box-9' }))).toBe(1);
       expect(await expectOk(store.count('alice', { title_contains: 'LOGIN', include_sub_conversations: true }))).toBe(2);
       expect(await expectOk(store.count('bob', {}))).toBe(0);
     });

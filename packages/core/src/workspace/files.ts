@@ -6,6 +6,7 @@ import { normalizeId } from '../ids.js';
 import { resolveSandboxPath, runtimeFailure, splitClippedOutput, type FileContent, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
+import { decodeCursor, type PageRequest } from '../pagination.js';
 
 /** What each workspace operation can fail with (the compiler holds the implementation to it). */
 export const WorkspaceServiceErrors = {
@@ -14,6 +15,7 @@ export const WorkspaceServiceErrors = {
   gitChanges: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   gitDiff: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   describe: ['ConversationNotFound', 'StoreUnavailable'],
+  repositorySkills: ['StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
 /** The error union of a workspace operation. */
@@ -58,8 +60,11 @@ export interface WorkspaceService {
    * directory is WorkspacePathIsDirectory.
    */
   readFile(userId: string, conversationId: string, path: string): ResultAsync<string, WorkspaceServiceError<'readFile'>>;
-  /** What changed in the working directory's git repository; empty when it is not one. */
-  gitChanges(userId: string, conversationId: string): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
+  /**
+   * What changed in the git repository of the working directory (or of `directory`, absolute or
+   * relative to it); empty when it is not in one. Paths are relative to the repository's root.
+   */
+  gitChanges(userId: string, conversationId: string, directory?: string | null): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
   /**
    * A file as committed (HEAD) and as it is now; '' for a side that does not exist (or is a
    * directory). Each side is shown as `readFile` shows a file: its first MiB, with a note when
@@ -67,6 +72,22 @@ export interface WorkspaceService {
    */
   gitDiff(userId: string, conversationId: string, path: string): ResultAsync<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>;
   describe(userId: string, conversationId: string): ResultAsync<WorkspaceDescription, WorkspaceServiceError<'describe'>>;
+  /**
+   * The guidance files of every repository the user's conversations prepared, one per
+   * (repository, name), the newest conversation's; sorted by repository, then name. Read from
+   * the stored conversations only (no sandbox is asked), a page at a time.
+   */
+  repositorySkills(userId: string): ResultAsync<RepositorySkill[], WorkspaceServiceError<'repositorySkills'>>;
+}
+
+/** A guidance file of a repository, as a list of what agents are given. */
+export interface RepositorySkill {
+  /** The repository (`owner/name`). */
+  repository: string;
+  name: string;
+  /** repo: always-on instructions; knowledge: loaded when a message says one of its triggers. */
+  type: 'repo' | 'knowledge';
+  triggers: string[];
 }
 
 export interface WorkspaceServiceDeps {
@@ -89,6 +110,9 @@ const BINARY_PROBE_BYTES = 8000;
  * shell parses nothing a user sent.
  */
 const COMMITTED_BLOB_SCRIPT = 'set -e; [ "$(git -C "$1" cat-file -t "$2")" = blob ]; git -C "$1" cat-file -s "$2"; git -C "$1" cat-file blob "$2" | head -c "$3"';
+
+const bySourceThenName = (a: RepositorySkill, b: RepositorySkill) =>
+  a.repository === b.repository ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.repository < b.repository ? -1 : 1;
 
 export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceService {
   const { conversations, sandboxes, runtime } = deps;
@@ -159,9 +183,9 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
         ),
       ),
 
-    gitChanges: (userId, id) =>
+    gitChanges: (userId, id, directory) =>
       running(userId, id).andThen(({ box, dir }) =>
-        git(box.id, dir, ['status', '--porcelain=v1', '-uall', '-z']).map((result) => (result.exit_code === 0 ? parseStatus(result.stdout) : [])),
+        git(box.id, directory ? (resolveSandboxPath(dir, directory) ?? dir) : dir, ['status', '--porcelain=v1', '-uall', '-z']).map((result) => (result.exit_code === 0 ? parseStatus(result.stdout) : [])),
       ),
 
     gitDiff: (userId, id, path) =>
@@ -197,6 +221,27 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
             };
           }),
       ),
+
+    repositorySkills: (userId) => {
+      const skills = new Map<string, RepositorySkill>();
+      const add = (skill: RepositorySkill) => {
+        const key = `${skill.repository}\u0000${skill.name}`;
+        if (!skills.has(key)) skills.set(key, skill);
+      };
+      const from = (after: PageRequest['after']): ResultAsync<void, WorkspaceServiceError<'repositorySkills'>> =>
+        conversations.search(userId, { include_sub_conversations: true }, { limit: 100, after }).andThen((page) => {
+          for (const record of page.items) {
+            const repository = record.selected_repository;
+            const guidance = record.workspace?.guidance;
+            if (!repository || !guidance) continue;
+            for (const f of guidance.instructions) add({ repository, name: f.path, type: 'repo', triggers: [] });
+            for (const f of guidance.knowledge) add({ repository, name: f.name, type: 'knowledge', triggers: f.triggers });
+          }
+          const next = page.next_page_id === null ? null : decodeCursor(page.next_page_id);
+          return next ? from(next) : okAsync(undefined);
+        });
+      return from(null).map(() => [...skills.values()].sort(bySourceThenName));
+    },
   };
 }
 

@@ -85,7 +85,7 @@ export function ConversationsPage({ query }: { query: URLSearchParams }) {
                     {c.selected_repository ? `${c.selected_repository}${c.selected_branch ? ` @ ${c.selected_branch}` : ''}` : '—'}
                   </td>
                   <td data-label="Cost" class="num">
-                    {formatCost(c.metrics?.accumulated_cost)}
+                    {formatCost(c.metrics?.accumulated_cost_known ? c.metrics.accumulated_cost : null)}
                   </td>
                   <td data-label="Updated" title={c.updated_at}>
                     {formatAge(c.updated_at)}
