@@ -121,8 +121,8 @@ describe('replay_json on the example server, in Docker', () => {
     const observations = events.filter((e) => e.kind === 'observation');
     expect(observations.every((o) => o.kind === 'observation' && !o.is_error), JSON.stringify(observations)).toBe(true);
     expect(observations[2]).toMatchObject({ exit_code: 0, content: expect.stringContaining('hello from the replay') as string });
-    expect(await readInContainer(done.sandbox_id!, '/workspace/greet.py')).toBe('print("hello from the replay")\n');
-    expect(await readInContainer(done.sandbox_id!, '/workspace/out.txt')).toBe('hello from the replay\n');
+    expect(await readInContainer(done.sandbox_id, '/workspace/greet.py')).toBe('print("hello from the replay")\n');
+    expect(await readInContainer(done.sandbox_id, '/workspace/out.txt')).toBe('hello from the replay\n');
     expect(events.some((e) => e.kind === 'llm_call')).toBe(false);
   });
 
@@ -142,7 +142,7 @@ describe('replay_json on the example server, in Docker', () => {
     const trajectory = [userMessage(`${marker('takeover')} Log two lines`), act('run', { command: 'echo "replayed line" > /workspace/log.txt' })];
     const created = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify(trajectory) }));
     const done = await untilExecution(server, created.conversation_id, 'finished');
-    expect(await readInContainer(done.sandbox_id!, '/workspace/log.txt')).toBe('replayed line\nmodel line\n');
+    expect(await readInContainer(done.sandbox_id, '/workspace/log.txt')).toBe('replayed line\nmodel line\n');
     const events = await allEvents(server, created.conversation_id);
     expect(story(events)).toEqual([
       'message:user',

@@ -10469,7 +10469,7 @@ export interface operations {
     getStartTasks: {
         parameters: {
             query: {
-                ids: (string & (unknown & unknown))[];
+                ids: string[];
             };
             header?: never;
             path?: never;

@@ -39,6 +39,9 @@ const MAX_CONVERSATION_IDS = 99;
 const MAX_TASK_IDS = 100;
 
 /** V1 app conversations: start (also streamed), start tasks, search and count, read, change, delete, events, messages, confirmation (literal paths before parameterised ones). */
+/** One pattern per id in the document (a second, as a regex, would make it an intersection clients cannot type). */
+const UUID = new RegExp(UUID_PATTERN);
+
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
   const app = (c: ConversationOverview, userId: string, mountPath: string) => toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
@@ -162,7 +165,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       summary: 'Get start tasks by id',
       description: `Ids are UUIDs (32 hex digits, dashed or not); 400 INVALID_IDS for more than ${MAX_TASK_IDS}, as OpenHands answers.`,
       tags: ['app conversations (V1)'],
-      query: z.object({ ids: batchIdList(z.string().regex(new RegExp(UUID_PATTERN), 'must be a UUID (32 hex digits, dashed or not)')) }),
+      query: z.object({ ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN }).refine((id) => UUID.test(id), 'must be a UUID (32 hex digits, dashed or not)')) }),
       success: { status: 200, description: 'In the order asked; null where there is no such task.', schema: z.array(StartTaskSchema.nullable()) },
       errors: ['InvalidIds', ...ConversationServiceErrors.getStartTasks],
       handle: ({ userId, query }) => {
