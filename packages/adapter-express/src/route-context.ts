@@ -9,6 +9,8 @@ export interface RouteContext {
   conversationKeys: ConversationKeys;
   /** The model names the UI offers (`GET /api/options/models`). */
   models: () => readonly string[];
+  /** The base host of sandboxes' exposed URLs (`<name>-<id>.<base host>`); null: the host the client reached. */
+  sandboxUrlHost: string | null;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -17,6 +19,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     endBrowserSession: async () => {},
     conversationKeys: new ConversationKeys(),
     models: () => [],
+    sandboxUrlHost: null,
     ...overrides,
   };
 }

@@ -13,6 +13,8 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
   caller: Caller;
   /** Where the host mounted the router (`''` at the root): links the API gives out are relative to it. */
   mountPath: string;
+  /** The scheme and host the client reached (`http://127.0.0.1:3000`), for the absolute URLs some answers hold (a sandbox's exposed URLs). */
+  origin: string;
   params: P;
   query: Q;
   body: B;

@@ -23,6 +23,7 @@ import { LiveConnections, resolveLiveChannelLimits, type LiveChannelLimits } fro
 import { notFoundOf, toExpressPath, type RouteDefinition } from './route.js';
 import { createEventStreams } from './event-stream.js';
 import { buildRoutes } from './routes.js';
+import { createSandboxProxy } from './sandbox-proxy.js';
 import { defaultRouteContext } from './route-context.js';
 
 export interface AcsRouterOptions {
@@ -62,6 +63,13 @@ export interface AcsRouterOptions {
    * sees. Without it a client could claim https or another host by a header.
    */
   trustProxy?: boolean;
+  /**
+   * The base host of sandboxes' exposed URLs: a sandbox's AGENT_SERVER is served at
+   * `<scheme>://agent-server-<sandbox id>.<sandboxUrlHost>` (give a name with a wildcard DNS
+   * record, and certificate, for this server, e.g. `sandboxes.example.com`). Default: the host
+   * the client reached (`localhost:<port>` when that is a loopback address).
+   */
+  sandboxUrlHost?: string;
   /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
   sseHeartbeatMs?: number;
   /**
@@ -138,6 +146,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       },
       conversationKeys,
       models: () => options.models?.() ?? [],
+      sandboxUrlHost: options.sandboxUrlHost ?? null,
     }),
   );
   const eventStreams = createEventStreams({
@@ -164,6 +173,20 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   });
 
   const router = express.Router();
+
+  // A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth.
+  const sandboxProxy = createSandboxProxy({
+    service,
+    logger,
+    resolveCaller: (req, upgrade) =>
+      resolveCaller(req).then((caller) => {
+        if (caller?.via !== 'session') return caller;
+        const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
+        return crossSite ? null : caller;
+      }),
+  });
+  // A request for a sandbox's own host name is that sandbox's, whatever its path (sandbox-proxy.ts).
+  router.use((req, res, next) => (sandboxProxy.claims(req) ? sandboxProxy.http(req, res, next) : next()));
 
   router.use((req, res, next) => {
     // Where the host mounted the router: paths below it are what the route table knows.
@@ -212,6 +235,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   for (const route of routes.filter((r) => !r.authenticated)) {
     router[route.method](toExpressPath(route.path), handlerFor(route));
   }
+
+
   // The open routes answer other methods with a JSON 405 too (not the host's 404 page).
   router.use(['/alive', '/health'], (req, res, next) => {
     const allowed = methodsFor(routePathOf(req));
@@ -303,6 +328,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         service,
         logger,
         live,
+        sandboxProxy,
         maxMessageBytes: bodyLimit,
         resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, proxy) ? null : caller)),
       });
@@ -356,7 +382,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           return;
         }
         const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
-        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', params, query, body, headers };
+        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', origin: requestOrigin(req, proxy).origin, params, query, body, headers };
         if (caller.via === 'conversation-key') {
           // A conversation's key opens that conversation's channels and agent routes, nothing else.
           const scope = route.conversationScope?.(input) ?? null;

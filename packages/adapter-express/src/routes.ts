@@ -28,7 +28,7 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...settingsRoutes(service),
     ...conversationRoutesV0(service, context),
     ...appConversationRoutes(service, context),
-    ...sandboxRoutes(service),
+    ...sandboxRoutes(service, context.sandboxUrlHost),
     ...sandboxSpecRoutes(service),
   ];
 }

@@ -113,6 +113,12 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS acs_conversation_leases_by_owner ON ${t.conversationLeases} (owner) WHERE owner IS NOT NULL`,
     ],
   },
+  {
+    version: 5,
+    name: 'sandboxes by id',
+    // A sandbox's exposed URL names only the sandbox: its proxy finds the owner by id (ownerOf).
+    statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_sandboxes_by_id ON ${t.sandboxes} (id)`],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

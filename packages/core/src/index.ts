@@ -26,7 +26,8 @@ export {
   type SandboxSpecService,
 } from './service.js';
 export { SettingsServiceErrors, type SettingsService } from './settings/service.js';
-export { SandboxServiceErrors, type ReconcileReport, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
+export { SandboxServiceErrors, type ReconcileReport, type SandboxEndpoint, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
+export { isSandboxKey } from './sandbox/keys.js';
 export {
   ConversationServiceErrors,
   DEFAULT_KEYLESS_MODEL_PREFIXES,
