@@ -76,6 +76,8 @@ beforeAll(async () => {
   llm = await startFakeOpenAi();
   // Run a command in the sandbox, then finish; a later message is answered by finishing again.
   llm.script('sdk', (turn, request) => {
+    // A call without tools (the agent-server names the conversation with one) gets words.
+    if (!request.body.tools?.length) return { status: 200, body: scriptedCompletion(turn, { content: 'The marker file' }) };
     const call =
       turn === 0
         ? toolCall('call_marker', toolNamed(request, /terminal|bash/), { command: 'echo sdk-marker > /workspace/project/marker.txt && cat /workspace/project/marker.txt', security_risk: 'LOW' })
@@ -120,10 +122,12 @@ describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () 
     // The agent ran the command in the sandbox and finished; its events came over the proxied WebSocket.
     expect(report.status_after_run).toBe('finished');
     expect(report.marker).toBe('sdk-marker');
-    expect(report.streamed_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'ObservationEvent', 'ConversationStateUpdateEvent']));
+    expect(report.streamed_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'MessageEvent', 'ConversationStateUpdateEvent']));
+    expect(report.stored_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'ObservationEvent']));
+    expect(String(report.observations)).toContain('sdk-marker');
     // The model was called from the sandbox with the key the SDK sent: none of ours.
     const calls = llm.requestsFor('sdk');
-    expect(calls.length).toBe(3);
+    expect(calls.filter((c) => c.body.tools?.length).length).toBe(3);
     expect(new Set(calls.map((c) => c.headers.authorization))).toEqual(new Set(['Bearer sk-scripted-not-a-real-key']));
 
     // Paused: no key, no URL, and the agent-server's URL answers 503 at once; resumed: the same conversation goes on.

@@ -84,6 +84,8 @@ report["marker"] = marker.stdout.strip()
 agent_server = httpx.Client(base_url=workspace.host, headers={"X-Session-API-Key": key}, timeout=60)
 before = agent_server.get(f"/api/conversations/{conversation.id}/events/search", params={"limit": 100}).json()["items"]
 report["events_before_pause"] = len(before)
+report["stored_kinds"] = sorted({e.get("kind", "?") for e in before})
+report["observations"] = [json.dumps(e.get("observation", {}))[:400] for e in before if e.get("kind") == "ObservationEvent"]
 
 step("pause through the service: the agent-server answers 503 meanwhile")
 assert api("POST", f"/api/v1/sandboxes/{sandbox_id}/pause", ALICE).status_code == 200
