@@ -80,7 +80,7 @@ const SpecSchema = z.object({
 type SpecConfig = z.infer<typeof SpecSchema>;
 
 /** The id of the OpenHands agent-server spec the example server offers by default. */
-export const AGENT_SERVER_SPEC_ID = 'openhands-agent-server';
+const AGENT_SERVER_SPEC_ID = 'openhands-agent-server';
 
 /**
  * The default specs: the image scripts/build-sandbox-image.sh builds (the default, which

@@ -25,7 +25,7 @@ import { expectOpenHandsShape } from '../../../packages/adapter-express/test/ope
 import { startServer, type Running } from './process.js';
 import { removeContainersOf } from './containers.js';
 
-export const OPENHANDS_PYTHON = process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python';
+const OPENHANDS_PYTHON = process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python';
 const IMAGE = 'acs-openhands-agent-server:1.34.0';
 const SDK_DIR = fileURLToPath(new URL('./openhands-sdk/', import.meta.url));
 const docker = new Docker();
@@ -58,7 +58,7 @@ async function needs(): Promise<void> {
 }
 
 /** Runs a Python script of test/openhands-sdk with the SDK venv; resolves with its output, whatever its exit. */
-export function runPython(script: string, env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runPython(script: string, env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(OPENHANDS_PYTHON, [script], {
       cwd: SDK_DIR,

@@ -32,13 +32,13 @@ const portOf = (host: string) => {
 const isLoopbackHost = (host: string) => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i.test(host);
 
 /** What a request's Host names: a sandbox's exposed URL, or nothing (null: the router's own request). */
-export interface ProxyPath {
+interface ProxyPath {
   sandboxId: string;
   /** The exposed URL's name, e.g. AGENT_SERVER. */
   name: string;
 }
 
-export function sandboxHostOf(host: string | undefined): ProxyPath | null {
+function sandboxHostOf(host: string | undefined): ProxyPath | null {
   const match = host ? LABEL.exec(host.toLowerCase()) : null;
   return match?.[1] && match[2] ? { sandboxId: match[2], name: match[1].toUpperCase().replaceAll('-', '_') } : null;
 }
