@@ -212,6 +212,27 @@ describe('the proxy of a sandbox exposed URL', () => {
     expect((await viaHost(url, '/health')).status).toBe(200);
   });
 
+  it('counts requests through it as use of the sandbox, so idle pausing leaves a sandbox in use alone', async () => {
+    await h.close();
+    h = await startHarness({
+      clock: 'manual',
+      ports: {
+        specs: [{ id: 'agent', image: 'x', working_dir: '/workspace', exposed_ports: [{ name: 'AGENT_SERVER', port: 8000 }], session_api_key_variable: 'OH_SESSION_API_KEYS_0' }],
+        runtime: { portUrl: () => upstreamUrl },
+      },
+      service: { idlePauseAfterMs: 60_000, maintenanceIntervalMs: 3_600_000, reconcileIntervalMs: 0 },
+    });
+    const clock = h.clock as typeof h.clock & { advance(ms: number): void };
+    const { id, key, url } = await runningSandbox();
+    clock.advance(50_000);
+    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': key } })).status).toBe(200);
+    clock.advance(50_000);
+    expect(await h.service.sandboxes.pauseIdle()).toBe(0);
+    clock.advance(20_000);
+    expect(await h.service.sandboxes.pauseIdle()).toBe(1);
+    expect(((await h.call('GET', `/api/v1/sandboxes?id=${id}`)).body as { status: string }[])[0]?.status).toBe('PAUSED');
+  });
+
   it('says which sandbox did not answer when its server is down', async () => {
     const { id, key, url } = await runningSandbox();
     const closed = createServer();
