@@ -67,6 +67,7 @@ type Admission = { endpoint: SandboxEndpoint & { target: string }; keyed: boolea
  */
 export function createSandboxProxy(deps: SandboxProxyDeps) {
   const agent = new Agent({ keepAlive: true, maxFreeSockets: 16 });
+  // An agent-server may take minutes to answer a request that waits for the agent (10 min at most).
   const proxy = createProxyServer({ agent, xfwd: false, changeOrigin: true, proxyTimeout: 600_000 });
   const sockets = new Set<Duplex>();
   // Errors are answered per request (the callbacks below); this keeps the emitter from throwing.
@@ -74,7 +75,35 @@ export function createSandboxProxy(deps: SandboxProxyDeps) {
 
   const refusal = (status: number, code: string, message: string): Refusal => ({ status, code, message });
 
-  /** Who may go through, and to where. */
+  /**
+   * Whether the caller may use the sandbox's URL: `keyed` (its key, or its owner's credentials:
+   * the server gets the sandbox key), `open` (no credentials, where none are needed: the
+   * server gets none), or the refusal.
+   */
+  const authorize = async (req: IncomingMessage, endpoint: SandboxEndpoint, path: ProxyPath & { rest: string }, query: URLSearchParams, upgrade: boolean): Promise<'keyed' | 'open' | Refusal> => {
+    const header = req.headers['x-session-api-key'];
+    const presented = (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
+    if (presented !== null && isSandboxKey({ session_api_key: endpoint.sessionApiKey }, presented)) return 'keyed';
+    const caller = await deps.resolveCaller(req, upgrade);
+    if (caller && caller.via !== 'conversation-key' && caller.userId === endpoint.userId) return 'keyed';
+    if (caller) return refusal(404, 'SANDBOX_NOT_FOUND', `There is no sandbox ${path.sandboxId}.`);
+    if (presented !== null) return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`);
+    const health = (req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(path.rest);
+    // A socket with no credentials at all: the agent-server asks for the key in its first frame.
+    if (health || (upgrade && path.rest.startsWith('/sockets/'))) return 'open';
+    return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, "Send the sandbox's session_api_key as X-Session-API-Key (or your API key).");
+  };
+
+  /** Why a sandbox that is not RUNNING (or has no address for the URL) cannot be reached now; null when it can. */
+  const notReady = (endpoint: SandboxEndpoint): Refusal | null => {
+    const { sandboxId: id, status, statusDetail: detail } = endpoint;
+    if (status === 'PAUSED') return refusal(503, 'SANDBOX_PAUSED', `Sandbox ${id} is paused; resume it with POST /api/v1/sandboxes/${id}/resume.`);
+    if (status === 'STARTING') return refusal(503, 'SANDBOX_STARTING', `Sandbox ${id} is starting${detail ? ` (${detail})` : ''}; try again shortly.`);
+    if (status !== 'RUNNING' || endpoint.target === null) return refusal(status === 'ERROR' ? 502 : 404, 'SANDBOX_NOT_RUNNING', `Sandbox ${id} is ${status}${detail ? `: ${detail}` : ''}.`);
+    return null;
+  };
+
+  /** Who may go through, and to where: the caller first, then the sandbox's state. */
   const admit = async (req: IncomingMessage, path: ProxyPath & { rest: string }, query: URLSearchParams, upgrade: boolean): Promise<Admission> => {
     const found = await deps.service.sandboxes.endpoint(path.sandboxId, path.name);
     if (found.isErr()) {
@@ -83,24 +112,10 @@ export function createSandboxProxy(deps: SandboxProxyDeps) {
     }
     const endpoint = found.value;
     if (!endpoint.offered) return refusal(404, 'SANDBOX_URL_NOT_FOUND', `Sandbox ${path.sandboxId} has no exposed URL ${path.name}.`);
-    const header = req.headers['x-session-api-key'];
-    const presented = (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
-    let keyed = presented !== null && isSandboxKey({ session_api_key: endpoint.sessionApiKey }, presented);
-    if (!keyed) {
-      const caller = await deps.resolveCaller(req, upgrade);
-      if (caller && caller.via !== 'conversation-key' && caller.userId === endpoint.userId) keyed = true;
-      else if (caller) return refusal(404, 'SANDBOX_NOT_FOUND', `There is no sandbox ${path.sandboxId}.`);
-      else if (presented !== null) return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`);
-      else if (!OPEN_PATHS.has(path.rest) && !(upgrade && path.rest.startsWith('/sockets/'))) {
-        return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `Send the sandbox's session_api_key as X-Session-API-Key (or your API key).`);
-      }
-    }
-    if (endpoint.status === 'PAUSED') return refusal(503, 'SANDBOX_PAUSED', `Sandbox ${path.sandboxId} is paused; resume it with POST /api/v1/sandboxes/${path.sandboxId}/resume.`);
-    if (endpoint.status === 'STARTING') return refusal(503, 'SANDBOX_STARTING', `Sandbox ${path.sandboxId} is starting${endpoint.statusDetail ? ` (${endpoint.statusDetail})` : ''}; try again shortly.`);
-    if (endpoint.status !== 'RUNNING' || endpoint.target === null) {
-      return refusal(endpoint.status === 'ERROR' ? 502 : 404, 'SANDBOX_NOT_RUNNING', `Sandbox ${path.sandboxId} is ${endpoint.status}${endpoint.statusDetail ? `: ${endpoint.statusDetail}` : ''}.`);
-    }
-    return { endpoint: { ...endpoint, target: endpoint.target }, keyed };
+    const access = await authorize(req, endpoint, path, query, upgrade);
+    if (typeof access !== 'string') return access;
+    const refused = notReady(endpoint);
+    return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, keyed: access === 'keyed' };
   };
 
   /** The request as the sandbox's server gets it: its own path, its own key, none of the caller's credentials. */
