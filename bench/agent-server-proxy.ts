@@ -8,18 +8,24 @@
  *
  *   npm run bench:agent-server-proxy                              # 500 requests per variant
  *   BENCH_PROXY_REQUESTS=2000 npm run bench:agent-server-proxy
+ *   BENCH_PROXY_STORAGE=pglite npm run bench:agent-server-proxy   # records in PGlite on disk (the example server's default)
  *
  * Needs a Docker engine and the image acs-openhands-agent-server:1.34.0
  * (scripts/build-agent-server-image.sh). The sandbox it starts is deleted at the end, also on
  * failure. Numbers, not assertions.
  */
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
-import { createAgentConversationService } from '@acs/core';
+import { createAesGcmCipher, createAgentConversationService, type AgentConversationServicePorts } from '@acs/core';
+import { createPostgresStorage } from '@acs/adapter-postgres';
 import { createDockerRuntime } from '@acs/adapter-docker';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createAgent } from '@acs/agent';
@@ -32,6 +38,19 @@ const REQUESTS = positiveInt('BENCH_PROXY_REQUESTS', 500);
 const WARMUP = 50;
 const IMAGE = 'acs-openhands-agent-server:1.34.0';
 const API_KEY = 'bench-proxy-api-key-000001';
+const STORAGE = process.env.BENCH_PROXY_STORAGE === 'pglite' ? 'pglite' : 'memory';
+
+/** PGlite on disk in a temporary directory (removed at the end), or nothing: the memory stores. */
+async function storage(cleanups: (() => Promise<void>)[]): Promise<Partial<AgentConversationServicePorts>> {
+  if (STORAGE === 'memory') return {};
+  const dir = await mkdtemp(join(tmpdir(), 'acs-bench-proxy-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const pglite = await PGlite.create(dir);
+  cleanups.push(() => pglite.close());
+  const stores = await createPostgresStorage({ db: pglite, cipher: createAesGcmCipher({ keys: { bench: randomBytes(32) }, currentKeyId: 'bench' }), migrations: 'auto' });
+  cleanups.push(() => stores.close());
+  return stores;
+}
 
 /** One GET over a kept-alive connection; resolves with the milliseconds it took (the body read). */
 function timedGet(url: string, agent: Agent, host?: string): Promise<number> {
@@ -62,7 +81,8 @@ async function main(): Promise<void> {
         },
       ],
     });
-    const service = createAgentConversationService({ ...ports, runtime, agent: createAgent() });
+    const stores = await storage(cleanups);
+    const service = createAgentConversationService({ ...ports, ...stores, runtime, agent: createAgent() });
     const app = express();
     const router = createAcsRouter(service, { apiKeys: { [API_KEY]: 'bench' } });
     app.use(router);
@@ -83,7 +103,7 @@ async function main(): Promise<void> {
     let record = null;
     for (let i = 0; i < 240 && record?.status !== 'RUNNING'; i++) {
       await sleep(500);
-      record = (await ports.sandboxes.get('bench', id)).unwrapOr(null);
+      record = (await (stores.sandboxes ?? ports.sandboxes).get('bench', id)).unwrapOr(null);
     }
     const direct = record?.exposed_urls.find((u) => u.name === 'AGENT_SERVER')?.url;
     if (record?.status !== 'RUNNING' || !direct) throw new Error(`the sandbox did not become RUNNING: ${JSON.stringify(record)}`);
@@ -106,7 +126,7 @@ async function main(): Promise<void> {
       const sorted = [...values].sort((a, b) => a - b);
       return [name, ...[50, 90, 99].map((p) => percentile(sorted, p).toFixed(2)), (sorted.reduce((s, v) => s + v, 0) / sorted.length).toFixed(2)];
     };
-    console.log(`\nGET /health of the OpenHands agent-server 1.34.0, ${REQUESTS} requests per variant (after ${WARMUP} warm-up), ${cpus().length} cores, node ${process.version}`);
+    console.log(`\nGET /health of the OpenHands agent-server 1.34.0, ${REQUESTS} requests per variant (after ${WARMUP} warm-up), records in ${STORAGE}, ${cpus().length} cores, node ${process.version}`);
     printTable(['variant', 'p50 ms', 'p90 ms', 'p99 ms', 'mean ms'], [row('container directly', times.direct), row('through the proxy', times.proxy)]);
     const p50 = (v: number[]) => percentile([...v].sort((a, b) => a - b), 50);
     console.log(`\nproxy overhead at p50: ${(p50(times.proxy) - p50(times.direct)).toFixed(2)} ms`);
