@@ -4,7 +4,7 @@ import { commandImageProvider, type SandboxImageProvider } from '@acs/adapter-do
 /** `acs-sandbox:*`, built at start when a spec names one the engine lacks. */
 export const isSandboxImage = (image: string): boolean => /^acs-sandbox:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);
 
-/** `acs-openhands-agent-server:*` (about 900 MB, some 4 minutes to build): built on first use only. */
+/** `acs-openhands-agent-server:*` (about 930 MB, 2 to 4 minutes to build): built on first use only. */
 const isAgentServerImage = (image: string): boolean => /^acs-openhands-agent-server:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);
 
 const script = (name: string) => fileURLToPath(new URL(`../../../scripts/${name}`, import.meta.url));

@@ -72,7 +72,7 @@ describe('Docker sandbox runtime', () => {
       expect(early).toMatchObject({ state: 'starting', exposed_urls: [] });
       const running = await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting');
       expect(running.state).toBe('running');
-      expect(running.exposed_urls).toEqual([{ name: 'WEB', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: 8000 }]);
+      expect(running.exposed_urls.map((u) => ({ ...u, url: /^http:\/\/127\.0\.0\.1:\d+$/.test(u.url) }))).toEqual([{ name: 'WEB', url: true, port: 8000 }]);
       expect((await fetch(`${running.exposed_urls[0]?.url}/ok/`)).status).toBe(200);
       const info = await runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
       expect(info.Config.Env).toEqual(expect.arrayContaining(['ACS_PORT_WEB=8000', 'ACS_BIND_HOST=0.0.0.0']));
