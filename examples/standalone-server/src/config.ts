@@ -1,5 +1,6 @@
 import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker';
 import { isAbsolute, resolve } from 'node:path';
+import { ExposedPortSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 
 export interface StandaloneConfig {
@@ -19,6 +20,8 @@ export interface StandaloneConfig {
   allowClientConversationIds: boolean;
   /** ACS_TRUST_PROXY: believe X-Forwarded-Proto/-Host (the server is behind a proxy that sets them). */
   trustProxy: boolean;
+  /** ACS_SANDBOX_URL_HOST: the base host of sandboxes' exposed URLs (`agent-server-<id>.<host>`); null: the host the client reached. */
+  sandboxUrlHost: string | null;
   /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
   storage: { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
   /** Absolute; holds the PGlite database and the generated secret key. */
@@ -62,7 +65,9 @@ interface LlmConfig {
 export interface SandboxConfig {
   /** `docker` (the default: used when an engine answers) or `fake` (in-memory, runs nothing; demos and tests). */
   runtime: 'docker' | 'fake';
-  specs: { id: string; image: string; working_dir: string; command?: string[] | null; initial_env?: Record<string, string>; description?: string | null }[];
+  specs: SpecConfig[];
+  /** The spec of sandboxes started with no spec named (`POST /api/v1/sandboxes` alone, as the OpenHands CLI and SDK do); null: the default spec. */
+  standaloneSpec: string | null;
   memoryMb: number;
   cpus: number;
   pids: number;
@@ -84,11 +89,30 @@ const SpecSchema = z.object({
   command: z.array(z.string()).nullable().optional(),
   initial_env: z.record(z.string(), z.string()).optional(),
   description: z.string().nullable().optional(),
+  exposed_ports: z.array(ExposedPortSchema).optional(),
+  session_api_key_variable: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name').nullable().optional(),
 });
+type SpecConfig = z.infer<typeof SpecSchema>;
 
-/** The default spec: the image scripts/build-sandbox-image.sh builds. */
+/** The id of the OpenHands agent-server spec the example server offers by default. */
+const AGENT_SERVER_SPEC_ID = 'openhands-agent-server';
+
+/**
+ * The default specs: the image scripts/build-sandbox-image.sh builds (the default, which
+ * conversations use), and the OpenHands agent-server's, which scripts/build-agent-server-image.sh
+ * builds on first use: its server is reached through this one at the AGENT_SERVER URL, opened
+ * by the sandbox's own key (the agent-server's OH_SESSION_API_KEYS_0).
+ */
 const DEFAULT_SPECS: SandboxConfig['specs'] = [
   { id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace', description: 'Debian bookworm with bash, git and python3' },
+  {
+    id: AGENT_SERVER_SPEC_ID,
+    image: 'acs-openhands-agent-server:1.34.0',
+    working_dir: '/workspace',
+    description: 'The OpenHands agent-server 1.34.0 (Debian trixie, Python 3.13), for the OpenHands SDK and CLI',
+    exposed_ports: [{ name: 'AGENT_SERVER', port: 8000, health_path: '/ready' }],
+    session_api_key_variable: 'OH_SESSION_API_KEYS_0',
+  },
 ];
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
@@ -102,6 +126,10 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_SANDBOX_URL_HOST: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/i, 'must be a host name, with a port if needed (e.g. sandboxes.example.com)')
+    .optional(),
   ACS_STORAGE: z.enum(['pglite', 'postgres', 'memory']).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string').optional(),
   DATA_DIR: z.string().default('./data'),
@@ -109,6 +137,7 @@ const EnvSchema = z.object({
   ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
   ACS_SANDBOXES: z.enum(['docker', 'fake']).default('docker'),
   ACS_SANDBOX_SPECS: z.string().optional(),
+  ACS_STANDALONE_SANDBOX_SPEC: z.string().min(1).max(128).optional(),
   ACS_SANDBOX_MEMORY_MB: z.coerce.number().int().min(64).max(1_048_576).default(2048),
   ACS_SANDBOX_CPUS: z.coerce.number().positive().max(256).default(1),
   ACS_SANDBOX_PIDS: z.coerce.number().int().min(16).max(1_000_000).default(512),
@@ -175,10 +204,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     }
     specs = parsed.data;
   }
+  const standaloneSpec = e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
+  if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
+    throw new Error(`Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`);
+  }
   return {
     sandboxes: {
       runtime: e.ACS_SANDBOXES,
       specs,
+      standaloneSpec,
       memoryMb: e.ACS_SANDBOX_MEMORY_MB,
       cpus: e.ACS_SANDBOX_CPUS,
       pids: e.ACS_SANDBOX_PIDS,
@@ -217,5 +251,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     logLevel: e.LOG_LEVEL,
     allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
     trustProxy: e.ACS_TRUST_PROXY === 'true' || e.ACS_TRUST_PROXY === '1',
+    sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
   };
 }

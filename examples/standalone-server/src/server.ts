@@ -16,7 +16,7 @@ import { FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
-import { isBuildableImage, sandboxImageProvider } from './sandbox-image.js';
+import { isSandboxImage, sandboxImageProvider } from './sandbox-image.js';
 import { openStorage, type StartPhase } from './storage.js';
 
 export interface StandaloneServer {
@@ -114,11 +114,12 @@ export async function createStandaloneServer(
         allowClientConversationIds: config.allowClientConversationIds,
         maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
         atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
+        ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
         ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
       },
     );
     if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {
-      for (const image of new Set(config.sandboxes.specs.map((s) => s.image).filter(isBuildableImage))) prepareSandboxImage(sandboxes.docker, image, logger);
+      for (const image of new Set(config.sandboxes.specs.map((s) => s.image).filter(isSandboxImage))) prepareSandboxImage(sandboxes.docker, image, logger);
     }
     if (!sandboxes.unavailable) {
       onPhase('recovering sandboxes and agents');
@@ -137,6 +138,7 @@ export async function createStandaloneServer(
       shutdownSignal: streams.signal,
       models: () => models,
       trustProxy: config.trustProxy,
+      ...(config.sandboxUrlHost ? { sandboxUrlHost: config.sandboxUrlHost } : {}),
       ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
     });
     app.use(router);

@@ -43,8 +43,8 @@ describe('the example server on Docker', () => {
     const dataDir = freshDataDir();
     const first = await startServer(env({ DATA_DIR: dataDir }));
     expect(first.stdout()).toMatch(/"sandboxes":"docker \(engine [^)]+, API 1\.\d+\)"/);
-    const running = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, {}))).id;
-    const paused = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, {}))).id;
+    const running = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))).id;
+    const paused = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))).id;
     expect(await until(first, running, 'RUNNING')).toBe('RUNNING');
     expect(await until(first, paused, 'RUNNING')).toBe('RUNNING');
     await body(call(first.url, `/api/v1/sandboxes/${paused}/pause`, KEY, {}));

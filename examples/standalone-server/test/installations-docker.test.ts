@@ -33,7 +33,7 @@ afterAll(async () => {
 async function startTwo(server: Running): Promise<string[]> {
   const made: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const box = await body<SandboxInfo>(call(server.url, '/api/v1/sandboxes', KEY, {}));
+    const box = await body<SandboxInfo>(call(server.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }));
     made.push(box.id);
     ids.push(box.id);
   }
@@ -70,7 +70,7 @@ describe('two installations on one Docker engine', () => {
     expect(installationOf(b)).not.toBe(installationOf(a));
     expect(await listed(b)).toEqual([]);
     const bBoxes = await startTwo(b);
-    expect((await call(b.url, '/api/v1/sandboxes', KEY, {})).status).toBe(429);
+    expect((await call(b.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' })).status).toBe(429);
     for (const id of aBoxes) {
       expect((await call(b.url, `/api/v1/sandboxes/${id}`, KEY)).status).toBe(404);
       expect((await call(b.url, `/api/v1/sandboxes/${id}/pause`, KEY, {})).status).toBe(404);

@@ -4,27 +4,23 @@
  * in the console in Chromium, and the CLI keeps the key it got; `openhands cloud -t` then
  * starts a conversation with it; once the key is revoked the CLI finds it expired.
  *
- * The CLI is found at ACS_OPENHANDS_CLI, else at .ci/openhands-cli/bin/openhands (a venv of
- * its own). Without it the test fails in CI and is skipped, saying why, elsewhere.
+ * The CLI is found at ACS_OPENHANDS_CLI, else beside the python of the OpenHands SDK venv
+ * (ACS_OPENHANDS_PYTHON, default /var/cache/acs/openhands-sdk-venv/bin/python), which
+ * scripts/openhands-sdk-venv.sh makes and .ci/run keeps. Without it the test fails, saying how to make it.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 import { launchBrowser } from './console-scenario.js';
 import { allEvents, body, call, startServer, waitFor } from './process.js';
 
-const CLI = process.env.ACS_OPENHANDS_CLI ?? fileURLToPath(new URL('../../../.ci/openhands-cli/bin/openhands', import.meta.url));
+const CLI = process.env.ACS_OPENHANDS_CLI ?? join(dirname(process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python'), 'openhands');
 const KEY = 'openhands-cli-test-key-0123456789ab';
 const CLI_DEADLINE_MS = 120_000;
-const missing = !existsSync(CLI);
-if (missing && process.env.CI !== 'true') {
-  console.warn(`openhands-cli.test.ts is skipped: there is no OpenHands CLI at ${CLI} (set ACS_OPENHANDS_CLI, or: python3.12 -m venv .ci/openhands-cli && .ci/openhands-cli/bin/pip install openhands==1.16.0)`);
-}
 
 interface CliRun {
   child: ChildProcessWithoutNullStreams;
@@ -87,7 +83,6 @@ afterEach(async () => {
 let browser: Browser | undefined;
 let llm: FakeOpenAi | undefined;
 beforeAll(async () => {
-  if (missing) return;
   browser = await launchBrowser();
   llm = await startFakeOpenAi();
   llm.script([{ status: 200, body: completion({ content: 'Hello from the scripted model.' }) }]);
@@ -97,9 +92,9 @@ afterAll(async () => {
   await llm?.close();
 });
 
-describe.skipIf(missing && process.env.CI !== 'true')('the OpenHands CLI against the example server', () => {
+describe('the OpenHands CLI against the example server', () => {
   it('logs in through the console, starts a cloud conversation with its key, and finds the key expired once revoked', async () => {
-    expect(existsSync(CLI), `no OpenHands CLI at ${CLI}: set ACS_OPENHANDS_CLI, or install it (python3.12 -m venv .ci/openhands-cli && .ci/openhands-cli/bin/pip install openhands==1.16.0)`).toBe(true);
+    expect(existsSync(CLI), `no OpenHands CLI at ${CLI}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_CLI)`).toBe(true);
     const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' });
     await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/gpt-4o-mini', llm_api_key: 'sk-cli-test-000000000000', llm_base_url: llm!.baseUrl }));
     const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));

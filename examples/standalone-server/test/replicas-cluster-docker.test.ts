@@ -94,7 +94,7 @@ describe('three servers, one PostgreSQL, two Docker engines', () => {
     for (const user of users) await body(call(a.url, '/api/settings', user.key, { llm_model: 'openai/scripted', llm_api_key: 'sk-cluster', llm_base_url: llm!.baseUrl }));
 
     // The per-user limit under concurrent starts spread over the three replicas.
-    const starts = await Promise.all(Array.from({ length: 12 }, (_, i) => call(servers[i % 3]!.url, '/api/v1/sandboxes', probe.key, {})));
+    const starts = await Promise.all(Array.from({ length: 12 }, (_, i) => call(servers[i % 3]!.url, '/api/v1/sandboxes', probe.key, { sandbox_spec_id: 'bookworm' })));
     expect(starts.map((r) => r.status).sort()).toEqual([...Array<number>(LIMIT).fill(200), ...Array<number>(12 - LIMIT).fill(429)]);
     for (const started of starts.filter((r) => r.status === 200)) {
       const { id } = (await started.json()) as { id: string };

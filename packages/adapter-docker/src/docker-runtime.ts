@@ -1,11 +1,12 @@
 // Why this file is over 400 lines: it is the whole SandboxRuntime port over dockerode (lifecycle,
 // labels and adoption, exec, the archive API for files, spawn), each method short. The persistent
 // shell is core's (openSandboxShell), built on spawn with a terminal.
+import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
 import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
-import type { ExposedUrl } from '@acs/core/schemas';
+import type { ExposedPort, ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
 import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
@@ -25,7 +26,10 @@ export interface DockerRuntimeOptions {
   limits?: DockerResourceLimits;
   /** `bridge` (default), `none` (no network), or `host` (shares the host's network; allow it only for trusted users). */
   networkMode?: 'bridge' | 'none' | 'host';
-  /** Container ports published on 127.0.0.1 (a free host port each) and reported as exposed URLs. */
+  /**
+   * Container ports of every sandbox published on 127.0.0.1 (a free host port each) and reported
+   * as exposed URLs; a spec's own `exposed_ports` are added to these for its sandboxes.
+   */
   exposedPorts?: readonly { name: string; port: number }[];
   /** Container names are this prefix plus the sandbox id. Default `acs-sandbox-`. */
   namePrefix?: string;
@@ -46,7 +50,15 @@ export const LABELS = {
   user: 'io.acs.user-id',
   spec: 'io.acs.sandbox-spec-id',
   workingDir: 'io.acs.working-dir',
+  /** The container's exposed ports (JSON: name, port, health_path, and host_port on the host network), for its URLs after a restart too. */
+  ports: 'io.acs.exposed-ports',
 } as const;
+
+/** An exposed port as the container's label keeps it. */
+interface PortLabel extends ExposedPort {
+  /** On the host network: the host port the service listens on (given to it as ACS_PORT_<NAME>). */
+  host_port?: number;
+}
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
 export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
@@ -192,6 +204,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
 
   async #createAndStart(request: RuntimeCreateRequest, factor: number): Promise<RuntimeObservation> {
     const { spec } = request;
+    const ports = await this.#portsFor(request);
+    const hostNetwork = this.#networkMode === 'host';
     await this.#docker.createVolume({
       Name: this.volumeName(request.sandbox_id),
       Labels: { [LABELS.managed]: 'true', [LABELS.installation]: request.installation_id, [LABELS.sandbox]: request.sandbox_id },
@@ -202,7 +216,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
         Image: spec.image,
         ...(spec.command ? { Cmd: [...spec.command] } : {}),
         WorkingDir: spec.working_dir,
-        Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+        Env: Object.entries({ ...portVariables(ports, hostNetwork), ...request.env }).map(([k, v]) => `${k}=${v}`),
         Labels: {
           [LABELS.managed]: 'true',
           [LABELS.installation]: request.installation_id,
@@ -210,8 +224,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           [LABELS.user]: request.user_id,
           [LABELS.spec]: spec.id,
           [LABELS.workingDir]: spec.working_dir,
+          [LABELS.ports]: JSON.stringify(ports),
         },
-        ExposedPorts: Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, {}])),
+        ExposedPorts: Object.fromEntries(ports.map((p) => [`${p.port}/tcp`, {}])),
         HostConfig: {
           Privileged: false,
           CapDrop: ['ALL'],
@@ -224,7 +239,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           NetworkMode: this.#networkMode,
           PortBindings:
             this.#networkMode === 'bridge'
-              ? Object.fromEntries(this.#exposedPorts.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
+              ? Object.fromEntries(ports.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
               : {},
           Mounts: [{ Type: 'volume', Source: this.volumeName(request.sandbox_id), Target: spec.working_dir }],
           RestartPolicy: { Name: 'no' },
@@ -431,13 +446,13 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const state = info.State;
     if (state.Paused) return { state: 'paused', detail: null, exposed_urls: this.#urls(info) };
     if (state.Running) {
-      if (!this.#answered.has(sandboxId)) {
-        const probe = await this.#run(sandboxId, ['true'], { cwd: '/', env: {}, hostDeadlineMs: 10_000, timeoutMs: 10_000 }).catch(() => null);
-        if (probe?.exit_code === 0) this.#answered.add(sandboxId);
-      }
-      return this.#answered.has(sandboxId)
-        ? { state: 'running', detail: null, exposed_urls: this.#urls(info) }
-        : { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
+      if (this.#answered.has(sandboxId)) return { state: 'running', detail: null, exposed_urls: this.#urls(info) };
+      const probe = await this.#run(sandboxId, ['true'], { cwd: '/', env: {}, hostDeadlineMs: 10_000, timeoutMs: 10_000 }).catch(() => null);
+      if (probe?.exit_code !== 0) return { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
+      const silent = await this.#unansweredPort(info);
+      if (silent) return { state: 'starting', detail: `waiting for ${silent.name} to answer ${silent.health_path ?? '/'}`, exposed_urls: [] };
+      this.#answered.add(sandboxId);
+      return { state: 'running', detail: null, exposed_urls: this.#urls(info) };
     }
     if (state.Status === 'created' || state.Status === 'restarting') return { state: 'starting', detail: null, exposed_urls: [] };
     this.#answered.delete(sandboxId);
@@ -451,12 +466,57 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     return { state: 'error', detail: why, exposed_urls: [] };
   }
 
+  /**
+   * The ports a new sandbox exposes: the runtime's and its spec's. On the host network each gets
+   * a free port of this host, since every sandbox shares the host's ports.
+   */
+  async #portsFor(request: RuntimeCreateRequest): Promise<PortLabel[]> {
+    const declared: ExposedPort[] = [...this.#exposedPorts, ...(request.spec.exposed_ports ?? [])];
+    const unique = declared.filter((p, i) => declared.findIndex((q) => q.name === p.name) === i);
+    if (this.#networkMode !== 'host') return unique.map((p) => ({ ...p }));
+    const ports: PortLabel[] = [];
+    for (const p of unique) ports.push({ ...p, host_port: await freeLoopbackPort() });
+    return ports;
+  }
+
+  /** The container's exposed ports, from its label (containers made before the label: the runtime's own). */
+  #portsOf(info: Docker.ContainerInspectInfo): PortLabel[] {
+    const label = info.Config.Labels?.[LABELS.ports];
+    if (label === undefined) return this.#exposedPorts.map((p) => ({ ...p }));
+    try {
+      const parsed = JSON.parse(label) as unknown;
+      return Array.isArray(parsed) ? (parsed as PortLabel[]) : [];
+    } catch {
+      return [];
+    }
+  }
+
   #urls(info: Docker.ContainerInspectInfo): ExposedUrl[] {
-    const ports = info.NetworkSettings?.Ports ?? {};
-    return this.#exposedPorts.flatMap((p) => {
-      const binding = ports[`${p.port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1') ?? ports[`${p.port}/tcp`]?.[0];
-      return binding ? [{ name: p.name, url: `http://127.0.0.1:${binding.HostPort}` }] : [];
+    const bindings = info.NetworkSettings?.Ports ?? {};
+    return this.#portsOf(info).flatMap((p) => {
+      if (p.host_port !== undefined) return [{ name: p.name, url: `http://127.0.0.1:${p.host_port}`, port: p.port }];
+      const binding = bindings[`${p.port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1') ?? bindings[`${p.port}/tcp`]?.[0];
+      return binding ? [{ name: p.name, url: `http://127.0.0.1:${binding.HostPort}`, port: p.port }] : [];
     });
+  }
+
+  /** The first exposed port with a health path that does not answer it with 2xx yet (null: all answer). */
+  async #unansweredPort(info: Docker.ContainerInspectInfo): Promise<PortLabel | null> {
+    const urls = this.#urls(info);
+    for (const port of this.#portsOf(info)) {
+      if (!port.health_path) continue;
+      const url = urls.find((u) => u.name === port.name)?.url;
+      if (!url) return port;
+      const answered = await fetch(`${url}${port.health_path}`, { signal: AbortSignal.timeout(2_000) }).then(
+        async (response) => {
+          await response.body?.cancel();
+          return response.ok;
+        },
+        () => false,
+      );
+      if (!answered) return port;
+    }
+    return null;
   }
 
   /** Runs argv through docker exec with stdout and stderr demultiplexed; bounded in time and size. */
@@ -518,6 +578,31 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   #attempt<T>(operation: string, work: () => Promise<T>): ResultAsync<T, SandboxRuntimeError> {
     return ResultAsync.fromPromise(work(), (error) => toRuntimeError(operation, error));
   }
+}
+
+/**
+ * What a container is told about its exposed ports: `ACS_PORT_<NAME>` (the port to listen on:
+ * the declared one, or on the host network the host port it was given) and `ACS_BIND_HOST`
+ * (on the host network only loopback, so nothing outside this host reaches it).
+ */
+function portVariables(ports: readonly PortLabel[], hostNetwork: boolean): Record<string, string> {
+  if (ports.length === 0) return {};
+  return {
+    ACS_BIND_HOST: hostNetwork ? '127.0.0.1' : '0.0.0.0',
+    ...Object.fromEntries(ports.map((p) => [`ACS_PORT_${p.name}`, String(p.host_port ?? p.port)])),
+  };
+}
+
+/** A port of 127.0.0.1 nothing listens on now (the kernel's choice). */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** A failure this adapter explains itself. */

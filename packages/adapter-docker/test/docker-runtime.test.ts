@@ -55,6 +55,53 @@ describe('Docker sandbox runtime', () => {
     }
   });
 
+  /** A spec whose image serves HTTP on the port it is told (ACS_PORT_WEB), after a delay, and a health path. */
+  const serving = (delaySeconds: number) => ({
+    ...bookworm,
+    id: 'serving',
+    command: ['bash', '-c', `sleep ${delaySeconds}; mkdir -p /srv/ok && cd /srv && exec python3 -m http.server --bind "$ACS_BIND_HOST" "$ACS_PORT_WEB"`],
+    exposed_ports: [{ name: 'WEB', port: 8000, health_path: '/ok/' }],
+  });
+
+  it("publishes a spec's ports on loopback, and keeps the sandbox STARTING until the health path answers", async () => {
+    const runtime = await dockerRuntime();
+    const id = fixtureId();
+    try {
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: serving(3), env: {} }));
+      const early = await expectOk(runtime.inspect(id));
+      expect(early).toMatchObject({ state: 'starting', exposed_urls: [] });
+      const running = await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting');
+      expect(running.state).toBe('running');
+      expect(running.exposed_urls.map((u) => ({ ...u, url: /^http:\/\/127\.0\.0\.1:\d+$/.test(u.url) }))).toEqual([{ name: 'WEB', url: true, port: 8000 }]);
+      expect((await fetch(`${running.exposed_urls[0]?.url}/ok/`)).status).toBe(200);
+      const info = await runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
+      expect(info.Config.Env).toEqual(expect.arrayContaining(['ACS_PORT_WEB=8000', 'ACS_BIND_HOST=0.0.0.0']));
+      expect(JSON.parse(info.Config.Labels[LABELS.ports] ?? '[]')).toEqual([{ name: 'WEB', port: 8000, health_path: '/ok/' }]);
+    } finally {
+      await runtime.delete(id);
+    }
+  });
+
+  it('gives each sandbox on the host network a port of its own, bound to loopback', async () => {
+    const runtime = await dockerRuntime({ networkMode: 'host' });
+    const ids = [fixtureId(), fixtureId()];
+    try {
+      for (const id of ids) await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: serving(0), env: {} }));
+      const urls: string[] = [];
+      for (const id of ids) {
+        const running = await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting');
+        expect(running.state, running.detail ?? '').toBe('running');
+        urls.push(running.exposed_urls[0]?.url ?? '');
+        const info = await runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
+        expect(info.Config.Env).toEqual(expect.arrayContaining(['ACS_BIND_HOST=127.0.0.1', `ACS_PORT_WEB=${new URL(running.exposed_urls[0]?.url ?? '').port}`]));
+      }
+      expect(new Set(urls).size).toBe(2);
+      for (const url of urls) expect((await fetch(`${url}/ok/`)).status).toBe(200);
+    } finally {
+      for (const id of ids) await runtime.delete(id);
+    }
+  });
+
   it('keeps a sandbox off the network with networkMode none', async () => {
     const runtime = await dockerRuntime({ networkMode: 'none' });
     const id = fixtureId();

@@ -16,6 +16,8 @@ export interface RouteContext {
   deviceVerificationPath: string;
   /** What a conversation's download may hold. */
   exportLimits: ExportLimits;
+  /** The base host of sandboxes' exposed URLs (`<name>-<id>.<base host>`); null: the host the client reached. */
+  sandboxUrlHost: string | null;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -27,6 +29,7 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     lastRequestAt: () => Date.now(),
     deviceVerificationPath: '/console/device',
     exportLimits: DEFAULT_EXPORT_LIMITS,
+    sandboxUrlHost: null,
     ...overrides,
   };
 }

@@ -13,7 +13,7 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
   caller: Caller;
   /** Where the host mounted the router (`''` at the root): links the API gives out are relative to it. */
   mountPath: string;
-  /** The origin the client sees (`https://host:port`; behind a proxy only with `trustProxy`), for absolute links. */
+  /** The origin the client sees (`https://host:port`; behind a proxy only with `trustProxy`), for the absolute URLs some answers hold (a sandbox's exposed URLs). */
   origin: string;
   params: P;
   query: Q;

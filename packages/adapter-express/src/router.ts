@@ -26,6 +26,7 @@ import { createEventStreams } from './event-stream.js';
 import { sendBodyStream } from './body-stream.js';
 import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
 import { buildRoutes } from './routes.js';
+import { createSandboxProxy } from './sandbox-proxy.js';
 import { defaultRouteContext } from './route-context.js';
 
 export interface AcsRouterOptions {
@@ -77,6 +78,13 @@ export interface AcsRouterOptions {
    * sees. Without it a client could claim https or another host by a header.
    */
   trustProxy?: boolean;
+  /**
+   * The base host of sandboxes' exposed URLs: a sandbox's AGENT_SERVER is served at
+   * `<scheme>://agent-server-<sandbox id>.<sandboxUrlHost>` (give a name with a wildcard DNS
+   * record, and certificate, for this server, e.g. `sandboxes.example.com`). Default: the host
+   * the client reached (`localhost:<port>` when that is a loopback address).
+   */
+  sandboxUrlHost?: string;
   /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
   sseHeartbeatMs?: number;
   /**
@@ -168,6 +176,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       models: () => options.models?.() ?? [],
       deviceVerificationPath,
       exportLimits: exportLimitsOf(options.conversationExport),
+      sandboxUrlHost: options.sandboxUrlHost ?? null,
     }),
   );
   // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
@@ -198,6 +207,20 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   });
 
   const router = express.Router();
+
+  // A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth.
+  const sandboxProxy = createSandboxProxy({
+    service,
+    logger,
+    resolveCaller: (req, upgrade) =>
+      resolveCaller(req).then((caller) => {
+        if (caller?.via !== 'session') return caller;
+        const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
+        return crossSite ? null : caller;
+      }),
+  });
+  // A request for a sandbox's own host name is that sandbox's, whatever its path (sandbox-proxy.ts).
+  router.use((req, res, next) => (sandboxProxy.claims(req) ? sandboxProxy.http(req, res, next) : next()));
 
   router.use((req, res, next) => {
     // Where the host mounted the router: paths below it are what the route table knows.
@@ -349,6 +372,7 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         service,
         logger,
         live,
+        sandboxProxy,
         maxMessageBytes: bodyLimit,
         resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, proxy) ? null : caller)),
       });

@@ -45,7 +45,7 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...appConversationRoutes(service, context),
     ...appConversationWorkspaceRoutes(service, context),
     ...openHandsV1Routes(service),
-    ...sandboxRoutes(service),
+    ...sandboxRoutes(service, context.sandboxUrlHost),
     ...sandboxSpecRoutes(service),
     ...gitRoutes(service),
   ];

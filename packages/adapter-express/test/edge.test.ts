@@ -177,7 +177,7 @@ describe('methods and literal paths', () => {
   it('OPTIONS answers 204 with the methods of the path, without a key', async () => {
     for (const [path, allow] of [
       ['/alive', 'GET, HEAD, OPTIONS'],
-      ['/api/v1/sandboxes', 'GET, POST, HEAD, OPTIONS'],
+      ['/api/v1/sandboxes', 'GET, POST, DELETE, HEAD, OPTIONS'],
       ['/api/v1/sandboxes/search', 'GET, HEAD, OPTIONS'],
       ['/api/v1/sandboxes/0123', 'GET, DELETE, HEAD, OPTIONS'],
       ['/api/v1/sandboxes/0123/pause', 'POST, OPTIONS'],

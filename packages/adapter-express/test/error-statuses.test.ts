@@ -124,6 +124,7 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   startSandbox: SandboxServiceErrors.start,
   getSandbox: SandboxServiceErrors.get,
   deleteSandbox: SandboxServiceErrors.delete,
+  deleteSandboxByQuery: SandboxServiceErrors.delete,
   pauseSandbox: SandboxServiceErrors.pause,
   resumeSandbox: SandboxServiceErrors.resume,
   searchSandboxSpecs: SandboxSpecServiceErrors.search,

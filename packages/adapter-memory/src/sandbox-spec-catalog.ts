@@ -31,6 +31,8 @@ export class StaticSandboxSpecCatalog implements SandboxSpecCatalog {
         initial_env: { ...(p.initial_env ?? {}) },
         description: p.description ?? null,
         created_at: p.created_at ?? createdAt,
+        ...(p.exposed_ports && p.exposed_ports.length > 0 ? { exposed_ports: p.exposed_ports.map((port) => ({ ...port })) } : {}),
+        ...(p.session_api_key_variable ? { session_api_key_variable: p.session_api_key_variable } : {}),
       };
     });
   }

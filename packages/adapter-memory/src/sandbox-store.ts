@@ -16,6 +16,10 @@ export class MemorySandboxStore implements SandboxStore {
     return okAsync(this.#records.get(userId, id));
   }
 
+  ownerOf(id: string): ResultAsync<string | null, StoreFailure> {
+    return okAsync(this.#records.all().find((r) => r.id === id && r.status !== 'DELETED')?.user_id ?? null);
+  }
+
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure> {
     return okAsync(ids.map((id) => this.#records.get(userId, id)));
   }

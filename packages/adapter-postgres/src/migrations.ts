@@ -142,6 +142,12 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 6,
+    name: 'sandboxes by id',
+    // A sandbox's exposed URL names only the sandbox: its proxy finds the owner by id (ownerOf).
+    statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_sandboxes_by_id ON ${t.sandboxes} (id)`],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

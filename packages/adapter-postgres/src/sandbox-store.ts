@@ -27,6 +27,13 @@ export class PostgresSandboxStore implements SandboxStore {
     return run('get sandbox', () => this.table.get(userId, id));
   }
 
+  ownerOf(id: string): ResultAsync<string | null, StoreFailure> {
+    return run('find the owner of a sandbox', async () => {
+      const rows = await this.db.query<{ user_id: string }>(`SELECT user_id FROM ${this.t.sandboxes} WHERE id = $1 AND status <> 'DELETED' LIMIT 1`, [id]);
+      return rows.rows[0]?.user_id ?? null;
+    });
+  }
+
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure> {
     return run('get sandboxes', () => this.table.getMany(userId, ids));
   }

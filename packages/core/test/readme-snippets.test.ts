@@ -26,7 +26,7 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 /** Fence languages compiled here. */
 const TYPESCRIPT = new Set(['ts', 'typescript']);
 /** Fence languages that are not TypeScript; any other language fails the test rather than being skipped. */
-const NOT_TYPESCRIPT = new Set(['sh', 'bash', 'shell', 'console', 'text', 'json', 'jsonc', 'yaml', 'mermaid', 'http', 'diff']);
+const NOT_TYPESCRIPT = new Set(['sh', 'bash', 'shell', 'console', 'text', 'json', 'jsonc', 'yaml', 'mermaid', 'http', 'diff', 'python']);
 
 const CONTEXT = /^<!--\s*snippet-context:([\s\S]*?)-->$/;
 

@@ -1,5 +1,6 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import type { ExposedPort } from '@acs/core/schemas';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
 import { fakeBash, isInteractiveBash } from './fake-bash.js';
@@ -38,6 +39,11 @@ export interface FakeSandboxRuntimeOptions {
    * registered with onExec win over it. Default true.
    */
   fakeGit?: boolean;
+  /**
+   * Where each exposed port of a new sandbox (its spec's `exposed_ports`) is reached, e.g. a
+   * test's own HTTP server standing in for the agent-server. Default: nowhere (no exposed URLs).
+   */
+  portUrl?: (request: RuntimeCreateRequest, port: ExposedPort) => string;
 }
 
 /**
@@ -58,9 +64,11 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   #inspectionsUntilRunning: number;
   readonly #handlers: { matches: ArgvMatcher; handle: FakeExecHandler }[] = [];
   readonly #spawnHandlers: { matches: ArgvMatcher; handle: FakeSpawnHandler }[] = [];
+  readonly #portUrl: FakeSandboxRuntimeOptions['portUrl'];
 
   constructor(options: FakeSandboxRuntimeOptions = {}) {
     this.#inspectionsUntilRunning = options.inspectionsUntilRunning ?? 0;
+    this.#portUrl = options.portUrl;
     if (options.fakeGit ?? true) {
       // Pushed, not unshifted: the lowest priority, below anything a test registers.
       this.#handlers.push(
@@ -391,7 +399,9 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   }
 
   #observe(box: FakeSandbox): RuntimeObservation {
-    return { state: box.state, detail: box.detail, exposed_urls: [] };
+    const portUrl = this.#portUrl;
+    const urls = portUrl ? (box.request.spec.exposed_ports ?? []).map((p) => ({ name: p.name, url: portUrl(box.request, p), port: p.port })) : [];
+    return { state: box.state, detail: box.detail, exposed_urls: box.state === 'running' || box.state === 'paused' ? urls : [] };
   }
 
   #call<T>(operation: FakeRuntimeOperation, sandboxId: string, run: () => T): ResultAsync<T, SandboxRuntimeError> {

@@ -1704,7 +1704,11 @@ export interface paths {
          * @description From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once with STARTING.
          */
         post: operations["startSandbox"];
-        delete?: never;
+        /**
+         * Delete a sandbox (id in the query)
+         * @description The form OpenHands clients send (`OpenHandsCloudWorkspace.cleanup()`: `DELETE /api/v1/sandboxes?sandbox_id=<id>`); the same as `DELETE /api/v1/sandboxes/{sandbox_id}`.
+         */
+        delete: operations["deleteSandboxByQuery"];
         options?: never;
         head?: never;
         patch?: never;
@@ -12527,13 +12531,15 @@ export interface operations {
                             status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
                             /** @description Why the sandbox is in ERROR or MISSING, or what it is waiting for. */
                             status_detail: string | null;
-                            /** @description Always null: tools run through the service, so no agent server inside the sandbox needs a key. */
+                            /** @description While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise. */
                             session_api_key: string | null;
                             /** @description Only while RUNNING; null otherwise. */
                             exposed_urls: {
                                 /** @description What listens there, e.g. AGENT_SERVER, VSCODE, WORKER_1. */
                                 name: string;
                                 url: string;
+                                /** @description The port it listens on inside the sandbox. */
+                                port: number;
                             }[] | null;
                             /** Format: date-time */
                             created_at: string;
@@ -12618,13 +12624,15 @@ export interface operations {
                         status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
                         /** @description Why the sandbox is in ERROR or MISSING, or what it is waiting for. */
                         status_detail: string | null;
-                        /** @description Always null: tools run through the service, so no agent server inside the sandbox needs a key. */
+                        /** @description While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise. */
                         session_api_key: string | null;
                         /** @description Only while RUNNING; null otherwise. */
                         exposed_urls: {
                             /** @description What listens there, e.g. AGENT_SERVER, VSCODE, WORKER_1. */
                             name: string;
                             url: string;
+                            /** @description The port it listens on inside the sandbox. */
+                            port: number;
                         }[] | null;
                         /** Format: date-time */
                         created_at: string;
@@ -12711,13 +12719,15 @@ export interface operations {
                         status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
                         /** @description Why the sandbox is in ERROR or MISSING, or what it is waiting for. */
                         status_detail: string | null;
-                        /** @description Always null: tools run through the service, so no agent server inside the sandbox needs a key. */
+                        /** @description While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise. */
                         session_api_key: string | null;
                         /** @description Only while RUNNING; null otherwise. */
                         exposed_urls: {
                             /** @description What listens there, e.g. AGENT_SERVER, VSCODE, WORKER_1. */
                             name: string;
                             url: string;
+                            /** @description The port it listens on inside the sandbox. */
+                            port: number;
                         }[] | null;
                         /** Format: date-time */
                         created_at: string;
@@ -12836,6 +12846,112 @@ export interface operations {
             };
         };
     };
+    deleteSandboxByQuery: {
+        parameters: {
+            query: {
+                sandbox_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: SANDBOX_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The current state does not allow this. Codes: ILLEGAL_SANDBOX_TRANSITION. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The sandbox runtime failed. Codes: SANDBOX_RUNTIME_FAILED. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: SANDBOXES_UNAVAILABLE, STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getSandbox: {
         parameters: {
             query?: never;
@@ -12861,13 +12977,15 @@ export interface operations {
                         status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
                         /** @description Why the sandbox is in ERROR or MISSING, or what it is waiting for. */
                         status_detail: string | null;
-                        /** @description Always null: tools run through the service, so no agent server inside the sandbox needs a key. */
+                        /** @description While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise. */
                         session_api_key: string | null;
                         /** @description Only while RUNNING; null otherwise. */
                         exposed_urls: {
                             /** @description What listens there, e.g. AGENT_SERVER, VSCODE, WORKER_1. */
                             name: string;
                             url: string;
+                            /** @description The port it listens on inside the sandbox. */
+                            port: number;
                         }[] | null;
                         /** Format: date-time */
                         created_at: string;
@@ -13330,6 +13448,16 @@ export interface operations {
                             description: string | null;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Ports its image serves, each reached through the service at <base>/sandboxes/{id}/<name>. */
+                            exposed_ports?: {
+                                /** @description The exposed URL's name, e.g. AGENT_SERVER (upper case, digits, underscores). */
+                                name: string;
+                                port: number;
+                                /** @description A path answering 2xx once the service is up; the sandbox is STARTING until it does. */
+                                health_path?: string | null;
+                            }[];
+                            /** @description Each sandbox gets a fresh key in this environment variable: its session_api_key, which opens its exposed URLs. */
+                            session_api_key_variable?: string | null;
                         }[];
                         /** @description Pass as page_id for the next page; null on the last page. */
                         next_page_id: string | null;
@@ -13421,6 +13549,16 @@ export interface operations {
                         description: string | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Ports its image serves, each reached through the service at <base>/sandboxes/{id}/<name>. */
+                        exposed_ports?: {
+                            /** @description The exposed URL's name, e.g. AGENT_SERVER (upper case, digits, underscores). */
+                            name: string;
+                            port: number;
+                            /** @description A path answering 2xx once the service is up; the sandbox is STARTING until it does. */
+                            health_path?: string | null;
+                        }[];
+                        /** @description Each sandbox gets a fresh key in this environment variable: its session_api_key, which opens its exposed URLs. */
+                        session_api_key_variable?: string | null;
                     } | null)[];
                 };
             };

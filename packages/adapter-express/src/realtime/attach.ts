@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { AgentConversationService } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import type { Caller } from '../auth/caller.js';
+import type { SandboxProxy } from '../sandbox-proxy.js';
 import { createV1Channel } from './agent-server-channel.js';
 import type { LiveConnections } from './live-connections.js';
 import { attachV0Channel } from './socketio-channel.js';
@@ -19,6 +20,8 @@ export interface RealtimeDeps {
   logger: Logger;
   live: LiveConnections;
   maxMessageBytes: number;
+  /** Takes the upgrades of sandboxes' exposed URLs (by their host names). */
+  sandboxProxy: SandboxProxy;
 }
 
 /**
@@ -44,12 +47,17 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // A reset while the request is looked at must not become an unhandled 'error'.
     socket.on('error', (error: Error) => deps.logger.debug({ err: error.message }, 'upgrade socket error'));
+    if (deps.sandboxProxy.claims(req)) {
+      deps.sandboxProxy.upgrade(req, socket, head);
+      return;
+    }
     const target = requestTarget(req.url);
     if (!target) {
       refuseUpgrade(socket, 400, 'The request target must be a path (/…).');
       return;
     }
     if (target.path.startsWith(`${socketIoPath}/`)) return; // engine.io answers it.
+
     if (isUnder(target.path, v1Prefix)) {
       const id = decodeSegment(target.path.slice(v1Prefix.length + 1).replace(/\/$/, ''));
       if (id === null || id === '' || id.includes('/')) {
@@ -71,6 +79,7 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
         server.off('upgrade', onUpgrade);
         deps.live.closeAll();
         v1.close();
+        deps.sandboxProxy.close();
         io.disconnectSockets(true);
         await new Promise<void>((resolve) => {
           // socket.io's close also closes the HTTP server it is attached to: only detach here.

@@ -1,8 +1,9 @@
 import { SandboxServiceErrors, type AgentConversationService } from '@acs/core';
-import { SandboxInfoSchema, StartSandboxRequestSchema } from '@acs/core/schemas';
+import { SandboxInfoSchema, StartSandboxRequestSchema, type SandboxInfo } from '@acs/core/schemas';
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import { exposedUrlOf } from '../sandbox-proxy.js';
 import { pathSegment } from './params.js';
 import { paged, pageOf, SuccessSchema } from './shared.js';
 
@@ -11,9 +12,19 @@ const sandboxIdParams = recordPathParams(z.object({ sandbox_id: pathSegment(128)
   sandboxId: p.sandbox_id ?? '',
 }));
 
+/**
+ * A sandbox as its owner sees it over HTTP: each exposed URL is this server's proxy of it (on
+ * a host name of its own, see sandbox-proxy.ts), never the runtime's own address.
+ */
+function publicSandbox(info: SandboxInfo, input: { origin: string }, baseHost: string | null): SandboxInfo {
+  if (!info.exposed_urls) return info;
+  return { ...info, exposed_urls: info.exposed_urls.map((u) => ({ name: u.name, url: exposedUrlOf(info.id, u.name, input.origin, baseHost), port: u.port })) };
+}
+
 /** V1 sandboxes: start, search, read, pause, resume, delete. */
-export function sandboxRoutes(service: AgentConversationService): RouteDefinition[] {
+export function sandboxRoutes(service: AgentConversationService, baseHost: string | null = null): RouteDefinition[] {
   const { sandboxes } = service;
+  const publicOf = (info: SandboxInfo, input: { origin: string }) => publicSandbox(info, input, baseHost);
   return [
     defineRoute({
       method: 'get',
@@ -24,7 +35,7 @@ export function sandboxRoutes(service: AgentConversationService): RouteDefinitio
       query: pagingQuery,
       success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
       errors: SandboxServiceErrors.search,
-      handle: ({ userId, query }) => paged(query, (page) => sandboxes.search(userId, page)),
+      handle: (input) => paged(input.query, (page) => sandboxes.search(input.userId, page)).map((p) => ({ ...p, items: p.items.map((i) => publicOf(i, input)) })),
     }),
     defineRoute({
       method: 'get',
@@ -35,7 +46,7 @@ export function sandboxRoutes(service: AgentConversationService): RouteDefinitio
       query: z.object({ id: idList }),
       success: { status: 200, description: 'In the order asked; null where there is no such sandbox.', schema: z.array(SandboxInfoSchema.nullable()) },
       errors: SandboxServiceErrors.getMany,
-      handle: ({ userId, query }) => sandboxes.getMany(userId, query.id),
+      handle: (input) => sandboxes.getMany(input.userId, input.query.id).map((list) => list.map((i) => (i ? publicOf(i, input) : null))),
     }),
     defineRoute({
       method: 'post',
@@ -49,7 +60,20 @@ export function sandboxRoutes(service: AgentConversationService): RouteDefinitio
       bodyRequired: false,
       success: { status: 200, description: 'The new sandbox.', schema: SandboxInfoSchema },
       errors: SandboxServiceErrors.start,
-      handle: ({ userId, query, body }) => sandboxes.start(userId, body?.sandbox_spec_id ?? query.sandbox_spec_id ?? null),
+      handle: (input) => sandboxes.start(input.userId, input.body?.sandbox_spec_id ?? input.query.sandbox_spec_id ?? null).map((i) => publicOf(i, input)),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v1/sandboxes',
+      operationId: 'deleteSandboxByQuery',
+      summary: 'Delete a sandbox (id in the query)',
+      description:
+        'The form OpenHands clients send (`OpenHandsCloudWorkspace.cleanup()`: `DELETE /api/v1/sandboxes?sandbox_id=<id>`); the same as `DELETE /api/v1/sandboxes/{sandbox_id}`.',
+      tags: ['sandboxes (V1)'],
+      query: z.object({ sandbox_id: pathSegment(128) }),
+      success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
+      errors: SandboxServiceErrors.delete,
+      handle: ({ userId, query }) => sandboxes.delete(userId, query.sandbox_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'get',
@@ -60,7 +84,7 @@ export function sandboxRoutes(service: AgentConversationService): RouteDefinitio
       params: sandboxIdParams,
       success: { status: 200, description: 'The sandbox, with its status as the runtime reports it now.', schema: SandboxInfoSchema },
       errors: SandboxServiceErrors.get,
-      handle: ({ userId, params }) => sandboxes.get(userId, params.sandbox_id),
+      handle: (input) => sandboxes.get(input.userId, input.params.sandbox_id).map((i) => publicOf(i, input)),
     }),
     defineRoute({
       method: 'delete',

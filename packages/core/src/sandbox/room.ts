@@ -2,6 +2,7 @@ import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { DomainErrorOf } from '../errors.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
+import { newSandboxKey } from './keys.js';
 import type { SandboxRecord, SandboxSpec } from './schema.js';
 import type { SandboxReservation, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
@@ -57,6 +58,7 @@ export function createRoom(
       exposed_urls: [],
       created_at: now,
       updated_at: now,
+      ...(spec.session_api_key_variable ? { session_api_key: newSandboxKey() } : {}),
     };
     let settled = false;
     const settle = () => {

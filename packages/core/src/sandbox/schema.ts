@@ -10,8 +10,25 @@ export type SandboxLifecycleStatus = SandboxStatus | 'DELETED';
 export const ExposedUrlSchema = z.object({
   name: z.string().meta({ description: 'What listens there, e.g. AGENT_SERVER, VSCODE, WORKER_1.' }),
   url: z.string(),
+  port: z.int().meta({ description: 'The port it listens on inside the sandbox.' }),
 });
 export type ExposedUrl = z.infer<typeof ExposedUrlSchema>;
+
+/** A port a spec's image listens on, offered (through the service) as an exposed URL of that name. */
+export const ExposedPortSchema = z.object({
+  name: z
+    .string()
+    .regex(/^[A-Z][A-Z0-9_]{0,63}$/)
+    .meta({ description: 'The exposed URL\'s name, e.g. AGENT_SERVER (upper case, digits, underscores).' }),
+  port: z.int().min(1).max(65535),
+  health_path: z
+    .string()
+    .regex(/^\/[\x21-\x7e]{0,255}$/)
+    .nullable()
+    .optional()
+    .meta({ description: 'A path answering 2xx once the service is up; the sandbox is STARTING until it does.' }),
+});
+export type ExposedPort = z.infer<typeof ExposedPortSchema>;
 
 /** A template sandboxes are created from: an image and how to run it. */
 export const SandboxSpecSchema = z.object({
@@ -22,6 +39,12 @@ export const SandboxSpecSchema = z.object({
   initial_env: z.record(z.string(), z.string()),
   description: z.string().nullable(),
   created_at: z.iso.datetime(),
+  exposed_ports: z.array(ExposedPortSchema).optional().meta({ description: 'Ports its image serves, each reached through the service at <base>/sandboxes/{id}/<name>.' }),
+  session_api_key_variable: z
+    .string()
+    .nullable()
+    .optional()
+    .meta({ description: "Each sandbox gets a fresh key in this environment variable: its session_api_key, which opens its exposed URLs." }),
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
@@ -44,6 +67,13 @@ export interface SandboxRecord {
   last_active_at?: string | null;
   /** Which engine runs it, for runtimes over several engines (absent otherwise). */
   location?: string | null;
+  /**
+   * The sandbox's own key, made when it is reserved when its spec names a
+   * `session_api_key_variable` (the container gets it there): it opens this sandbox's exposed
+   * URLs and nothing else. Absent for other specs and for adopted sandboxes (their key is the
+   * container's alone).
+   */
+  session_api_key?: string | null;
 }
 
 /** The sandbox record of the V1 API. */
@@ -56,7 +86,10 @@ export const SandboxInfoSchema = z.object({
   session_api_key: z
     .string()
     .nullable()
-    .meta({ description: 'Always null: tools run through the service, so no agent server inside the sandbox needs a key.' }),
+    .meta({
+      description:
+        "While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise.",
+    }),
   exposed_urls: z.array(ExposedUrlSchema).nullable().meta({ description: 'Only while RUNNING; null otherwise.' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
@@ -71,7 +104,7 @@ export function toSandboxInfo(record: SandboxRecord): SandboxInfo {
     sandbox_spec_id: record.sandbox_spec_id,
     status,
     status_detail: record.status_detail,
-    session_api_key: null,
+    session_api_key: status === 'RUNNING' ? (record.session_api_key ?? null) : null,
     exposed_urls: status === 'RUNNING' ? record.exposed_urls : null,
     created_at: record.created_at,
     updated_at: record.updated_at,

@@ -9,10 +9,17 @@ import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { SandboxRuntime } from './runtime.js';
-import type { SandboxInfo, SandboxRecord, SandboxSpec } from './schema.js';
+import type { SandboxInfo, SandboxRecord, SandboxSpec, SandboxStatus } from './schema.js';
 import type { SandboxSpecCatalog, SandboxStore } from './store.js';
 
 export interface SandboxServiceOptions {
+  /**
+   * The spec of a sandbox started on its own, with no spec named (`POST /api/v1/sandboxes`
+   * without one, as the OpenHands CLI's `acp --cloud` sends it): e.g. the OpenHands
+   * agent-server spec, since such a sandbox is only of use with a server of its own in it.
+   * Default: the catalog's default (which conversations use).
+   */
+  standaloneSpecId?: string;
   /** How long a sandbox may take to answer before it is marked ERROR. Default 120 s. */
   startTimeoutMs?: number;
   /** How often a starting sandbox is inspected. Default 250 ms. */
@@ -107,14 +114,32 @@ export const SandboxServiceErrors = {
   resume: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   delete: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   resolveSpec: ['SandboxSpecNotFound', 'StoreUnavailable'],
+  endpoint: ['SandboxNotFound', 'StoreUnavailable'],
   reconcile: ['SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
+
+/**
+ * Where one of a sandbox's exposed URLs leads, as its stored record says (the runtime is not
+ * asked: this is read for every request through the URL's proxy).
+ */
+export interface SandboxEndpoint {
+  sandboxId: string;
+  userId: string;
+  status: SandboxStatus;
+  statusDetail: string | null;
+  /** Whether the sandbox has an exposed URL of that name at all (its spec declares the port). */
+  offered: boolean;
+  /** The runtime's address of it (e.g. `http://127.0.0.1:49153`) while RUNNING; null otherwise. */
+  target: string | null;
+  /** The sandbox's own key (null for specs without one). */
+  sessionApiKey: string | null;
+}
 
 /** The error union of a sandbox operation. */
 export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<(typeof SandboxServiceErrors)[K]>;
 
 export interface SandboxService {
-  /** Creates a sandbox from a spec (the default when absent). Returns at once, STARTING; it comes up in the background. */
+  /** Creates a sandbox from a spec (when absent: `standaloneSpecId`, else the default). Returns at once, STARTING; it comes up in the background. */
   start(userId: string, specId?: string | null): ResultAsync<SandboxInfo, SandboxServiceError<'start'>>;
   /** Creates a sandbox from an already resolved spec and returns its record. */
   startFromSpec(userId: string, spec: SandboxSpec): ResultAsync<SandboxRecord, SandboxServiceError<'reserve'>>;
@@ -135,6 +160,11 @@ export interface SandboxService {
    * background and at the next reconcile. Refused only when the runtime cannot be reached.
    */
   delete(userId: string, id: string): ResultAsync<void, SandboxServiceError<'delete'>>;
+  /**
+   * Where the sandbox's exposed URL `name` (e.g. AGENT_SERVER) leads now, and whose sandbox it
+   * is, for the URL's proxy: found by the sandbox id alone (the proxy checks the caller).
+   */
+  endpoint(id: string, name: string): ResultAsync<SandboxEndpoint, SandboxServiceError<'endpoint'>>;
   /** The spec to use: by id, or the catalog default. */
   resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, SandboxServiceError<'resolveSpec'>>;
   /** The catalog's default spec. */

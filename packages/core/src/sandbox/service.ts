@@ -9,7 +9,7 @@ import { runtimeFailure } from './runtime.js';
 import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
 import { planSandboxAction, type SandboxAction } from './state.js';
 import { createStartups } from './startups.js';
-import type { SandboxService, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
+import type { SandboxEndpoint, SandboxService, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 
 export * from './service-contract.js';
 
@@ -120,7 +120,11 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
         return reservation.record;
       }),
 
-    start: (userId, specId) => service.resolveSpec(specId).andThen((spec) => service.startFromSpec(userId, spec)).map(toSandboxInfo),
+    start: (userId, specId) =>
+      service
+        .resolveSpec(specId ?? deps.options?.standaloneSpecId)
+        .andThen((spec) => service.startFromSpec(userId, spec))
+        .map(toSandboxInfo),
 
     get: (userId, id) =>
       sandboxes
@@ -164,7 +168,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
               // The record goes first: a start still in progress sees DELETED and removes what it made.
               .andThen(() =>
                 sandboxes.update(userId, id, (current): Result<SandboxRecord, never> =>
-                  ok({ ...current, status: 'DELETED', status_detail: 'deleted', exposed_urls: [], updated_at: clock.now() }),
+                  ok({ ...current, status: 'DELETED', status_detail: 'deleted', exposed_urls: [], session_api_key: null, updated_at: clock.now() }),
                 ),
               )
               .andThen(() =>
@@ -176,6 +180,24 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
                 }),
               ),
       ),
+
+    endpoint: (id, name) =>
+      sandboxes
+        .ownerOf(id)
+        .andThen((owner) => (owner === null ? okAsync(null) : sandboxes.get(owner, id)))
+        .andThen((record) => {
+          if (!visible(record)) return errAsync<SandboxEndpoint, DomainErrorOf<'SandboxNotFound'>>({ type: 'SandboxNotFound', sandboxId: id });
+          const info = toSandboxInfo(record);
+          return okAsync<SandboxEndpoint, DomainErrorOf<'SandboxNotFound'>>({
+            sandboxId: record.id,
+            userId: record.user_id,
+            status: info.status,
+            statusDetail: info.status_detail,
+            offered: (record.spec.exposed_ports ?? []).some((p) => p.name === name) || record.exposed_urls.some((u) => u.name === name),
+            target: info.status === 'RUNNING' ? (record.exposed_urls.find((u) => u.name === name)?.url ?? null) : null,
+            sessionApiKey: record.session_api_key ?? null,
+          });
+        }),
 
     whenSettled: (userId, id, onProgress) => startups.whenSettled(userId, id, onProgress),
 

@@ -87,7 +87,7 @@ export function createStartups(
         user_id: record.user_id,
         installation_id: installationOfRecord,
         spec: record.spec,
-        env: { ...record.spec.initial_env },
+        env: { ...record.spec.initial_env, ...keyVariable(record) },
         resource_factor: resourceFactor,
       },
       (detail) => {
@@ -152,3 +152,7 @@ export function createStartups(
 }
 
 export type Startups = ReturnType<typeof createStartups>;
+
+/** The sandbox's own key, in the variable its spec names (nothing for specs without one). */
+const keyVariable = (record: SandboxRecord): Record<string, string> =>
+  record.spec.session_api_key_variable && record.session_api_key ? { [record.spec.session_api_key_variable]: record.session_api_key } : {};

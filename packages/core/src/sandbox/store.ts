@@ -14,6 +14,12 @@ export interface SandboxStore {
   get(userId: string, id: string): ResultAsync<SandboxRecord | null, StoreFailure>;
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure>;
   /**
+   * Whose sandbox this is (null when no live record has the id): the one read that takes no
+   * user, for the proxy of a sandbox's exposed URL, which names the sandbox alone (its
+   * health check carries no credentials). Every read after it is scoped to that user again.
+   */
+  ownerOf(id: string): ResultAsync<string | null, StoreFailure>;
+  /**
    * Applies `mutate` to the current record atomically (no other update of the same
    * record interleaves). Resolves to null when the record does not exist for this user.
    */

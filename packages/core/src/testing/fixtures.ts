@@ -82,7 +82,7 @@ export function sandboxFixture(overrides: Partial<SandboxRecord> = {}): SandboxR
     spec: specFixture(),
     status: 'RUNNING',
     status_detail: null,
-    exposed_urls: [{ name: 'WORKER_1', url: 'http://127.0.0.1:40001' }],
+    exposed_urls: [{ name: 'WORKER_1', url: 'http://127.0.0.1:40001', port: 8011 }],
     created_at: at(0),
     updated_at: at(0),
     ...overrides,

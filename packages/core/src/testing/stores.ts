@@ -335,6 +335,16 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       expect((await expectOk(store.getMany('bob', [record.id])))[0]).toBeNull();
     });
 
+    it('finds the owner of a live sandbox by its id alone, and no owner of a deleted one', async () => {
+      const store = await make();
+      const record = sandboxFixture();
+      await expectOk(store.insert(record));
+      expect(await expectOk(store.ownerOf(record.id))).toBe('alice');
+      expect(await expectOk(store.ownerOf('no-such-sandbox'))).toBeNull();
+      await expectOk(store.update('alice', record.id, (r) => ok<SandboxRecord, never>({ ...r, status: 'DELETED' })));
+      expect(await expectOk(store.ownerOf(record.id))).toBeNull();
+    });
+
     it('updates through mutate and keeps tombstones readable but unlisted', async () => {
       const store = await make();
       const live = sandboxFixture({ created_at: at(1) });

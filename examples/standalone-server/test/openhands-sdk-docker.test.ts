@@ -1,0 +1,219 @@
+/**
+ * The OpenHands SDK runs its agents on this service's sandboxes: the real SDK (Python,
+ * openhands-sdk 1.21 / openhands-workspace 1.11.1, test/openhands-sdk/acceptance.py) against the
+ * example server process, with Docker sandboxes of the openhands-agent-server spec (the real
+ * agent-server 1.34.0, on the host network to reach the scripted model on 127.0.0.1).
+ *
+ * Needs a Docker engine, the image acs-openhands-agent-server:1.34.0
+ * (scripts/build-agent-server-image.sh) and the venv of scripts/openhands-sdk-venv.sh, whose
+ * python is ACS_OPENHANDS_PYTHON (default /var/cache/acs/openhands-sdk-venv/bin/python);
+ * .ci/run makes both.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scriptedCompletion, errorBody, startFakeOpenAi, toolCall, type FakeOpenAi, type FakeOpenAiRequest } from '@acs/testing';
+import { expectOpenHandsShape } from '../../../packages/adapter-express/test/openhands-shapes.js';
+import { startServer, type Running } from './process.js';
+import { removeContainersOf } from './containers.js';
+
+const OPENHANDS_PYTHON = process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python';
+const IMAGE = 'acs-openhands-agent-server:1.34.0';
+const SDK_DIR = fileURLToPath(new URL('./openhands-sdk/', import.meta.url));
+const docker = new Docker();
+const tag = randomBytes(4).toString('hex');
+const alice = `sdk-alice-${tag}`;
+const bob = `sdk-bob-${tag}`;
+const ALICE_KEY = `${alice}-key-0123456789`;
+const BOB_KEY = `${bob}-key-0123456789`;
+
+let llm: FakeOpenAi;
+let server: Running;
+
+/** The name of the offered tool that runs commands (terminal in this SDK; named otherwise in others). */
+const toolNamed = (request: FakeOpenAiRequest, pattern: RegExp): string => {
+  const names = (request.body.tools ?? []).map((t) => t.function.name);
+  const found = names.find((n) => pattern.test(n));
+  if (!found) throw new Error(`no tool like ${pattern} among ${names.join(', ')}`);
+  return found;
+};
+
+/** Fails with what is missing before anything starts: the image and the venv are made by .ci/run. */
+async function needs(): Promise<void> {
+  if (!existsSync(OPENHANDS_PYTHON)) throw new Error(`This test needs the OpenHands SDK venv at ${OPENHANDS_PYTHON}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_PYTHON)`);
+  await docker
+    .getImage(IMAGE)
+    .inspect()
+    .catch((error: unknown) => {
+      throw new Error(`This test needs the image ${IMAGE}: run scripts/build-agent-server-image.sh`, { cause: error });
+    });
+}
+
+/** Runs a Python script of test/openhands-sdk with the SDK venv; resolves with its output, whatever its exit. */
+function runPython(script: string, env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(OPENHANDS_PYTHON, [script], {
+      cwd: SDK_DIR,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PYTHONPATH: SDK_DIR, OPENHANDS_SUPPRESS_BANNER: '1', ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+beforeAll(async () => {
+  await needs();
+  llm = await startFakeOpenAi();
+  // Run a command in the sandbox, then finish; a later message is answered by finishing again.
+  llm.script('sdk', (turn, request) => {
+    // A call without tools (the agent-server names the conversation with one) gets words.
+    if (!request.body.tools?.length) return { status: 200, body: scriptedCompletion(turn, { content: 'The marker file' }) };
+    const call =
+      turn === 0
+        ? toolCall('call_marker', toolNamed(request, /terminal|bash/), { command: 'echo sdk-marker > /workspace/project/marker.txt && cat /workspace/project/marker.txt', security_risk: 'LOW' })
+        : toolCall(`call_finish_${turn}`, toolNamed(request, /^finish$/), { message: turn === 1 ? 'The marker file is written.' : 'Done again.' });
+    return turn <= 2 ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [call] }) } : { status: 400, body: errorBody(`sdk has no turn ${turn}`, 'invalid_request_error') };
+  });
+  // The CLI's prompt: finish at once.
+  llm.script('acp', (turn, request) =>
+    request.body.tools?.length
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_acp_${turn}`, toolNamed(request, /^finish$/), { message: 'Hello from the sandbox.' })] }) }
+      : { status: 200, body: scriptedCompletion(turn, { content: 'Greeting' }) },
+  );
+  server = await startServer(
+    {
+      ACS_API_KEYS: `${alice}:${ALICE_KEY},${bob}:${BOB_KEY}`,
+      SESSION_API_KEY: 'unused-default-key-0123456789',
+      ACS_SANDBOXES: 'docker',
+      ACS_SANDBOX_NETWORK: 'host',
+      ACS_SANDBOX_IMAGE_BUILD: 'off',
+    },
+    { lifetime: 'file' },
+  );
+}, 180_000);
+
+afterAll(async () => {
+  await llm?.close();
+  await removeContainersOf(docker, alice);
+  await removeContainersOf(docker, bob);
+});
+
+describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () => {
+  it('becomes ready, runs a conversation in the sandbox, keeps it over pause and resume, keeps bob out, and cleans up', async () => {
+    const run = await runPython('acceptance.py', { ACS_URL: server.url, ALICE_KEY, BOB_KEY, LLM_BASE_URL: llm.baseUrl }, 540_000);
+    const last = run.stdout.trim().split('\n').at(-1) ?? '';
+    expect(run.code, `acceptance.py failed:\n--- stderr ---\n${run.stderr.slice(-6000)}\n--- stdout ---\n${run.stdout.slice(-3000)}`).toBe(0);
+    const report = JSON.parse(last) as Record<string, unknown> & {
+      sandbox: { session_api_key: string; exposed_urls: { name: string; url: string; port: number }[] };
+      bob: Record<string, unknown>;
+      sandbox_id: string;
+    };
+
+    // The sandbox as 1.11 shapes it, its agent-server on a host name of its own on this server.
+    expectOpenHandsShape('SandboxInfo', report.sandbox);
+    expect(report.host).toMatch(new RegExp(`^http://agent-server-${report.sandbox_id}\\.localhost:${new URL(server.url).port}$`));
+    expect(report.sandbox.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: report.host, port: 8000 }]);
+    expect(report.sandbox.session_api_key).toMatch(/^acss_[A-Za-z0-9_-]{43}$/);
+
+    // The agent ran the command in the sandbox and finished; its events came over the proxied WebSocket.
+    expect(report.status_after_run).toBe('finished');
+    expect(report.marker).toBe('sdk-marker');
+    expect(report.streamed_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'MessageEvent', 'ConversationStateUpdateEvent']));
+    expect(report.stored_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'ObservationEvent']));
+    expect(String(report.observations)).toContain('sdk-marker');
+    // The model was called from the sandbox with the key the SDK sent: none of ours.
+    const calls = llm.requestsFor('sdk');
+    expect(calls.filter((c) => c.body.tools?.length).length).toBe(3);
+    expect(new Set(calls.map((c) => c.headers.authorization))).toEqual(new Set(['Bearer sk-scripted-not-a-real-key']));
+
+    // Paused: no key, no URL, and the agent-server's URL answers 503 at once; resumed: the same conversation goes on.
+    expect(report.paused_health_status).toBe(503);
+    expect(report.paused_info).toMatchObject({ status: 'PAUSED', session_api_key: null, exposed_urls: null });
+    expect(report.same_events).toBe(true);
+    expect(report.events_after_resume as number).toBeGreaterThanOrEqual(report.events_before_pause as number);
+    expect(report.status_after_second_run).toBe('finished');
+
+    // Bob reaches nothing of alice's.
+    expect(report.bob).toMatchObject({ bob_api_key_bearer: 404, bob_api_key_header: 404, no_key: 401, bob_sandbox_listing: [null], bob_delete: 404 });
+    expect(String(report.bob.bob_websocket)).not.toBe('opened');
+
+    // cleanup() deleted the sandbox, and its container is gone.
+    expect(report.after_cleanup).toBeNull();
+    const left = await docker.listContainers({ all: true, filters: { label: [`io.acs.sandbox-id=${report.sandbox_id}`] } });
+    expect(left).toEqual([]);
+  }, 600_000);
+
+  it("starts the OpenHands CLI's cloud session (acp --cloud, no spec named) and answers a prompt", async () => {
+    // GET /api/v1/users/me, the CLI's first request, is another route's (issue 25): answered here in front of the server.
+    const front = await usersMeInFront(server.url, alice);
+    try {
+      const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));
+      mkdirSync(join(home, '.openhands', 'cloud'), { recursive: true });
+      writeFileSync(join(home, '.openhands', 'cloud', 'api_key.txt'), ALICE_KEY, { mode: 0o600 });
+      const agent = { llm: { model: 'openai/scripted-model', api_key: 'sk-acp-not-a-real-key', base_url: llm.baseUrl, usage_id: 'agent', native_tool_calling: true, num_retries: 0 } };
+      writeFileSync(join(home, '.openhands', 'agent_settings.json'), JSON.stringify(agent));
+      const run = await runPython(
+        'acp_session.py',
+        { HOME: home, ACS_URL: front.url, OPENHANDS_BIN: join(dirname(OPENHANDS_PYTHON), 'openhands'), PROMPT: '[script:acp] Say hello.' },
+        540_000,
+      );
+      const last = run.stdout.trim().split('\n').at(-1) ?? '';
+      expect(run.code, `acp_session.py failed:\n${run.stderr.slice(-6000)}`).toBe(0);
+      const report = JSON.parse(last) as { session_new: { result?: { sessionId: string } }; prompt?: { result?: { stopReason: string } }; updates: string[] };
+      expect(report.session_new.result?.sessionId, `${last}\n--- stderr ---\n${run.stderr.slice(-4000)}`).toMatch(/^[0-9a-f-]{36}$/);
+      expect(report.prompt?.result, last).toEqual({ stopReason: 'end_turn' });
+      // Its sandbox is of the deployment's standalone spec, the agent-server's.
+      const [started] = front.sandboxStarts;
+      expect(started?.spec).toBeNull();
+      const sandboxes = (await (await fetch(`${server.url}/api/v1/sandboxes/search`, { headers: { Authorization: `Bearer ${ALICE_KEY}` } })).json()) as { items: { sandbox_spec_id: string; status: string }[] };
+      expect(sandboxes.items.filter((s) => s.status === 'RUNNING').map((s) => s.sandbox_spec_id)).toEqual(['openhands-agent-server']);
+    } finally {
+      await front.close();
+    }
+  }, 600_000);
+});
+
+/** A server in front of the example server that answers GET /api/v1/users/me for `userId` and passes everything else on, noting sandbox starts. */
+async function usersMeInFront(target: string, userId: string): Promise<{ url: string; sandboxStarts: { spec: string | null }[]; close(): Promise<void> }> {
+  const sandboxStarts: { spec: string | null }[] = [];
+  const front: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', target);
+    if (req.method === 'GET' && url.pathname === '/api/v1/users/me') {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ id: userId, email: null }));
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/api/v1/sandboxes') sandboxStarts.push({ spec: url.searchParams.get('sandbox_spec_id') });
+    const onward = request(url, { method: req.method ?? 'GET', headers: { ...req.headers, host: url.host } }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    onward.on('error', () => res.destroy());
+    req.pipe(onward);
+  });
+  front.listen(0, '127.0.0.1');
+  await once(front, 'listening');
+  return {
+    url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+    sandboxStarts,
+    close: async () => {
+      front.closeAllConnections();
+      await new Promise((resolve) => front.close(resolve));
+    },
+  };
+}

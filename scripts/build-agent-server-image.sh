@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Builds the local image of the OpenHands agent-server sandbox spec,
+# acs-openhands-agent-server:1.34.0: Debian trixie (Python 3.13; the agent-server needs Python
+# >= 3.12, which bookworm lacks) with bash, git, tmux and procps, and the agent-server, the SDK
+# and its tools from PyPI in /opt/openhands, every package pinned by
+# scripts/agent-server-image/requirements.txt. Skipped when the image exists.
+#
+# How: debootstrap --variant=minbase trixie from the machine's own Debian mirror (the first one
+# in its apt sources serving the main archive), then pip installs the pinned packages in a chroot
+# on this machine (so pip reaches PyPI, through whatever proxy and certificate authority the
+# machine's own pip uses, and none of those stay in the image), then `docker import`. No
+# registry is pulled from. Needs root (debootstrap, chroot).
+#
+# The container's command is /usr/local/bin/acs-agent-server: it starts the agent-server on
+# $ACS_BIND_HOST (default 0.0.0.0) and $ACS_PORT_AGENT_SERVER (default 8000); the session key
+# comes from OH_SESSION_API_KEYS_0, which the sandbox runtime sets for each sandbox.
+#
+# Output: one line per step on stdout, each starting with "build-agent-server-image: ". On
+# failure the details (the end of a log) and a last line "build-agent-server-image: error: …" go
+# to stderr, and the exit status is non-zero. A second run at the same time waits for the first.
+#
+# Usage: bash scripts/build-agent-server-image.sh [--force] [--tag IMAGE]
+#   --force, ACS_AGENT_SERVER_IMAGE_FORCE=1   rebuild even if the image exists
+#   --tag, ACS_AGENT_SERVER_IMAGE             the image to build (default acs-openhands-agent-server:1.34.0)
+#   ACS_DEBIAN_MIRROR                         the Debian mirror URL (default: from the apt sources)
+#   ACS_SANDBOX_LOCK_TIMEOUT                  seconds to wait for another build (default 900)
+set -Eeuo pipefail
+
+NAME="build-agent-server-image"
+SUITE="trixie"
+AGENT_SERVER_VERSION="1.34.0"
+PACKAGES=(bash git tmux procps ca-certificates python3 python3-venv)
+# Bump when what the image contains or how it is configured changes (label io.acs.agent-server-image.version).
+CONTENT_VERSION="1"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REQUIREMENTS="$HERE/agent-server-image/requirements.txt"
+# shellcheck source=lib/debian-sources.sh
+source "$HERE/lib/debian-sources.sh"
+
+exec 7>&1 8>&2
+log() { printf '%s: %s\n' "$NAME" "$*" >&7; }
+details() {
+  LC_ALL=C sed -E -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's#(://)[^/@[:space:]]*@#\1***@#g' -e "s/^/$NAME:   | /" >&8
+}
+fail_msg=""
+die() { fail_msg="$*"; exit 1; }
+redact() { printf '%s' "$1" | sed -E 's#^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@#\1***@#'; }
+
+workdir=""
+child=""
+built_id=""
+check_name=""
+signal=""
+
+# Never rm -rf through a live mount (proc inside the chroot).
+unmount_under() {
+  local m
+  awk -v r="$1/" 'index($2, r) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r |
+    while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+cleanup() {
+  if [ -n "$child" ]; then
+    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+    child=""
+  fi
+  if [ -n "$check_name" ]; then docker rm -f "$check_name" >/dev/null 2>&1 || true; fi
+  if [ -n "$built_id" ]; then docker image rm "$built_id" >/dev/null 2>&1 || true; fi
+  if [ -n "$workdir" ] && [ -d "$workdir" ]; then
+    unmount_under "$workdir"
+    rm -rf --one-file-system "$workdir" 2>/dev/null || true
+  fi
+}
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  set +e
+  cleanup
+  if [ "$rc" != 0 ]; then
+    if [ -n "$signal" ]; then fail_msg="stopped by SIG$signal; temporary files and images removed"; fi
+    printf '%s: error: %s\n' "$NAME" "${fail_msg:-failed (exit status $rc)}" >&8
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'signal=INT; exit 130' INT
+trap 'signal=TERM; exit 143' TERM
+trap 'signal=HUP; exit 129' HUP
+
+image="${ACS_AGENT_SERVER_IMAGE:-acs-openhands-agent-server:$AGENT_SERVER_VERSION}"
+lock_timeout="${ACS_SANDBOX_LOCK_TIMEOUT:-900}"
+force=0
+case "${ACS_AGENT_SERVER_IMAGE_FORCE:-0}" in 1|true|yes|on) force=1 ;; esac
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --force) force=1 ;;
+    --tag) [ "$#" -ge 2 ] || die "--tag needs a value"; image="$2"; shift ;;
+    --tag=*) image="${1#--tag=}" ;;
+    -h|--help) sed -n '/^# Usage:/,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument: $1 (usage: $0 [--force] [--tag IMAGE])" ;;
+  esac
+  shift
+done
+[ -n "$image" ] || die "the image name (--tag / ACS_AGENT_SERVER_IMAGE) is empty"
+[[ "$lock_timeout" =~ ^[0-9]+$ ]] || die "ACS_SANDBOX_LOCK_TIMEOUT must be a number of seconds, not '$lock_timeout'"
+
+if command -v setsid >/dev/null 2>&1; then setsid=(setsid); else setsid=(); fi
+run() {
+  local rc=0
+  "${setsid[@]}" "$@" 7>&- 8>&- &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
+  return "$rc"
+}
+image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null; }
+megabytes() { echo "$(( ($(docker image inspect --format '{{.Size}}' "$1") + 500000) / 1000000 )) MB"; }
+
+command -v docker >/dev/null 2>&1 || die "the docker CLI is not installed (apt-get install docker.io)"
+if ! docker_err=$(docker info 2>&1 >/dev/null); then
+  printf '%s\n' "$docker_err" | details
+  die "the Docker engine is not reachable (is dockerd running, and may this user use it?)"
+fi
+if [ "$force" = 0 ] && found=$(image_id "$image"); then
+  log "$image already exists (${found:0:19}, $(megabytes "$image")); nothing to do (--force rebuilds it)"
+  exit 0
+fi
+[ "$(id -u)" = 0 ] || die "building $image needs root (debootstrap and chroot): run this script with sudo"
+[ -f "$REQUIREMENTS" ] || die "$REQUIREMENTS is missing"
+
+if command -v flock >/dev/null 2>&1; then
+  lock_file="/tmp/acs-build-agent-server-image.lock"
+  [ -e "$lock_file" ] || { : >>"$lock_file"; chmod 0666 "$lock_file"; } 2>/dev/null || true
+  exec 9<"$lock_file" || die "cannot open the lock file $lock_file"
+  if ! flock -n 9; then
+    log "another agent-server image build is under way; waiting for it (at most $lock_timeout s)"
+    run flock -w "$lock_timeout" 9 || die "another agent-server image build still holds $lock_file after $lock_timeout s"
+    if [ "$force" = 0 ] && found=$(image_id "$image"); then
+      log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
+      exit 0
+    fi
+  fi
+fi
+
+SECONDS=0
+workdir=$(mktemp -d /var/tmp/acs-agent-server-build.XXXXXX)
+root="$workdir/rootfs"
+
+# --- step 1: the mirror and debootstrap ------------------------------------------------------
+mirror="${ACS_DEBIAN_MIRROR:-}"
+mirror_from="ACS_DEBIAN_MIRROR"
+if [ -z "$mirror" ]; then
+  while IFS=$'\t' read -r kind uri suite file; do
+    if [ "$kind" = main ]; then mirror="$uri"; mirror_from="$file ($suite)"; break; fi
+  done <<<"$(apt_debian_sources 2>/dev/null || true)"
+fi
+mirror="${mirror%/}"
+[ -n "$mirror" ] || die "no Debian mirror found in the apt sources: set ACS_DEBIAN_MIRROR to the URL of a Debian mirror (the directory holding dists/$SUITE)"
+[[ "$mirror" =~ ^https?://[^[:space:]]+$ ]] || die "the Debian mirror must be an http:// or https:// URL without spaces, not '$(redact "$mirror")'"
+if ! command -v debootstrap >/dev/null 2>&1; then
+  log "installing debootstrap"
+  DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >"$workdir/apt.log" 2>&1 ||
+    { run apt-get update -qq >>"$workdir/apt.log" 2>&1 || true; DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >>"$workdir/apt.log" 2>&1; } ||
+    { tail -n 20 "$workdir/apt.log" | details; die "apt-get install debootstrap failed (the end of its output is above)"; }
+fi
+log "step 1/5: debootstrap $SUITE from $(redact "$mirror") ($mirror_from; a minute or two)"
+mkdir "$root"
+if ! run debootstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" "$SUITE" "$root" "$mirror" >"$workdir/debootstrap.log" 2>&1; then
+  tail -n 20 "$workdir/debootstrap.log" | details
+  if [ -f "$root/debootstrap/debootstrap.log" ]; then tail -n 20 "$root/debootstrap/debootstrap.log" | details; fi
+  die "debootstrap $SUITE failed (mirror $(redact "$mirror"); the end of its log is above)"
+fi
+
+# --- step 2: the agent-server from PyPI, in a chroot ------------------------------------------
+log "step 2/5: installing openhands-agent-server $AGENT_SERVER_VERSION and its $(grep -c '==' "$REQUIREMENTS") pinned packages from PyPI (a minute or two)"
+cp "$REQUIREMENTS" "$root/tmp/requirements.txt"
+# The machine's resolver and certificate authorities, for pip only; both are removed below.
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+ca_bundle="${PIP_CERT:-${REQUESTS_CA_BUNDLE:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
+[ -f "$ca_bundle" ] && cp -L "$ca_bundle" "$root/tmp/host-ca.crt"
+mount -t proc proc "$root/proc"
+pip_env=(PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_DEFAULT_TIMEOUT="${PIP_DEFAULT_TIMEOUT:-180}" HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin)
+[ -f "$root/tmp/host-ca.crt" ] && pip_env+=(PIP_CERT=/tmp/host-ca.crt)
+for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY; do
+  [ -n "${!v:-}" ] && pip_env+=("$v=${!v}")
+done
+# shellcheck disable=SC2016
+if ! run env -i "${pip_env[@]}" chroot "$root" /bin/sh -ec '
+    python3 -m venv /opt/openhands
+    /opt/openhands/bin/pip install --quiet -r /tmp/requirements.txt
+    /opt/openhands/bin/pip check' >"$workdir/pip.log" 2>&1; then
+  tail -n 25 "$workdir/pip.log" | details
+  die "pip install of the pinned agent-server packages failed (the end of its output is above)"
+fi
+umount -l "$root/proc"
+
+# --- step 3: configure -------------------------------------------------------------------------
+log "step 3/5: configuring the image"
+cat >"$root/usr/local/bin/acs-agent-server" <<'SH'
+#!/bin/sh
+# Starts the OpenHands agent-server of this sandbox. The sandbox runtime sets
+# OH_SESSION_API_KEYS_0 (the sandbox's session key), ACS_PORT_AGENT_SERVER and ACS_BIND_HOST.
+set -e
+# Secrets the agent-server keeps on disk are sealed with this (so a restarted container can
+# read its conversations again); the session key is as secret and already per sandbox.
+if [ -z "${OH_SECRET_KEY:-}" ] && [ -n "${OH_SESSION_API_KEYS_0:-}" ]; then export OH_SECRET_KEY="$OH_SESSION_API_KEYS_0"; fi
+mkdir -p "${OH_WORKSPACE_PATH:-/workspace/project}" "${OH_CONVERSATIONS_PATH:-/workspace/conversations}" "${OH_BASH_EVENTS_DIR:-/workspace/bash_events}"
+cd /workspace
+exec /opt/openhands/bin/python -m openhands.agent_server --host "${ACS_BIND_HOST:-0.0.0.0}" --port "${ACS_PORT_AGENT_SERVER:-8000}"
+SH
+chmod 0755 "$root/usr/local/bin/acs-agent-server"
+mkdir -p "$root/workspace"
+chmod 0777 "$root/workspace"
+rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+  "$root"/var/cache/apt/archives/partial/* "$root"/var/cache/debconf/*-old "$root"/var/log/apt/* \
+  "$root"/var/log/dpkg.log "$root"/var/log/bootstrap.log "$root"/debootstrap "$root"/root/.cache
+find "$root/tmp" -mindepth 1 -delete
+# Docker bind-mounts its own resolv.conf here at run time: a plain empty file, no host resolver.
+rm -f "$root/etc/resolv.conf"
+: >"$root/etc/resolv.conf"
+
+log "step 4/5: importing into docker"
+labels=(
+  "io.acs.sandbox-image=openhands-agent-server"
+  "io.acs.agent-server-image.version=$CONTENT_VERSION"
+  "io.acs.agent-server-image.openhands=$AGENT_SERVER_VERSION"
+  "io.acs.agent-server-image.suite=$SUITE"
+  "org.opencontainers.image.title=acs-openhands-agent-server"
+  "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+)
+changes=(
+  --change 'WORKDIR /workspace'
+  --change 'ENV LANG=C.UTF-8'
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  --change 'ENV OH_CONVERSATIONS_PATH=/workspace/conversations OH_WORKSPACE_PATH=/workspace/project OH_BASH_EVENTS_DIR=/workspace/bash_events'
+  --change 'ENV OH_ENABLE_VSCODE=false OH_ENABLE_VNC=false OPENHANDS_SUPPRESS_BANNER=1 LITELLM_LOCAL_MODEL_COST_MAP=True'
+  --change 'EXPOSE 8000'
+  --change 'CMD ["/usr/local/bin/acs-agent-server"]'
+  --change "LABEL ${labels[*]}"
+  --message "acs OpenHands agent-server image: debootstrap $SUITE + openhands-agent-server $AGENT_SERVER_VERSION, by scripts/build-agent-server-image.sh"
+)
+# shellcheck disable=SC2016
+if ! run bash -c 'set -o pipefail; tar --numeric-owner -C "$1" -c . | docker import "${@:3}" - >"$2"' \
+    _ "$root" "$workdir/import.id" "${changes[@]}" 2>"$workdir/import.log"; then
+  details <"$workdir/import.log"
+  die "docker import failed (its output is above)"
+fi
+built_id=$(cat "$workdir/import.id")
+rm -rf --one-file-system "$root"
+
+# --- step 5: the agent-server answers ---------------------------------------------------------
+log "step 5/5: checking that the agent-server starts and answers /health"
+check_name="acs-agent-server-check-$$-$RANDOM"
+docker run -d --name "$check_name" --network none -e OH_SESSION_API_KEYS_0=check "$built_id" >/dev/null
+# shellcheck disable=SC2016
+if ! run timeout -k 5 180 docker exec "$check_name" /opt/openhands/bin/python -c '
+import sys, time, urllib.request
+for _ in range(170):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:8000/health", timeout=2) as r:
+            print(r.read().decode()); sys.exit(0)
+    except Exception:
+        time.sleep(1)
+sys.exit(1)' >"$workdir/check.log" 2>&1; then
+  docker logs --tail 30 "$check_name" 2>&1 | details
+  die "the agent-server in the new image did not answer /health (its log is above); $image is unchanged"
+fi
+docker rm -f "$check_name" >/dev/null 2>&1 || true
+check_name=""
+old_id=$(image_id "$image" || true)
+docker tag "$built_id" "$image" || die "docker tag $built_id $image failed"
+new_id="$built_id"
+built_id=""
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ] && docker image rm "$old_id" >/dev/null 2>&1; then log "removed the previous image ${old_id:0:19}"; fi
+log "done: $image ($(megabytes "$image"), Debian $SUITE, Python $(docker run --rm --network none "$image" python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo '?'), openhands-agent-server $AGENT_SERVER_VERSION) in $SECONDS s"
