@@ -120,8 +120,11 @@ describe('the OpenHands CLI against the example server', () => {
     console.info(`--- openhands login ---\n${cliLines(login)}`);
     expect(login.output()).toContain('✓ Authentication successful!');
     expect(login.output()).toContain('✓ Logged into OpenHands Cloud');
-    // The BYOR key the CLI puts into its agent settings is the user's own model key.
+    // The BYOR key the CLI puts into its agent settings is the user's own model key, and the settings sync (GET /api/v1/settings) succeeds.
     expect(login.output()).toContain('✓ LLM API key retrieved');
+    expect(login.output()).toContain('✓ Settings synchronized successfully!');
+    const agentSettings = JSON.parse(readFileSync(join(home, '.openhands', 'agent_settings.json'), 'utf8')) as { llm: { model: string; base_url: string } };
+    expect(agentSettings.llm).toMatchObject({ model: 'openai/gpt-4o-mini', base_url: llm!.baseUrl });
 
     const keyFile = join(home, '.openhands', 'cloud', 'api_key.txt');
     const cliKey = readFileSync(keyFile, 'utf8');
@@ -145,6 +148,20 @@ describe('the OpenHands CLI against the example server', () => {
       return JSON.stringify(all).includes('Hello from the scripted model.') ? all : undefined;
     });
     expect(JSON.stringify(events)).toContain('Say hello');
+
+    // Every request of the CLI's own routes was answered 2xx, but the device-token polls before the
+    // approval: RFC 8628 answers those 400 authorization_pending, and the CLI polls on.
+    // (The console page the person used asks other routes, e.g. a count before it is signed in: not the CLI's.)
+    const cliRoutes = /^\/(oauth\/device\/(authorize|token)|api\/keys\/llm\/byor|api\/v1\/(users\/me|settings|app-conversations(\/start-tasks)?))$/;
+    const answered = server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as { method: string; path: string; status: number })
+      .filter((r) => cliRoutes.test(r.path));
+    expect(answered.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(['POST /oauth/device/authorize', 'GET /api/keys/llm/byor', 'GET /api/v1/settings', 'POST /api/v1/app-conversations']));
+    const refused = answered.filter((r) => r.status >= 300 && !(r.path === '/oauth/device/token' && r.status === 400));
+    expect(refused).toEqual([]);
 
     // Revoked: the CLI's probe gets 401, and it says the connection has expired (then it would sign in again).
     await body(call(server.url, `/api/keys/${keys[0]!.id}`, KEY, undefined, 'DELETE'));

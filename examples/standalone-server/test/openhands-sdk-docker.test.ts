@@ -11,10 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -159,61 +156,24 @@ describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () 
   }, 600_000);
 
   it("starts the OpenHands CLI's cloud session (acp --cloud, no spec named) and answers a prompt", async () => {
-    // GET /api/v1/users/me, the CLI's first request, is another route's (issue 25): answered here in front of the server.
-    const front = await usersMeInFront(server.url, alice);
-    try {
-      const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));
-      mkdirSync(join(home, '.openhands', 'cloud'), { recursive: true });
-      writeFileSync(join(home, '.openhands', 'cloud', 'api_key.txt'), ALICE_KEY, { mode: 0o600 });
-      const agent = { llm: { model: 'openai/scripted-model', api_key: 'sk-acp-not-a-real-key', base_url: llm.baseUrl, usage_id: 'agent', native_tool_calling: true, num_retries: 0 } };
-      writeFileSync(join(home, '.openhands', 'agent_settings.json'), JSON.stringify(agent));
-      const run = await runPython(
-        'acp_session.py',
-        { HOME: home, ACS_URL: front.url, OPENHANDS_BIN: join(dirname(OPENHANDS_PYTHON), 'openhands'), PROMPT: '[script:acp] Say hello.' },
-        540_000,
-      );
-      const last = run.stdout.trim().split('\n').at(-1) ?? '';
-      expect(run.code, `acp_session.py failed:\n${run.stderr.slice(-6000)}`).toBe(0);
-      const report = JSON.parse(last) as { session_new: { result?: { sessionId: string } }; prompt?: { result?: { stopReason: string } }; updates: string[] };
-      expect(report.session_new.result?.sessionId, `${last}\n--- stderr ---\n${run.stderr.slice(-4000)}`).toMatch(/^[0-9a-f-]{36}$/);
-      expect(report.prompt?.result, last).toEqual({ stopReason: 'end_turn' });
-      // Its sandbox is of the deployment's standalone spec, the agent-server's.
-      const [started] = front.sandboxStarts;
-      expect(started?.spec).toBeNull();
-      const sandboxes = (await (await fetch(`${server.url}/api/v1/sandboxes/search`, { headers: { Authorization: `Bearer ${ALICE_KEY}` } })).json()) as { items: { sandbox_spec_id: string; status: string }[] };
-      expect(sandboxes.items.filter((s) => s.status === 'RUNNING').map((s) => s.sandbox_spec_id)).toEqual(['openhands-agent-server']);
-    } finally {
-      await front.close();
-    }
+    const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));
+    mkdirSync(join(home, '.openhands', 'cloud'), { recursive: true });
+    writeFileSync(join(home, '.openhands', 'cloud', 'api_key.txt'), ALICE_KEY, { mode: 0o600 });
+    const agent = { llm: { model: 'openai/scripted-model', api_key: 'sk-acp-not-a-real-key', base_url: llm.baseUrl, usage_id: 'agent', native_tool_calling: true, num_retries: 0 } };
+    writeFileSync(join(home, '.openhands', 'agent_settings.json'), JSON.stringify(agent));
+    // Straight at the example server: its first request, GET /api/v1/users/me, is ours too.
+    const run = await runPython(
+      'acp_session.py',
+      { HOME: home, ACS_URL: server.url, OPENHANDS_BIN: join(dirname(OPENHANDS_PYTHON), 'openhands'), PROMPT: '[script:acp] Say hello.' },
+      540_000,
+    );
+    const last = run.stdout.trim().split('\n').at(-1) ?? '';
+    expect(run.code, `acp_session.py failed:\n${run.stderr.slice(-6000)}`).toBe(0);
+    const report = JSON.parse(last) as { session_new: { result?: { sessionId: string } }; prompt?: { result?: { stopReason: string } }; updates: string[] };
+    expect(report.session_new.result?.sessionId, `${last}\n--- stderr ---\n${run.stderr.slice(-4000)}`).toMatch(/^[0-9a-f-]{36}$/);
+    expect(report.prompt?.result, last).toEqual({ stopReason: 'end_turn' });
+    // The CLI names no spec: its sandbox is of the deployment's standalone spec, the agent-server's.
+    const sandboxes = (await (await fetch(`${server.url}/api/v1/sandboxes/search`, { headers: { Authorization: `Bearer ${ALICE_KEY}` } })).json()) as { items: { sandbox_spec_id: string; status: string }[] };
+    expect(sandboxes.items.filter((s) => s.status === 'RUNNING').map((s) => s.sandbox_spec_id)).toEqual(['openhands-agent-server']);
   }, 600_000);
 });
-
-/** A server in front of the example server that answers GET /api/v1/users/me for `userId` and passes everything else on, noting sandbox starts. */
-async function usersMeInFront(target: string, userId: string): Promise<{ url: string; sandboxStarts: { spec: string | null }[]; close(): Promise<void> }> {
-  const sandboxStarts: { spec: string | null }[] = [];
-  const front: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', target);
-    if (req.method === 'GET' && url.pathname === '/api/v1/users/me') {
-      res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ id: userId, email: null }));
-      return;
-    }
-    if (req.method === 'POST' && url.pathname === '/api/v1/sandboxes') sandboxStarts.push({ spec: url.searchParams.get('sandbox_spec_id') });
-    const onward = request(url, { method: req.method ?? 'GET', headers: { ...req.headers, host: url.host } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    onward.on('error', () => res.destroy());
-    req.pipe(onward);
-  });
-  front.listen(0, '127.0.0.1');
-  await once(front, 'listening');
-  return {
-    url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
-    sandboxStarts,
-    close: async () => {
-      front.closeAllConnections();
-      await new Promise((resolve) => front.close(resolve));
-    },
-  };
-}
