@@ -497,6 +497,21 @@ describe('client-chosen conversation ids (allowClientConversationIds)', () => {
     expect(arr(obj((await h.call('GET', '/api/conversations')).body).results)).toHaveLength(1);
   });
 
+  it('the V1 batch read takes a client-chosen id that is not a UUID (a server of only its own ids refuses it with 400)', async () => {
+    const h = await harness({ service: { allowClientConversationIds: true } });
+    await storeSettings(h);
+    expect((await h.call('POST', '/api/conversations', { body: { conversation_id: 'Mine_1' } })).status).toBe(200);
+    await h.idle();
+    const batch = await h.call('GET', '/api/v1/app-conversations?ids=Mine_1&ids=other');
+    expect(batch.status, batch.text).toBe(200);
+    expect(arr(batch.body).map((c) => (c === null ? null : obj(c).id))).toEqual(['Mine_1', null]);
+
+    const strict = await harness();
+    const refused = await strict.call('GET', '/api/v1/app-conversations?ids=Mine_1');
+    expect(refused.status).toBe(400);
+    expect(errorCode(refused.body)).toBe('INVALID_IDS');
+  });
+
   it('concurrent creates with the same id: exactly one wins, the others get 409 and leave no sandbox behind', async () => {
     const h = await harness({ service: { allowClientConversationIds: true } });
     await storeSettings(h);

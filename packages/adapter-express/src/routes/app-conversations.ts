@@ -178,7 +178,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       path: '/api/v1/app-conversations',
       operationId: 'listAppConversations',
       summary: 'List app conversations, or get them by id',
-      description: `With ids (UUIDs, 32 hex digits dashed or not; at most ${MAX_CONVERSATION_IDS}, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.`,
+      description: `With ids (UUIDs, 32 hex digits dashed or not, on a server that issues only its own ids; at most ${MAX_CONVERSATION_IDS}, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.`,
       tags: ['app conversations (V1)'],
       query: pagingQuery.extend({ ...conversationFilterQuery, ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN })).optional() }),
       success: {
@@ -189,7 +189,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       errors: ['InvalidIds', ...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
       handle: ({ userId, query, mountPath }) => {
         if (!query.ids) return paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) }));
-        const refused = checkBatchIds('ids', query.ids, { max: MAX_CONVERSATION_IDS, form: 'uuid' });
+        const refused = checkBatchIds('ids', query.ids, { max: MAX_CONVERSATION_IDS, ...(conversations.acceptsClientIds ? {} : { form: 'uuid' as const }) });
         if (refused) return errAsync(refused);
         return conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)));
       },

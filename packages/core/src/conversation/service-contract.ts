@@ -139,6 +139,11 @@ export const ConversationServiceErrors = {
 export type ConversationServiceError<K extends keyof typeof ConversationServiceErrors> = ErrorsOf<(typeof ConversationServiceErrors)[K]>;
 
 export interface ConversationService {
+  /**
+   * Whether conversation ids may be chosen by the client (allowClientConversationIds): then an
+   * id need not be a UUID, and readers by id (the V1 batch read) take any id a create accepted.
+   */
+  readonly acceptsClientIds: boolean;
   /** V0 New Conversation. */
   create(userId: string, request: NewConversationRequest): ResultAsync<CreatedConversation, ConversationServiceError<'create'>>;
   /** V1 start: returns the start task at once; the rest runs in the background. */

@@ -49,6 +49,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
   };
 
   const service: ConversationService = {
+    acceptsClientIds: deps.options?.allowClientConversationIds === true,
     create: (userId, request) => {
       if (request.conversation_id !== undefined && !deps.options?.allowClientConversationIds) {
         return errAsync(
