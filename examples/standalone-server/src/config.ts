@@ -1,4 +1,4 @@
-import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker';
+import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker/config';
 import { isAbsolute, resolve } from 'node:path';
 import { ExposedPortSchema } from '@acs/core/schemas';
 import { z } from 'zod';
