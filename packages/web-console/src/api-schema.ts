@@ -1230,7 +1230,7 @@ export interface paths {
         };
         /**
          * List app conversations, or get them by id
-         * @description With ids (UUIDs, 32 hex digits dashed or not; at most 99, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.
+         * @description With ids (UUIDs, 32 hex digits dashed or not, on a server that issues only its own ids; at most 99, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.
          */
         get: operations["listAppConversations"];
         put?: never;
