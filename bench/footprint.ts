@@ -7,6 +7,10 @@
  *
  *   npm run bench:footprint
  *   BENCH_FOOTPRINT_RUNTIME=fake npm run bench:footprint   # without Docker
+ *   BENCH_FOOTPRINT_RUNS=5 npm run bench:footprint        # the median of 5 starts (default 3)
+ *
+ * RSS after start varies by several MiB from one start to the next (when the collector runs),
+ * so each figure is the median of several starts.
  *
  * The default runtime is Docker when an engine answers (the embedded default of `npm start`),
  * with the image acs-sandbox:bookworm; otherwise the fake runtime, and the table says so.
@@ -22,12 +26,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { scriptedCompletion, startFakeOpenAi, toolCall } from '@acs/testing';
 import { printTable } from './report.js';
+import { positiveInt } from './stats.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const exampleDir = join(root, 'examples', 'standalone-server');
 const SETTLE_MS = 10_000;
 const START_DEADLINE_MS = 120_000;
 const KEY = 'bench-footprint-key-0123456789';
+const RUNS = positiveInt('BENCH_FOOTPRINT_RUNS', 3);
 
 const dockerAnswers = () => spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' }).status === 0;
 const runtime = process.env.BENCH_FOOTPRINT_RUNTIME ?? (dockerAnswers() ? 'docker' : 'fake');
@@ -55,6 +61,16 @@ async function waitForOutput(child: ChildProcessWithoutNullStreams, output: () =
     if (Date.now() > deadline) throw new Error(`${what}: not within ${START_DEADLINE_MS / 1000} s.\n${output()}`);
     await sleep(100);
   }
+}
+
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+/** The median of RUNS starts (each figure on its own). */
+async function measureRuns(name: string, args: string[], env: Record<string, string>, conversation: ((url: string) => Promise<void>) | null): Promise<Measured> {
+  const runs: Measured[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await measure(name, args, env, conversation));
+  const afters = runs.map((r) => r.after).filter((a): a is number => a !== null);
+  return { idle: median(runs.map((r) => r.idle)), after: afters.length > 0 ? median(afters) : null, peak: median(runs.map((r) => r.peak)) };
 }
 
 async function measure(name: string, args: string[], env: Record<string, string>, conversation: ((url: string) => Promise<void>) | null): Promise<Measured> {
@@ -129,19 +145,19 @@ const rows: string[][] = [];
 const mib = (value: number | null) => (value === null ? '-' : value.toFixed(0));
 
 try {
-  const bare = await measure('bare Node HTTP server', ['-e', "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); })"], {}, null);
+  const bare = await measureRuns('bare Node HTTP server', ['-e', "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); })"], {}, null);
   rows.push(['bare Node HTTP server (baseline)', mib(bare.idle), '-', mib(bare.peak), '', '1.00×']);
   const ratio = (value: number | null) => (value === null ? '-' : `${(value / bare.idle).toFixed(2)}×`);
   const target = (storage: string) => (storage === 'memory' ? '≤ 100' : storage === storages[0] ? '≤ 150' : '');
   for (const storage of storages) {
-    const result = await measure(`${storage}, built`, ['dist/main.js'], { ...runtimeEnv, ACS_STORAGE: storage }, oneConversation);
+    const result = await measureRuns(`${storage}, built`, ['dist/main.js'], { ...runtimeEnv, ACS_STORAGE: storage }, oneConversation);
     rows.push([`npm start: ${storage}${storage === storages[0] ? ' (the default)' : ''}`, mib(result.idle), mib(result.after), mib(result.peak), target(storage), ratio(result.after ?? result.idle)]);
   }
-  const before = await measure('memory, through the TypeScript loader', ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], { ...runtimeEnv, ACS_STORAGE: 'memory' }, oneConversation);
+  const before = await measureRuns('memory, through the TypeScript loader', ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], { ...runtimeEnv, ACS_STORAGE: 'memory' }, oneConversation);
   rows.push(['memory, run through tsx (as before)', mib(before.idle), mib(before.after), mib(before.peak), '', ratio(before.after ?? before.idle)]);
 } finally {
   await llm.close();
 }
 
-console.log(`\nFootprint of the example server (RSS in MiB, ${SETTLE_MS / 1000} s after start and after one conversation; sandboxes: ${runtime})\n`);
+console.log(`\nFootprint of the example server (RSS in MiB, ${SETTLE_MS / 1000} s after start and after one conversation; median of ${RUNS} starts; sandboxes: ${runtime})\n`);
 printTable(['process', 'idle', 'after conversation', 'peak', 'target', 'after ÷ bare Node'], rows);
