@@ -169,6 +169,19 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     await service.close();
   });
 
+  it('a failed pause of the chosen sandbox is a refusal at the limit saying so, never an error about that other sandbox', async () => {
+    const { service, ports, clock } = await world({ maxRunningSandboxesPerUser: 1 });
+    const first = await finishedConversation(service, 'one');
+    clock.advance(MAKE_ROOM_GRACE_MS);
+    ports.runtime.failNext('pause', { message: 'the engine refused to freeze it' });
+    const refused = (await service.conversations.create('alice', { initial_user_msg: 'two' }))._unsafeUnwrapErr();
+    expect(refused).toEqual({ type: 'SandboxCapReached', limit: 1, why: 'pause_failed' });
+    expect(explainDomainError(refused).message).toMatch(/pausing one whose conversations have finished, to make room, failed/);
+    expect(await sandboxStatus(service, await sandboxOf(service, first))).toBe('RUNNING');
+    expect(await expectOk(service.conversations.count('alice', {}))).toBe(1);
+    await service.close();
+  });
+
   it('with atSandboxLimit: refuse, the sixth is a 429 as before', async () => {
     const { service, clock } = await world({ maxRunningSandboxesPerUser: 5, atSandboxLimit: 'refuse' });
     const ids: string[] = [];
