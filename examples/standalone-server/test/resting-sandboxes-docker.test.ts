@@ -64,7 +64,7 @@ const untilFinished = (server: Running, id: string, calls: number) =>
 
 /** Model calls made for a conversation so far: its usage counts 100 + turn prompt tokens per call (scriptedCompletion). */
 function modelCallsOf(c: AppConversation): number {
-  const prompt = c.metrics?.accumulated_token_usage.prompt_tokens ?? 0;
+  const prompt = c.metrics?.accumulated_token_usage?.prompt_tokens ?? 0;
   let calls = 0;
   for (let total = 0; total < prompt; calls++) total += 100 + calls;
   return calls;
@@ -88,7 +88,7 @@ describe('sandboxes follow use on the example server, in Docker', () => {
       const id = await startNoteConversation(server, n);
       const done = await untilFinished(server, id, 2);
       ids.push(id);
-      boxes.push(done.sandbox_id!);
+      boxes.push(done.sandbox_id);
     }
     for (const box of boxes) expect(await containerState(box)).toMatchObject({ Running: true, Paused: false });
     // A finish counts for making room once it is a few seconds old.
@@ -122,7 +122,7 @@ describe('sandboxes follow use on the example server, in Docker', () => {
     const server = await startServer(env({ ACS_SANDBOX_FINISHED_IDLE_MINUTES: '0.05' }));
     await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/scripted-model', llm_api_key: 'sk-scripted', llm_base_url: llm.baseUrl }));
     const id = await startNoteConversation(server, 1);
-    const box = (await untilFinished(server, id, 2)).sandbox_id!;
+    const box = (await untilFinished(server, id, 2)).sandbox_id;
     const finishedAt = Date.now();
     await waitFor('the finished conversation\'s container to be paused', async () => ((await containerState(box)).Paused ? true : undefined), 60_000);
     expect(Date.now() - finishedAt).toBeGreaterThanOrEqual(2_000);
