@@ -120,9 +120,10 @@ export async function createStandaloneServer(
       {
         allowClientConversationIds: config.allowClientConversationIds,
         maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
-        atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
+        atSandboxLimit: config.sandboxes.atLimit,
         ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
         ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+        idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
       },
     );
     if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {
