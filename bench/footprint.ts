@@ -99,6 +99,11 @@ async function measure(name: string, args: string[], env: Record<string, string>
     const exited = once(child, 'exit');
     if (!(await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]))) child.kill('SIGKILL');
     await exited.catch(() => undefined);
+    // Sandboxes outlive their server on purpose: this installation's are removed as an operator would.
+    if (args[0] !== '-e' && env['ACS_SANDBOXES'] === 'docker') {
+      const pruned = spawnSync(process.execPath, ['dist/sandboxes-cli.js', 'prune'], { cwd: exampleDir, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
+      if (pruned.status !== 0) console.error(`${name}: could not remove its sandboxes (npm run sandboxes -- prune): ${pruned.stderr}`);
+    }
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
