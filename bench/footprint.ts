@@ -77,14 +77,17 @@ async function measure(name: string, args: string[], env: Record<string, string>
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-footprint-'));
   const child = spawn(process.execPath, args, {
     cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: dataDir, SESSION_API_KEY: KEY, LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: dataDir, SESSION_API_KEY: KEY, ...env },
   });
   let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-50_000)));
+  child.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-50_000)));
+  let installation: string | null = null;
   try {
-    const line = await waitForOutput(child, () => output, 'http://127.0.0.1:', name);
+    const bare = args[0] === '-e';
+    const line = await waitForOutput(child, () => output, bare ? 'http://127.0.0.1:' : '"agent conversation service listening"', name);
     const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1] ?? '';
+    if (!bare) installation = (JSON.parse(line) as { installation: string }).installation;
     await sleep(SETTLE_MS);
     const idle = memoryOf(child.pid!).rss;
     let after: number | null = null;
@@ -100,8 +103,8 @@ async function measure(name: string, args: string[], env: Record<string, string>
     if (!(await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]))) child.kill('SIGKILL');
     await exited.catch(() => undefined);
     // Sandboxes outlive their server on purpose: this installation's are removed as an operator would.
-    if (args[0] !== '-e' && env['ACS_SANDBOXES'] === 'docker') {
-      const pruned = spawnSync(process.execPath, ['dist/sandboxes-cli.js', 'prune'], { cwd: exampleDir, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
+    if (installation !== null && env['ACS_SANDBOXES'] === 'docker') {
+      const pruned = spawnSync(process.execPath, ['dist/sandboxes-cli.js', 'prune', '--installation', installation], { cwd: exampleDir, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
       if (pruned.status !== 0) console.error(`${name}: could not remove its sandboxes (npm run sandboxes -- prune): ${pruned.stderr}`);
     }
     rmSync(dataDir, { recursive: true, force: true });
