@@ -4,6 +4,7 @@ import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
 import type { Observations } from './observations.js';
 import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
+import { POOLED_SANDBOX_OWNER } from './schema.js';
 import { isSandboxLost, statusAfterObservation } from './state.js';
 import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
@@ -24,6 +25,8 @@ export function createMaintenance(
   activity: Activity,
   installation: () => ResultAsync<string, StoreFailure>,
   pauseBecause: (userId: string, id: string, reason: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
+  /** A pool-labelled container's owner as the store names it, or 'removed'/null when no live record has it (pool.ts). */
+  attributePooled: (summary: RuntimeSandboxSummary) => Promise<RuntimeSandboxSummary | 'removed' | null> = async (summary) => summary,
 ) {
   const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
   const idleAfter = options?.idlePauseAfterMs;
@@ -37,7 +40,8 @@ export function createMaintenance(
     }
     let paused = 0;
     for (const record of running.value) {
-      if (millisOf(clock) - activity.lastActiveAt(record) < idleAfter || startups.inHand(record.id)) continue;
+      // Pooled sandboxes wait, ready, for a claim; a claimed one's idle time starts at the claim.
+      if (millisOf(clock) - activity.lastActiveAt(record) < idleAfter || startups.inHand(record.id) || record.user_id === POOLED_SANDBOX_OWNER) continue;
       const idleFor = idleAfter >= 60_000 ? `${Math.round(idleAfter / 60_000)} min` : `${Math.round(idleAfter / 1000)} s`;
       const result = await pauseBecause(record.user_id, record.id, `paused after ${idleFor} without use`);
       if (result.isErr()) {
@@ -97,7 +101,11 @@ export function createMaintenance(
                 if (updated && updated.status !== record.status) report.changed++;
                 if (updated?.status === 'STARTING') startups.track(record.id, () => startups.awaitRunning(record.user_id, record.id));
               }
-              for (const summary of held) {
+              for (const listed of held) {
+                // The pool's label stays on a claimed container: the store says whose it is.
+                const summary = listed.user_id === POOLED_SANDBOX_OWNER ? await attributePooled(listed) : listed;
+                if (summary === 'removed') report.removed++;
+                if (summary === 'removed' || summary === null) continue;
                 const known = (await sandboxes.get(summary.user_id, summary.sandbox_id)).unwrapOr(undefined);
                 if (known === undefined) continue;
                 if (known?.status === 'DELETED') {

@@ -5,8 +5,9 @@ import { createActivity } from './activity.js';
 import { createMaintenance } from './maintenance.js';
 import { createObservations } from './observations.js';
 import { createRoom } from './room.js';
-import { runtimeFailure } from './runtime.js';
-import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
+import { createSandboxPool } from './pool.js';
+import { runtimeFailure, type SandboxRuntimeError } from './runtime.js';
+import { POOLED_SANDBOX_OWNER, toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
 import { planSandboxAction, type SandboxAction } from './state.js';
 import { createStartups } from './startups.js';
 import type { SandboxEndpoint, SandboxService, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
@@ -89,8 +90,17 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
             .map(() => undefined),
     );
 
-  const room = createRoom(deps, startups, activity, (userId, id) => pauseBecause(userId, id, null));
-  const maintenance = createMaintenance(deps, observations, startups, activity, installation, pauseBecause);
+  const pool = createSandboxPool(deps, startups, activity, installation);
+  const room = createRoom(deps, startups, activity, (userId, id) => pauseBecause(userId, id, null), pool.claim);
+  const maintenance = createMaintenance(deps, observations, startups, activity, installation, pauseBecause, pool.attribute);
+
+  /** The runtime admits one more sandbox; when it is full, the pool may give way (a ready one of the spec, or room made by removing another spec's). */
+  const admit = (spec: SandboxSpec): ResultAsync<void, SandboxRuntimeError> =>
+    (runtime.admit ? runtime.admit() : runtime.ping()).orElse((refused) =>
+      ResultAsync.fromSafePromise(refused.type === 'unavailable' && runtime.admit ? pool.yieldRoom(spec) : Promise.resolve(null)).andThen((room) =>
+        room === 'claimable' ? okAsync(undefined) : room === 'freed' ? runtime.admit!() : errAsync(refused),
+      ),
+    );
 
   const service: SandboxService = {
     resolveSpec: (specId) =>
@@ -109,7 +119,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       })),
 
     reserve: (userId, spec) =>
-      (runtime.admit ? runtime.admit() : runtime.ping())
+      admit(spec)
         .mapErr(runtimeFailure('(new)', 'start'))
         .andThen(() => installation())
         .andThen((installationOfRecord) => room.reserve(userId, spec, installationOfRecord)),
@@ -184,7 +194,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     endpoint: (id, name) =>
       sandboxes
         .ownerOf(id)
-        .andThen((owner) => (owner === null ? okAsync(null) : sandboxes.get(owner, id)))
+        // A pooled sandbox is nobody's yet: its URLs lead nowhere until it is claimed.
+        .andThen((owner) => (owner === null || owner === POOLED_SANDBOX_OWNER ? okAsync(null) : sandboxes.get(owner, id)))
         .andThen((record) => {
           if (!visible(record)) return errAsync<SandboxEndpoint, DomainErrorOf<'SandboxNotFound'>>({ type: 'SandboxNotFound', sandboxId: id });
           const info = toSandboxInfo(record);
@@ -213,9 +224,21 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
     pauseIdle: () => maintenance.pauseIdle(),
 
-    reconcile: () => maintenance.reconcile(),
+    // After a restart the pool is refilled once the records say what is still there.
+    reconcile: () =>
+      maintenance.reconcile().map((report) => {
+        pool.fillSoon();
+        return report;
+      }),
 
-    stop: () => maintenance.stop(),
+    poolStatus: () => pool.status(),
+
+    fillPool: () => pool.fill(),
+
+    stop: () => {
+      pool.stop();
+      maintenance.stop();
+    },
 
     pauseIfUnused: async (userId, id, stillNeeded) => {
       if (stillNeeded) return;
