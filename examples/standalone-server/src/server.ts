@@ -116,6 +116,8 @@ export async function createStandaloneServer(
         atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
         ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
         ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+        // No engine: nothing to keep warm (every start answers 503 anyway).
+        ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
       },
     );
     if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {

@@ -11,7 +11,7 @@ const OTHER_SPEC = { id: 'other', image: 'other:1', working_dir: '/workspace' };
 const SPECS = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace' }, OTHER_SPEC];
 
 function compose(options: AgentConversationServiceOptions = {}, ports = createMemoryPorts({ specs: SPECS })) {
-  const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, sandboxPool: { bookworm: 1 }, ...options });
+  const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, sandboxPool: { bookworm: 1 }, sandboxPoolRefillDelayMs: 0, ...options });
   return { ports, service };
 }
 
@@ -164,8 +164,8 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
   it('never hands one pooled sandbox to two starts, also from two processes on one store', async () => {
     const ports = createMemoryPorts({ specs: SPECS });
     const locks = new InProcessLocks();
-    const a = compose({ sandboxPool: { bookworm: 3 } }, { ...ports, locks } as typeof ports);
-    const b = compose({ sandboxPool: { bookworm: 3 } }, { ...ports, locks } as typeof ports);
+    const a = compose({ sandboxPool: { bookworm: 3 } }, { ...ports, locks });
+    const b = compose({ sandboxPool: { bookworm: 3 } }, { ...ports, locks });
     await a.service.idle();
     await b.service.idle();
     // Both filled under one lock: three, not six.

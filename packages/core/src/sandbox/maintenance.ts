@@ -26,7 +26,7 @@ export function createMaintenance(
   installation: () => ResultAsync<string, StoreFailure>,
   pauseBecause: (userId: string, id: string, reason: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
   /** A pool-labelled container's owner as the store names it, or 'removed'/null when no live record has it (pool.ts). */
-  attributePooled: (summary: RuntimeSandboxSummary) => Promise<RuntimeSandboxSummary | 'removed' | null> = async (summary) => summary,
+  attributePooled: (summary: RuntimeSandboxSummary) => Promise<RuntimeSandboxSummary | 'removed' | null> = (summary) => Promise.resolve(summary),
 ) {
   const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
   const idleAfter = options?.idlePauseAfterMs;

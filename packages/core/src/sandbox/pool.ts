@@ -120,9 +120,16 @@ export function createSandboxPool(
     if (background.closed) return;
     await Promise.all([...sizes.keys()].map((specId) => fill(specId)));
   };
+  const refillDelayMs = options?.sandboxPoolRefillDelayMs ?? 2_000;
   const fillSoon = (specId?: string) => {
     if (sizes.size === 0 || background.closed) return;
-    background.spawn(specId ? `refill sandbox pool ${specId}` : 'fill sandbox pools', () => (specId ? fill(specId) : fillAll()));
+    if (!specId) return background.spawn('fill sandbox pools', fillAll);
+    // After a claim: a moment later, so the new container's start (the engine's heaviest work)
+    // does not slow the claimant's first commands on the same engine.
+    background.spawn(`refill sandbox pool ${specId}`, async () => {
+      if (refillDelayMs > 0) await clock.sleep(refillDelayMs, background.signal);
+      if (!background.closed) await fill(specId);
+    });
   };
 
   /** Whether this spec is pooled as the catalog has it (an ad-hoc spec of the same id is not). */
@@ -242,6 +249,4 @@ export function createSandboxPool(
     stop: () => timer?.cancel(),
   };
 }
-
-export type SandboxPool = ReturnType<typeof createSandboxPool>;
 

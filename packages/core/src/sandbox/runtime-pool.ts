@@ -176,7 +176,7 @@ export function createSandboxRuntimePool(engines: readonly PooledRuntime[]): San
         () => okAsync(undefined),
       ),
     // Only when every engine can: a pool claim must know beforehand whether limits can be changed.
-    ...(engines.every((e) => e.runtime.resize)
+    ...(engines.every((e) => e.runtime.resize !== undefined)
       ? { resize: (sandboxId: string, factor: number) => onHolder(sandboxId, (engine) => engine.runtime.resize!(sandboxId, factor)) }
       : {}),
     exec: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.exec(sandboxId, request)),

@@ -51,6 +51,8 @@ export interface SandboxServiceOptions {
   sandboxPool?: Readonly<Record<string, number>>;
   /** How often the pools are checked and refilled besides after each claim. Default 30 s; 0: only after claims and reconciles. */
   sandboxPoolCheckIntervalMs?: number;
+  /** How long after a claim the pool is refilled: the new container's start would slow the claimant's first commands. Default 2 s. */
+  sandboxPoolRefillDelayMs?: number;
 }
 
 /** How many pooled sandboxes of one spec there are (`SandboxService.poolStatus`). */
