@@ -94,12 +94,18 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   const room = createRoom(deps, startups, activity, (userId, id) => pauseBecause(userId, id, null), pool.claim);
   const maintenance = createMaintenance(deps, observations, startups, activity, installation, pauseBecause, pool.attribute);
 
-  /** The runtime admits one more sandbox; when it is full, the pool may give way (a ready one of the spec, or room made by removing another spec's). */
+  /**
+   * The runtime admits one more sandbox. When it answers but is full, the pool gives way (a
+   * ready one of the spec is claimed anyway, or one of another spec is removed to make room);
+   * when no engine answers, the start is refused as always.
+   */
   const admit = (spec: SandboxSpec): ResultAsync<void, SandboxRuntimeError> =>
     (runtime.admit ? runtime.admit() : runtime.ping()).orElse((refused) =>
-      ResultAsync.fromSafePromise(refused.type === 'unavailable' && runtime.admit ? pool.yieldRoom(spec) : Promise.resolve(null)).andThen((room) =>
-        room === 'claimable' ? okAsync(undefined) : room === 'freed' ? runtime.admit!() : errAsync(refused),
-      ),
+      !runtime.admit || refused.type !== 'unavailable'
+        ? errAsync(refused)
+        : ResultAsync.fromSafePromise(
+            (async () => ((await runtime.ping()).isOk() ? pool.yieldRoom(spec) : null))(),
+          ).andThen((room) => (room === 'claimable' ? okAsync(undefined) : room === 'freed' ? runtime.admit!() : errAsync(refused))),
     );
 
   const service: SandboxService = {
