@@ -3,11 +3,13 @@
  * container waits, owned by no user; a start claims it (RUNNING in the POST's answer), with the
  * user's resource factor applied; the record is the user's while the container's label still
  * names the pool; a restart finds both again (the claimed one still the user's, the pooled one
- * reused); `npm run sandboxes -- prune` removes both; `/server_info` counts the pool.
+ * reused); `npm run sandboxes -- prune` removes both; `/server_info` counts the pool. And a spec
+ * with a server of its own: the claimant gets the pooled sandbox's key, which opens its URL.
  */
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { request } from 'node:http';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SandboxInfo } from '@acs/core/schemas';
@@ -31,13 +33,27 @@ const env = () => ({
 const POOL_LABEL = 'io.acs.user-id=acs:sandbox-pool';
 
 let installation = '';
+const installations: string[] = [];
 afterAll(async () => {
-  // Whatever a failed run left of this installation's containers and volumes.
-  if (!installation) return;
-  const label = `io.acs.installation-id=${installation}`;
-  for (const c of await docker.listContainers({ all: true, filters: { label: [label] } })) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
-  for (const v of (await docker.listVolumes({ filters: { label: [label] } })).Volumes ?? []) await docker.getVolume(v.Name).remove({ force: true }).catch(() => {});
+  // Whatever a failed run left of these installations' containers and volumes.
+  for (const id of installations) {
+    const label = `io.acs.installation-id=${id}`;
+    for (const c of await docker.listContainers({ all: true, filters: { label: [label] } })) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
+    for (const v of (await docker.listVolumes({ filters: { label: [label] } })).Volumes ?? []) await docker.getVolume(v.Name).remove({ force: true }).catch(() => {});
+  }
 });
+
+/** GET through the server with the Host of the sandbox's URL (nothing here resolves `*.localhost`). */
+function viaHost(server: string, url: string, path: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${server}${path}`, { headers: { host: new URL(url).host, 'X-Session-API-Key': key } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 const installationOf = (server: Running) =>
   (JSON.parse(server.stdout().split('\n').find((l) => l.includes('"agent conversation service listening"'))!) as { installation: string }).installation;
@@ -66,6 +82,7 @@ describe('warm sandbox pool on Docker', () => {
   it('claims a ready pooled sandbox for a start, keeps it the user’s across a restart, and prune removes pooled ones', { timeout: 600_000 }, async () => {
     let server = await startServer(env());
     installation = installationOf(server);
+    installations.push(installation);
     await readyPool(server);
     expect(await poolOf(server)).toEqual({ bookworm: { size: 1, ready: 1, filling: 0 } });
     const [warm] = await pooledContainers();
@@ -129,5 +146,30 @@ describe('warm sandbox pool on Docker', () => {
     expect((await call(server.url, `/api/v1/sandboxes/${warm}`, KEY)).status).toBe(404);
     expect(await poolOf(server)).toEqual({});
     expect(await pooledContainers()).toEqual([]);
+  });
+
+  it('hands a pooled sandbox of a spec with its own server to the claimant with its key, which opens its exposed URL', { timeout: 300_000 }, async () => {
+    const web = {
+      id: 'web',
+      image: 'acs-sandbox:bookworm',
+      command: ['bash', '-c', 'mkdir -p /srv/ok && echo ok > /srv/ok/index.html && cd /srv && exec python3 -m http.server --bind "$ACS_BIND_HOST" "$ACS_PORT_WEB"'],
+      exposed_ports: [{ name: 'WEB', port: 8000, health_path: '/ok/' }],
+      session_api_key_variable: 'WEB_KEY',
+    };
+    const server = await startServer({ ...env(), ACS_SANDBOX_NETWORK: 'bridge', ACS_STORAGE: 'memory', ACS_SANDBOX_SPECS: JSON.stringify([web]), ACS_SANDBOX_POOL: 'web=1', ACS_SANDBOX_IMAGE_BUILD: 'off' });
+    installations.push(installationOf(server));
+    await waitFor('a ready pooled web sandbox', async () => ((await poolOf(server)).web?.ready === 1 ? true : undefined), 120_000);
+    const claimed = await body<SandboxInfo>(call(server.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'web' }));
+    expect(claimed.status).toBe('RUNNING');
+    expect(claimed.session_api_key).toMatch(/^acss_/);
+    const url = claimed.exposed_urls?.find((u) => u.name === 'WEB')?.url ?? '';
+    expect(await viaHost(server.url, url, '/ok/', claimed.session_api_key!)).toBe(200);
+    expect(await viaHost(server.url, url, '/ok/', 'acss_not-this-sandbox-key')).not.toBe(200);
+    // The next pooled one has a key of its own, shown to nobody before its claim.
+    await waitFor('the web pool refilled', async () => ((await poolOf(server)).web?.ready === 1 ? true : undefined), 120_000);
+    const next = await body<SandboxInfo>(call(server.url, '/api/v1/sandboxes', BIG, { sandbox_spec_id: 'web' }));
+    expect(next.status).toBe('RUNNING');
+    expect(next.session_api_key).not.toBe(claimed.session_api_key);
+    for (const [box, key] of [[claimed, KEY], [next, BIG]] as const) await body(call(server.url, `/api/v1/sandboxes/${box.id}`, key, undefined, 'DELETE'));
   });
 });
