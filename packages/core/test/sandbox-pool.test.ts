@@ -227,6 +227,30 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     await second.service.close();
   });
 
+  it('after a restart with a smaller pool, or none: the extra pooled sandboxes are removed', async () => {
+    const ports = createMemoryPorts({ specs: SPECS });
+    const first = compose({ sandboxPool: { bookworm: 3 } }, ports);
+    await first.service.idle();
+    await first.service.close();
+    const smaller = compose({ sandboxPool: { bookworm: 1 }, sandboxPoolCheckIntervalMs: 0 }, ports);
+    await expectOk(smaller.service.sandboxes.reconcile());
+    await smaller.service.idle();
+    const kept = await pooledRecords(ports);
+    expect(kept).toHaveLength(1);
+    expect(ports.runtime.size).toBe(1);
+    await smaller.service.close();
+    const none = compose({ sandboxPool: {} }, ports);
+    await none.service.idle();
+    // Nothing happens until the records are reconciled (recover at start): then the pool is drained.
+    expect(await pooledRecords(ports)).toHaveLength(1);
+    await expectOk(none.service.sandboxes.reconcile());
+    await none.service.idle();
+    expect(await pooledRecords(ports)).toEqual([]);
+    expect(ports.runtime.size).toBe(0);
+    expect(await expectOk(none.service.sandboxes.poolStatus())).toEqual({});
+    await none.service.close();
+  });
+
   it('never idle-pauses pooled sandboxes; a claimed one’s idle time starts at the claim', async () => {
     const clock = manualClock();
     const ports = createMemoryPorts({ specs: SPECS });

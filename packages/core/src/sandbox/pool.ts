@@ -38,13 +38,11 @@ export function createSandboxPool(
     if (removed.isErr()) startups.removeInBackground(record.id, `${why}; the first attempt failed: ${removed.error.message}`);
   };
 
-  /** Brings the spec's pool up to its size: drops broken pooled sandboxes, starts what is missing. */
+  /** Brings the spec's pool to its size: drops broken pooled sandboxes and any beyond the size (0: all), starts what is missing. */
   const fillSpec = async (specId: string): Promise<void> => {
-    const spec = (await specs.get(specId)).unwrapOr(null);
-    if (!spec) {
-      logger.warn({ specId }, 'the sandbox pool names a spec the catalog does not have; nothing is pooled for it');
-      return;
-    }
+    const size = sizeOf(specId);
+    const spec = size > 0 ? (await specs.get(specId)).unwrapOr(null) : null;
+    if (size > 0 && !spec) logger.warn({ specId }, 'the sandbox pool names a spec the catalog does not have; nothing is pooled for it');
     const toStart: SandboxRecord[] = [];
     const filled = await locks.withLock(`sandbox pool ${specId}`, () =>
       sandboxes.listByStatus(POOLED_SANDBOX_OWNER, ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING']).andThen((pooled) =>
@@ -55,8 +53,10 @@ export function createSandboxPool(
             for (const broken of ofSpec.filter((r) => r.status !== 'STARTING' && r.status !== 'RUNNING')) {
               await discard(broken, `pooled sandbox dropped: it was ${broken.status}${broken.status_detail ? ` (${broken.status_detail})` : ''}`);
             }
-            const live = ofSpec.filter((r) => r.status === 'STARTING' || r.status === 'RUNNING').length;
-            for (let i = live; i < sizeOf(specId); i++) {
+            const live = ofSpec.filter((r) => r.status === 'STARTING' || r.status === 'RUNNING');
+            // More than the pool keeps now (its size was lowered, or the pool is off): the newest go.
+            for (const extra of live.slice(size)) await discard(extra, 'pooled sandbox removed: the pool of its spec keeps fewer now');
+            for (let i = live.length; spec && i < size; i++) {
               // Only where an engine has room: a pool never takes the last place a user's start needs by refusing it.
               const admitted = await (runtime.admit ? runtime.admit() : runtime.ping());
               if (admitted.isErr()) {
@@ -116,13 +116,15 @@ export function createSandboxPool(
     running.set(specId, round);
     return round;
   };
+  /** Every configured spec, and those with pooled sandboxes left from an earlier configuration (drained). */
   const fillAll = async (): Promise<void> => {
     if (background.closed) return;
-    await Promise.all([...sizes.keys()].map((specId) => fill(specId)));
+    const pooled = (await sandboxes.listByStatus(POOLED_SANDBOX_OWNER, ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'])).unwrapOr([]);
+    await Promise.all([...new Set([...sizes.keys(), ...pooled.map((r) => r.sandbox_spec_id)])].map((specId) => fill(specId)));
   };
   const refillDelayMs = options?.sandboxPoolRefillDelayMs ?? 2_000;
   const fillSoon = (specId?: string) => {
-    if (sizes.size === 0 || background.closed) return;
+    if (background.closed) return;
     if (!specId) return background.spawn('fill sandbox pools', fillAll);
     // After a claim: a moment later, so the new container's start (the engine's heaviest work)
     // does not slow the claimant's first commands on the same engine.
@@ -235,7 +237,8 @@ export function createSandboxPool(
   // Refilled on a timer too: after an engine was full or down, or another process claimed.
   const everyMs = options?.sandboxPoolCheckIntervalMs ?? 30_000;
   const timer = sizes.size > 0 && everyMs > 0 ? clock.every(everyMs, () => fillSoon()) : null;
-  fillSoon();
+  // Without a pool, leftovers of an earlier configuration are drained by the next reconcile (recover at start).
+  if (sizes.size > 0) fillSoon();
 
   return {
     claim,
