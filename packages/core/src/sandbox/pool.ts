@@ -247,8 +247,6 @@ export function createSandboxPool(
     yieldRoom,
     attribute,
     status,
-    /** Whether a sandbox record is a pooled one (not yet any user's). */
-    isPooled: (record: Pick<SandboxRecord, 'user_id'>) => record.user_id === POOLED_SANDBOX_OWNER,
     stop: () => timer?.cancel(),
   };
 }
