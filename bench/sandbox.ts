@@ -11,6 +11,12 @@
  *   means "answers an exec" for ours too).
  * - pause/resume: POST …/pause, POST …/resume, GET until RUNNING; against pause + unpause +
  *   an exec of `true`.
+ * - warm pool: the start above with a second service that keeps one warm sandbox
+ *   (`sandboxPool: { bookworm: 1 }`): `POST /api/v1/sandboxes` claims it (RUNNING in the answer;
+ *   the pool is refilled untimed before each iteration). And a new conversation's first command:
+ *   `POST /api/conversations` (a scripted model whose first step is execute_bash `true`) until
+ *   that step's observation can be read from `GET /api/v1/app-conversations/{id}/events`, with
+ *   the pool and without (ours, cold); both against the bare create + start + exec. Aim: ≤ 0.3×.
  *
  * The bare variants use the same dockerode client (same socket, same negotiated API version)
  * as our runtime. Every engine call is timed (by wrapping that client's modem.dial) to show
@@ -25,9 +31,9 @@
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import { createAgentConversationService } from '@acs/core';
+import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import { createDockerRuntime } from '@acs/adapter-docker';
-import { createMemoryPorts } from '@acs/testing';
+import { createMemoryPorts, ScriptedLlm } from '@acs/testing';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
@@ -44,6 +50,8 @@ const CLIENT_POLL_MS = 20;
 const SERVICE_POLL_MS = positiveInt('BENCH_SERVICE_POLL_MS', 250);
 const RUNNING_TIMEOUT_MS = 60_000;
 const AIM = 1.3;
+/** What the warm pool aims at, against the bare engine's create + start + exec (p50). */
+const WARM_AIM = 0.3;
 const API_KEY = 'bench-sandbox-api-key-0001';
 
 interface Stats {
@@ -227,11 +235,15 @@ async function readOurConfig(docker: Docker, containerName: string): Promise<Our
 
 // ---- measurements ----
 
-type Variant = 'ours' | 'bare' | 'config';
-const VARIANT_NAMES: Record<Variant, string> = { ours: 'ours (HTTP API)', bare: 'bare engine', config: 'bare + our config' };
+type Variant = 'ours' | 'bare' | 'config' | 'warm';
+const VARIANT_NAMES: Record<Variant, string> = { ours: 'ours (HTTP API)', bare: 'bare engine', config: 'bare + our config', warm: 'ours, warm pool' };
 
 interface Bench {
   base: string;
+  /** The service that keeps a warm sandbox, and its URL. */
+  warm: { base: string; service: AgentConversationService };
+  /** The service without a pool (base), in process, for cleaning up after conversations. */
+  cold: AgentConversationService;
   docker: Docker;
   recorder: EngineRecorder;
   ourConfig: OurConfig;
@@ -270,6 +282,65 @@ async function startOurs(bench: Bench): Promise<Sample> {
   await call(bench.base, 'DELETE', `/api/v1/sandboxes/${id}`);
   return sample;
 }
+
+/** Waits (untimed) until the warm service's pool has a ready sandbox. */
+async function untilPoolReady(service: AgentConversationService): Promise<void> {
+  const deadline = performance.now() + RUNNING_TIMEOUT_MS;
+  for (;;) {
+    checkInterrupted();
+    const pool = await service.sandboxes.poolStatus();
+    if (pool.isOk() && (pool.value.bookworm?.ready ?? 0) >= 1) return;
+    if (performance.now() > deadline) throw new Error(`the warm pool had no ready sandbox within ${RUNNING_TIMEOUT_MS / 1000} s`);
+    await sleep(CLIENT_POLL_MS);
+  }
+}
+
+async function startWarm(bench: Bench): Promise<Sample> {
+  await untilPoolReady(bench.warm.service);
+  let id = '';
+  let polls = 0;
+  const sample = await bench.recorder.time(async (mark) => {
+    const info = (await call(bench.warm.base, 'POST', '/api/v1/sandboxes', {})) as SandboxInfo;
+    id = info.id;
+    mark('post');
+    polls = info.status === 'RUNNING' ? 0 : await untilRunning(bench.warm.base, id);
+  });
+  sample.marks.polls = polls;
+  await call(bench.warm.base, 'DELETE', `/api/v1/sandboxes/${id}`);
+  return sample;
+}
+
+/** A new conversation (V0) until the observation of its first command (execute_bash `true`) can be read. */
+async function firstCommand(bench: Bench, warm: boolean): Promise<Sample> {
+  const base = warm ? bench.warm.base : bench.base;
+  const service = warm ? bench.warm.service : bench.cold;
+  if (warm) await untilPoolReady(service);
+  let id = '';
+  const sample = await bench.recorder.time(async (mark) => {
+    id = ((await call(base, 'POST', '/api/conversations', { initial_user_msg: 'run true' })) as { conversation_id: string }).conversation_id;
+    mark('post');
+    const deadline = performance.now() + RUNNING_TIMEOUT_MS;
+    for (;;) {
+      checkInterrupted();
+      const page = (await call(base, 'GET', `/api/v1/app-conversations/${id}/events?kind=observation`)) as { items: { kind: string; tool_name?: string }[] };
+      if (page.items.some((e) => e.tool_name === 'execute_bash')) return;
+      if (performance.now() > deadline) throw new Error(`conversation ${id} ran no command within ${RUNNING_TIMEOUT_MS / 1000} s`);
+      await sleep(CLIENT_POLL_MS / 4);
+    }
+  });
+  // Untimed: the conversation's sandbox goes (the conversation stops with it).
+  const record = await service.conversations.get('bench', id);
+  const sandboxId = record.isOk() ? record.value.record.sandbox_id : null;
+  await service.idle();
+  if (sandboxId) await service.sandboxes.delete('bench', sandboxId);
+  return sample;
+}
+
+/** A model whose first step runs `true` and which then finishes. */
+const firstCommandModel = () =>
+  new ScriptedLlm().forgetRequests().respondWith((request) =>
+    request.messages.some((m) => m.role === 'tool') ? { content: 'done' } : { tool_calls: [{ name: 'execute_bash', arguments: { command: 'true' } }] },
+  );
 
 async function startBare(bench: Bench, withOurConfig: boolean): Promise<Sample> {
   const name = `${PREFIX}${withOurConfig ? 'config' : 'bare'}-${bench.serial++}`;
@@ -340,6 +411,14 @@ const ms = (value: number) => value.toFixed(1);
 interface Measurement {
   name: string;
   samples: Map<Variant, Sample[]>;
+}
+
+/** The warm pool's p50 against the bare engine's, and whether it meets WARM_AIM. */
+function printWarmAim(name: string, samples: Map<Variant, Sample[]>): void {
+  const p50 = (v: Variant) => stats((samples.get(v) ?? []).map((s) => s.total)).p50;
+  const ratio = p50('warm') / p50('bare');
+  const cold = samples.has('ours') ? `; ours without a pool ${(p50('ours') / p50('bare')).toFixed(2)}×` : '';
+  console.log(`${name}, warm pool aim (within ${WARM_AIM}× of the bare engine, p50): ${ratio <= WARM_AIM ? 'met' : 'NOT met'} at ${ratio.toFixed(2)}× (${ms(p50('warm'))} ms vs ${ms(p50('bare'))} ms${cold})`);
 }
 
 function printResults(measurements: readonly Measurement[]): void {
@@ -450,21 +529,35 @@ try {
     await sweep(client);
   });
 
+  const specs = [{ id: 'bookworm', image: IMAGE, working_dir: WORKING_DIR }];
   const service = createAgentConversationService(
-    { ...createMemoryPorts({ specs: [{ id: 'bookworm', image: IMAGE, working_dir: WORKING_DIR }] }), runtime, agent: createAgent() },
+    { ...createMemoryPorts({ specs }), llm: firstCommandModel(), runtime, agent: createAgent() },
     { pollIntervalMs: SERVICE_POLL_MS },
   );
   const base = await serve(service, { [API_KEY]: 'bench' }, cleanups);
+  // The same, keeping one warm sandbox (refilled after each claim; no timer).
+  const warmService = createAgentConversationService(
+    { ...createMemoryPorts({ specs }), llm: firstCommandModel(), runtime, agent: createAgent() },
+    { pollIntervalMs: SERVICE_POLL_MS, sandboxPool: { bookworm: 1 }, sandboxPoolCheckIntervalMs: 0 },
+  );
+  const warmBase = await serve(warmService, { [API_KEY]: 'bench' }, cleanups);
+  for (const s of [service, warmService]) {
+    const stored = await s.settings.store('bench', { llm_model: 'openai/bench-scripted', llm_api_key: 'unused' });
+    if (stored.isErr()) throw new Error(`could not store the bench user's settings: ${stored.error.type}`);
+  }
 
   // One sandbox of ours, started untimed, shows the settings our runtime gives its containers.
   const probe = (await call(base, 'POST', '/api/v1/sandboxes', {})) as SandboxInfo;
   await untilRunning(base, probe.id);
   const ourConfig = await readOurConfig(client, runtime.containerName(probe.id));
 
-  const bench: Bench = { base, docker: client, recorder: new EngineRecorder(client), ourConfig, serial: 0 };
+  const bench: Bench = { base, warm: { base: warmBase, service: warmService }, cold: service, docker: client, recorder: new EngineRecorder(client), ourConfig, serial: 0 };
   const started = performance.now();
-  const start = await alternate(['ours', 'bare', 'config'], (v) => (v === 'ours' ? startOurs(bench) : startBare(bench, v === 'config')));
+  const start = await alternate(['ours', 'bare', 'config', 'warm'], (v) => (v === 'ours' ? startOurs(bench) : v === 'warm' ? startWarm(bench) : startBare(bench, v === 'config')));
   console.log(`start: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const firstAt = performance.now();
+  const first = await alternate(['warm', 'ours', 'bare'], (v) => (v === 'bare' ? startBare(bench, false) : firstCommand(bench, v === 'warm')));
+  console.log(`first command: done in ${((performance.now() - firstAt) / 1000).toFixed(1)} s`);
 
   // Pause/resume: the sandbox above, and one bare container.
   const bareName = `${PREFIX}bare-pause`;
@@ -480,6 +573,7 @@ try {
   console.log();
   printResults([
     { name: 'start → RUNNING', samples: start },
+    { name: 'new conversation → first command', samples: first },
     { name: 'pause + resume → RUNNING', samples: pause },
   ]);
   const ours = stats((start.get('ours') ?? []).map((s) => s.total));
@@ -489,8 +583,11 @@ try {
   console.log(
     `start aim (ours within ${AIM}× of the bare engine, p50): ${ratio <= AIM ? 'met' : 'NOT met'} at ${ratio.toFixed(2)}× (mean ${(ours.mean / bareStart.mean).toFixed(2)}×)`,
   );
+  printWarmAim('start → RUNNING', start);
+  printWarmAim('new conversation → first command', first);
   printPhases('start', start);
   printOurTimeline(start.get('ours') ?? []);
+  printPhases('new conversation → first command', first);
   printPhases('pause + resume', pause);
 } catch (error) {
   failed = true;

@@ -83,6 +83,8 @@ export interface SandboxConfig {
   imageBuild: 'auto' | 'off';
   /** Several Docker engines (ACS_DOCKER_HOSTS); null: the one engine of DOCKER_HOST or the default socket. */
   dockerHosts: DockerEngineHost[] | null;
+  /** ACS_SANDBOX_POOL: warm sandboxes kept ready per spec id (specs not named: none); default one of the default spec. */
+  pool: Record<string, number>;
 }
 
 const SpecSchema = z.object({
@@ -152,6 +154,7 @@ const EnvSchema = z.object({
   ACS_SANDBOX_FINISHED_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(5),
   ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
   ACS_DOCKER_HOSTS: z.string().optional(),
+  ACS_SANDBOX_POOL: z.string().optional(),
   ACS_DOCKER_MAX_RUNNING_PER_ENGINE: z.coerce.number().int().min(1).max(100_000).default(20),
   ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
   ACS_UI_DIR: z.string().optional(),
@@ -213,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
   if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
     throw new Error(`Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`);
   }
+  const pool = parsePool(e.ACS_SANDBOX_POOL, specs.map((s) => s.id));
   return {
     sandboxes: {
       runtime: e.ACS_SANDBOXES,
@@ -228,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
       imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
       dockerHosts: e.ACS_DOCKER_HOSTS === undefined ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
+      pool,
     },
     llm: {
       timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000,
@@ -259,4 +264,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     trustProxy: e.ACS_TRUST_PROXY === 'true' || e.ACS_TRUST_PROXY === '1',
     sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
   };
+}
+
+/**
+ * ACS_SANDBOX_POOL: `spec=count` pairs separated by commas (`bookworm=2,openhands-agent-server=1`),
+ * or `none`. Unset: one warm sandbox of the default spec (the first one).
+ */
+function parsePool(value: string | undefined, specIds: readonly string[]): Record<string, number> {
+  if (value === undefined) return { [specIds[0]!]: 1 };
+  if (value.trim() === 'none') return {};
+  const pool: Record<string, number> = {};
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const match = /^(.+)=(\d{1,3})$/.exec(pair);
+    if (!match) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: "${pair}" is not spec=count (e.g. ${specIds[0]}=1), and the whole value is not "none"`);
+    const [, specId = '', count = '0'] = match;
+    if (!specIds.includes(specId)) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: no spec "${specId}" (the specs are ${specIds.join(', ')})`);
+    if (Number(count) > 100) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: ${specId}: at most 100 warm sandboxes per spec`);
+    pool[specId] = Number(count);
+  }
+  return pool;
 }

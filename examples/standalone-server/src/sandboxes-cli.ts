@@ -7,6 +7,7 @@
  * with the same environment as the server; with PGlite it refuses while the server runs.
  */
 import { createAgentConversationService } from '@acs/core';
+import { POOLED_SANDBOX_OWNER } from '@acs/core/schemas';
 import { createDockerEnginePool, createDockerRuntime } from '@acs/adapter-docker';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { ScriptedLlm } from '@acs/testing';
@@ -18,7 +19,7 @@ import { openStorage } from './storage.js';
 const USAGE = `Usage: npm run sandboxes -- <list|prune> [--installation <id>]
   list     the sandboxes of this installation, with their state
   prune    removes them (running and paused); their conversations stop and start
-           again in a new sandbox when started
+           again in a new sandbox when started; warm (pooled) ones go too
   --installation <id>  another installation's id (the server logs its id at start);
            needed with ACS_STORAGE=memory, whose id lives only as long as the process`;
 
@@ -57,6 +58,10 @@ async function main(argv: string[]): Promise<number> {
       console.log(`No sandboxes of installation ${installation} on ${config.sandboxes.dockerHosts ? 'these Docker engines' : 'this Docker engine'}.`);
       return 0;
     }
+    // A pooled container's label names the pool, also after a user claimed it: the store says whose it is.
+    const ownerOf = async (box: { sandbox_id: string; user_id: string }) =>
+      box.user_id === POOLED_SANDBOX_OWNER ? ((await storage.ports.sandboxes.ownerOf(box.sandbox_id)).unwrapOr(null) ?? box.user_id) : box.user_id;
+    const describeOwner = (owner: string) => (owner === POOLED_SANDBOX_OWNER ? 'pooled (no user yet)' : `user ${owner}`);
     if (command === 'list') {
       console.log(`Sandboxes of installation ${installation}:`);
       for (const box of held.value) {
@@ -64,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
           (o) => o.state,
           (e) => `unknown (${e.message})`,
         );
-        console.log(`  ${box.sandbox_id}  ${state.padEnd(8)}  user ${box.user_id}  ${box.image}  created ${box.created_at}`);
+        console.log(`  ${box.sandbox_id}  ${state.padEnd(8)}  ${describeOwner(await ownerOf(box))}  ${box.image}  created ${box.created_at}`);
       }
       return 0;
     }
@@ -80,13 +85,14 @@ async function main(argv: string[]): Promise<number> {
     });
     let removed = 0;
     for (const box of held.value) {
-      const deleted = await service.sandboxes.delete(box.user_id, box.sandbox_id);
+      const owner = await ownerOf(box);
+      const deleted = await service.sandboxes.delete(owner, box.sandbox_id);
       // A container without a record here (another store, or adopted never) goes straight from the engine.
       const outcome = deleted.isOk() ? deleted : deleted.error.type === 'SandboxNotFound' ? await runtime.delete(box.sandbox_id) : deleted;
       if (outcome.isErr()) console.error(`  could not remove ${box.sandbox_id}: ${'message' in outcome.error ? outcome.error.message : outcome.error.type}`);
       else {
         removed++;
-        console.log(`  removed ${box.sandbox_id} (user ${box.user_id})`);
+        console.log(`  removed ${box.sandbox_id} (${describeOwner(owner)})`);
       }
     }
     await service.close();

@@ -124,6 +124,8 @@ export async function createStandaloneServer(
         ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
         ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
         idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
+        // No engine: nothing to keep warm (every start answers 503 anyway).
+        ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
       },
     );
     if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {

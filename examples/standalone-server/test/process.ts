@@ -32,13 +32,17 @@ const START_DEADLINE_MS = 120_000;
 /** A fresh data directory, so each server starts from nothing. */
 export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'acs-example-'));
 
-/** Spawns the example server as `npm start` does (PORT 0, a fresh DATA_DIR, fake sandboxes unless `env` says otherwise). */
+/**
+ * Spawns the example server as `npm start` does (PORT 0, a fresh DATA_DIR, fake sandboxes and no
+ * warm pool unless `env` says otherwise: a pooled container would take engine places and outlive
+ * tests that remove their user's containers; the pool's own tests turn it on).
+ */
 export function spawnServer(env: Record<string, string>, lifetime: 'test' | 'file' = 'test'): Running {
   return track(spawn(process.execPath, SERVER_ARGS, { cwd: exampleDir, env: serverEnv(env) }), lifetime, 'SIGKILL');
 }
 
 const SERVER_ARGS = ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'];
-const serverEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ...env });
+const serverEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ACS_SANDBOX_POOL: 'none', ...env });
 
 /**
  * A parent that never reaps its child, as a container's PID 1 that does not: the server killed

@@ -258,6 +258,24 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     return this.#attempt('inspect', () => this.#observe(sandboxId));
   }
 
+  /**
+   * The limits `create` gives a sandbox of this factor, set on the running container (`docker
+   * update`): for a pooled sandbox claimed by a user whose factor is not 1. Swap stays what the
+   * engine gives a container created with that memory limit (as much again).
+   */
+  resize(sandboxId: string, resourceFactor: number): ResultAsync<void, SandboxRuntimeError> {
+    const factor = Math.max(1, resourceFactor);
+    return this.#attempt('resize', async () => {
+      const memory = Math.round(this.#limits.memoryBytes * factor);
+      await this.#docker.getContainer(this.containerName(sandboxId)).update({
+        Memory: memory,
+        MemorySwap: memory * 2,
+        NanoCpus: Math.round(this.#limits.cpus * factor * 1e9),
+        PidsLimit: Math.round(this.#limits.pids * factor),
+      });
+    });
+  }
+
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#attempt('pause', async () => {
       const info = await this.#inspectContainer(sandboxId);

@@ -55,6 +55,23 @@ describe('Docker sandbox runtime', () => {
     }
   });
 
+  it('changes a running sandbox’s limits to another resource factor (a claimed pooled sandbox), keeping it running', async () => {
+    const runtime = await dockerRuntime({ limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 100 } });
+    const id = fixtureId();
+    try {
+      await expectOk(runtime.create({ sandbox_id: id, user_id: 'acs:sandbox-pool', installation_id: 'acs-tests', spec: bookworm, env: {}, resource_factor: 1 }));
+      expect((await until(() => expectOk(runtime.inspect(id)), (o) => o.state !== 'starting')).state).toBe('running');
+      await expectOk(runtime.resize(id, 3));
+      const host = (await runtime.connection.docker.getContainer(runtime.containerName(id)).inspect()).HostConfig;
+      expect([host.Memory, host.NanoCpus, host.PidsLimit]).toEqual([3 * 256 * 1024 ** 2, 1.5e9, 300]);
+      expect((await expectOk(runtime.inspect(id))).state).toBe('running');
+      expect((await expectOk(runtime.exec(id, { command: ['true'] }))).exit_code).toBe(0);
+      expect((await runtime.resize('no-such-sandbox', 2))._unsafeUnwrapErr().type).toBe('not_found');
+    } finally {
+      await runtime.delete(id);
+    }
+  });
+
   /** A spec whose image serves HTTP on the port it is told (ACS_PORT_WEB), after a delay, and a health path. */
   const serving = (delaySeconds: number) => ({
     ...bookworm,

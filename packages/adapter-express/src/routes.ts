@@ -33,7 +33,7 @@ export function buildRoutes(service: AgentConversationService, context: RouteCon
     ...secretRoutes(service),
     ...agentServerRoutes(service),
     ...panelRoutes(service),
-    ...healthRoutes(context),
+    ...healthRoutes(service, context),
     ...settingsRoutes(service),
     ...settingsRoutesV1(service),
     ...secretRoutesV1(service),

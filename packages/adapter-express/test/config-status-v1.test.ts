@@ -107,12 +107,13 @@ describe('status routes', () => {
     }
   });
 
-  it('/server_info reports uptime, idle time and resources in 1.11’s shape', async () => {
+  it('/server_info reports uptime, idle time and resources in 1.11’s shape, and the sandbox pools', async () => {
     await h.call('GET', '/api/v1/settings/profiles');
     const r = await h.call('GET', '/server_info', { key: null });
     expect(r.status).toBe(200);
     const info = obj(r.body);
-    expect(Object.keys(info).sort()).toEqual(['idle_time', 'resources', 'uptime']);
+    expect(Object.keys(info).sort()).toEqual(['idle_time', 'resources', 'sandbox_pool', 'uptime']);
+    expect(info.sandbox_pool).toEqual({});
     const resources = obj(info.resources);
     expect(Object.keys(resources).sort()).toEqual(['cpu_percent', 'disk', 'io', 'memory']);
     expect(Object.keys(obj(resources.memory)).sort()).toEqual(['percent', 'rss', 'vms']);

@@ -1,6 +1,6 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
 import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type SandboxStore, type StoreFailure } from '@acs/core/ports';
-import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
+import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
 /** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */
@@ -36,6 +36,19 @@ export class MemorySandboxStore implements SandboxStore {
     const wanted = new Set(statuses);
     const records = userId === null ? this.#records.all() : this.#records.ofUser(userId);
     return okAsync(records.filter((r) => wanted.has(r.status)).sort(compareOldestFirst));
+  }
+
+  claimPooled(specId: string, userId: string, claimedAt: string): ResultAsync<SandboxRecord | null, StoreFailure> {
+    // One synchronous read-modify-write: no other claim can interleave.
+    const ready = this.#records
+      .ofUser(POOLED_SANDBOX_OWNER)
+      .filter((r) => r.status === 'RUNNING' && r.sandbox_spec_id === specId)
+      .sort(compareOldestFirst)[0];
+    if (!ready) return okAsync(null);
+    this.#records.delete(POOLED_SANDBOX_OWNER, ready.id);
+    const claimed: SandboxRecord = { ...ready, user_id: userId, updated_at: claimedAt, last_active_at: claimedAt };
+    this.#records.put(claimed);
+    return okAsync(structuredClone(claimed));
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {

@@ -1,6 +1,6 @@
 import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest, SandboxStore, StoreFailure } from '@acs/core/ports';
-import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
+import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import { keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
@@ -49,6 +49,24 @@ export class PostgresSandboxStore implements SandboxStore {
         [userId, [...statuses]],
       );
       return rows.rows.map((r) => r.record);
+    });
+  }
+
+  claimPooled(specId: string, userId: string, claimedAt: string): ResultAsync<SandboxRecord | null, StoreFailure> {
+    // One statement: the row is picked and locked (SKIP LOCKED: a row another claim holds is
+    // passed over, not waited for) and moved to the user, so no two claims get the same one.
+    return run('claim a pooled sandbox', async () => {
+      const rows = await this.db.query<{ record: SandboxRecord }>(
+        `UPDATE ${this.t.sandboxes} SET user_id = $2,
+            record = record || jsonb_build_object('user_id', $2::text, 'updated_at', $4::text, 'last_active_at', $4::text)
+          WHERE user_id = $3 AND id = (
+            SELECT id FROM ${this.t.sandboxes}
+              WHERE user_id = $3 AND status = 'RUNNING' AND record->>'sandbox_spec_id' = $1
+              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+          RETURNING record`,
+        [specId, userId, POOLED_SANDBOX_OWNER, claimedAt],
+      );
+      return rows.rows[0]?.record ?? null;
     });
   }
 

@@ -179,4 +179,30 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     reservation.commit();
     expect((await a!.service.sandboxes.whenSettled('alice', reservation.record.id))?.status).toBe('RUNNING');
   });
+
+  it('shares one warm pool: filled once under the shared lock, each pooled sandbox claimed by one start only', async () => {
+    const pool = { sandboxPool: { bookworm: 3 }, sandboxPoolRefillDelayMs: 0, sandboxPoolCheckIntervalMs: 0 };
+    const { runtime, replicas: [a, b, c] } = await replicas(3, pool);
+    const services = [a!.service, b!.service, c!.service];
+    await Promise.all(services.map((s) => s.sandboxes.fillPool()));
+    const ready = async () => (await expectOk(a!.service.sandboxes.poolStatus())).bookworm;
+    await eventually('three ready pooled sandboxes', ready, (p) => p?.ready === 3);
+    expect(await ready()).toEqual({ size: 3, ready: 3, filling: 0 });
+    const pooled = new Set((await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['RUNNING']))).map((r) => r.id));
+    const created = runtime.calls.filter((call) => call.operation === 'create').length;
+    expect(created).toBe(3);
+
+    const starts = await Promise.all(Array.from({ length: 12 }, (_, i) => services[i % 3]!.sandboxes.start(`user-${i}`)));
+    const infos = starts.map((r) => r._unsafeUnwrap());
+    expect(new Set(infos.map((s) => s.id)).size).toBe(12);
+    const claimed = infos.filter((s) => pooled.has(s.id));
+    expect(claimed.length).toBeGreaterThanOrEqual(1);
+    for (const s of claimed) expect(s.status).toBe('RUNNING');
+    for (const [i, s] of infos.entries()) expect(await expectOk(a!.storage.sandboxes.ownerOf(s.id))).toBe(`user-${i}`);
+    // Refilled to three again, not to three per replica.
+    await Promise.all(services.map((s) => s.idle()));
+    await Promise.all(services.map((s) => s.sandboxes.fillPool()));
+    await eventually('the pool refilled', ready, (p) => p?.ready === 3);
+    expect((await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['STARTING', 'RUNNING']))).length).toBe(3);
+  });
 });

@@ -8,7 +8,7 @@ import type { FakeExecHandler } from './fake-exec.js';
 
 export type { FakeExecContext, FakeExecHandler } from './fake-exec.js';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'spawn';
+export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'resize' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'spawn';
 
 
 interface FakeSandbox {
@@ -227,6 +227,15 @@ export class FakeSandboxRuntime implements SandboxRuntime {
         throw new FakeFailure(`cannot resume a sandbox that is ${box.state}`);
       }
       return this.#observe(box);
+    });
+  }
+
+  /** Gives a running sandbox new limits: here, the factor is kept in its create request (`peek`). */
+  resize(sandboxId: string, resourceFactor: number): ResultAsync<void, SandboxRuntimeError> {
+    return this.#call('resize', sandboxId, () => {
+      const box = this.#sandboxes.get(sandboxId);
+      if (!box) throw new FakeFailure(`sandbox ${sandboxId} does not exist`);
+      box.request.resource_factor = resourceFactor;
     });
   }
 

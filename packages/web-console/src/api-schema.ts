@@ -550,7 +550,7 @@ export interface paths {
         };
         /**
          * The server’s uptime and resources
-         * @description Uptime, idle time, and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).
+         * @description Uptime, idle time, the warm sandbox pools (sandbox_pool), and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).
          */
         get: operations["serverInfo"];
         put?: never;
@@ -1701,7 +1701,7 @@ export interface paths {
         put?: never;
         /**
          * Start a sandbox
-         * @description From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once with STARTING.
+         * @description From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once: STARTING, or RUNNING when a warm sandbox of the spec was ready (the server keeps a pool of them, `sandbox_pool` of /server_info) and is now yours.
          */
         post: operations["startSandbox"];
         /**
@@ -2221,6 +2221,14 @@ export interface components {
                 io: {
                     read_bytes: number;
                     write_bytes: number;
+                };
+            };
+            /** @description Warm sandboxes per spec id (not in 1.11): how many the pool keeps, how many are ready to be claimed, how many are starting. Empty when no pool is configured (or the store did not answer). */
+            sandbox_pool: {
+                [key: string]: {
+                    size: number;
+                    ready: number;
+                    filling: number;
                 };
             };
         };

@@ -1,3 +1,4 @@
+import type { AgentConversationService } from '@acs/core';
 import { okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../route.js';
@@ -16,11 +17,17 @@ const ServerInfoSchema = z
       disk: z.object({ total: z.int(), used: z.int(), free: z.int(), percent: z.number() }),
       io: z.object({ read_bytes: z.int(), write_bytes: z.int() }),
     }),
+    sandbox_pool: z
+      .record(z.string(), z.object({ size: z.int(), ready: z.int(), filling: z.int() }))
+      .meta({
+        description:
+          'Warm sandboxes per spec id (not in 1.11): how many the pool keeps, how many are ready to be claimed, how many are starting. Empty when no pool is configured (or the store did not answer).',
+      }),
   })
   .meta({ id: 'ServerInfo' });
 
 /** Liveness, readiness and the server's resources, open to everyone (as in OpenHands 1.11). */
-export function healthRoutes(context: RouteContext): RouteDefinition[] {
+export function healthRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const report = serverInfoReporter(context.lastRequestAt);
   return [
     defineRoute({
@@ -62,12 +69,15 @@ export function healthRoutes(context: RouteContext): RouteDefinition[] {
       path: '/server_info',
       operationId: 'serverInfo',
       summary: 'The server’s uptime and resources',
-      description: 'Uptime, idle time, and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).',
+      description: 'Uptime, idle time, the warm sandbox pools (sandbox_pool), and this process’s CPU and memory, the root file system’s space and the process’s I/O (0 where the platform cannot tell).',
       tags: ['health'],
       authenticated: false,
       success: { status: 200, description: 'The figures.', schema: ServerInfoSchema },
       errors: [],
-      handle: () => ResultAsync.fromSafePromise(report()),
+      handle: () =>
+        ResultAsync.fromSafePromise(
+          Promise.all([report(), service.sandboxes.poolStatus()]).then(([info, pool]) => ({ ...info, sandbox_pool: pool.unwrapOr({}) })),
+        ),
     }),
   ];
 }

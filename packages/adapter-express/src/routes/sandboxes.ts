@@ -53,7 +53,8 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       path: '/api/v1/sandboxes',
       operationId: 'startSandbox',
       summary: 'Start a sandbox',
-      description: 'From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once with STARTING.',
+      description:
+        'From the spec given in the body or the query (sandbox_spec_id), else the default spec. Returns at once: STARTING, or RUNNING when a warm sandbox of the spec was ready (the server keeps a pool of them, `sandbox_pool` of /server_info) and is now yours.',
       tags: ['sandboxes (V1)'],
       query: z.object({ sandbox_spec_id: z.string().min(1).max(512).optional() }),
       body: StartSandboxRequestSchema.optional(),

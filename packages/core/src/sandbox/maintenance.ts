@@ -5,7 +5,7 @@ import { finishedIdleAfterMs, shortestIdleMs, type Activity } from './activity.j
 import type { Observations } from './observations.js';
 import type { Resting } from './resting.js';
 import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
-import type { SandboxRecord } from './schema.js';
+import { POOLED_SANDBOX_OWNER, type SandboxRecord } from './schema.js';
 import { isSandboxLost, statusAfterObservation } from './state.js';
 import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
@@ -28,6 +28,8 @@ export function createMaintenance(
   installation: () => ResultAsync<string, StoreFailure>,
   resting: Resting,
   pauseBecause: (userId: string, id: string, reason: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
+  /** A pool-labelled container's owner as the store names it, or 'removed'/null when no live record has it (pool.ts). */
+  attributePooled: (summary: RuntimeSandboxSummary) => Promise<RuntimeSandboxSummary | 'removed' | null> = (summary) => Promise.resolve(summary),
 ) {
   const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
   const idleAfter = options?.idlePauseAfterMs;
@@ -41,7 +43,8 @@ export function createMaintenance(
     const due: { record: SandboxRecord; reason: string }[] = [];
     const mayRest: SandboxRecord[] = [];
     for (const record of running) {
-      if (startups.inHand(record.id)) continue;
+      // Pooled sandboxes wait, ready, for a claim; a claimed one's idle time starts at the claim.
+      if (startups.inHand(record.id) || record.user_id === POOLED_SANDBOX_OWNER) continue;
       const idleFor = now - activity.lastActiveAt(record);
       if (idleAfter !== undefined && idleAfter > 0 && idleFor >= idleAfter) due.push({ record, reason: `paused after ${describe(idleAfter)} without use` });
       // Only a sandbox unused that long can have rested that long: the others need no look at their conversations.
@@ -126,7 +129,11 @@ export function createMaintenance(
                 if (updated && updated.status !== record.status) report.changed++;
                 if (updated?.status === 'STARTING') startups.track(record.id, () => startups.awaitRunning(record.user_id, record.id));
               }
-              for (const summary of held) {
+              for (const listed of held) {
+                // The pool's label stays on a claimed container: the store says whose it is.
+                const summary = listed.user_id === POOLED_SANDBOX_OWNER ? await attributePooled(listed) : listed;
+                if (summary === 'removed') report.removed++;
+                if (summary === 'removed' || summary === null) continue;
                 const known = (await sandboxes.get(summary.user_id, summary.sandbox_id)).unwrapOr(undefined);
                 if (known === undefined) continue;
                 if (known?.status === 'DELETED') {

@@ -31,6 +31,8 @@ export function createRoom(
   activity: Activity,
   resting: Resting,
   pause: (userId: string, id: string, reason: string | null) => ResultAsync<void, SandboxServiceError<'pause'>>,
+  /** A ready pooled sandbox for this start (pool.ts), or null to create one. */
+  claimPooled: (userId: string, spec: SandboxSpec) => ResultAsync<SandboxReservation | null, StoreFailure> = () => okAsync(null),
 ) {
   const maxRunning = options?.maxRunningSandboxesPerUser ?? Number.POSITIVE_INFINITY;
   const atLimit = options?.atSandboxLimit ?? 'pause_finished';
@@ -137,7 +139,11 @@ export function createRoom(
   return {
     /** A reservation within the user's limit. */
     reserve: (userId: string, spec: SandboxSpec, installationOfRecord: string) =>
-      underUserLock(userId, () => makeRoom(userId).andThen(() => insertReservation(userId, spec, installationOfRecord))),
+      underUserLock(userId, () =>
+        makeRoom(userId)
+          .andThen(() => claimPooled(userId, spec))
+          .andThen((claimed) => (claimed ? okAsync<SandboxReservation, StoreFailure>(claimed) : insertReservation(userId, spec, installationOfRecord))),
+      ),
     /** Runs `bringBack` (a resume) within the user's limit: the count and the resume under one lock. */
     readmit: <T, E>(userId: string, bringBack: () => ResultAsync<T, E>) => underUserLock(userId, () => makeRoom(userId).andThen(bringBack)),
   };

@@ -175,6 +175,10 @@ export function createSandboxRuntimePool(engines: readonly PooledRuntime[]): San
         (engine) => engine.runtime.delete(sandboxId).map(() => void where.delete(sandboxId)),
         () => okAsync(undefined),
       ),
+    // Only when every engine can: a pool claim must know beforehand whether limits can be changed.
+    ...(engines.every((e) => e.runtime.resize !== undefined)
+      ? { resize: (sandboxId: string, factor: number) => onHolder(sandboxId, (engine) => engine.runtime.resize!(sandboxId, factor)) }
+      : {}),
     exec: (sandboxId, request) => onHolder(sandboxId, (engine) => engine.runtime.exec(sandboxId, request)),
     readFile: (sandboxId, path, options) => onHolder(sandboxId, (engine) => engine.runtime.readFile(sandboxId, path, options)),
     writeFile: (sandboxId, path, content) => onHolder(sandboxId, (engine) => engine.runtime.writeFile(sandboxId, path, content)),

@@ -177,6 +177,13 @@ export interface SandboxRuntime {
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   delete(sandboxId: string): ResultAsync<void, SandboxRuntimeError>;
+  /**
+   * For runtimes that can change a running sandbox's limits (Docker: `docker update`): applies
+   * `resourceFactor` to the CPU, memory and pids limits, as `create` does with the request's.
+   * A pooled sandbox is made with factor 1; a claim by a user with another factor needs this,
+   * and without it such a user gets a new sandbox instead of a pooled one.
+   */
+  resize?(sandboxId: string, resourceFactor: number): ResultAsync<void, SandboxRuntimeError>;
   /** Runs a command in a running sandbox; stdout and stderr are kept apart. */
   exec(sandboxId: string, request: ExecRequest): ResultAsync<ExecResult, SandboxRuntimeError>;
   /**

@@ -48,6 +48,16 @@ export const SandboxSpecSchema = z.object({
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
+/**
+ * The owner a pooled sandbox is recorded under (its record's `user_id`, and its container's user
+ * label) while it waits, ready, to be claimed: it belongs to the installation and to no user.
+ * Every store read is scoped to a user, so no user lists it, counts it or reaches it. A claim
+ * (`SandboxStore.claimPooled`) moves the record to the user; the runtime's label keeps saying
+ * this, which means "the owner is the one the store names" (reconcile and prune ask the store).
+ * Hosts must not authenticate anyone as this id.
+ */
+export const POOLED_SANDBOX_OWNER = 'acs:sandbox-pool';
+
 /** A sandbox as kept by a SandboxStore. */
 export interface SandboxRecord {
   id: string;

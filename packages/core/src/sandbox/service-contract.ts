@@ -71,6 +71,28 @@ export interface SandboxServiceOptions {
    * top of the reconcile at start. Default 60 s; 0 turns it off.
    */
   reconcileIntervalMs?: number;
+  /**
+   * Warm sandboxes: how many ready sandboxes to keep per spec id, e.g. `{ bookworm: 1 }`. A start
+   * of that spec (`POST /api/v1/sandboxes`, a new conversation's sandbox) claims one instead of
+   * creating one, when one is ready. Pooled sandboxes belong to no user until claimed (never
+   * listed, never counted in a user's limit, never idle-paused); an engine's capacity counts
+   * them. Default: none (0 for every spec: no pool).
+   */
+  sandboxPool?: Readonly<Record<string, number>>;
+  /** How often the pools are checked and refilled besides after each claim. Default 30 s; 0: only after claims and reconciles. */
+  sandboxPoolCheckIntervalMs?: number;
+  /** How long after a claim the pool is refilled: the new container's start would slow the claimant's first commands. Default 2 s. */
+  sandboxPoolRefillDelayMs?: number;
+}
+
+/** How many pooled sandboxes of one spec there are (`SandboxService.poolStatus`). */
+export interface SandboxPoolCount {
+  /** How many the pool keeps (the `sandboxPool` option). */
+  size: number;
+  /** RUNNING, waiting to be claimed. */
+  ready: number;
+  /** Being started to refill the pool. */
+  filling: number;
 }
 
 /** What reconcile() found. */
@@ -227,6 +249,10 @@ export interface SandboxService {
    * reason, MISSING), and sandboxes the runtime holds without a record are adopted.
    */
   reconcile(): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>>;
+  /** The warm pools per spec id: their size, ready and filling sandboxes (the specs of `sandboxPool`, and any others with pooled sandboxes left). */
+  poolStatus(): ResultAsync<Record<string, SandboxPoolCount>, StoreFailure>;
+  /** Refills the warm pools now (it also happens after each claim, after a reconcile and on a timer); resolves when the refill's sandboxes are started, not yet running. */
+  fillPool(): Promise<void>;
   /** Pauses running sandboxes idle longer than idlePauseAfterMs, and those whose conversations rest idle longer than idlePauseFinishedAfterMs; resolves to how many. */
   pauseIdle(): Promise<number>;
   /** Stops the maintenance timer (and gives up leading it). */

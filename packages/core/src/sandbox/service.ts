@@ -6,8 +6,9 @@ import { createMaintenance } from './maintenance.js';
 import { createObservations } from './observations.js';
 import { createResting } from './resting.js';
 import { createRoom } from './room.js';
-import { runtimeFailure } from './runtime.js';
-import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
+import { createSandboxPool } from './pool.js';
+import { runtimeFailure, type SandboxRuntimeError } from './runtime.js';
+import { POOLED_SANDBOX_OWNER, toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
 import { planSandboxAction, type SandboxAction } from './state.js';
 import { createStartups } from './startups.js';
 import type { SandboxEndpoint, SandboxService, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
@@ -91,9 +92,24 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
             .map(() => undefined),
     );
 
+  const pool = createSandboxPool(deps, startups, activity, installation);
   const resting = createResting(deps, startups, activity);
-  const room = createRoom(deps, startups, activity, resting, pauseBecause);
-  const maintenance = createMaintenance(deps, observations, startups, activity, installation, resting, pauseBecause);
+  const room = createRoom(deps, startups, activity, resting, pauseBecause, pool.claim);
+  const maintenance = createMaintenance(deps, observations, startups, activity, installation, resting, pauseBecause, pool.attribute);
+
+  /**
+   * The runtime admits one more sandbox. When it answers but is full, the pool gives way (a
+   * ready one of the spec is claimed anyway, or one of another spec is removed to make room);
+   * when no engine answers, the start is refused as always.
+   */
+  const admit = (spec: SandboxSpec): ResultAsync<void, SandboxRuntimeError> =>
+    (runtime.admit ? runtime.admit() : runtime.ping()).orElse((refused) =>
+      !runtime.admit || refused.type !== 'unavailable'
+        ? errAsync(refused)
+        : ResultAsync.fromSafePromise(
+            (async () => ((await runtime.ping()).isOk() ? pool.yieldRoom(spec) : null))(),
+          ).andThen((room) => (room === 'claimable' ? okAsync(undefined) : room === 'freed' ? runtime.admit!() : errAsync(refused))),
+    );
 
   const service: SandboxService = {
     resolveSpec: (specId) =>
@@ -112,7 +128,7 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
       })),
 
     reserve: (userId, spec) =>
-      (runtime.admit ? runtime.admit() : runtime.ping())
+      admit(spec)
         .mapErr(runtimeFailure('(new)', 'start'))
         .andThen(() => installation())
         .andThen((installationOfRecord) => room.reserve(userId, spec, installationOfRecord)),
@@ -187,7 +203,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     endpoint: (id, name) =>
       sandboxes
         .ownerOf(id)
-        .andThen((owner) => (owner === null ? okAsync(null) : sandboxes.get(owner, id)))
+        // A pooled sandbox is nobody's yet: its URLs lead nowhere until it is claimed.
+        .andThen((owner) => (owner === null || owner === POOLED_SANDBOX_OWNER ? okAsync(null) : sandboxes.get(owner, id)))
         .andThen((record) => {
           if (!visible(record)) return errAsync<SandboxEndpoint, DomainErrorOf<'SandboxNotFound'>>({ type: 'SandboxNotFound', sandboxId: id });
           const info = toSandboxInfo(record);
@@ -216,9 +233,21 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 
     pauseIdle: () => maintenance.pauseIdle(),
 
-    reconcile: () => maintenance.reconcile(),
+    // After a restart the pool is refilled once the records say what is still there.
+    reconcile: () =>
+      maintenance.reconcile().map((report) => {
+        pool.fillSoon();
+        return report;
+      }),
 
-    stop: () => maintenance.stop(),
+    poolStatus: () => pool.status(),
+
+    fillPool: () => pool.fill(),
+
+    stop: () => {
+      pool.stop();
+      maintenance.stop();
+    },
 
     pauseIfUnused: async (userId, id, stillNeeded) => {
       if (stillNeeded) return;

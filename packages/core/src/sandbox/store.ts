@@ -35,6 +35,14 @@ export interface SandboxStore {
    * when userId is null (for maintenance: idle pause, reconciliation after a restart).
    */
   listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure>;
+  /**
+   * Hands one ready pooled sandbox of this spec to a user, atomically: of the RUNNING records
+   * owned by POOLED_SANDBOX_OWNER with `sandbox_spec_id` = specId, the oldest not being claimed
+   * by someone else becomes the user's (`user_id` = userId, `updated_at` and `last_active_at` =
+   * claimedAt, the rest unchanged) and is returned; null when there is none. Two claims, in one
+   * process or in several on one database, never get the same record.
+   */
+  claimPooled(specId: string, userId: string, claimedAt: string): ResultAsync<SandboxRecord | null, StoreFailure>;
 }
 
 /** The sandbox specs a server offers. The first one listed is the default. */

@@ -4,7 +4,7 @@ import type { ConversationRecord, StartTaskRecord } from '../conversation/schema
 import type { ConversationStore, StartTaskStore } from '../conversation/store.js';
 import type { Page, PageRequest } from '../pagination.js';
 import { decodeCursor } from '../pagination.js';
-import type { SandboxRecord } from '../sandbox/schema.js';
+import { POOLED_SANDBOX_OWNER, type SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxSpecCatalog, SandboxStore } from '../sandbox/store.js';
 import type { SettingsStore } from '../settings/store.js';
 import { at, conversationFixture, sandboxFixture, settingsFixture, startTaskFixture } from './fixtures.js';
@@ -379,6 +379,47 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       expect((await expectOk(store.listByStatus(null, ['RUNNING']))).map((r) => r.id)).toEqual([b1.id, a1.id]);
       expect((await expectOk(store.listByStatus('bob', ['PAUSED'])))).toEqual([]);
       expect((await expectOk(store.listByStatus('alice', ['DELETED']))).map((r) => r.id)).toEqual([gone.id]);
+    });
+
+    it('claims the oldest ready pooled sandbox of a spec for a user, once: then it is the user\'s alone', async () => {
+      const store = await make();
+      const pooled = (overrides: Partial<SandboxRecord>) => sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', ...overrides });
+      const older = pooled({ created_at: at(1) });
+      const newer = pooled({ created_at: at(2) });
+      const starting = pooled({ status: 'STARTING', created_at: at(0) });
+      const otherSpec = pooled({ sandbox_spec_id: 'cold', created_at: at(0) });
+      const alices = sandboxFixture({ sandbox_spec_id: 'warm', created_at: at(0) });
+      for (const r of [older, newer, starting, otherSpec, alices]) await expectOk(store.insert(r));
+      expect(await expectOk(store.search('bob', { limit: 100, after: null }))).toEqual({ items: [], next_page_id: null });
+
+      const claimed = await expectOk(store.claimPooled('warm', 'bob', at(9)));
+      expect(claimed).toEqual({ ...older, user_id: 'bob', updated_at: at(9), last_active_at: at(9) });
+      expect(await expectOk(store.get('bob', older.id))).toEqual(claimed);
+      expect(await expectOk(store.get(POOLED_SANDBOX_OWNER, older.id))).toBeNull();
+      expect(await expectOk(store.ownerOf(older.id))).toBe('bob');
+      expect((await expectOk(store.search('bob', { limit: 100, after: null }))).items.map((r) => r.id)).toEqual([older.id]);
+      expect((await expectOk(store.listByStatus('bob', ['RUNNING']))).map((r) => r.id)).toEqual([older.id]);
+      expect((await expectOk(store.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING', 'STARTING']))).map((r) => r.id).sort()).toEqual([newer.id, starting.id, otherSpec.id].sort());
+      // Updates after the claim go through the user's id.
+      await expectOk(store.update('bob', older.id, (r) => ok<SandboxRecord, never>({ ...r, status: 'PAUSED' })));
+      expect((await expectOk(store.get('bob', older.id)))?.status).toBe('PAUSED');
+
+      expect((await expectOk(store.claimPooled('warm', 'carol', at(10))))?.id).toBe(newer.id);
+      // Only STARTING (not ready) and another spec's are left: nothing to claim.
+      expect(await expectOk(store.claimPooled('warm', 'dave', at(11)))).toBeNull();
+      expect(await expectOk(store.claimPooled('none', 'dave', at(11)))).toBeNull();
+    });
+
+    it('never gives one pooled sandbox to two concurrent claims', async () => {
+      const store = await make();
+      const pool = Array.from({ length: 3 }, (_, i) => sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', created_at: at(i) }));
+      for (const r of pool) await expectOk(store.insert(r));
+      const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => expectOk(store.claimPooled('warm', `user-${i}`, at(20)))));
+      const won = claims.filter((c): c is SandboxRecord => c !== null);
+      expect(won).toHaveLength(3);
+      expect(new Set(won.map((c) => c.id))).toEqual(new Set(pool.map((r) => r.id)));
+      for (const c of won) expect((await expectOk(store.ownerOf(c.id)))).toBe(c.user_id);
+      expect(await expectOk(store.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING']))).toEqual([]);
     });
 
     it('pages newest first without skipping or repeating', async () => {
