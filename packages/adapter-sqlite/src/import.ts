@@ -10,7 +10,8 @@ import { startTaskTable } from './start-task-store.js';
 /**
  * Records copied in from another store as they are (e.g. from PGlite by the example server's
  * `storage move-to-sqlite`): settings stay sealed (the same cipher reads them), events keep
- * their ids. Each batch is one transaction; a record that is there already fails the batch.
+ * their ids. Each batch is one transaction; a record that is there already fails the batch (but a
+ * key's check value: a key that is recorded already keeps its own).
  */
 export interface ImportBatch {
   /** `data` sealed as core's `sealSettings` seals it; `key_ids` the keys it used. */
@@ -72,7 +73,10 @@ export function importBatch(db: Sqlite, batch: ImportBatch): void {
     for (const s of batch.settings ?? []) {
       db.run(`INSERT INTO acs_settings (user_id, data, key_ids, updated_at) VALUES (?, ?, ?, ?)`, s.user_id, JSON.stringify(s.data), JSON.stringify(s.key_ids), s.updated_at);
     }
-    for (const k of batch.secretKeys ?? []) db.run(`INSERT INTO acs_secret_keys (key_id, check_value, created_at) VALUES (?, ?, ?)`, k.key_id, k.check_value, k.created_at);
+    // The current key's check value was recorded when the storage opened; the source has one for it too.
+    for (const k of batch.secretKeys ?? []) {
+      db.run(`INSERT INTO acs_secret_keys (key_id, check_value, created_at) VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING`, k.key_id, k.check_value, k.created_at);
+    }
     for (const key of batch.apiKeys ?? []) insertApiKey(db, key);
     for (const g of batch.deviceGrants ?? []) {
       db.run(`INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?)`, g.device_code_hash, g.user_code, instant(g.expires_at), JSON.stringify(g));
