@@ -11,11 +11,12 @@ export function dropSqliteExperimentalWarning(): void {
   if (installed) return;
   installed = true;
   const emit = process.emitWarning.bind(process) as (warning: string | Error, ...rest: unknown[]) => void;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const filtered = (warning: string | Error, ...rest: unknown[]): void => {
     const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
     const name = typeof warning === 'string' ? type : warning.name;
     const message = typeof warning === 'string' ? warning : warning.message;
     if (name === 'ExperimentalWarning' && message.startsWith(SQLITE_WARNING)) return;
     emit(warning, ...rest);
-  }) as typeof process.emitWarning;
+  };
+  process.emitWarning = filtered;
 }

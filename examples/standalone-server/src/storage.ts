@@ -17,7 +17,7 @@ export const pgliteDirectory = (dataDir: string) => join(dataDir, 'pglite');
 /** Whether the data directory holds a PGlite database (PostgreSQL's PG_VERSION is written when one is made). */
 export const holdsPglite = (dataDir: string) => existsSync(join(pgliteDirectory(dataDir), 'PG_VERSION'));
 
-export const MOVE_COMMAND = 'npm run storage -- move-to-sqlite';
+const MOVE_COMMAND = 'npm run storage -- move-to-sqlite';
 
 /** Start-up steps, so a start that is interrupted or stuck can say where it was. */
 export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';

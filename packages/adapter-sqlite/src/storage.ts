@@ -42,11 +42,11 @@ export interface SqliteStorage
   /** In-process locks: a SQLite database is one process's (see the README). */
   readonly locks: InProcessLocks;
   /** Copies records in as they are, in one transaction (settings stay sealed, events keep their ids). */
-  importRecords(batch: ImportBatch): void;
+  readonly importRecords: (batch: ImportBatch) => void;
   /** How many rows each table holds. */
-  countRows(): TableCounts;
+  readonly countRows: () => TableCounts;
   /** Closes the database if this storage opened it (`path`); a host's `db` stays open. */
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 /**
@@ -93,10 +93,11 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     locks: new InProcessLocks(),
     importRecords: (batch) => importBatch(db, batch),
     countRows: () => countRows(db),
-    close: async () => {
-      if (closed || !owned) return;
+    close: () => {
+      if (closed || !owned) return Promise.resolve();
       closed = true;
-      raw.close();
+      // A close that throws rejects, as a caller of a promise expects.
+      return new Promise<void>((resolve) => resolve(void raw.close()));
     },
   };
 }
