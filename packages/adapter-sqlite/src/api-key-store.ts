@@ -30,7 +30,7 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   constructor(private readonly db: Sqlite) {}
 
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure> {
-    return run('add an API key', () =>
+    return run(this.db, 'add an API key', () =>
       this.db.transaction(() => {
         const held = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_api_keys WHERE user_id = ?`, key.user_id);
         if (Number(held?.n ?? 0) >= maxPerUser) return 'limit_reached' as const;
@@ -41,22 +41,22 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   }
 
   list(userId: string): ResultAsync<StoredApiKey[], StoreFailure> {
-    return run('list API keys', () => this.db.all<StoredApiKey>(`SELECT ${COLUMNS} FROM acs_api_keys WHERE user_id = ? ORDER BY created_at, id`, userId).map(plain));
+    return run(this.db, 'list API keys', () => this.db.all<StoredApiKey>(`SELECT ${COLUMNS} FROM acs_api_keys WHERE user_id = ? ORDER BY created_at, id`, userId).map(plain));
   }
 
   delete(userId: string, keyId: string): ResultAsync<boolean, StoreFailure> {
-    return run('revoke an API key', () => this.db.run(`DELETE FROM acs_api_keys WHERE user_id = ? AND id = ?`, userId, keyId) > 0);
+    return run(this.db, 'revoke an API key', () => this.db.run(`DELETE FROM acs_api_keys WHERE user_id = ? AND id = ?`, userId, keyId) > 0);
   }
 
   findByHash(keyHash: string): ResultAsync<StoredApiKey | null, StoreFailure> {
-    return run('look up an API key', () => {
+    return run(this.db, 'look up an API key', () => {
       const row = this.db.get<StoredApiKey>(`SELECT ${COLUMNS} FROM acs_api_keys WHERE key_hash = ?`, keyHash);
       return row ? plain(row) : null;
     });
   }
 
   recordUse(keyId: string, at: string): ResultAsync<void, StoreFailure> {
-    return run('note an API key’s use', () => {
+    return run(this.db, 'note an API key’s use', () => {
       // ISO 8601 with milliseconds in UTC sorts as the instants do.
       this.db.run(`UPDATE acs_api_keys SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)`, keyId, iso(at));
     });

@@ -35,27 +35,27 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   insert(record: ConversationRecord): ResultAsync<'inserted' | 'exists', StoreFailure> {
-    return run('insert conversation', () => (this.table.insert(record) ? 'inserted' : 'exists'));
+    return run(this.db, 'insert conversation', () => (this.table.insert(record) ? 'inserted' : 'exists'));
   }
 
   get(userId: string, id: string): ResultAsync<ConversationRecord | null, StoreFailure> {
-    return run('get conversation', () => this.table.get(userId, id));
+    return run(this.db, 'get conversation', () => this.table.get(userId, id));
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(ConversationRecord | null)[], StoreFailure> {
-    return run('get conversations', () => this.table.getMany(userId, ids));
+    return run(this.db, 'get conversations', () => this.table.getMany(userId, ids));
   }
 
   update<E>(userId: string, id: string, mutate: (current: ConversationRecord) => Result<ConversationRecord, E>): ResultAsync<ConversationRecord | null, E | StoreFailure> {
-    return run('update conversation', () => this.table.update(userId, id, mutate)).andThen((result) => result);
+    return run(this.db, 'update conversation', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
   delete(userId: string, id: string): ResultAsync<boolean, StoreFailure> {
-    return run('delete conversation', () => this.table.delete(userId, id));
+    return run(this.db, 'delete conversation', () => this.table.delete(userId, id));
   }
 
   search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure> {
-    return run('search conversations', () => {
+    return run(this.db, 'search conversations', () => {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
       const { where: after, orderBy } = keyset(page, params);
@@ -65,7 +65,7 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure> {
-    return run('count conversations', () => {
+    return run(this.db, 'count conversations', () => {
       const params = new Params();
       const row = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_conversations WHERE ${this.filterSql(userId, filter, params)}`, ...params.values);
       return Number(row?.n ?? 0);
@@ -73,17 +73,17 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   listBySandbox(userId: string, sandboxId: string): ResultAsync<ConversationRecord[], StoreFailure> {
-    return run('list conversations of a sandbox', () => this.table.select(`user_id = ? AND sandbox_id = ? ORDER BY created_at, id`, [userId, sandboxId]));
+    return run(this.db, 'list conversations of a sandbox', () => this.table.select(`user_id = ? AND sandbox_id = ? ORDER BY created_at, id`, [userId, sandboxId]));
   }
 
   listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure> {
-    return run('list conversations by execution status', () =>
+    return run(this.db, 'list conversations by execution status', () =>
       this.table.select(`execution_status IN (SELECT value FROM json_each(?)) ORDER BY created_at, id`, [jsonList(statuses)]),
     );
   }
 
   childrenOf(userId: string, parentIds: readonly string[]): ResultAsync<Map<string, string[]>, StoreFailure> {
-    return run('list sub-conversations', () => {
+    return run(this.db, 'list sub-conversations', () => {
       const children = new Map<string, string[]>();
       if (parentIds.length === 0) return children;
       const rows = this.db.all<{ parent_conversation_id: string; id: string }>(

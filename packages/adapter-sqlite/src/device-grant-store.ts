@@ -14,7 +14,7 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
   constructor(private readonly db: Sqlite) {}
 
   insert(grant: DeviceGrant, limits: { now: string; maxLive: number; dropExpiredBefore: string }): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
-    return run('start a device sign-in', () =>
+    return run(this.db, 'start a device sign-in', () =>
       this.db.transaction(() => {
         this.db.run(`DELETE FROM acs_device_grants WHERE expires_at < ?`, instant(limits.dropExpiredBefore));
         const live = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_device_grants WHERE expires_at > ?`, instant(limits.now));
@@ -33,7 +33,7 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
 
   update(key: DeviceGrantKey, change: (current: DeviceGrant | null) => DeviceGrant | null): ResultAsync<DeviceGrant | null, StoreFailure> {
     const [column, value] = 'device_code_hash' in key ? ['device_code_hash', key.device_code_hash] : ['user_code', key.user_code];
-    return run('answer a device sign-in', () =>
+    return run(this.db, 'answer a device sign-in', () =>
       this.db.transaction(() => {
         const row = this.db.get<{ record: string }>(`SELECT record FROM acs_device_grants WHERE ${column} = ?`, value);
         const current = row ? (JSON.parse(row.record) as DeviceGrant) : null;
@@ -52,7 +52,7 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
   }
 
   recordFailure(userId: string, now: string, windowMs: number): ResultAsync<number, StoreFailure> {
-    return run('count a failed user code', () => {
+    return run(this.db, 'count a failed user code', () => {
       const row = this.db.get<{ failures: number }>(
         `INSERT INTO acs_device_code_failures AS f (user_id, opened_at, failures) VALUES (?1, ?2, 1)
          ON CONFLICT (user_id) DO UPDATE SET
@@ -68,7 +68,7 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
   }
 
   failures(userId: string, now: string, windowMs: number): ResultAsync<number, StoreFailure> {
-    return run('read failed user codes', () => {
+    return run(this.db, 'read failed user codes', () => {
       const row = this.db.get<{ failures: number }>(`SELECT failures FROM acs_device_code_failures WHERE user_id = ? AND opened_at > ?`, userId, windowStart(now, windowMs));
       return Number(row?.failures ?? 0);
     });

@@ -13,7 +13,7 @@ export class SqliteEventStore implements EventStore {
   constructor(private readonly db: Sqlite) {}
 
   append(userId: string, conversationId: string, events: readonly NewEvent[], _fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
-    return run('append events', () => {
+    return run(this.db, 'append events', () => {
       if (events.length === 0) return [];
       return this.db.transaction(() => {
         const last = this.db.get<{ last: number | null }>(`SELECT max(id) AS last FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId);
@@ -28,7 +28,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
-    return run('read events', () =>
+    return run(this.db, 'read events', () =>
       this.db
         .all<{ event: string }>(`SELECT event FROM acs_events WHERE user_id = ? AND conversation_id = ? AND id > ? ORDER BY id LIMIT ?`, userId, conversationId, afterId, limit)
         .map((r) => JSON.parse(r.event) as StoredEvent),
@@ -36,6 +36,6 @@ export class SqliteEventStore implements EventStore {
   }
 
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
-    return run('delete events', () => this.db.run(`DELETE FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId));
+    return run(this.db, 'delete events', () => this.db.run(`DELETE FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId));
   }
 }

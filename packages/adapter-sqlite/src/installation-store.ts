@@ -12,7 +12,7 @@ export class SqliteInstallationStore implements InstallationStore {
   constructor(private readonly db: Sqlite) {}
 
   identity(): ResultAsync<string, StoreFailure> {
-    return run('read the installation id', () => {
+    return run(this.db, 'read the installation id', () => {
       const existing = this.db.get<{ id: string }>(`SELECT id FROM acs_installation`);
       if (existing) return existing.id;
       return this.db.transaction(() => {

@@ -1,13 +1,13 @@
 import { ResultAsync } from 'neverthrow';
 import { type Page, type PageRequest, encodeCursor, storeUnavailable, type StoreFailure } from '@acs/core/ports';
-import type { SqliteValue } from './driver.js';
+import type { Sqlite, SqliteValue } from './driver.js';
 
 /**
  * Runs synchronous database work as a ResultAsync: a failing statement is a StoreUnavailable,
- * never a throw. The work runs at once, whole: nothing else of this process runs in between.
+ * never a throw. The work runs whole, in its turn: nothing else of this process runs in between.
  */
-export function run<T>(operation: string, work: () => T): ResultAsync<T, StoreFailure> {
-  return ResultAsync.fromPromise(new Promise<T>((resolve) => resolve(work())), (cause) => storeUnavailable(operation, cause) as StoreFailure);
+export function run<T>(db: Sqlite, operation: string, work: () => T): ResultAsync<T, StoreFailure> {
+  return ResultAsync.fromPromise(db.call(work), (cause) => storeUnavailable(operation, cause) as StoreFailure);
 }
 
 /**

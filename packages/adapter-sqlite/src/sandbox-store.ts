@@ -17,35 +17,35 @@ export class SqliteSandboxStore implements SandboxStore {
   }
 
   insert(record: SandboxRecord): ResultAsync<void, StoreFailure> {
-    return run('insert sandbox', () => {
+    return run(this.db, 'insert sandbox', () => {
       if (!this.table.insert(record)) throw new Error(`sandbox ${record.id} already exists`);
     });
   }
 
   get(userId: string, id: string): ResultAsync<SandboxRecord | null, StoreFailure> {
-    return run('get sandbox', () => this.table.get(userId, id));
+    return run(this.db, 'get sandbox', () => this.table.get(userId, id));
   }
 
   ownerOf(id: string): ResultAsync<string | null, StoreFailure> {
-    return run('find the owner of a sandbox', () => this.db.get<{ user_id: string }>(`SELECT user_id FROM acs_sandboxes WHERE id = ? AND status <> 'DELETED' LIMIT 1`, id)?.user_id ?? null);
+    return run(this.db, 'find the owner of a sandbox', () => this.db.get<{ user_id: string }>(`SELECT user_id FROM acs_sandboxes WHERE id = ? AND status <> 'DELETED' LIMIT 1`, id)?.user_id ?? null);
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure> {
-    return run('get sandboxes', () => this.table.getMany(userId, ids));
+    return run(this.db, 'get sandboxes', () => this.table.getMany(userId, ids));
   }
 
   update<E>(userId: string, id: string, mutate: (current: SandboxRecord) => Result<SandboxRecord, E>): ResultAsync<SandboxRecord | null, E | StoreFailure> {
-    return run('update sandbox', () => this.table.update(userId, id, mutate)).andThen((result) => result);
+    return run(this.db, 'update sandbox', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
   listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
-    return run('list sandboxes by status', () =>
+    return run(this.db, 'list sandboxes by status', () =>
       this.table.select(`(?1 IS NULL OR user_id = ?1) AND status IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id`, [userId, jsonList(statuses)]),
     );
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {
-    return run('search sandboxes', () => {
+    return run(this.db, 'search sandboxes', () => {
       const params = new Params();
       const user = params.add(userId);
       const { where, orderBy } = keyset(page, params);

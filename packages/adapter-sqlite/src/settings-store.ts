@@ -25,11 +25,11 @@ export class SqliteSettingsStore implements SettingsStore {
   }
 
   get(userId: string): ResultAsync<StoredSettings | null, StoreFailure> {
-    return run('load settings', () => this.read(userId));
+    return run(this.db, 'load settings', () => this.read(userId));
   }
 
   update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
-    return run('store settings', () =>
+    return run(this.db, 'store settings', () =>
       this.db.transaction(() => {
         const next = mutate(this.read(userId));
         const sealed = sealSettings(next, userId, this.cipher);

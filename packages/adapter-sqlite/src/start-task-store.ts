@@ -18,25 +18,25 @@ export class SqliteStartTaskStore implements StartTaskStore {
   }
 
   insert(record: StartTaskRecord): ResultAsync<void, StoreFailure> {
-    return run('insert start task', () => {
+    return run(this.db, 'insert start task', () => {
       if (!this.table.insert(record)) throw new Error(`start task ${record.id} already exists`);
     });
   }
 
   get(userId: string, id: string): ResultAsync<StartTaskRecord | null, StoreFailure> {
-    return run('get start task', () => this.table.get(userId, id));
+    return run(this.db, 'get start task', () => this.table.get(userId, id));
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(StartTaskRecord | null)[], StoreFailure> {
-    return run('get start tasks', () => this.table.getMany(userId, ids));
+    return run(this.db, 'get start tasks', () => this.table.getMany(userId, ids));
   }
 
   update<E>(userId: string, id: string, mutate: (current: StartTaskRecord) => Result<StartTaskRecord, E>): ResultAsync<StartTaskRecord | null, E | StoreFailure> {
-    return run('update start task', () => this.table.update(userId, id, mutate)).andThen((result) => result);
+    return run(this.db, 'update start task', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
   search(userId: string, filter: StartTaskFilter, page: PageRequest, order: 'newest_first' | 'oldest_first'): ResultAsync<Page<StartTaskRecord>, StoreFailure> {
-    return run('search start tasks', () => {
+    return run(this.db, 'search start tasks', () => {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
       const { where: after, orderBy } = keyset(page, params, order);
@@ -45,7 +45,7 @@ export class SqliteStartTaskStore implements StartTaskStore {
   }
 
   count(userId: string, filter: StartTaskFilter): ResultAsync<number, StoreFailure> {
-    return run('count start tasks', () => {
+    return run(this.db, 'count start tasks', () => {
       const params = new Params();
       const row = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_start_tasks WHERE ${this.filterSql(userId, filter, params)}`, ...params.values);
       return Number(row?.n ?? 0);
@@ -53,7 +53,7 @@ export class SqliteStartTaskStore implements StartTaskStore {
   }
 
   deleteByConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
-    return run('delete start tasks', () => this.db.run(`DELETE FROM acs_start_tasks WHERE user_id = ? AND app_conversation_id = ?`, userId, conversationId));
+    return run(this.db, 'delete start tasks', () => this.db.run(`DELETE FROM acs_start_tasks WHERE user_id = ? AND app_conversation_id = ?`, userId, conversationId));
   }
 
   private filterSql(userId: string, filter: StartTaskFilter, params: Params): string {

@@ -34,6 +34,12 @@ export type SqliteStorageOptions = (
   migrations?: 'auto' | 'check';
   /** How long a statement waits for another connection's write lock before failing; default 5000 ms. */
   busyTimeoutMs?: number;
+  /**
+   * `full` (default): each commit is fsynced before its promise resolves; it survives a SIGKILL
+   * and a power cut. `normal`: commits survive the process's crash or SIGKILL, but a power cut
+   * may take the last ones back; each write costs no fsync (checkpoints still sync).
+   */
+  synchronous?: 'full' | 'normal';
 };
 
 /** The store ports backed by one SQLite database, ready for createAgentConversationService. */
@@ -62,7 +68,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     // Pragmas first: busy_timeout so that a second connection waits for the write lock.
     raw.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5_000))}`);
     raw.exec('PRAGMA journal_mode = WAL');
-    raw.exec('PRAGMA synchronous = FULL');
+    raw.exec(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     raw.exec('PRAGMA foreign_keys = ON');
     if ((options.migrations ?? 'check') === 'auto') {
       migrate(db);
@@ -96,8 +102,8 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     close: () => {
       if (closed || !owned) return Promise.resolve();
       closed = true;
-      // A close that throws rejects, as a caller of a promise expects.
-      return new Promise<void>((resolve) => resolve(void raw.close()));
+      // After the calls waiting for their turn.
+      return db.call(() => void raw.close());
     },
   };
 }
