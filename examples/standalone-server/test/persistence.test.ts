@@ -149,6 +149,12 @@ describe('the example server keeps its data across restarts', () => {
     expect(await refused.exited).toBe(1);
     expect(refused.stderr()).toMatch(/Cannot start: ACS_STORAGE=sqlite, but the data directory .* holds a PGlite database/);
 
+    // A move that cannot read the secrets (another key) changes nothing.
+    const wrongKey = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') });
+    expect(wrongKey.code, wrongKey.output).toBe(1);
+    expect(wrongKey.output).toMatch(/Cannot move: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/);
+    expect(readdirSync(dataDir).sort()).toEqual(['pglite', 'secret.key']);
+
     const moved = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir });
     expect(moved.code, moved.output).toBe(0);
     // Two API keys: the one made, and the one the device sign-in gave its device.
