@@ -1,3 +1,3 @@
 import { packageBuild } from '../../tsup.base.config.js';
 
-export default packageBuild();
+export default packageBuild({ index: 'src/index.ts', config: 'src/config.ts' });

@@ -1,4 +1,4 @@
-import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker';
+import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker/config';
 import { isAbsolute, resolve } from 'node:path';
 import { ExposedPortSchema } from '@acs/core/schemas';
 import { z } from 'zod';
@@ -76,9 +76,12 @@ export interface SandboxConfig {
   pids: number;
   network: 'bridge' | 'none' | 'host';
   maxRunningPerUser: number;
-  pauseOldestAtLimit: boolean;
+  /** At the limit: pause a sandbox whose conversations finished (the default), refuse (429), or pause the oldest whatever runs in it. */
+  atLimit: 'pause_finished' | 'refuse' | 'pause_oldest';
   /** 0: never. */
   idlePauseMinutes: number;
+  /** Sandboxes whose conversations all finished or wait for the user; 0: never. */
+  finishedIdlePauseMinutes: number;
   /** `auto`: the default image (acs-sandbox:bookworm), when the engine lacks it, is built at start and sandboxes wait for it; `off`: a missing image fails the sandbox. */
   imageBuild: 'auto' | 'off';
   /** Several Docker engines (ACS_DOCKER_HOSTS); null: the one engine of DOCKER_HOST or the default socket. */
@@ -146,8 +149,10 @@ const EnvSchema = z.object({
   ACS_SANDBOX_PIDS: z.coerce.number().int().min(16).max(1_000_000).default(512),
   ACS_SANDBOX_NETWORK: z.enum(['bridge', 'none', 'host']).default('bridge'),
   ACS_MAX_RUNNING_SANDBOXES: z.coerce.number().int().min(1).max(1000).default(5),
+  ACS_PAUSE_FINISHED_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('true'),
   ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
+  ACS_SANDBOX_FINISHED_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(5),
   ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
   ACS_DOCKER_HOSTS: z.string().optional(),
   ACS_DOCKER_MAX_RUNNING_PER_ENGINE: z.coerce.number().int().min(1).max(100_000).default(20),
@@ -221,8 +226,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       pids: e.ACS_SANDBOX_PIDS,
       network: e.ACS_SANDBOX_NETWORK,
       maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
-      pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === 'true' || e.ACS_PAUSE_OLDEST_AT_LIMIT === '1',
+      atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT) ? 'pause_oldest' : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT) ? 'pause_finished' : 'refuse',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
+      finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
       imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
       dockerHosts: e.ACS_DOCKER_HOSTS === undefined ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
     },

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { commandImageProvider, type SandboxImageProvider } from '@acs/adapter-docker';
+import { commandImageProvider, type SandboxImageProvider } from '@acs/adapter-docker/config';
 
 /** `acs-sandbox:*`, built at start when a spec names one the engine lacks. */
 export const isSandboxImage = (image: string): boolean => /^acs-sandbox:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);

@@ -5,14 +5,13 @@ import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
-import { createDockerEnginePool, createDockerRuntime, type DockerSandboxRuntime } from '@acs/adapter-docker';
+import type { DockerSandboxRuntime } from '@acs/adapter-docker';
 import { answerClientErrors, createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createWebConsole } from '@acs/web-console';
-import { createMcpConnector } from '@acs/adapter-mcp';
+import { createLazyMcpConnector } from '@acs/adapter-mcp/lazy';
 import { createGitProviders } from '@acs/adapter-git-providers';
 import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
-import { FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import type { SandboxConfig, StandaloneConfig } from './config.js';
@@ -32,11 +31,19 @@ export interface StandaloneServer {
   waitingFor(): string | null;
 }
 
-/** Docker when an engine answers; otherwise a runtime that answers 503 saying why (the server still starts). */
+/**
+ * Docker when an engine answers; otherwise a runtime that answers 503 saying why (the server
+ * still starts). The runtime's package is loaded only when it is the one configured (the Docker
+ * client holds about 28 MiB, the fake runtime's package its test servers).
+ */
 async function openSandboxRuntime(
   config: SandboxConfig,
 ): Promise<{ runtime: SandboxRuntime; docker: DockerSandboxRuntime | null; description: string; unavailable: string | null }> {
-  if (config.runtime === 'fake') return { runtime: new FakeSandboxRuntime(), docker: null, description: 'fake (in memory, runs nothing)', unavailable: null };
+  if (config.runtime === 'fake') {
+    const { FakeSandboxRuntime } = await import('@acs/testing');
+    return { runtime: new FakeSandboxRuntime(), docker: null, description: 'fake (in memory, runs nothing)', unavailable: null };
+  }
+  const { createDockerEnginePool, createDockerRuntime } = await import('@acs/adapter-docker');
   const dockerOptions = {
     limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
     networkMode: config.network,
@@ -96,7 +103,7 @@ export async function createStandaloneServer(
         sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
         runtime: sandboxes.runtime,
         llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
-        mcp: createMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+        mcp: createLazyMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
         gitProviders: createGitProviders({
           github: { apiUrl: config.git.githubApiUrl },
           gitlab: { apiUrl: config.git.gitlabApiUrl },
@@ -113,9 +120,10 @@ export async function createStandaloneServer(
       {
         allowClientConversationIds: config.allowClientConversationIds,
         maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
-        atSandboxLimit: config.sandboxes.pauseOldestAtLimit ? 'pause_oldest' : 'refuse',
+        atSandboxLimit: config.sandboxes.atLimit,
         ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
         ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+        idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
       },
     );
     if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, exampleDir, freshDataDir, startServer, waitForOutput } from './process.js';
@@ -78,6 +78,30 @@ describe('the standalone example server', () => {
     server.child.kill(signal);
     expect(await server.exited).toBe(0);
     expect(server.stdout()).toContain('"agent conversation service stopped"');
+  });
+
+  it('npm start builds what is stale and runs the built JavaScript, with no TypeScript loader in the process', async () => {
+    // npm runs the script in a shell of its own: the whole group is ended at the end, however the test went.
+    const child = spawn('npm', ['start'], {
+      cwd: exampleDir,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ACS_STORAGE: 'memory' },
+      detached: true,
+    });
+    const running = { child, url: '', stdout: () => out, stderr: () => err, exited: once(child, 'exit').then(([code]) => code as number | null) };
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      const line = await waitForOutput(running, '"agent conversation service listening"', 'its listening line', 240_000);
+      const { url, pid } = JSON.parse(line) as { url: string; pid: number };
+      expect((await call(url, '/alive', null)).status).toBe(200);
+      const commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      expect(commandLine.slice(1), commandLine.join(' ')).toEqual(['dist/main.js', '']);
+    } finally {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      await running.exited;
+    }
   });
 
   it('refuses bad configuration with a message that says what to fix', async () => {

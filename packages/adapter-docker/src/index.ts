@@ -11,4 +11,5 @@
 export { connectDocker, createDockerRuntime, MAX_DOCKER_API_VERSION, MIN_DOCKER_API_VERSION, type DockerConnection } from './connect.js';
 export { DockerSandboxRuntime, LABELS, SANDBOX_CAPABILITIES, type DockerResourceLimits, type DockerRuntimeOptions } from './docker-runtime.js';
 export { commandImageProvider, type SandboxImageProvider } from './image-provider.js';
-export { connectionOf, createDockerEnginePool, parseDockerHosts, type DockerEngineHost, type DockerEnginePool } from './engines.js';
+export { connectionOf, createDockerEnginePool, type DockerEnginePool } from './engines.js';
+export { parseDockerHosts, type DockerEngineHost } from './hosts.js';

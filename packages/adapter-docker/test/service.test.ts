@@ -54,7 +54,7 @@ describe('sandbox service on Docker', () => {
   });
 
   it('refuses a start over the per-user limit with 429, or pauses the oldest when told to', async () => {
-    const refusing = await compose({ maxRunningSandboxesPerUser: 1 });
+    const refusing = await compose({ maxRunningSandboxesPerUser: 1, atSandboxLimit: 'refuse' });
     const first = await expectOk(refusing.service.sandboxes.start('alice'));
     const second = await refusing.service.sandboxes.start('alice');
     expect(second.isErr() && second.error).toEqual({ type: 'SandboxCapReached', limit: 1 });

@@ -1,10 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import OpenAI, { APIConnectionTimeoutError, APIUserAbortError } from 'openai';
-import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import { classifyError, redact, toLlmError, type AttemptFailure } from './errors.js';
-import { parseCompletion, toChatMessages, toChatTools } from './mapping.js';
+import { classifyError, classifyStatus, redact, toLlmError, type AttemptFailure } from './errors.js';
+import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
 
@@ -21,15 +18,13 @@ export interface OpenAiLlmClientOptions {
   prices?: PriceTable;
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
   headers?: Record<string, string>;
-  /** How many SDK clients (one per base URL and key) are kept for connection reuse. Default 32. */
-  maxCachedClients?: number;
 }
 
 /** Sent as the key to servers that need none (Ollama, vLLM, a local LiteLLM proxy) when `llm_api_key` is empty. */
 export const PLACEHOLDER_API_KEY = 'not-needed';
 export const LITELLM_COST_HEADER = 'x-litellm-response-cost';
 
-const DEFAULTS = { maxRetries: 4, initialBackoffMs: 1000, maxBackoffMs: 30_000, timeoutMs: 120_000, maxCachedClients: 32 };
+const DEFAULTS = { maxRetries: 4, initialBackoffMs: 1000, maxBackoffMs: 30_000, timeoutMs: 120_000 };
 
 const nonNegative = (value: number | undefined, fallback: number) =>
   value !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
@@ -61,10 +56,24 @@ type Attempt =
   | { ok: true; data: unknown; headers: Headers; status: number }
   | { ok: false; failure: AttemptFailure };
 
+const USER_AGENT = 'acs-adapter-openai';
+
+/** The body of an answer: parsed JSON when it is JSON, else its text (a proxy's HTML page, say). */
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text.trim() === '') return text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
 /**
- * The `LlmClient` port over any OpenAI-compatible chat-completions API, with the official
- * `openai` SDK (its own retries off: this adapter retries, so it can count attempts, honour
- * cancellation during a backoff and cap `retry-after`).
+ * The `LlmClient` port over any OpenAI-compatible chat-completions API: one `POST
+ * {base}/chat/completions` per attempt with Node's own fetch (connections are kept and reused
+ * per origin by Node's global agent). This adapter retries, so it can count attempts, honour
+ * cancellation during a backoff and cap `retry-after`.
  *
  * ```ts
  * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime, llm: createOpenAiLlmClient() });
@@ -77,57 +86,43 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
     maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
   };
   const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
-  const maxClients = Math.max(1, Math.floor(nonNegative(options.maxCachedClients, DEFAULTS.maxCachedClients)));
   const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
-  const headers = { ...options.headers };
+  const extraHeaders = { ...options.headers };
 
-  // One SDK client per (base URL, key), least recently used dropped first; keyed by a hash so
-  // the map does not hold keys in clear text (the SDK clients do, unavoidably).
-  const clients = new Map<string, OpenAI>();
-  const clientFor = (baseURL: string, apiKey: string): OpenAI => {
-    const id = createHash('sha256').update(baseURL).update('\n').update(apiKey).digest('hex');
-    let client = clients.get(id);
-    if (client) {
-      clients.delete(id);
-    } else {
-      client = new OpenAI({
-        apiKey,
-        baseURL,
-        maxRetries: 0,
-        timeout: timeoutMs,
-        // Never send the operator's OPENAI_* environment (organisation, project, admin key)
-        // to a user's endpoint, and never log requests (they carry the key).
-        organization: null,
-        project: null,
-        adminAPIKey: null,
-        webhookSecret: null,
-        logLevel: 'off',
-        defaultHeaders: headers,
-      });
-      while (clients.size >= maxClients) {
-        const oldest = clients.keys().next();
-        if (oldest.done) break;
-        clients.delete(oldest.value);
-      }
-    }
-    clients.set(id, client);
-    return client;
-  };
+  const cancelled: AttemptFailure = { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null };
+  const timedOut: AttemptFailure = { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null };
 
-  async function attempt(client: OpenAI, body: ChatCompletionCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<Attempt> {
-    // Our own timer covers the whole attempt, reading the answer included (the SDK's stops at the headers).
+  async function attempt(url: string, apiKey: string, body: ChatCompletionRequest, signal: AbortSignal | undefined): Promise<Attempt> {
+    // One timer covers the whole attempt, reading the answer included.
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), timeoutMs);
+    const stopped = () => (signal?.aborted ? cancelled : timer.signal.aborted ? timedOut : null);
     try {
-      const { data, response } = await client.chat.completions
-        .create(body, { signal: signal ? AbortSignal.any([signal, timer.signal]) : timer.signal, timeout: timeoutMs, maxRetries: 0 })
-        .withResponse();
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'application/json',
+            'User-Agent': USER_AGENT,
+            ...extraHeaders,
+            Authorization: `Bearer ${apiKey}`,
+          },
+          body: JSON.stringify(body),
+          signal: signal ? AbortSignal.any([signal, timer.signal]) : timer.signal,
+        });
+      } catch (error) {
+        return { ok: false, failure: stopped() ?? classifyError(error, 'connecting') };
+      }
+      let data: unknown;
+      try {
+        data = await readBody(response);
+      } catch (error) {
+        return { ok: false, failure: stopped() ?? classifyError(error, 'reading') };
+      }
+      if (!response.ok) return { ok: false, failure: classifyStatus(response.status, data, response.headers) };
       return { ok: true, data, headers: response.headers, status: response.status };
-    } catch (error) {
-      if (signal?.aborted) return { ok: false, failure: classifyError(new APIUserAbortError()) };
-      const failure = classifyError(timer.signal.aborted ? new APIConnectionTimeoutError() : error);
-      if (failure.code === 'timeout' && failure.status === null) failure.detail = `no answer within ${timeoutMs} ms`;
-      return { ok: false, failure };
     } finally {
       clearTimeout(timeout);
     }
@@ -149,19 +144,17 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
     }
     if (resolved.model === '') return refuse('llm_model is empty');
 
-    const client = clientFor(resolved.baseUrl, apiKey ?? PLACEHOLDER_API_KEY);
-    const body: ChatCompletionCreateParamsNonStreaming = {
+    const url = `${resolved.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    const body: ChatCompletionRequest = {
       model: resolved.model,
       messages: toChatMessages(request.messages),
       ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
     };
-    const cancelled: AttemptFailure = { code: 'cancelled', detail: '', status: null, retry: false, retryableLater: false, retryAfterMs: null };
-
     let attempts = 0;
     for (;;) {
       if (signal?.aborted) return fail(cancelled, attempts);
       attempts += 1;
-      const outcome = await attempt(client, body, signal);
+      const outcome = await attempt(url, apiKey ?? PLACEHOLDER_API_KEY, body, signal);
       if (outcome.ok) return answer(outcome, attempts);
       const { failure } = outcome;
       if (failure.code === 'cancelled') return fail(failure, attempts);

@@ -1,7 +1,4 @@
 import type { LlmError, LlmErrorCode } from '@acs/core/ports';
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-
-type StatusError = APIError<number | undefined, Headers | undefined, object | undefined>;
 
 /** One failed attempt, classified: what to report and whether another attempt may help. */
 export interface AttemptFailure {
@@ -51,51 +48,33 @@ export function retryAfterMs(headers: Headers | undefined, now = Date.now()): nu
 const asRecord = (value: unknown): Record<string, unknown> | null =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 
-/** The provider's message and codes out of whatever shape its error body has. */
-function describeBody(error: StatusError): { message: string; codes: string[] } {
-  // Usually `{ message, type, code }`; Ollama sends a bare string, vLLM `{ detail }`.
-  const raw: unknown = error.error;
-  const body = asRecord(raw);
-  const codes = [error.code, error.type, body?.['code'], body?.['type'], body?.['status']]
+/**
+ * The provider's message and codes out of whatever shape its error body has: usually
+ * `{ error: { message, type, code } }`; Ollama sends `{ error: "…" }`, vLLM `{ detail }` or
+ * `{ object: "error", message, … }`, and a proxy may answer with text.
+ */
+function describeBody(status: number, body: unknown): { message: string; codes: string[] } {
+  const outer = asRecord(body);
+  const raw: unknown = outer && 'error' in outer ? outer['error'] : body;
+  const inner = asRecord(raw);
+  const codes = [inner?.['code'], inner?.['type'], inner?.['status'], outer?.['code'], outer?.['type']]
     .filter((c): c is string | number => typeof c === 'string' || typeof c === 'number')
     .map((c) => String(c).toLowerCase());
   let message: string;
-  if (typeof raw === 'string') message = raw;
-  else if (typeof body?.['message'] === 'string') message = body['message'];
-  else if (typeof body?.['detail'] === 'string') message = body['detail'];
-  else if (typeof body?.['error'] === 'string') message = body['error'];
-  else if (body) message = JSON.stringify(body);
-  else message = error.message;
+  if (typeof raw === 'string') message = raw.trim() === '' ? `${status} status code (no body)` : raw;
+  else if (typeof inner?.['message'] === 'string') message = inner['message'];
+  else if (typeof inner?.['detail'] === 'string') message = inner['detail'];
+  else if (typeof inner?.['error'] === 'string') message = inner['error'];
+  else if (raw !== undefined && raw !== null) message = JSON.stringify(raw);
+  else message = `${status} status code (no body)`;
   return { message, codes };
 }
 
-/** Classifies what the SDK threw for one attempt (with its own retries off). */
-export function classifyError(error: unknown): AttemptFailure {
-  const base = { retryAfterMs: null, status: null } as const;
-  if (error instanceof APIUserAbortError) {
-    return { ...base, code: 'cancelled', detail: 'the request was aborted', retry: false, retryableLater: false };
-  }
-  if (error instanceof APIConnectionTimeoutError) {
-    return { ...base, code: 'timeout', detail: 'no answer within the request timeout', retry: true, retryableLater: true };
-  }
-  if (error instanceof APIConnectionError) {
-    return { ...base, code: 'unreachable', detail: connectionDetail(error), retry: true, retryableLater: true };
-  }
-  if (isDroppedConnection(error)) {
-    return { ...base, code: 'unreachable', detail: `the connection dropped while reading the answer (${chainText(error)})`, retry: true, retryableLater: true };
-  }
-  if (error instanceof APIError) {
-    const apiError = error as StatusError;
-    if (typeof apiError.status === 'number') return classifyStatus(apiError.status, apiError);
-  }
-  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return { ...base, code: 'provider_error', detail: `the answer is not a chat completion (${detail})`, retry: false, retryableLater: false };
-}
-
-function classifyStatus(status: number, error: StatusError): AttemptFailure {
-  const { message, codes } = describeBody(error);
+/** Classifies an answer with a status outside 2xx, from its body (parsed JSON, or text) and headers. */
+export function classifyStatus(status: number, body: unknown, headers: Headers | undefined): AttemptFailure {
+  const { message, codes } = describeBody(status, body);
   const has = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
-  const after = retryAfterMs(error.headers);
+  const after = retryAfterMs(headers);
   const failure = (code: LlmErrorCode, retry: boolean, retryableLater = retry): AttemptFailure => ({
     code,
     detail: message,
@@ -113,6 +92,22 @@ function classifyStatus(status: number, error: StatusError): AttemptFailure {
   if (has(CONTEXT_CODES) || CONTEXT_WORDS.test(message)) return failure('context_too_long', false);
   if (status === 404 || codes.includes('model_not_found') || MODEL_WORDS.test(message)) return failure('model_not_found', false);
   return failure('bad_request', false);
+}
+
+/**
+ * Classifies what an attempt threw instead of answering: `stage` says whether no answer came
+ * (the connection failed: `fetch` threw) or the answer broke off while it was being read.
+ */
+export function classifyError(error: unknown, stage: 'connecting' | 'reading'): AttemptFailure {
+  const base = { retryAfterMs: null, status: null } as const;
+  if (stage === 'connecting') {
+    return { ...base, code: 'unreachable', detail: connectionDetail(error), retry: true, retryableLater: true };
+  }
+  if (isDroppedConnection(error)) {
+    return { ...base, code: 'unreachable', detail: `the connection dropped while reading the answer (${chainText(error)})`, retry: true, retryableLater: true };
+  }
+  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return { ...base, code: 'provider_error', detail: `the answer is not a chat completion (${detail})`, retry: false, retryableLater: false };
 }
 
 const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
@@ -138,7 +133,9 @@ function chainText(error: unknown): string {
   return parts.join(': ');
 }
 
-function connectionDetail(error: APIConnectionError): string {
+/** The innermost cause of a failed connection (fetch throws `TypeError: fetch failed` with it as the cause). */
+function connectionDetail(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
   const parts: string[] = [];
   let cause: unknown = error.cause;
   for (let depth = 0; cause instanceof Error && depth < 3; depth++) {

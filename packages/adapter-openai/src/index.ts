@@ -1,7 +1,7 @@
 /**
  * @acs/adapter-openai: the `LlmClient` port over any OpenAI-compatible chat-completions API
  * (OpenAI, a LiteLLM proxy, OpenRouter, Ollama, vLLM, Anthropic/Gemini/DeepSeek compatibility
- * endpoints) with the official `openai` SDK: tools, retries with backoff, error codes,
+ * endpoints) over Node's fetch: tools, retries with backoff, error codes,
  * token usage and cost.
  *
  * ```ts
@@ -10,7 +10,18 @@
  * ```
  */
 export { backoffMs, createOpenAiLlmClient, LITELLM_COST_HEADER, PLACEHOLDER_API_KEY, type OpenAiLlmClientOptions } from './client.js';
-export { classifyError, redact, retryAfterMs, RETRIED_STATUSES, toLlmError, type AttemptFailure } from './errors.js';
-export { normaliseFinishReason, parseCompletion, toChatMessages, toChatTools, type ParsedCompletion } from './mapping.js';
+export { classifyError, classifyStatus, redact, retryAfterMs, RETRIED_STATUSES, toLlmError, type AttemptFailure } from './errors.js';
+export {
+  normaliseFinishReason,
+  parseCompletion,
+  toChatMessages,
+  toChatTools,
+  type ChatCompletionContentPart,
+  type ChatCompletionFunctionTool,
+  type ChatCompletionMessageParam,
+  type ChatCompletionRequest,
+  type ChatCompletionToolCall,
+  type ParsedCompletion,
+} from './mapping.js';
 export { NATIVE_PROVIDER_BASE_URLS, OLLAMA_BASE_URL, OPENAI_BASE_URL, OPENROUTER_BASE_URL, resolveModel, type ResolvedModel } from './models.js';
 export { costOf, DEFAULT_PRICES, knownModels, priceFor, priceKeys, type ModelPrice, type PriceTable, type TokenUsage } from './prices.js';

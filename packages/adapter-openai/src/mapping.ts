@@ -1,10 +1,35 @@
 import { randomUUID } from 'node:crypto';
 import type { LlmFinishReason, LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
-import type {
-  ChatCompletionContentPart,
-  ChatCompletionFunctionTool,
-  ChatCompletionMessageParam,
-} from 'openai/resources/chat/completions';
+
+/** A content part of a user message in the chat-completions request. */
+export type ChatCompletionContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
+/** A function tool call of an assistant message in the chat-completions request. */
+export interface ChatCompletionToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A message of the chat-completions request, in the shape the API takes. */
+export type ChatCompletionMessageParam =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string | ChatCompletionContentPart[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: ChatCompletionToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** A function the model may call, as the chat-completions request declares it. */
+export interface ChatCompletionFunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+/** The body of a (non-streaming) chat-completions request. */
+export interface ChatCompletionRequest {
+  model: string;
+  messages: ChatCompletionMessageParam[];
+  tools?: ChatCompletionFunctionTool[];
+}
 
 /** `LlmMessage`s as chat-completions messages (tool calls as `function` tool calls). */
 export function toChatMessages(messages: readonly LlmMessage[]): ChatCompletionMessageParam[] {

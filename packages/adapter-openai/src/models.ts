@@ -25,7 +25,7 @@ export interface ResolvedModel {
   /** The model name sent in the request body. */
   model: string;
   /**
-   * The base URL of the chat-completions API (the SDK appends `/chat/completions`), without
+   * The base URL of the chat-completions API (the client appends `/chat/completions`), without
    * a trailing slash; null when no endpoint is known (a `litellm_proxy/` or unknown prefix
    * and no `llm_base_url`): the call then fails with `bad_request` and no request is sent.
    */

@@ -110,6 +110,31 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     expect(resumed.find((r) => r.isErr())?._unsafeUnwrapErr().type).toBe('SandboxCapReached');
   });
 
+  it('makes room from finished conversations under the same lock: concurrent creates over three replicas get exactly one sandbox per finished one', async () => {
+    const { replicas: [a, b, c] } = await replicas(3, { maxRunningSandboxesPerUser: 3, reconcileIntervalMs: 0 });
+    await expectOk(a!.service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
+    // Three conversations that finish at once (the scripted model's text reply), on replica A.
+    const finished: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await expectOk(a!.service.conversations.create('alice', { initial_user_msg: `task ${i}` }));
+      await a!.service.idle();
+      const record = (await expectOk(a!.service.conversations.get('alice', created.conversation_id))).record;
+      expect(record.execution_status).toBe('finished');
+      finished.push(record.sandbox_id!);
+    }
+    // A finish counts once it is a few seconds old (core's MAKE_ROOM_GRACE_MS, 5 s).
+    await sleep(5_200);
+
+    const services = [a!.service, b!.service, c!.service];
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => services[i % 3]!.conversations.create('alice', { initial_user_msg: `at once ${i}` })));
+    expect(results.filter((r) => r.isOk())).toHaveLength(3);
+    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr())).toEqual(Array(9).fill({ type: 'SandboxCapReached', limit: 3, why: 'none_at_rest' }));
+    await Promise.all(services.map((s) => s.idle()));
+    for (const id of finished) expect((await expectOk(a!.storage.sandboxes.get('alice', id)))?.status).toBe('PAUSED');
+    expect(await expectOk(a!.storage.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']))).toHaveLength(3);
+    expect(await expectOk(a!.service.conversations.count('alice', {}))).toBe(6);
+  });
+
   it('pauses idle sandboxes from one replica only, sees use recorded on another, and hands the lead over when the leader goes', async () => {
     const { runtime, add } = await cluster({ idlePauseAfterMs: 400, maintenanceIntervalMs: 25, reconcileIntervalMs: 0 });
     const a = await add();

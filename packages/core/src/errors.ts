@@ -25,7 +25,12 @@ export type DomainError =
   | { readonly type: 'IllegalSandboxTransition'; readonly sandboxId: string; readonly from: string; readonly action: string }
   | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
   | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
-  | { readonly type: 'SandboxCapReached'; readonly limit: number }
+  /**
+   * `none_at_rest`: the service would have paused one of the user's sandboxes to make room, but
+   * each runs an agent, starts a conversation, was used moments ago or has no conversation;
+   * `pause_failed`: pausing the one it chose failed. Absent: the service refuses at the limit.
+   */
+  | { readonly type: 'SandboxCapReached'; readonly limit: number; readonly why?: 'none_at_rest' | 'pause_failed' }
   | { readonly type: 'SecretNotFound'; readonly name: string }
   | { readonly type: 'ConversationNotRunning'; readonly conversationId: string; readonly status: string }
   | { readonly type: 'SecretNameTaken'; readonly name: string }
@@ -317,7 +322,13 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
     }))
     .with({ type: 'SandboxCapReached' }, (e) => ({
       code: 'SANDBOX_LIMIT_REACHED',
-      message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once; pause or delete one, then try again.`,
+      message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once${
+        e.why === 'none_at_rest'
+          ? `, and none could be paused to make room: a sandbox is paused for another only when all its conversations have finished or wait for you (and not in the seconds after they did), never while an agent works in it or when it was started without a conversation. Wait for an agent to finish, or pause or delete one, then try again.`
+          : e.why === 'pause_failed'
+            ? `, and pausing one whose conversations have finished, to make room, failed; pause or delete one, then try again.`
+            : `; pause or delete one, then try again.`
+      }`,
     }))
     .with({ type: 'ApiKeyNotFound' }, (e) => ({
       code: 'API_KEY_NOT_FOUND' as const,

@@ -35,7 +35,7 @@ export {
   type DeviceAuthorizationService,
   type StartedDeviceAuthorization,
 } from './access/device-authorization.js';
-export { SandboxServiceErrors, type ReconcileReport, type SandboxEndpoint, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions } from './sandbox/service.js';
+export { SandboxServiceErrors, type ReconcileReport, type SandboxEndpoint, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions, type SandboxUse } from './sandbox/service.js';
 export { isSandboxKey } from './sandbox/keys.js';
 export {
   ConversationServiceErrors,

@@ -9,6 +9,7 @@ import type { ConversationStore, StartTaskStore } from './conversation/store.js'
 import type { EventNotifier } from './events/notifier.js';
 import type { ConversationLeaseStore } from './events/lease.js';
 import { ConversationOwnership, type OwnershipOptions } from './conversation/ownership.js';
+import { sandboxUseOf } from './conversation/sandbox-use.js';
 import type { EventStore } from './events/store.js';
 import type { InstallationStore } from './installation.js';
 import { InProcessLocks, type Locks } from './locks.js';
@@ -141,7 +142,8 @@ export function createAgentConversationService(
 
   const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
   // The two services refer to each other: a lost sandbox stops its conversations.
-  // The callback runs only after both exist.
+  // The callback runs only after both exist. The sandbox side learns what a sandbox's
+  // conversations are doing (to pause finished ones) from the conversation store.
   const sandboxes = createSandboxService({
     sandboxes: ports.sandboxes,
     installation: ports.installation,
@@ -157,6 +159,7 @@ export function createAgentConversationService(
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
+    useOf: (userId, sandboxId) => ports.conversations.listBySandbox(userId, sandboxId).map(sandboxUseOf),
   });
   const log = new EventLog(ports.events, ports.eventNotifier);
   const agent = ports.agent({

@@ -1,6 +1,6 @@
 import { errAsync, ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, type AgentConversationServicePorts } from '../src/index.js';
+import { createAgentConversationService, type AgentConversationServiceOptions, type AgentConversationServicePorts } from '../src/index.js';
 import { storeUnavailable, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError, type StoreFailure } from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
@@ -21,7 +21,7 @@ function overriding<T extends object>(target: T, overrides: { [K in keyof T]?: u
 }
 
 /** Memory ports with settings that let conversations start, and a service over them. */
-async function setup(options: { maxRunningSandboxesPerUser?: number } = {}, tweak: (ports: ReturnType<typeof createMemoryPorts>) => Partial<AgentConversationServicePorts> = () => ({})) {
+async function setup(options: AgentConversationServiceOptions = {}, tweak: (ports: ReturnType<typeof createMemoryPorts>) => Partial<AgentConversationServicePorts> = () => ({})) {
   const ports = createMemoryPorts();
   const service = createAgentConversationService({ agent: createAgent(), ...ports, ...tweak(ports) }, { pollIntervalMs: 1, ...options });
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
@@ -81,7 +81,7 @@ describe('a refused or failed create leaves nothing behind', () => {
   });
 
   it('V0 start at the sandbox limit answers 429 and leaves the conversation STOPPED, without a task', async () => {
-    const world = await setup({ maxRunningSandboxesPerUser: 1 });
+    const world = await setup({ maxRunningSandboxesPerUser: 1, atSandboxLimit: 'refuse' });
     const { service } = world;
     const first = await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     await service.idle();

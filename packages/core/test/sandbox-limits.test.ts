@@ -11,7 +11,8 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 });
     const a = await expectOk(service.sandboxes.start('alice'));
     await expectOk(service.sandboxes.start('alice'));
-    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 2 });
+    // Sandboxes without a conversation are never paused for another.
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 2, why: 'none_at_rest' });
     await expectOk(service.sandboxes.start('bob'));
     await service.idle();
     await expectOk(service.sandboxes.pause('alice', a.id));

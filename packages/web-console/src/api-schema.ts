@@ -1192,7 +1192,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to the agent (V0 shape)
-         * @description Appends a user message to the conversation. A running conversation acts on it at once (also after the agent finished); a stopped one acts on it when started.
+         * @description Appends a user message to the conversation. A running conversation acts on it at once (also after the agent finished, its sandbox resumed first if it was paused); a stopped one acts on it when started.
          */
         post: operations["sendConversationMessage"];
         delete?: never;
@@ -1230,7 +1230,7 @@ export interface paths {
         };
         /**
          * List app conversations, or get them by id
-         * @description With ids (UUIDs, 32 hex digits dashed or not; at most 99, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.
+         * @description With ids (UUIDs, 32 hex digits dashed or not, on a server that issues only its own ids; at most 99, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.
          */
         get: operations["listAppConversations"];
         put?: never;
@@ -1389,7 +1389,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to the agent
-         * @description Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. Unlike OpenHands, a conversation whose sandbox is not running takes the message too: its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.
+         * @description Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. A running conversation whose sandbox was paused (idle, its conversations finished, or to make room for another) gets the sandbox resumed first, within the per-user sandbox limit, workspace as it was. Unlike OpenHands, a conversation whose sandbox is not running takes the message too (a stopped one, or a resume refused at the limit): its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.
          */
         post: operations["sendAppConversationMessage"];
         delete?: never;

@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AgentConversationService } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
@@ -6,7 +6,7 @@ import type { Caller } from '../auth/caller.js';
 import type { SandboxProxy } from '../sandbox-proxy.js';
 import { createV1Channel } from './agent-server-channel.js';
 import type { LiveConnections } from './live-connections.js';
-import { attachV0Channel } from './socketio-channel.js';
+import { createV0Channel } from './socketio-channel.js';
 import { decodeSegment, isUnder, refuseUpgrade, requestTarget } from './upgrades.js';
 
 export interface RealtimeChannels {
@@ -38,11 +38,19 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
   const mount = mountPath.replace(/\/+$/, '');
   const socketIoPath = `${mount}/socket.io`;
   const v1Prefix = `${mount}/sockets/events`;
-  const before = new Set(server.listeners('upgrade'));
-  const io = attachV0Channel(server, socketIoPath, deps);
-  // engine.io's listener, added just now, takes socket.io's upgrades; any other listener is the host's.
-  const ours = new Set(server.listeners('upgrade').filter((l) => !before.has(l)));
+  const v0 = createV0Channel(deps);
   const v1 = createV1Channel(deps);
+
+  // socket.io's long polling comes as plain requests: they are taken before the host's listeners see them.
+  const hostRequestListeners = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url?.startsWith(`${socketIoPath}/`)) {
+      v0.handleRequest(req, res);
+      return;
+    }
+    for (const listener of hostRequestListeners) listener.call(server, req, res);
+  });
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // A reset while the request is looked at must not become an unhandled 'error'.
@@ -56,7 +64,10 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
       refuseUpgrade(socket, 400, 'The request target must be a path (/…).');
       return;
     }
-    if (target.path.startsWith(`${socketIoPath}/`)) return; // engine.io answers it.
+    if (target.path.startsWith(`${socketIoPath}/`)) {
+      v0.handleUpgrade(req, socket, head);
+      return;
+    }
 
     if (isUnder(target.path, v1Prefix)) {
       const id = decodeSegment(target.path.slice(v1Prefix.length + 1).replace(/\/$/, ''));
@@ -67,7 +78,7 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
       v1.handleUpgrade(req, socket, head, id, target.query);
       return;
     }
-    const hostListens = server.listeners('upgrade').some((l) => l !== onUpgrade && !ours.has(l));
+    const hostListens = server.listeners('upgrade').some((l) => l !== onUpgrade);
     if (!hostListens) refuseUpgrade(socket, 404, `No channel is served at ${target.path.slice(0, 200)}.`);
   };
   server.on('upgrade', onUpgrade);
@@ -80,12 +91,7 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
         deps.live.closeAll();
         v1.close();
         deps.sandboxProxy.close();
-        io.disconnectSockets(true);
-        await new Promise<void>((resolve) => {
-          // socket.io's close also closes the HTTP server it is attached to: only detach here.
-          io.engine.close();
-          resolve();
-        });
+        v0.close();
       })()),
   };
 }

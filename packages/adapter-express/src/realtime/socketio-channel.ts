@@ -1,8 +1,9 @@
-import type { Server as HttpServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AgentConversationService } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import type { ConversationEvent } from '@acs/core/schemas';
-import { Server as SocketIoServer, type Socket } from 'socket.io';
+import type { Server as SocketIoServer, Socket } from 'socket.io';
 import { channelAccess, type Caller } from '../auth/caller.js';
 import { openFeed, type Feed } from './feed.js';
 import { CLOSE_MESSAGES, type Admitted, type LiveConnections } from './live-connections.js';
@@ -30,6 +31,77 @@ interface ChannelData {
 
 const first = (value: unknown): string | null => (Array.isArray(value) ? first(value[0]) : typeof value === 'string' && value !== '' ? value : null);
 
+/** The V0 channel as the router holds it: socket.io and engine.io are loaded at its first request. */
+export interface V0Channel {
+  /** Takes a long-polling request of the channel (its path is under the channel's). */
+  handleRequest(req: IncomingMessage, res: ServerResponse): void;
+  /** Takes a WebSocket upgrade of the channel. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Disconnects every socket and stops taking new ones; requests after it are answered 503. */
+  close(): void;
+}
+
+/**
+ * The V0 channel, loaded when it is first used: socket.io and engine.io hold about 11 MiB, and
+ * a server that no OpenHands V0 UI talks to never needs them. A load that fails is answered
+ * 503 and tried again at the next request.
+ */
+export function createV0Channel(deps: V0ChannelDeps): V0Channel {
+  let loading: Promise<SocketIoServer> | null = null;
+  let closed = false;
+  const load = () =>
+    (loading ??= (async () => {
+      const [{ Server: SocketIo }, { Server: Engine }] = await Promise.all([import('socket.io'), import('engine.io')]);
+      const io = new SocketIo({ serveClient: false, connectTimeout: deps.live.limits.authDeadlineMs });
+      io.bind(new Engine({ maxHttpBufferSize: deps.maxMessageBytes }));
+      configureV0Channel(io, deps);
+      return io;
+    })().catch((error: unknown) => {
+      loading = null;
+      throw error;
+    }));
+  const unavailable = (error: unknown) => {
+    deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'could not load socket.io for the V0 channel');
+    return 'The realtime channel is not available right now; try again.';
+  };
+  return {
+    handleRequest(req, res) {
+      if (closed) {
+        res.writeHead(503, { 'Content-Type': 'text/plain' }).end('The server is shutting down.');
+        return;
+      }
+      load().then(
+        (io) => io.engine.handleRequest(req, res),
+        (error: unknown) => res.writeHead(503, { 'Content-Type': 'text/plain' }).end(unavailable(error)),
+      );
+    },
+    handleUpgrade(req, socket, head) {
+      if (closed) {
+        socket.destroy();
+        return;
+      }
+      load().then(
+        (io) => io.engine.handleUpgrade(req, socket, head),
+        (error: unknown) => {
+          unavailable(error);
+          socket.destroy();
+        },
+      );
+    },
+    close() {
+      closed = true;
+      void loading?.then(
+        (io) => {
+          io.disconnectSockets(true);
+          // socket.io's own close would close the HTTP server too: only the engine here.
+          io.engine.close();
+        },
+        () => undefined,
+      );
+    },
+  };
+}
+
 /**
  * The OpenHands V0 realtime channel: socket.io at `<mount>/socket.io`, one socket per
  * conversation (`conversation_id` in the handshake query). On connect it replays the events
@@ -40,16 +112,8 @@ const first = (value: unknown): string | null => (Array.isArray(value) ? first(v
  * not connected to the namespace within the auth deadline, holds more live connections than
  * its user may, or stops reading, is disconnected.
  */
-export function attachV0Channel(server: HttpServer, path: string, deps: V0ChannelDeps): SocketIoServer {
+function configureV0Channel(io: SocketIoServer, deps: V0ChannelDeps): void {
   const { service, logger, live } = deps;
-  const io = new SocketIoServer(server, {
-    path,
-    serveClient: false,
-    maxHttpBufferSize: deps.maxMessageBytes,
-    connectTimeout: live.limits.authDeadlineMs,
-    // Upgrades for other paths are the router's (it answers or leaves them to the host).
-    destroyUpgrade: false,
-  });
 
   io.use((socket, next) => {
     const conversationId = first(socket.handshake.query.conversation_id);
@@ -180,7 +244,6 @@ export function attachV0Channel(server: HttpServer, path: string, deps: V0Channe
       refuse(`Unknown action ${String(kind)}.`);
     }
   });
-  return io;
 }
 
 /**

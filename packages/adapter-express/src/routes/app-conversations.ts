@@ -245,7 +245,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       operationId: 'sendAppConversationMessage',
       summary: 'Send a message to the agent',
       description:
-        'Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. Unlike OpenHands, a conversation whose sandbox is not running takes the message too: its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.',
+        'Appends a user message (text and/or images) to the conversation. With `run: true` (the default, as in OpenHands) a running conversation acts on it at once (also after the agent finished); with `run: false` it is only recorded and the agent sees it on its next run. A working agent sees it at its next step either way. A running conversation whose sandbox was paused (idle, its conversations finished, or to make room for another) gets the sandbox resumed first, within the per-user sandbox limit, workspace as it was. Unlike OpenHands, a conversation whose sandbox is not running takes the message too (a stopped one, or a resume refused at the limit): its agent sees it when the conversation is started (`message` says so). Only role "user" is accepted.',
       tags: ['events (V1)'],
       params: conversationIdParams,
       body: AppSendMessageRequestSchema,

@@ -130,7 +130,7 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       operationId: 'sendConversationMessage',
       summary: 'Send a message to the agent (V0 shape)',
       description:
-        'Appends a user message to the conversation. A running conversation acts on it at once (also after the agent finished); a stopped one acts on it when started.',
+        'Appends a user message to the conversation. A running conversation acts on it at once (also after the agent finished, its sandbox resumed first if it was paused); a stopped one acts on it when started.',
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       body: V0MessageRequestSchema,

@@ -48,6 +48,38 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     return countFrom(0, 0);
   };
 
+  /**
+   * Before a conversation's agent is given work (a message, a decision, a run): a conversation
+   * that runs by intent but whose sandbox was paused (idle, finished, to make room for another)
+   * gets it back, within the user's limit, so the agent acts at once as it would have before the
+   * pause. True when the caller wakes the agent now; false when the sandbox resumes slowly (a
+   * pod scheduled again) and `wakeLater` runs once it is up. A refused resume (the limit, the
+   * engine) is logged and leaves the work waiting for the conversation's start: what the user
+   * sent is stored either way. A stopped conversation stays stopped.
+   */
+  const bringSandboxBack = (userId: string, record: ConversationRecord, wakeLater: () => void): ResultAsync<boolean, never> =>
+    ResultAsync.fromSafePromise(
+      (async () => {
+        const sandboxId = record.sandbox_id;
+        const box = record.status === 'RUNNING' && sandboxId ? (await sandboxStore.get(userId, sandboxId)).unwrapOr(null) : null;
+        if (!box || !sandboxId || box.status !== 'PAUSED') {
+          // So the sandbox is not taken for resting in the moment before the agent's run begins.
+          if (box?.status === 'RUNNING') sandboxes.touch(userId, box.id);
+          return true;
+        }
+        const resumed = await sandboxes.resume(userId, sandboxId);
+        if (resumed.isErr()) {
+          logger.warn({ conversationId: record.id, sandboxId, error: resumed.error.type }, 'could not resume the paused sandbox of a conversation given work; it waits until the conversation is started');
+          return true;
+        }
+        if ((await sandboxStore.get(userId, sandboxId)).unwrapOr(null)?.status !== 'STARTING') return true;
+        background.spawn(`wake ${record.id} once its sandbox is back`, async () => {
+          if ((await sandboxes.whenSettled(userId, sandboxId))?.status === 'RUNNING') wakeLater();
+        });
+        return false;
+      })(),
+    );
+
   const service: ConversationService = {
     acceptsClientIds: deps.options?.allowClientConversationIds === true,
     create: (userId, request) => {
@@ -283,15 +315,25 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       const content = userMessageOf(message);
       if (!content) return errAsync(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));
       return getRecord(userId, id).andThen((record) =>
-        appendUserMessage(userId, record.id, content).map((event) => {
+        appendUserMessage(userId, record.id, content).andThen((event) => {
           // run: false only records the message; the agent sees it on its next run.
-          if (record.status === 'RUNNING' && message.run) agent.wake(userId, record.id);
-          return event;
+          if (record.status !== 'RUNNING' || !message.run) return okAsync(event);
+          const wake = () => agent.wake(userId, record.id);
+          return bringSandboxBack(userId, record, wake).map((now) => {
+            if (now) wake();
+            return event;
+          });
         }),
       );
     },
 
-    respondToConfirmation: (userId, id, decision) => getRecord(userId, id).andThen((record) => agent.respondToConfirmation(userId, record.id, decision)),
+    respondToConfirmation: (userId, id, decision) =>
+      getRecord(userId, id).andThen((record) =>
+        // The answer wakes the agent, so its sandbox (paused while it waited) comes back first.
+        (record.execution_status === 'waiting_for_confirmation' ? bringSandboxBack(userId, record, () => agent.wake(userId, record.id)) : okAsync(true)).andThen(() =>
+          agent.respondToConfirmation(userId, record.id, decision),
+        ),
+      ),
 
     rename: (userId, id, title) =>
       getRecord(userId, id)
@@ -379,8 +421,12 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
       getRecord(userId, id).andThen((record) => ResultAsync.fromSafePromise(agent.pause(userId, record.id, 'paused by the user'))),
 
     runAgent: (userId, id) =>
-      getRecord(userId, id).map((record) => {
-        if (record.status === 'RUNNING') agent.wake(userId, record.id);
+      getRecord(userId, id).andThen((record) => {
+        if (record.status !== 'RUNNING') return okAsync(undefined);
+        const wake = () => agent.wake(userId, record.id);
+        return bringSandboxBack(userId, record, wake).map((now) => {
+          if (now) wake();
+        });
       }),
 
     searchEvents: (userId, id, query) =>

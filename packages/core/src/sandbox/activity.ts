@@ -4,14 +4,15 @@ import type { SandboxRecord } from './schema.js';
 import type { SandboxServiceDeps } from './service-contract.js';
 
 /**
- * When each sandbox was last used. Kept here for this process and, while idle pausing is on,
- * also written to the sandbox's record (`last_active_at`), at most once per `writeEveryMs` per
- * sandbox: the process that pauses idle sandboxes may not be the one whose agent used it.
+ * When each sandbox was last used. Kept here for this process and, while idle pausing (either
+ * kind) is on, also written to the sandbox's record (`last_active_at`), at most once per
+ * `writeEveryMs` per sandbox: the process that pauses idle sandboxes may not be the one whose
+ * agent used it.
  */
 export function createActivity({ sandboxes, clock, logger, background, options }: Pick<SandboxServiceDeps, 'sandboxes' | 'clock' | 'logger' | 'background' | 'options'>) {
-  const idleAfter = options?.idlePauseAfterMs;
-  const persisted = idleAfter !== undefined && idleAfter > 0;
-  /** A tenth of the idle time, at most a minute: how early another process may see a use. */
+  const idleAfter = shortestIdleMs(options);
+  const persisted = idleAfter !== null;
+  /** A tenth of the (shorter) idle time, at most a minute: how early another process may see a use. */
   const writeEveryMs = persisted ? Math.min(60_000, idleAfter / 10) : Number.POSITIVE_INFINITY;
   const lastUsed = new Map<string, number>();
   const lastWritten = new Map<string, number>();
@@ -50,3 +51,15 @@ export function createActivity({ sandboxes, clock, logger, background, options }
 }
 
 export type Activity = ReturnType<typeof createActivity>;
+
+/** The default of `idlePauseFinishedAfterMs`: a sandbox whose conversations finished is paused 5 minutes after. */
+const DEFAULT_FINISHED_IDLE_PAUSE_MS = 5 * 60_000;
+
+/** `idlePauseFinishedAfterMs` with its default; 0 when off. */
+export const finishedIdleAfterMs = (options: SandboxServiceDeps['options']): number => Math.max(0, options?.idlePauseFinishedAfterMs ?? DEFAULT_FINISHED_IDLE_PAUSE_MS);
+
+/** The shorter of the two idle times that are on, or null when neither is. */
+export function shortestIdleMs(options: SandboxServiceDeps['options']): number | null {
+  const on = [options?.idlePauseAfterMs ?? 0, finishedIdleAfterMs(options)].filter((ms) => ms > 0);
+  return on.length > 0 ? Math.min(...on) : null;
+}

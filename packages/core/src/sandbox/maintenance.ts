@@ -1,9 +1,11 @@
 import { ResultAsync } from 'neverthrow';
 import { millisOf } from '../clock.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { Activity } from './activity.js';
+import { finishedIdleAfterMs, shortestIdleMs, type Activity } from './activity.js';
 import type { Observations } from './observations.js';
+import type { Resting } from './resting.js';
 import { runtimeFailure, type RuntimeSandboxSummary } from './runtime.js';
+import type { SandboxRecord } from './schema.js';
 import { isSandboxLost, statusAfterObservation } from './state.js';
 import type { ReconcileReport, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
@@ -13,7 +15,8 @@ const MAINTENANCE_ROLE = 'sandbox maintenance';
 
 /**
  * Bringing the records in line with the runtime (reconcile: statuses, adoption, leftovers of
- * deleted sandboxes) and pausing sandboxes nobody used for a while. On a timer these run in one
+ * deleted sandboxes) and pausing sandboxes nobody used for a while (or whose conversations all
+ * finished or wait for the user, for a shorter while). On a timer these run in one
  * process only: the one that leads `MAINTENANCE_ROLE` through the `Locks` port.
  * Another process's start-up in progress is left alone (`startups.startingElsewhere`).
  */
@@ -23,23 +26,49 @@ export function createMaintenance(
   startups: Startups,
   activity: Activity,
   installation: () => ResultAsync<string, StoreFailure>,
+  resting: Resting,
   pauseBecause: (userId: string, id: string, reason: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
 ) {
   const { sandboxes, specs, runtime, clock, logger, background, options, locks, replica } = deps;
   const idleAfter = options?.idlePauseAfterMs;
+  const finishedIdleAfter = finishedIdleAfterMs(options);
+
+  const describe = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
+
+  /** The running sandboxes to pause now, each with why: idle past `idlePauseAfterMs`, or resting past `idlePauseFinishedAfterMs`. */
+  const idleNow = async (running: readonly SandboxRecord[]): Promise<{ record: SandboxRecord; reason: string }[]> => {
+    const now = millisOf(clock);
+    const due: { record: SandboxRecord; reason: string }[] = [];
+    const mayRest: SandboxRecord[] = [];
+    for (const record of running) {
+      if (startups.inHand(record.id)) continue;
+      const idleFor = now - activity.lastActiveAt(record);
+      if (idleAfter !== undefined && idleAfter > 0 && idleFor >= idleAfter) due.push({ record, reason: `paused after ${describe(idleAfter)} without use` });
+      // Only a sandbox unused that long can have rested that long: the others need no look at their conversations.
+      else if (finishedIdleAfter > 0 && idleFor >= finishedIdleAfter) mayRest.push(record);
+    }
+    if (mayRest.length === 0) return due;
+    const rested = await resting.restingAmong(mayRest);
+    if (rested.isErr()) {
+      logger.warn({ operation: rested.error.operation, errorClass: rested.error.errorClass }, 'could not look at the conversations of idle sandboxes');
+      return due;
+    }
+    for (const { record, idleSince } of rested.value) {
+      if (now - idleSince >= finishedIdleAfter) due.push({ record, reason: `paused ${describe(finishedIdleAfter)} after its conversations finished or began to wait for you, without use since` });
+    }
+    return due;
+  };
 
   const pauseIdle = async (): Promise<number> => {
-    if (idleAfter === undefined || idleAfter <= 0) return 0;
+    if (!(idleAfter !== undefined && idleAfter > 0) && finishedIdleAfter <= 0) return 0;
     const running = await sandboxes.listByStatus(null, ['RUNNING']);
     if (running.isErr()) {
       logger.warn({ operation: running.error.operation, errorClass: running.error.errorClass }, 'could not look for idle sandboxes');
       return 0;
     }
     let paused = 0;
-    for (const record of running.value) {
-      if (millisOf(clock) - activity.lastActiveAt(record) < idleAfter || startups.inHand(record.id)) continue;
-      const idleFor = idleAfter >= 60_000 ? `${Math.round(idleAfter / 60_000)} min` : `${Math.round(idleAfter / 1000)} s`;
-      const result = await pauseBecause(record.user_id, record.id, `paused after ${idleFor} without use`);
+    for (const { record, reason } of await idleNow(running.value)) {
+      const result = await pauseBecause(record.user_id, record.id, reason);
       if (result.isErr()) {
         logger.warn({ sandboxId: record.id, error: result.error.type }, 'could not pause an idle sandbox');
         continue;
@@ -152,9 +181,10 @@ export function createMaintenance(
     }
   };
 
-  const idlePausing = idleAfter !== undefined && idleAfter > 0;
+  const shortestIdle = shortestIdleMs(options);
+  const idlePausing = shortestIdle !== null;
   const roundEveryMs =
-    options?.maintenanceIntervalMs ?? Math.min(60_000, reconcileEveryMs > 0 ? reconcileEveryMs : Number.POSITIVE_INFINITY, idlePausing ? Math.max(10, idleAfter / 4) : Number.POSITIVE_INFINITY);
+    options?.maintenanceIntervalMs ?? Math.min(60_000, reconcileEveryMs > 0 ? reconcileEveryMs : Number.POSITIVE_INFINITY, shortestIdle !== null ? Math.max(10, shortestIdle / 4) : Number.POSITIVE_INFINITY);
   // Nothing to maintain (no idle pause, no periodic reconcile): no timer, and no role to hold.
   const timer = idlePausing || reconcileEveryMs > 0 ? clock.every(roundEveryMs, () => background.spawn('sandbox maintenance', round)) : null;
 

@@ -1,47 +1,88 @@
-import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { millisOf } from '../clock.js';
 import type { DomainErrorOf } from '../errors.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
 import { newSandboxKey } from './keys.js';
 import type { SandboxRecord, SandboxSpec } from './schema.js';
+import type { Resting } from './resting.js';
 import type { SandboxReservation, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
 import type { Startups } from './startups.js';
 
 type MakeRoomFailure = DomainErrorOf<'SandboxCapReached'> | StoreFailure;
 
 /**
+ * How long a sandbox's conversations must have rested (and nothing used it) before it is
+ * paused to make room: a conversation shows "idle" between its sandbox coming up and its
+ * agent's first step, and "finished" between a new message and the agent's next step, and
+ * these moments must not be mistaken for rest.
+ */
+export const MAKE_ROOM_GRACE_MS = 5_000;
+
+/**
  * The per-user limit of sandboxes starting or running. Whatever adds one to a user's count
  * (a new reservation, a resume) checks the count and acts under the user's lock (`Locks`), so
- * concurrent starts never slip under the limit together, in one process or across several.
+ * concurrent starts never slip under the limit together, in one process or across several;
+ * the pause that makes room (`atSandboxLimit`) happens under that lock too.
  */
 export function createRoom(
   { sandboxes, locks, clock, ids, logger, options, resourceFactorOf }: Pick<SandboxServiceDeps, 'sandboxes' | 'locks' | 'clock' | 'ids' | 'logger' | 'options' | 'resourceFactorOf'>,
   startups: Startups,
   activity: Activity,
-  pause: (userId: string, id: string) => ResultAsync<void, SandboxServiceError<'pause'>>,
+  resting: Resting,
+  pause: (userId: string, id: string, reason: string | null) => ResultAsync<void, SandboxServiceError<'pause'>>,
 ) {
   const maxRunning = options?.maxRunningSandboxesPerUser ?? Number.POSITIVE_INFINITY;
+  const atLimit = options?.atSandboxLimit ?? 'pause_finished';
 
   const underUserLock = <T, E>(userId: string, work: () => ResultAsync<T, E>) => locks.withLock(`sandboxes of user ${userId}`, work);
 
-  /** Makes sure the user may have one more sandbox running: refuses, or pauses the oldest, at the limit. */
+  /** Pauses `needed` of the candidates, in order, passing over one whose pause fails. */
+  const pauseInTurn = (userId: string, candidates: readonly SandboxRecord[], needed: number, reason: string | null, explained: boolean): ResultAsync<void, MakeRoomFailure> =>
+    new ResultAsync(
+      (async (): Promise<Result<void, MakeRoomFailure>> => {
+        const paused: string[] = [];
+        for (const candidate of candidates) {
+          if (paused.length === needed) break;
+          const result = await pause(userId, candidate.id, reason);
+          if (result.isOk()) {
+            paused.push(candidate.id);
+            continue;
+          }
+          if (result.error.type === 'StoreUnavailable') return err(result.error);
+          // The caller asked about its own sandbox: another one's pause failing (deleted meanwhile, engine trouble) is no error of its.
+          logger.warn({ userId, sandboxId: candidate.id, error: result.error.type }, 'could not pause a sandbox to make room');
+        }
+        if (paused.length < needed) return err({ type: 'SandboxCapReached', limit: maxRunning, ...(explained ? { why: 'pause_failed' as const } : {}) });
+        logger.info({ userId, paused }, atLimit === 'pause_oldest' ? 'paused the oldest sandbox to stay within the limit' : 'paused a sandbox whose conversations had finished, to stay within the limit');
+        return ok(undefined);
+      })(),
+    );
+
+  /** Makes sure the user may have one more sandbox running: refuses, or pauses another, at the limit. */
   const makeRoom = (userId: string): ResultAsync<void, MakeRoomFailure> => {
     if (!Number.isFinite(maxRunning)) return okAsync(undefined);
     return sandboxes.listByStatus(userId, ['STARTING', 'RUNNING']).andThen((active) => {
       if (active.length < maxRunning) return okAsync(undefined);
-      if (options?.atSandboxLimit !== 'pause_oldest') return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
-      const oldestRunning = active.filter((r) => r.status === 'RUNNING').slice(0, active.length - maxRunning + 1);
-      if (oldestRunning.length < active.length - maxRunning + 1) return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
-      return ResultAsync.combine(oldestRunning.map((r) => pause(userId, r.id)))
-        .map(() => {
-          logger.info({ userId, paused: oldestRunning.map((r) => r.id) }, 'paused the oldest sandbox to stay within the limit');
-        })
-        .orElse((error): ResultAsync<void, MakeRoomFailure> => {
-          if (error.type === 'StoreUnavailable') return errAsync(error);
-          // The caller asked about its own sandbox: another one's pause failing (deleted meanwhile, engine trouble) means no room.
-          logger.warn({ userId, error: error.type }, 'could not pause the oldest sandbox to make room; refusing at the limit');
-          return errAsync({ type: 'SandboxCapReached', limit: maxRunning });
-        });
+      const needed = active.length - maxRunning + 1;
+      if (atLimit === 'refuse') return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
+      if (atLimit === 'pause_oldest') {
+        const oldestRunning = active.filter((r) => r.status === 'RUNNING').slice(0, needed);
+        if (oldestRunning.length < needed) return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning });
+        return pauseInTurn(userId, oldestRunning, needed, null, false);
+      }
+      return resting.restingAmong(active).andThen((found) => {
+        const now = millisOf(clock);
+        const candidates = found.filter((c) => now - c.idleSince >= MAKE_ROOM_GRACE_MS);
+        if (candidates.length < needed) return errAsync<void, MakeRoomFailure>({ type: 'SandboxCapReached', limit: maxRunning, why: 'none_at_rest' });
+        return pauseInTurn(
+          userId,
+          candidates.map((c) => c.record),
+          needed,
+          `paused to make room for another sandbox of yours (at most ${maxRunning} run at once); its conversations had finished or were waiting for you`,
+          true,
+        );
+      });
     });
   };
 

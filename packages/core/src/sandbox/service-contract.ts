@@ -12,6 +12,21 @@ import type { SandboxRuntime } from './runtime.js';
 import type { SandboxInfo, SandboxRecord, SandboxSpec, SandboxStatus } from './schema.js';
 import type { SandboxSpecCatalog, SandboxStore } from './store.js';
 
+/**
+ * What the conversations in a sandbox are doing, as the conversation store says (the sandbox
+ * side cannot tell by itself: the composition gives it `useOf`).
+ */
+export type SandboxUse =
+  /** No conversation: a sandbox started on its own (`POST /api/v1/sandboxes`), perhaps used by a server inside it. */
+  | { readonly kind: 'unused' }
+  /** An agent works in it or is about to (a conversation starting, a run not begun yet). */
+  | { readonly kind: 'working' }
+  /**
+   * Every conversation in it has finished, waits for the user (a message, a confirmation) or
+   * is stopped; `since` is when the last of them last changed (ms since the epoch).
+   */
+  | { readonly kind: 'resting'; readonly since: number };
+
 export interface SandboxServiceOptions {
   /**
    * The spec of a sandbox started on its own, with no spec named (`POST /api/v1/sandboxes`
@@ -26,13 +41,28 @@ export interface SandboxServiceOptions {
   pollIntervalMs?: number;
   /** Most sandboxes one user may have starting or running at once. Default: no limit. */
   maxRunningSandboxesPerUser?: number;
-  /** At the limit: refuse the start or resume (429, the default), or pause the user's oldest running sandbox. */
-  atSandboxLimit?: 'refuse' | 'pause_oldest';
+  /**
+   * What a start or resume does at the user's limit:
+   * - `pause_finished` (the default): pauses the user's least recently used running sandbox
+   *   whose conversations have all finished or wait for the user (`SandboxUse` "resting", for
+   *   at least a few seconds), and refuses (429) when there is none. A sandbox whose agent
+   *   works, or that has no conversation, is never paused for another;
+   * - `refuse`: always refuses (429);
+   * - `pause_oldest`: pauses the user's oldest running sandbox whatever runs in it.
+   */
+  atSandboxLimit?: 'pause_finished' | 'refuse' | 'pause_oldest';
   /** Pause running sandboxes nobody used for this long. Default: never. */
   idlePauseAfterMs?: number;
   /**
+   * Pause a running sandbox whose conversations have all finished or wait for the user (a
+   * message, a confirmation; or are stopped) once nothing used it for this long, counted from
+   * the later of its last use and its conversations' last change. Sandboxes without a
+   * conversation follow only `idlePauseAfterMs`. Default 5 min; 0 turns it off.
+   */
+  idlePauseFinishedAfterMs?: number;
+  /**
    * How often a maintenance round runs (idle pause, and reconcile when it is due). Default: a
-   * quarter of idlePauseAfterMs, at most 60 s. With several processes only the leading one runs it.
+   * quarter of the shorter idle time, at most 60 s. With several processes only the leading one runs it.
    */
   maintenanceIntervalMs?: number;
   /**
@@ -88,6 +118,11 @@ export interface SandboxServiceDeps {
   onSandboxGone?: (userId: string, sandboxId: string, reason: string) => Promise<void>;
   /** The user's remote_runtime_resource_factor (scales the runtime's limits). Default 1. */
   resourceFactorOf?: (userId: string) => Promise<number>;
+  /**
+   * What the conversations in a sandbox are doing (for pausing finished ones, when idle or to
+   * make room at the limit). Without it every sandbox counts as having no conversation.
+   */
+  useOf?: (userId: string, sandboxId: string) => ResultAsync<SandboxUse, StoreFailure>;
 }
 
 /**
@@ -96,10 +131,10 @@ export interface SandboxServiceDeps {
  * Acting on a sandbox (pause, resume, delete) reads it first: SandboxNotFound, or
  * IllegalSandboxTransition when its state forbids the action. The runtime answers
  * SandboxesUnavailable (engine down) or SandboxRuntimeFailed. Making room for one more
- * sandbox (start, resume) is SandboxCapReached at the user's limit; with
- * `atSandboxLimit: 'pause_oldest'` it pauses the user's oldest running sandbox instead, and if
- * that fails (it was deleted or failed meanwhile, or the runtime refused) the answer is still
- * SandboxCapReached: the caller never gets an error about another sandbox. (A delete is refused
+ * sandbox (start, resume) is SandboxCapReached at the user's limit unless it can pause
+ * another sandbox of the user's instead (`atSandboxLimit`); if that pause fails (it was
+ * deleted or failed meanwhile, or the runtime refused) the answer is still SandboxCapReached:
+ * the caller never gets an error about another sandbox. (A delete is refused
  * by the state machine only for a deleted sandbox, which is answered as SandboxNotFound;
  * IllegalSandboxTransition stays in its list because the state machine's type does not say
  * which actions it can refuse.)
@@ -192,7 +227,7 @@ export interface SandboxService {
    * reason, MISSING), and sandboxes the runtime holds without a record are adopted.
    */
   reconcile(): ResultAsync<ReconcileReport, SandboxServiceError<'reconcile'>>;
-  /** Pauses running sandboxes idle longer than idlePauseAfterMs; resolves to how many. */
+  /** Pauses running sandboxes idle longer than idlePauseAfterMs, and those whose conversations rest idle longer than idlePauseFinishedAfterMs; resolves to how many. */
   pauseIdle(): Promise<number>;
   /** Stops the maintenance timer (and gives up leading it). */
   stop(): void;

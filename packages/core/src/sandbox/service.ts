@@ -4,6 +4,7 @@ import type { StoreFailure } from '../store-failure.js';
 import { createActivity } from './activity.js';
 import { createMaintenance } from './maintenance.js';
 import { createObservations } from './observations.js';
+import { createResting } from './resting.js';
 import { createRoom } from './room.js';
 import { runtimeFailure } from './runtime.js';
 import { toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
@@ -18,6 +19,7 @@ export * from './service-contract.js';
  * - `observations.ts`: a runtime observation written to the record (the one way a status changes);
  * - `startups.ts`: bringing sandboxes up and waiting for them, in this process;
  * - `room.ts`: the per-user limit, held under the user's lock (`Locks`, shared by processes);
+ * - `resting.ts`: which sandboxes' conversations have all finished or wait for the user;
  * - `activity.ts`: when each sandbox was last used (kept in the record for other processes);
  * - `maintenance.ts`: reconcile and idle pause, on a timer in the leading process.
  */
@@ -89,8 +91,9 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
             .map(() => undefined),
     );
 
-  const room = createRoom(deps, startups, activity, (userId, id) => pauseBecause(userId, id, null));
-  const maintenance = createMaintenance(deps, observations, startups, activity, installation, pauseBecause);
+  const resting = createResting(deps, startups, activity);
+  const room = createRoom(deps, startups, activity, resting, pauseBecause);
+  const maintenance = createMaintenance(deps, observations, startups, activity, installation, resting, pauseBecause);
 
   const service: SandboxService = {
     resolveSpec: (specId) =>

@@ -1,0 +1,165 @@
+// src/config.ts
+import { parseDockerHosts } from "@acs/adapter-docker";
+import { isAbsolute, resolve } from "path";
+import { ExposedPortSchema } from "@acs/core/schemas";
+import { z } from "zod";
+var SpecSchema = z.object({
+  id: z.string().min(1).max(128),
+  image: z.string().min(1).max(512),
+  working_dir: z.string().regex(/^\//, "must be an absolute path").default("/workspace"),
+  command: z.array(z.string()).nullable().optional(),
+  initial_env: z.record(z.string(), z.string()).optional(),
+  description: z.string().nullable().optional(),
+  exposed_ports: z.array(ExposedPortSchema).optional(),
+  session_api_key_variable: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an environment variable name").nullable().optional()
+});
+var AGENT_SERVER_SPEC_ID = "openhands-agent-server";
+var DEFAULT_SPECS = [
+  { id: "bookworm", image: "acs-sandbox:bookworm", working_dir: "/workspace", description: "Debian bookworm with bash, git and python3" },
+  {
+    id: AGENT_SERVER_SPEC_ID,
+    image: "acs-openhands-agent-server:1.34.0",
+    working_dir: "/workspace",
+    description: "The OpenHands agent-server 1.34.0 (Debian trixie, Python 3.13), for the OpenHands SDK and CLI",
+    exposed_ports: [{ name: "AGENT_SERVER", port: 8e3, health_path: "/ready" }],
+    session_api_key_variable: "OH_SESSION_API_KEYS_0"
+  }
+];
+var KEY = z.string().min(16, "API keys must be at least 16 characters long");
+var httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).transform((u) => u.replace(/\/+$/, ""));
+var EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3e3),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  SESSION_API_KEY: KEY.optional(),
+  ACS_API_KEYS: z.string().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(["true", "false", "1", "0"]).default("false"),
+  ACS_TRUST_PROXY: z.enum(["true", "false", "1", "0"]).default("false"),
+  ACS_SANDBOX_URL_HOST: z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/i, "must be a host name, with a port if needed (e.g. sandboxes.example.com)").optional(),
+  ACS_STORAGE: z.enum(["pglite", "postgres", "memory"]).optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// connection string").optional(),
+  DATA_DIR: z.string().default("./data"),
+  ACS_SECRET_KEY: z.string().optional(),
+  ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
+  ACS_SANDBOXES: z.enum(["docker", "fake"]).default("docker"),
+  ACS_SANDBOX_SPECS: z.string().optional(),
+  ACS_STANDALONE_SANDBOX_SPEC: z.string().min(1).max(128).optional(),
+  ACS_SANDBOX_MEMORY_MB: z.coerce.number().int().min(64).max(1048576).default(2048),
+  ACS_SANDBOX_CPUS: z.coerce.number().positive().max(256).default(1),
+  ACS_SANDBOX_PIDS: z.coerce.number().int().min(16).max(1e6).default(512),
+  ACS_SANDBOX_NETWORK: z.enum(["bridge", "none", "host"]).default("bridge"),
+  ACS_MAX_RUNNING_SANDBOXES: z.coerce.number().int().min(1).max(1e3).default(5),
+  ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(["true", "false", "1", "0"]).default("false"),
+  ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10080).default(30),
+  ACS_SANDBOX_IMAGE_BUILD: z.enum(["auto", "off"]).default("auto"),
+  ACS_DOCKER_HOSTS: z.string().optional(),
+  ACS_DOCKER_MAX_RUNNING_PER_ENGINE: z.coerce.number().int().min(1).max(1e5).default(20),
+  ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
+  ACS_UI_DIR: z.string().optional(),
+  ACS_MODELS: z.string().optional(),
+  ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
+  ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
+  ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(1e5).default(100),
+  ACS_MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  ACS_MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(86400).default(300),
+  ACS_GITHUB_API_URL: httpUrl.default("https://api.github.com"),
+  ACS_GITLAB_API_URL: httpUrl.default("https://gitlab.com/api/v4"),
+  ACS_GIT_ALLOWED_HOSTS: z.string().optional(),
+  ACS_GIT_ALLOW_HTTP: z.enum(["true", "false", "1", "0"]).default("false"),
+  ACS_GIT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
+  /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
+  INIT_CWD: z.string().optional()
+});
+function loadConfig(env = process.env) {
+  const blankToUndefined = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === "" ? void 0 : v]));
+  const parsed = EnvSchema.safeParse(blankToUndefined);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  const apiKeys = {};
+  const addKey = (key, userId, source) => {
+    const checked = KEY.safeParse(key);
+    if (!checked.success) throw new Error(`Invalid configuration: ${source}: ${checked.error.issues[0]?.message}`);
+    if (apiKeys[key] !== void 0 && apiKeys[key] !== userId) throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
+    apiKeys[key] = userId;
+  };
+  if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, "default", "SESSION_API_KEY");
+  for (const pair of (e.ACS_API_KEYS ?? "").split(",").map((p) => p.trim()).filter(Boolean)) {
+    const colon = pair.indexOf(":");
+    if (colon <= 0 || colon === pair.length - 1) throw new Error("Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs");
+    addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
+  }
+  const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? "postgres" : "pglite");
+  if (storageKind === "postgres" && !e.DATABASE_URL) throw new Error("Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL");
+  const base = e.INIT_CWD ?? process.cwd();
+  let specs = DEFAULT_SPECS;
+  if (e.ACS_SANDBOX_SPECS) {
+    let raw;
+    try {
+      raw = JSON.parse(e.ACS_SANDBOX_SPECS);
+    } catch {
+      throw new Error("Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}");
+    }
+    const parsed2 = z.array(SpecSchema).min(1).safeParse(raw);
+    if (!parsed2.success) {
+      throw new Error(`Invalid configuration: ACS_SANDBOX_SPECS: ${parsed2.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    }
+    specs = parsed2.data;
+  }
+  const standaloneSpec = e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
+  if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
+    throw new Error(`Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(", ")})`);
+  }
+  return {
+    sandboxes: {
+      runtime: e.ACS_SANDBOXES,
+      specs,
+      standaloneSpec,
+      memoryMb: e.ACS_SANDBOX_MEMORY_MB,
+      cpus: e.ACS_SANDBOX_CPUS,
+      pids: e.ACS_SANDBOX_PIDS,
+      network: e.ACS_SANDBOX_NETWORK,
+      maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
+      pauseOldestAtLimit: e.ACS_PAUSE_OLDEST_AT_LIMIT === "true" || e.ACS_PAUSE_OLDEST_AT_LIMIT === "1",
+      idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
+      imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
+      dockerHosts: e.ACS_DOCKER_HOSTS === void 0 ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE)
+    },
+    llm: {
+      timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1e3,
+      maxRetries: e.ACS_LLM_MAX_RETRIES,
+      defaultMaxIterations: e.ACS_MAX_ITERATIONS,
+      mcpConnectTimeoutMs: e.ACS_MCP_CONNECT_TIMEOUT_SECONDS * 1e3,
+      mcpCallTimeoutMs: e.ACS_MCP_CALL_TIMEOUT_SECONDS * 1e3
+    },
+    git: {
+      githubApiUrl: e.ACS_GITHUB_API_URL,
+      gitlabApiUrl: e.ACS_GITLAB_API_URL,
+      allowedHosts: e.ACS_GIT_ALLOWED_HOSTS === void 0 ? null : e.ACS_GIT_ALLOWED_HOSTS.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean),
+      allowHttp: e.ACS_GIT_ALLOW_HTTP === "true" || e.ACS_GIT_ALLOW_HTTP === "1",
+      timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1e3
+    },
+    storage: storageKind === "postgres" ? { kind: "postgres", url: e.DATABASE_URL } : { kind: storageKind },
+    dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
+    secretKey: e.ACS_SECRET_KEY ?? null,
+    previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? "").split(",").map((k) => k.trim()).filter(Boolean),
+    port: e.PORT,
+    host: e.HOST,
+    apiKeys,
+    generateDefaultKey: !e.SESSION_API_KEY,
+    shutdownTimeoutMs: e.ACS_SHUTDOWN_TIMEOUT_SECONDS * 1e3,
+    uiDir: e.ACS_UI_DIR ? isAbsolute(e.ACS_UI_DIR) ? e.ACS_UI_DIR : resolve(base, e.ACS_UI_DIR) : null,
+    extraModels: (e.ACS_MODELS ?? "").split(",").map((m) => m.trim()).filter(Boolean),
+    logLevel: e.LOG_LEVEL,
+    allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === "true" || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === "1",
+    trustProxy: e.ACS_TRUST_PROXY === "true" || e.ACS_TRUST_PROXY === "1",
+    sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null
+  };
+}
+
+export {
+  loadConfig
+};
+//# sourceMappingURL=chunk-EQ5ALX7S.js.map
