@@ -7,6 +7,9 @@ import { defineConfig, type Options } from 'tsup';
 export function packageBuild(entry: Options['entry'] = ['src/index.ts']) {
   return defineConfig({
     entry,
+    // Keep `node:` on built-in imports: `node:sqlite` (adapter-sqlite) exists only under that name,
+    // and without the prefix Node would look for a package called sqlite.
+    removeNodeProtocol: false,
     format: ['esm'],
     dts: true,
     sourcemap: true,

@@ -1,6 +1,6 @@
 /**
- * Storage benchmark: the same HTTP API on three backends (memory, embedded PGlite on
- * disk, a PostgreSQL server), measured over real loopback HTTP.
+ * Storage benchmark: the same HTTP API on four backends (memory, embedded SQLite and PGlite
+ * on disk, a PostgreSQL server), measured over real loopback HTTP.
  *
  *   npm run bench                      # 2,000 requests per operation and backend
  *   BENCH_REQUESTS=500 npm run bench   # fewer
@@ -31,6 +31,7 @@ import pg from 'pg';
 import { createAgentConversationService, createAesGcmCipher, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
 import { createMemoryPorts } from '@acs/testing';
 import { createPostgresStorage } from '@acs/adapter-postgres';
+import { createSqliteStorage } from '@acs/adapter-sqlite';
 import { serve } from './serve.js';
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
@@ -123,6 +124,12 @@ async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend
   cleanups.push(() => pgliteStorage.close());
   const embedded = compose(pgliteStorage);
 
+  const sqliteDir = await mkdtemp(join(tmpdir(), 'acs-bench-sqlite-'));
+  cleanups.push(() => rm(sqliteDir, { recursive: true, force: true }));
+  const sqliteStorage = await createSqliteStorage({ path: join(sqliteDir, 'acs.sqlite'), cipher, migrations: 'auto' });
+  cleanups.push(() => sqliteStorage.close());
+  const sqlite = compose(sqliteStorage);
+
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
   pool.on('error', () => {});
   cleanups.push(() => pool.end());
@@ -138,6 +145,7 @@ async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend
   const apiKeys = Object.fromEntries(users.map((u) => [u.key, u.id]));
   return [
     { name: 'memory', url: await serve(memory, apiKeys, cleanups), service: memory },
+    { name: 'sqlite (disk)', url: await serve(sqlite, apiKeys, cleanups), service: sqlite },
     { name: 'pglite (disk)', url: await serve(embedded, apiKeys, cleanups), service: embedded },
     { name: 'postgres', url: await serve(server, apiKeys, cleanups), service: server },
   ];

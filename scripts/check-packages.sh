@@ -10,5 +10,7 @@ for dir in packages/*/; do
   if [ ! -d "${dir}dist" ]; then echo "$name: no dist/ (run npm run build first)"; failed=1; continue; fi
   if ! out=$(npx --no-install publint "$dir" --strict 2>&1); then echo "$out"; failed=1; else echo "$name: publint ok"; fi
   if ! out=$(cd "$dir" && npx --no-install attw --pack . --profile esm-only --format ascii 2>&1); then echo "$out"; failed=1; else echo "$name: attw ok"; fi
+  # Built-ins that exist only with the node: prefix (node:sqlite, node:test) must keep it in the build.
+  if grep -nE "(from |import\()[\"'](sqlite|test|sea)[\"']" "${dir}"dist/*.js; then echo "$name: a node:-only built-in lost its prefix in dist/"; failed=1; fi
 done
 exit $failed

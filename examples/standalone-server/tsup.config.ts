@@ -6,7 +6,7 @@ import { defineConfig } from 'tsup';
  * other dependencies are imported from their built packages at run time.
  */
 export default defineConfig({
-  entry: { main: 'src/main.ts', 'sandboxes-cli': 'src/sandboxes-cli.ts' },
+  entry: { main: 'src/main.ts', 'sandboxes-cli': 'src/sandboxes-cli.ts', 'storage-cli': 'src/storage-cli.ts' },
   format: ['esm'],
   dts: false,
   sourcemap: true,

@@ -22,9 +22,12 @@ export interface StandaloneConfig {
   trustProxy: boolean;
   /** ACS_SANDBOX_URL_HOST: the base host of sandboxes' exposed URLs (`agent-server-<id>.<host>`); null: the host the client reached. */
   sandboxUrlHost: string | null;
-  /** Where data lives: embedded PGlite in dataDir (default), a PostgreSQL server, or memory only. */
-  storage: { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
-  /** Absolute; holds the PGlite database and the generated secret key. */
+  /**
+   * Where data lives: embedded SQLite in dataDir (the default without DATABASE_URL; `chosen`
+   * when ACS_STORAGE names it), embedded PGlite in dataDir, a PostgreSQL server, or memory only.
+   */
+  storage: { kind: 'sqlite'; chosen: boolean } | { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
+  /** Absolute; holds the embedded database (SQLite or PGlite) and the generated secret key. */
   dataDir: string;
   /** ACS_SECRET_KEY, if given (else a key file in dataDir is used or created). */
   secretKey: string | null;
@@ -135,7 +138,7 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/i, 'must be a host name, with a port if needed (e.g. sandboxes.example.com)')
     .optional(),
-  ACS_STORAGE: z.enum(['pglite', 'postgres', 'memory']).optional(),
+  ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string').optional(),
   DATA_DIR: z.string().default('./data'),
   ACS_SECRET_KEY: z.string().optional(),
@@ -195,7 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     if (colon <= 0 || colon === pair.length - 1) throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
     addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
   }
-  const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'pglite');
+  const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'sqlite');
   if (storageKind === 'postgres' && !e.DATABASE_URL) throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
   const base = e.INIT_CWD ?? process.cwd();
   let specs = DEFAULT_SPECS;
@@ -248,7 +251,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       allowHttp: e.ACS_GIT_ALLOW_HTTP === 'true' || e.ACS_GIT_ALLOW_HTTP === '1',
       timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1000,
     },
-    storage: storageKind === 'postgres' ? { kind: 'postgres', url: e.DATABASE_URL as string } : { kind: storageKind },
+    storage:
+      storageKind === 'postgres'
+        ? { kind: 'postgres', url: e.DATABASE_URL as string }
+        : storageKind === 'sqlite'
+          ? { kind: 'sqlite', chosen: e.ACS_STORAGE === 'sqlite' }
+          : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,
     previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),

@@ -43,8 +43,9 @@ class DataDirInUseError extends Error {
 }
 
 /**
- * Takes the data directory for this process: one server per directory, because PGlite is one
- * process's database (two writers lose acknowledged writes). The lock is a file naming the
+ * Takes the data directory for this process: one server per directory, because its embedded
+ * database is one process's: two writers on PGlite lose acknowledged writes, and on SQLite the
+ * locks (the per-user sandbox limit) and the agents' runs are the process's own. The lock is a file naming the
  * holder; a lock left by a process that is gone (killed, crashed, a zombie its parent has not
  * reaped, or a pid since reused by another program) is taken over. A holder that is still
  * exiting (killed a moment ago) is waited for, briefly. Two processes taking over the same stale

@@ -4,7 +4,7 @@
  * The sandboxes (containers) of this installation, found by the installation id kept in its
  * data (DATA_DIR, or DATABASE_URL): listed, or removed, e.g. after a server stopped and left
  * them running. Other installations' containers on the same engine are never touched. Run it
- * with the same environment as the server; with PGlite it refuses while the server runs.
+ * with the same environment as the server; with SQLite or PGlite it refuses while the server runs.
  */
 import { createAgentConversationService } from '@acs/core';
 import { POOLED_SANDBOX_OWNER } from '@acs/core/schemas';

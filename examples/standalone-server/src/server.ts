@@ -64,7 +64,7 @@ async function openSandboxRuntime(
   }
 }
 
-/** Composes the example server: Express + storage (PGlite, PostgreSQL or memory) + sandboxes (Docker, or the fake). */
+/** Composes the example server: Express + storage (SQLite, PGlite, PostgreSQL or memory) + sandboxes (Docker, or the fake). */
 export async function createStandaloneServer(
   config: StandaloneConfig,
   destination?: DestinationStream,

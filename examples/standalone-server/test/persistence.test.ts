@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { call, freshDataDir, startServer, type Running } from './process.js';
+import { allEvents, call, exampleDir, freshDataDir, startServer, type Running } from './process.js';
 
 const KEY = 'persist-key-0123456789abcdef';
 const SECRET = 'sk-live-PERSISTED-SECRET-99';
@@ -34,7 +36,8 @@ async function populate(server: Running) {
   return { v0: v0.conversation_id, v1: task.app_conversation_id, task: task.id, sandbox: sandbox.id, apiKey: apiKey.key, deviceCode: device.device_code };
 }
 
-async function expectEverything(server: Running, ids: Awaited<ReturnType<typeof populate>>) {
+/** `deviceCode` null: the device sign-in was collected already (by a server before this one). */
+async function expectEverything(server: Running, ids: Omit<Awaited<ReturnType<typeof populate>>, 'deviceCode'> & { deviceCode: string | null }) {
   const settings = await json<Record<string, unknown>>(call(server.url, '/api/settings', KEY));
   expect(settings).toMatchObject({ llm_model: 'openai/gpt-4o', language: 'fr', llm_api_key_set: true, llm_api_key: null });
   const list = await json<{ results: { conversation_id: string }[] }>(call(server.url, '/api/conversations', KEY));
@@ -46,6 +49,7 @@ async function expectEverything(server: Running, ids: Awaited<ReturnType<typeof 
   const sandboxes = await json<{ items: { id: string }[] }>(call(server.url, '/api/v1/sandboxes/search', KEY));
   expect(sandboxes.items.map((s) => s.id)).toContain(ids.sandbox);
   expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', ids.apiKey))).toMatchObject({ id: 'default' });
+  if (ids.deviceCode === null) return;
   const token = await json<{ access_token: string }>(
     fetch(`${server.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${ids.deviceCode}` }),
   );
@@ -57,6 +61,26 @@ async function kill(server: Running) {
   await server.exited;
 }
 
+/** Runs `npm run storage -- <args>` as a process; ended after 120 s with its output in the failure. */
+async function storageCommand(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/storage-cli.ts', ...args], {
+    cwd: exampleDir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const deadline = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  try {
+    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    if (signal) throw new Error(`npm run storage -- ${args.join(' ')} ended by ${signal} (deadline 120 s):\n${output}`);
+    return { code, output };
+  } finally {
+    clearTimeout(deadline);
+    child.kill('SIGKILL');
+  }
+}
+
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
@@ -65,10 +89,11 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('the example server keeps its data across restarts', () => {
-  it('on embedded PGlite (the default), through SIGKILL, with the generated key kept owner-only', async () => {
+  it('on embedded SQLite (the default), through SIGKILL, with the generated key kept owner-only', async () => {
     const dataDir = freshDataDir();
     const first = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
-    expect(first.stdout()).toContain('"storage":"pglite"');
+    expect(first.stdout()).toContain('"storage":"sqlite"');
+    expect(first.stderr()).not.toContain('ExperimentalWarning');
     const ids = await populate(first);
     await kill(first);
 
@@ -95,6 +120,68 @@ describe('the example server keeps its data across restarts', () => {
 
     const again = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
     expect(await json(call(again.url, '/api/settings', KEY))).toMatchObject({ llm_model: 'm', llm_api_key_set: true });
+  });
+
+  it('on embedded PGlite made by an earlier version: used as it is, refused with ACS_STORAGE=sqlite, moved to SQLite by `npm run storage -- move-to-sqlite`', async () => {
+    const dataDir = freshDataDir();
+    const first = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_STORAGE: 'pglite' });
+    expect(first.stdout()).toContain('"storage":"pglite"');
+    const ids = await populate(first);
+    const events = await allEvents(first.url, KEY, ids.v1);
+    expect(events.length).toBeGreaterThan(0);
+    await kill(first);
+
+    // ACS_STORAGE left to its default (SQLite now): the PGlite database is used, with a word on how to move it.
+    const second = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
+    expect(second.stdout()).toContain('"storage":"pglite"');
+    expect(second.stdout()).toContain('npm run storage -- move-to-sqlite');
+    await expectEverything(second, ids);
+    // Collecting the token used the approved sign-in up: one waiting now, and a wrong user code counted.
+    const waiting = await json<{ device_code: string; user_code: string }>(call(second.url, '/oauth/device/authorize', null, {}));
+    const wrongCode = waiting.user_code.startsWith('B') ? 'CCCC-CCCC' : 'BBBB-BBBB';
+    expect((await call(second.url, `/api/device-authorizations/${wrongCode}/approve`, KEY, {})).status).toBe(404);
+    // The fake sandboxes did not survive the restart: the server noted that in the log too.
+    const eventsMoved = await allEvents(second.url, KEY, ids.v1);
+    expect(eventsMoved.slice(0, events.length)).toEqual(events);
+    await kill(second);
+
+    const refused = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_STORAGE: 'sqlite' }, { expectExit: true });
+    expect(await refused.exited).toBe(1);
+    expect(refused.stderr()).toMatch(/Cannot start: ACS_STORAGE=sqlite, but the data directory .* holds a PGlite database/);
+
+    // A move that cannot read the secrets (another key) changes nothing.
+    const wrongKey = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') });
+    expect(wrongKey.code, wrongKey.output).toBe(1);
+    expect(wrongKey.output).toMatch(/Cannot move: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/);
+    expect(readdirSync(dataDir).sort()).toEqual(['pglite', 'secret.key']);
+
+    const moved = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir });
+    expect(moved.code, moved.output).toBe(0);
+    // Two API keys: the one made, and the one the device sign-in gave its device.
+    expect(moved.output).toMatch(
+      /Moved: settings 1, secretKeys 1, apiKeys 2, deviceGrants 1, deviceCodeFailures 1, conversations 2, startTasks 2, sandboxes 3, events \d+, installation 1 \(the same counts as in PGlite\)/,
+    );
+    expect(existsSync(join(dataDir, 'acs.sqlite'))).toBe(true);
+    expect(existsSync(join(dataDir, 'pglite'))).toBe(false);
+    expect(readdirSync(dataDir).some((name) => name.startsWith('pglite.moved-'))).toBe(true);
+    const again = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir });
+    expect(again.code).toBe(1);
+    expect(again.output).toContain('Cannot move: There is no PGlite database');
+
+    const third = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
+    expect(third.stdout()).toContain('"storage":"sqlite"');
+    await expectEverything(third, { ...ids, deviceCode: null });
+    // Every event with its id (a server may add more after them).
+    expect((await allEvents(third.url, KEY, ids.v1)).slice(0, eventsMoved.length)).toEqual(eventsMoved);
+    // The waiting sign-in came along: approved now, its device collects a key.
+    await json(call(third.url, `/api/device-authorizations/${waiting.user_code}/approve`, KEY, {}));
+    const token = await json<{ access_token: string }>(
+      fetch(`${third.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${waiting.device_code}` }),
+    );
+    expect(await json<{ id: string }>(call(third.url, '/api/v1/users/me', token.access_token))).toMatchObject({ id: 'default' });
+    const installation = (s: Running) => /"installation":"([0-9a-f]+)"/.exec(s.stdout())?.[1];
+    expect(installation(third)).toBe(installation(first));
+    await kill(third);
   });
 
   it('on a PostgreSQL server given by DATABASE_URL', async () => {

@@ -70,6 +70,7 @@ describe('the standalone example server', () => {
   });
 
   it.each([
+    ['SIGTERM', 'sqlite'],
     ['SIGTERM', 'pglite'],
     ['SIGINT', 'memory'],
   ] as const)('shuts down cleanly on %s (%s storage)', async (signal, storage) => {

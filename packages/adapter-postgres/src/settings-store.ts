@@ -2,7 +2,7 @@ import type { ResultAsync } from 'neverthrow';
 import type { SecretCipher, SettingsStore, StoreFailure } from '@acs/core/ports';
 import type { StoredSettings } from '@acs/core/schemas';
 import { run } from './query-helpers.js';
-import { openSettings, sealSettings } from './settings-secrets.js';
+import { openSettings, sealSettings } from '@acs/core';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
 

@@ -75,6 +75,8 @@ export { findUnstorableText, STORABLE_TEXT_PATTERN, toFieldIssues, UNSTORABLE_TE
 
 // Secrets at rest: the cipher a storage adapter seals them with.
 export { createAesGcmCipher, keyFingerprint, parseSecretKey, type AesGcmCipherOptions } from './secrets/cipher.js';
+export { openSettings, sealSettings } from './secrets/sealed-settings.js';
+export { checkSecretKeys, SecretKeyMismatchError, secretKeyCheckValue } from './secrets/key-check.js';
 
 // Domain rules an agent builds on.
 export { openSandboxShell } from './sandbox/persistent-shell.js';

@@ -1,6 +1,12 @@
 import { err, ok, type Result } from 'neverthrow';
-import type { SecretCipher } from '@acs/core/ports';
-import type { StoredSettings } from '@acs/core/schemas';
+import type { StoredSettings } from '../settings/schema.js';
+import type { SecretCipher } from './cipher.js';
+
+/**
+ * Settings as a storage adapter keeps them: every secret value sealed by the SecretCipher, bound to
+ * its user and its place in the record. One format for every adapter (PostgreSQL, PGlite, SQLite),
+ * so sealed records can be copied from one database to another as they are.
+ */
 
 /** Each secret's place in the settings record; the path is bound to the ciphertext with the user id. */
 type SecretSlot = { path: string; get: (s: StoredSettings) => string | null; set: (s: StoredSettings, value: string) => void };
