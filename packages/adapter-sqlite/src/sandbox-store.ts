@@ -1,6 +1,6 @@
 import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest, SandboxStore, StoreFailure } from '@acs/core/ports';
-import type { SandboxLifecycleStatus, SandboxRecord } from '@acs/core/schemas';
+import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import type { Sqlite } from './driver.js';
 import { instant, jsonList, keyset, Params, run, toPage } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
@@ -41,6 +41,23 @@ export class SqliteSandboxStore implements SandboxStore {
   listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
     return run(this.db, 'list sandboxes by status', () =>
       this.table.select(`(?1 IS NULL OR user_id = ?1) AND status IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id`, [userId, jsonList(statuses)]),
+    );
+  }
+
+  claimPooled(specId: string, userId: string, claimedAt: string): ResultAsync<SandboxRecord | null, StoreFailure> {
+    // One write transaction (SQLite has one writer at a time): the oldest ready pooled record of
+    // the spec is read and moved to the user before any other claim can read it.
+    return run(this.db, 'claim a pooled sandbox', () =>
+      this.db.transaction(() => {
+        const [pooled] = this.table.select(
+          `user_id = ? AND status = 'RUNNING' AND json_extract(record, '$.sandbox_spec_id') = ? ORDER BY created_at, id LIMIT 1`,
+          [POOLED_SANDBOX_OWNER, specId],
+        );
+        if (!pooled) return null;
+        const claimed: SandboxRecord = { ...pooled, user_id: userId, updated_at: claimedAt, last_active_at: claimedAt };
+        this.db.run(`UPDATE acs_sandboxes SET user_id = ?, record = ? WHERE user_id = ? AND id = ?`, userId, JSON.stringify(claimed), POOLED_SANDBOX_OWNER, pooled.id);
+        return claimed;
+      }),
     );
   }
 
