@@ -1,8 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import type { AgentConversationServicePorts } from '@acs/core';
-import { createPostgresEventNotifier, createPostgresStorage } from '@acs/adapter-postgres';
 import { createMemoryStores } from '@acs/adapter-memory';
 import { createSqliteStorage } from '@acs/adapter-sqlite';
 import type { StandaloneConfig } from './config.js';
@@ -99,6 +97,8 @@ export async function openStorage(
       );
     }
     if (config.storage.kind === 'postgres') {
+      // PostgreSQL's and PGlite's clients are loaded only for the storage that needs them.
+      const { createPostgresEventNotifier, createPostgresStorage } = await import('@acs/adapter-postgres');
       const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
       try {
         const eventNotifier = await createPostgresEventNotifier({ connectionString: config.storage.url });
@@ -117,6 +117,7 @@ export async function openStorage(
       }
     }
     const directory = pgliteDirectory(config.dataDir);
+    const [{ PGlite }, { createPostgresStorage }] = await Promise.all([import('@electric-sql/pglite'), import('@acs/adapter-postgres')]);
     const pglite = await PGlite.create(directory);
     try {
       // One process (the data directory is locked): no leases to share.

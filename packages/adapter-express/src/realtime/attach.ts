@@ -86,12 +86,12 @@ export function attachRealtime(server: HttpServer, mountPath: string, deps: Real
   let closing: Promise<void> | null = null;
   return {
     close: () =>
-      (closing ??= (async () => {
+      (closing ??= Promise.resolve().then(() => {
         server.off('upgrade', onUpgrade);
         deps.live.closeAll();
         v1.close();
         deps.sandboxProxy.close();
         v0.close();
-      })()),
+      })),
   };
 }
