@@ -32,9 +32,9 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import type { Result } from 'neverthrow';
+import { okAsync, type Result } from 'neverthrow';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
-import type { LlmClient, LlmRequest } from '@acs/core/ports';
+import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createOpenAiLlmClient } from '@acs/adapter-openai';
 import { createAgent } from '@acs/agent';
@@ -57,6 +57,8 @@ const CONCURRENT = positiveInt('BENCH_STEPS_CONCURRENT', 200);
 const STEPS_CONC = positiveInt('BENCH_STEPS_CONC_STEPS', 20);
 const SINGLE_RUNS = positiveInt('BENCH_STEPS_SINGLE_RUNS', 5);
 const USERS = 10;
+/** Model latencies (ms) the concurrency part runs at: at once (the stub's CPU against the server's), and one like a fast real model's. */
+const LATENCIES = (process.env.BENCH_STEPS_LATENCIES || '0,50').split(',').map((s) => Number(s.trim()));
 
 /** Measured before issue 27's changes (commit 286f8a0), `npm run bench:steps` on the 2-core CI machine; null where not measured. */
 const BEFORE: Record<string, number | null> = {
@@ -113,13 +115,16 @@ function turn(tag: string, k: number, steps: number): { name: string; args: Reco
   }
 }
 
-type ToStub = { id: number; type: 'cpu' } | { id: number; type: 'arrivals'; prefix: string } | { id: number; type: 'close' };
+type StubRequest = { type: 'cpu' } | { type: 'arrivals'; prefix: string } | { type: 'latency'; ms: number } | { type: 'close' };
+type ToStub = StubRequest & { id: number };
 type FromStub = { type: 'ready'; baseUrl: string } | { type: 'reply'; id: number; cpuUs?: number; calls?: number; arrivals?: Record<string, number[]> };
 
 async function runStub(): Promise<void> {
   const fake = await startFakeOpenAi({ keepRequests: false });
   const traces = new Map<string, { k: number; arrivals: number[] }>();
   let calls = 0;
+  /** How long the model takes to answer (0: at once). */
+  let latencyMs = 0;
   fake.script((request) => {
     const at = performance.timeOrigin + performance.now();
     calls++;
@@ -139,6 +144,7 @@ async function runStub(): Promise<void> {
     const t = turn(tag, k, Number(steps));
     return {
       status: 200,
+      ...(latencyMs > 0 ? { delayMs: latencyMs } : {}),
       body: completion({
         id: `chatcmpl-${tag}-${k}`,
         model: 'bench-model',
@@ -161,6 +167,9 @@ async function runStub(): Promise<void> {
         traces.delete(tag);
       }
       send({ type: 'reply', id: message.id, arrivals });
+    } else if (message.type === 'latency') {
+      latencyMs = message.ms;
+      send({ type: 'reply', id: message.id });
     } else {
       void fake.close().then(() => {
         send({ type: 'reply', id: message.id });
@@ -175,6 +184,7 @@ interface Stub {
   baseUrl: string;
   cpu(): Promise<{ cpuUs: number; calls: number }>;
   arrivals(prefix: string): Promise<Record<string, number[]>>;
+  setLatency(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -199,14 +209,14 @@ async function startStub(cleanups: (() => Promise<void>)[]): Promise<Stub> {
     if (m.type === 'ready') ready?.(m.baseUrl);
     else pending.get(m.id)?.(m);
   });
-  const request = (message: Omit<ToStub, 'id'>) =>
+  const request = (message: StubRequest) =>
     new Promise<FromStub & { type: 'reply' }>((resolve, reject) => {
       const id = ++nextId;
       pending.set(id, (m) => {
         pending.delete(id);
         resolve(m);
       });
-      child.send({ ...message, id } as ToStub, (error) => error && reject(error));
+      child.send({ ...message, id } satisfies ToStub, (error) => error && reject(error));
     });
   const baseUrl = await Promise.race([
     new Promise<string>((resolve) => (ready = resolve)),
@@ -219,6 +229,9 @@ async function startStub(cleanups: (() => Promise<void>)[]): Promise<Stub> {
       return { cpuUs: r.cpuUs ?? Number.NaN, calls: r.calls ?? 0 };
     },
     arrivals: async (prefix) => (await request({ type: 'arrivals', prefix })).arrivals ?? {},
+    setLatency: async (ms) => {
+      await request({ type: 'latency', ms });
+    },
     close: async () => {
       await Promise.race([request({ type: 'close' }), sleep(5_000, undefined, { ref: false })]);
       await Promise.race([exited, sleep(5_000, undefined, { ref: false })]);
@@ -230,42 +243,56 @@ async function startStub(cleanups: (() => Promise<void>)[]): Promise<Stub> {
 // The server (this process)
 // =====================================================================================
 
-/** One model call seen from this process: CPU used before it (since the last one ended), inside it, and the prompt's serialisation. */
-interface CallSample {
-  startUs: number;
-  endUs: number;
-  /** CPU of JSON.stringify(messages) for this call's prompt (timed after the call, outside both windows). */
-  serialiseUs: number;
-  promptChars: number;
-  agent: boolean;
-}
-
-/** The model port, sampling this process's CPU time at each call's start and end (only meaningful with one conversation running). */
-class SampledLlm implements LlmClient {
-  samples: CallSample[] = [];
-  sampling = false;
-  constructor(private readonly inner: LlmClient) {}
+/**
+ * The model in this process, for part 2: the stub's script answered at once, with no HTTP and no
+ * serialisation, so a step's CPU is the engine's and the storage's alone. It samples this
+ * process's CPU time as each agent call starts, and times the prompt's serialisation
+ * (JSON.stringify of the messages, what any real client would do) on the side.
+ */
+class InProcessModel implements LlmClient {
+  /** CPU time (µs) at the start of each agent call, less the serialisation timed so far. */
+  readonly startsUs: number[] = [];
+  readonly serialiseUs: number[] = [];
+  readonly promptChars: number[] = [];
+  readonly #turns = new Map<string, number>();
+  #serialisedUs = 0;
   complete(request: LlmRequest) {
-    if (!this.sampling) return this.inner.complete(request);
-    const startUs = cpuNowUs();
-    return this.inner.complete(request).map((answer) => {
-      const endUs = cpuNowUs();
-      const s0 = cpuNowUs();
-      const promptChars = JSON.stringify(request.messages).length;
-      const serialiseUs = cpuNowUs() - s0;
-      this.samples.push({ startUs, endUs, serialiseUs, promptChars, agent: request.tools.length > 0 });
-      return answer;
+    const now = cpuNowUs() - this.#serialisedUs;
+    const summary = request.tools.length === 0;
+    if (!summary) this.startsUs.push(now);
+    const s0 = cpuNowUs();
+    const chars = JSON.stringify(request.messages).length;
+    const spent = cpuNowUs() - s0;
+    this.#serialisedUs += spent;
+    if (!summary) {
+      this.serialiseUs.push(spent);
+      this.promptChars.push(chars);
+    }
+    const first = request.messages.find((m) => m.role === 'user');
+    const [, tag = '', steps = '0'] = TAG.exec(typeof first?.content === 'string' ? first.content : '') ?? [];
+    const k = this.#turns.get(tag) ?? 0;
+    if (!summary) this.#turns.set(tag, k + 1);
+    const t = turn(tag, k, Number(steps));
+    return okAsync<LlmResponse, LlmError>({
+      id: `direct-${tag}-${k}`,
+      model: 'bench-model',
+      content: summary ? 'USER_CONTEXT: a benchmark task. COMPLETED: steps. PENDING: more steps.' : null,
+      tool_calls: summary ? [] : [{ id: `call_${tag}_${k}`, name: t.name, arguments: JSON.stringify(t.args) }],
+      finish_reason: summary ? 'stop' : 'tool_calls',
+      usage: { prompt_tokens: Math.ceil(chars / 4), completion_tokens: 30, cached_prompt_tokens: 0, cost_usd: null },
+      latency_ms: 0,
+      attempts: 1,
     });
   }
 }
 
 interface Server {
   service: AgentConversationService;
-  llm: SampledLlm;
   close(): Promise<void>;
 }
 
-async function openServer(kind: string, maxIterations: number): Promise<Server> {
+/** The service as the example server composes it, on storage `kind`; the model is the OpenAI adapter (to the stub) unless given. */
+async function openServer(kind: string, maxIterations: number, model?: LlmClient): Promise<Server> {
   const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-steps-'));
   const config = loadConfig({
     ACS_STORAGE: kind,
@@ -282,7 +309,7 @@ async function openServer(kind: string, maxIterations: number): Promise<Server> 
   let storage: Storage | null = null;
   try {
     storage = await openStorage(config, () => {});
-    const llm = new SampledLlm(createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }));
+    const llm = model ?? createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries });
     const service = createAgentConversationService(
       {
         ...storage.ports,
@@ -297,7 +324,6 @@ async function openServer(kind: string, maxIterations: number): Promise<Server> 
     const opened = storage;
     return {
       service,
-      llm,
       close: async () => {
         await service.close();
         await opened.close();
@@ -376,67 +402,72 @@ async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
 // Part 2: growth with the log, condenser off
 // =====================================================================================
 
-interface GrowthRun {
-  samples: CallSample[];
-}
-
-async function growthRun(stub: Stub): Promise<GrowthRun> {
-  const server = await openServer('memory', STEPS_GROWTH + 10);
+/** One conversation of STEPS_GROWTH steps on memory with the in-process model, condenser off. */
+async function growthRun(stub: Stub): Promise<InProcessModel> {
+  const model = new InProcessModel();
+  const server = await openServer('memory', STEPS_GROWTH + 10, model);
   try {
     await configureUsers(server, stub, false);
-    await runConversations(server, 1, 30);
-    server.llm.sampling = true;
-    server.llm.samples = [];
     await runConversations(server, 1, STEPS_GROWTH);
-    server.llm.sampling = false;
-    return { samples: server.llm.samples };
+    return model;
   } finally {
     await server.close();
   }
 }
 
-/** Step k's costs (µs): engine = CPU from the end of call k-1 to the start of call k; call = CPU inside call k less its prompt's serialisation. */
-function stepCosts(samples: readonly CallSample[], from: number, to: number) {
-  const engine: number[] = [];
-  const call: number[] = [];
-  const serialise: number[] = [];
-  for (let k = Math.max(1, from); k < Math.min(samples.length, to); k++) {
-    const prev = samples[k - 1]!;
-    const s = samples[k]!;
-    engine.push(s.startUs - (prev.endUs + prev.serialiseUs));
-    call.push(s.endUs - s.startUs - s.serialiseUs);
-    serialise.push(s.serialiseUs);
-  }
-  return { engine: mean(engine), call: mean(call), serialise: mean(serialise) };
+/** Mean CPU (µs) of steps [from, to): from one agent call's start to the next, the prompt's serialisation taken out. */
+function stepCost(model: InProcessModel, from: number, to: number): { step: number; serialise: number; chars: number } {
+  const steps: number[] = [];
+  for (let k = Math.max(1, from); k < Math.min(model.startsUs.length, to); k++) steps.push(model.startsUs[k]! - model.startsUs[k - 1]!);
+  return { step: mean(steps), serialise: mean(model.serialiseUs.slice(from, to)), chars: mean(model.promptChars.slice(from, to)) };
 }
 
 // =====================================================================================
 // Part 3: concurrency
 // =====================================================================================
 
+interface Batch {
+  wallMs: number;
+  calls: number;
+  steps: number[];
+  serverCpuMs: number;
+  stubCpuMs: number;
+}
+
 interface ConcurrencyRun {
   storage: string;
-  single: { wallMs: number; calls: number; steps: number[] }[];
-  many: { wallMs: number; calls: number; steps: number[] };
+  single: Batch[];
+  many: Batch;
 }
 
 const stepLatencies = (arrivals: Record<string, number[]>) =>
   Object.values(arrivals).flatMap((a) => a.slice(1).map((t, i) => t - a[i]!));
+
+/** `count` conversations at once: latencies at the stub, wall, the CPU both processes used. */
+async function batch(server: Server, stub: Stub, count: number): Promise<Batch> {
+  const stubBefore = await stub.cpu();
+  const before = cpuNowUs();
+  const run = await runConversations(server, count, STEPS_CONC);
+  const after = cpuNowUs();
+  const stubAfter = await stub.cpu();
+  const arrivals = await stub.arrivals(run.prefix);
+  return {
+    wallMs: run.wallMs,
+    calls: sum(Object.values(arrivals).map((a) => a.length)),
+    steps: stepLatencies(arrivals),
+    serverCpuMs: (after - before) / 1000,
+    stubCpuMs: (stubAfter.cpuUs - stubBefore.cpuUs) / 1000,
+  };
+}
 
 async function concurrencyRun(storage: string, stub: Stub): Promise<ConcurrencyRun> {
   const server = await openServer(storage, STEPS_CONC + 10);
   try {
     await configureUsers(server, stub, true);
     await runConversations(server, 10, STEPS_CONC);
-    const single: ConcurrencyRun['single'] = [];
-    for (let i = 0; i < SINGLE_RUNS; i++) {
-      const run = await runConversations(server, 1, STEPS_CONC);
-      const arrivals = await stub.arrivals(run.prefix);
-      single.push({ wallMs: run.wallMs, calls: sum(Object.values(arrivals).map((a) => a.length)), steps: stepLatencies(arrivals) });
-    }
-    const run = await runConversations(server, CONCURRENT, STEPS_CONC);
-    const arrivals = await stub.arrivals(run.prefix);
-    const many = { wallMs: run.wallMs, calls: sum(Object.values(arrivals).map((a) => a.length)), steps: stepLatencies(arrivals) };
+    const single: Batch[] = [];
+    for (let i = 0; i < SINGLE_RUNS; i++) single.push(await batch(server, stub, 1));
+    const many = await batch(server, stub, CONCURRENT);
     return { storage, single, many };
   } finally {
     await server.close();
@@ -502,52 +533,67 @@ async function main(): Promise<void> {
     }
 
     if (PARTS.has('growth')) {
-      console.log(`part 2: one conversation of ${STEPS_GROWTH} steps, condenser off, memory …`);
-      const run = await growthRun(stub);
-      const events = (k: number) => 2 + 3 * k;
-      const early = Math.max(1, Math.round((100 - 2) / 3));
-      const late = Math.min(run.samples.length - GROWTH_WINDOW, Math.round((2000 - 2) / 3));
-      const e = stepCosts(run.samples, early - GROWTH_WINDOW / 2, early + GROWTH_WINDOW / 2);
-      const l = stepCosts(run.samples, late - GROWTH_WINDOW / 2, late + GROWTH_WINDOW / 2);
+      console.log(`part 2: one conversation of ${STEPS_GROWTH} steps, condenser off, memory, in-process model, ${ROUNDS} runs …`);
+      // Step k starts with 2 + 3k events in the log (the message, a status, then llm_call + action + observation per step).
+      const stepAt = (events: number) => Math.round((events - 2) / 3);
+      const early = Math.max(GROWTH_WINDOW / 2 + 1, stepAt(100));
+      const late = Math.min(STEPS_GROWTH - GROWTH_WINDOW / 2, stepAt(2000));
+      const runs: { early: ReturnType<typeof stepCost>; late: ReturnType<typeof stepCost> }[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const model = await growthRun(stub);
+        runs.push({
+          early: stepCost(model, early - GROWTH_WINDOW / 2, early + GROWTH_WINDOW / 2),
+          late: stepCost(model, late - GROWTH_WINDOW / 2, late + GROWTH_WINDOW / 2),
+        });
+      }
+      const med = (pick: (r: (typeof runs)[number]) => number) => median(runs.map(pick));
       const rows = [
-        ['engine, between model calls', f1(e.engine), f1(l.engine), x(l.engine / e.engine), x(BEFORE['growth engine']), ''],
-        ['inside the model call, less serialisation', f1(e.call), f1(l.call), x(l.call / e.call), x(BEFORE['growth call']), ''],
-        ['step without serialisation', f1(e.engine + e.call), f1(l.engine + l.call), x((l.engine + l.call) / (e.engine + e.call)), x(BEFORE['growth step']), '≤ 1.30×'],
-        ['prompt serialisation (JSON.stringify)', f1(e.serialise), f1(l.serialise), x(l.serialise / e.serialise), '', ''],
-        ['prompt chars', String(run.samples[early]?.promptChars ?? '–'), String(run.samples[late]?.promptChars ?? '–'), x((run.samples[late]?.promptChars ?? 0) / (run.samples[early]?.promptChars ?? 1)), '', ''],
+        ['step without serialisation (µs)', f1(med((r) => r.early.step)), f1(med((r) => r.late.step)), x(med((r) => r.late.step / r.early.step)), x(BEFORE['growth step']), '≤ 1.30×'],
+        ['prompt serialisation, JSON.stringify (µs)', f1(med((r) => r.early.serialise)), f1(med((r) => r.late.serialise)), x(med((r) => r.late.serialise / r.early.serialise)), '', ''],
+        ['prompt chars', f1(med((r) => r.early.chars)), f1(med((r) => r.late.chars)), x(med((r) => r.late.chars / r.early.chars)), '', ''],
       ];
       printTable(
-        `Step CPU as the log grows (condenser off, memory): µs per step, mean of ${GROWTH_WINDOW} steps around event ${events(early)} and event ${events(late)}`,
-        ['part of a step', `event ~${events(early)}`, `event ~${events(late)}`, 'growth', 'before', 'target'],
+        `Step CPU as the log grows (condenser off, memory, the model in this process): mean of ${GROWTH_WINDOW} steps around event ${2 + 3 * early} and event ${2 + 3 * late}, median of ${ROUNDS} runs`,
+        ['', `event ~${2 + 3 * early}`, `event ~${2 + 3 * late}`, 'growth', 'before', 'target'],
         rows,
       );
     }
 
     if (PARTS.has('concurrency')) {
       const rows: string[][] = [];
-      for (const storage of STORAGES) {
-        console.log(`part 3: ${CONCURRENT} conversations of ${STEPS_CONC} steps at once vs 1 alone (${SINGLE_RUNS} runs), ${storage} …`);
+      for (const latency of LATENCIES) for (const storage of STORAGES) {
+        console.log(`part 3: ${CONCURRENT} conversations of ${STEPS_CONC} steps at once vs 1 alone (${SINGLE_RUNS} runs), ${storage}, model ${latency} ms …`);
+        await stub.setLatency(latency);
         const r = await concurrencyRun(storage, stub);
+        const what = `${storage}, model ${latency} ms`;
         const singleSteps = r.single.flatMap((s) => s.steps);
         const singleRate = median(r.single.map((s) => s.calls / (s.wallMs / 1000)));
         const manyRate = r.many.calls / (r.many.wallMs / 1000);
-        rows.push([storage, `1 alone (${SINGLE_RUNS} runs)`, f2(p(singleSteps, 50)), f2(p(singleSteps, 99)), f1(singleRate), '', '', '', '']);
-        rows.push([storage, `${CONCURRENT} at once`, f2(p(r.many.steps, 50)), f2(p(r.many.steps, 99)), f1(manyRate), '', '', '', '']);
+        const cpu = (b: readonly Batch[], pick: (b: Batch) => number) => sum(b.map(pick)) / sum(b.map((x) => x.calls));
+        const busy = (b: readonly Batch[], pick: (b: Batch) => number) => `${Math.round((100 * sum(b.map(pick))) / sum(b.map((x) => x.wallMs)))}%`;
+        const one = r.single;
+        const many = [r.many];
+        rows.push([what, `1 alone (${SINGLE_RUNS} runs)`, f2(p(singleSteps, 50)), f2(p(singleSteps, 99)), f1(singleRate), f2(cpu(one, (b) => b.serverCpuMs)), f2(cpu(one, (b) => b.stubCpuMs)), busy(one, (b) => b.serverCpuMs), busy(one, (b) => b.stubCpuMs), '', '', '', '']);
+        rows.push([what, `${CONCURRENT} at once`, f2(p(r.many.steps, 50)), f2(p(r.many.steps, 99)), f1(manyRate), f2(cpu(many, (b) => b.serverCpuMs)), f2(cpu(many, (b) => b.stubCpuMs)), busy(many, (b) => b.serverCpuMs), busy(many, (b) => b.stubCpuMs), '', '', '', '']);
         rows.push([
-          storage,
+          what,
           `${CONCURRENT} vs 1`,
           x(p(r.many.steps, 50) / p(singleSteps, 50)),
           x(p(r.many.steps, 99) / p(singleSteps, 99)),
           x(manyRate / singleRate),
-          x(BEFORE[`p99 ratio ${storage}`]),
+          x(cpu(many, (b) => b.serverCpuMs) / cpu(one, (b) => b.serverCpuMs)),
+          x(cpu(many, (b) => b.stubCpuMs) / cpu(one, (b) => b.stubCpuMs)),
+          '',
+          '',
+          x(BEFORE[`p99 ratio ${storage} ${latency}`]),
           '≤ 5.00×',
-          x(BEFORE[`throughput ratio ${storage}`]),
+          x(BEFORE[`throughput ratio ${storage} ${latency}`]),
           '≥ 3.00×',
         ]);
       }
       printTable(
         `Concurrency: ${CONCURRENT} conversations of ${STEPS_CONC} tool steps + finish created at once (over ${USERS} users), against one alone; step = model request → next model request of the conversation, at the stub`,
-        ['storage', 'run', 'step p50 ms', 'step p99 ms', 'model calls/s', 'p99 before', 'p99 target', 'throughput before', 'throughput target'],
+        ['storage, model latency', 'run', 'step p50 ms', 'step p99 ms', 'model calls/s', 'server CPU ms/call', 'stub CPU ms/call', 'server busy', 'stub busy', 'p99 before', 'p99 target', 'throughput before', 'throughput target'],
         rows,
         2,
       );
