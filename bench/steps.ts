@@ -70,6 +70,7 @@ const BEFORE: Record<string, number | null> = {
   'growth engine': null,
   'growth call': null,
   'growth step': null,
+  'store calls': null,
   'p99 ratio memory': null,
   'p99 ratio pglite': null,
   'throughput ratio memory': null,
@@ -288,7 +289,32 @@ class InProcessModel implements LlmClient {
 
 interface Server {
   service: AgentConversationService;
+  /** Calls made to each storage port method so far ("events.append" → n). */
+  storeCalls: Map<string, number>;
   close(): Promise<void>;
+}
+
+/** The storage ports, each method call counted (how many store round trips a step makes). */
+function counted<T extends object>(ports: T, calls: Map<string, number>): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, port] of Object.entries(ports)) {
+    if (port === null || typeof port !== 'object') {
+      wrapped[name] = port;
+      continue;
+    }
+    wrapped[name] = new Proxy(port as object, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function' || typeof property !== 'string') return value;
+        const key = `${name}.${property}`;
+        return (...args: unknown[]) => {
+          calls.set(key, (calls.get(key) ?? 0) + 1);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }
+  return wrapped as T;
 }
 
 /** The service as the example server composes it, on storage `kind`; the model is the OpenAI adapter (to the stub) unless given. */
@@ -310,9 +336,10 @@ async function openServer(kind: string, maxIterations: number, model?: LlmClient
   try {
     storage = await openStorage(config, () => {});
     const llm = model ?? createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries });
+    const storeCalls = new Map<string, number>();
     const service = createAgentConversationService(
       {
-        ...storage.ports,
+        ...counted(storage.ports, storeCalls),
         sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
         runtime: new FakeSandboxRuntime(),
         llm,
@@ -324,6 +351,7 @@ async function openServer(kind: string, maxIterations: number, model?: LlmClient
     const opened = storage;
     return {
       service,
+      storeCalls,
       close: async () => {
         await service.close();
         await opened.close();
@@ -378,6 +406,8 @@ interface CpuRun {
   storage: string;
   serverUsPerCall: number;
   stubUsPerCall: number;
+  /** Store calls per model call, by port method. */
+  storeCalls: Map<string, number>;
 }
 
 async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
@@ -387,12 +417,14 @@ async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
     // A short warm-up conversation: JIT, the first sandbox, the storage's caches.
     await runConversations(server, 1, 30);
     const stubBefore = await stub.cpu();
+    const storeBefore = new Map(server.storeCalls);
     const before = cpuNowUs();
     await runConversations(server, 1, STEPS_LONG);
     const after = cpuNowUs();
     const stubAfter = await stub.cpu();
     const calls = stubAfter.calls - stubBefore.calls;
-    return { storage, serverUsPerCall: (after - before) / calls, stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls };
+    const storeCalls = new Map([...server.storeCalls].map(([k, n]) => [k, (n - (storeBefore.get(k) ?? 0)) / calls] as const));
+    return { storage, serverUsPerCall: (after - before) / calls, stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls, storeCalls };
   } finally {
     await server.close();
   }
@@ -529,6 +561,11 @@ async function main(): Promise<void> {
         `CPU per model call: one conversation of ${STEPS_LONG} tool steps + finish (condenser on, its summary calls counted), median of ${ROUNDS} runs`,
         ['storage', 'server ms/call', 'before', 'stub ms/call', 'server/stub', 'before', 'target', 'vs memory (server/stub)', 'before', 'target', 'vs memory (ms)'],
         rows,
+      );
+      const perCall = runs[0]!.storeCalls;
+      const total = sum([...perCall.values()]);
+      console.log(
+        `store calls per model call: ${total.toFixed(2)} (${[...perCall].filter(([, n]) => n >= 0.01).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n.toFixed(2)}`).join(', ')}); before: ${BEFORE['store calls'] ?? '–'}`,
       );
     }
 
