@@ -6,6 +6,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import { classifyError, redact, toLlmError, type AttemptFailure } from './errors.js';
 import { parseCompletion, toChatMessages, toChatTools } from './mapping.js';
 import { resolveModel } from './models.js';
+import { nodeHttpFetch } from './node-http-fetch.js';
 import { costOf, type PriceTable } from './prices.js';
 
 export interface OpenAiLlmClientOptions {
@@ -23,6 +24,12 @@ export interface OpenAiLlmClientOptions {
   headers?: Record<string, string>;
   /** How many SDK clients (one per base URL and key) are kept for connection reuse. Default 32. */
   maxCachedClients?: number;
+  /**
+   * The fetch the SDK sends requests with. Default: node:http(s) on keep-alive connections,
+   * which costs a fraction of the CPU of the global fetch per call (see node-http-fetch.ts);
+   * pass `globalThis.fetch` (or a proxy-aware fetch) to use that instead.
+   */
+  fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
 
 /** Sent as the key to servers that need none (Ollama, vLLM, a local LiteLLM proxy) when `llm_api_key` is empty. */
@@ -80,6 +87,7 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
   const maxClients = Math.max(1, Math.floor(nonNegative(options.maxCachedClients, DEFAULTS.maxCachedClients)));
   const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
   const headers = { ...options.headers };
+  const sendWith = options.fetch ?? nodeHttpFetch;
 
   // One SDK client per (base URL, key), least recently used dropped first; keyed by a hash so
   // the map does not hold keys in clear text (the SDK clients do, unavoidably).
@@ -103,6 +111,7 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
         webhookSecret: null,
         logLevel: 'off',
         defaultHeaders: headers,
+        fetch: sendWith,
       });
       while (clients.size >= maxClients) {
         const oldest = clients.keys().next();
