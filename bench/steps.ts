@@ -60,21 +60,28 @@ const USERS = 10;
 /** Model latencies (ms) the concurrency part runs at: at once (the stub's CPU against the server's), and one like a fast real model's. */
 const LATENCIES = (process.env.BENCH_STEPS_LATENCIES || '0,50').split(',').map((s) => Number(s.trim()));
 
-/** Measured before issue 27's changes (commit 286f8a0), `npm run bench:steps` on the 2-core CI machine; null where not measured. */
+/**
+ * Measured before issue 27's changes (commit 286f8a0 with this file), `npm run bench:steps` on the
+ * 2-core machine the changes were made on, busy with other work (so each figure is a ratio taken
+ * within one run, and even those move by ±20% between runs). Store calls counted on commit b2eb371,
+ * whose engine changes made the same store calls.
+ */
 const BEFORE: Record<string, number | null> = {
-  'cpu/step memory': null,
-  'cpu/step pglite': null,
-  'cpu ratio memory': null,
-  'cpu ratio pglite': null,
-  'storage ratio pglite': null,
-  'growth engine': null,
-  'growth call': null,
-  'growth step': null,
-  'store calls': null,
-  'p99 ratio memory': null,
-  'p99 ratio pglite': null,
-  'throughput ratio memory': null,
-  'throughput ratio pglite': null,
+  'cpu/step memory': 1.48,
+  'cpu/step pglite': 4.18,
+  'cpu ratio memory': 5.18,
+  'cpu ratio pglite': 14.5,
+  'storage ratio pglite': 2.8,
+  'growth step': 1.6,
+  'store calls': 5.91,
+  'p99 ratio memory 0': 96.25,
+  'p99 ratio pglite 0': 414.11,
+  'p99 ratio memory 50': 11.02,
+  'p99 ratio pglite 50': 30.69,
+  'throughput ratio memory 0': 0.88,
+  'throughput ratio pglite 0': 0.45,
+  'throughput ratio memory 50': 30.28,
+  'throughput ratio pglite 50': 8.17,
 };
 
 const TAG = /bench-steps ([\w-]+) steps=(\d+)/;
@@ -464,6 +471,8 @@ interface Batch {
   steps: number[];
   serverCpuMs: number;
   stubCpuMs: number;
+  /** Event-loop utilisation of this process over the batch: 1 when it never waited for anything. */
+  elu: number;
 }
 
 interface ConcurrencyRun {
@@ -479,7 +488,9 @@ const stepLatencies = (arrivals: Record<string, number[]>) =>
 async function batch(server: Server, stub: Stub, count: number): Promise<Batch> {
   const stubBefore = await stub.cpu();
   const before = cpuNowUs();
+  const eluBefore = performance.eventLoopUtilization();
   const run = await runConversations(server, count, STEPS_CONC);
+  const elu = performance.eventLoopUtilization(eluBefore).utilization;
   const after = cpuNowUs();
   const stubAfter = await stub.cpu();
   const arrivals = await stub.arrivals(run.prefix);
@@ -489,6 +500,7 @@ async function batch(server: Server, stub: Stub, count: number): Promise<Batch> 
     steps: stepLatencies(arrivals),
     serverCpuMs: (after - before) / 1000,
     stubCpuMs: (stubAfter.cpuUs - stubBefore.cpuUs) / 1000,
+    elu,
   };
 }
 
@@ -598,6 +610,7 @@ async function main(): Promise<void> {
 
     if (PARTS.has('concurrency')) {
       const rows: string[][] = [];
+      const notes: string[] = [];
       for (const latency of LATENCIES) for (const storage of STORAGES) {
         console.log(`part 3: ${CONCURRENT} conversations of ${STEPS_CONC} steps at once vs 1 alone (${SINGLE_RUNS} runs), ${storage}, model ${latency} ms …`);
         await stub.setLatency(latency);
@@ -610,8 +623,12 @@ async function main(): Promise<void> {
         const busy = (b: readonly Batch[], pick: (b: Batch) => number) => `${Math.round((100 * sum(b.map(pick))) / sum(b.map((x) => x.wallMs)))}%`;
         const one = r.single;
         const many = [r.many];
-        rows.push([what, `1 alone (${SINGLE_RUNS} runs)`, f2(p(singleSteps, 50)), f2(p(singleSteps, 99)), f1(singleRate), f2(cpu(one, (b) => b.serverCpuMs)), f2(cpu(one, (b) => b.stubCpuMs)), busy(one, (b) => b.serverCpuMs), busy(one, (b) => b.stubCpuMs), '', '', '', '']);
-        rows.push([what, `${CONCURRENT} at once`, f2(p(r.many.steps, 50)), f2(p(r.many.steps, 99)), f1(manyRate), f2(cpu(many, (b) => b.serverCpuMs)), f2(cpu(many, (b) => b.stubCpuMs)), busy(many, (b) => b.serverCpuMs), busy(many, (b) => b.stubCpuMs), '', '', '', '']);
+        // Little's law: N conversations each always in a step or a model call take N / throughput per step, at least N × the server's CPU per step when it is the bottleneck.
+        notes.push(
+          `${storage}, model ${latency} ms: ${CONCURRENT} conversations × ${f2(cpu(many, (b) => b.serverCpuMs))} ms server CPU per call = ${f1(CONCURRENT * cpu(many, (b) => b.serverCpuMs))} ms of server CPU per round of steps (plus ${latency} ms of model), mean step measured ${f1(mean(r.many.steps))} ms`,
+        );
+        rows.push([what, `1 alone (${SINGLE_RUNS} runs)`, f2(p(singleSteps, 50)), f2(p(singleSteps, 99)), f1(singleRate), f2(cpu(one, (b) => b.serverCpuMs)), f2(cpu(one, (b) => b.stubCpuMs)), busy(one, (b) => b.serverCpuMs), busy(one, (b) => b.stubCpuMs), `${Math.round(100 * median(one.map((b) => b.elu)))}%`, '', '', '', '']);
+        rows.push([what, `${CONCURRENT} at once`, f2(p(r.many.steps, 50)), f2(p(r.many.steps, 99)), f1(manyRate), f2(cpu(many, (b) => b.serverCpuMs)), f2(cpu(many, (b) => b.stubCpuMs)), busy(many, (b) => b.serverCpuMs), busy(many, (b) => b.stubCpuMs), `${Math.round(100 * r.many.elu)}%`, '', '', '', '']);
         rows.push([
           what,
           `${CONCURRENT} vs 1`,
@@ -622,6 +639,7 @@ async function main(): Promise<void> {
           x(cpu(many, (b) => b.stubCpuMs) / cpu(one, (b) => b.stubCpuMs)),
           '',
           '',
+          '',
           x(BEFORE[`p99 ratio ${storage} ${latency}`]),
           '≤ 5.00×',
           x(BEFORE[`throughput ratio ${storage} ${latency}`]),
@@ -630,9 +648,16 @@ async function main(): Promise<void> {
       }
       printTable(
         `Concurrency: ${CONCURRENT} conversations of ${STEPS_CONC} tool steps + finish created at once (over ${USERS} users), against one alone; step = model request → next model request of the conversation, at the stub`,
-        ['storage, model latency', 'run', 'step p50 ms', 'step p99 ms', 'model calls/s', 'server CPU ms/call', 'stub CPU ms/call', 'server busy', 'stub busy', 'p99 before', 'p99 target', 'throughput before', 'throughput target'],
+        ['storage, model latency', 'run', 'step p50 ms', 'step p99 ms', 'model calls/s', 'server CPU ms/call', 'stub CPU ms/call', 'server CPU/wall', 'stub CPU/wall', 'server event loop busy', 'p99 before', 'p99 target', 'throughput before', 'throughput target'],
         rows,
         2,
+      );
+      console.log(
+        [
+          'step: model request → next model request of the same conversation (at the stub); calls/s: model calls / wall (first create → all idle)',
+          "server CPU/wall, stub CPU/wall: each process's CPU time over the wall time (on a busy machine a process may want more than it gets); server event loop busy: its event-loop utilisation",
+          ...notes,
+        ].join('\n'),
       );
     }
   } catch (error) {
