@@ -34,10 +34,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { okAsync, type Result } from 'neverthrow';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
-import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
+import type { LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createOpenAiLlmClient } from '@acs/adapter-openai';
-import { createAgent } from '@acs/agent';
+import { BUILTIN_TOOLS, createAgent, systemPrompt, Toolset } from '@acs/agent';
 import { completion, FakeSandboxRuntime, startFakeOpenAi, textOf } from '@acs/testing';
 import { loadConfig } from '../examples/standalone-server/src/config.js';
 import { openStorage, type Storage } from '../examples/standalone-server/src/storage.js';
@@ -437,6 +437,32 @@ async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
   }
 }
 
+/**
+ * The OpenAI adapter alone against the same stub, with a prompt of a condensed step's size and the
+ * agent's tools: the client's side of the HTTP exchange, before any engine or storage work.
+ */
+async function adapterAlone(stub: Stub): Promise<{ serverUsPerCall: number; stubUsPerCall: number; promptChars: number }> {
+  const llm = createOpenAiLlmClient({ maxRetries: 0 });
+  const messages: LlmMessage[] = [
+    { role: 'system', content: systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() }) },
+    { role: 'user', content: `bench-steps adapter steps=1000000: do the task` },
+    ...Array.from({ length: 60 }, (_, i): LlmMessage[] => [
+      { role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, name: 'execute_bash', arguments: JSON.stringify({ command: `echo hi-${i}` }) }] },
+      { role: 'tool', tool_call_id: `call_${i}`, content: `hi-${i}\n[The command completed with exit code 0.]` },
+    ]).flat(),
+  ];
+  const request = { credentials: { model: 'openai/bench-model', api_key: 'sk-bench-fake', base_url: stub.baseUrl }, messages, tools: new Toolset(BUILTIN_TOOLS).definitions };
+  for (let i = 0; i < 200; i++) await must(llm.complete(request), 'adapter call');
+  const calls = 1000;
+  const stubBefore = await stub.cpu();
+  const before = cpuNowUs();
+  for (let i = 0; i < calls; i++) await must(llm.complete(request), 'adapter call');
+  const after = cpuNowUs();
+  const stubAfter = await stub.cpu();
+  await stub.arrivals('adapter');
+  return { serverUsPerCall: (after - before) / calls, stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls, promptChars: JSON.stringify(messages).length };
+}
+
 // =====================================================================================
 // Part 2: growth with the log, condenser off
 // =====================================================================================
@@ -573,6 +599,11 @@ async function main(): Promise<void> {
         `CPU per model call: one conversation of ${STEPS_LONG} tool steps + finish (condenser on, its summary calls counted), median of ${ROUNDS} runs`,
         ['storage', 'server ms/call', 'before', 'stub ms/call', 'server/stub', 'before', 'target', 'vs memory (server/stub)', 'before', 'target', 'vs memory (ms)'],
         rows,
+      );
+      const alone = await adapterAlone(stub);
+      console.log(
+        `the OpenAI adapter alone against the same stub (${alone.promptChars} prompt chars, the agent's tools): ${f2(alone.serverUsPerCall / 1000)} ms CPU per call here, ${f2(alone.stubUsPerCall / 1000)} ms in the stub (${x(alone.serverUsPerCall / alone.stubUsPerCall)}); ` +
+          `so the engine and memory storage take about ${f2((memoryUs - alone.serverUsPerCall) / 1000)} ms of a step`,
       );
       const perCall = runs[0]!.storeCalls;
       const total = sum([...perCall.values()]);
