@@ -69,7 +69,7 @@ export function nodeHttpFetch(input: string | URL | Request, init: RequestInit =
 
 const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
-function abortError(signal: AbortSignal | null): unknown {
+function abortError(signal: AbortSignal | null): Error {
   const reason: unknown = signal?.reason;
   return reason instanceof Error && reason.name === 'AbortError' ? reason : new DOMException('This operation was aborted', 'AbortError');
 }

@@ -40,7 +40,7 @@ function randomLog(seed: number, length: number): ConversationEvent[] {
   const called: string[] = [];
   let response = 0;
   let call = 0;
-  const add = (draft: ConversationEventDraft) => events.push({ ...draft, id: events.length + 1 } as ConversationEvent);
+  const add = (draft: ConversationEventDraft) => events.push({ ...draft, id: events.length + 1 });
   add({ kind: 'message', source: 'user', timestamp: ts, text: 'please deploy the app', image_urls: [] });
   while (events.length < length) {
     const r = next();

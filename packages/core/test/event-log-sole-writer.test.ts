@@ -64,10 +64,11 @@ describe('EventLog as the sole writer', () => {
         reads.count++;
         const now = store.readAfter(...args);
         return new ResultAsync(
-          now.then(async (result) => {
+          (async () => {
+            const result = await now;
             await gate;
             return result;
-          }),
+          })(),
         );
       },
       deleteConversation: (...args) => store.deleteConversation(...args),
