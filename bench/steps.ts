@@ -63,27 +63,29 @@ const USERS = 10;
 const LATENCIES = (process.env.BENCH_STEPS_LATENCIES || '0,50').split(',').map((s) => Number(s.trim()));
 
 /**
- * Measured before issue 27's changes (commit 286f8a0 with this file), `npm run bench:steps` on the
- * 2-core machine the changes were made on, busy with other work (so each figure is a ratio taken
- * within one run, and even those move by ±20% between runs). Store calls counted on commit b2eb371,
- * whose engine changes made the same store calls.
+ * Measured before issue 27's changes: `npm run bench:steps` of this file with packages/ as at commit
+ * 286f8a0, on the 2-core machine the changes were made on, run between two runs of the changed
+ * code. The machine was busy with other work (CPU pressure 80-90%), so each figure is a ratio
+ * within one run, and the wall-clock ones (p99, throughput) move by ±50% between runs.
  */
 const BEFORE: Record<string, number | null> = {
-  'cpu/step memory': 1.48,
-  'cpu/step pglite': 4.18,
-  'cpu ratio memory': 5.18,
-  'cpu ratio pglite': 14.5,
-  'storage ratio pglite': 2.8,
-  'growth step': 1.6,
+  'cpu/step memory': 1.34,
+  'cpu/step pglite': 3.96,
+  'cpu ratio memory': 4.96,
+  'cpu ratio pglite': 13.93,
+  'storage ratio pglite': 2.81,
+  'adapter alone': 0.66,
+  'growth step': 3.11,
+  'growth step min': 3.83,
   'store calls': 5.91,
-  'p99 ratio memory 0': 96.25,
-  'p99 ratio pglite 0': 414.11,
-  'p99 ratio memory 50': 11.02,
-  'p99 ratio pglite 50': 30.69,
-  'throughput ratio memory 0': 0.88,
-  'throughput ratio pglite 0': 0.45,
-  'throughput ratio memory 50': 30.28,
-  'throughput ratio pglite 50': 8.17,
+  'p99 ratio memory 0': 39.21,
+  'p99 ratio pglite 0': 111.45,
+  'p99 ratio memory 50': 4.08,
+  'p99 ratio pglite 50': 16.62,
+  'throughput ratio memory 0': 1.48,
+  'throughput ratio pglite 0': 1.08,
+  'throughput ratio memory 50': 72.88,
+  'throughput ratio pglite 50': 15.62,
 };
 
 const TAG = /bench-steps ([\w-]+) steps=(\d+)/;
@@ -620,7 +622,7 @@ async function main(): Promise<void> {
       );
       const alone = await adapterAlone(stub);
       console.log(
-        `the OpenAI adapter alone against the same stub (${alone.promptChars} prompt chars, the agent's tools): ${f2(alone.serverUsPerCall / 1000)} ms CPU per call here, ${f2(alone.stubUsPerCall / 1000)} ms in the stub (${x(alone.serverUsPerCall / alone.stubUsPerCall)}); ` +
+        `the OpenAI adapter alone against the same stub (${alone.promptChars} prompt chars, the agent's tools): ${f2(alone.serverUsPerCall / 1000)} ms CPU per call here (before: ${f2(BEFORE['adapter alone'])}), ${f2(alone.stubUsPerCall / 1000)} ms in the stub (${x(alone.serverUsPerCall / alone.stubUsPerCall)}); ` +
           `so the engine and memory storage take about ${f2((memoryUs - alone.serverUsPerCall) / 1000)} ms of a step`,
       );
       const perCall = runs[0]!.storeCalls;
