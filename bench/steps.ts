@@ -265,7 +265,7 @@ async function startStub(cleanups: (() => Promise<void>)[]): Promise<Stub> {
 class InProcessModel implements LlmClient {
   startsUs: number[] = [];
   /** The prompt of agent call k, for k a multiple of 10. */
-  prompts = new Map<number, LlmMessage[]>();
+  prompts = new Map<number, readonly LlmMessage[]>();
   readonly #turns = new Map<string, number>();
   /** Forgets the samples so far (after a warm-up). */
   reset(): void {
@@ -490,7 +490,7 @@ function stepCost(model: InProcessModel, from: number, to: number): { step: numb
   const steps: number[] = [];
   for (let k = Math.max(1, from); k < Math.min(model.startsUs.length, to); k++) steps.push(model.startsUs[k]! - model.startsUs[k - 1]!);
   const middle = Math.round((from + to) / 20) * 10;
-  const prompt = model.prompts.get(middle) ?? [];
+  const prompt: readonly LlmMessage[] = model.prompts.get(middle) ?? [];
   const chars = JSON.stringify(prompt).length;
   return { step: mean(steps), serialise: microbenchUs(() => JSON.stringify(prompt)), chars };
 }
