@@ -11,7 +11,7 @@
  *    runtime operations (readFile / writeFile / listDirectory / a shell's run) and the same
  *    number of events appended to a MemoryEventStore. Rounds alternate, so both share the
  *    machine's noise. Then one long conversation shows how a step's cost grows with the
- *    history (the prompt is rebuilt from the whole log every step), with the single
+ *    history (the prompt is kept up to date as events arrive; the condenser run also serialises it each call), with the single
  *    operations that scan the history timed at both ends.
  * 2. The example server (examples/standalone-server, ACS_SANDBOXES=fake) in a child process,
  *    with its real OpenAI adapter pointed at a fake chat-completions server on 127.0.0.1 that
@@ -43,6 +43,7 @@ import { runCleanups } from './cleanup.js';
 import { callApi, printTable as printRows } from './report.js';
 import { createAgent, BUILTIN_TOOLS, detectStuck, metricsOf, projectMessages, systemPrompt, Toolset } from '@acs/agent';
 import { completion, startFakeOpenAi } from '@acs/testing';
+import { RunnerLog } from '../packages/agent/src/engine/runner-log.js';
 
 // ---- configuration ----
 
@@ -464,14 +465,30 @@ function printLongConversation({ engine, baseline, events }: LongRun): void {
   };
   const oneEvent: NewEvent = toNewEvent({ kind: 'message', source: 'environment', timestamp: new Date().toISOString(), text: 'x', image_urls: [] });
   const operations: [string, (log: ConversationEvent[]) => () => unknown][] = [
-    ['prompt: systemPrompt + projectMessages', (log) => () => promptOf(log)],
-    ['detectStuck', (log) => () => detectStuck(log)],
-    ['metricsOf (saveMetrics, each step)', (log) => () => metricsOf(log, null)],
+    ['prompt: systemPrompt + projectMessages (a full projection; no longer made each step)', (log) => () => promptOf(log)],
     [
-      'ScriptedLlm prompt-token estimate (join of the prompt)',
+      'what a step does now: RunnerLog prompt, kept up to date (system prompt + the copy)',
+      (log) => {
+        const kept = new RunnerLog();
+        kept.add(log);
+        return () => [{ role: 'system', content: system }, ...kept.prompt([])];
+      },
+    ],
+    ['detectStuck', (log) => () => detectStuck(log)],
+    ['metricsOf (a scan of the log; no longer made each step)', (log) => () => metricsOf(log, null)],
+    [
+      'what a step does now: RunnerLog metrics with the new call (running totals)',
+      (log) => {
+        const kept = new RunnerLog();
+        kept.add(log);
+        return () => kept.metricsWith({ model: 'm', prompt_tokens: 1, completion_tokens: 1, cached_prompt_tokens: 0, cost_usd: null }, null);
+      },
+    ],
+    [
+      'ScriptedLlm prompt-token estimate (the contents\' lengths summed, no longer joined)',
       (log) => {
         const prompt = promptOf(log);
-        return () => prompt.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('').length;
+        return () => prompt.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0);
       },
     ],
     [

@@ -3,6 +3,7 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { classifyError, classifyStatus, redact, toLlmError, type AttemptFailure } from './errors.js';
 import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
+import { nodeHttpFetch } from './node-http-fetch.js';
 import { costOf, type PriceTable } from './prices.js';
 
 export interface OpenAiLlmClientOptions {
@@ -18,6 +19,12 @@ export interface OpenAiLlmClientOptions {
   prices?: PriceTable;
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
   headers?: Record<string, string>;
+  /**
+   * The fetch each request is sent with. Default: node:http(s) on keep-alive connections, which
+   * costs a fraction of the CPU of the global fetch per call (see node-http-fetch.ts); pass
+   * `globalThis.fetch` (or a proxy-aware fetch) to use that instead.
+   */
+  fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
 
 /** Sent as the key to servers that need none (Ollama, vLLM, a local LiteLLM proxy) when `llm_api_key` is empty. */
@@ -88,6 +95,7 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
   const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
   const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
   const extraHeaders = { ...options.headers };
+  const sendWith = options.fetch ?? nodeHttpFetch;
 
   const cancelled: AttemptFailure = { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null };
   const timedOut: AttemptFailure = { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null };
@@ -100,7 +108,7 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
     try {
       let response: Response;
       try {
-        response = await fetch(url, {
+        response = await sendWith(url, {
           method: 'POST',
           headers: {
             'Content-Type': 'application/json',

@@ -1,7 +1,7 @@
 /**
  * @acs/adapter-openai: the `LlmClient` port over any OpenAI-compatible chat-completions API
  * (OpenAI, a LiteLLM proxy, OpenRouter, Ollama, vLLM, Anthropic/Gemini/DeepSeek compatibility
- * endpoints) over Node's fetch: tools, retries with backoff, error codes,
+ * endpoints) over node:http(s) keep-alive connections: tools, retries with backoff, error codes,
  * token usage and cost.
  *
  * ```ts

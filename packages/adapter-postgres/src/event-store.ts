@@ -21,6 +21,25 @@ export class PostgresEventStore implements EventStore {
   append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
     return run('append events', async (): Promise<StoredEvent[] | LeaseLost> => {
       if (events.length === 0) return [];
+      if (!fence) {
+        // One statement, so one round trip (and on PGlite one call into it) instead of a
+        // transaction's four: the counter's row lock and the rollback of a failed insert are the
+        // statement's own. The agent appends twice per step (issue 27).
+        const inserted = await this.db.query<{ id: number }>(
+          `WITH counter AS (
+             INSERT INTO ${this.t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, $3)
+             ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id RETURNING last_id
+           )
+           INSERT INTO ${this.t.events} (user_id, conversation_id, id, event)
+           SELECT $1, $2, (counter.last_id - $3 + u.ord)::integer,
+                  u.event || jsonb_build_object('id', (counter.last_id - $3 + u.ord)::integer, 'conversation_id', $2::text)
+           FROM counter, unnest($4::jsonb[]) WITH ORDINALITY AS u(event, ord)
+           RETURNING id`,
+          [userId, conversationId, events.length, events.map((e) => JSON.stringify(e))],
+        );
+        const first = Math.min(...inserted.rows.map((r) => Number(r.id)));
+        return events.map((e, i): StoredEvent => ({ ...e, id: first + i, conversation_id: conversationId }));
+      }
       return this.db.transaction(async (tx) => {
         if (fence) {
           const lease = await tx.query<{ owner: string | null; epoch: string }>(

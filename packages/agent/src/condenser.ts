@@ -28,6 +28,18 @@ type Shown = Extract<ConversationEvent, { kind: 'message' | 'action' | 'observat
 
 const isShown = (e: ConversationEvent): e is Shown => e.kind === 'message' || e.kind === 'action' || e.kind === 'observation';
 
+/** What the condenser's bounds count of one event of the view: 1 and its size if the model is shown it, else nothing. */
+export const shownSize = (e: ConversationEvent): number | null => (isShown(e) ? sizeOf(e) : null);
+
+/**
+ * Whether a view of `shownEvents` events the model is shown, of `shownChars` characters, is
+ * within the condenser's bounds: planCondensation (unforced) plans nothing then. Lets a caller
+ * that keeps these counts skip the planning (which reads the whole log) on most steps.
+ */
+export function withinCondenserBounds(shownEvents: number, shownChars: number, options: CondenserOptions = {}): boolean {
+  return shownEvents <= (options.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS) && shownChars <= (options.maxPromptChars ?? DEFAULT_CONDENSER_MAX_PROMPT_CHARS);
+}
+
 /** The text size of an event as the model would see it (roughly; for the bound only). */
 const sizeOf = (e: Shown): number =>
   e.kind === 'message' ? e.text.length + e.image_urls.length * 1_000 : e.kind === 'action' ? e.raw_arguments.length + (e.thought?.length ?? 0) + e.tool_name.length : e.content.length;

@@ -144,18 +144,114 @@ function withKnowledge(text: string, matched: readonly { file: KnowledgeFile; tr
 /** Providers want turns to alternate; two user messages in a row become one. */
 function mergeAdjacentUserMessages(messages: LlmMessage[]): LlmMessage[] {
   const merged: LlmMessage[] = [];
-  for (const m of messages) {
-    const last = merged[merged.length - 1];
-    if (m.role === 'user' && last?.role === 'user') {
-      const parts = (c: string | LlmContentPart[]): LlmContentPart[] => (typeof c === 'string' ? [{ type: 'text', text: c }] : c);
-      const combined = [...parts(last.content), ...parts(m.content)];
-      merged[merged.length - 1] = {
-        role: 'user',
-        content: combined.every((p) => p.type === 'text') ? combined.map((p) => (p as { text: string }).text).join('\n\n') : combined,
-      };
-      continue;
-    }
-    merged.push(m);
-  }
+  for (const m of messages) pushMerged(merged, m);
   return merged;
+}
+
+/** Appends `m` to `merged`, folding it into the last message when both are the user's. */
+function pushMerged(merged: LlmMessage[], m: LlmMessage): void {
+  const last = merged[merged.length - 1];
+  if (m.role === 'user' && last?.role === 'user') {
+    const parts = (c: string | LlmContentPart[]): LlmContentPart[] => (typeof c === 'string' ? [{ type: 'text', text: c }] : c);
+    const combined = [...parts(last.content), ...parts(m.content)];
+    merged[merged.length - 1] = {
+      role: 'user',
+      content: combined.every((p) => p.type === 'text') ? combined.map((p) => (p as { text: string }).text).join('\n\n') : combined,
+    };
+    return;
+  }
+  merged.push(m);
+}
+
+/**
+ * `projectMessages` kept up to date as events arrive, so a step costs what its new events cost
+ * rather than a projection of the whole history. Events are added in log order; `messages()`
+ * equals `projectMessages(everything added, knowledge)` after every add.
+ *
+ * The messages of a prefix of the events are kept ("settled"): everything up to the first model
+ * response that may still change, i.e. one with a call whose result has not arrived yet, or one
+ * at the very end (another call of the same response may follow). What comes after that point
+ * (usually nothing: a step's prompt is built once its results are in) is projected again on each
+ * call, over the settled state without changing it.
+ */
+export class IncrementalProjection {
+  readonly #knowledge: readonly KnowledgeFile[];
+  readonly #events: ConversationEvent[] = [];
+  /** The first result of each tool call among the events added (later ones are ignored, as in projectMessages). */
+  readonly #results = new Map<string, string>();
+  /** The projection of events[0, #settled): merged messages, calls answered, knowledge recalled. */
+  readonly #messages: LlmMessage[] = [];
+  readonly #answered = new Set<string>();
+  readonly #recalled = new Set<string>();
+  #settled = 0;
+
+  constructor(knowledge: readonly KnowledgeFile[] = []) {
+    this.#knowledge = knowledge;
+  }
+
+  /** The knowledge files the projection was made with (a different list needs a new projection). */
+  get knowledge(): readonly KnowledgeFile[] {
+    return this.#knowledge;
+  }
+
+  add(event: ConversationEvent): void {
+    this.#events.push(event);
+    if (event.kind === 'observation' && !this.#results.has(event.tool_call_id)) this.#results.set(event.tool_call_id, event.content);
+  }
+
+  /** The conversation so far as chat messages (a fresh array; the messages in it are shared, not to be changed). */
+  messages(): LlmMessage[] {
+    this.#settle();
+    const out = this.#messages.slice();
+    if (this.#settled < this.#events.length) {
+      // The unsettled tail, over copies of what it would change.
+      const answered = new Set<string>();
+      const recalled = new Set(this.#recalled);
+      this.#project(this.#settled, out, (id) => this.#answered.has(id) || answered.has(id), (id) => answered.add(id), recalled, false);
+    }
+    return out;
+  }
+
+  /** Moves the settled point forward as far as it can go. */
+  #settle(): void {
+    this.#settled = this.#project(this.#settled, this.#messages, (id) => this.#answered.has(id), (id) => this.#answered.add(id), this.#recalled, true);
+  }
+
+  /**
+   * Projects events from `from` into `out` (as projectMessages does); with `settle`, stops before
+   * the first response that may still change and returns where it stopped.
+   */
+  #project(from: number, out: LlmMessage[], isAnswered: (id: string) => boolean, answer: (id: string) => void, recalled: Set<string>, settle: boolean): number {
+    const events = this.#events;
+    let i = from;
+    for (; i < events.length; i++) {
+      const e = events[i]!;
+      if (e.kind === 'message') {
+        if (e.source === 'agent') pushMerged(out, { role: 'assistant', content: e.text, tool_calls: [] });
+        else pushMerged(out, { role: 'user', content: userContent(withKnowledge(e.text, e.source === 'user' ? triggeredKnowledge(e.text, this.#knowledge, recalled) : []), e.image_urls) });
+        continue;
+      }
+      if (e.kind !== 'action') continue;
+      let end = i + 1;
+      while (end < events.length) {
+        const next = events[end]!;
+        if (next.kind !== 'action' || next.response_id !== e.response_id) break;
+        end++;
+      }
+      const calls = events.slice(i, end).filter((a): a is ActionEvent => a.kind === 'action' && !isAnswered(a.tool_call_id));
+      if (settle && calls.length > 0 && (end === events.length || calls.some((a) => !this.#results.has(a.tool_call_id)))) return i;
+      i = end - 1;
+      if (calls.length === 0) continue;
+      out.push({
+        role: 'assistant',
+        content: calls[0]!.thought,
+        tool_calls: calls.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: argumentsForHistory(a) })),
+      });
+      for (const a of calls) {
+        answer(a.tool_call_id);
+        out.push({ role: 'tool', tool_call_id: a.tool_call_id, content: this.#results.get(a.tool_call_id) ?? MISSING_RESULT });
+      }
+    }
+    return i;
+  }
 }

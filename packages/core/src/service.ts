@@ -161,7 +161,8 @@ export function createAgentConversationService(
     resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
     useOf: (userId, sandboxId) => ports.conversations.listBySandbox(userId, sandboxId).map(sandboxUseOf),
   });
-  const log = new EventLog(ports.events, ports.eventNotifier);
+  // With neither a notifier nor leases this service is the only one appending to its logs (one process).
+  const log = new EventLog(ports.events, ports.eventNotifier, { soleWriter: !ports.eventNotifier && !ports.conversationLeases });
   const agent = ports.agent({
     ownership,
     conversations: ports.conversations,

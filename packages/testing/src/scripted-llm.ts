@@ -35,7 +35,7 @@ export interface ScriptedLlmOptions {
   costPerCallUsd?: number | null;
 }
 
-const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+const estimateTokens = (chars: number) => Math.ceil(chars / 4);
 
 /**
  * An LlmClient that answers from a script, for tests and benchmarks: queued turns first,
@@ -100,7 +100,8 @@ export class ScriptedLlm implements LlmClient {
           arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
         }));
         // Token estimates only when the turn does not give them (building the text costs time on long prompts).
-        const promptTokens = () => estimateTokens(request.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join(''));
+        // The characters of the joined contents, counted without joining them (a long prompt is not copied per call).
+        const promptTokens = () => estimateTokens(request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0));
         const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
         return okAsync<LlmResponse, LlmError>({
           id: `scripted-${index}`,
@@ -110,7 +111,7 @@ export class ScriptedLlm implements LlmClient {
           finish_reason: t.finish_reason === undefined ? (calls.length > 0 ? 'tool_calls' : 'stop') : t.finish_reason,
           usage: {
             prompt_tokens: t.usage?.prompt_tokens ?? promptTokens(),
-            completion_tokens: estimateTokens(outputText),
+            completion_tokens: estimateTokens(outputText.length),
             cached_prompt_tokens: 0,
             cost_usd: this.#cost,
             ...t.usage,

@@ -9,6 +9,7 @@ import { createRecording } from './recording.js';
 import { createRecovery } from './recovery.js';
 import { createReplayer } from './replay-run.js';
 import { LeaseLostError, type Runner } from './runner.js';
+import { RunnerLog } from './runner-log.js';
 import { storeUnavailable, type OwnedLease, type RecoveryReport } from '@acs/core/ports';
 import type { DomainError } from '@acs/core';
 import type { ConversationRecord } from '@acs/core/schemas';
@@ -87,8 +88,7 @@ export function createAgentEngine(deps: AgentEngineDeps): AgentEngine {
           return;
         }
         // An agent at rest keeps no copy of its log (it is read again on the next run); the shell stays open.
-        r.events = [];
-        r.lastId = 0;
+        r.log = new RunnerLog();
         r.handledUpTo = null;
       });
     r.loop = running;

@@ -6,41 +6,50 @@ import type { LlmCredentials, LlmError } from '@acs/core/ports';
 export const errorCodeOf = (e: LlmError): ConversationErrorCode =>
   e.type === 'cancelled' ? 'internal_error' : (`llm_${e.type}` as ConversationErrorCode);
 
-/** How much the next call may cost: the last call's cost (calls grow with the history, so this is a lower bound). */
-export const lastKnownCost = (events: readonly ConversationEvent[]): number => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]!;
-    if (e.kind === 'llm_call' && e.cost_usd !== null) return e.cost_usd;
-  }
-  return 0;
-};
+/** What a conversation's model calls add up to, kept as events arrive (metricsOf is these totals over a whole log). */
+export interface MetricTotals {
+  cost: number;
+  /** Every call had a price. */
+  known: boolean;
+  prompt: number;
+  completion: number;
+  cached: number;
+  last: { model: string; tokens: number } | null;
+}
 
-export function metricsOf(events: readonly ConversationEvent[], budget: number | null): ConversationMetrics {
-  let cost = 0;
-  let known = true;
-  let prompt = 0;
-  let completion = 0;
-  let cached = 0;
-  let last: { model: string; tokens: number } | null = null;
-  for (const e of events) {
-    if (e.kind !== 'llm_call') continue;
-    prompt += e.prompt_tokens;
-    completion += e.completion_tokens;
-    cached += e.cached_prompt_tokens;
-    last = { model: e.model, tokens: e.prompt_tokens + e.completion_tokens };
-    if (e.cost_usd === null) known = false;
-    else cost += e.cost_usd;
-  }
-  const priced = Math.round(cost * 1e6) / 1e6;
+export const emptyTotals = (): MetricTotals => ({ cost: 0, known: true, prompt: 0, completion: 0, cached: 0, last: null });
+
+type LlmCallFields = Pick<Extract<ConversationEvent, { kind: 'llm_call' }>, 'prompt_tokens' | 'completion_tokens' | 'cached_prompt_tokens' | 'model' | 'cost_usd'>;
+
+/** Adds one model call to the totals (in log order, so the sums are the same floating-point numbers as a scan's). */
+export function addCall(totals: MetricTotals, e: LlmCallFields): void {
+  totals.prompt += e.prompt_tokens;
+  totals.completion += e.completion_tokens;
+  totals.cached += e.cached_prompt_tokens;
+  totals.last = { model: e.model, tokens: e.prompt_tokens + e.completion_tokens };
+  if (e.cost_usd === null) totals.known = false;
+  else totals.cost += e.cost_usd;
+}
+
+/** The conversation's metrics from its totals. */
+export function metricsFromTotals(totals: MetricTotals, budget: number | null): ConversationMetrics {
+  const priced = Math.round(totals.cost * 1e6) / 1e6;
   return {
-    accumulated_cost: known ? priced : null,
+    accumulated_cost: totals.known ? priced : null,
     max_budget_per_task: budget,
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    cache_read_tokens: cached,
+    prompt_tokens: totals.prompt,
+    completion_tokens: totals.completion,
+    cache_read_tokens: totals.cached,
     priced_cost: priced,
-    ...(last ? { model: last.model, last_call_tokens: last.tokens } : {}),
+    ...(totals.last ? { model: totals.last.model, last_call_tokens: totals.last.tokens } : {}),
   };
+}
+
+/** The metrics of a whole log (a scan; the engine keeps running totals instead, see RunnerLog). */
+export function metricsOf(events: readonly ConversationEvent[], budget: number | null): ConversationMetrics {
+  const totals = emptyTotals();
+  for (const e of events) if (e.kind === 'llm_call') addCall(totals, e);
+  return metricsFromTotals(totals, budget);
 }
 
 /** Model calls that were agent steps (not summaries). */
@@ -57,15 +66,6 @@ export const decisionOn = (events: readonly ConversationEvent[], pending: readon
   const ids = new Set(pending.map((a) => a.tool_call_id));
   const after = pending[pending.length - 1]?.id ?? 0;
   return (events.find((e): e is ConfirmationEvent => e.kind === 'confirmation' && e.id > after && e.tool_call_ids.some((id) => ids.has(id))) ?? null);
-};
-
-/** Index just after the last user message: the steps taken for it come after. */
-export const lastUserMessageIndex = (events: readonly ConversationEvent[]): number => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]!;
-    if (e.kind === 'message' && e.source === 'user') return i;
-  }
-  return -1;
 };
 
 /** From a log alone: the last model call, replayed action or stopping error, the point up to which the agent has acted. */

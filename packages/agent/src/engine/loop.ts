@@ -21,8 +21,8 @@ export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Con
     if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
     r.forcedCondensation = false;
     await catchUp(r);
-    const pending = pendingConfirmation(r.events);
-    const decision = pending.length > 0 ? decisionOn(r.events, pending) : null;
+    const pending = pendingConfirmation(r.log.events);
+    const decision = pending.length > 0 ? decisionOn(r.log.events, pending) : null;
     const wasRunning = record.execution_status === 'running' || record.execution_status === 'paused';
     if (!wasRunning && !decision && !hasUnseenMessage(r)) return;
 

@@ -27,9 +27,8 @@ export function createRecording(kit: EngineBase) {
       throw new Error(`could not append to the event log: ${appended.error.message}`);
     }
     const events = appended.value;
-    if (events.length > 0 && events[0]!.id === r.lastId + 1) {
-      r.events.push(...events);
-      r.lastId = events[events.length - 1]!.id;
+    if (events.length > 0 && events[0]!.id === r.log.lastId + 1) {
+      r.log.add(events);
     } else {
       await catchUp(r); // someone else appended in between (a user message): read it all in order
     }
@@ -38,20 +37,15 @@ export function createRecording(kit: EngineBase) {
 
   /** A user message the agent has not seen yet. */
   const hasUnseenMessage = (r: Runner): boolean => {
-    r.handledUpTo ??= lastHandledId(r.events);
-    const handled = r.handledUpTo;
-    return r.events.some((e) => e.kind === 'message' && e.source === 'user' && e.id > handled);
+    r.handledUpTo ??= lastHandledId(r.log.events);
+    return r.log.lastUserMessageId > r.handledUpTo;
   };
 
   /** Brings the runner's copy of the log up to date (messages may have been appended by requests). */
   const catchUp = async (r: Runner): Promise<void> => {
-    const fresh = await log.readAll(r.userId, r.conversationId, r.lastId);
+    const fresh = await log.readAll(r.userId, r.conversationId, r.log.lastId);
     if (fresh.isErr()) throw new Error(`could not read the event log: ${fresh.error.message}`);
-    for (const e of fresh.value) {
-      if (e.id <= r.lastId) continue;
-      r.events.push(e);
-      r.lastId = e.id;
-    }
+    r.log.add(fresh.value);
   };
 
   const now = () => clock.now();
@@ -97,7 +91,7 @@ export function createRecording(kit: EngineBase) {
   });
 
   const fail = async (r: Runner, code: ConversationErrorCode, message: string) => {
-    r.handledUpTo = r.lastId;
+    r.handledUpTo = r.log.lastId;
     await append(r, [errorEvent(code, message, true)]);
     await setStatus(r, 'fail', message);
   };
@@ -107,7 +101,7 @@ export function createRecording(kit: EngineBase) {
    * error event says why, and it waits for the user (idle), whose next message runs it again.
    */
   const stopUntilMessage = async (r: Runner, code: ConversationErrorCode, message: string) => {
-    r.handledUpTo = r.lastId;
+    r.handledUpTo = r.log.lastId;
     await append(r, [errorEvent(code, message, true)]);
     await setStatus(r, 'await_message', message);
   };

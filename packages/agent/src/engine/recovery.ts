@@ -17,11 +17,11 @@ export function createRecovery(kit: EngineBase & Recording & Actions) {
   const closeInterrupted = async (r: Runner, status: ExecutionStatus | null): Promise<number> => {
     await catchUp(r);
     if (status === 'waiting_for_confirmation') return 0;
-    const answered = new Set(r.events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
+    const answered = new Set(r.log.events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
     // Actions still waiting for the user never started: they wait again rather than count as interrupted.
-    const awaiting = pendingConfirmation(r.events);
-    const undecided = new Set(decisionOn(r.events, awaiting) ? [] : awaiting.map((a) => a.tool_call_id));
-    const open = r.events.filter((e): e is ActionEvent => e.kind === 'action' && !answered.has(e.tool_call_id) && !undecided.has(e.tool_call_id));
+    const awaiting = pendingConfirmation(r.log.events);
+    const undecided = new Set(decisionOn(r.log.events, awaiting) ? [] : awaiting.map((a) => a.tool_call_id));
+    const open = r.log.events.filter((e): e is ActionEvent => e.kind === 'action' && !answered.has(e.tool_call_id) && !undecided.has(e.tool_call_id));
     if (open.length === 0) return 0;
     await append(r, [
       ...open.map((a) =>

@@ -26,7 +26,7 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
     }
     const { steps } = plan.value;
     const context = toolContext(r, sandboxId, workingDir);
-    for (let n = nextReplayStep(r.events); n < steps.length; n++) {
+    for (let n = nextReplayStep(r.log.events); n < steps.length; n++) {
       await catchUp(r);
       if (r.abort.signal.aborted) return 'stop';
       const step = steps[n]!;
@@ -48,19 +48,19 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
         return 'stop';
       }
       if (outcome === 'finished') {
-        r.handledUpTo = r.lastId;
+        r.handledUpTo = r.log.lastId;
         await setStatus(r, 'finish', 'the replayed trajectory called finish');
         return 'stop';
       }
     }
     // The user wrote after the replay: the model answers (or the usual error says that none is configured).
-    const end = replayEndIndex(r.events);
-    if (r.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
+    const end = replayEndIndex(r.log.events);
+    if (r.log.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
     const last = steps.at(-1);
     // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
     const awaitsUser = last?.kind === 'message' && last.source === 'agent';
     if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
-    r.handledUpTo = r.lastId;
+    r.handledUpTo = r.log.lastId;
     await setStatus(
       r,
       'finish',

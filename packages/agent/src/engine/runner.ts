@@ -1,7 +1,7 @@
-import type { ConversationEvent } from '@acs/core/schemas';
 import type { OwnedLease, SandboxRuntimeError, SandboxShell } from '@acs/core/ports';
 import type { Result } from 'neverthrow';
 import type { McpSession } from '../mcp-session.js';
+import { RunnerLog } from './runner-log.js';
 
 /** What the engine holds for one conversation while it runs (and its shell and MCP connections between runs). */
 export interface Runner {
@@ -19,8 +19,8 @@ export interface Runner {
   wakeRequested: boolean;
   shell: Promise<Result<SandboxShell, SandboxRuntimeError>> | null;
   readonly editHistory: Map<string, string[]>;
-  events: ConversationEvent[];
-  lastId: number;
+  /** The runner's copy of the log while it runs (emptied at rest), with what steps read off it. */
+  log: RunnerLog;
   /** The last event id the agent has acted on (shown to the model, or stopped with an error after); null until read from the log. */
   handledUpTo: number | null;
   /** The conversation's MCP servers, connected for its sandbox; null until the first run that has servers. */
@@ -67,8 +67,7 @@ export class RunnerRegistry {
         wakeRequested: false,
         shell: null,
         editHistory: new Map(),
-        events: [],
-        lastId: 0,
+        log: new RunnerLog(),
         handledUpTo: null,
         mcp: null,
         forcedCondensation: false,

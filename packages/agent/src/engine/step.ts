@@ -1,14 +1,14 @@
 import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
 import type { LlmCredentials, LlmResponse } from '@acs/core/ports';
 import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE, noteStillStands } from '../answer-notes.js';
-import { condensedView, planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
-import { projectMessages, systemPrompt } from '../prompt.js';
+import { planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
+import { systemPrompt } from '../prompt.js';
 import { assessAction, needsConfirmation, SECURITY_RISK_GUIDANCE, type SecurityPolicy } from '../security.js';
 import { detectStuck } from '../stuck.js';
 import { parseToolArguments } from '../toolset.js';
 import type { Actions } from './actions.js';
 import type { EngineBase } from './base.js';
-import { errorCodeOf, isAgentCall, lastKnownCost, lastUserMessageIndex, metricsOf } from './log-reading.js';
+import { errorCodeOf } from './log-reading.js';
 import type { Recording } from './recording.js';
 import type { Runner, StepEnd } from './runner.js';
 
@@ -47,7 +47,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
       attempts: answer.attempts,
       purpose,
     };
-    const metrics = metricsOf([...r.events, { ...draft, id: r.lastId + 1 }], budget);
+    const metrics = r.log.metricsWith(draft, budget);
     const accumulated = { cost_usd: metrics.accumulated_cost, prompt_tokens: metrics.prompt_tokens, completion_tokens: metrics.completion_tokens };
     return { event: { ...draft, accumulated }, metrics };
   };
@@ -58,7 +58,9 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
    */
   const condense = async (r: Runner, credentials: LlmCredentials, stored: StoredSettings | null, force: boolean): Promise<'none' | 'condensed' | 'stop'> => {
     const options = condenserOptions(stored);
-    const plan = planCondensation(r.events, options, force);
+    // Within bounds (most steps), planning would find nothing: skip its reading of the whole log.
+    if (!force && r.log.withinCondenserBounds(options)) return 'none';
+    const plan = planCondensation(r.log.events, options, force);
     if (!plan) return 'none';
     const response = await llm.complete({ credentials, messages: summaryRequest(plan, options), tools: [], signal: r.abort.signal });
     if (response.isErr()) {
@@ -67,7 +69,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
       return 'stop';
     }
     const answer = response.value;
-    const call = llmCallDraft(r, answer, answer.id ?? `condense-${r.lastId}`, 'condenser', stored?.max_budget_per_task ?? null);
+    const call = llmCallDraft(r, answer, answer.id ?? `condense-${r.log.lastId}`, 'condenser', stored?.max_budget_per_task ?? null);
     await append(r, [
       call.event,
       {
@@ -87,7 +89,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
 
   /** A note from the service to the model, unless the model has it already and has shown nothing since. */
   const noteOnce = async (r: Runner, text: string): Promise<void> => {
-    if (noteStillStands(r.events, text)) return;
+    if (noteStillStands(r.log.events, text)) return;
     await append(r, [{ kind: 'message', source: 'environment', timestamp: now(), text, image_urls: [] }]);
   };
 
@@ -132,7 +134,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     if (r.abort.signal.aborted) return 'stop';
     await reportLostMcp(r);
 
-    const verdict = detectStuck(r.events);
+    const verdict = detectStuck(r.log.events);
     if (verdict.kind === 'stuck') {
       await append(r, [errorEvent('stuck', `The agent is stuck: ${verdict.reason}. Send a message to give it new directions.`, true)]);
       await setStatus(r, 'stuck', verdict.reason);
@@ -142,8 +144,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
       await append(r, [{ kind: 'message', source: 'environment', timestamp: now(), text: verdict.message, image_urls: [] }]);
     }
 
-    const since = lastUserMessageIndex(r.events);
-    const iterations = r.events.slice(since + 1).filter(isAgentCall).length;
+    const iterations = r.log.agentCallsSinceUserMessage;
     const maxIterations = stored?.max_iterations ?? defaultMaxIterations;
     if (iterations >= maxIterations) {
       await stopUntilMessage(
@@ -156,9 +157,9 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
 
     const budget = stored?.max_budget_per_task ?? null;
     if (budget !== null) {
-      const metrics = metricsOf(r.events, budget);
+      const metrics = r.log.metrics(budget);
       if (metrics.accumulated_cost === null) {
-        if (!r.events.some((e) => e.kind === 'error' && e.code === 'budget_unenforceable')) {
+        if (!r.log.hasError('budget_unenforceable')) {
           await append(r, [
             errorEvent(
               'budget_unenforceable',
@@ -166,7 +167,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
             ),
           ]);
         }
-      } else if (metrics.accumulated_cost + lastKnownCost(r.events) > budget) {
+      } else if (metrics.accumulated_cost + r.log.lastKnownCost > budget) {
         await fail(
           r,
           'budget_exceeded',
@@ -191,9 +192,9 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
           riskGuidance: policy.analyzer === 'llm' || policy.analyzer === 'ensemble' ? SECURITY_RISK_GUIDANCE : null,
         }),
       },
-      ...projectMessages(condensedView(r.events).events, record.workspace?.guidance.knowledge ?? []),
+      ...r.log.prompt(record.workspace?.guidance.knowledge ?? []),
     ];
-    const seenUpTo = r.lastId;
+    const seenUpTo = r.log.lastId;
     r.handledUpTo = seenUpTo;
     const response = await llm.complete({ credentials, messages, tools: toolset.definitions, signal: r.abort.signal });
     if (response.isErr()) {
@@ -210,7 +211,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
     }
     r.forcedCondensation = false;
     const answer = response.value;
-    const responseId = answer.id ?? `resp-${seenUpTo}-${r.events.length}`;
+    const responseId = answer.id ?? `resp-${seenUpTo}-${r.log.events.length}`;
     const call = llmCallDraft(r, answer, responseId, 'agent', budget);
     const drafts: ConversationEventDraft[] = [call.event];
     const rules = ruleContext(workingDir);
@@ -220,7 +221,7 @@ export function createStepper(kit: EngineBase & Recording & Actions) {
       const parsed = parseToolArguments(call.arguments);
       // Tool call ids must be unique in the history; some servers reuse or omit them.
       let id = call.id || `call_${seenUpTo}_${i}`;
-      if (usedIds.has(id) || r.events.some((e) => e.kind === 'action' && e.tool_call_id === id)) id = `${id}_${seenUpTo}_${i}`;
+      if (usedIds.has(id) || r.log.hasAction(id)) id = `${id}_${seenUpTo}_${i}`;
       usedIds.add(id);
       call.id = id;
       const mcp = toolset.get(call.name)?.mcp;

@@ -36,10 +36,21 @@ export class EventLog {
   readonly #listening: { close(): void } | null;
   /** The live subscriptions of each conversation: how to hand one an event, and how to end it. */
   readonly #subscribers = new Map<string, Set<LiveSubscriber>>();
+  /**
+   * Only as the sole writer: the id each conversation's log is known to end at (every append
+   * goes through this log, so nothing can follow it unseen). A read after it returns nothing
+   * without asking the store: the agent catches up before every step (issue 27).
+   */
+  readonly #knownEnds: Map<string, number> | null;
 
-  constructor(store: EventStore, notifier?: EventNotifier) {
+  /**
+   * `soleWriter`: nothing else appends to these logs (one process, one service on the store:
+   * no notifier, no conversation leases), so this log knows where each log it has seen ends.
+   */
+  constructor(store: EventStore, notifier?: EventNotifier, options: { soleWriter?: boolean } = {}) {
     this.#store = store;
     this.#notifier = notifier ?? null;
+    this.#knownEnds = options.soleWriter && !notifier ? new Map() : null;
     this.#listening =
       notifier?.listen({
         appended: (userId, conversationId, lastId) => {
@@ -91,6 +102,7 @@ export class EventLog {
     return this.#store.append(userId, conversationId, drafts.map(toNewEvent), fence).map((stored) => {
       const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
       const last = stored.at(-1);
+      if (last) this.#knownToEnd(userId, conversationId, last.id);
       if (last) this.#notifier?.notify(userId, conversationId, last.id);
       const subscribers = this.#subscribers.get(EventLog.#key(userId, conversationId));
       if (subscribers) {
@@ -109,8 +121,16 @@ export class EventLog {
     });
   }
 
+  /** The log is known to reach `lastId` (only ever moved forward: a read that started before an append may end after it). */
+  #knownToEnd(userId: string, conversationId: string, lastId: number): void {
+    if (!this.#knownEnds) return;
+    const key = EventLog.#key(userId, conversationId);
+    if ((this.#knownEnds.get(key) ?? -1) < lastId) this.#knownEnds.set(key, lastId);
+  }
+
   /** Every event after `afterId`, oldest first (reads in batches until the end). */
   readAll(userId: string, conversationId: string, afterId = 0): ResultAsync<ConversationEvent[], StoreFailure> {
+    if (this.#knownEnds?.get(EventLog.#key(userId, conversationId)) === afterId) return okAsync([]);
     const collected: ConversationEvent[] = [];
     const step = (after: number): ResultAsync<ConversationEvent[], StoreFailure> =>
       this.#store.readAfter(userId, conversationId, after, READ_BATCH).andThen((batch) => {
@@ -118,7 +138,12 @@ export class EventLog {
           const event = fromStoredEvent(stored);
           if (event) collected.push(event);
         }
-        return batch.length < READ_BATCH ? okAsync(collected) : step(batch[batch.length - 1]!.id);
+        if (batch.length < READ_BATCH) {
+          // Only a read from a point the log had reached says where it ends (an empty log, or a read past its end, says nothing).
+          if (batch.length > 0) this.#knownToEnd(userId, conversationId, batch[batch.length - 1]!.id);
+          return okAsync(collected);
+        }
+        return step(batch[batch.length - 1]!.id);
       });
     return step(afterId);
   }
@@ -273,7 +298,9 @@ export class EventLog {
 
   /** Removes the log and ends its live subscriptions (their onEnd is told why). */
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
+    this.#knownEnds?.delete(EventLog.#key(userId, conversationId));
     return this.#store.deleteConversation(userId, conversationId).map((count) => {
+      this.#knownEnds?.delete(EventLog.#key(userId, conversationId));
       for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.end('the conversation was deleted');
       return count;
     });
