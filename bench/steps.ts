@@ -10,7 +10,7 @@
  * service as the example server does (its storage from `openStorage`, the OpenAI adapter, the
  * fake sandbox runtime, the agent with the example's options), without the HTTP router: the
  * conversations are created through the service, so the only client work is the agent's.
- * Adding a storage kind (sqlite) is one entry in STORAGES below (or BENCH_STEPS_STORAGE).
+ * The storages are memory, SQLite (the embedded default) and PGlite; BENCH_STEPS_STORAGE picks others.
  *
  * 1. CPU per step: one conversation of STEPS_LONG model calls, default condenser on; this
  *    process's CPU per model call against the stub's CPU per call, per storage, and each
@@ -48,7 +48,7 @@ import { percentile, positiveInt } from './stats.js';
 // ---- configuration ----
 
 /** The storages measured; memory is the reference the others are compared with. Add `sqlite` here once it exists. */
-const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,pglite').split(',').map((s) => s.trim()).filter(Boolean);
+const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,pglite').split(',').map((s) => s.trim()).filter(Boolean);
 const STEPS_LONG = positiveInt('BENCH_STEPS_LONG', 600);
 const ROUNDS = positiveInt('BENCH_STEPS_ROUNDS', 3);
 const STEPS_GROWTH = positiveInt('BENCH_STEPS_GROWTH', 700);
