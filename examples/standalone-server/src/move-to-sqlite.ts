@@ -3,7 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { DeviceGrant, StoredEvent } from '@acs/core/ports';
 import type { ConversationRecord, SandboxRecord, StartTaskRecord, StoredSettings } from '@acs/core/schemas';
 import { createPostgresStorage } from '@acs/adapter-postgres';
-import { createSqliteStorage, type ImportBatch, type TableCounts } from '@acs/adapter-sqlite';
+import { createSqliteStorage, RECORD_TABLES as TABLES, type ImportBatch, type TableCounts } from '@acs/adapter-sqlite';
 import { lockDataDir } from './data-dir-lock.js';
 import { loadCipher } from './secret-key.js';
 import { dropSqliteExperimentalWarning } from './sqlite-warning.js';
@@ -16,19 +16,6 @@ export interface MoveResult {
   pgliteMovedTo: string;
 }
 
-/** Each table of PGlite and the count to check it by. */
-const TABLES: Record<keyof TableCounts, string> = {
-  settings: 'acs_settings',
-  secretKeys: 'acs_secret_keys',
-  apiKeys: 'acs_api_keys',
-  deviceGrants: 'acs_device_grants',
-  deviceCodeFailures: 'acs_device_code_failures',
-  conversations: 'acs_conversations',
-  startTasks: 'acs_start_tasks',
-  sandboxes: 'acs_sandboxes',
-  events: 'acs_events',
-  installation: 'acs_installation',
-};
 
 /** Events are copied this many at a time (one SQLite transaction each). */
 const EVENT_BATCH = 2_000;

@@ -1,47 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { applySettingsInput, createAesGcmCipher } from '@acs/core';
-import { SettingsInputSchema, type StoredSettings } from '@acs/core/schemas';
-import { expectOk } from '@acs/core/testing';
+import { createAesGcmCipher } from '@acs/core';
+import { EVERY_SECRET as SECRETS, expectOk, settingsWithEverySecret } from '@acs/core/testing';
 import { createPostgresStorage, SecretKeyMismatchError } from '@acs/adapter-postgres';
 import { DATABASES, freshSchema, KEY_1, KEY_2, testCipher } from './databases.js';
 
-const SECRETS = {
-  llm: 'sk-live-LLM-SECRET-1',
-  search: 'tvly-SEARCH-SECRET-2',
-  sandbox: 'SANDBOX-SECRET-3',
-  github: 'ghp_GITHUB-SECRET-4',
-  gitlab: 'glpat-GITLAB-SECRET-5',
-  custom: 'CUSTOM-SECRET-6',
-  mcp: 'MCP-SECRET-7',
-  profile: 'sk-PROFILE-SECRET-8',
-};
-
-function settingsWithEverySecret(): StoredSettings {
-  const settings = applySettingsInput(
-    null,
-    SettingsInputSchema.parse({
-      llm_model: 'openai/gpt-4o',
-      llm_api_key: SECRETS.llm,
-      search_api_key: SECRETS.search,
-      sandbox_api_key: SECRETS.sandbox,
-      secrets_store: {
-        provider_tokens: { github: { token: SECRETS.github }, gitlab: { token: SECRETS.gitlab, host: 'gitlab.example.com' } },
-        custom_secrets: { DEPLOY_TOKEN: { secret: SECRETS.custom, description: 'deploys' } },
-      },
-      mcp_config: { shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: SECRETS.mcp }] },
-    }),
-  );
-  return {
-    ...settings,
-    llm_profiles: {
-      profiles: [
-        { id: 'p-1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: SECRETS.profile },
-        { id: 'p-2', name: 'keyless', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
-      ],
-      active: null,
-    },
-  };
-}
 
 for (const db of DATABASES) {
   describe(`secrets at rest on ${db.name}`, () => {

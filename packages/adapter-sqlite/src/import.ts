@@ -43,7 +43,8 @@ export interface TableCounts {
   installation: number;
 }
 
-const TABLES: Record<keyof TableCounts, string> = {
+/** The table of each kind of record; PostgreSQL and PGlite name theirs alike (without a schema). */
+export const RECORD_TABLES: Readonly<Record<keyof TableCounts, string>> = {
   settings: 'acs_settings',
   secretKeys: 'acs_secret_keys',
   apiKeys: 'acs_api_keys',
@@ -58,7 +59,7 @@ const TABLES: Record<keyof TableCounts, string> = {
 
 export function countRows(db: Sqlite): TableCounts {
   const counts = {} as TableCounts;
-  for (const [name, table] of Object.entries(TABLES) as [keyof TableCounts, string][]) {
+  for (const [name, table] of Object.entries(RECORD_TABLES) as [keyof TableCounts, string][]) {
     counts[name] = Number(db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)?.n ?? 0);
   }
   return counts;

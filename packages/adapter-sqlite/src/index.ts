@@ -10,5 +10,5 @@
 export { createSqliteStorage, migrateSqlite, type SqliteStorage, type SqliteStorageOptions } from './storage.js';
 export { openNodeSqlite, type SqliteDatabase, type SqliteStatement, type SqliteValue } from './driver.js';
 export { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations.js';
-export type { ImportBatch, TableCounts } from './import.js';
+export { RECORD_TABLES, type ImportBatch, type TableCounts } from './import.js';
 export { SecretKeyMismatchError } from '@acs/core';

@@ -1,6 +1,7 @@
 import type { ConversationRecord, StartTaskRecord } from '../conversation/schema.js';
 import type { SandboxRecord, SandboxSpec } from '../sandbox/schema.js';
-import { defaultSettings, type StoredSettings } from '../settings/schema.js';
+import { applySettingsInput } from '../settings/merge.js';
+import { defaultSettings, SettingsInputSchema, type StoredSettings } from '../settings/schema.js';
 
 let counter = 0;
 /** A fresh 32-hex id, unique within the process. */
@@ -101,5 +102,46 @@ export function startTaskFixture(overrides: Partial<StartTaskRecord> = {}): Star
     created_at: at(0),
     updated_at: at(0),
     ...overrides,
+  };
+}
+
+/** A secret of each kind settings keep, by where it goes: the secrets-at-rest tests look for each in the stored bytes. */
+export const EVERY_SECRET = {
+  llm: 'sk-live-LLM-SECRET-1',
+  search: 'tvly-SEARCH-SECRET-2',
+  sandbox: 'SANDBOX-SECRET-3',
+  github: 'ghp_GITHUB-SECRET-4',
+  gitlab: 'glpat-GITLAB-SECRET-5',
+  custom: 'CUSTOM-SECRET-6',
+  mcp: 'MCP-SECRET-7',
+  profile: 'sk-PROFILE-SECRET-8',
+} as const;
+
+/** Settings holding every secret of EVERY_SECRET: keys, provider tokens, a custom secret, an MCP key and an LLM profile's key. */
+export function settingsWithEverySecret(): StoredSettings {
+  const secrets = EVERY_SECRET;
+  const settings = applySettingsInput(
+    null,
+    SettingsInputSchema.parse({
+      llm_model: 'openai/gpt-4o',
+      llm_api_key: secrets.llm,
+      search_api_key: secrets.search,
+      sandbox_api_key: secrets.sandbox,
+      secrets_store: {
+        provider_tokens: { github: { token: secrets.github }, gitlab: { token: secrets.gitlab, host: 'gitlab.example.com' } },
+        custom_secrets: { DEPLOY_TOKEN: { secret: secrets.custom, description: 'deploys' } },
+      },
+      mcp_config: { shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: secrets.mcp }] },
+    }),
+  );
+  return {
+    ...settings,
+    llm_profiles: {
+      profiles: [
+        { id: 'p-1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: secrets.profile },
+        { id: 'p-2', name: 'keyless', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+      ],
+      active: null,
+    },
   };
 }
