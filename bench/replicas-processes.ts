@@ -57,6 +57,9 @@ async function startServer(databaseUrl: string): Promise<Server> {
       ACS_SANDBOX_NETWORK: 'none',
       ACS_SANDBOX_MEMORY_MB: '256',
       ACS_SANDBOX_IDLE_MINUTES: '0',
+      // No warm sandbox: what is measured is steps and takeover, and the cleanup removes the
+      // bench user's containers (a pooled one carries the pool's label, not the user's).
+      ACS_SANDBOX_POOL: 'none',
       DATABASE_URL: databaseUrl,
       ACS_API_KEYS: `${user.id}:${user.key}`,
       SESSION_API_KEY: 'unused-default-key-0123456789',
