@@ -1,6 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runWithModuleLog } from '@acs/testing';
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -11,10 +11,7 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
  */
 function serverModulesLoaded(transport: 'websocket' | 'polling'): { before: number; after: number; answer: string } {
   const program = `
-    import { registerHooks } from 'node:module';
-    const loaded = new Set();
-    registerHooks({ load(url, context, next) { loaded.add(url); return next(url, context); } });
-    const count = () => [...loaded].filter((url) => /node_modules\\/(socket\\.io|engine\\.io)\\//.test(url)).length;
+    const count = () => loaded().length;
     const { startHarness } = await import('./test/harness.ts');
     const { io } = await import('socket.io-client');
     const h = await startHarness({ realtime: true });
@@ -28,9 +25,7 @@ function serverModulesLoaded(transport: 'websocket' | 'polling'): { before: numb
     console.log(JSON.stringify({ before, after: count(), answer }));
     await h.close();
   `;
-  const child = spawnSync(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', '--input-type=module', '-e', program], { cwd: packageDir, encoding: 'utf8', timeout: 120_000 });
-  if (child.status !== 0) throw new Error(`the child failed (${child.status ?? child.signal}):\n${child.stderr}`);
-  return JSON.parse(child.stdout.trim().split('\n').at(-1) ?? '{}') as { before: number; after: number; answer: string };
+  return runWithModuleLog<{ before: number; after: number; answer: string }>(program, { cwd: packageDir, match: /node_modules\/(socket\.io|engine\.io)\// });
 }
 
 describe('the V0 channel (socket.io) is loaded when a client first comes', () => {

@@ -27,6 +27,7 @@ export { startFakeGitHub, type FakeGitHub, type FakeGitHubAccount, type FakeGitH
 export { startFakeGitLab, type FakeGitLab, type FakeGitLabAccount, type FakeGitLabProject } from './fake-gitlab.js';
 export type { FakeProviderInterception, FakeProviderReply, FakeProviderRequest, FakeProviderServer } from './fake-provider-server.js';
 export * from './loopback.js';
+export { runWithModuleLog } from './module-log.js';
 export { sseMessages, type SseMessage } from './sse.js';
 export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
 export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
