@@ -1,7 +1,7 @@
 import { ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
-import { newSandboxKey } from './keys.js';
+import { newStartingRecord } from './keys.js';
 import type { RuntimeSandboxSummary } from './runtime.js';
 import { POOLED_SANDBOX_OWNER, type SandboxRecord, type SandboxSpec } from './schema.js';
 import type { SandboxPoolCount, SandboxReservation, SandboxServiceDeps } from './service-contract.js';
@@ -63,19 +63,8 @@ export function createSandboxPool(
                 logger.debug({ specId, reason: admitted.error.message }, 'the sandbox pool waits: no engine takes another sandbox now');
                 break;
               }
-              const now = clock.now();
-              const record: SandboxRecord = {
-                id: ids.next(),
-                user_id: POOLED_SANDBOX_OWNER,
-                sandbox_spec_id: spec.id,
-                spec,
-                status: 'STARTING',
-                status_detail: 'pooled: started ahead for the next claim',
-                exposed_urls: [],
-                created_at: now,
-                updated_at: now,
-                ...(spec.session_api_key_variable ? { session_api_key: newSandboxKey() } : {}),
-              };
+              const record = newStartingRecord({ id: ids.next(), userId: POOLED_SANDBOX_OWNER, spec, now: clock.now(), statusDetail: 'pooled: started ahead for the next claim' });
+;
               const inserted = await sandboxes.insert(record);
               if (inserted.isErr()) break;
               toStart.push(record);

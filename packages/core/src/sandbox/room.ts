@@ -3,7 +3,7 @@ import { millisOf } from '../clock.js';
 import type { DomainErrorOf } from '../errors.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { Activity } from './activity.js';
-import { newSandboxKey } from './keys.js';
+import { newStartingRecord } from './keys.js';
 import type { SandboxRecord, SandboxSpec } from './schema.js';
 import type { Resting } from './resting.js';
 import type { SandboxReservation, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
@@ -90,19 +90,7 @@ export function createRoom(
 
   /** Writes the record (STARTING); the caller commits (brings it up) or cancels. */
   const insertReservation = (userId: string, spec: SandboxSpec, installationOfRecord: string): ResultAsync<SandboxReservation, StoreFailure> => {
-    const now = clock.now();
-    const record: SandboxRecord = {
-      id: ids.next(),
-      user_id: userId,
-      sandbox_spec_id: spec.id,
-      spec,
-      status: 'STARTING',
-      status_detail: null,
-      exposed_urls: [],
-      created_at: now,
-      updated_at: now,
-      ...(spec.session_api_key_variable ? { session_api_key: newSandboxKey() } : {}),
-    };
+    const record = newStartingRecord({ id: ids.next(), userId, spec, now: clock.now(), statusDetail: null });
     let settled = false;
     const settle = () => {
       if (settled) throw new Error(`sandbox reservation ${record.id} was already committed or cancelled`);
