@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SandboxRecord, SandboxSpec } from './schema.js';
 
 /** A fresh key for one sandbox: `acss_` and 32 random bytes in base64url. */
-export function newSandboxKey(): string {
+function newSandboxKey(): string {
   return `acss_${randomBytes(32).toString('base64url')}`;
 }
 
