@@ -1,10 +1,10 @@
 import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import { classifyError, classifyStatus, redact, toLlmError, type AttemptFailure } from './errors.js';
+import { classifyError, classifyStatus, redact, toLlmError, type AnswerHeaders, type AttemptFailure } from './errors.js';
 import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
-import { nodeHttpFetch } from './node-http-fetch.js';
 import { costOf, type PriceTable } from './prices.js';
+import { fetchTransport, nodeHttpTransport, type Transport } from './transport.js';
 
 export interface OpenAiLlmClientOptions {
   /** Retries after the first attempt, on 408/429/5xx (500, 502, 503, 504, 529), connection errors and timeouts. Default 4. */
@@ -20,9 +20,9 @@ export interface OpenAiLlmClientOptions {
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
   headers?: Record<string, string>;
   /**
-   * The fetch each request is sent with. Default: node:http(s) on keep-alive connections, which
-   * costs a fraction of the CPU of the global fetch per call (see node-http-fetch.ts); pass
-   * `globalThis.fetch` (or a proxy-aware fetch) to use that instead.
+   * The fetch each request is sent with. Default: none, the adapter sends with node:http(s) on
+   * keep-alive connections, which costs a fraction of the CPU of the global fetch per call (see
+   * transport.ts); pass `globalThis.fetch` (or a proxy-aware fetch) to use that instead.
    */
   fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
@@ -60,14 +60,13 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
 }
 
 type Attempt =
-  | { ok: true; data: unknown; headers: Headers; status: number }
+  | { ok: true; data: unknown; headers: AnswerHeaders; status: number }
   | { ok: false; failure: AttemptFailure };
 
 const USER_AGENT = 'acs-adapter-openai';
 
 /** The body of an answer: parsed JSON when it is JSON, else its text (a proxy's HTML page, say). */
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
+function parseBody(text: string): unknown {
   if (text.trim() === '') return text;
   try {
     return JSON.parse(text) as unknown;
@@ -95,44 +94,33 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
   const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
   const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
   const extraHeaders = { ...options.headers };
-  const sendWith = options.fetch ?? nodeHttpFetch;
+  const send: Transport = options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport;
 
   const cancelled: AttemptFailure = { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null };
   const timedOut: AttemptFailure = { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null };
 
   async function attempt(url: string, apiKey: string, body: ChatCompletionRequest, signal: AbortSignal | undefined): Promise<Attempt> {
-    // One timer covers the whole attempt, reading the answer included.
-    const timer = new AbortController();
-    const timeout = setTimeout(() => timer.abort(), timeoutMs);
-    const stopped = () => (signal?.aborted ? cancelled : timer.signal.aborted ? timedOut : null);
-    try {
-      let response: Response;
-      try {
-        response = await sendWith(url, {
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            Accept: 'application/json',
-            'User-Agent': USER_AGENT,
-            ...extraHeaders,
-            Authorization: `Bearer ${apiKey}`,
-          },
-          body: JSON.stringify(body),
-          signal: signal ? AbortSignal.any([signal, timer.signal]) : timer.signal,
-        });
-      } catch (error) {
-        return { ok: false, failure: stopped() ?? classifyError(error, 'connecting') };
+    const exchange = await send({
+      url,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'User-Agent': USER_AGENT, ...extraHeaders, Authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify(body),
+      signal,
+      // One timer covers the whole attempt, reading the answer included.
+      timeoutMs,
+    });
+    switch (exchange.outcome) {
+      case 'cancelled':
+        return { ok: false, failure: cancelled };
+      case 'timed_out':
+        return { ok: false, failure: timedOut };
+      case 'failed':
+        return { ok: false, failure: classifyError(exchange.error, exchange.stage) };
+      case 'answered': {
+        const data = parseBody(exchange.text);
+        const headers = { get: exchange.header };
+        if (exchange.status < 200 || exchange.status > 299) return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
+        return { ok: true, data, headers, status: exchange.status };
       }
-      let data: unknown;
-      try {
-        data = await readBody(response);
-      } catch (error) {
-        return { ok: false, failure: stopped() ?? classifyError(error, 'reading') };
-      }
-      if (!response.ok) return { ok: false, failure: classifyStatus(response.status, data, response.headers) };
-      return { ok: true, data, headers: response.headers, status: response.status };
-    } finally {
-      clearTimeout(timeout);
     }
   }
 

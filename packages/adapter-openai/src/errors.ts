@@ -1,5 +1,10 @@
 import type { LlmError, LlmErrorCode } from '@acs/core/ports';
 
+/** An answer's headers, by name (any case): a fetch `Headers` will do. */
+export interface AnswerHeaders {
+  get(name: string): string | null;
+}
+
 /** One failed attempt, classified: what to report and whether another attempt may help. */
 export interface AttemptFailure {
   code: LlmErrorCode;
@@ -30,7 +35,7 @@ const QUOTA_CODES = new Set(['insufficient_quota', 'billing_hard_limit_reached',
 const MAX_DETAIL = 600;
 
 /** Seconds or an HTTP date (`retry-after`), or milliseconds (`retry-after-ms`); null when absent or nonsense. */
-export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | null {
+export function retryAfterMs(headers: AnswerHeaders | undefined, now = Date.now()): number | null {
   if (!headers) return null;
   const ms = headers.get('retry-after-ms');
   if (ms !== null && ms.trim() !== '') {
@@ -71,7 +76,7 @@ function describeBody(status: number, body: unknown): { message: string; codes: 
 }
 
 /** Classifies an answer with a status outside 2xx, from its body (parsed JSON, or text) and headers. */
-export function classifyStatus(status: number, body: unknown, headers: Headers | undefined): AttemptFailure {
+export function classifyStatus(status: number, body: unknown, headers: AnswerHeaders | undefined): AttemptFailure {
   const { message, codes } = describeBody(status, body);
   const has = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
   const after = retryAfterMs(headers);

@@ -1,7 +1,8 @@
+import { createServer, type AddressInfo } from 'node:net';
 import type { LlmRequest } from '@acs/core/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiLlmClient } from '../src/index.js';
-import { nodeHttpFetch } from '../src/node-http-fetch.js';
+import { fetchTransport, nodeHttpTransport, type Post, type Transport } from '../src/transport.js';
 import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 
 /** How requests leave the adapter: node:http by default (issue 27: a fraction of the global fetch's CPU per call), or a fetch the host gives. */
@@ -13,6 +14,15 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
 });
+
+/** A loopback port nothing listens on (fetch refuses port 1 outright, before connecting). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 const call = (): LlmRequest => ({ credentials: { model: 'gpt-4o', api_key: 'sk-test', base_url: fake.baseUrl }, messages: [{ role: 'user', content: 'Hi' }], tools: [] });
 
@@ -29,23 +39,42 @@ describe('the transport', () => {
     expect(calls).toBe(1);
   });
 
-  it('answers as a fetch does: status, headers, the body, and no body for a 204', async () => {
-    fake.script([{ status: 200, body: { ok: true }, headers: { 'x-litellm-response-cost': '0.5' } }, { status: 204, body: '' }]);
-    const answer = await nodeHttpFetch(`${fake.baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [] }), headers: { 'content-type': 'application/json' } });
-    expect(answer.status).toBe(200);
-    expect(answer.headers.get('x-litellm-response-cost')).toBe('0.5');
-    expect(await answer.json()).toEqual({ ok: true });
-    const empty = await nodeHttpFetch(`${fake.baseUrl}/chat/completions`, { method: 'POST', body: new TextEncoder().encode('{}') });
-    expect(empty.status).toBe(204);
-    expect(await empty.text()).toBe('');
+  const post = (overrides: Partial<Post> = {}): Post => ({
+    url: `${fake.baseUrl}/chat/completions`,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [] }),
+    signal: undefined,
+    timeoutMs: 10_000,
+    ...overrides,
   });
+  const transports: [string, Transport][] = [
+    ['node:http', nodeHttpTransport],
+    ['a fetch the host gives', fetchTransport((input, init) => globalThis.fetch(input, init))],
+  ];
 
-  it('rejects as a fetch does: an AbortError when aborted, a TypeError with the cause when the server is not there', async () => {
-    fake.script(() => 'hang');
-    const controller = new AbortController();
-    const pending = nodeHttpFetch(`${fake.baseUrl}/chat/completions`, { method: 'POST', body: '{}', signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    await expect(nodeHttpFetch('http://127.0.0.1:1/v1/chat/completions', { method: 'POST', body: '{}' })).rejects.toMatchObject({ name: 'TypeError', message: 'fetch failed', cause: { code: 'ECONNREFUSED' } });
+  describe.each(transports)('over %s', (_, send) => {
+    it('answers with the status, the headers by name in any case, and the whole body', async () => {
+      const big = 'x'.repeat(200_000);
+      fake.script([{ status: 200, body: { ok: true, big }, headers: { 'x-litellm-response-cost': '0.5' } }, { status: 204, body: '' }]);
+      const answer = await send(post());
+      expect(answer).toMatchObject({ outcome: 'answered', status: 200 });
+      if (answer.outcome !== 'answered') return;
+      expect(answer.header('X-LiteLLM-Response-Cost')).toBe('0.5');
+      expect(answer.header('retry-after')).toBeNull();
+      expect(JSON.parse(answer.text)).toEqual({ ok: true, big });
+      expect(await send(post())).toMatchObject({ outcome: 'answered', status: 204, text: '' });
+    });
+
+    it('says cancelled when the signal aborts, timed out when the limit passes, and failed while connecting with the cause', async () => {
+      fake.script(() => 'hang');
+      const controller = new AbortController();
+      const pending = send(post({ signal: controller.signal }));
+      setTimeout(() => controller.abort(), 50);
+      expect(await pending).toEqual({ outcome: 'cancelled' });
+      expect(await send(post({ signal: AbortSignal.abort() }))).toEqual({ outcome: 'cancelled' });
+      expect(await send(post({ timeoutMs: 50 }))).toEqual({ outcome: 'timed_out' });
+      const refused = await send(post({ url: `http://127.0.0.1:${await closedPort()}/v1/chat/completions` }));
+      expect(refused).toMatchObject({ outcome: 'failed', stage: 'connecting', error: { name: 'TypeError', message: 'fetch failed', cause: { code: 'ECONNREFUSED' } } });
+    });
   });
 });
