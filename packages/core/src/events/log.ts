@@ -1,7 +1,7 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import type { LeaseFence, LeaseLost } from './lease.js';
 import type { StoreFailure } from '../store-failure.js';
-import { fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
+import { fromOwnAppend, fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
 import type { EventNotifier } from './notifier.js';
 import type { EventStore } from './store.js';
 
@@ -100,7 +100,7 @@ export class EventLog {
   ): ResultAsync<ConversationEvent[], StoreFailure | LeaseLost> {
     if (drafts.length === 0) return okAsync([]);
     return this.#store.append(userId, conversationId, drafts.map(toNewEvent), fence).map((stored) => {
-      const events = stored.map(fromStoredEvent).filter((e): e is ConversationEvent => e !== null);
+      const events = stored.map(fromOwnAppend);
       const last = stored.at(-1);
       if (last) this.#knownToEnd(userId, conversationId, last.id);
       if (last) this.#notifier?.notify(userId, conversationId, last.id);

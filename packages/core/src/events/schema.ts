@@ -240,6 +240,15 @@ export function fromStoredEvent(stored: StoredEvent): ConversationEvent | null {
   return parsed.success ? parsed.data : null;
 }
 
+/**
+ * The typed event of an envelope this process has just appended from a typed draft: the same
+ * object `fromStoredEvent` would give, without parsing again what the type system already
+ * checked (a parse per append was a tenth of an agent step's CPU, issue 27).
+ */
+export function fromOwnAppend(stored: StoredEvent): ConversationEvent {
+  return { ...stored.payload, id: stored.id, kind: stored.kind, source: stored.source, timestamp: stored.timestamp } as ConversationEvent;
+}
+
 /** Which events to read: after an id, optionally only some kinds. */
 export interface EventQuery {
   after: number;
