@@ -1,6 +1,7 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import type { EventStore, LeaseFence, LeaseLost, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
 import type { MemoryConversationLeaseStore } from './lease-store.js';
+import { cloneData } from './clone.js';
 
 /**
  * Conversation event logs in memory. Appends are synchronous, so ids are gap-free by
@@ -24,15 +25,15 @@ export class MemoryEventStore implements EventStore {
     const key = MemoryEventStore.#key(userId, conversationId);
     let log = this.#logs.get(key);
     if (!log) this.#logs.set(key, (log = []));
-    const stored = events.map((e, i) => ({ ...structuredClone(e), id: log.length + i + 1, conversation_id: conversationId }));
+    const stored = events.map((e, i) => ({ ...cloneData(e), id: log.length + i + 1, conversation_id: conversationId }));
     log.push(...stored);
-    return okAsync(structuredClone(stored));
+    return okAsync(cloneData(stored));
   }
 
   readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
     const log = this.#logs.get(MemoryEventStore.#key(userId, conversationId)) ?? [];
     // Ids are 1…n without gaps, so event n sits at index n - 1.
-    return okAsync(structuredClone(log.slice(Math.max(0, afterId), Math.max(0, afterId) + limit)));
+    return okAsync(cloneData(log.slice(Math.max(0, afterId), Math.max(0, afterId) + limit)));
   }
 
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {

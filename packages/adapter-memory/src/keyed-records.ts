@@ -1,5 +1,6 @@
 import { errAsync, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { StoreFailure } from '@acs/core/ports';
+import { cloneData } from './clone.js';
 
 /**
  * A map of records owned by users, keyed by (user, id). Records are copied in and
@@ -20,11 +21,11 @@ export class KeyedRecords<R extends { id: string; user_id: string }> {
 
   get(userId: string, id: string): R | null {
     const record = this.#records.get(KeyedRecords.#key(userId, id));
-    return record ? structuredClone(record) : null;
+    return record ? cloneData(record) : null;
   }
 
   put(record: R): void {
-    this.#records.set(KeyedRecords.#key(record.user_id, record.id), structuredClone(record));
+    this.#records.set(KeyedRecords.#key(record.user_id, record.id), cloneData(record));
   }
 
   delete(userId: string, id: string): boolean {
@@ -33,12 +34,12 @@ export class KeyedRecords<R extends { id: string; user_id: string }> {
 
   /** Every user's records (copies). */
   all(): R[] {
-    return [...this.#records.values()].map((r) => structuredClone(r));
+    return [...this.#records.values()].map((r) => cloneData(r));
   }
 
   /** The user's records (copies). */
   ofUser(userId: string): R[] {
-    return [...this.#records.values()].filter((r) => r.user_id === userId).map((r) => structuredClone(r));
+    return [...this.#records.values()].filter((r) => r.user_id === userId).map((r) => cloneData(r));
   }
 
   update<E>(userId: string, id: string, mutate: (current: R) => Result<R, E>): ResultAsync<R | null, E | StoreFailure> {
@@ -50,7 +51,7 @@ export class KeyedRecords<R extends { id: string; user_id: string }> {
       throw new Error('A store update may not change the id or the owner of a record.');
     }
     this.put(next.value);
-    return okAsync(structuredClone(next.value));
+    return okAsync(cloneData(next.value));
   }
 }
 

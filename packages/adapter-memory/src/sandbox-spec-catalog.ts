@@ -1,6 +1,7 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
 import { type Page, type PageRequest, encodeCursor, type SandboxSpecCatalog, type StoreFailure } from '@acs/core/ports';
 import type { SandboxSpec } from '@acs/core/schemas';
+import { cloneData } from './clone.js';
 
 export type SandboxSpecPreset = Omit<SandboxSpec, 'created_at' | 'description' | 'command' | 'initial_env'> &
   Partial<Pick<SandboxSpec, 'created_at' | 'description' | 'command' | 'initial_env'>>;
@@ -45,17 +46,17 @@ export class StaticSandboxSpecCatalog implements SandboxSpecCatalog {
     const last = items.at(-1);
     const more = last !== undefined && start + page.limit < this.#specs.length;
     return okAsync({
-      items: structuredClone(items),
+      items: cloneData(items),
       next_page_id: more ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
     });
   }
 
   get(id: string): ResultAsync<SandboxSpec | null, StoreFailure> {
     const spec = this.#specs.find((s) => s.id === id);
-    return okAsync(spec ? structuredClone(spec) : null);
+    return okAsync(spec ? cloneData(spec) : null);
   }
 
   getDefault(): ResultAsync<SandboxSpec, StoreFailure> {
-    return okAsync(structuredClone(this.#specs[0] as SandboxSpec));
+    return okAsync(cloneData(this.#specs[0] as SandboxSpec));
   }
 }

@@ -2,6 +2,7 @@ import { okAsync, type Result, type ResultAsync } from 'neverthrow';
 import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type SandboxStore, type StoreFailure } from '@acs/core/ports';
 import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
+import { cloneData } from './clone.js';
 
 /** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */
 export class MemorySandboxStore implements SandboxStore {
@@ -48,7 +49,7 @@ export class MemorySandboxStore implements SandboxStore {
     this.#records.delete(POOLED_SANDBOX_OWNER, ready.id);
     const claimed: SandboxRecord = { ...ready, user_id: userId, updated_at: claimedAt, last_active_at: claimedAt };
     this.#records.put(claimed);
-    return okAsync(structuredClone(claimed));
+    return okAsync(cloneData(claimed));
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {
