@@ -466,11 +466,21 @@ function endProcesses(box: FakeSandbox): void {
   for (const running of [...box.processes]) running.end(null);
 }
 
+/**
+ * A failure inside a fake call, caught at its end and answered as the port's error. It carries no
+ * stack: it never leaves the fake, and capturing one was most of the fake's CPU in an agent step
+ * (the editor asks whether a file exists before creating it), which the step benchmark counts as the server's.
+ */
 class FakeFailure extends Error {
-  constructor(
-    message: string,
-    readonly type: SandboxRuntimeError['type'] = 'failed',
-  ) {
-    super(message);
+  readonly type: SandboxRuntimeError['type'];
+  constructor(message: string, type: SandboxRuntimeError['type'] = 'failed') {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+    this.type = type;
   }
 }
