@@ -4,7 +4,7 @@ import type { LlmToolCall, SandboxRuntimeError, SandboxShell } from '@acs/core/p
 import { ResultAsync, type Result } from 'neverthrow';
 import { hasMcpServers, mergeMcpConfigs, openMcpSession, planMcpServers } from '../mcp-session.js';
 import { DEFAULT_TRUSTED_HOSTS, type RuleContext } from '../security/risk.js';
-import type { ToolContext, ToolOutcome } from '../tool.js';
+import type { AgentTool, ToolContext, ToolOutcome } from '../tool.js';
 import { parseToolArguments, Toolset } from '../toolset.js';
 import { DEFAULT_CREDENTIAL_DIR } from '../workspace-setup.js';
 import type { EngineBase } from './base.js';
@@ -71,8 +71,18 @@ export function createActions(kit: EngineBase & Recording) {
     );
   };
 
+  /** Each run's last toolset: describing the tools again every step was a tenth of a step's CPU (issue 27). */
+  const toolsets = new WeakMap<Runner, { workingDir: string; tools: readonly AgentTool[]; toolset: Toolset }>();
+
   /** The conversation's tools (built-ins and connected MCP tools), described for its working directory. */
-  const toolsetOf = (r: Runner, workingDir: string): Toolset => new Toolset([...builtinTools, ...(r.mcp?.session.tools() ?? [])], { workingDir });
+  const toolsetOf = (r: Runner, workingDir: string): Toolset => {
+    const tools = [...builtinTools, ...(r.mcp?.session.tools() ?? [])];
+    const last = toolsets.get(r);
+    if (last && last.workingDir === workingDir && last.tools.length === tools.length && last.tools.every((t, i) => t === tools[i])) return last.toolset;
+    const toolset = new Toolset(tools, { workingDir });
+    toolsets.set(r, { workingDir, tools, toolset });
+    return toolset;
+  };
 
   const toolContext = (r: Runner, sandboxId: string, workingDir: string): ToolContext => ({
     sandboxId,
