@@ -15,6 +15,8 @@
  * 1. CPU per step: one conversation of STEPS_LONG model calls, default condenser on; this
  *    process's CPU per model call against the stub's CPU per call, per storage, and each
  *    storage against memory. Variants alternate, ROUNDS times, medians.
+ *    Before it (part `engine`), the same conversation with the model in this process: the engine and
+ *    the storage alone, no HTTP (what to profile: BENCH_STEPS_PARTS=engine node --cpu-prof …).
  * 2. Growth with the log, condenser off: one conversation of STEPS_GROWTH steps. The engine's
  *    CPU between two model calls, and the CPU inside a model call (the OpenAI SDK builds the
  *    request and reads the answer) less the prompt's own serialisation (JSON.stringify of the
@@ -32,7 +34,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { okAsync, type Result } from 'neverthrow';
+import { ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
 import type { LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
@@ -266,6 +268,8 @@ class InProcessModel implements LlmClient {
   startsUs: number[] = [];
   /** The prompt of agent call k, for k a multiple of 10. */
   prompts = new Map<number, readonly LlmMessage[]>();
+  /** Every call, summaries included. */
+  calls = 0;
   readonly #turns = new Map<string, number>();
   /** Forgets the samples so far (after a warm-up). */
   reset(): void {
@@ -273,6 +277,7 @@ class InProcessModel implements LlmClient {
     this.prompts = new Map();
   }
   complete(request: LlmRequest) {
+    this.calls++;
     const summary = request.tools.length === 0;
     if (!summary) {
       if (this.startsUs.length % 10 === 0) this.prompts.set(this.startsUs.length, request.messages);
@@ -283,7 +288,7 @@ class InProcessModel implements LlmClient {
     const k = this.#turns.get(tag) ?? 0;
     if (!summary) this.#turns.set(tag, k + 1);
     const t = turn(tag, k, Number(steps));
-    return okAsync<LlmResponse, LlmError>({
+    const value: LlmResponse = {
       id: `direct-${tag}-${k}`,
       model: 'bench-model',
       content: summary ? 'USER_CONTEXT: a benchmark task. COMPLETED: steps. PENDING: more steps.' : null,
@@ -292,7 +297,11 @@ class InProcessModel implements LlmClient {
       usage: { prompt_tokens: 100 + k, completion_tokens: 30, cached_prompt_tokens: 0, cost_usd: null },
       latency_ms: 0,
       attempts: 1,
-    });
+    };
+    const wait = process.env.BENCH_MODEL_WAIT;
+    if (wait === 'immediate') return new ResultAsync(new Promise<Result<LlmResponse, LlmError>>((resolve) => setImmediate(() => resolve(ok(value)))));
+    if (wait === 'timer') return new ResultAsync(new Promise<Result<LlmResponse, LlmError>>((resolve) => setTimeout(() => resolve(ok(value)), 1)));
+    return okAsync<LlmResponse, LlmError>(value);
   }
 }
 
@@ -439,6 +448,22 @@ async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
   }
 }
 
+/** The engine and the storage alone: part 1's conversation with the model in this process (no HTTP, nothing serialised); CPU per model call. */
+async function engineAlone(storage: string, stub: Stub): Promise<number> {
+  const model = new InProcessModel();
+  const server = await openServer(storage, STEPS_LONG + 10, model);
+  try {
+    await configureUsers(server, stub, true);
+    await runConversations(server, 1, 30);
+    const calls = model.calls;
+    const before = cpuNowUs();
+    await runConversations(server, 1, STEPS_LONG);
+    return (cpuNowUs() - before) / (model.calls - calls);
+  } finally {
+    await server.close();
+  }
+}
+
 /**
  * The OpenAI adapter alone against the same stub, with a prompt of a condensed step's size and the
  * agent's tools: the client's side of the HTTP exchange, before any engine or storage work.
@@ -453,7 +478,8 @@ async function adapterAlone(stub: Stub): Promise<{ serverUsPerCall: number; stub
       { role: 'tool', tool_call_id: `call_${i}`, content: `hi-${i}\n[The command completed with exit code 0.]` },
     ]).flat(),
   ];
-  const request = { credentials: { model: 'openai/bench-model', api_key: 'sk-bench-fake', base_url: stub.baseUrl }, messages, tools: new Toolset(BUILTIN_TOOLS).definitions };
+  // With a signal, as the engine sends each call (its conversation's stop).
+  const request = { credentials: { model: 'openai/bench-model', api_key: 'sk-bench-fake', base_url: stub.baseUrl }, messages, tools: new Toolset(BUILTIN_TOOLS).definitions, signal: new AbortController().signal };
   for (let i = 0; i < 200; i++) await must(llm.complete(request), 'adapter call');
   const calls = 1000;
   const stubBefore = await stub.cpu();
@@ -574,7 +600,7 @@ function printTable(title: string, header: readonly string[], rows: readonly (re
   printRows(header, rows, leftColumns);
 }
 
-const PARTS = new Set((process.env.BENCH_STEPS_PARTS || 'cpu,growth,concurrency').split(',').map((s) => s.trim()));
+const PARTS = new Set((process.env.BENCH_STEPS_PARTS || 'engine,cpu,growth,concurrency').split(',').map((s) => s.trim()));
 
 async function main(): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -585,6 +611,16 @@ async function main(): Promise<void> {
     console.log(`machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, node ${process.version}; storages ${STORAGES.join(', ')}`);
     const stub = await startStub(cleanups);
     cleanups.push(() => stub.close());
+
+    if (PARTS.has('engine')) {
+      // The engine and each storage with the model in this process: what a profile of a step shows without HTTP in the way.
+      for (const storage of STORAGES) {
+        const values: number[] = [];
+        for (let round = 0; round < ROUNDS; round++) values.push(await engineAlone(storage, stub));
+        const us = median(values);
+        console.log(`engine and ${storage} storage alone (the model in this process, condenser on): ${f2(us / 1000)} ms CPU per model call, median of ${ROUNDS}`);
+      }
+    }
 
     if (PARTS.has('cpu')) {
       console.log(`part 1: one conversation of ${STEPS_LONG} steps, condenser on, ${ROUNDS} rounds × ${STORAGES.join('/')} alternating …`);
