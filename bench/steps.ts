@@ -17,6 +17,8 @@
  *    storage against memory. Variants alternate, ROUNDS times, medians.
  *    Before it (part `engine`), the same conversation with the model in this process: the engine and
  *    the storage alone, no HTTP (what to profile: BENCH_STEPS_PARTS=engine node --cpu-prof …).
+ *    BENCH_MODEL_WAIT=immediate|timer makes that model answer after a turn of the event loop or a
+ *    1 ms timer: what going idle between steps costs (caches cold after other processes ran).
  * 2. Growth with the log, condenser off: one conversation of STEPS_GROWTH steps. The engine's
  *    CPU between two model calls, and the CPU inside a model call (the OpenAI SDK builds the
  *    request and reads the answer) less the prompt's own serialisation (JSON.stringify of the
