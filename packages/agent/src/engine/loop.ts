@@ -1,25 +1,59 @@
-import type { LlmCredentials } from '@acs/core/ports';
+import type { AgentHost, LlmCredentials } from '@acs/core/ports';
 import { securityPolicyOf } from '../security.js';
 import type { Actions } from './actions.js';
-import type { EngineBase } from './base.js';
 import type { Confirmation } from './confirmation.js';
 import { credentialsOf, decisionOn, pendingConfirmation } from './log-reading.js';
 import type { Recording } from './recording.js';
 import type { Replayer } from './replay-run.js';
-import { LeaseLostError, type Runner } from './runner.js';
+import type { Runner } from './runner.js';
 import type { Stepper } from './step.js';
 
-/** One conversation's loop: from "there is work" to finished, error, stuck, paused or waiting for confirmation, and again while messages arrive. */
-export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Confirmation & Replayer) {
-  const { conversations, sandboxes, settings, logger, hasUnseenMessage, catchUp, setStatus, fail, ensureMcp, step, settlePending, replay } = kit;
+/** What the loop needs: the record, the sandboxes, the settings and the logger; and the engine's parts that do the work. */
+export interface LoopDeps {
+  host: Pick<AgentHost, 'conversations' | 'sandboxes' | 'settings' | 'logger'>;
+  recording: Recording;
+  actions: Pick<Actions, 'ensureMcp'>;
+  stepper: Stepper;
+  confirmation: Pick<Confirmation, 'settlePending'>;
+  replayer: Replayer;
+}
 
-  /** One run: from "there is work" to finished, error, stuck, paused or waiting for confirmation. */
-  const runOnce = async (r: Runner): Promise<void> => {
+/**
+ * One conversation's loop: from "there is work" to finished, error, stuck, paused or waiting for
+ * confirmation, and again while messages arrive. A failure it cannot go on from (the store
+ * refuses a read or a write) is caught here, the one place, and recorded as an internal error.
+ */
+export async function runLoop(deps: LoopDeps, r: Runner): Promise<void> {
+  const { hasUnseenMessage, catchUp, fail } = deps.recording;
+  try {
+    do {
+      r.takeWake();
+      if (r.stopped) break;
+      const handledBefore = r.handledUpTo;
+      await runOnce(deps, r);
+      // A message the model has not seen (it arrived during the last call) gets another run,
+      // provided this run got somewhere (so a run that cannot start does not spin).
+      if (!r.stopped && r.handledUpTo !== handledBefore) {
+        await catchUp(r);
+        if (hasUnseenMessage(r)) r.requestWake();
+      }
+    } while (r.wakeRequested && !r.stopped);
+  } catch (error) {
+    deps.host.logger.error({ conversationId: r.conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent loop failed');
+    await fail(r, 'internal_error', `The agent stopped on an internal error: ${error instanceof Error ? error.message : String(error)}`).catch(() => undefined);
+  }
+}
+
+/** One run: from "there is work" to finished, error, stuck, paused or waiting for confirmation. */
+async function runOnce(deps: LoopDeps, r: Runner): Promise<void> {
+    const { conversations, sandboxes, settings } = deps.host;
+    const { hasUnseenMessage, catchUp, setStatus, fail } = deps.recording;
+    const { settlePending } = deps.confirmation;
     const found = await conversations.get(r.userId, r.conversationId);
     if (found.isErr()) throw new Error(`could not load the conversation: ${found.error.message}`);
     const record = found.value;
     if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
-    r.forcedCondensation = false;
+    r.setForcedCondensation(false);
     await catchUp(r);
     const pending = pendingConfirmation(r.log.events);
     const decision = pending.length > 0 ? decisionOn(r.log.events, pending) : null;
@@ -51,62 +85,35 @@ export function createLoop(kit: EngineBase & Recording & Actions & Stepper & Con
     if (pending.length > 0 && decision && !decision.accept) {
       await settlePending(r, pending, decision, sandboxId, workingDir);
       // Handled up to the rejected response: a message sent around the rejection still gets a run.
-      r.handledUpTo = pending[pending.length - 1]!.id;
+      r.handled(pending[pending.length - 1]!.id);
       await setStatus(r, record.execution_status === 'waiting_for_confirmation' ? 'reject' : 'pause', 'the user rejected the actions; the agent waits for a message');
       return;
     }
 
     await setStatus(r, 'run', decision?.accept ? 'the user accepted the actions' : hasUnseenMessage(r) ? 'a message from the user' : 'resumed');
-    if (record.launch.replay_json && (await replay(r, record.launch.replay_json, credentials, sandboxId, workingDir)) === 'stop') return;
+    if (record.launch.replay_json && (await deps.replayer.replay(r, record.launch.replay_json, credentials, sandboxId, workingDir)) === 'stop') return;
     if (!credentials) {
       await fail(r, 'llm_not_configured', 'No model is configured: store llm_model (and llm_api_key) in the settings, then send a message.');
       return;
     }
-    await ensureMcp(r, record, storedSettings, sandboxId, workingDir);
+    await deps.actions.ensureMcp(r, record, storedSettings, sandboxId, workingDir);
     if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
     const policy = securityPolicyOf(storedSettings);
-    let current = credentials;
-    while (!r.abort.signal.aborted) {
-      const end = await step(r, record, storedSettings, policy, current, sandboxId, workingDir);
+    const input = { record, stored: storedSettings, policy, credentials, sandboxId, workingDir };
+    while (!r.stopped) {
+      const end = await deps.stepper.step(r, input);
       if (end === 'stop') break;
-      current = await latestCredentials(r, current);
+      input.credentials = await latestCredentials(deps, r, input.credentials);
     }
-  };
+}
 
-  /**
-   * The model for the next step, read again: a switch to another LLM profile (or a new key in the
-   * settings) takes effect from the next model call. If the record cannot be read, the last ones.
-   */
-  const latestCredentials = async (r: Runner, last: LlmCredentials): Promise<LlmCredentials> => {
-    const [record, stored] = await Promise.all([conversations.get(r.userId, r.conversationId), settings.loadWithSecrets(r.userId)]);
-    if (record.isErr() || !record.value || stored.isErr()) return last;
-    return credentialsOf(record.value, stored.value) ?? last;
-  };
-
-  const loop = async (r: Runner): Promise<void> => {
-    try {
-      do {
-        r.wakeRequested = false;
-        if (r.abort.signal.aborted) break;
-        const handledBefore = r.handledUpTo;
-        await runOnce(r);
-        // A message the model has not seen (it arrived during the last call) gets another run,
-        // provided this run got somewhere (so a run that cannot start does not spin).
-        if (!r.abort.signal.aborted && r.handledUpTo !== handledBefore) {
-          await catchUp(r);
-          if (hasUnseenMessage(r)) r.wakeRequested = true;
-        }
-      } while (r.wakeRequested && !r.abort.signal.aborted);
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        // Another process runs the conversation now; anything written from here would be refused.
-        logger.warn({ conversationId: r.conversationId, reason: error.message }, 'stopped a conversation whose lease was lost');
-        return;
-      }
-      logger.error({ conversationId: r.conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent loop failed');
-      await fail(r, 'internal_error', `The agent stopped on an internal error: ${error instanceof Error ? error.message : String(error)}`).catch(() => undefined);
-    }
-  };
-
-  return { runOnce, loop };
+/**
+ * The model for the next step, read again: a switch to another LLM profile (or a new key in the
+ * settings) takes effect from the next model call. If the record cannot be read, the last ones.
+ */
+async function latestCredentials(deps: LoopDeps, r: Runner, last: LlmCredentials): Promise<LlmCredentials> {
+  const { conversations, settings } = deps.host;
+  const [record, stored] = await Promise.all([conversations.get(r.userId, r.conversationId), settings.loadWithSecrets(r.userId)]);
+  if (record.isErr() || !record.value || stored.isErr()) return last;
+  return credentialsOf(record.value, stored.value) ?? last;
 }

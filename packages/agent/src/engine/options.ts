@@ -3,6 +3,9 @@ import type { CondenserOptions } from '../condenser.js';
 import type { AgentTool } from '../tool.js';
 import type { WorkspaceOptions } from '../workspace-setup.js';
 
+/** Steps per user message when neither the options nor the user's settings say. */
+export const DEFAULT_MAX_ITERATIONS = 100;
+
 export interface AgentEngineOptions {
   /** Steps per user message when the user's `max_iterations` is unset. Default 100. */
   defaultMaxIterations?: number;

@@ -1,20 +1,26 @@
 import type { ActionEvent, ExecutionStatus } from '@acs/core/schemas';
 import type { Actions } from './actions.js';
-import type { EngineBase } from './base.js';
 import { decisionOn, pendingConfirmation } from './log-reading.js';
 import type { Recording } from './recording.js';
 import type { Runner } from './runner.js';
 
-/** Recovery of a conversation found running with nobody at it (after a restart, or a process that died): the log says which tool calls never got an observation. */
-export function createRecovery(kit: EngineBase & Recording & Actions) {
-  const { append, catchUp, errorEvent, interruptedObservation } = kit;
+/** What recovery needs: recording and the observations of actions. */
+export interface RecoveryDeps {
+  recording: Recording;
+  actions: Pick<Actions, 'interruptedObservation'>;
+}
 
-  /**
-   * Closes the tool calls the stop cut short with an error observation (the runner holds the
-   * conversation's lease); how many it closed. A conversation waiting for the user had nothing
-   * cut short: a decision recorded just before the stop is acted on by the next run.
-   */
-  const closeInterrupted = async (r: Runner, status: ExecutionStatus | null): Promise<number> => {
+/**
+ * Recovery of a conversation found running with nobody at it (after a restart, or a process that
+ * died): the log says which tool calls never got an observation.
+ *
+ * Closes the tool calls the stop cut short with an error observation (the runner holds the
+ * conversation's lease); how many it closed. A conversation waiting for the user had nothing
+ * cut short: a decision recorded just before the stop is acted on by the next run.
+ */
+export async function closeInterrupted(deps: RecoveryDeps, r: Runner, status: ExecutionStatus | null): Promise<number> {
+    const { append, catchUp, errorEvent } = deps.recording;
+    const { interruptedObservation } = deps.actions;
     await catchUp(r);
     if (status === 'waiting_for_confirmation') return 0;
     const answered = new Set(r.log.events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
@@ -30,7 +36,4 @@ export function createRecovery(kit: EngineBase & Recording & Actions) {
       errorEvent('restart_interrupted', `The service restarted while ${open.length} tool call(s) ran; they are recorded as interrupted and the agent goes on.`),
     ]);
     return open.length;
-  };
-
-  return { closeInterrupted };
 }

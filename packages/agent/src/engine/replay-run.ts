@@ -2,15 +2,22 @@ import { parseReplayTrajectory } from '@acs/core';
 import type { ActionEvent } from '@acs/core/schemas';
 import type { LlmCredentials } from '@acs/core/ports';
 import { nextReplayStep, replayCallId, replayEndIndex } from '../replay.js';
+import type { AgentHost } from '@acs/core/ports';
+import type { Toolset } from '../toolset.js';
 import type { Actions } from './actions.js';
-import type { EngineBase } from './base.js';
 import type { Recording } from './recording.js';
 import type { Runner, StepEnd } from './runner.js';
 
-/** Running a `replay_json` trajectory's remaining steps instead of calling the model. */
-export function createReplayer(kit: EngineBase & Recording & Actions) {
-  const { sandboxes, defaultToolset, append, catchUp, now, setStatus, fail, toolContext, runActions } = kit;
+/** What a replay needs: the sandboxes (to mark them used), the tools every conversation has, recording and actions. */
+export interface ReplayerDeps {
+  host: Pick<AgentHost, 'sandboxes'>;
+  defaultToolset: Toolset;
+  recording: Recording;
+  actions: Actions;
+}
 
+/** Running a `replay_json` trajectory's remaining steps instead of calling the model. */
+export interface Replayer {
   /**
    * A `replay_json` conversation: runs the trajectory's remaining steps (the log shows which ran,
    * by `replay_step`) instead of calling the model, each tool call exactly as a model's call would
@@ -18,7 +25,16 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
    * finished, the agent was paused, or there is no model to go on with); 'continue' when the
    * model takes over.
    */
-  const replay = async (r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string): Promise<StepEnd> => {
+  replay: (r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string) => Promise<StepEnd>;
+}
+
+export function createReplayer(deps: ReplayerDeps): Replayer {
+  return { replay: (r, json, credentials, sandboxId, workingDir) => replay(deps, r, json, credentials, sandboxId, workingDir) };
+}
+
+async function replay(deps: ReplayerDeps, r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string): Promise<StepEnd> {
+    const { append, catchUp, now, setStatus, fail } = deps.recording;
+    const { toolContext, runActions } = deps.actions;
     const plan = parseReplayTrajectory(json);
     if (plan.isErr()) {
       await fail(r, 'internal_error', `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`);
@@ -28,7 +44,7 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
     const context = toolContext(r, sandboxId, workingDir);
     for (let n = nextReplayStep(r.log.events); n < steps.length; n++) {
       await catchUp(r);
-      if (r.abort.signal.aborted) return 'stop';
+      if (r.stopped) return 'stop';
       const step = steps[n]!;
       if (step.kind === 'message') {
         await append(r, [{ kind: 'message', source: step.source, timestamp: now(), text: step.text, image_urls: step.image_urls, replay_step: n }]);
@@ -40,15 +56,15 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
         { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: id, tool_name: step.tool_name, arguments: step.arguments, raw_arguments: raw, thought: step.thought, response_id: id, replay_step: n },
       ]);
       const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
-      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, defaultToolset);
-      sandboxes.touch(r.userId, sandboxId);
+      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, deps.defaultToolset);
+      deps.host.sandboxes.touch(r.userId, sandboxId);
       if (outcome === 'paused') return 'stop';
       if (outcome === 'sandbox_lost') {
         await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`);
         return 'stop';
       }
       if (outcome === 'finished') {
-        r.handledUpTo = r.log.lastId;
+        r.handled(r.log.lastId);
         await setStatus(r, 'finish', 'the replayed trajectory called finish');
         return 'stop';
       }
@@ -60,7 +76,7 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
     // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
     const awaitsUser = last?.kind === 'message' && last.source === 'agent';
     if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
-    r.handledUpTo = r.log.lastId;
+    r.handled(r.log.lastId);
     await setStatus(
       r,
       'finish',
@@ -71,9 +87,4 @@ export function createReplayer(kit: EngineBase & Recording & Actions) {
           : 'the trajectory was replayed; no model is configured, so the agent stops here',
     );
     return 'stop';
-  };
-
-  return { replay };
 }
-
-export type Replayer = ReturnType<typeof createReplayer>;
