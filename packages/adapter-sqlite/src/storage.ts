@@ -103,7 +103,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
       if (closed || !owned) return Promise.resolve();
       closed = true;
       // After the calls waiting for their turn.
-      return db.call(() => void raw.close());
+      return db.callAlone(() => void raw.close());
     },
   };
 }
