@@ -1,5 +1,6 @@
 import type { GitProvider, StoredSettings } from '@acs/core/schemas';
 import { millisOf, type Clock, type ExecRequest, type ExecResult, type SandboxRuntime, type WorkspaceRequest, type WorkspaceResult, type GuidanceFile, type KnowledgeFile, type RepositoryGuidance } from '@acs/core/ports';
+import { err, ok, type Result } from 'neverthrow';
 import { clipGuidance, MAX_MICROAGENT_FILES, parseFrontMatter } from './guidance.js';
 
 /**
@@ -168,141 +169,206 @@ const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes, { stream: 
 /** The most of one guidance file read: far more than the prompt keeps (MAX_GUIDANCE_FILE_CHARS), far less than a file may be. */
 const MAX_GUIDANCE_FILE_BYTES = 1024 * 1024;
 
+/** One preparation under way: where it runs, the remote, and how its messages are masked. */
+interface Setup {
+  input: PrepareRepositoryInput;
+  options: WorkspaceOptions;
+  remote: RepositoryRemote;
+  /** Where the clone goes. */
+  dir: string;
+  /** Masks the tokens in a text. */
+  scrub: (text: string) => string;
+  /** When the preparation started (for `duration_ms`). */
+  started: number;
+}
+
+/** A step that could not be done, said in words for the conversation (tokens masked). */
+type Step<T = void> = Result<T, string>;
+
+const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
+
+/** Runs a command in the sandbox (git never prompts); a command the sandbox did not run is a failed step. */
+async function exec(setup: Setup, request: ExecRequest, what: string): Promise<Step<ExecResult>> {
+  const result = await setup.input.runtime.exec(setup.input.sandboxId, { ...request, env: { ...GIT_ENV, ...request.env } });
+  if (result.isErr()) return err(`${what}: the sandbox did not run the command (${setup.scrub(result.error.message)})`);
+  return ok(result.value);
+}
+
+/** As exec, and a command that exits non-zero is a failed step too (git's reason in the words). */
+async function mustExec(setup: Setup, request: ExecRequest, what: string): Promise<Step<ExecResult>> {
+  const result = await exec(setup, request, what);
+  if (result.isErr()) return result;
+  if (result.value.exit_code !== 0) return err(`${what}: ${setup.scrub(gitReason(result.value.stderr || result.value.stdout))}`);
+  return result;
+}
+
+/** Runs the commands one after another; the first that fails ends it. */
+async function mustExecAll(setup: Setup, steps: readonly [ExecRequest, string][]): Promise<Step> {
+  for (const [request, what] of steps) {
+    const result = await mustExec(setup, request, what);
+    if (result.isErr()) return err(result.error);
+  }
+  return ok(undefined);
+}
+
 /** Runs the whole preparation. Every message it returns or reports has the token masked. */
 export async function prepareRepository(input: PrepareRepositoryInput): Promise<PrepareRepositoryResult> {
-  const { runtime, sandboxId, workingDir, repository } = input;
-  const options = input.options ?? {};
-  const credentialDir = (options.credentialDir ?? DEFAULT_CREDENTIAL_DIR).replace(/\/+$/, '');
+  const { repository } = input;
   const resolved = resolveRemote(repository, input.provider, input.settings);
   if (!resolved.ok) return { ok: false, reason: `cannot clone ${repository}: ${resolved.reason}` };
   const remote = resolved.remote;
   const scrub = (text: string) => scrubSecrets(text, [remote.token, input.settings?.secrets_store.provider_tokens[remote.provider]?.token]);
-  const dir = repositoryDir(workingDir, repository);
-  const gitEnv = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
-
-  class StepFailed extends Error {}
-  const exec = async (request: ExecRequest, what: string): Promise<ExecResult> => {
-    const result = await runtime.exec(sandboxId, { ...request, env: { ...gitEnv, ...request.env } });
-    if (result.isErr()) throw new StepFailed(`${what}: the sandbox did not run the command (${scrub(result.error.message)})`);
-    return result.value;
-  };
-  const mustExec = async (request: ExecRequest, what: string): Promise<ExecResult> => {
-    const result = await exec(request, what);
-    if (result.exit_code !== 0) throw new StepFailed(`${what}: ${scrub(gitReason(result.stderr || result.stdout))}`);
-    return result;
-  };
-
   try {
     await input.onStep?.('PREPARING_REPOSITORY');
-    const started = millisOf(input.clock);
-
-    // Identity: the user's, or a default so commits work at all.
-    const name = input.settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME;
-    const email = input.settings?.git_user_email?.trim() || DEFAULT_GIT_USER_EMAIL;
-    await mustExec({ command: ['git', 'config', '--global', 'user.name', name] }, 'could not set the git user name');
-    await mustExec({ command: ['git', 'config', '--global', 'user.email', email] }, 'could not set the git user email');
-
-    // Credentials: a helper in the global config, the token in a 0600 file only it reads.
-    const helper = `${credentialDir}/credential-helper`;
-    const secretFile = `${credentialDir}/credentials/${credentialFileName(remote.host)}`;
-    if (remote.token) {
-      // The directories first, so the secret is never readable by others, not even for a moment.
-      await mustExec({ command: ['mkdir', '-p', '-m', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not create the git credentials directory');
-      const written = await runtime.writeFile(sandboxId, helper, new TextEncoder().encode(credentialHelperScript(credentialDir)));
-      if (written.isErr()) throw new StepFailed(`could not install the git credential helper: ${written.error.message}`);
-      const secret = await runtime.writeFile(sandboxId, secretFile, new TextEncoder().encode(`username=${remote.username}\npassword=${remote.token}\n`));
-      if (secret.isErr()) throw new StepFailed(`could not store the git credentials in the sandbox: ${scrub(secret.error.message)}`);
-      await mustExec({ command: ['chmod', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not protect the git credentials');
-      await mustExec({ command: ['chmod', '0600', secretFile] }, 'could not protect the git credentials');
-      await mustExec({ command: ['chmod', '0700', helper] }, 'could not install the git credential helper');
-      await mustExec({ command: ['git', 'config', '--global', `credential.${remote.origin}.helper`, helper] }, 'could not configure the git credential helper');
-    } else {
-      // No token (a public repository): drop what an earlier start may have stored.
-      await exec({ command: ['rm', '-f', secretFile] }, 'could not remove old git credentials');
-    }
-
-    const present = await exec({ command: ['git', '-C', dir, 'rev-parse', '--show-toplevel'] }, 'could not look for an existing clone');
-    const alreadyCloned = present.exit_code === 0 && present.stdout.trim() === dir;
-    let branch: string;
-    if (alreadyCloned) {
-      // A restart in the same sandbox: keep the clone (and whatever work is in it) as it is.
-      const head = await exec({ command: ['git', '-C', dir, 'rev-parse', '--abbrev-ref', 'HEAD'] }, 'could not read the current branch');
-      branch = head.stdout.trim() || input.branch || 'HEAD';
-      await input.onReport?.({
-        step: 'repository',
-        summary: `${repository} is already cloned in ${dir} (branch ${branch}); kept as it is`,
-        output: '',
-        exit_code: 0,
-        timed_out: false,
-        duration_ms: millisOf(input.clock) - started,
-      });
-    } else {
-      const cloned = await exec(
-        { command: ['git', 'clone', '--', remote.url, dir], cwd: workingDir, timeoutMs: options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS },
-        'could not clone',
-      );
-      if (cloned.timed_out) throw new StepFailed(`could not clone ${repository} from ${remote.origin}: the clone took longer than ${Math.round((options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS) / 1000)} s`);
-      if (cloned.exit_code !== 0) {
-        const why = scrub(gitReason(cloned.stderr || cloned.stdout));
-        const hint = /authentication failed|could not read username|403|401|terminal prompts disabled/i.test(why)
-          ? remote.token
-            ? ` (the ${remote.provider} token was refused; store a valid one in secrets_store.provider_tokens.${remote.provider})`
-            : ` (no ${remote.provider} token is stored; add one to secrets_store.provider_tokens.${remote.provider})`
-          : '';
-        throw new StepFailed(`could not clone ${repository} from ${remote.origin}: ${why}${hint}`);
-      }
-      if (input.branch) {
-        branch = input.branch;
-        const known = await exec(
-          { command: ['git', '-C', dir, 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`] },
-          'could not look up the branch',
-        );
-        if (known.exit_code !== 0) throw new StepFailed(`branch "${branch}" does not exist in ${repository}`);
-        await mustExec({ command: ['git', '-C', dir, 'checkout', branch, '--'] }, `could not check out branch "${branch}"`);
-      } else {
-        branch = workBranchName(input.conversationId);
-        await mustExec({ command: ['git', '-C', dir, 'checkout', '-b', branch] }, `could not create the work branch "${branch}"`);
-      }
-      await input.onReport?.({
-        step: 'repository',
-        summary: `cloned ${repository} from ${remote.origin} into ${dir}; ${input.branch ? `checked out branch ${branch}` : `created the work branch ${branch}`}`,
-        output: scrub(clip(`${cloned.stdout}${cloned.stderr}`)),
-        exit_code: 0,
-        timed_out: false,
-        duration_ms: millisOf(input.clock) - started,
-      });
-
-      // The repository's own setup, from the repository root (where the script expects to be).
-      // Only whether it is there matters (bash reads it): none of its content is fetched.
-      const script = await runtime.readFile(sandboxId, `${dir}/.openhands/setup.sh`, { maxBytes: 0 });
-      if (script.isOk()) {
-        await input.onStep?.('RUNNING_SETUP_SCRIPT');
-        const timeoutMs = options.setupScriptTimeoutMs ?? DEFAULT_SETUP_SCRIPT_TIMEOUT_MS;
-        const ran = await exec(
-          { command: ['bash', '-c', 'bash .openhands/setup.sh 2>&1'], cwd: dir, timeoutMs },
-          'could not run .openhands/setup.sh',
-        );
-        const outcome = ran.timed_out
-          ? `was stopped after ${Math.round(timeoutMs / 1000)} s`
-          : ran.exit_code === 0
-            ? 'succeeded'
-            : `failed with exit code ${ran.exit_code}`;
-        await input.onReport?.({
-          step: 'setup_script',
-          summary: `.openhands/setup.sh ${outcome}`,
-          output: scrub(clip(`${ran.stdout}${ran.stderr}`)),
-          exit_code: ran.exit_code,
-          timed_out: ran.timed_out,
-          duration_ms: ran.duration_ms,
-        });
-      }
-    }
-
-    return { ok: true, workspace: { repository, repository_dir: dir, branch, guidance: await loadGuidance(runtime, sandboxId, dir) } };
+    const setup: Setup = { input, options: input.options ?? {}, remote, dir: repositoryDir(input.workingDir, repository), scrub, started: millisOf(input.clock) };
+    const prepared = await prepare(setup);
+    if (prepared.isErr()) return { ok: false, reason: scrub(prepared.error) };
+    const guidance = await loadGuidance(input.runtime, input.sandboxId, setup.dir);
+    return { ok: true, workspace: { repository, repository_dir: setup.dir, branch: prepared.value, guidance } };
   } catch (error) {
-    if (error instanceof StepFailed) return { ok: false, reason: scrub(error.message) };
+    // A port that broke its promise and threw: still said in words, with the token masked.
     return { ok: false, reason: scrub(`could not prepare ${repository}: ${error instanceof Error ? error.message : String(error)}`) };
   }
+}
+
+/** Identity, credentials, then the clone (kept when it is there already); the branch the work is on. */
+async function prepare(setup: Setup): Promise<Step<string>> {
+  // Identity: the user's, or a default so commits work at all.
+  const settings = setup.input.settings;
+  const identity = await mustExecAll(setup, [
+    [{ command: ['git', 'config', '--global', 'user.name', settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME] }, 'could not set the git user name'],
+    [{ command: ['git', 'config', '--global', 'user.email', settings?.git_user_email?.trim() || DEFAULT_GIT_USER_EMAIL] }, 'could not set the git user email'],
+  ]);
+  if (identity.isErr()) return err(identity.error);
+  const credentials = await installCredentials(setup);
+  if (credentials.isErr()) return err(credentials.error);
+  const present = await exec(setup, { command: ['git', '-C', setup.dir, 'rev-parse', '--show-toplevel'] }, 'could not look for an existing clone');
+  if (present.isErr()) return err(present.error);
+  if (present.value.exit_code === 0 && present.value.stdout.trim() === setup.dir) return keepClone(setup);
+  return cloneAndSetUp(setup);
+}
+
+/** Credentials: a helper in the global config, the token in a 0600 file only it reads (or, without a token, none left behind). */
+async function installCredentials(setup: Setup): Promise<Step> {
+  const { runtime, sandboxId } = setup.input;
+  const { remote } = setup;
+  const credentialDir = (setup.options.credentialDir ?? DEFAULT_CREDENTIAL_DIR).replace(/\/+$/, '');
+  const helper = `${credentialDir}/credential-helper`;
+  const secretFile = `${credentialDir}/credentials/${credentialFileName(remote.host)}`;
+  if (!remote.token) {
+    // No token (a public repository): drop what an earlier start may have stored.
+    const removed = await exec(setup, { command: ['rm', '-f', secretFile] }, 'could not remove old git credentials');
+    return removed.isErr() ? err(removed.error) : ok(undefined);
+  }
+  // The directories first, so the secret is never readable by others, not even for a moment.
+  const made = await mustExec(setup, { command: ['mkdir', '-p', '-m', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not create the git credentials directory');
+  if (made.isErr()) return err(made.error);
+  const written = await runtime.writeFile(sandboxId, helper, new TextEncoder().encode(credentialHelperScript(credentialDir)));
+  if (written.isErr()) return err(`could not install the git credential helper: ${written.error.message}`);
+  const secret = await runtime.writeFile(sandboxId, secretFile, new TextEncoder().encode(`username=${remote.username}\npassword=${remote.token}\n`));
+  if (secret.isErr()) return err(`could not store the git credentials in the sandbox: ${setup.scrub(secret.error.message)}`);
+  return mustExecAll(setup, [
+    [{ command: ['chmod', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not protect the git credentials'],
+    [{ command: ['chmod', '0600', secretFile] }, 'could not protect the git credentials'],
+    [{ command: ['chmod', '0700', helper] }, 'could not install the git credential helper'],
+    [{ command: ['git', 'config', '--global', `credential.${remote.origin}.helper`, helper] }, 'could not configure the git credential helper'],
+  ]);
+}
+
+/** A restart in the same sandbox: the clone (and whatever work is in it) is kept as it is. */
+async function keepClone(setup: Setup): Promise<Step<string>> {
+  const { input, dir } = setup;
+  const head = await exec(setup, { command: ['git', '-C', dir, 'rev-parse', '--abbrev-ref', 'HEAD'] }, 'could not read the current branch');
+  if (head.isErr()) return err(head.error);
+  const branch = head.value.stdout.trim() || input.branch || 'HEAD';
+  await input.onReport?.({
+    step: 'repository',
+    summary: `${input.repository} is already cloned in ${dir} (branch ${branch}); kept as it is`,
+    output: '',
+    exit_code: 0,
+    timed_out: false,
+    duration_ms: millisOf(input.clock) - setup.started,
+  });
+  return ok(branch);
+}
+
+/** Clones, checks out the branch asked for (or creates a work branch), then runs the repository's setup script if it has one. */
+async function cloneAndSetUp(setup: Setup): Promise<Step<string>> {
+  const { input, dir, remote } = setup;
+  const cloneTimeoutMs = setup.options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS;
+  const cloned = await exec(setup, { command: ['git', 'clone', '--', remote.url, dir], cwd: input.workingDir, timeoutMs: cloneTimeoutMs }, 'could not clone');
+  if (cloned.isErr()) return err(cloned.error);
+  const failure = cloneFailure(setup, cloned.value, cloneTimeoutMs);
+  if (failure) return err(failure);
+  const branch = await checkOut(setup);
+  if (branch.isErr()) return branch;
+  await input.onReport?.({
+    step: 'repository',
+    summary: `cloned ${input.repository} from ${remote.origin} into ${dir}; ${input.branch ? `checked out branch ${branch.value}` : `created the work branch ${branch.value}`}`,
+    output: setup.scrub(clip(`${cloned.value.stdout}${cloned.value.stderr}`)),
+    exit_code: 0,
+    timed_out: false,
+    duration_ms: millisOf(input.clock) - setup.started,
+  });
+  const script = await runSetupScript(setup);
+  return script.isErr() ? err(script.error) : branch;
+}
+
+/** Why a clone failed, with a hint about the token when the provider refused it; null when it succeeded. */
+function cloneFailure(setup: Setup, cloned: ExecResult, timeoutMs: number): string | null {
+  const { repository } = setup.input;
+  const { remote } = setup;
+  if (cloned.timed_out) return `could not clone ${repository} from ${remote.origin}: the clone took longer than ${Math.round(timeoutMs / 1000)} s`;
+  if (cloned.exit_code === 0) return null;
+  const why = setup.scrub(gitReason(cloned.stderr || cloned.stdout));
+  const hint = /authentication failed|could not read username|403|401|terminal prompts disabled/i.test(why)
+    ? remote.token
+      ? ` (the ${remote.provider} token was refused; store a valid one in secrets_store.provider_tokens.${remote.provider})`
+      : ` (no ${remote.provider} token is stored; add one to secrets_store.provider_tokens.${remote.provider})`
+    : '';
+  return `could not clone ${repository} from ${remote.origin}: ${why}${hint}`;
+}
+
+/** The branch asked for (which must exist), or a new work branch named after the conversation. */
+async function checkOut(setup: Setup): Promise<Step<string>> {
+  const { input, dir } = setup;
+  if (!input.branch) {
+    const branch = workBranchName(input.conversationId);
+    const created = await mustExec(setup, { command: ['git', '-C', dir, 'checkout', '-b', branch] }, `could not create the work branch "${branch}"`);
+    return created.isErr() ? err(created.error) : ok(branch);
+  }
+  const branch = input.branch;
+  const known = await exec(setup, { command: ['git', '-C', dir, 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`] }, 'could not look up the branch');
+  if (known.isErr()) return err(known.error);
+  if (known.value.exit_code !== 0) return err(`branch "${branch}" does not exist in ${input.repository}`);
+  const checkedOut = await mustExec(setup, { command: ['git', '-C', dir, 'checkout', branch, '--'] }, `could not check out branch "${branch}"`);
+  return checkedOut.isErr() ? err(checkedOut.error) : ok(branch);
+}
+
+/**
+ * The repository's own setup, from the repository root (where the script expects to be). Only
+ * whether it is there matters (bash reads it): none of its content is fetched. Its failure is
+ * reported, not a failed preparation.
+ */
+async function runSetupScript(setup: Setup): Promise<Step> {
+  const { input, dir } = setup;
+  const script = await input.runtime.readFile(input.sandboxId, `${dir}/.openhands/setup.sh`, { maxBytes: 0 });
+  if (script.isErr()) return ok(undefined);
+  await input.onStep?.('RUNNING_SETUP_SCRIPT');
+  const timeoutMs = setup.options.setupScriptTimeoutMs ?? DEFAULT_SETUP_SCRIPT_TIMEOUT_MS;
+  const ran = await exec(setup, { command: ['bash', '-c', 'bash .openhands/setup.sh 2>&1'], cwd: dir, timeoutMs }, 'could not run .openhands/setup.sh');
+  if (ran.isErr()) return err(ran.error);
+  const { exit_code, timed_out } = ran.value;
+  const outcome = timed_out ? `was stopped after ${Math.round(timeoutMs / 1000)} s` : exit_code === 0 ? 'succeeded' : `failed with exit code ${exit_code}`;
+  await input.onReport?.({
+    step: 'setup_script',
+    summary: `.openhands/setup.sh ${outcome}`,
+    output: setup.scrub(clip(`${ran.value.stdout}${ran.value.stderr}`)),
+    exit_code,
+    timed_out,
+    duration_ms: ran.value.duration_ms,
+  });
+  return ok(undefined);
 }
 
 /** Reads the repository's guidance files (missing ones are simply absent). */
