@@ -199,10 +199,13 @@ export class IncrementalProjection {
     if (event.kind === 'observation' && !this.#results.has(event.tool_call_id)) this.#results.set(event.tool_call_id, event.content);
   }
 
-  /** The conversation so far as chat messages (a fresh array; the messages in it are shared, not to be changed). */
-  messages(): LlmMessage[] {
+  /**
+   * The conversation so far as chat messages, after `head` (the system prompt): a fresh array,
+   * made with one copy of the settled part; the messages in it are shared, not to be changed.
+   */
+  messages(head: readonly LlmMessage[] = []): LlmMessage[] {
     this.#settle();
-    const out = this.#messages.slice();
+    const out = head.concat(this.#messages);
     if (this.#settled < this.#events.length) {
       // The unsettled tail, over copies of what it would change.
       const answered = new Set<string>();

@@ -138,13 +138,13 @@ export class RunnerLog {
     return withinCondenserBounds(this.#shownEvents, this.#shownChars, options);
   }
 
-  /** projectMessages(condensedView(events).events, knowledge), extended with each new event instead of projected again. */
-  prompt(knowledge: readonly KnowledgeFile[]): LlmMessage[] {
+  /** `head` then projectMessages(condensedView(events).events, knowledge), extended with each new event instead of projected again. */
+  prompt(knowledge: readonly KnowledgeFile[], head: readonly LlmMessage[] = []): LlmMessage[] {
     if (!this.#projection || !sameKnowledge(this.#projection.knowledge, knowledge)) {
       this.#projection = new IncrementalProjection(knowledge);
       for (const e of this.#view) this.#projection.add(e);
     }
-    return this.#projection.messages();
+    return this.#projection.messages(head);
   }
 }
 

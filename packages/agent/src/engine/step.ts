@@ -134,7 +134,7 @@ function promptOf(r: Runner, input: StepInput): LlmMessage[] {
     repository: record.workspace ? { name: record.workspace.repository, branch: record.workspace.branch, guidance: record.workspace.guidance } : null,
     riskGuidance: policy.analyzer === 'llm' || policy.analyzer === 'ensemble' ? SECURITY_RISK_GUIDANCE : null,
   });
-  return [{ role: 'system', content: system }, ...r.log.prompt(record.workspace?.guidance.knowledge ?? [])];
+  return r.log.prompt(record.workspace?.guidance.knowledge ?? [], [{ role: 'system', content: system }]);
 }
 
 const condenserOptions = (deps: StepperDeps, stored: StoredSettings | null): CondenserOptions => ({
