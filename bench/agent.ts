@@ -41,7 +41,11 @@ import { createStandaloneServer } from '../examples/standalone-server/src/server
 import { percentile, positiveInt } from './stats.js';
 import { runCleanups } from './cleanup.js';
 import { callApi, printTable as printRows } from './report.js';
-import { createAgent, BUILTIN_TOOLS, detectStuck, metricsOf, projectMessages, systemPrompt, Toolset } from '@acs/agent';
+import { createAgent } from '@acs/agent';
+import { BUILTIN_TOOLS, Toolset } from '../packages/agent/src/toolset.js';
+import { detectStuck } from '../packages/agent/src/stuck.js';
+import { metricsOf } from '../packages/agent/src/engine/index.js';
+import { projectMessages, systemPrompt } from '../packages/agent/src/prompt.js';
 import { completion, startFakeOpenAi } from '@acs/testing';
 import { RunnerLog } from '../packages/agent/src/engine/runner-log.js';
 

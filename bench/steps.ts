@@ -41,7 +41,9 @@ import { createAgentConversationService, type AgentConversationService } from '@
 import type { LlmClient, LlmError, LlmMessage, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createOpenAiLlmClient } from '@acs/adapter-openai';
-import { BUILTIN_TOOLS, createAgent, systemPrompt, Toolset } from '@acs/agent';
+import { BUILTIN_TOOLS, Toolset } from '../packages/agent/src/toolset.js';
+import { createAgent } from '@acs/agent';
+import { systemPrompt } from '../packages/agent/src/prompt.js';
 import { completion, FakeSandboxRuntime, startFakeOpenAi, textOf } from '@acs/testing';
 import { loadConfig } from '../examples/standalone-server/src/config.js';
 import { openStorage, type Storage } from '../examples/standalone-server/src/storage.js';

@@ -1,7 +1,8 @@
-import { parseDockerHosts, type DockerEngineHost } from '@acs/adapter-docker/config';
 import { isAbsolute, resolve } from 'node:path';
 import { ExposedPortSchema } from '@acs/core/schemas';
 import { z } from 'zod';
+import type { CommonSandboxSettings, ConfiguredSandboxRuntime } from './runtimes/runtime-module.js';
+import { SANDBOX_RUNTIMES } from './sandbox-runtimes.js';
 
 export interface StandaloneConfig {
   port: number;
@@ -66,8 +67,8 @@ interface LlmConfig {
 }
 
 export interface SandboxConfig {
-  /** `docker` (the default: used when an engine answers) or `fake` (in-memory, runs nothing; demos and tests). */
-  runtime: 'docker' | 'fake';
+  /** The runtime ACS_SANDBOXES names (src/sandbox-runtimes.ts), with its own options read. */
+  runtime: ConfiguredSandboxRuntime;
   specs: SpecConfig[];
   /** The spec of sandboxes started with no spec named (`POST /api/v1/sandboxes` alone, as the OpenHands CLI and SDK do); null: the default spec. */
   standaloneSpec: string | null;
@@ -82,10 +83,6 @@ export interface SandboxConfig {
   idlePauseMinutes: number;
   /** Sandboxes whose conversations all finished or wait for the user; 0: never. */
   finishedIdlePauseMinutes: number;
-  /** `auto`: the default image (acs-sandbox:bookworm), when the engine lacks it, is built at start and sandboxes wait for it; `off`: a missing image fails the sandbox. */
-  imageBuild: 'auto' | 'off';
-  /** Several Docker engines (ACS_DOCKER_HOSTS); null: the one engine of DOCKER_HOST or the default socket. */
-  dockerHosts: DockerEngineHost[] | null;
   /** ACS_SANDBOX_POOL: warm sandboxes kept ready per spec id (specs not named: none); default one of the default spec. */
   pool: Record<string, number>;
 }
@@ -143,7 +140,7 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   ACS_SECRET_KEY: z.string().optional(),
   ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
-  ACS_SANDBOXES: z.enum(['docker', 'fake']).default('docker'),
+  ACS_SANDBOXES: z.enum(SANDBOX_RUNTIMES.map((r) => r.name)).default(SANDBOX_RUNTIMES[0].name),
   ACS_SANDBOX_SPECS: z.string().optional(),
   ACS_STANDALONE_SANDBOX_SPEC: z.string().min(1).max(128).optional(),
   ACS_SANDBOX_MEMORY_MB: z.coerce.number().int().min(64).max(1_048_576).default(2048),
@@ -155,10 +152,7 @@ const EnvSchema = z.object({
   ACS_PAUSE_OLDEST_AT_LIMIT: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(30),
   ACS_SANDBOX_FINISHED_IDLE_MINUTES: z.coerce.number().min(0).max(10_080).default(5),
-  ACS_SANDBOX_IMAGE_BUILD: z.enum(['auto', 'off']).default('auto'),
-  ACS_DOCKER_HOSTS: z.string().optional(),
   ACS_SANDBOX_POOL: z.string().optional(),
-  ACS_DOCKER_MAX_RUNNING_PER_ENGINE: z.coerce.number().int().min(1).max(100_000).default(20),
   ACS_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
   ACS_UI_DIR: z.string().optional(),
   ACS_MODELS: z.string().optional(),
@@ -176,15 +170,21 @@ const EnvSchema = z.object({
   INIT_CWD: z.string().optional(),
 });
 
+/** Every variable the server reads: the common ones and each runtime's own (INIT_CWD is npm's). */
+export const CONFIG_VARIABLES: readonly string[] = [...Object.keys(EnvSchema.shape), ...SANDBOX_RUNTIMES.flatMap((r) => Object.keys(r.env.shape))];
+
 /** Reads the configuration from the environment; throws an Error that says what to fix. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConfig {
   const blankToUndefined = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
   const parsed = EnvSchema.safeParse(blankToUndefined);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+  // Every runtime's variables are checked, whichever runs: a mistake is found before it matters.
+  const issues = [parsed, ...SANDBOX_RUNTIMES.map((r) => r.env.safeParse(blankToUndefined))].flatMap((result) => result.error?.issues ?? []);
+  if (!parsed.success || issues.length > 0) {
+    const problems = issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  const runtime = SANDBOX_RUNTIMES.find((r) => r.name === e.ACS_SANDBOXES) ?? SANDBOX_RUNTIMES[0];
   const apiKeys: Record<string, string> = {};
   const addKey = (key: string, userId: string, source: string) => {
     const checked = KEY.safeParse(key);
@@ -222,7 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
   const pool = parsePool(e.ACS_SANDBOX_POOL, specs.map((s) => s.id));
   return {
     sandboxes: {
-      runtime: e.ACS_SANDBOXES,
+      runtime: runtime.configure(blankToUndefined),
       specs,
       standaloneSpec,
       memoryMb: e.ACS_SANDBOX_MEMORY_MB,
@@ -233,8 +233,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT) ? 'pause_oldest' : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT) ? 'pause_finished' : 'refuse',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
       finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
-      imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
-      dockerHosts: e.ACS_DOCKER_HOSTS === undefined ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
       pool,
     },
     llm: {
@@ -291,4 +289,9 @@ function parsePool(value: string | undefined, specIds: readonly string[]): Recor
     pool[specId] = Number(count);
   }
   return pool;
+}
+
+/** What every runtime is given of the sandbox settings. */
+export function commonSandboxSettings(config: SandboxConfig): CommonSandboxSettings {
+  return { images: config.specs.map((s) => s.image), memoryMb: config.memoryMb, cpus: config.cpus, pids: config.pids, network: config.network };
 }

@@ -1,14 +1,14 @@
 /**
  * `npm run sandboxes -- list` / `npm run sandboxes -- prune [--installation <id>]`
  *
- * The sandboxes (containers) of this installation, found by the installation id kept in its
- * data (DATA_DIR, or DATABASE_URL): listed, or removed, e.g. after a server stopped and left
- * them running. Other installations' containers on the same engine are never touched. Run it
- * with the same environment as the server; with SQLite or PGlite it refuses while the server runs.
+ * The sandboxes of this installation on the runtime ACS_SANDBOXES names (with Docker, its
+ * containers), found by the installation id kept in its data (DATA_DIR, or DATABASE_URL):
+ * listed, or removed, e.g. after a server stopped and left them running. Other installations'
+ * sandboxes on the same engine are never touched. Run it with the same environment as the
+ * server; with SQLite or PGlite it refuses while the server runs.
  */
 import { createAgentConversationService } from '@acs/core';
 import { POOLED_SANDBOX_OWNER } from '@acs/core/schemas';
-import { createDockerEnginePool, createDockerRuntime } from '@acs/adapter-docker';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { ScriptedLlm } from '@acs/testing';
 import { createAgent } from '@acs/agent';
@@ -50,12 +50,12 @@ async function main(argv: string[]): Promise<number> {
         throw new Error(`cannot read the installation id: ${e.message}`);
       },
     );
-    // Every engine the server uses (ACS_DOCKER_HOSTS), or the one engine.
-    const runtime = config.sandboxes.dockerHosts ? await createDockerEnginePool(config.sandboxes.dockerHosts) : await createDockerRuntime();
+    // Where the server's runtime (ACS_SANDBOXES) keeps sandboxes: every engine it uses, say.
+    const { runtime, where } = await config.sandboxes.runtime.openForCli();
     const held = await runtime.list(installation);
     if (held.isErr()) throw new Error(held.error.message);
     if (held.value.length === 0) {
-      console.log(`No sandboxes of installation ${installation} on ${config.sandboxes.dockerHosts ? 'these Docker engines' : 'this Docker engine'}.`);
+      console.log(`No sandboxes of installation ${installation} on ${where}.`);
       return 0;
     }
     // A pooled container's label names the pool, also after a user claimed it: the store says whose it is.

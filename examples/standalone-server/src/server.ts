@@ -4,8 +4,6 @@ import type { Server } from 'node:http';
 import express from 'express';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
-import { unavailableSandboxRuntime, type SandboxRuntime } from '@acs/core/ports';
-import type { DockerSandboxRuntime } from '@acs/adapter-docker';
 import { answerClientErrors, createAcsRouter, serveUi } from '@acs/adapter-express';
 import { createWebConsole } from '@acs/web-console';
 import { createLazyMcpConnector } from '@acs/adapter-mcp/lazy';
@@ -14,8 +12,7 @@ import { createOpenAiLlmClient, knownModels } from '@acs/adapter-openai';
 import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
-import type { SandboxConfig, StandaloneConfig } from './config.js';
-import { isSandboxImage, sandboxImageProvider } from './sandbox-image.js';
+import { commonSandboxSettings, type StandaloneConfig } from './config.js';
 import { openStorage, type StartPhase } from './storage.js';
 
 export interface StandaloneServer {
@@ -31,40 +28,7 @@ export interface StandaloneServer {
   waitingFor(): string | null;
 }
 
-/**
- * Docker when an engine answers; otherwise a runtime that answers 503 saying why (the server
- * still starts). The runtime's package is loaded only when it is the one configured (the Docker
- * client holds about 28 MiB, the fake runtime's package its test servers).
- */
-async function openSandboxRuntime(
-  config: SandboxConfig,
-): Promise<{ runtime: SandboxRuntime; docker: DockerSandboxRuntime | null; description: string; unavailable: string | null }> {
-  if (config.runtime === 'fake') {
-    const { FakeSandboxRuntime } = await import('@acs/testing');
-    return { runtime: new FakeSandboxRuntime(), docker: null, description: 'fake (in memory, runs nothing)', unavailable: null };
-  }
-  const { createDockerEnginePool, createDockerRuntime } = await import('@acs/adapter-docker');
-  const dockerOptions = {
-    limits: { memoryBytes: config.memoryMb * 1024 * 1024, cpus: config.cpus, pids: config.pids },
-    networkMode: config.network,
-    ...(config.imageBuild === 'auto' ? { images: sandboxImageProvider(config.specs.map((s) => s.image)) } : {}),
-  };
-  if (config.dockerHosts) {
-    // Several engines: an engine that does not answer now is still in the pool (its sandboxes are found when it is back).
-    const pool = await createDockerEnginePool(config.dockerHosts, dockerOptions);
-    const description = `docker engines: ${pool.engines.map((e) => `${e.name} (${e.url}, up to ${e.maxRunning}; ${e.status})`).join(', ')}`;
-    return { runtime: pool, docker: null, description, unavailable: null };
-  }
-  try {
-    const runtime = await createDockerRuntime(dockerOptions);
-    return { runtime, docker: runtime, description: `docker (engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion})`, unavailable: null };
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { runtime: unavailableSandboxRuntime(reason), docker: null, description: 'unavailable', unavailable: reason };
-  }
-}
-
-/** Composes the example server: Express + storage (SQLite, PGlite, PostgreSQL or memory) + sandboxes (Docker, or the fake). */
+/** Composes the example server: Express + storage (SQLite, PGlite, PostgreSQL or memory) + sandboxes (the runtime ACS_SANDBOXES names). */
 export async function createStandaloneServer(
   config: StandaloneConfig,
   destination?: DestinationStream,
@@ -87,7 +51,9 @@ export async function createStandaloneServer(
     const generatedKey = config.generateDefaultKey ? await loadOrCreateApiKey(config.dataDir) : null;
     const apiKeys = { ...config.apiKeys, ...(generatedKey ? { [generatedKey.key]: 'default' } : {}) };
     onPhase('connecting to the sandbox runtime');
-    const sandboxes = await openSandboxRuntime(config.sandboxes);
+    // Only the runtime named is loaded (src/sandbox-runtimes.ts); one whose engine does not answer is
+    // `unavailable`: the server still starts, and sandbox routes answer 503 saying why.
+    const sandboxes = await config.sandboxes.runtime.open(commonSandboxSettings(config.sandboxes));
     if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
     const ports = storage.ports;
     // Logged at start: the id its sandboxes are labelled with (`npm run sandboxes -- list`).
@@ -128,9 +94,7 @@ export async function createStandaloneServer(
         ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
       },
     );
-    if (sandboxes.docker && config.sandboxes.imageBuild === 'auto') {
-      for (const image of new Set(config.sandboxes.specs.map((s) => s.image).filter(isSandboxImage))) prepareSandboxImage(sandboxes.docker, image, logger);
-    }
+    sandboxes.prepare?.(logger);
     if (!sandboxes.unavailable) {
       onPhase('recovering sandboxes and agents');
       // Adopt the runtime's sandboxes, then resume the agents that were running when the last process stopped.
@@ -210,29 +174,4 @@ export async function createStandaloneServer(
     await storage.close();
     throw error;
   }
-}
-
-/** Builds the default sandbox image in the background when the engine lacks it, with its progress in the log. */
-function prepareSandboxImage(docker: DockerSandboxRuntime, image: string, logger: PinoLogger): void {
-  let announced = false;
-  const started = Date.now();
-  docker
-    .ensureImage(image, (line) => {
-      if (!announced) {
-        announced = true;
-        logger.info({ image }, 'the sandbox image is missing; building it now (once; sandboxes started meanwhile wait for it)');
-      }
-      logger.info({ image, step: line }, 'building the sandbox image');
-    })
-    .then(
-      (outcome) => {
-        if (outcome === 'provided') logger.info({ image, seconds: Math.round((Date.now() - started) / 1000) }, 'the sandbox image is ready');
-      },
-      (error: unknown) => {
-        logger.error(
-          { image, reason: error instanceof Error ? error.message : String(error) },
-          'could not build the sandbox image; sandboxes will fail until it exists (run scripts/build-sandbox-image.sh to see why)',
-        );
-      },
-    );
 }

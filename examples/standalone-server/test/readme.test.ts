@@ -1,21 +1,19 @@
 /**
  * The documentation of the example server's configuration stays true: the root README's
- * configuration table lists exactly the variables src/config.ts reads, and this example's
+ * configuration table lists exactly the variables the server reads (src/config.ts and each
+ * runtime of src/sandbox-runtimes.ts), and this example's
  * README names no variable that neither the server nor its tests read.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES } from '../src/config.js';
 
 const read = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
 
-/** The keys of the EnvSchema in src/config.ts: every variable the server reads. */
+/** Every variable the server reads: the common ones of src/config.ts and each sandbox runtime's own. */
 function variablesRead(): string[] {
-  const source = read('../src/config.ts');
-  const schema = /const EnvSchema = z\.object\(\{\n([\s\S]*?)\n\}\);/.exec(source)?.[1];
-  if (!schema) throw new Error('src/config.ts: EnvSchema = z.object({ … }) not found; update this test');
-  const names = [...schema.matchAll(/^ {2}([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1] ?? '');
   // INIT_CWD is set by npm (relative paths are taken from where `npm start` ran), not by the operator.
-  return names.filter((name) => name !== 'INIT_CWD').sort();
+  return CONFIG_VARIABLES.filter((name) => name !== 'INIT_CWD').sort();
 }
 
 /** The variables the tests of this example read from process.env (where a test finds a tool, say). */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolOutcome } from './tool.js';
 
 /** Seconds a command may run before the call returns with the command still running. */
-export const DEFAULT_COMMAND_WAIT_SECONDS = 30;
+const DEFAULT_COMMAND_WAIT_SECONDS = 30;
 const MAX_COMMAND_WAIT_SECONDS = 600;
 
 /** Some models send booleans as strings ("true"), as OpenHands' V0 schema asked them to. */

@@ -20,8 +20,8 @@ export interface CondenserOptions {
 }
 
 export const DEFAULT_CONDENSER_MAX_EVENTS = 120;
-export const DEFAULT_CONDENSER_MAX_PROMPT_CHARS = 400_000;
-export const DEFAULT_CONDENSER_KEEP_FIRST = 4;
+const DEFAULT_CONDENSER_MAX_PROMPT_CHARS = 400_000;
+const DEFAULT_CONDENSER_KEEP_FIRST = 4;
 const DEFAULT_MAX_EVENT_CHARS = 4_000;
 
 type Shown = Extract<ConversationEvent, { kind: 'message' | 'action' | 'observation' }>;
@@ -90,7 +90,7 @@ export function condensedView(events: readonly ConversationEvent[]): Conversatio
   return { events: [...head, summary, ...rest], condensation: c };
 }
 
-export const summaryMessage = (summary: string, forgotten: number): string =>
+const summaryMessage = (summary: string, forgotten: number): string =>
   `<CONVERSATION_SUMMARY>\n${forgotten} earlier events of this conversation were condensed into this summary (written for you by a summariser):\n${summary.trim()}\n</CONVERSATION_SUMMARY>`;
 
 export interface CondensationPlan {

@@ -5,7 +5,7 @@ import { failure, outcome, runtimeFailure, type AgentTool, type ToolContext, typ
 /** The largest file the editor reads (and so the most of a file it holds in memory). */
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** The most characters a view returns; the model is told how to see the rest. */
-export const MAX_VIEW_CHARS = 16_000;
+const MAX_VIEW_CHARS = 16_000;
 const SNIPPET_LINES = 4;
 const UNDO_DEPTH = 10;
 

@@ -7,7 +7,7 @@
 import type { KnowledgeFile } from '@acs/core/ports';
 
 /** The most characters kept of one guidance file (the rest is cut with a note). */
-export const MAX_GUIDANCE_FILE_CHARS = 20_000;
+const MAX_GUIDANCE_FILE_CHARS = 20_000;
 /** The most guidance files read from `.openhands/microagents/`. */
 export const MAX_MICROAGENT_FILES = 50;
 

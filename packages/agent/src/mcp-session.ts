@@ -10,8 +10,8 @@ import type { McpConnection, McpConnector, McpServerTarget, McpToolInfo, Sandbox
  * `<server>__<tool>` so two servers cannot collide.
  */
 
-export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
-export const DEFAULT_MCP_CALL_TIMEOUT_MS = 300_000;
+const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
+const DEFAULT_MCP_CALL_TIMEOUT_MS = 300_000;
 
 /** The user's servers extended by the conversation's: a server of the request with the same stdio name or URL replaces the user's. */
 export function mergeMcpConfigs(base: McpConfig | null, override: McpConfig | null): McpConfig {
@@ -96,7 +96,7 @@ export function namespacedToolName(server: string, tool: string): string {
 }
 
 /** A server that could not be used, and why. */
-export interface McpServerProblem {
+interface McpServerProblem {
   server: string;
   describe: string;
   reason: string;

@@ -27,7 +27,7 @@ export function securityPolicyOf(settings: Pick<StoredSettings, 'confirmation_mo
 }
 
 /** The model's rating of one call, from its `security_risk` argument (any case); unknown when absent or not a level. */
-export function modelRisk(args: Record<string, unknown> | null): RiskAssessment {
+function modelRisk(args: Record<string, unknown> | null): RiskAssessment {
   const raw = args?.[SECURITY_RISK_ARGUMENT];
   const level = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
   if (level === 'low' || level === 'medium' || level === 'high') return { risk: level, reasons: [`model: rated ${level}`] };

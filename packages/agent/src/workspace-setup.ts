@@ -31,15 +31,15 @@ export interface WorkspaceOptions {
   credentialDir?: string;
 }
 
-export const DEFAULT_SETUP_SCRIPT_TIMEOUT_MS = 600_000;
-export const DEFAULT_CLONE_TIMEOUT_MS = 300_000;
+const DEFAULT_SETUP_SCRIPT_TIMEOUT_MS = 600_000;
+const DEFAULT_CLONE_TIMEOUT_MS = 300_000;
 export const DEFAULT_CREDENTIAL_DIR = '/opt/acs-git';
-export const DEFAULT_GIT_USER_NAME = 'openhands';
-export const DEFAULT_GIT_USER_EMAIL = 'openhands@all-hands.dev';
+const DEFAULT_GIT_USER_NAME = 'openhands';
+const DEFAULT_GIT_USER_EMAIL = 'openhands@all-hands.dev';
 /** The most characters of setup output kept in an event (head and tail). */
 const MAX_SETUP_OUTPUT_CHARS = 20_000;
 
-export const PROVIDER_HOSTS: Record<GitProvider, string | null> = {
+const PROVIDER_HOSTS: Record<GitProvider, string | null> = {
   github: 'github.com',
   gitlab: 'gitlab.com',
   bitbucket: 'bitbucket.org',
@@ -122,7 +122,7 @@ export function resolveRemote(repository: string, provider: GitProvider | null, 
 }
 
 /** The helper git runs as `credential.<origin>.helper`: prints the stored credentials for the host git asks about. */
-export function credentialHelperScript(credentialDir: string): string {
+function credentialHelperScript(credentialDir: string): string {
   return [
     '#!/bin/sh',
     '# git credential helper of the agent conversation service: answers "get" with the',
@@ -146,12 +146,12 @@ const credentialFileName = (host: string): string => host.replace(/[^A-Za-z0-9.-
 const repositoryName = (repository: string): string => repository.split('/').at(-1)!.replace(/\.git$/, '');
 
 /** Where a repository is cloned: `<working_dir>/<name>`. */
-export function repositoryDir(workingDir: string, repository: string): string {
+function repositoryDir(workingDir: string, repository: string): string {
   return `${workingDir.replace(/\/+$/, '')}/${repositoryName(repository)}`;
 }
 
 /** A work branch name for a conversation without one. */
-export const workBranchName = (conversationId: string): string => `openhands-workspace-${conversationId.replace(/-/g, '').slice(0, 8)}`;
+const workBranchName = (conversationId: string): string => `openhands-workspace-${conversationId.replace(/-/g, '').slice(0, 8)}`;
 
 const clip = (text: string, max = MAX_SETUP_OUTPUT_CHARS): string =>
   text.length <= max ? text : `${text.slice(0, max / 2)}\n[… ${text.length - max} characters cut …]\n${text.slice(-max / 2)}`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConversationEvent } from '@acs/core/schemas';
-import { MISSING_RESULT, projectMessages, systemPrompt } from '../src/index.js';
+import { MISSING_RESULT, projectMessages, systemPrompt } from '../src/prompt.js';
 
 let nextId = 1;
 const ts = '2026-01-01T00:00:00.000Z';

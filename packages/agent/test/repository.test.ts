@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { createAgentConversationService } from '@acs/core';
 import { defaultSettings, type ConversationEvent, type SettingsInput, type StoredSettings } from '@acs/core/schemas';
 import { sequentialIdGenerator, type ExecRequest } from '@acs/core/ports';
-import { createAgent, mentionsTrigger, parseFrontMatter, resolveRemote, scrubSecrets } from '../src/index.js';
+import { createAgent } from '../src/index.js';
+import { mentionsTrigger, parseFrontMatter } from '../src/guidance.js';
+import { resolveRemote, scrubSecrets } from '../src/workspace-setup.js';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, fakeGit, type FakeExecContext, type ScriptedTurn } from '@acs/testing';
 

@@ -4,7 +4,11 @@ import type { ConversationEvent, ConversationEventDraft } from '@acs/core/schema
 import { sequentialIdGenerator, type KnowledgeFile, type LlmRequest } from '@acs/core/ports';
 import { expectOk } from '@acs/core/testing';
 import { createMemoryPorts, type ScriptedTurn } from '@acs/testing';
-import { condensedView, createAgent, detectStuck, metricsOf, projectMessages, STUCK_THRESHOLDS } from '../src/index.js';
+import { condensedView } from '../src/condenser.js';
+import { createAgent } from '../src/index.js';
+import { detectStuck, STUCK_THRESHOLDS } from '../src/stuck.js';
+import { metricsOf } from '../src/engine/index.js';
+import { projectMessages } from '../src/prompt.js';
 import { IncrementalProjection } from '../src/prompt.js';
 import { isAgentCall } from '../src/engine/log-reading.js';
 import { RunnerLog } from '../src/engine/runner-log.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assessByRules, DEFAULT_TRUSTED_HOSTS, highestRisk, RULE_IDS, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from '../src/index.js';
+import { assessByRules } from '../src/security/rules.js';
+import { DEFAULT_TRUSTED_HOSTS, highestRisk, RULE_IDS, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from '../src/security/risk.js';
 
 
 const context: RuleContext = {

@@ -14195,3 +14195,6 @@ export interface operations {
         };
     };
 }
+
+/** Every kind of ConversationEvent, as @acs/core defines them (its CONVERSATION_EVENT_KINDS). */
+export const CONVERSATION_EVENT_KINDS = ["message","action","observation","llm_call","status","error","setup","confirmation","condensation"] as const satisfies readonly components['schemas']['ConversationEvent']['kind'][];

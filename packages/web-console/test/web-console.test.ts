@@ -7,14 +7,16 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import express from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { createAcsRouter } from '@acs/adapter-express';
 import { createAgent } from '@acs/agent';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
+import { ConversationEventSchema } from '@acs/core/schemas';
 import { createMemoryPorts } from '@acs/testing';
 import { generateApiSchema } from '../scripts/api-schema.js';
+import { CONVERSATION_EVENT_KINDS } from '../src/api-schema.js';
 import { ensureConsoleApp } from '../scripts/ensure-app.mjs';
-import { createAcsClient } from '../src/client.js';
+import { createAcsClient, type components } from '../src/client.js';
 import { createWebConsole, WEB_CONSOLE_APP_DIR } from '../src/index.js';
 
 const KEY = 'web-console-test-key-0123456789';
@@ -110,6 +112,12 @@ describe('createWebConsole', () => {
 describe('the typed client', () => {
   it('is generated from the current routes (run npm run generate:client when this fails)', async () => {
     expect(readFileSync(new URL('../src/api-schema.ts', import.meta.url), 'utf8')).toBe(await generateApiSchema());
+  });
+
+  it('lists every kind of the event union, which the console listens for on a conversation’s stream', () => {
+    const kindsOfTheUnion = ConversationEventSchema.options.map((schema) => schema.shape.kind.value);
+    expect([...CONVERSATION_EVENT_KINDS]).toEqual(kindsOfTheUnion);
+    expectTypeOf<(typeof CONVERSATION_EVENT_KINDS)[number]>().toEqualTypeOf<components['schemas']['ConversationEvent']['kind']>();
   });
 
   it('calls the API with an API key: typed bodies, data on success, the error body on a 4xx', async () => {

@@ -112,8 +112,12 @@ export class V0EventTranslator {
           };
         }
         return [];
-      default:
+      case 'setup':
+      case 'condensation':
         return [];
+      default:
+        // A new kind: say here what the UI is shown of it.
+        return event satisfies never;
     }
   }
 

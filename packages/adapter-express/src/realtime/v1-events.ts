@@ -78,8 +78,14 @@ export class V1EventTranslator {
         return this.#dialect === 'sdk' && event.fatal
           ? [{ ...base, kind: 'ConversationErrorEvent', source: 'environment', code: event.code, detail: event.message }]
           : [agentError(base.id, base.timestamp, event.message)];
-      default:
+      case 'llm_call':
+      case 'setup':
+      case 'confirmation':
+      case 'condensation':
         return [];
+      default:
+        // A new kind: say here which frame, if any, the agent-server clients get.
+        return event satisfies never;
     }
   }
 

@@ -193,23 +193,35 @@ export const CondensationEventSchema = z
     description: 'Older events were summarised to keep the prompt bounded. The log keeps every event; only what the model is shown changes.',
   });
 
-export const ConversationEventSchema = z
-  .discriminatedUnion('kind', [
-    MessageEventSchema,
-    ActionEventSchema,
-    ObservationEventSchema,
-    LlmCallEventSchema,
-    StatusEventSchema,
-    ErrorEventSchema,
-    SetupEventSchema,
-    ConfirmationEventSchema,
-    CondensationEventSchema,
-  ])
-  .meta({ id: 'ConversationEvent' });
+/**
+ * The one list of event kinds: a kind is added here, by its schema, and nowhere else.
+ * `ConversationEventSchema`, `CONVERSATION_EVENT_KINDS` (and so the `kind` query filter and the
+ * console's generated `CONVERSATION_EVENT_KINDS`) follow from it; every `switch` over a kind
+ * ends in `event satisfies never`, so the compiler names each place a new kind must be handled.
+ */
+const EVENT_SCHEMAS = [
+  MessageEventSchema,
+  ActionEventSchema,
+  ObservationEventSchema,
+  LlmCallEventSchema,
+  StatusEventSchema,
+  ErrorEventSchema,
+  SetupEventSchema,
+  ConfirmationEventSchema,
+  CondensationEventSchema,
+] as const;
+
+export const ConversationEventSchema = z.discriminatedUnion('kind', EVENT_SCHEMAS).meta({ id: 'ConversationEvent' });
 export type ConversationEvent = z.infer<typeof ConversationEventSchema>;
 export type ConversationEventKind = ConversationEvent['kind'];
-export const CONVERSATION_EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error', 'setup', 'confirmation', 'condensation'] as const satisfies readonly ConversationEventKind[];
+/** Every kind, in the order of the schemas above (a tuple type, so `z.enum` takes it). */
+export const CONVERSATION_EVENT_KINDS = kindsOf(EVENT_SCHEMAS);
 export const ConversationEventKindSchema = z.enum(CONVERSATION_EVENT_KINDS);
+
+/** The `kind` literal of each schema, as a tuple of the same length and order. */
+function kindsOf<const T extends readonly { shape: { kind: z.ZodLiteral<string> } }[]>(schemas: T): { readonly [I in keyof T]: T[I]['shape']['kind']['value'] } {
+  return schemas.map((schema) => schema.shape.kind.value) as { readonly [I in keyof T]: T[I]['shape']['kind']['value'] };
+}
 
 export type MessageEvent = z.infer<typeof MessageEventSchema>;
 export type ActionEvent = z.infer<typeof ActionEventSchema>;

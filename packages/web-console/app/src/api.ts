@@ -42,4 +42,5 @@ export type ActionEvent = components['schemas']['ActionEvent'];
 export type ObservationEvent = components['schemas']['ObservationEvent'];
 export type LlmCallEvent = components['schemas']['LlmCallEvent'];
 export type ExecutionStatus = components['schemas']['StatusEvent']['execution_status'];
-export const EVENT_KINDS = ['message', 'action', 'observation', 'llm_call', 'status', 'error', 'setup', 'confirmation', 'condensation'] as const satisfies readonly ConversationEvent['kind'][];
+/** Every kind of event: generated with the API's types from core's one list (a stream listener per kind). */
+export { CONVERSATION_EVENT_KINDS } from '../../src/api-schema.js';

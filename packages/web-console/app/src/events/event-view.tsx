@@ -4,12 +4,12 @@
  * condensation summaries. An action and its observation (matched by tool_call_id) are one entry.
  */
 import { memo } from 'preact/compat';
-import type { ActionEvent, ConversationEvent, ObservationEvent } from '../api.js';
+import type { ActionEvent, ConversationEvent, LlmCallEvent, ObservationEvent } from '../api.js';
 import { highlight, languageOfPath, lineDiff, markdown } from '../render.js';
 import { Badge, formatDuration } from '../ui.js';
 
 export type Entry =
-  | { key: string; kind: 'event'; event: Exclude<ConversationEvent, ActionEvent | ObservationEvent> }
+  | { key: string; kind: 'event'; event: Exclude<ConversationEvent, ActionEvent | ObservationEvent | LlmCallEvent> }
   | { key: string; kind: 'tool'; action: ActionEvent; observation: ObservationEvent | null }
   | { key: string; kind: 'orphan'; observation: ObservationEvent };
 
@@ -129,6 +129,9 @@ function EntryViewOf({ entry }: { entry: Entry }) {
           <Markdown text={e.summary} />
         </details>
       );
+    default:
+      // A new kind: draw it here (entriesOf decides which kinds are entries of their own).
+      return e satisfies never;
   }
 }
 

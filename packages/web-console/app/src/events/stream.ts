@@ -6,7 +6,7 @@
  * a replay of thousands of events or a burst of 50 a second is one render, not one each.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { apiBase, EVENT_KINDS, type ConversationEvent } from '../api.js';
+import { apiBase, CONVERSATION_EVENT_KINDS, type ConversationEvent } from '../api.js';
 
 type StreamState = 'connecting' | 'live' | 'reconnecting' | 'closed';
 
@@ -46,7 +46,7 @@ export function useEventStream(conversationId: string): EventStream {
       if (event instanceof MessageEvent && typeof event.data === 'string') return;
       setSnapshot((s) => ({ ...s, state: source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting' }));
     };
-    for (const kind of EVENT_KINDS) source.addEventListener(kind, onEvent);
+    for (const kind of CONVERSATION_EVENT_KINDS) source.addEventListener(kind, onEvent);
     return () => {
       source.close();
       if (mine.frame !== null) cancelAnimationFrame(mine.frame);
