@@ -1,4 +1,3 @@
 export { createAgentEngine } from './engine.js';
-export { DEFAULT_MAX_ITERATIONS } from './options.js';
-export { metricsOf, pendingConfirmation } from './log-reading.js';
-export type { AgentEngine, AgentEngineDeps, AgentEngineOptions } from './options.js';
+export { metricsOf } from './log-reading.js';
+export type { AgentEngineOptions } from './options.js';
