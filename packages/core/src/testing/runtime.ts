@@ -16,7 +16,7 @@ export interface SandboxRuntimeContractOptions {
   /** Ids for the sandboxes the suite creates; they are deleted at the end of each test. */
   ids?: IdGenerator;
   /**
-   * What a pause keeps (exec contract): `processes` (default) for a runtime that freezes the
+   * What a pause keeps (exec and shell contracts): `processes` (default) for a runtime that freezes the
    * sandbox (Docker's pause: memory, processes and files as they were); `workspace` for one that
    * stops it and keeps only its working directory (Kubernetes' scale to zero: a new pod on the
    * same claim, so processes and files outside the working directory are gone after a resume).
