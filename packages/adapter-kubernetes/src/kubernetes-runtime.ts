@@ -25,7 +25,7 @@ import {
 } from '@acs/core/ports';
 import { ExecOpenFailure, openExec, type ExecChannel } from './exec-channel.js';
 import { ProcessStartFailure, startKubernetesProcess } from './kubernetes-process.js';
-import { ANNOTATIONS, CONTAINER, LABELS, WORKSPACE_VOLUME, labelValue, sandboxStatefulSet, setName, type KubernetesPlacement, type KubernetesResources } from './manifest.js';
+import { ANNOTATIONS, CONTAINER, LABELS, WORKSPACE_VOLUME, labelValue, resourcesFor, sandboxStatefulSet, setName, type KubernetesPlacement, type KubernetesResources } from './manifest.js';
 import { latestEvent, readPod } from './observe.js';
 import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
 
@@ -126,6 +126,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
         const sandboxId = labels[LABELS.sandbox];
         const userId = notes[ANNOTATIONS.user];
         if (notes[ANNOTATIONS.installation] !== installationId || !sandboxId || !userId || set.metadata?.name !== this.setName(sandboxId)) return [];
+        // One being deleted (its pod still ending) is gone for adoption, as `inspect` says.
+        if (set.metadata?.deletionTimestamp) return [];
         const image = set.spec?.template.spec?.containers.find((c) => c.name === CONTAINER)?.image ?? '';
         return [
           {
@@ -149,12 +151,7 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
       const placement = this.#options.placementBySpec?.[request.spec.id] ?? this.#options.placement ?? {};
       const manifest = sandboxStatefulSet(request, {
         namePrefix: this.#prefix,
-        resources: {
-          cpus: this.#options.resources?.cpus ?? 1,
-          memoryBytes: this.#options.resources?.memoryBytes ?? 2 * 1024 ** 3,
-          requestShare: this.#options.resources?.requestShare ?? 0.25,
-          workspaceSize: this.#options.resources?.workspaceSize ?? '10Gi',
-        },
+        resources: this.#resources(),
         storageClassName: this.#options.storageClassName ?? null,
         imagePullPolicy: this.#options.imagePullPolicy ?? 'IfNotPresent',
         readOnlyRootFilesystem: this.#options.readOnlyRootFilesystem ?? true,
@@ -169,6 +166,23 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
 
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#attempt('inspect', () => this.#observe(sandboxId));
+  }
+
+  /**
+   * The limits and requests `create` gives a sandbox of this factor, set on the running pod in
+   * place (the `pods/resize` subresource: no restart) and on the StatefulSet's template for the
+   * pods to come (the set's update strategy is OnDelete, so that changes no running pod). For a
+   * pooled sandbox claimed by a user whose factor is not 1.
+   */
+  resize(sandboxId: string, resourceFactor: number): ResultAsync<void, SandboxRuntimeError> {
+    const resources = resourcesFor(this.#resources(), Math.max(1, resourceFactor));
+    const patch = { containers: [{ name: CONTAINER, resources }] };
+    return this.#attempt('resize', async () => {
+      const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+      await this.#apps.patchNamespacedStatefulSet({ name: this.setName(sandboxId), namespace: this.namespace, body: { spec: { template: { spec: patch } } } }, strategic);
+      const pod = await orNull(this.#core.patchNamespacedPodResize({ name: this.podName(sandboxId), namespace: this.namespace, body: { spec: patch } }, strategic));
+      if (!pod) throw new RuntimeFailure(`sandbox ${sandboxId} has no pod to resize (paused or gone); its next pod has the new limits`, 'not_found');
+    });
   }
 
   /** Scale to zero: the pod ends (its processes with it), the workspace claim stays. */
@@ -333,6 +347,15 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
         throw error instanceof ProcessStartFailure ? new RuntimeFailure(error.message) : error;
       });
     });
+  }
+
+  #resources(): Required<KubernetesResources> {
+    return {
+      cpus: this.#options.resources?.cpus ?? 1,
+      memoryBytes: this.#options.resources?.memoryBytes ?? 2 * 1024 ** 3,
+      requestShare: this.#options.resources?.requestShare ?? 0.25,
+      workspaceSize: this.#options.resources?.workspaceSize ?? '10Gi',
+    };
   }
 
   /** Exec has no working directory or environment of its own: a small `sh` prefix sets them, then execs the command (same pid). */

@@ -119,6 +119,8 @@ export function sandboxStatefulSet(request: RuntimeCreateRequest, options: Manif
       serviceName: name,
       selector: { matchLabels: { [LABELS.managed]: 'true', [LABELS.sandbox]: request.sandbox_id } },
       podManagementPolicy: 'Parallel',
+      // A change of the template (resize) waits for the next pod (after a pause): a running sandbox is never restarted for it.
+      updateStrategy: { type: 'OnDelete' },
       persistentVolumeClaimRetentionPolicy: { whenScaled: 'Retain', whenDeleted: 'Delete' },
       template: {
         metadata: { labels, annotations },

@@ -119,6 +119,44 @@ onCluster('sandbox pods on Kubernetes', (kubeConfig) => {
       }
     });
 
+    it('resizes a running sandbox in place (no restart), and its next pod keeps the new limits', async () => {
+      const ns = await namespace;
+      const sized = kubernetesRuntime(kubeConfig, ns);
+      const box = `size${Date.now().toString(16)}`.padEnd(32, '0');
+      const memoryLimit = async () => (await expectOk(sized.exec(box, { command: ['sh', '-c', 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max'] }))).stdout.trim();
+      const untilRunning = async () => {
+        const deadline = Date.now() + 120_000;
+        let seen = await expectOk(sized.inspect(box));
+        while (seen.state === 'starting' && Date.now() < deadline) {
+          await sleep(200);
+          seen = await expectOk(sized.inspect(box));
+        }
+        expect(seen).toMatchObject({ state: 'running' });
+      };
+      try {
+        await expectOk(sized.create({ sandbox_id: box, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: {} }));
+        await untilRunning();
+        expect(await memoryLimit()).toBe(String(512 * 1024 ** 2));
+        const uid = (await core.readNamespacedPod({ name: sized.podName(box), namespace: ns })).metadata?.uid;
+        await expectOk(sized.resize(box, 2));
+        // The kubelet applies it a moment later.
+        const deadline = Date.now() + 60_000;
+        let limit = await memoryLimit();
+        while (limit !== String(1024 ** 3) && Date.now() < deadline) {
+          await sleep(250);
+          limit = await memoryLimit();
+        }
+        expect(limit).toBe(String(1024 ** 3));
+        expect((await core.readNamespacedPod({ name: sized.podName(box), namespace: ns })).metadata?.uid).toBe(uid);
+        await expectOk(sized.pause(box));
+        await expectOk(sized.resume(box));
+        await untilRunning();
+        expect(await memoryLimit()).toBe(String(1024 ** 3));
+      } finally {
+        await sized.delete(box);
+      }
+    });
+
     it('says what is wrong with a spec that exposes ports (not offered on Kubernetes yet)', async () => {
       const plain = kubernetesRuntime(kubeConfig, await namespace);
       const spec = specFixture({ ...bookworm, exposed_ports: [{ name: 'WORKER_1', port: 8011 }] });
