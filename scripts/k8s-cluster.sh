@@ -410,7 +410,7 @@ cmd_up() {
     --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
     --service-account-private-key-file="$STATE/pki/sa.key" --root-ca-file="$STATE/pki/ca.crt" \
     --use-service-account-credentials=true \
-    --enable-hostpath-provisioner=true \
+    --enable-hostpath-provisioner=true --pvclaimbinder-sync-period=2s \
     --controllers='*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle' \
     --profiling=false --v=1
   start_part kube-scheduler "$BIN/kube-scheduler" \

@@ -121,7 +121,10 @@ export function sandboxStatefulSet(request: RuntimeCreateRequest, options: Manif
       podManagementPolicy: 'Parallel',
       // A change of the template (resize) waits for the next pod (after a pause): a running sandbox is never restarted for it.
       updateStrategy: { type: 'OnDelete' },
-      persistentVolumeClaimRetentionPolicy: { whenScaled: 'Retain', whenDeleted: 'Delete' },
+      // The claim is kept over a scale to zero (the default) and deleted by `delete` itself: a
+      // retention policy of `whenDeleted: Delete` makes the controller update every new claim's
+      // owner references, which raced the provisioner (provisioning failed with a conflict and
+      // waited for the claim binder's next resync, 15 s by default).
       template: {
         metadata: { labels, annotations },
         spec: {

@@ -131,9 +131,15 @@ onCluster('conversations on Kubernetes sandboxes', (kubeConfig) => {
       expect(starts.filter((r) => r.isOk())).toHaveLength(2);
       expect(starts.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr().type)).toEqual(['SandboxCapReached', 'SandboxCapReached']);
       const boxes = starts.flatMap((r) => (r.isOk() ? [r.value.id] : []));
-      const sets = await apps.listNamespacedStatefulSet({ namespace: ns, labelSelector: 'io.acs.user-id=alice' });
-      const made = sets.items.map((s) => s.metadata?.labels?.['io.acs.sandbox-id']).filter((box) => !before.has(box));
-      expect(made.sort()).toEqual([...boxes].sort());
+      // The StatefulSets are created in the background of the starts: wait for them, then none more.
+      const made = async () =>
+        (await apps.listNamespacedStatefulSet({ namespace: ns, labelSelector: 'io.acs.user-id=alice' })).items
+          .map((s) => s.metadata?.labels?.['io.acs.sandbox-id'])
+          .filter((box) => !before.has(box))
+          .sort();
+      await eventually('the two StatefulSets to be made', made, (sets) => sets.length >= 2);
+      await Promise.all([a.idle(), b.idle()]);
+      expect(await made()).toEqual([...boxes].sort());
       for (const box of boxes) {
         await eventually(`sandbox ${box} to run, seen from the other replica`, async () => (await expectOk(b.sandboxes.get('alice', box))).status, (s) => s === 'RUNNING');
         await expectOk(a.sandboxes.delete('alice', box));

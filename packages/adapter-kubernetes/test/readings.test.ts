@@ -101,7 +101,8 @@ describe('the sandbox manifest', () => {
       { name: 'writable-0', mountPath: '/tmp' },
     ]);
     expect(set.spec?.volumeClaimTemplates?.[0]?.spec).toMatchObject({ storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } });
-    expect(set.spec?.persistentVolumeClaimRetentionPolicy).toEqual({ whenScaled: 'Retain', whenDeleted: 'Delete' });
+    expect(set.spec?.persistentVolumeClaimRetentionPolicy).toBeUndefined();
+    expect(set.spec?.updateStrategy).toEqual({ type: 'OnDelete' });
     expect(resourcesFor(options.resources, 1).limits).toEqual({ cpu: '1000m', memory: `${2 * 1024 ** 2}Ki` });
   });
 });
