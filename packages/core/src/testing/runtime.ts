@@ -15,6 +15,13 @@ export interface SandboxRuntimeContractOptions {
   testTimeoutMs?: number;
   /** Ids for the sandboxes the suite creates; they are deleted at the end of each test. */
   ids?: IdGenerator;
+  /**
+   * What a pause keeps (exec and shell contracts): `processes` (default) for a runtime that freezes the
+   * sandbox (Docker's pause: memory, processes and files as they were); `workspace` for one that
+   * stops it and keeps only its working directory (Kubernetes' scale to zero: a new pod on the
+   * same claim, so processes and files outside the working directory are gone after a resume).
+   */
+  pauseKeeps?: 'processes' | 'workspace';
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -444,18 +451,32 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
       expect(splitClippedOutput(result.stdout)).toEqual({ text: 'a'.repeat(1000), droppedBytes: 4000 });
     });
 
-    it('freezes a paused sandbox and carries on after resume', async () => {
-      await bash('nohup bash -c \'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done\' >/dev/null 2>&1 &');
-      await new Promise((r) => setTimeout(r, 500));
-      await expectOk(runtime.pause(id));
-      const frozen = new TextDecoder().decode(await readWhenRunning(runtime, id, '/tmp/counter'));
-      await new Promise((r) => setTimeout(r, 1_000));
-      await expectOk(runtime.resume(id));
-      const afterResume = Number((await bash('cat /tmp/counter')).stdout);
-      expect(afterResume - Number(frozen)).toBeLessThanOrEqual(3);
-      await new Promise((r) => setTimeout(r, 600));
-      expect(Number((await bash('cat /tmp/counter')).stdout)).toBeGreaterThan(afterResume);
-    });
+    if ((options.pauseKeeps ?? 'processes') === 'processes') {
+      it('freezes a paused sandbox and carries on after resume', async () => {
+        await bash('nohup bash -c \'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done\' >/dev/null 2>&1 &');
+        await new Promise((r) => setTimeout(r, 500));
+        await expectOk(runtime.pause(id));
+        const frozen = new TextDecoder().decode(await readWhenRunning(runtime, id, '/tmp/counter'));
+        await new Promise((r) => setTimeout(r, 1_000));
+        await expectOk(runtime.resume(id));
+        const afterResume = Number((await bash('cat /tmp/counter')).stdout);
+        expect(afterResume - Number(frozen)).toBeLessThanOrEqual(3);
+        await new Promise((r) => setTimeout(r, 600));
+        expect(Number((await bash('cat /tmp/counter')).stdout)).toBeGreaterThan(afterResume);
+      });
+    } else {
+      it('keeps the working directory over a pause and resume; the processes end with the pause', async () => {
+        await bash('printf kept > kept-over-pause.txt; nohup sleep 600 >/dev/null 2>&1 &');
+        expect((await bash('ps -eo args | grep -c "[s]leep 600"')).stdout.trim()).toBe('1');
+        expect((await expectOk(runtime.pause(id))).state).toBe('paused');
+        expect((await expectOk(runtime.inspect(id))).state).toBe('paused');
+        expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
+        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        expect((await bash('cat kept-over-pause.txt')).stdout).toBe('kept');
+        expect((await expectOk(runtime.readFile(id, 'kept-over-pause.txt'))).bytes).toEqual(new TextEncoder().encode('kept'));
+        expect((await bash('ps -eo args | grep "[s]leep 600" || true')).stdout).toBe('');
+      });
+    }
   });
 }
 

@@ -253,7 +253,16 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       } finally {
         await expectOk(runtime.resume(id));
       }
-      expect(await finished(shell, 'echo resumed')).toMatchObject({ output: 'resumed\n' });
+      if ((options.pauseKeeps ?? 'processes') === 'processes') {
+        expect(await finished(shell, 'echo resumed')).toMatchObject({ output: 'resumed\n' });
+      } else {
+        // The pause ended the shell's process; the shell says so, and a new one works once the sandbox is back.
+        const deadline = Date.now() + startTimeoutMs;
+        while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
+        const stale = await shell.run('echo resumed');
+        expect(stale.isErr() && stale.error.message).toMatch(/open a new one/);
+        expect(await finished(await open(), 'echo resumed')).toMatchObject({ output: 'resumed\n' });
+      }
     });
   });
 }
