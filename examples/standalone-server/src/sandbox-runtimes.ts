@@ -6,6 +6,7 @@
  */
 import { dockerRuntime } from './runtimes/docker.js';
 import { fakeRuntime } from './runtimes/fake.js';
+import { kubernetesRuntime } from './runtimes/kubernetes.js';
 import type { SandboxRuntimeEntry } from './runtimes/runtime-module.js';
 
-export const SANDBOX_RUNTIMES: readonly [SandboxRuntimeEntry, ...SandboxRuntimeEntry[]] = [dockerRuntime, fakeRuntime];
+export const SANDBOX_RUNTIMES: readonly [SandboxRuntimeEntry, ...SandboxRuntimeEntry[]] = [dockerRuntime, fakeRuntime, kubernetesRuntime];

@@ -6,7 +6,7 @@ import { specFixture } from '@acs/core/testing';
 import { KubernetesSandboxRuntime, type KubernetesRuntimeOptions } from '@acs/adapter-kubernetes';
 
 /** The kubeconfig `scripts/k8s-cluster.sh up` writes (or ACS_KUBECONFIG). */
-const KUBECONFIG_PATH = process.env.ACS_KUBECONFIG ?? '/var/lib/acs-k8s/admin.kubeconfig';
+export const KUBECONFIG_PATH = process.env.ACS_KUBECONFIG ?? '/var/lib/acs-k8s/admin.kubeconfig';
 /** The image .ci/run builds with scripts/build-sandbox-image.sh and the cluster script imports. */
 const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
 export const bookworm = specFixture({ id: 'bookworm', image: SANDBOX_IMAGE, working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
