@@ -113,11 +113,6 @@ const MOUNT = Symbol('acs.mount');
 const CALLER = Symbol('acs.caller');
 type WithUser = Request & { [USER]?: string; [MOUNT]?: string; [CALLER]?: Caller };
 
-/**
- * The whole HTTP interface as an Express router. Mount it where you like
- * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
- * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
- */
 /** The router, plus what needs the host's HTTP server: the realtime channels the OpenHands UI uses. */
 export interface AcsRouter extends Router {
   /**
@@ -129,6 +124,11 @@ export interface AcsRouter extends Router {
   attach(server: HttpServer, options?: { mountPath?: string }): RealtimeChannels;
 }
 
+/**
+ * The whole HTTP interface as an Express router. Mount it where you like
+ * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
+ * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
+ */
 export function createAcsRouter(service: AgentConversationService, options: AcsRouterOptions = {}): AcsRouter {
   if (!options.authenticate && !options.apiKeys) {
     throw new Error('createAcsRouter needs `authenticate` (your own auth) or `apiKeys` (X-Session-API-Key → user id).');
