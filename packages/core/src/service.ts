@@ -136,7 +136,7 @@ export function createAgentConversationService(
   const ids = ports.ids ?? randomIdGenerator;
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
-  const settings = createSettingsService(ports.settings, ids);
+  const settings = createSettingsService({ store: ports.settings, ids });
   const apiKeys = createApiKeyService({ store: ports.apiKeys, clock, ids, ...(options.maxApiKeysPerUser !== undefined ? { maxPerUser: options.maxApiKeysPerUser } : {}) });
   const deviceAuthorization = createDeviceAuthorizationService({ store: ports.deviceGrants, apiKeys, clock, options });
 
