@@ -213,7 +213,7 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs,
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
-    git: createGitService(ports.settings, ports.gitProviders ?? null, logger),
+    git: createGitService({ settings: ports.settings, providers: ports.gitProviders ?? null, logger }),
     agent,
     recover: () => sandboxes.reconcile().andThen(() => agent.recover()),
     idle: () => background.idle(),
