@@ -3,9 +3,9 @@ import type { DomainError } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import type { Caller } from './auth/caller.js';
-import type { LiveConnections } from './realtime/live-connections.js';
-import { httpResponseOutbound } from './realtime/outbound.js';
-import type { RouteDefinition, SseMessage, StreamPacing, StreamRouteDefinition } from './route.js';
+import type { Admission, Admitted, LiveConnections } from './realtime/live-connections.js';
+import { httpResponseOutbound, type Outbound } from './realtime/outbound.js';
+import type { EventStreamHandle, RouteDefinition, SseMessage, StreamPacing, StreamRouteDefinition } from './route.js';
 
 export interface EventStreamOptions {
   logger: Logger;
@@ -29,152 +29,190 @@ export interface EventStreamOptions {
  * backpressure cuts a client that stopped reading; shutdown ends every open stream.
  */
 export function createEventStreams(options: EventStreamOptions) {
-  const { logger, heartbeatMs, maxBufferedBytes } = options;
-  /** The open event streams, each ended by its function. */
-  const openStreams = new Set<() => void>();
+  /** The open event streams. */
+  const openStreams = new Set<SseStream>();
   options.shutdownSignal?.addEventListener(
     'abort',
     () => {
-      for (const end of [...openStreams]) end();
+      for (const stream of [...openStreams]) stream.end();
     },
     { once: true },
   );
+  return { open: (route: StreamRouteDefinition, input: StreamInput, req: Request, res: Response, next: NextFunction) => open(options, openStreams, route, input, req, res, next) };
+}
 
-  /**
-   * Opens the route's source; its messages are held until it is open, so a refusal is
-   * still a JSON error. Then switches to text/event-stream, writes what was held and
-   * follows; the source is closed when the client goes away.
-   */
-  function open(route: StreamRouteDefinition, input: Parameters<StreamRouteDefinition['stream']>[0], req: Request, res: Response, next: NextFunction) {
-    if (options.shutdownSignal?.aborted) {
-      res.set('Retry-After', '1');
-      sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
-      return;
-    }
-    let held: SseMessage[] | null = [];
-    let gone = false;
-    const outbound = httpResponseOutbound(res, () => held === null && !gone);
-    const admission = options.live.admit({
+type StreamInput = Parameters<StreamRouteDefinition['stream']>[0];
+
+/**
+ * Opens the route's source; its messages are held until it is open, so a refusal is
+ * still a JSON error. Then switches to text/event-stream, writes what was held and
+ * follows; the source is closed when the client goes away.
+ */
+function open(options: EventStreamOptions, openStreams: Set<SseStream>, route: StreamRouteDefinition, input: StreamInput, req: Request, res: Response, next: NextFunction): void {
+  if (options.shutdownSignal?.aborted) {
+    res.set('Retry-After', '1');
+    sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
+    return;
+  }
+  const stream = new SseStream(options, openStreams, input, req, res);
+  if (!stream.admitted) {
+    sendError(res, 429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS, `Refused: ${stream.refusal}.`);
+    return;
+  }
+  route
+    .stream(input, (message) => stream.send(message), () => stream.finish(), stream.pacing)
+    .match(
+      (handle) => stream.opened(handle),
+      (error) => {
+        stream.refused();
+        options.onBackendFailure(req, route, error);
+        if (!stream.gone) sendDomainError(res, error);
+      },
+    )
+    .catch((error: unknown) => {
+      if (res.headersSent) {
+        options.logger.error({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream failed');
+        stream.end();
+      } else next(error);
+    });
+}
+
+/** One event stream's response: what is held until its source is open, what was sent, its heartbeat, and how it ends. */
+class SseStream {
+  /** Messages of the replay while the source opens; null once the stream is open (or refused). */
+  #held: SseMessage[] | null = [];
+  gone = false;
+  #sent = 0;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #close: (() => void) | undefined;
+  readonly #started = performance.now();
+  readonly #admission: Admission;
+  readonly #outbound: Outbound;
+  readonly #options: EventStreamOptions;
+  readonly #openStreams: Set<SseStream>;
+  readonly #input: StreamInput;
+  readonly #req: Request;
+  readonly #res: Response;
+
+  constructor(options: EventStreamOptions, openStreams: Set<SseStream>, input: StreamInput, req: Request, res: Response) {
+    this.#options = options;
+    this.#openStreams = openStreams;
+    this.#input = input;
+    this.#req = req;
+    this.#res = res;
+    this.#outbound = httpResponseOutbound(res, () => this.#held === null && !this.gone);
+    this.#admission = options.live.admit({
       caller: input.caller,
       channel: 'sse',
-      outbound,
+      outbound: this.#outbound,
       stillValid: () => options.resolveCaller(req).then((now) => now !== null && now.userId === input.caller.userId),
-      close: () => end(),
+      close: () => this.end(),
     });
-    if ('refused' in admission) {
-      sendError(res, 429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS, `Refused: ${admission.refused}.`);
-      return;
-    }
-    const started = performance.now();
-    let sent = 0;
-    let heartbeat: NodeJS.Timeout | undefined;
-    let close: (() => void) | undefined;
-
-    const end = () => {
-      if (gone) return;
-      gone = true;
-      admission.release();
-      openStreams.delete(end);
-      clearInterval(heartbeat);
-      close?.();
-      if (!res.writableEnded && !res.destroyed) res.end();
-    };
-    openStreams.add(end);
-    /** Ends the response at once, dropping what waits unsent: a close would wait behind it for a client that does not read. */
-    const drop = (why: string) => {
-      if (gone) return;
-      logger.warn({ path: req.baseUrl + req.path, user: input.userId, buffered: res.writableLength }, `event stream dropped: ${why}`);
-      end();
-      res.destroy();
-    };
-    const write = (chunk: string) => {
-      if (gone || res.writableEnded || res.destroyed) return;
-      // A client that stopped reading: stop buffering for it; it resumes from its last id. (Checked
-      // before the write, so one message larger than the bound still reaches a client that reads.)
-      if (res.writableLength > maxBufferedBytes || admission.tooFarBehind()) {
-        drop('the client is not reading');
-        return;
-      }
-      // As bytes: the response then holds this one buffer while the client is slow, not also the text.
-      res.write(Buffer.from(chunk, 'utf8'));
-      // A compression middleware (e.g. `compression`) buffers unless told to flush.
-      (res as Response & { flush?: () => void }).flush?.();
-    };
-    const send = (message: SseMessage) => {
-      if (gone) return;
-      if (held) held.push(message);
-      else {
-        sent++;
-        write(formatSse(message));
-      }
-    };
+    if (!this.admitted) return;
+    openStreams.add(this);
     res.on('close', () => {
-      const wasOpen = held === null;
-      end();
-      if (wasOpen) logger.info({ path: req.baseUrl + req.path, user: input.userId, events: sent, ms: Math.round(performance.now() - started) }, 'event stream closed');
+      const wasOpen = this.#held === null;
+      this.end();
+      if (wasOpen) options.logger.info({ path: req.baseUrl + req.path, user: input.userId, events: this.#sent, ms: Math.round(performance.now() - this.#started) }, 'event stream closed');
     });
     res.on('error', (error: unknown) => {
-      logger.warn({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream write failed');
-      end();
+      options.logger.warn({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream write failed');
+      this.end();
     });
-
-    const pacing: StreamPacing = { outbound, stallMs: options.live.limits.stallMs, userHasRoom: admission.userHasRoom, drop };
-    route
-      .stream(
-        input,
-        send,
-        () => {
-          // Flush what the replay held, then finish: the client sees a clean end, not a cut.
-          if (held) {
-            const replay = held;
-            held = null;
-            if (res.headersSent) write(replay.map(formatSse).join(''));
-          }
-          end();
-        },
-        pacing,
-      )
-      .match(
-        (handle) => {
-          close = () => handle.close();
-          if (gone) {
-            // The client left while the source was opening.
-            handle.close();
-            return;
-          }
-          res.writeHead(200, {
-            'Content-Type': 'text/event-stream',
-            'Cache-Control': 'no-cache',
-            'X-Accel-Buffering': 'no',
-          });
-          res.flushHeaders();
-          if (req.method === 'HEAD') {
-            end();
-            return;
-          }
-          const replay = held ?? [];
-          held = null;
-          sent += replay.length;
-          if (replay.length > 0) write(replay.map(formatSse).join(''));
-          heartbeat = setInterval(() => write(': ping\n\n'), heartbeatMs);
-          heartbeat.unref();
-          handle.start?.();
-        },
-        (error) => {
-          held = null;
-          options.onBackendFailure(req, route, error);
-          if (!gone) sendDomainError(res, error);
-        },
-      )
-      .catch((error: unknown) => {
-        if (res.headersSent) {
-          logger.error({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream failed');
-          end();
-        } else next(error);
-      });
   }
 
-  return { open };
+  get admitted(): boolean {
+    return !('refused' in this.#admission);
+  }
+
+  get refusal(): string | null {
+    return 'refused' in this.#admission ? this.#admission.refused : null;
+  }
+
+  get pacing(): StreamPacing {
+    const admission = this.#admission as Admitted;
+    return { outbound: this.#outbound, stallMs: this.#options.live.limits.stallMs, userHasRoom: admission.userHasRoom, drop: (why) => this.drop(why) };
+  }
+
+  end(): void {
+    if (this.gone) return;
+    this.gone = true;
+    if (this.admitted) (this.#admission as Admitted).release();
+    this.#openStreams.delete(this);
+    clearInterval(this.#heartbeat);
+    this.#close?.();
+    if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end();
+  }
+
+  /** Ends the response at once, dropping what waits unsent: a close would wait behind it for a client that does not read. */
+  drop(why: string): void {
+    if (this.gone) return;
+    this.#options.logger.warn({ path: this.#req.baseUrl + this.#req.path, user: this.#input.userId, buffered: this.#res.writableLength }, `event stream dropped: ${why}`);
+    this.end();
+    this.#res.destroy();
+  }
+
+  send(message: SseMessage): void {
+    if (this.gone) return;
+    if (this.#held) this.#held.push(message);
+    else {
+      this.#sent++;
+      this.#write(formatSse(message));
+    }
+  }
+
+  /** The source is done: flush what the replay held, then finish (the client sees a clean end, not a cut). */
+  finish(): void {
+    if (this.#held) {
+      const replay = this.#held;
+      this.#held = null;
+      if (this.#res.headersSent) this.#write(replay.map(formatSse).join(''));
+    }
+    this.end();
+  }
+
+  /** The source is open: the response becomes an event stream, the held replay goes out, the heartbeat starts. */
+  opened(handle: EventStreamHandle): void {
+    this.#close = () => handle.close();
+    if (this.gone) {
+      // The client left while the source was opening.
+      handle.close();
+      return;
+    }
+    this.#res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    this.#res.flushHeaders();
+    if (this.#req.method === 'HEAD') {
+      this.end();
+      return;
+    }
+    const replay = this.#held ?? [];
+    this.#held = null;
+    this.#sent += replay.length;
+    if (replay.length > 0) this.#write(replay.map(formatSse).join(''));
+    this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.#options.heartbeatMs);
+    this.#heartbeat.unref();
+    handle.start?.();
+  }
+
+  /** The source refused to open: nothing held is sent. */
+  refused(): void {
+    this.#held = null;
+  }
+
+  #write(chunk: string): void {
+    const res = this.#res;
+    if (this.gone || res.writableEnded || res.destroyed) return;
+    // A client that stopped reading: stop buffering for it; it resumes from its last id. (Checked
+    // before the write, so one message larger than the bound still reaches a client that reads.)
+    if (res.writableLength > this.#options.maxBufferedBytes || (this.#admission as Admitted).tooFarBehind()) {
+      this.drop('the client is not reading');
+      return;
+    }
+    // As bytes: the response then holds this one buffer while the client is slow, not also the text.
+    res.write(Buffer.from(chunk, 'utf8'));
+    // A compression middleware (e.g. `compression`) buffers unless told to flush.
+    (res as Response & { flush?: () => void }).flush?.();
+  }
 }
 
 /** One SSE message; JSON never contains a raw line break, so `data` is one line. */

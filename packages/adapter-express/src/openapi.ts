@@ -109,65 +109,76 @@ export interface OpenApiInfo {
 /** The OpenAPI 3.1 document of a route list: the same schemas that validate requests. */
 export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: OpenApiInfo = {}): OpenApiDocument {
   const paths: ZodOpenApiPathsObject = {};
-  for (const route of routes) {
-    const hasBody = hasBodySchema(route);
-    const dataId = route.stream ? schemaId(route.success.schema) : undefined;
-    const success: ZodOpenApiResponseObject = route.stream
+  for (const route of routes) paths[route.path] = { ...paths[route.path], [route.method]: operationOf(route) };
+  return documentOf(paths, info);
+}
+
+/** One route's operation: parameters, body, its success and every error status it may answer with. */
+function operationOf(route: RouteDefinition): ZodOpenApiOperationObject {
+  const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: successOf(route) };
+  const errorStatuses = errorStatusesOf(route);
+  for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {
+    const codes = [...(errorStatuses.get(status) ?? [])].sort();
+    responses[`${status}` as `4${string}`] = {
+      description: `${STATUS_TEXT[status] ?? 'Error'} Codes: ${codes.join(', ')}.`,
+      content: { 'application/json': { schema: ErrorBodySchema } },
+    };
+  }
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [...route.tags],
+    ...securityOf(route),
+    requestParams: {
+      ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
+      ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
+      ...(hasShape(route.headers) ? { header: route.headers as z.ZodObject } : {}),
+    },
+    ...(hasBodySchema(route)
       ? {
-          description: route.success.description,
-          content: {
-            'text/event-stream': {
-              schema: z.string().meta({
-                description: 'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
-              }),
-              // OpenAPI 3.1 has no way to describe the messages of a stream (3.2 adds itemSchema).
-              ...(dataId ? { 'x-sse-data': { $ref: `#/components/schemas/${dataId}` } } : {}),
-            },
+          requestBody: {
+            required: route.bodyRequired,
+            content: { 'application/json': { schema: route.body }, ...(route.formBody ? { 'application/x-www-form-urlencoded': { schema: route.body } } : {}) },
           },
         }
-      : route.respond
-        ? { description: route.success.description, content: { [route.success.contentType]: { schema: route.success.schema } } }
-        : { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
-    const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: success };
-    const errorStatuses = errorStatusesOf(route);
-    for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {
-      const codes = [...(errorStatuses.get(status) ?? [])].sort();
-      responses[`${status}` as `4${string}`] = {
-        description: `${STATUS_TEXT[status] ?? 'Error'} Codes: ${codes.join(', ')}.`,
-        content: { 'application/json': { schema: ErrorBodySchema } },
-      };
-    }
-    const operation: ZodOpenApiOperationObject = {
-      operationId: route.operationId,
-      summary: route.summary,
-      ...(route.description ? { description: route.description } : {}),
-      tags: [...route.tags],
-      ...(route.authenticated
-        ? route.sandboxKeyOnly
-          ? { security: [{ SandboxKey: [] }, { SandboxBearer: [] }] }
-          : route.conversationKeyOnly
-          ? { security: [{ ConversationKey: [] }, { ConversationBearer: [] }] }
-          : route.conversationScope
-            ? { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] }
-            : {}
-        : { security: [] }),
-      requestParams: {
-        ...(hasShape(route.params) ? { path: route.params as z.ZodObject } : {}),
-        ...(hasShape(route.query) ? { query: route.query as z.ZodObject } : {}),
-        ...(hasShape(route.headers) ? { header: route.headers as z.ZodObject } : {}),
+      : {}),
+    responses,
+  };
+}
+
+/** What a route answers when it succeeds: an event stream, a body of its own content type, text or JSON. */
+function successOf(route: RouteDefinition): ZodOpenApiResponseObject {
+  if (route.stream) {
+    const dataId = schemaId(route.success.schema);
+    return {
+      description: route.success.description,
+      content: {
+        'text/event-stream': {
+          schema: z.string().meta({
+            description: 'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
+          }),
+          // OpenAPI 3.1 has no way to describe the messages of a stream (3.2 adds itemSchema).
+          ...(dataId ? { 'x-sse-data': { $ref: `#/components/schemas/${dataId}` } } : {}),
+        },
       },
-      ...(hasBody
-        ? {
-            requestBody: {
-              required: route.bodyRequired,
-              content: { 'application/json': { schema: route.body }, ...(route.formBody ? { 'application/x-www-form-urlencoded': { schema: route.body } } : {}) },
-            },
-          }
-        : {}),
-      responses,
     };
-    paths[route.path] = { ...paths[route.path], [route.method]: operation };
   }
+  if (route.respond) return { description: route.success.description, content: { [route.success.contentType]: { schema: route.success.schema } } };
+  return { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
+}
+
+/** Which keys open a route (the document's default, an API key, applies where it says nothing). */
+function securityOf(route: RouteDefinition): Pick<ZodOpenApiOperationObject, 'security'> {
+  if (!route.authenticated) return { security: [] };
+  if (route.sandboxKeyOnly) return { security: [{ SandboxKey: [] }, { SandboxBearer: [] }] };
+  if (route.conversationKeyOnly) return { security: [{ ConversationKey: [] }, { ConversationBearer: [] }] };
+  if (route.conversationScope) return { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] };
+  return {};
+}
+
+/** The document around the paths: info, the security schemes, the shared error body. */
+function documentOf(paths: ZodOpenApiPathsObject, info: OpenApiInfo) {
   return createDocument(
     {
       openapi: '3.1.0',

@@ -26,7 +26,7 @@ import { createEventStreams } from './event-stream.js';
 import { sendBodyStream } from './body-stream.js';
 import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
 import { buildRoutes } from './routes.js';
-import { createSandboxProxy } from './sandbox-proxy.js';
+import { createSandboxProxy, type SandboxProxy } from './sandbox-proxy.js';
 import { defaultRouteContext } from './route-context.js';
 
 export interface AcsRouterOptions {
@@ -113,11 +113,6 @@ const MOUNT = Symbol('acs.mount');
 const CALLER = Symbol('acs.caller');
 type WithUser = Request & { [USER]?: string; [MOUNT]?: string; [CALLER]?: Caller };
 
-/**
- * The whole HTTP interface as an Express router. Mount it where you like
- * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
- * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
- */
 /** The router, plus what needs the host's HTTP server: the realtime channels the OpenHands UI uses. */
 export interface AcsRouter extends Router {
   /**
@@ -129,22 +124,69 @@ export interface AcsRouter extends Router {
   attach(server: HttpServer, options?: { mountPath?: string }): RealtimeChannels;
 }
 
+/**
+ * The whole HTTP interface as an Express router. Mount it where you like
+ * (`app.use(createAcsRouter(service, { apiKeys }))`); it serves `/alive`, `/health`,
+ * `/api/...` and `/api/v1/...` relative to the mount point, and never calls listen().
+ */
 export function createAcsRouter(service: AgentConversationService, options: AcsRouterOptions = {}): AcsRouter {
+  const parts = createRouterParts(service, options);
+  const router = express.Router();
+  mountFront(router, parts);
+  mountRoutes(router, parts);
+  router.use(errorHandler(parts));
+  return Object.assign(router, {
+    attach: (server: HttpServer, attachOptions: { mountPath?: string } = {}): RealtimeChannels => attach(parts, server, attachOptions.mountPath ?? ''),
+  });
+}
+
+/** What the router's request handling is made of, made once from the service and the options (`createRouterParts`). */
+interface RouterParts {
+  readonly service: AgentConversationService;
+  readonly options: AcsRouterOptions;
+  readonly logger: Logger;
+  readonly proxy: ProxyTrust;
+  readonly bodyLimit: number;
+  readonly maxJsonDepth: number;
+  /** The route table (routes.ts) and the status paths outside /api among it (/alive, /health, /ready, /server_info). */
+  readonly routes: RouteDefinition[];
+  readonly openPaths: string[];
+  readonly methodsFor: AllowedMethods;
+  /** API keys given as an option, browser sessions (unless off or the host authenticates), and keys users made. */
+  readonly apiKeys: ((key: string) => string | null) | undefined;
+  readonly sessions: BrowserSessionStore | undefined;
+  readonly storedKeys: (key: string) => Promise<string | null>;
+  readonly conversationKeys: ConversationKeys;
+  readonly resolveCaller: ReturnType<typeof callerResolver>;
+  readonly live: LiveConnections;
+  readonly eventStreams: ReturnType<typeof createEventStreams>;
+  readonly bodyStream: ReturnType<typeof sendBodyStream>;
+  readonly parseForm: express.RequestHandler;
+  readonly parseJson: express.RequestHandler;
+  readonly sandboxProxy: SandboxProxy;
+  readonly openApiDocument: () => OpenApiDocument;
+  /** When a request under /api last came in (`GET /server_info`'s idle time). */
+  readonly activity: { lastRequestAt: number };
+}
+
+/** Checks the options (a wrong one throws: a bug of the host's, found at start) and makes each part once. */
+function createRouterParts(service: AgentConversationService, options: AcsRouterOptions): RouterParts {
   if (!options.authenticate && !options.apiKeys) {
     throw new Error('createAcsRouter needs `authenticate` (your own auth) or `apiKeys` (X-Session-API-Key → user id).');
   }
+  const deviceVerificationPath = options.deviceVerificationPath ?? '/console/device';
+  if (!deviceVerificationPath.startsWith('/')) throw new Error('deviceVerificationPath must be a path of this origin, starting with /.');
+  const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
+  if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
+  const logger = options.logger ?? silentLogger;
+  const live = new LiveConnections(resolveLiveChannelLimits(options.liveChannels), logger);
+  const maxBufferedBytes = options.sseMaxBufferedBytes ?? live.limits.maxBufferedBytes;
+  if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
+
   const apiKeys = options.apiKeys ? apiKeyLookup(options.apiKeys) : undefined;
   const sessions = options.authenticate || options.browserSessions === false ? undefined : (options.browserSessions ?? new MemoryBrowserSessions());
   const conversationKeys = new ConversationKeys(options.secret);
-  const logger = options.logger ?? silentLogger;
-  const storedKeys = async (key: string) => {
-    const found = await service.apiKeys.authenticate(key);
-    if (found.isErr()) {
-      logger.error({ operation: found.error.operation, errorClass: found.error.errorClass }, 'storage failed');
-      throw new Error('storage failed while an API key was checked');
-    }
-    return found.value?.userId ?? null;
-  };
+  const storedKeys = (key: string) => storedKeyOwner(service, logger, key);
   const resolveCaller = callerResolver({
     ...(options.authenticate ? { authenticate: options.authenticate } : {}),
     ...(apiKeys ? { apiKeys } : {}),
@@ -152,20 +194,13 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     storedKeys,
     conversationKeys,
   });
-  const deviceVerificationPath = options.deviceVerificationPath ?? '/console/device';
-  if (!deviceVerificationPath.startsWith('/')) throw new Error('deviceVerificationPath must be a path of this origin, starting with /.');
   const proxy: ProxyTrust = { trustProxy: options.trustProxy ?? false };
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
-  const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
-  if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
-  const live = new LiveConnections(resolveLiveChannelLimits(options.liveChannels), logger);
-  const maxBufferedBytes = options.sseMaxBufferedBytes ?? live.limits.maxBufferedBytes;
-  if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
-  let lastRequestAt = Date.now();
+  const activity = { lastRequestAt: Date.now() };
   const routes = buildRoutes(
     service,
     defaultRouteContext({
-      lastRequestAt: () => lastRequestAt,
+      lastRequestAt: () => activity.lastRequestAt,
       endBrowserSession: async (caller) => {
         if (!caller.sessionId || !sessions) return;
         await sessions.end(caller.sessionId);
@@ -179,24 +214,58 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       sandboxUrlHost: options.sandboxUrlHost ?? null,
     }),
   );
-  // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
-  const openPaths = [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))];
-  const eventStreams = createEventStreams({
-    logger,
-    live,
-    resolveCaller,
-    heartbeatMs,
-    maxBufferedBytes,
-    ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
-    onBackendFailure: (req, route, error) => logBackendFailure(req, route, error),
-  });
-  const bodyStream = sendBodyStream({ logger, onBackendFailure: (req, route, error) => logBackendFailure(req, route, error) });
-  let document: OpenApiDocument | undefined;
-  const openApiDocument = () => (document ??= buildOpenApiDocument(routes, options.openApi));
   const maxJsonDepth = options.maxJsonDepth ?? 64;
   if (!(Number.isInteger(maxJsonDepth) && maxJsonDepth > 0)) throw new Error('maxJsonDepth must be a positive integer.');
-  const parseForm = express.urlencoded({ extended: false, limit: bodyLimit, parameterLimit: 32 });
-  const parseJson = express.json({
+  const onBackendFailure = (req: Request, route: RouteDefinition, error: DomainError) => logBackendFailure(logger, req, route, error);
+  let document: OpenApiDocument | undefined;
+  return {
+    service,
+    options,
+    logger,
+    proxy,
+    bodyLimit,
+    maxJsonDepth,
+    routes,
+    // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
+    openPaths: [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))],
+    methodsFor: allowedMethods(routes),
+    apiKeys,
+    sessions,
+    storedKeys,
+    conversationKeys,
+    resolveCaller,
+    live,
+    eventStreams: createEventStreams({
+      logger,
+      live,
+      resolveCaller,
+      heartbeatMs,
+      maxBufferedBytes,
+      ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
+      onBackendFailure,
+    }),
+    bodyStream: sendBodyStream({ logger, onBackendFailure }),
+    parseForm: express.urlencoded({ extended: false, limit: bodyLimit, parameterLimit: 32 }),
+    parseJson: jsonParser(bodyLimit, maxJsonDepth),
+    // A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth.
+    sandboxProxy: createSandboxProxy({
+      service,
+      logger,
+      resolveCaller: (req, upgrade) =>
+        resolveCaller(req).then((caller) => {
+          if (caller?.via !== 'session') return caller;
+          const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
+          return crossSite ? null : caller;
+        }),
+    }),
+    openApiDocument: () => (document ??= buildOpenApiDocument(routes, options.openApi)),
+    activity,
+  };
+}
+
+/** Any content type as JSON (the handler checked it), refused as too deep while it is read. */
+function jsonParser(bodyLimit: number, maxJsonDepth: number): express.RequestHandler {
+  return express.json({
     limit: bodyLimit,
     strict: true,
     type: () => true,
@@ -205,30 +274,30 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
       if (jsonDepthExceeds(raw, maxJsonDepth)) throw Object.assign(new Error('JSON nested too deep'), { type: 'entity.too.deep', status: 400 });
     },
   });
+}
 
-  const router = express.Router();
+/** The owner of an API key a user made (null: no such key). A storage failure is logged and thrown, so the request fails as a 500 rather than a 401. */
+async function storedKeyOwner(service: AgentConversationService, logger: Logger, key: string): Promise<string | null> {
+  const found = await service.apiKeys.authenticate(key);
+  if (found.isErr()) {
+    logger.error({ operation: found.error.operation, errorClass: found.error.errorClass }, 'storage failed');
+    throw new Error('storage failed while an API key was checked');
+  }
+  return found.value?.userId ?? null;
+}
 
-  // A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth.
-  const sandboxProxy = createSandboxProxy({
-    service,
-    logger,
-    resolveCaller: (req, upgrade) =>
-      resolveCaller(req).then((caller) => {
-        if (caller?.via !== 'session') return caller;
-        const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
-        return crossSite ? null : caller;
-      }),
-  });
+/** What comes before the routes: the sandbox hosts' proxy, the request log, security headers, browser sign-in, OPTIONS. */
+function mountFront(router: Router, parts: RouterParts): void {
   // A request for a sandbox's own host name is that sandbox's, whatever its path (sandbox-proxy.ts).
-  router.use((req, res, next) => (sandboxProxy.claims(req) ? sandboxProxy.http(req, res, next) : next()));
+  router.use((req, res, next) => (parts.sandboxProxy.claims(req) ? parts.sandboxProxy.http(req, res, next) : next()));
 
   router.use((req, res, next) => {
     // Where the host mounted the router: paths below it are what the route table knows.
     (req as WithUser)[MOUNT] = req.baseUrl;
-    if (!openPaths.includes(routePathOf(req))) lastRequestAt = Date.now();
+    if (!parts.openPaths.includes(routePathOf(req))) parts.activity.lastRequestAt = Date.now();
     const started = performance.now();
     res.on('finish', () => {
-      logger.info(
+      parts.logger.info(
         { method: req.method, path: req.baseUrl + req.path, status: res.statusCode, ms: Math.round(performance.now() - started), user: (req as WithUser)[USER] ?? null },
         'request',
       );
@@ -236,11 +305,9 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     next();
   });
 
-  const methodsFor = allowedMethods(routes);
-
   // What the router answers is data, never a page: no sniffing it into one, no framing it, no referrer.
   router.use(
-    ['/api', ...openPaths],
+    ['/api', ...parts.openPaths],
     helmet({
       contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
       frameguard: { action: 'deny' },
@@ -249,9 +316,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   );
 
   // Browser sign-in: a page opened with ?key=<API key> starts a session and comes back without the key (auth/sign-in.ts).
+  const { sessions, apiKeys } = parts;
   if (sessions && apiKeys) {
-    const userOfKey = async (key: string) => (await storedKeys(key)) ?? apiKeys(key);
-    router.use(signInHandler({ sessions, userOfKey, logger, proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
+    const userOfKey = async (key: string) => (await parts.storedKeys(key)) ?? apiKeys(key);
+    router.use(signInHandler({ sessions, userOfKey, logger: parts.logger, proxy: parts.proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
   }
   // The device sign-in's token endpoint hands out keys: never cached (RFC 6749 §5.1).
   router.use('/oauth', (_req, res, next) => {
@@ -261,28 +329,28 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   // Which methods a path takes, for anyone (no key needed, as for a CORS preflight).
   router.use((req, res, next) => {
-    if (req.method !== 'OPTIONS') {
-      next();
-      return;
-    }
-    const allowed = methodsFor(routePathOf(req));
+    const allowed = req.method === 'OPTIONS' ? parts.methodsFor(routePathOf(req)) : null;
     if (!allowed) {
       next();
       return;
     }
     res.set('Allow', allowHeader(allowed)).status(204).end();
   });
+}
 
+/** The route table: open routes, routes a sandbox's key opens, then the caller check under /api and the routes behind it. */
+function mountRoutes(router: Router, parts: RouterParts): void {
+  const { routes, methodsFor } = parts;
   for (const route of routes.filter((r) => !r.authenticated)) {
-    router[route.method](toExpressPath(route.path), handlerFor(route));
+    router[route.method](toExpressPath(route.path), handlerFor(parts, route));
   }
   // Routes a sandbox's key opens (and nothing else): before the user auth, which would refuse that key.
-  const sandboxKeyGuard = sandboxKeyGuardFor(sandboxKeyChecker({ conversationKeys, service }));
+  const sandboxKeyGuard = sandboxKeyGuardFor(parts, sandboxKeyChecker({ conversationKeys: parts.conversationKeys, service: parts.service }));
   for (const route of routes.filter((r) => r.sandboxKeyOnly)) {
-    router[route.method](toExpressPath(route.path), sandboxKeyGuard, handlerFor(route));
+    router[route.method](toExpressPath(route.path), sandboxKeyGuard, handlerFor(parts, route));
   }
   // The open routes outside /api answer other methods with a JSON 405 too (not the host's 404 page).
-  router.use(openPaths, (req, res, next) => {
+  router.use(parts.openPaths, (req, res, next) => {
     const allowed = methodsFor(routePathOf(req));
     if (!allowed) {
       next();
@@ -293,31 +361,15 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
 
   router.use('/api', (req, res, next) => {
     res.set('Cache-Control', 'no-store');
-    resolveCaller(req).then(
-      (caller) => {
-        if (!caller) {
-          sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header or as Authorization: Bearer <key> (or sign in in the browser with ?key=).');
-          return;
-        }
-        const refused = caller.via === 'session' ? crossSiteRefusal(req, proxy) : null;
-        if (refused) {
-          sendError(res, 403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST, `Refused ${refused}: a browser session only changes things from this origin.`);
-          return;
-        }
-        (req as WithUser)[USER] = caller.userId;
-        (req as WithUser)[CALLER] = caller;
-        next();
-      },
-      (error: unknown) => next(error),
-    );
+    parts.resolveCaller(req).then((caller) => admitCaller(parts, req, res, next, caller), (error: unknown) => next(error));
   });
 
   router.get('/api/openapi.json', (_req, res) => {
-    res.json(openApiDocument());
+    res.json(parts.openApiDocument());
   });
 
   for (const route of routes.filter((r) => r.authenticated && !r.sandboxKeyOnly)) {
-    router[route.method](toExpressPath(route.path), handlerFor(route));
+    router[route.method](toExpressPath(route.path), handlerFor(parts, route));
   }
 
   router.use('/api', (req, res) => {
@@ -329,8 +381,27 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
     }
     sendError(res, 404, HTTP_ERROR_CODES.ROUTE_NOT_FOUND, `There is no route ${req.method} ${path}; see /api/openapi.json.`);
   });
+}
 
-  router.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+/** Lets a request under /api on with its caller, or answers 401 (no caller) or 403 (a session's request from another site). */
+function admitCaller(parts: RouterParts, req: Request, res: Response, next: NextFunction, caller: Caller | null): void {
+  if (!caller) {
+    sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header or as Authorization: Bearer <key> (or sign in in the browser with ?key=).');
+    return;
+  }
+  const refused = caller.via === 'session' ? crossSiteRefusal(req, parts.proxy) : null;
+  if (refused) {
+    sendError(res, 403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST, `Refused ${refused}: a browser session only changes things from this origin.`);
+    return;
+  }
+  (req as WithUser)[USER] = caller.userId;
+  (req as WithUser)[CALLER] = caller;
+  next();
+}
+
+/** Errors Express and the body parsers raise, as the router's JSON errors; anything else is a 500, logged. */
+function errorHandler(parts: RouterParts) {
+  return (error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) {
       next(error);
       return;
@@ -341,10 +412,10 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
         sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is not valid JSON.');
         return;
       case 'entity.too.deep':
-        sendError(res, 400, HTTP_ERROR_CODES.JSON_TOO_DEEP, `The request body nests arrays and objects more than ${maxJsonDepth} levels deep; nothing was stored.`);
+        sendError(res, 400, HTTP_ERROR_CODES.JSON_TOO_DEEP, `The request body nests arrays and objects more than ${parts.maxJsonDepth} levels deep; nothing was stored.`);
         return;
       case 'entity.too.large':
-        sendError(res, 413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE, `The request body is larger than ${bodyLimit} bytes.`);
+        sendError(res, 413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE, `The request body is larger than ${parts.bodyLimit} bytes.`);
         return;
       case 'charset.unsupported':
       case 'encoding.unsupported':
@@ -361,149 +432,156 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
           sendError(res, error.status, HTTP_ERROR_CODES.BAD_REQUEST, 'The request could not be read: its URL or body is not correctly encoded.');
           return;
         }
-        logger.error({ method: req.method, path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'unhandled error');
+        parts.logger.error({ method: req.method, path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'unhandled error');
         sendError(res, 500, HTTP_ERROR_CODES.INTERNAL_ERROR, 'The server failed to handle this request; it has been logged.');
     }
+  };
+}
+
+/** Adds the realtime channels to the host's HTTP server (`AcsRouter.attach`). */
+function attach(parts: RouterParts, server: HttpServer, mountPath: string): RealtimeChannels {
+  const channels = attachRealtime(server, mountPath, {
+    service: parts.service,
+    logger: parts.logger,
+    live: parts.live,
+    sandboxProxy: parts.sandboxProxy,
+    maxMessageBytes: parts.bodyLimit,
+    resolveCaller: (req, key) => parts.resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, parts.proxy) ? null : caller)),
   });
+  parts.options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });
+  return channels;
+}
 
-  return Object.assign(router, {
-    attach(server: HttpServer, attachOptions: { mountPath?: string } = {}): RealtimeChannels {
-      const channels = attachRealtime(server, attachOptions.mountPath ?? '', {
-        service,
-        logger,
-        live,
-        sandboxProxy,
-        maxMessageBytes: bodyLimit,
-        resolveCaller: (req, key) => resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, proxy) ? null : caller)),
-      });
-      options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });
-      return channels;
-    },
-  });
+/** One route's handler: who may call it, its body's type, then (once the body is read) `runRoute`. */
+function handlerFor(parts: RouterParts, route: RouteDefinition) {
+  const acceptsBody = !(route.body instanceof z.ZodUndefined);
+  const hasPathParams = route.path.includes('{');
+  return (req: Request, res: Response, next: NextFunction) => {
+    // `/api/v1/sandboxes/search` is the search route's path, never a sandbox called "search".
+    if (hasPathParams && parts.methodsFor.isLiteral(routePathOf(req))) {
+      next('route');
+      return;
+    }
+    if (route.conversationKeyOnly && (req as WithUser)[CALLER]?.via !== 'conversation-key') {
+      sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.");
+      return;
+    }
+    if (route.apiKeyOnly && (req as WithUser)[CALLER]?.via === 'session') {
+      sendError(res, 403, HTTP_ERROR_CODES.API_KEY_REQUIRED, 'This route answers a secret: call it with an API key (X-Session-API-Key or Authorization: Bearer), not from a browser session.');
+      return;
+    }
+    const withBody = acceptsBody && requestHasBody(req);
+    const asForm = withBody && route.formBody === true && req.is('application/x-www-form-urlencoded') !== false;
+    if (withBody && !asForm && !req.is(['application/json', 'application/*+json'])) {
+      sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+      return;
+    }
+    if (!withBody && route.bodyRequired) {
+      refuseMissingBody(req, res);
+      return;
+    }
+    const run = () => runRoute(parts, route, withBody, req, res, next);
+    if (withBody) (asForm ? parts.parseForm : parts.parseJson)(req, res, (error?: unknown) => (error ? next(error) : run()));
+    else run();
+  };
+}
 
-  function handlerFor(route: RouteDefinition) {
-    const acceptsBody = !(route.body instanceof z.ZodUndefined);
-    const hasPathParams = route.path.includes('{');
-    const notFound = notFoundOf(route.params);
-    return (req: Request, res: Response, next: NextFunction) => {
-      // `/api/v1/sandboxes/search` is the search route's path, never a sandbox called "search".
-      if (hasPathParams && methodsFor.isLiteral(routePathOf(req))) {
-        next('route');
-        return;
-      }
-      if (route.conversationKeyOnly && (req as WithUser)[CALLER]?.via !== 'conversation-key') {
-        sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.");
-        return;
-      }
-      if (route.apiKeyOnly && (req as WithUser)[CALLER]?.via === 'session') {
-        sendError(res, 403, HTTP_ERROR_CODES.API_KEY_REQUIRED, 'This route answers a secret: call it with an API key (X-Session-API-Key or Authorization: Bearer), not from a browser session.');
-        return;
-      }
-      const withBody = acceptsBody && requestHasBody(req);
-      const asForm = withBody && route.formBody === true && req.is('application/x-www-form-urlencoded') !== false;
-      if (withBody && !asForm && !req.is(['application/json', 'application/*+json'])) {
-        sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
-        return;
-      }
-      if (!withBody && route.bodyRequired) {
-        if (req.get('content-type') && !req.is(['application/json', 'application/*+json'])) {
-          sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
-        } else if (req.get('content-type')) {
-          sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is empty; send a JSON object.');
-        } else {
-          sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'This route needs a JSON body with Content-Type: application/json.');
-        }
-        return;
-      }
-      const run = () => {
-        const issues: FieldIssue[] = [];
-        const params = parsePart(route.params, req.params, 'path', issues);
-        if (notFound && findUnstorableText(req.params) !== null) {
-          // No record can have such an id.
-          sendDomainError(res, notFound(req.params as Record<string, string>));
-          return;
-        }
-        const query = parsePart(route.query, req.query, 'query', issues);
-        const body = parsePart(route.body, withBody ? (req.body as unknown) : undefined, null, issues);
-        const headers = parsePart(route.headers, headersOf(req, route.headers), 'header', issues);
-        if (issues.length > 0) {
-          sendDomainError(res, validationFailed(issues));
-          return;
-        }
-        const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
-        const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', origin: requestOrigin(req, proxy).origin, params, query, body, headers };
-        if (caller.via === 'conversation-key') {
-          // A conversation's key opens that conversation's channels and agent routes, nothing else.
-          const scope = route.conversationScope?.(input) ?? null;
-          if (scope === null || normalizeId(scope) !== caller.conversationId) {
-            sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, `This is the key of conversation ${caller.conversationId}; it opens only that conversation's channels and agent routes. Use an API key here.`);
-            return;
-          }
-        }
-        if (route.stream) {
-          eventStreams.open(route, input, req, res, next);
-          return;
-        }
-        if (route.respond) {
-          bodyStream(route, input, req, res, next);
-          return;
-        }
-        route
-          .handle(input)
-          .match(
-            (value) => {
-              if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: requestOrigin(req, proxy).protocol === 'https', path: (req as WithUser)[MOUNT] || '/' }));
-              if (route.success.text) res.status(route.success.status).type('text/plain').send(String(value));
-              else res.status(route.success.status).json(value);
-            },
-            (error) => {
-              logBackendFailure(req, route, error);
-              sendDomainError(res, error);
-            },
-          )
-          .catch(next);
-      };
-      if (withBody) (asForm ? parseForm : parseJson)(req, res, (error?: unknown) => (error ? next(error) : run()));
-      else run();
-    };
+/** A route that needs a body got none: 415 without a JSON content type, 400 with one. */
+function refuseMissingBody(req: Request, res: Response): void {
+  if (req.get('content-type') && !req.is(['application/json', 'application/*+json'])) {
+    sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+  } else if (req.get('content-type')) {
+    sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is empty; send a JSON object.');
+  } else {
+    sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'This route needs a JSON body with Content-Type: application/json.');
   }
+}
 
-  /**
-   * Lets a request on only with the key of the sandbox its path names (auth/sandbox-keys.ts);
-   * the caller is then that sandbox's owner.
-   */
-  function sandboxKeyGuardFor(check: SandboxKeyChecker) {
-    return (req: Request, res: Response, next: NextFunction) => {
-      if (methodsFor.isLiteral(routePathOf(req))) {
-        next('route');
+/** Validates every part of the request, checks a conversation key's scope, and answers: JSON, an event stream or a body stream. */
+function runRoute(parts: RouterParts, route: RouteDefinition, withBody: boolean, req: Request, res: Response, next: NextFunction): void {
+  const issues: FieldIssue[] = [];
+  const params = parsePart(route.params, req.params, 'path', issues);
+  const notFound = notFoundOf(route.params);
+  if (notFound && findUnstorableText(req.params) !== null) {
+    // No record can have such an id.
+    sendDomainError(res, notFound(req.params as Record<string, string>));
+    return;
+  }
+  const query = parsePart(route.query, req.query, 'query', issues);
+  const body = parsePart(route.body, withBody ? (req.body as unknown) : undefined, null, issues);
+  const headers = parsePart(route.headers, headersOf(req, route.headers), 'header', issues);
+  if (issues.length > 0) {
+    sendDomainError(res, validationFailed(issues));
+    return;
+  }
+  const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
+  const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', origin: requestOrigin(req, parts.proxy).origin, params, query, body, headers };
+  if (caller.via === 'conversation-key') {
+    // A conversation's key opens that conversation's channels and agent routes, nothing else.
+    const scope = route.conversationScope?.(input) ?? null;
+    if (scope === null || normalizeId(scope) !== caller.conversationId) {
+      sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, `This is the key of conversation ${caller.conversationId}; it opens only that conversation's channels and agent routes. Use an API key here.`);
+      return;
+    }
+  }
+  if (route.stream) {
+    parts.eventStreams.open(route, input, req, res, next);
+    return;
+  }
+  if (route.respond) {
+    parts.bodyStream(route, input, req, res, next);
+    return;
+  }
+  route
+    .handle(input)
+    .match(
+      (value) => {
+        if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: requestOrigin(req, parts.proxy).protocol === 'https', path: (req as WithUser)[MOUNT] || '/' }));
+        if (route.success.text) res.status(route.success.status).type('text/plain').send(String(value));
+        else res.status(route.success.status).json(value);
+      },
+      (error) => {
+        logBackendFailure(parts.logger, req, route, error);
+        sendDomainError(res, error);
+      },
+    )
+    .catch(next);
+}
+
+/**
+ * Lets a request on only with the key of the sandbox its path names (auth/sandbox-keys.ts);
+ * the caller is then that sandbox's owner.
+ */
+function sandboxKeyGuardFor(parts: RouterParts, check: SandboxKeyChecker) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (parts.methodsFor.isLiteral(routePathOf(req))) {
+      next('route');
+      return;
+    }
+    res.set('Cache-Control', 'no-store');
+    check(presentedKeyOf(req), String(req.params.sandbox_id ?? '')).then((outcome) => {
+      if ('failed' in outcome) {
+        sendDomainError(res, outcome.failed);
         return;
       }
-      res.set('Cache-Control', 'no-store');
-      check(presentedKeyOf(req), String(req.params.sandbox_id ?? '')).then((outcome) => {
-        if ('failed' in outcome) {
-          sendDomainError(res, outcome.failed);
-          return;
-        }
-        if ('refused' in outcome) {
-          const refusal = SANDBOX_KEY_REFUSALS[outcome.refused];
-          sendError(res, refusal.status, refusal.code, refusal.message);
-          return;
-        }
-        (req as WithUser)[USER] = outcome.userId;
-        (req as WithUser)[CALLER] = { userId: outcome.userId, via: 'sandbox-key', conversationId: null, sessionId: null };
-        next();
-      }, next);
-    };
-  }
+      if ('refused' in outcome) {
+        const refusal = SANDBOX_KEY_REFUSALS[outcome.refused];
+        sendError(res, refusal.status, refusal.code, refusal.message);
+        return;
+      }
+      (req as WithUser)[USER] = outcome.userId;
+      (req as WithUser)[CALLER] = { userId: outcome.userId, via: 'sandbox-key', conversationId: null, sessionId: null };
+      next();
+    }, next);
+  };
+}
 
-  /** A backend failure is the operator's to see: the operation and the error's class, never values. */
-  function logBackendFailure(req: Request, route: RouteDefinition, error: DomainError) {
-    const where = { method: req.method, path: req.baseUrl + req.path, route: route.operationId };
-    if (error.type === 'StoreUnavailable') logger.error({ ...where, operation: error.operation, errorClass: error.errorClass }, 'storage failed');
-    else if (error.type === 'SandboxRuntimeFailed') logger.warn({ ...where, operation: error.operation, sandboxId: error.sandboxId }, 'sandbox runtime failed');
-    else if (error.type === 'SandboxesUnavailable') logger.warn(where, 'sandbox runtime unavailable');
-  }
-
+/** A backend failure is the operator's to see: the operation and the error's class, never values. */
+function logBackendFailure(logger: Logger, req: Request, route: RouteDefinition, error: DomainError) {
+  const where = { method: req.method, path: req.baseUrl + req.path, route: route.operationId };
+  if (error.type === 'StoreUnavailable') logger.error({ ...where, operation: error.operation, errorClass: error.errorClass }, 'storage failed');
+  else if (error.type === 'SandboxRuntimeFailed') logger.warn({ ...where, operation: error.operation, sandboxId: error.sandboxId }, 'sandbox runtime failed');
+  else if (error.type === 'SandboxesUnavailable') logger.warn(where, 'sandbox runtime unavailable');
 }
 
 

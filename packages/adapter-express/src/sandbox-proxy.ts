@@ -56,6 +56,29 @@ export interface SandboxProxyDeps {
 type Refusal = { status: number; code: string; message: string };
 type Admission = { endpoint: SandboxEndpoint & { target: string }; keyed: boolean } | Refusal;
 
+/** What the router does with a sandbox's exposed URLs (see createSandboxProxy). */
+export interface SandboxProxy {
+  /** Whether a request (by its Host) is for a sandbox's exposed URL. */
+  claims(req: IncomingMessage): boolean;
+  /** Express middleware, first in the router: a request for a sandbox's host goes there, whatever its path. */
+  http(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void;
+  /** An upgrade for a sandbox's host (see `claims`). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Ends every proxied WebSocket and the kept connections to sandboxes. */
+  close(): void;
+}
+
+/** The proxy's own parts: its deps, the http-proxy server, the kept connections and the open WebSockets. */
+interface ProxyParts {
+  readonly deps: SandboxProxyDeps;
+  readonly server: ReturnType<typeof proxyServer>;
+  readonly agent: Agent;
+  readonly sockets: Set<Duplex>;
+}
+
+/** The sandbox and path a request is for. */
+type ProxyTarget = { path: ProxyPath & { rest: string }; query: URLSearchParams };
+
 /**
  * Reverse proxy (http-proxy-3) from a sandbox's exposed URL on this server to the runtime's
  * address of it, HTTP and WebSocket alike. Opened by the sandbox's own key (X-Session-API-Key,
@@ -65,146 +88,144 @@ type Admission = { endpoint: SandboxEndpoint & { target: string }; keyed: boolea
  * it) or 404, at once, without a connection to it. A WebSocket opened with no credentials at all
  * goes through keyless: the agent-server then takes its key from the first frame.
  */
-export function createSandboxProxy(deps: SandboxProxyDeps) {
+export function createSandboxProxy(deps: SandboxProxyDeps): SandboxProxy {
   const agent = new Agent({ keepAlive: true, maxFreeSockets: 16 });
-  // An agent-server may take minutes to answer a request that waits for the agent (10 min at most).
-  const proxy = createProxyServer({ agent, xfwd: false, changeOrigin: true, proxyTimeout: 600_000 });
-  const sockets = new Set<Duplex>();
-  // Errors are answered per request (the callbacks below); this keeps the emitter from throwing.
-  proxy.on('error', (error) => deps.logger.debug({ err: error.message }, 'sandbox proxy error'));
-
-  const refusal = (status: number, code: string, message: string): Refusal => ({ status, code, message });
-
-  /**
-   * Whether the caller may use the sandbox's URL: `keyed` (its key, or its owner's credentials:
-   * the server gets the sandbox key), `open` (no credentials, where none are needed: the
-   * server gets none), or the refusal.
-   */
-  const authorize = async (req: IncomingMessage, endpoint: SandboxEndpoint, path: ProxyPath & { rest: string }, query: URLSearchParams, upgrade: boolean): Promise<'keyed' | 'open' | Refusal> => {
-    const header = req.headers['x-session-api-key'];
-    const presented = (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
-    if (presented !== null && isSandboxKey({ session_api_key: endpoint.sessionApiKey }, presented)) return 'keyed';
-    const caller = await deps.resolveCaller(req, upgrade);
-    if (caller && caller.via !== 'conversation-key' && caller.userId === endpoint.userId) return 'keyed';
-    if (caller) return refusal(404, 'SANDBOX_NOT_FOUND', `There is no sandbox ${path.sandboxId}.`);
-    if (presented !== null) return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`);
-    const health = (req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(path.rest);
-    // A socket with no credentials at all: the agent-server asks for the key in its first frame.
-    if (health || (upgrade && path.rest.startsWith('/sockets/'))) return 'open';
-    return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, "Send the sandbox's session_api_key as X-Session-API-Key (or your API key).");
-  };
-
-  /** Why a sandbox that is not RUNNING (or has no address for the URL) cannot be reached now; null when it can. */
-  const notReady = (endpoint: SandboxEndpoint): Refusal | null => {
-    const { sandboxId: id, status, statusDetail: detail } = endpoint;
-    if (status === 'PAUSED') return refusal(503, 'SANDBOX_PAUSED', `Sandbox ${id} is paused; resume it with POST /api/v1/sandboxes/${id}/resume.`);
-    if (status === 'STARTING') return refusal(503, 'SANDBOX_STARTING', `Sandbox ${id} is starting${detail ? ` (${detail})` : ''}; try again shortly.`);
-    if (status !== 'RUNNING' || endpoint.target === null) return refusal(status === 'ERROR' ? 502 : 404, 'SANDBOX_NOT_RUNNING', `Sandbox ${id} is ${status}${detail ? `: ${detail}` : ''}.`);
-    return null;
-  };
-
-  /** Who may go through, and to where: the caller first, then the sandbox's state. */
-  const admit = async (req: IncomingMessage, path: ProxyPath & { rest: string }, query: URLSearchParams, upgrade: boolean): Promise<Admission> => {
-    const found = await deps.service.sandboxes.endpoint(path.sandboxId, path.name);
-    if (found.isErr()) {
-      const { code, message } = explainDomainError(found.error);
-      return refusal(statusOf(found.error), code, message);
-    }
-    const endpoint = found.value;
-    if (!endpoint.offered) return refusal(404, 'SANDBOX_URL_NOT_FOUND', `Sandbox ${path.sandboxId} has no exposed URL ${path.name}.`);
-    const access = await authorize(req, endpoint, path, query, upgrade);
-    if (typeof access !== 'string') return access;
-    const refused = notReady(endpoint);
-    return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, keyed: access === 'keyed' };
-  };
-
-  /** The request as the sandbox's server gets it: its own path, its own key, none of the caller's credentials. */
-  const rewrite = (req: IncomingMessage, path: ProxyPath & { rest: string }, query: URLSearchParams, admitted: Exclude<Admission, Refusal>) => {
-    query.delete('session_api_key');
-    const search = query.toString();
-    req.url = `${path.rest}${search ? `?${search}` : ''}`;
-    delete req.headers.authorization;
-    delete req.headers.cookie;
-    delete req.headers['x-session-api-key'];
-    if (admitted.keyed && admitted.endpoint.sessionApiKey) req.headers['x-session-api-key'] = admitted.endpoint.sessionApiKey;
-    deps.service.sandboxes.touch(admitted.endpoint.userId, admitted.endpoint.sandboxId);
-  };
-
-  /** The sandbox and path a request is for (its Host and its target), or null when it is not for a sandbox. */
-  const targetOf = (req: IncomingMessage): { path: ProxyPath & { rest: string }; query: URLSearchParams } | null => {
-    const sandbox = sandboxHostOf(req.headers.host);
-    const url = req.url ?? '/';
-    if (!sandbox || !url.startsWith('/')) return null;
-    const mark = url.indexOf('?');
-    return { path: { ...sandbox, rest: mark < 0 ? url : url.slice(0, mark) }, query: new URLSearchParams(mark < 0 ? '' : url.slice(mark + 1)) };
-  };
-
+  const parts: ProxyParts = { deps, server: proxyServer(deps, agent), agent, sockets: new Set() };
   return {
-    /** Whether a request (by its Host) is for a sandbox's exposed URL. */
-    claims: (req: IncomingMessage): boolean => sandboxHostOf(req.headers.host) !== null,
-
-    /** Express middleware, first in the router: a request for a sandbox's host goes there, whatever its path. */
-    http(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void {
-      const target = targetOf(req);
-      if (!target) {
-        next();
-        return;
-      }
-      admit(req, target.path, target.query, false).then((admitted) => {
-        if ('status' in admitted) {
-          sendJson(res, admitted);
-          return;
-        }
-        rewrite(req, target.path, target.query, admitted);
-        proxy.web(req, res, { target: admitted.endpoint.target }, (error) => {
-          deps.logger.warn({ sandboxId: target.path.sandboxId, err: error.message }, 'sandbox server did not answer');
-          if (!res.headersSent) sendJson(res, refusal(502, 'SANDBOX_UNREACHABLE', `Sandbox ${target.path.sandboxId} did not answer (${error.message}).`));
-          else res.destroy();
-        });
-      }, next);
-    },
-
-    /** An upgrade for a sandbox's host (see `claims`). */
-    upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-      const target = targetOf(req);
-      if (!target) {
-        refuse(socket, refusal(400, HTTP_ERROR_CODES.BAD_REQUEST, 'The request target must be a path (/…).'));
-        return;
-      }
-      admit(req, target.path, target.query, true).then(
-        (admitted) => {
-          if ('status' in admitted) {
-            refuse(socket, admitted);
-            return;
-          }
-          rewrite(req, target.path, target.query, admitted);
-          sockets.add(socket);
-          socket.once('close', () => sockets.delete(socket));
-          const { userId, sandboxId } = admitted.endpoint;
-          // A socket in use is the sandbox in use (idle pausing leaves it alone).
-          socket.on('data', () => deps.service.sandboxes.touch(userId, sandboxId));
-          proxy.ws(req, socket, head, { target: admitted.endpoint.target }, (error) => {
-            deps.logger.warn({ sandboxId, err: error.message }, 'sandbox server did not take the WebSocket');
-            socket.destroy();
-          });
-        },
-        (error: unknown) => {
-          deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'sandbox proxy failed');
-          socket.destroy();
-        },
-      );
-    },
-
-    /** Ends every proxied WebSocket and the kept connections to sandboxes. */
-    close(): void {
-      for (const socket of sockets) socket.destroy();
-      sockets.clear();
+    claims: (req) => sandboxHostOf(req.headers.host) !== null,
+    http: (req, res, next) => proxyHttp(parts, req, res, next),
+    upgrade: (req, socket, head) => proxyUpgrade(parts, req, socket, head),
+    close: () => {
+      for (const socket of parts.sockets) socket.destroy();
+      parts.sockets.clear();
       agent.destroy();
     },
   };
 }
 
-export type SandboxProxy = ReturnType<typeof createSandboxProxy>;
+function proxyServer(deps: SandboxProxyDeps, agent: Agent) {
+  // An agent-server may take minutes to answer a request that waits for the agent (10 min at most).
+  const server = createProxyServer({ agent, xfwd: false, changeOrigin: true, proxyTimeout: 600_000 });
+  // Errors are answered per request (the callbacks below); this keeps the emitter from throwing.
+  server.on('error', (error) => deps.logger.debug({ err: error.message }, 'sandbox proxy error'));
+  return server;
+}
+
+const refusal = (status: number, code: string, message: string): Refusal => ({ status, code, message });
+
+/**
+ * Whether the caller may use the sandbox's URL: `keyed` (its key, or its owner's credentials:
+ * the server gets the sandbox key), `open` (no credentials, where none are needed: the
+ * server gets none), or the refusal.
+ */
+async function authorize(deps: SandboxProxyDeps, req: IncomingMessage, endpoint: SandboxEndpoint, { path, query }: ProxyTarget, upgrade: boolean): Promise<'keyed' | 'open' | Refusal> {
+  const header = req.headers['x-session-api-key'];
+  const presented = (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
+  if (presented !== null && isSandboxKey({ session_api_key: endpoint.sessionApiKey }, presented)) return 'keyed';
+  const caller = await deps.resolveCaller(req, upgrade);
+  if (caller && caller.via !== 'conversation-key' && caller.userId === endpoint.userId) return 'keyed';
+  if (caller) return refusal(404, 'SANDBOX_NOT_FOUND', `There is no sandbox ${path.sandboxId}.`);
+  if (presented !== null) return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`);
+  const health = (req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(path.rest);
+  // A socket with no credentials at all: the agent-server asks for the key in its first frame.
+  if (health || (upgrade && path.rest.startsWith('/sockets/'))) return 'open';
+  return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, "Send the sandbox's session_api_key as X-Session-API-Key (or your API key).");
+}
+
+/** Why a sandbox that is not RUNNING (or has no address for the URL) cannot be reached now; null when it can. */
+function notReady(endpoint: SandboxEndpoint): Refusal | null {
+  const { sandboxId: id, status, statusDetail: detail } = endpoint;
+  if (status === 'PAUSED') return refusal(503, 'SANDBOX_PAUSED', `Sandbox ${id} is paused; resume it with POST /api/v1/sandboxes/${id}/resume.`);
+  if (status === 'STARTING') return refusal(503, 'SANDBOX_STARTING', `Sandbox ${id} is starting${detail ? ` (${detail})` : ''}; try again shortly.`);
+  if (status !== 'RUNNING' || endpoint.target === null) return refusal(status === 'ERROR' ? 502 : 404, 'SANDBOX_NOT_RUNNING', `Sandbox ${id} is ${status}${detail ? `: ${detail}` : ''}.`);
+  return null;
+}
+
+/** Who may go through, and to where: the caller first, then the sandbox's state. */
+async function admit(deps: SandboxProxyDeps, req: IncomingMessage, target: ProxyTarget, upgrade: boolean): Promise<Admission> {
+  const found = await deps.service.sandboxes.endpoint(target.path.sandboxId, target.path.name);
+  if (found.isErr()) {
+    const { code, message } = explainDomainError(found.error);
+    return refusal(statusOf(found.error), code, message);
+  }
+  const endpoint = found.value;
+  if (!endpoint.offered) return refusal(404, 'SANDBOX_URL_NOT_FOUND', `Sandbox ${target.path.sandboxId} has no exposed URL ${target.path.name}.`);
+  const access = await authorize(deps, req, endpoint, target, upgrade);
+  if (typeof access !== 'string') return access;
+  const refused = notReady(endpoint);
+  return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, keyed: access === 'keyed' };
+}
+
+/** The request as the sandbox's server gets it: its own path, its own key, none of the caller's credentials. */
+function rewrite(deps: SandboxProxyDeps, req: IncomingMessage, { path, query }: ProxyTarget, admitted: Exclude<Admission, Refusal>): void {
+  query.delete('session_api_key');
+  const search = query.toString();
+  req.url = `${path.rest}${search ? `?${search}` : ''}`;
+  delete req.headers.authorization;
+  delete req.headers.cookie;
+  delete req.headers['x-session-api-key'];
+  if (admitted.keyed && admitted.endpoint.sessionApiKey) req.headers['x-session-api-key'] = admitted.endpoint.sessionApiKey;
+  deps.service.sandboxes.touch(admitted.endpoint.userId, admitted.endpoint.sandboxId);
+}
+
+/** The sandbox and path a request is for (its Host and its target), or null when it is not for a sandbox. */
+function targetOf(req: IncomingMessage): ProxyTarget | null {
+  const sandbox = sandboxHostOf(req.headers.host);
+  const url = req.url ?? '/';
+  if (!sandbox || !url.startsWith('/')) return null;
+  const mark = url.indexOf('?');
+  return { path: { ...sandbox, rest: mark < 0 ? url : url.slice(0, mark) }, query: new URLSearchParams(mark < 0 ? '' : url.slice(mark + 1)) };
+}
+
+function proxyHttp(parts: ProxyParts, req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void {
+  const target = targetOf(req);
+  if (!target) {
+    next();
+    return;
+  }
+  admit(parts.deps, req, target, false).then((admitted) => {
+    if ('status' in admitted) {
+      sendJson(res, admitted);
+      return;
+    }
+    rewrite(parts.deps, req, target, admitted);
+    parts.server.web(req, res, { target: admitted.endpoint.target }, (error) => {
+      parts.deps.logger.warn({ sandboxId: target.path.sandboxId, err: error.message }, 'sandbox server did not answer');
+      if (!res.headersSent) sendJson(res, refusal(502, 'SANDBOX_UNREACHABLE', `Sandbox ${target.path.sandboxId} did not answer (${error.message}).`));
+      else res.destroy();
+    });
+  }, next);
+}
+
+function proxyUpgrade(parts: ProxyParts, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const target = targetOf(req);
+  if (!target) {
+    refuse(socket, refusal(400, HTTP_ERROR_CODES.BAD_REQUEST, 'The request target must be a path (/…).'));
+    return;
+  }
+  admit(parts.deps, req, target, true).then(
+    (admitted) => {
+      if ('status' in admitted) {
+        refuse(socket, admitted);
+        return;
+      }
+      rewrite(parts.deps, req, target, admitted);
+      parts.sockets.add(socket);
+      socket.once('close', () => parts.sockets.delete(socket));
+      const { userId, sandboxId } = admitted.endpoint;
+      // A socket in use is the sandbox in use (idle pausing leaves it alone).
+      socket.on('data', () => parts.deps.service.sandboxes.touch(userId, sandboxId));
+      parts.server.ws(req, socket, head, { target: admitted.endpoint.target }, (error) => {
+        parts.deps.logger.warn({ sandboxId, err: error.message }, 'sandbox server did not take the WebSocket');
+        socket.destroy();
+      });
+    },
+    (error: unknown) => {
+      parts.deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'sandbox proxy failed');
+      socket.destroy();
+    },
+  );
+}
 
 function sendJson(res: ServerResponse, refused: Refusal): void {
   const body: ErrorBody = { code: refused.code, message: refused.message, detail: refused.message };

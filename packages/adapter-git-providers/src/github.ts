@@ -1,6 +1,7 @@
 import type { GitBranch, GitRepository, GitSuggestedTask, GitUserInfo } from '@acs/core/schemas';
 import type { GitPageRequest, GitProviderClient, GitProviderFailure, GitProviderPage, GitRepositorySearch } from '@acs/core/ports';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { resultAsync } from '@acs/core/ports';
+import { err, errAsync, ok, type Result, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import type { ProviderEndpoints } from './endpoints.js';
 import { failure, hasNextLink, type ProviderHttp } from './http.js';
@@ -99,141 +100,163 @@ const MAX_BRANCH_MATCHES = 1000;
 const MAX_SEARCH_QUERY = 256;
 const INSTALLATION_PAGES = 10;
 
+export interface GitHubClientDeps {
+  endpoints: ProviderEndpoints;
+  /** Requests with the user's token. */
+  http: ProviderHttp;
+}
+
 /**
  * GitHub (github.com or GitHub Enterprise Server) for one token: REST v3 for lists, GraphQL for
  * branch searches and suggested tasks. Each method is one or a few requests, bounded.
  */
-export function createGitHubClient(endpoints: ProviderEndpoints, http: ProviderHttp): GitProviderClient {
-  const api = (path: string) => `${endpoints.api}${path}`;
-  const repoPath = (fullName: string) => fullName.split('/').map(encodeURIComponent).join('/');
-
-  const user = (): ResultAsync<GitUserInfo, GitProviderFailure> =>
-    http
-      .get(api('/user'))
-      .andThen((a) => http.parse(GhUser, a, 'the user'))
-      .andThen((u) =>
-        (u.email ? okAsync(u.email) : primaryEmail()).map((email) => ({ id: u.id, login: u.login, avatar_url: u.avatar_url ?? '', company: u.company, name: u.name, email })),
-      );
-
-  /** The primary verified address when the profile shows none (needs the user:email scope; without it, none). */
-  const primaryEmail = (): ResultAsync<string | null, GitProviderFailure> =>
-    http
-      .get(api('/user/emails'))
-      .andThen((a) => http.parse(GhEmails, a, 'the e-mail addresses'))
-      .map((emails) => emails.find((e) => e.primary && e.verified)?.email ?? null)
-      .orElse(() => okAsync(null));
-
-  const installations = (page = 1, found: string[] = []): ResultAsync<string[], GitProviderFailure> =>
-    http.get(api('/user/installations'), { per_page: 100, page }).andThen((a) =>
-      http.parse(GhInstallations, a, 'the installations').andThen((body) => {
-        const all = [...found, ...body.installations.map((i) => i.id)];
-        return hasNextLink(a.headers) && page < INSTALLATION_PAGES ? installations(page + 1, all) : okAsync(all);
-      }),
-    );
-
-  const repositories = ({ page, perPage, installationId }: GitPageRequest & { installationId: string | null }) =>
-    installationId !== null
-      ? http
-          .get(api(`/user/installations/${encodeURIComponent(installationId)}/repositories`), { per_page: perPage, page })
-          .andThen((a) => http.parse(GhInstallationRepos, a, 'the repositories').map((b) => ({ items: b.repositories.map(toRepository), hasMore: hasNextLink(a.headers) })))
-      : http
-          .get(api('/user/repos'), { sort: 'pushed', per_page: perPage, page })
-          .andThen((a) => http.parse(z.array(GhRepo), a, 'the repositories').map((repos) => ({ items: repos.map(toRepository), hasMore: hasNextLink(a.headers) })));
-
-  const lookup = (fullName: string): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> =>
-    http
-      .get(api(`/repos/${repoPath(fullName)}`))
-      .andThen((a) => http.parse(GhRepo, a, 'the repository'))
-      .map((repo) => ({ items: [toRepository(repo)], hasMore: false }))
-      .orElse((f) => (f.type === 'not_found' ? okAsync({ items: [], hasMore: false }) : errAsync(f)));
-
-  /** Where a search looks: `user:<owner>` for `owner/…`, else the user and their organisations. */
-  const searchScope = (query: string): ResultAsync<{ terms: string; owners: string[] }, GitProviderFailure> => {
-    const slash = query.indexOf('/');
-    if (slash > 0) return okAsync({ terms: query.slice(slash + 1).trim(), owners: [`user:${query.slice(0, slash).trim()}`] });
-    return ResultAsync.combine([
-      user(),
-      http
-        .get(api('/user/orgs'), { per_page: 100 })
-        .andThen((a) => http.parse(GhOrgs, a, 'the organisations'))
-        .orElse(() => okAsync([] as { login: string }[])),
-    ] as const).map(([me, orgs]) => ({ terms: query, owners: [`user:${me.login}`, ...orgs.map((o) => `org:${o.login}`)] }));
+export function createGitHubClient(deps: GitHubClientDeps): GitProviderClient {
+  return {
+    user: () => resultAsync(user(deps)),
+    installations: () => resultAsync(installations(deps)),
+    repositories: (request) => repositories(deps, request),
+    searchRepositories: (request) => resultAsync(searchRepositories(deps, request)),
+    branches: (request) => branches(deps, request),
+    suggestedTasks: () => resultAsync(suggestedTasks(deps)),
   };
+}
 
-  const searchRepositories = (request: GitRepositorySearch): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> => {
-    const pasted = repositoryPathOfUrl(request.query, endpoints);
-    if (pasted !== undefined) return pasted === null ? okAsync({ items: [], hasMore: false }) : lookup(pasted.slice(0, 2).join('/'));
-    return searchScope(request.query).andThen(({ terms, owners }) => {
-      // Owners are ORed by GitHub; those that would make the query too long for it are left out.
-      let q = [terms, 'in:name'].filter(Boolean).join(' ');
-      if (q.length > MAX_SEARCH_QUERY) return errAsync(failure('rejected', `the search text is longer than GitHub searches (${MAX_SEARCH_QUERY} characters)`));
-      for (const owner of owners) if (q.length + owner.length + 1 <= MAX_SEARCH_QUERY) q = `${q} ${owner}`;
-      return http
-        .get(api('/search/repositories'), { q, sort: request.sort, order: request.order, per_page: request.perPage, page: request.page })
-        .andThen((a) => http.parse(GhSearch, a, 'the search').map((b) => ({ items: b.items.map(toRepository), hasMore: hasNextLink(a.headers) })));
-    });
-  };
+const apiOf = (deps: GitHubClientDeps, path: string) => `${deps.endpoints.api}${path}`;
+const repoPath = (fullName: string) => fullName.split('/').map(encodeURIComponent).join('/');
 
-  const listBranches = (fullName: string, { page, perPage }: GitPageRequest) =>
-    http.get(api(`/repos/${repoPath(fullName)}/branches`), { per_page: perPage, page }).andThen((a) =>
-      http.parse(GhBranches, a, 'the branches').map((branches) => ({
-        items: branches.map((b): GitBranch => ({ name: b.name, commit_sha: b.commit?.sha ?? '', protected: b.protected ?? false, last_push_date: null })),
-        hasMore: hasNextLink(a.headers),
-      })),
-    );
+async function user(deps: GitHubClientDeps): Promise<Result<GitUserInfo, GitProviderFailure>> {
+  const found = await deps.http.read(GhUser, 'the user', apiOf(deps, '/user'));
+  if (found.isErr()) return err(found.error);
+  const u = found.value.body;
+  const email = u.email ?? (await primaryEmail(deps));
+  return ok({ id: u.id, login: u.login, avatar_url: u.avatar_url ?? '', company: u.company, name: u.name, email });
+}
 
-  /** Walks the GraphQL matches 100 at a time up to the requested page (and one more, to know if another follows). */
-  const searchBranches = (owner: string, name: string, query: string, { page, perPage }: GitPageRequest): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure> => {
-    const start = (page - 1) * perPage;
-    if (start >= MAX_BRANCH_MATCHES) return errAsync(failure('rejected', `branch searches page through the first ${MAX_BRANCH_MATCHES} matches; narrow the query`));
-    const wanted = Math.min(start + perPage + 1, MAX_BRANCH_MATCHES + 1);
-    const walk = (found: GitBranch[], after: string | null): ResultAsync<{ found: GitBranch[]; more: boolean }, GitProviderFailure> =>
-      http
-        .post(endpoints.graphql, { query: BRANCH_SEARCH, variables: { owner, name, query, first: Math.min(100, wanted - found.length), after } })
-        .andThen((a) => http.parse(GqlRefs, a, 'the branch search'))
-        .andThen((body) => {
-          const refs = body.data?.repository?.refs;
-          if (!refs) return errAsync(graphqlFailure(http, body.errors, `repository ${owner}/${name}`));
-          const all = [...found, ...refs.nodes.map((n): GitBranch => ({ name: n.name, commit_sha: n.target?.oid ?? '', protected: false, last_push_date: n.target?.committedDate ?? null }))];
-          const more = refs.pageInfo.hasNextPage && Boolean(refs.pageInfo.endCursor);
-          return all.length < wanted && more ? walk(all, refs.pageInfo.endCursor ?? null) : okAsync({ found: all, more });
-        });
-    return walk([], null).map(({ found }) => ({ items: found.slice(start, start + perPage), hasMore: found.length > start + perPage && start + perPage < MAX_BRANCH_MATCHES }));
-  };
+/** The primary verified address when the profile shows none (needs the user:email scope; without it, none). */
+async function primaryEmail(deps: GitHubClientDeps): Promise<string | null> {
+  const emails = await deps.http.read(GhEmails, 'the e-mail addresses', apiOf(deps, '/user/emails'));
+  return emails.isOk() ? (emails.value.body.find((e) => e.primary && e.verified)?.email ?? null) : null;
+}
 
-  const branches = (request: GitPageRequest & { repository: string; query: string | null }) => {
-    const parts = request.repository.split('/');
-    if (parts.length !== 2 || !parts[0] || !parts[1]) return errAsync(failure('rejected', `GitHub repositories are named owner/name, not "${request.repository}"`));
-    return request.query === null ? listBranches(request.repository, request) : searchBranches(parts[0], parts[1], request.query, request);
-  };
+/** Every installation's id, a page of 100 at a time, up to INSTALLATION_PAGES pages. */
+async function installations(deps: GitHubClientDeps): Promise<Result<string[], GitProviderFailure>> {
+  const found: string[] = [];
+  for (let page = 1; ; page++) {
+    const answer = await deps.http.read(GhInstallations, 'the installations', apiOf(deps, '/user/installations'), { per_page: 100, page });
+    if (answer.isErr()) return err(answer.error);
+    found.push(...answer.value.body.installations.map((i) => i.id));
+    if (!hasNextLink(answer.value.headers) || page >= INSTALLATION_PAGES) return ok(found);
+  }
+}
 
-  const suggestedTasks = (): ResultAsync<GitSuggestedTask[], GitProviderFailure> =>
-    http
-      .post(endpoints.graphql, { query: SUGGESTED_TASKS, variables: { issues: ASSIGNED_ISSUES } })
-      .andThen((a) => http.parse(GqlSuggestions, a, 'the suggested tasks'))
-      .andThen((body) => {
-        if (!body.data) return errAsync(graphqlFailure(http, body.errors, 'the suggested tasks'));
-        const requests = body.data.viewer.pullRequests.nodes.flatMap((pr): GitSuggestedTask[] => {
-          const checks = pr.commits?.nodes[0]?.commit.statusCheckRollup?.state;
-          const taskType =
-            pr.mergeable === 'CONFLICTING'
-              ? 'MERGE_CONFLICTS'
-              : checks === 'FAILURE' || checks === 'ERROR'
-                ? 'FAILING_CHECKS'
-                : (pr.reviews?.totalCount ?? 0) > 0
-                  ? 'UNRESOLVED_COMMENTS'
-                  : null;
-          return taskType ? [{ git_provider: 'github', task_type: taskType, repo: pr.repository.nameWithOwner, issue_number: pr.number, title: pr.title }] : [];
-        });
-        const issues = body.data.search.nodes.flatMap((issue): GitSuggestedTask[] =>
-          issue.number !== undefined && issue.title !== undefined && issue.repository
-            ? [{ git_provider: 'github', task_type: 'OPEN_ISSUE', repo: issue.repository.nameWithOwner, issue_number: issue.number, title: issue.title }]
-            : [],
-        );
-        return okAsync([...requests, ...issues]);
-      });
+function repositories(deps: GitHubClientDeps, { page, perPage, installationId }: GitPageRequest & { installationId: string | null }): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> {
+  if (installationId !== null) {
+    return deps.http
+      .read(GhInstallationRepos, 'the repositories', apiOf(deps, `/user/installations/${encodeURIComponent(installationId)}/repositories`), { per_page: perPage, page })
+      .map((a) => ({ items: a.body.repositories.map(toRepository), hasMore: hasNextLink(a.headers) }));
+  }
+  return deps.http
+    .read(z.array(GhRepo), 'the repositories', apiOf(deps, '/user/repos'), { sort: 'pushed', per_page: perPage, page })
+    .map((a) => ({ items: a.body.map(toRepository), hasMore: hasNextLink(a.headers) }));
+}
 
-  return { user, installations: () => installations(), repositories, searchRepositories, branches, suggestedTasks };
+/** One repository by its name (a pasted URL); none when there is no such repository. */
+async function lookup(deps: GitHubClientDeps, fullName: string): Promise<Result<GitProviderPage<GitRepository>, GitProviderFailure>> {
+  const repo = await deps.http.read(GhRepo, 'the repository', apiOf(deps, `/repos/${repoPath(fullName)}`));
+  if (repo.isOk()) return ok({ items: [toRepository(repo.value.body)], hasMore: false });
+  return repo.error.type === 'not_found' ? ok({ items: [], hasMore: false }) : err(repo.error);
+}
+
+/** Where a search looks: `user:<owner>` for `owner/…`, else the user and their organisations. */
+async function searchScope(deps: GitHubClientDeps, query: string): Promise<Result<{ terms: string; owners: string[] }, GitProviderFailure>> {
+  const slash = query.indexOf('/');
+  if (slash > 0) return ok({ terms: query.slice(slash + 1).trim(), owners: [`user:${query.slice(0, slash).trim()}`] });
+  // Both at once; organisations the token may not read are none.
+  const [me, orgs] = await Promise.all([user(deps), deps.http.read(GhOrgs, 'the organisations', apiOf(deps, '/user/orgs'), { per_page: 100 })]);
+  if (me.isErr()) return err(me.error);
+  const orgNames = orgs.isOk() ? orgs.value.body.map((o) => `org:${o.login}`) : [];
+  return ok({ terms: query, owners: [`user:${me.value.login}`, ...orgNames] });
+}
+
+async function searchRepositories(deps: GitHubClientDeps, request: GitRepositorySearch): Promise<Result<GitProviderPage<GitRepository>, GitProviderFailure>> {
+  const pasted = repositoryPathOfUrl(request.query, deps.endpoints);
+  if (pasted !== undefined) return pasted === null ? ok({ items: [], hasMore: false }) : lookup(deps, pasted.slice(0, 2).join('/'));
+  const scope = await searchScope(deps, request.query);
+  if (scope.isErr()) return err(scope.error);
+  // Owners are ORed by GitHub; those that would make the query too long for it are left out.
+  let q = [scope.value.terms, 'in:name'].filter(Boolean).join(' ');
+  if (q.length > MAX_SEARCH_QUERY) return err(failure('rejected', `the search text is longer than GitHub searches (${MAX_SEARCH_QUERY} characters)`));
+  for (const owner of scope.value.owners) if (q.length + owner.length + 1 <= MAX_SEARCH_QUERY) q = `${q} ${owner}`;
+  const found = await deps.http.read(GhSearch, 'the search', apiOf(deps, '/search/repositories'), { q, sort: request.sort, order: request.order, per_page: request.perPage, page: request.page });
+  if (found.isErr()) return err(found.error);
+  return ok({ items: found.value.body.items.map(toRepository), hasMore: hasNextLink(found.value.headers) });
+}
+
+function listBranches(deps: GitHubClientDeps, fullName: string, { page, perPage }: GitPageRequest): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure> {
+  return deps.http.read(GhBranches, 'the branches', apiOf(deps, `/repos/${repoPath(fullName)}/branches`), { per_page: perPage, page }).map((a) => ({
+    items: a.body.map((b): GitBranch => ({ name: b.name, commit_sha: b.commit?.sha ?? '', protected: b.protected ?? false, last_push_date: null })),
+    hasMore: hasNextLink(a.headers),
+  }));
+}
+
+/** Walks the GraphQL matches 100 at a time up to the requested page (and one more, to know if another follows). */
+async function searchBranches(deps: GitHubClientDeps, owner: string, name: string, query: string, { page, perPage }: GitPageRequest): Promise<Result<GitProviderPage<GitBranch>, GitProviderFailure>> {
+  const start = (page - 1) * perPage;
+  if (start >= MAX_BRANCH_MATCHES) return err(failure('rejected', `branch searches page through the first ${MAX_BRANCH_MATCHES} matches; narrow the query`));
+  const wanted = Math.min(start + perPage + 1, MAX_BRANCH_MATCHES + 1);
+  const found: GitBranch[] = [];
+  for (let after: string | null = null; ; ) {
+    const matches = await branchMatches(deps, { owner, name, query, first: Math.min(100, wanted - found.length), after });
+    if (matches.isErr()) return err(matches.error);
+    found.push(...matches.value.branches);
+    if (found.length >= wanted || matches.value.next === null) break;
+    after = matches.value.next;
+  }
+  return ok({ items: found.slice(start, start + perPage), hasMore: found.length > start + perPage && start + perPage < MAX_BRANCH_MATCHES });
+}
+
+/** One page of a branch search's matches, and the cursor of the next (null: no more). */
+async function branchMatches(
+  deps: GitHubClientDeps,
+  variables: { owner: string; name: string; query: string; first: number; after: string | null },
+): Promise<Result<{ branches: GitBranch[]; next: string | null }, GitProviderFailure>> {
+  const body = await deps.http.readPost(GqlRefs, 'the branch search', deps.endpoints.graphql, { query: BRANCH_SEARCH, variables });
+  if (body.isErr()) return err(body.error);
+  const refs = body.value.data?.repository?.refs;
+  if (!refs) return err(graphqlFailure(deps.http, body.value.errors, `repository ${variables.owner}/${variables.name}`));
+  const branches = refs.nodes.map((n): GitBranch => ({ name: n.name, commit_sha: n.target?.oid ?? '', protected: false, last_push_date: n.target?.committedDate ?? null }));
+  return ok({ branches, next: refs.pageInfo.hasNextPage && refs.pageInfo.endCursor ? refs.pageInfo.endCursor : null });
+}
+
+function branches(deps: GitHubClientDeps, request: GitPageRequest & { repository: string; query: string | null }): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure> {
+  const parts = request.repository.split('/');
+  if (parts.length !== 2 || !parts[0] || !parts[1]) return errAsync(failure('rejected', `GitHub repositories are named owner/name, not "${request.repository}"`));
+  return request.query === null ? listBranches(deps, request.repository, request) : resultAsync(searchBranches(deps, parts[0], parts[1], request.query, request));
+}
+
+async function suggestedTasks(deps: GitHubClientDeps): Promise<Result<GitSuggestedTask[], GitProviderFailure>> {
+  const body = await deps.http.readPost(GqlSuggestions, 'the suggested tasks', deps.endpoints.graphql, { query: SUGGESTED_TASKS, variables: { issues: ASSIGNED_ISSUES } });
+  if (body.isErr()) return err(body.error);
+  const data = body.value.data;
+  if (!data) return err(graphqlFailure(deps.http, body.value.errors, 'the suggested tasks'));
+  const requests = data.viewer.pullRequests.nodes.flatMap((pr): GitSuggestedTask[] => {
+    const checks = pr.commits?.nodes[0]?.commit.statusCheckRollup?.state;
+    const taskType =
+      pr.mergeable === 'CONFLICTING'
+        ? 'MERGE_CONFLICTS'
+        : checks === 'FAILURE' || checks === 'ERROR'
+          ? 'FAILING_CHECKS'
+          : (pr.reviews?.totalCount ?? 0) > 0
+            ? 'UNRESOLVED_COMMENTS'
+            : null;
+    return taskType ? [{ git_provider: 'github', task_type: taskType, repo: pr.repository.nameWithOwner, issue_number: pr.number, title: pr.title }] : [];
+  });
+  const issues = data.search.nodes.flatMap((issue): GitSuggestedTask[] =>
+    issue.number !== undefined && issue.title !== undefined && issue.repository
+      ? [{ git_provider: 'github', task_type: 'OPEN_ISSUE', repo: issue.repository.nameWithOwner, issue_number: issue.number, title: issue.title }]
+      : [],
+  );
+  return ok([...requests, ...issues]);
 }
 
 function toRepository(repo: z.infer<typeof GhRepo>): GitRepository {

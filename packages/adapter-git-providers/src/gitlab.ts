@@ -1,9 +1,10 @@
-import type { GitBranch, GitRepository, GitSuggestedTask, GitUserInfo } from '@acs/core/schemas';
+import type { GitBranch, GitRepository, GitSuggestedTask } from '@acs/core/schemas';
 import type { GitPageRequest, GitProviderClient, GitProviderFailure, GitProviderPage, GitRepositorySearch } from '@acs/core/ports';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { resultAsync } from '@acs/core/ports';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import type { ProviderEndpoints } from './endpoints.js';
-import { failure, hasNextLink, type JsonAnswer, type ProviderHttp } from './http.js';
+import { failure, hasNextLink, type ProviderHttp } from './http.js';
 import { repositoryPathOfUrl } from './urls.js';
 
 const nullableString = z.string().nullish().transform((v) => v ?? null);
@@ -70,91 +71,98 @@ const MERGE_REQUESTS = `query AcsSuggestedTasks {
 /** GitLab orders projects by these; it cannot order them by forks. */
 const ORDER_BY = { stars: 'star_count', updated: 'last_activity_at' } as const;
 
+export interface GitLabClientDeps {
+  endpoints: ProviderEndpoints;
+  /** Requests with the user's token. */
+  http: ProviderHttp;
+}
+
 /**
  * GitLab (gitlab.com or self-managed) for one token: REST v4, and GraphQL for the merge
  * requests of the suggested tasks. GitLab has no installations.
  */
-export function createGitLabClient(endpoints: ProviderEndpoints, http: ProviderHttp): GitProviderClient {
-  const api = (path: string) => `${endpoints.api}${path}`;
-  const project = (path: string) => `/projects/${encodeURIComponent(path)}`;
-  const hasMore = (a: JsonAnswer) => (a.headers.get('x-next-page') ?? '') !== '' || hasNextLink(a.headers);
-  const projectsPage = (a: JsonAnswer) => http.parse(z.array(GlProject), a, 'the projects').map((projects) => ({ items: projects.map(toRepository), hasMore: hasMore(a) }));
-
-  const user = (): ResultAsync<GitUserInfo, GitProviderFailure> =>
-    http
-      .get(api('/user'))
-      .andThen((a) => http.parse(GlUser, a, 'the user'))
-      .map((u) => ({ id: u.id, login: u.username, avatar_url: u.avatar_url ?? '', company: u.organization, name: u.name, email: u.email ?? u.public_email }));
-
-  const repositories = ({ page, perPage }: GitPageRequest) =>
-    http.get(api('/projects'), { membership: true, order_by: 'last_activity_at', sort: 'desc', per_page: perPage, page }).andThen(projectsPage);
-
-  const lookup = (path: string): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> =>
-    http
-      .get(api(project(path)))
-      .andThen((a) => http.parse(GlProject, a, 'the project'))
-      .map((p) => ({ items: [toRepository(p)], hasMore: false }))
-      .orElse((f) => (f.type === 'not_found' ? okAsync({ items: [], hasMore: false }) : errAsync(f)));
-
-  const searchRepositories = (request: GitRepositorySearch): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> => {
-    const pasted = repositoryPathOfUrl(request.query, endpoints);
-    if (pasted !== undefined) return pasted === null ? okAsync({ items: [], hasMore: false }) : lookup(pasted.join('/'));
-    if (request.sort === 'forks') return errAsync(failure('rejected', 'GitLab cannot order projects by forks; sort by stars or updated'));
-    return http
-      .get(api('/projects'), {
-        membership: true,
-        search: request.query,
-        search_namespaces: true,
-        order_by: ORDER_BY[request.sort],
-        sort: request.order,
-        per_page: request.perPage,
-        page: request.page,
-      })
-      .andThen(projectsPage);
-  };
-
-  const branches = ({ repository, query, page, perPage }: GitPageRequest & { repository: string; query: string | null }) =>
-    http.get(api(`${project(repository)}/repository/branches`), { per_page: perPage, page, ...(query !== null ? { search: query } : {}) }).andThen((a) =>
-      http.parse(GlBranches, a, 'the branches').map((list) => ({
-        items: list.map((b): GitBranch => ({ name: b.name, commit_sha: b.commit?.id ?? '', protected: b.protected ?? false, last_push_date: b.commit?.committed_date ?? null })),
-        hasMore: hasMore(a),
-      })),
-    );
-
-  const mergeRequestTasks = (): ResultAsync<GitSuggestedTask[], GitProviderFailure> =>
-    http
-      .post(endpoints.graphql, { query: MERGE_REQUESTS, variables: {} })
-      .andThen((a) => http.parse(GqlMergeRequests, a, 'the merge requests'))
-      .andThen((body) => {
-        const mine = body.data?.currentUser;
-        if (!mine) return errAsync(failure(body.errors?.length ? 'rejected' : 'token_invalid', http.sanitize(body.errors?.[0]?.message ?? null) ?? 'GitLab answered without the current user'));
-        return okAsync(
-          mine.authoredMergeRequests.nodes.flatMap((mr): GitSuggestedTask[] => {
-            const unresolved = (mr.discussions?.nodes ?? []).some((d) => d.resolvable && !d.resolved);
-            const taskType = mr.conflicts ? 'MERGE_CONFLICTS' : mr.headPipeline?.status === 'FAILED' ? 'FAILING_CHECKS' : unresolved ? 'UNRESOLVED_COMMENTS' : null;
-            return taskType ? [{ git_provider: 'gitlab', task_type: taskType, repo: mr.project.fullPath, issue_number: mr.iid, title: mr.title }] : [];
-          }),
-        );
-      });
-
-  const issueTasks = (): ResultAsync<GitSuggestedTask[], GitProviderFailure> =>
-    http
-      .get(api('/issues'), { scope: 'assigned_to_me', state: 'opened', order_by: 'updated_at', sort: 'desc', per_page: 100 })
-      .andThen((a) => http.parse(GlIssues, a, 'the issues'))
-      .map((issues) =>
-        issues.flatMap((issue): GitSuggestedTask[] => {
-          const repo = issue.references?.full.split('#')[0]?.trim();
-          return repo ? [{ git_provider: 'gitlab', task_type: 'OPEN_ISSUE', repo, issue_number: issue.iid, title: issue.title }] : [];
-        }),
-      );
-
+export function createGitLabClient(deps: GitLabClientDeps): GitProviderClient {
   return {
-    user,
-    repositories,
-    searchRepositories,
-    branches,
-    suggestedTasks: () => ResultAsync.combine([mergeRequestTasks(), issueTasks()] as const).map(([requests, issues]) => [...requests, ...issues]),
+    user: () =>
+      deps.http
+        .read(GlUser, 'the user', apiOf(deps, '/user'))
+        .map(({ body: u }) => ({ id: u.id, login: u.username, avatar_url: u.avatar_url ?? '', company: u.organization, name: u.name, email: u.email ?? u.public_email })),
+    repositories: ({ page, perPage }) => projectsPage(deps, { membership: true, order_by: 'last_activity_at', sort: 'desc', per_page: perPage, page }),
+    searchRepositories: (request) => resultAsync(searchRepositories(deps, request)),
+    branches: (request) => branches(deps, request),
+    suggestedTasks: () => resultAsync(suggestedTasks(deps)),
   };
+}
+
+const apiOf = (deps: GitLabClientDeps, path: string) => `${deps.endpoints.api}${path}`;
+const project = (path: string) => `/projects/${encodeURIComponent(path)}`;
+const hasMore = (headers: Headers) => (headers.get('x-next-page') ?? '') !== '' || hasNextLink(headers);
+
+/** A page of the user's projects, as `params` select them. */
+function projectsPage(deps: GitLabClientDeps, params: Record<string, string | number | boolean | undefined>): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure> {
+  return deps.http.read(z.array(GlProject), 'the projects', apiOf(deps, '/projects'), params).map((a) => ({ items: a.body.map(toRepository), hasMore: hasMore(a.headers) }));
+}
+
+/** One project by its path (a pasted URL); none when there is no such project. */
+async function lookup(deps: GitLabClientDeps, path: string): Promise<Result<GitProviderPage<GitRepository>, GitProviderFailure>> {
+  const found = await deps.http.read(GlProject, 'the project', apiOf(deps, project(path)));
+  if (found.isOk()) return ok({ items: [toRepository(found.value.body)], hasMore: false });
+  return found.error.type === 'not_found' ? ok({ items: [], hasMore: false }) : err(found.error);
+}
+
+async function searchRepositories(deps: GitLabClientDeps, request: GitRepositorySearch): Promise<Result<GitProviderPage<GitRepository>, GitProviderFailure>> {
+  const pasted = repositoryPathOfUrl(request.query, deps.endpoints);
+  if (pasted !== undefined) return pasted === null ? ok({ items: [], hasMore: false }) : lookup(deps, pasted.join('/'));
+  if (request.sort === 'forks') return err(failure('rejected', 'GitLab cannot order projects by forks; sort by stars or updated'));
+  return projectsPage(deps, {
+    membership: true,
+    search: request.query,
+    search_namespaces: true,
+    order_by: ORDER_BY[request.sort],
+    sort: request.order,
+    per_page: request.perPage,
+    page: request.page,
+  });
+}
+
+function branches(deps: GitLabClientDeps, { repository, query, page, perPage }: GitPageRequest & { repository: string; query: string | null }): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure> {
+  return deps.http
+    .read(GlBranches, 'the branches', apiOf(deps, `${project(repository)}/repository/branches`), { per_page: perPage, page, ...(query !== null ? { search: query } : {}) })
+    .map((a) => ({
+      items: a.body.map((b): GitBranch => ({ name: b.name, commit_sha: b.commit?.id ?? '', protected: b.protected ?? false, last_push_date: b.commit?.committed_date ?? null })),
+      hasMore: hasMore(a.headers),
+    }));
+}
+
+/** The user's merge requests that need something, and the issues assigned to them: both asked at once. */
+async function suggestedTasks(deps: GitLabClientDeps): Promise<Result<GitSuggestedTask[], GitProviderFailure>> {
+  const [requests, issues] = await Promise.all([mergeRequestTasks(deps), issueTasks(deps)]);
+  if (requests.isErr()) return err(requests.error);
+  if (issues.isErr()) return err(issues.error);
+  return ok([...requests.value, ...issues.value]);
+}
+
+async function mergeRequestTasks(deps: GitLabClientDeps): Promise<Result<GitSuggestedTask[], GitProviderFailure>> {
+  const body = await deps.http.readPost(GqlMergeRequests, 'the merge requests', deps.endpoints.graphql, { query: MERGE_REQUESTS, variables: {} });
+  if (body.isErr()) return err(body.error);
+  const mine = body.value.data?.currentUser;
+  if (!mine) return err(failure(body.value.errors?.length ? 'rejected' : 'token_invalid', deps.http.sanitize(body.value.errors?.[0]?.message ?? null) ?? 'GitLab answered without the current user'));
+  return ok(
+    mine.authoredMergeRequests.nodes.flatMap((mr): GitSuggestedTask[] => {
+      const unresolved = (mr.discussions?.nodes ?? []).some((d) => d.resolvable && !d.resolved);
+      const taskType = mr.conflicts ? 'MERGE_CONFLICTS' : mr.headPipeline?.status === 'FAILED' ? 'FAILING_CHECKS' : unresolved ? 'UNRESOLVED_COMMENTS' : null;
+      return taskType ? [{ git_provider: 'gitlab', task_type: taskType, repo: mr.project.fullPath, issue_number: mr.iid, title: mr.title }] : [];
+    }),
+  );
+}
+
+function issueTasks(deps: GitLabClientDeps): ResultAsync<GitSuggestedTask[], GitProviderFailure> {
+  return deps.http.read(GlIssues, 'the issues', apiOf(deps, '/issues'), { scope: 'assigned_to_me', state: 'opened', order_by: 'updated_at', sort: 'desc', per_page: 100 }).map((a) =>
+    a.body.flatMap((issue): GitSuggestedTask[] => {
+      const repo = issue.references?.full.split('#')[0]?.trim();
+      return repo ? [{ git_provider: 'gitlab', task_type: 'OPEN_ISSUE', repo, issue_number: issue.iid, title: issue.title }] : [];
+    }),
+  );
 }
 
 function toRepository(p: z.infer<typeof GlProject>): GitRepository {

@@ -1,5 +1,6 @@
 import type { GitProviderFailure, GitProviderFailureType } from '@acs/core/ports';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { resultAsync } from '@acs/core/ports';
+import { err, errAsync, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { z } from 'zod';
 
 /** How the requests to one provider are made. */
@@ -21,6 +22,12 @@ export interface HttpSettings {
 /** A JSON answer and the headers the paging reads. */
 export interface JsonAnswer {
   body: unknown;
+  headers: Headers;
+}
+
+/** An answer's body as a schema read it, and the headers the paging reads. */
+export interface ParsedAnswer<T> {
+  body: T;
   headers: Headers;
 }
 
@@ -57,8 +64,32 @@ export class ProviderHttp {
     return errAsync(failure('unavailable', `${this.settings.providerName} answered ${what} in a shape this server does not read${at}.`));
   }
 
+  /** GET, then the body as `schema` reads it (see parse), with the answer's headers for paging. */
+  read<T>(schema: z.ZodType<T>, what: string, url: string, params: Record<string, string | number | boolean | undefined> = {}): ResultAsync<ParsedAnswer<T>, GitProviderFailure> {
+    return resultAsync(this.parsed(this.get(url, params), schema, what));
+  }
+
+  /** POST (a GraphQL query), then the body as `schema` reads it. */
+  readPost<T>(schema: z.ZodType<T>, what: string, url: string, body: unknown): ResultAsync<T, GitProviderFailure> {
+    return resultAsync(this.parsed(this.post(url, body), schema, what)).map((answer) => answer.body);
+  }
+
+  private async parsed<T>(request: ResultAsync<JsonAnswer, GitProviderFailure>, schema: z.ZodType<T>, what: string): Promise<Result<ParsedAnswer<T>, GitProviderFailure>> {
+    const answer = await request;
+    if (answer.isErr()) return err(answer.error);
+    const body = await this.parse(schema, answer.value, what);
+    if (body.isErr()) return err(body.error);
+    return ok({ body: body.value, headers: answer.value.headers });
+  }
+
   private request(url: URL, init: { method: string; body?: string; contentType?: string }): ResultAsync<JsonAnswer, GitProviderFailure> {
-    return ResultAsync.fromPromise(this.exchange(url, init), (error) => this.failureOf(error)).andThen((outcome) => (outcome.ok ? okAsync(outcome.answer) : errAsync(outcome.failure)));
+    return resultAsync(this.requestOf(url, init));
+  }
+
+  private async requestOf(url: URL, init: { method: string; body?: string; contentType?: string }): Promise<Result<JsonAnswer, GitProviderFailure>> {
+    // fetch rejects (no answer, a deadline passed): that is caught here, at the foreign boundary, into a failure.
+    const outcome = await this.exchange(url, init).catch((error: unknown) => ({ ok: false as const, failure: this.failureOf(error) }));
+    return outcome.ok ? ok(outcome.answer) : err(outcome.failure);
   }
 
   private async exchange(url: URL, init: { method: string; body?: string; contentType?: string }): Promise<{ ok: true; answer: JsonAnswer } | { ok: false; failure: GitProviderFailure }> {

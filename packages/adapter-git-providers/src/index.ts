@@ -102,8 +102,8 @@ export function createGitProviders(options: GitProvidersOptions = {}): GitProvid
       const resolved = resolveEndpoints(provider, credentials.host, publicEndpoints[provider], policy);
       if (!resolved.ok) return refusingClient({ type: 'host_not_allowed', message: resolved.reason });
       return provider === 'github'
-        ? createGitHubClient(resolved.endpoints, http('GitHub', credentials.token, gitHubMessage, { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28' }))
-        : createGitLabClient(resolved.endpoints, http('GitLab', credentials.token, gitLabMessage, {}));
+        ? createGitHubClient({ endpoints: resolved.endpoints, http: http('GitHub', credentials.token, gitHubMessage, { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28' }) })
+        : createGitLabClient({ endpoints: resolved.endpoints, http: http('GitLab', credentials.token, gitLabMessage, {}) });
     },
   };
 }

@@ -86,111 +86,11 @@ function parseBody(text: string): unknown {
  * ```
  */
 export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): LlmClient {
-  const maxRetries = Math.floor(nonNegative(options.maxRetries, DEFAULTS.maxRetries));
-  const backoff = {
-    initialBackoffMs: nonNegative(options.initialBackoffMs, DEFAULTS.initialBackoffMs),
-    maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
-  };
-  const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
-  const prices: PriceTable = Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]));
-  const extraHeaders = { ...options.headers };
-  const send: Transport = options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport;
-
-  const cancelled: AttemptFailure = { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null };
-  const timedOut: AttemptFailure = { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null };
-
-  async function attempt(url: string, apiKey: string, body: ChatCompletionRequest, signal: AbortSignal | undefined): Promise<Attempt> {
-    const exchange = await send({
-      url,
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'User-Agent': USER_AGENT, ...extraHeaders, Authorization: `Bearer ${apiKey}` },
-      body: JSON.stringify(body),
-      signal,
-      // One timer covers the whole attempt, reading the answer included.
-      timeoutMs,
-    });
-    switch (exchange.outcome) {
-      case 'cancelled':
-        return { ok: false, failure: cancelled };
-      case 'timed_out':
-        return { ok: false, failure: timedOut };
-      case 'failed':
-        return { ok: false, failure: classifyError(exchange.error, exchange.stage) };
-      case 'answered': {
-        const data = parseBody(exchange.text);
-        const headers = { get: exchange.header };
-        if (exchange.status < 200 || exchange.status > 299) return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
-        return { ok: true, data, headers, status: exchange.status };
-      }
-    }
-  }
-
-  async function complete(request: LlmRequest): Promise<Result<LlmResponse, LlmError>> {
-    const started = performance.now();
-    const { credentials, signal } = request;
-    const apiKey = credentials.api_key?.trim() ? credentials.api_key.trim() : null;
-    const resolved = resolveModel(credentials);
-    const fail = (failure: AttemptFailure, attempts: number) => err(toLlmError(failure, { apiKey, attempts, model: credentials.model }));
-    const refuse = (detail: string) => fail({ code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null }, 0);
-
-    if (resolved.baseUrl === null) {
-      return refuse(`"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`);
-    }
-    if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? '')) {
-      return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
-    }
-    if (resolved.model === '') return refuse('llm_model is empty');
-
-    const url = `${resolved.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-    const body: ChatCompletionRequest = {
-      model: resolved.model,
-      messages: toChatMessages(request.messages),
-      ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
-    };
-    let attempts = 0;
-    for (;;) {
-      if (signal?.aborted) return fail(cancelled, attempts);
-      attempts += 1;
-      const outcome = await attempt(url, apiKey ?? PLACEHOLDER_API_KEY, body, signal);
-      if (outcome.ok) return answer(outcome, attempts);
-      const { failure } = outcome;
-      if (failure.code === 'cancelled') return fail(failure, attempts);
-      if (!failure.retry || attempts > maxRetries) return fail(failure, attempts);
-      if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, backoff), signal))) return fail(cancelled, attempts);
-    }
-
-    function answer(outcome: Extract<Attempt, { ok: true }>, attempts: number): Result<LlmResponse, LlmError> {
-      const parsed = parseCompletion(outcome.data);
-      const status = outcome.status;
-      if (!parsed) {
-        const shape = typeof outcome.data === 'string' ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}` : 'JSON without choices';
-        return fail({ code: 'provider_error', detail: `the answer is not a chat completion (${shape})`, status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
-      }
-      if (parsed.finish_reason === 'content_filter' && parsed.content === null && parsed.tool_calls.length === 0) {
-        return fail({ code: 'content_refused', detail: 'finish_reason content_filter with no content', status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
-      }
-      const tokens = parsed.usage ?? { prompt_tokens: 0, completion_tokens: 0, cached_prompt_tokens: 0 };
-      const header = outcome.headers.get(LITELLM_COST_HEADER)?.trim();
-      const reported = header ? Number(header) : Number.NaN;
-      let cost_usd: number | null = null;
-      if (Number.isFinite(reported) && reported >= 0) cost_usd = reported;
-      else if (parsed.usage) cost_usd = costOf(resolved.model, tokens, prices) ?? (parsed.model ? costOf(parsed.model, tokens, prices) : null);
-      return ok({
-        id: parsed.id,
-        model: parsed.model ?? resolved.model,
-        content: parsed.content,
-        tool_calls: parsed.tool_calls,
-        finish_reason: parsed.finish_reason,
-        usage: { ...tokens, cost_usd },
-        latency_ms: Math.round(performance.now() - started),
-        attempts,
-      });
-    }
-  }
-
+  const settings = settingsOf(options);
   return {
     complete: (request) =>
       new ResultAsync(
-        complete(request).catch((error: unknown) =>
+        complete(settings, request).catch((error: unknown) =>
           err<LlmResponse, LlmError>({
             type: 'provider_error',
             message: redact(`Unexpected failure in the LLM adapter: ${error instanceof Error ? error.message : String(error)}`, request.credentials.api_key),
@@ -201,4 +101,130 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
         ),
       ),
   };
+}
+
+/** The options with their defaults, resolved once per client. */
+interface ClientSettings {
+  maxRetries: number;
+  backoff: { initialBackoffMs: number; maxBackoffMs: number };
+  timeoutMs: number;
+  /** By lower-cased model name. */
+  prices: PriceTable;
+  extraHeaders: Record<string, string>;
+  send: Transport;
+  /** What an aborted attempt, and one past the time limit, fail with. */
+  cancelled: AttemptFailure;
+  timedOut: AttemptFailure;
+}
+
+function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
+  const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
+  return {
+    maxRetries: Math.floor(nonNegative(options.maxRetries, DEFAULTS.maxRetries)),
+    backoff: {
+      initialBackoffMs: nonNegative(options.initialBackoffMs, DEFAULTS.initialBackoffMs),
+      maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
+    },
+    timeoutMs,
+    prices: Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price])),
+    extraHeaders: { ...options.headers },
+    send: options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport,
+    cancelled: { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null },
+    timedOut: { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null },
+  };
+}
+
+/** One HTTP attempt: the answer, or why there was none (classified for the retry loop). */
+async function attempt(settings: ClientSettings, url: string, apiKey: string, body: ChatCompletionRequest, signal: AbortSignal | undefined): Promise<Attempt> {
+  const exchange = await settings.send({
+    url,
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'User-Agent': USER_AGENT, ...settings.extraHeaders, Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify(body),
+    signal,
+    // One timer covers the whole attempt, reading the answer included.
+    timeoutMs: settings.timeoutMs,
+  });
+  switch (exchange.outcome) {
+    case 'cancelled':
+      return { ok: false, failure: settings.cancelled };
+    case 'timed_out':
+      return { ok: false, failure: settings.timedOut };
+    case 'failed':
+      return { ok: false, failure: classifyError(exchange.error, exchange.stage) };
+    case 'answered': {
+      const data = parseBody(exchange.text);
+      const headers = { get: exchange.header };
+      if (exchange.status < 200 || exchange.status > 299) return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
+      return { ok: true, data, headers, status: exchange.status };
+    }
+  }
+}
+
+/** What a call's failures are reported with: the key to mask, the model to name. */
+interface CallContext {
+  apiKey: string | null;
+  model: string;
+  /** The model as the provider is asked for it (prices are looked up by it). */
+  resolvedModel: string;
+  started: number;
+}
+
+const failWith = (call: CallContext, failure: AttemptFailure, attempts: number) => err(toLlmError(failure, { apiKey: call.apiKey, attempts, model: call.model }));
+
+async function complete(settings: ClientSettings, request: LlmRequest): Promise<Result<LlmResponse, LlmError>> {
+  const { credentials, signal } = request;
+  const apiKey = credentials.api_key?.trim() ? credentials.api_key.trim() : null;
+  const resolved = resolveModel(credentials);
+  const call: CallContext = { apiKey, model: credentials.model, resolvedModel: resolved.model, started: performance.now() };
+  const refuse = (detail: string) => failWith(call, { code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null }, 0);
+  if (resolved.baseUrl === null) {
+    return refuse(`"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`);
+  }
+  if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? '')) return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
+  if (resolved.model === '') return refuse('llm_model is empty');
+
+  const url = `${resolved.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const body: ChatCompletionRequest = {
+    model: resolved.model,
+    messages: toChatMessages(request.messages),
+    ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
+  };
+  for (let attempts = 1; ; attempts++) {
+    if (signal?.aborted) return failWith(call, settings.cancelled, attempts - 1);
+    const outcome = await attempt(settings, url, apiKey ?? PLACEHOLDER_API_KEY, body, signal);
+    if (outcome.ok) return answer(settings, call, outcome, attempts);
+    const { failure } = outcome;
+    if (failure.code === 'cancelled') return failWith(call, failure, attempts);
+    if (!failure.retry || attempts > settings.maxRetries) return failWith(call, failure, attempts);
+    if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, settings.backoff), signal))) return failWith(call, settings.cancelled, attempts);
+  }
+}
+
+/** A 2xx answer as the port's response: parsed, its cost from the proxy's header or the price table. */
+function answer(settings: ClientSettings, call: CallContext, outcome: Extract<Attempt, { ok: true }>, attempts: number): Result<LlmResponse, LlmError> {
+  const parsed = parseCompletion(outcome.data);
+  const status = outcome.status;
+  if (!parsed) {
+    const shape = typeof outcome.data === 'string' ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}` : 'JSON without choices';
+    return failWith(call, { code: 'provider_error', detail: `the answer is not a chat completion (${shape})`, status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+  }
+  if (parsed.finish_reason === 'content_filter' && parsed.content === null && parsed.tool_calls.length === 0) {
+    return failWith(call, { code: 'content_refused', detail: 'finish_reason content_filter with no content', status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+  }
+  const tokens = parsed.usage ?? { prompt_tokens: 0, completion_tokens: 0, cached_prompt_tokens: 0 };
+  const header = outcome.headers.get(LITELLM_COST_HEADER)?.trim();
+  const reported = header ? Number(header) : Number.NaN;
+  let cost_usd: number | null = null;
+  if (Number.isFinite(reported) && reported >= 0) cost_usd = reported;
+  else if (parsed.usage) cost_usd = costOf(call.resolvedModel, tokens, settings.prices) ?? (parsed.model ? costOf(parsed.model, tokens, settings.prices) : null);
+  return ok({
+    id: parsed.id,
+    model: parsed.model ?? call.resolvedModel,
+    content: parsed.content,
+    tool_calls: parsed.tool_calls,
+    finish_reason: parsed.finish_reason,
+    usage: { ...tokens, cost_usd },
+    latency_ms: Math.round(performance.now() - call.started),
+    attempts,
+  });
 }

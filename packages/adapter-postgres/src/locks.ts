@@ -1,5 +1,5 @@
-import { okAsync, ResultAsync } from 'neverthrow';
-import { InProcessLocks, type Locks, type StoreFailure } from '@acs/core/ports';
+import { err, okAsync, type Result, type ResultAsync } from 'neverthrow';
+import { InProcessLocks, resultAsync, type Locks, type StoreFailure } from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor, SqlSession } from './sql.js';
 
@@ -46,22 +46,7 @@ export class PostgresLocks implements Locks {
 
   withLock<T, E>(key: string, work: () => ResultAsync<T, E>): ResultAsync<T, E | StoreFailure> {
     const id = this.#id('lock', key);
-    return this.#local.withLock(`lock ${key}`, () =>
-      this.#take(id, key).andThen(
-        (session) =>
-          new ResultAsync<T, E>(
-            (async () => {
-              try {
-                return await work();
-              } finally {
-                // A session that was lost meanwhile released it already.
-                await session.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [id]).catch(() => undefined);
-                this.#done();
-              }
-            })(),
-          ),
-      ),
-    );
+    return this.#local.withLock(`lock ${key}`, () => resultAsync(this.#underLock(id, key, work)));
   }
 
   lead(role: string, candidate: string): ResultAsync<boolean, StoreFailure> {
@@ -112,6 +97,19 @@ export class PostgresLocks implements Locks {
   }
 
   /** Polls for the lock until it is this session's (then it keeps a use of the session), or fails after `waitMs`. */
+/** Takes the advisory lock, runs `work`, and lets the lock go whatever `work` did. */
+  async #underLock<T, E>(id: string, key: string, work: () => ResultAsync<T, E>): Promise<Result<T, E | StoreFailure>> {
+    const session = await this.#take(id, key);
+    if (session.isErr()) return err(session.error);
+    try {
+      return await work();
+    } finally {
+      // A session that was lost meanwhile released it already.
+      await session.value.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [id]).catch(() => undefined);
+      this.#done();
+    }
+  }
+
   #take(id: string, key: string): ResultAsync<SqlSession, StoreFailure> {
     return run('take lock', async () => {
       const deadline = Date.now() + this.#waitMs;

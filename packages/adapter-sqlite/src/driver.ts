@@ -93,6 +93,8 @@ export class Sqlite {
 
   #enqueue<T>(work: () => T, alone: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      // A call that failed rejects with what its work threw, as it was thrown (the store's run() turns it into a StoreFailure).
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
       this.#queue.push({ work, alone, settle: (outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error)) });
       if (this.#draining) return;
       // After the I/O callbacks of this turn of the event loop: the calls they make join one group.

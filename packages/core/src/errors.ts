@@ -170,196 +170,202 @@ export interface ErrorHints {
   storeProviderTokens?: string;
 }
 
+/** How each domain error is explained: its code and sentence, from the error and the caller's hints. */
+type Explainers = { readonly [K in DomainErrorType]: (error: DomainErrorOf<K>, hints: ErrorHints) => ExplainedDomainError };
+
+/** ` with <where>` when the caller said where, else nothing. */
+const via = (where: string | undefined) => (where ? ` with ${where}` : '');
+
+/** Every domain error's explanation, one entry per type (the compiler holds it to every type). */
+const EXPLAINERS: Explainers = {
+  ValidationFailed: (e) => ({ code: 'VALIDATION_FAILED', message: e.message }),
+  SettingsNotFound: (_e, hints) => ({
+    code: 'SETTINGS_NOT_FOUND',
+    message: `No settings are stored for this user yet; store them${via(hints.storeSettings) || ' first'}.`,
+  }),
+  SettingsRequired: (e, hints) =>
+    match<typeof e.missing, ExplainedDomainError>(e.missing)
+      .with('settings', () => ({
+        code: 'SETTINGS_REQUIRED',
+        message: `Store settings (at least llm_model and llm_api_key)${via(hints.storeSettings)} before starting a conversation.`,
+      }))
+      .with('llm_model', () => ({
+        code: 'LLM_MODEL_REQUIRED',
+        message: `The stored settings have no llm_model; set one${via(hints.storeSettings)} before starting a conversation.`,
+      }))
+      .with('llm_api_key', () => ({
+        code: 'LLM_API_KEY_REQUIRED',
+        message: `The stored settings have no llm_api_key; set one${via(hints.storeSettings)} before starting a conversation.`,
+      }))
+      .exhaustive(),
+  ConversationNotFound: (e) => ({
+    code: 'CONVERSATION_NOT_FOUND',
+    message: `Conversation ${e.conversationId} was not found.`,
+  }),
+  ConversationIdTaken: (e) => ({
+    code: 'CONVERSATION_ID_TAKEN',
+    message: `A conversation with id ${e.conversationId} already exists; choose another id or omit it.`,
+  }),
+  IllegalConversationTransition: (e) => ({
+    code: 'ILLEGAL_CONVERSATION_TRANSITION',
+    message: `Conversation ${e.conversationId} is ${e.from}; it cannot ${e.event.replaceAll('_', ' ')}.`,
+  }),
+  ConfirmationNotPending: (e) => ({
+    code: 'CONFIRMATION_NOT_PENDING',
+    message: `Conversation ${e.conversationId} has no actions waiting for confirmation (its agent is ${e.executionStatus ?? 'not started'}); nothing was accepted or rejected.`,
+  }),
+  StartTaskNotFound: (e) => ({
+    code: 'START_TASK_NOT_FOUND',
+    message: `Start task ${e.taskId} was not found.`,
+  }),
+  SandboxNotFound: (e) => ({
+    code: 'SANDBOX_NOT_FOUND',
+    message: `Sandbox ${e.sandboxId} was not found.`,
+  }),
+  SandboxSpecNotFound: (e, hints) => ({
+    code: 'SANDBOX_SPEC_NOT_FOUND',
+    message: `Sandbox spec ${e.specId} does not exist; list the available specs${via(hints.listSandboxSpecs)}.`,
+  }),
+  IllegalSandboxTransition: (e) => ({
+    code: 'ILLEGAL_SANDBOX_TRANSITION',
+    message: `Sandbox ${e.sandboxId} is ${e.from}; it cannot be ${pastTense(e.action)}.`,
+  }),
+  SandboxRuntimeFailed: (e) => ({
+    code: 'SANDBOX_RUNTIME_FAILED',
+    message: `The sandbox runtime failed to ${e.operation} sandbox ${e.sandboxId}: ${e.message}`,
+  }),
+  SandboxesUnavailable: (e) => ({
+    code: 'SANDBOXES_UNAVAILABLE',
+    message: `Sandboxes are unavailable on this server: ${e.reason}`,
+  }),
+  ConversationNotRunning: (e) => ({
+    code: 'CONVERSATION_NOT_RUNNING' as const,
+    message: `Conversation ${e.conversationId} is ${e.status}: its sandbox is not running. Start the conversation to look at its files.`,
+  }),
+  SecretNotFound: (e) => ({
+    code: 'SECRET_NOT_FOUND' as const,
+    message: `There is no secret named ${e.name}.`,
+  }),
+  SecretNameTaken: (e) => ({
+    code: 'SECRET_NAME_TAKEN' as const,
+    message: `A secret named ${e.name} already exists; choose another name, or change that one.`,
+  }),
+  ProfileNotFound: (e) => ({
+    code: 'PROFILE_NOT_FOUND' as const,
+    message: `There is no LLM profile named ${e.name}; save one under that name first.`,
+  }),
+  ProfileNameTaken: (e) => ({
+    code: 'PROFILE_NAME_TAKEN' as const,
+    message: `An LLM profile named ${e.name} already exists; choose another name, or delete that one first.`,
+  }),
+  ProfileLimitReached: (e) => ({
+    code: 'PROFILE_LIMIT_REACHED' as const,
+    message: `You already have ${e.limit} LLM profiles, the most allowed; delete one before saving a new one.`,
+  }),
+  WorkspaceFileNotFound: (e) => ({
+    code: 'FILE_NOT_FOUND' as const,
+    message: `There is no file ${e.path} in the workspace of conversation ${e.conversationId}.`,
+  }),
+  WorkspacePathIsDirectory: (e, hints) => ({
+    code: 'PATH_IS_DIRECTORY' as const,
+    message: `${e.path} in the workspace of conversation ${e.conversationId} is a directory, not a file; list its entries${via(hints.listFiles) || ' instead'}.`,
+  }),
+  GitProviderNotConnected: (e, hints) => ({
+    code: 'GIT_PROVIDER_NOT_CONNECTED' as const,
+    message:
+      e.provider === null
+        ? `No git provider is connected: store a provider token (a GitHub or GitLab one)${via(hints.storeProviderTokens)} first.`
+        : `No ${providerName(e.provider)} token is stored for you: store one${via(hints.storeProviderTokens)} first.`,
+  }),
+  GitRequestRefused: (e, hints) =>
+    match<typeof e.reason, ExplainedDomainError>(e.reason)
+      .with('unsupported', () => ({ code: 'GIT_REQUEST_UNSUPPORTED', message: e.message }))
+      .with('rejected', () => ({ code: 'GIT_PROVIDER_REJECTED_REQUEST', message: `${providerName(e.provider)} refused the request: ${e.message}` }))
+      .with('host_not_allowed', () => ({
+        code: 'GIT_HOST_NOT_ALLOWED',
+        message: `${e.message} Store the ${providerName(e.provider)} token with a host this server may call${via(hints.storeProviderTokens)}.`,
+      }))
+      .exhaustive(),
+  GitProviderRefused: (e, hints) =>
+    e.reason === 'token_invalid'
+      ? {
+          code: 'GIT_PROVIDER_TOKEN_INVALID' as const,
+          message: `${providerName(e.provider)} refused the stored token (${e.message}): store a valid one${via(hints.storeProviderTokens)}.`,
+        }
+      : { code: 'GIT_PROVIDER_FORBIDDEN' as const, message: `${providerName(e.provider)} does not allow this with the stored token: ${e.message}` },
+  GitResourceNotFound: (e) => ({
+    code: 'GIT_RESOURCE_NOT_FOUND' as const,
+    message: `${providerName(e.provider)} has no such resource for the stored token: ${e.message}`,
+  }),
+  GitProviderRateLimited: (e) => ({
+    code: 'GIT_PROVIDER_RATE_LIMITED' as const,
+    message: `The ${providerName(e.provider)} rate limit of the stored token is used up; try again later. (${e.message})`,
+  }),
+  GitProviderUnavailable: (e) =>
+    e.reason === 'timeout'
+      ? { code: 'GIT_PROVIDER_TIMEOUT' as const, message: `${providerName(e.provider)} did not answer in time: ${e.message}` }
+      : { code: 'GIT_PROVIDER_UNAVAILABLE' as const, message: `${providerName(e.provider)} could not be used: ${e.message}` },
+  InvalidIds: (e) => ({
+    code: 'INVALID_IDS' as const,
+    message: `${e.field}: ${e.reason}`,
+  }),
+  TooManyPendingMessages: (e) => ({
+    code: 'TOO_MANY_PENDING_MESSAGES' as const,
+    message: `Conversation ${e.conversationId} already has ${e.limit} messages waiting for its agent, the most allowed; send more once it has taken them.`,
+  }),
+  ExportTooLarge: (e) => ({
+    code: 'EXPORT_TOO_LARGE' as const,
+    message: `Conversation ${e.conversationId} has more than ${e.limit} events, more than an export may hold; read its events page by page instead.`,
+  }),
+  SandboxCapReached: (e) => ({
+    code: 'SANDBOX_LIMIT_REACHED',
+    message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once${
+      e.why === 'none_at_rest'
+        ? `, and none could be paused to make room: a sandbox is paused for another only when all its conversations have finished or wait for you (and not in the seconds after they did), never while an agent works in it or when it was started without a conversation. Wait for an agent to finish, or pause or delete one, then try again.`
+        : e.why === 'pause_failed'
+          ? `, and pausing one whose conversations have finished, to make room, failed; pause or delete one, then try again.`
+          : `; pause or delete one, then try again.`
+    }`,
+  }),
+  ApiKeyNotFound: (e) => ({
+    code: 'API_KEY_NOT_FOUND' as const,
+    message: `You have no API key ${e.keyId} (it may have been revoked already).`,
+  }),
+  ApiKeyLimitReached: (e) => ({
+    code: 'API_KEY_LIMIT_REACHED' as const,
+    message: `You already have ${e.limit} API keys, the most allowed; revoke one you no longer use, then try again.`,
+  }),
+  DeviceTokenRefused: (e) => explainDeviceTokenRefusal(e),
+  DeviceAuthorizationsFull: (e) => ({
+    code: 'DEVICE_AUTHORIZATIONS_FULL' as const,
+    message: `${e.limit} device sign-ins are waiting to be answered, the most allowed at once; try again in a few minutes.`,
+  }),
+  UserCodeNotFound: (e) => ({
+    code: 'USER_CODE_NOT_FOUND' as const,
+    message: `No device sign-in is waiting with code ${e.userCode}: check the code, or start the sign-in on the device again (codes expire).`,
+  }),
+  UserCodeAttemptsExceeded: (e) => ({
+    code: 'USER_CODE_ATTEMPTS_EXCEEDED' as const,
+    message: `Too many codes that match no sign-in (${e.limit} within ${Math.round(e.windowSeconds / 60)} minutes); wait, then open the link the device shows.`,
+  }),
+  DeviceAuthorizationAnswered: (e) => ({
+    code: 'DEVICE_AUTHORIZATION_ANSWERED' as const,
+    message: `The device sign-in ${e.userCode} has already been answered; start the sign-in on the device again.`,
+  }),
+  StoreUnavailable: (e) => ({
+    code: 'STORE_UNAVAILABLE',
+    message: `Storage failed during ${e.operation}; nothing was changed by this request. Try again.`,
+  }),
+};
+
 /**
  * Stable machine code and a human sentence for every domain error. The sentence speaks of the
  * domain, never of a transport; `hints` add where to go.
  */
 export function explainDomainError(error: DomainError, hints: ErrorHints = {}): ExplainedDomainError {
-  const via = (where: string | undefined) => (where ? ` with ${where}` : '');
-  return match<DomainError, ExplainedDomainError>(error)
-    .with({ type: 'ValidationFailed' }, (e) => ({ code: 'VALIDATION_FAILED', message: e.message }))
-    .with({ type: 'SettingsNotFound' }, () => ({
-      code: 'SETTINGS_NOT_FOUND',
-      message: `No settings are stored for this user yet; store them${via(hints.storeSettings) || ' first'}.`,
-    }))
-    .with({ type: 'SettingsRequired' }, (e) =>
-      match<typeof e.missing, ExplainedDomainError>(e.missing)
-        .with('settings', () => ({
-          code: 'SETTINGS_REQUIRED',
-          message: `Store settings (at least llm_model and llm_api_key)${via(hints.storeSettings)} before starting a conversation.`,
-        }))
-        .with('llm_model', () => ({
-          code: 'LLM_MODEL_REQUIRED',
-          message: `The stored settings have no llm_model; set one${via(hints.storeSettings)} before starting a conversation.`,
-        }))
-        .with('llm_api_key', () => ({
-          code: 'LLM_API_KEY_REQUIRED',
-          message: `The stored settings have no llm_api_key; set one${via(hints.storeSettings)} before starting a conversation.`,
-        }))
-        .exhaustive(),
-    )
-    .with({ type: 'ConversationNotFound' }, (e) => ({
-      code: 'CONVERSATION_NOT_FOUND',
-      message: `Conversation ${e.conversationId} was not found.`,
-    }))
-    .with({ type: 'ConversationIdTaken' }, (e) => ({
-      code: 'CONVERSATION_ID_TAKEN',
-      message: `A conversation with id ${e.conversationId} already exists; choose another id or omit it.`,
-    }))
-    .with({ type: 'IllegalConversationTransition' }, (e) => ({
-      code: 'ILLEGAL_CONVERSATION_TRANSITION',
-      message: `Conversation ${e.conversationId} is ${e.from}; it cannot ${e.event.replaceAll('_', ' ')}.`,
-    }))
-    .with({ type: 'ConfirmationNotPending' }, (e) => ({
-      code: 'CONFIRMATION_NOT_PENDING',
-      message: `Conversation ${e.conversationId} has no actions waiting for confirmation (its agent is ${e.executionStatus ?? 'not started'}); nothing was accepted or rejected.`,
-    }))
-    .with({ type: 'StartTaskNotFound' }, (e) => ({
-      code: 'START_TASK_NOT_FOUND',
-      message: `Start task ${e.taskId} was not found.`,
-    }))
-    .with({ type: 'SandboxNotFound' }, (e) => ({
-      code: 'SANDBOX_NOT_FOUND',
-      message: `Sandbox ${e.sandboxId} was not found.`,
-    }))
-    .with({ type: 'SandboxSpecNotFound' }, (e) => ({
-      code: 'SANDBOX_SPEC_NOT_FOUND',
-      message: `Sandbox spec ${e.specId} does not exist; list the available specs${via(hints.listSandboxSpecs)}.`,
-    }))
-    .with({ type: 'IllegalSandboxTransition' }, (e) => ({
-      code: 'ILLEGAL_SANDBOX_TRANSITION',
-      message: `Sandbox ${e.sandboxId} is ${e.from}; it cannot be ${pastTense(e.action)}.`,
-    }))
-    .with({ type: 'SandboxRuntimeFailed' }, (e) => ({
-      code: 'SANDBOX_RUNTIME_FAILED',
-      message: `The sandbox runtime failed to ${e.operation} sandbox ${e.sandboxId}: ${e.message}`,
-    }))
-    .with({ type: 'SandboxesUnavailable' }, (e) => ({
-      code: 'SANDBOXES_UNAVAILABLE',
-      message: `Sandboxes are unavailable on this server: ${e.reason}`,
-    }))
-    .with({ type: 'ConversationNotRunning' }, (e) => ({
-      code: 'CONVERSATION_NOT_RUNNING' as const,
-      message: `Conversation ${e.conversationId} is ${e.status}: its sandbox is not running. Start the conversation to look at its files.`,
-    }))
-    .with({ type: 'SecretNotFound' }, (e) => ({
-      code: 'SECRET_NOT_FOUND' as const,
-      message: `There is no secret named ${e.name}.`,
-    }))
-    .with({ type: 'SecretNameTaken' }, (e) => ({
-      code: 'SECRET_NAME_TAKEN' as const,
-      message: `A secret named ${e.name} already exists; choose another name, or change that one.`,
-    }))
-    .with({ type: 'ProfileNotFound' }, (e) => ({
-      code: 'PROFILE_NOT_FOUND' as const,
-      message: `There is no LLM profile named ${e.name}; save one under that name first.`,
-    }))
-    .with({ type: 'ProfileNameTaken' }, (e) => ({
-      code: 'PROFILE_NAME_TAKEN' as const,
-      message: `An LLM profile named ${e.name} already exists; choose another name, or delete that one first.`,
-    }))
-    .with({ type: 'ProfileLimitReached' }, (e) => ({
-      code: 'PROFILE_LIMIT_REACHED' as const,
-      message: `You already have ${e.limit} LLM profiles, the most allowed; delete one before saving a new one.`,
-    }))
-    .with({ type: 'WorkspaceFileNotFound' }, (e) => ({
-      code: 'FILE_NOT_FOUND' as const,
-      message: `There is no file ${e.path} in the workspace of conversation ${e.conversationId}.`,
-    }))
-    .with({ type: 'WorkspacePathIsDirectory' }, (e) => ({
-      code: 'PATH_IS_DIRECTORY' as const,
-      message: `${e.path} in the workspace of conversation ${e.conversationId} is a directory, not a file; list its entries${via(hints.listFiles) || ' instead'}.`,
-    }))
-    .with({ type: 'GitProviderNotConnected' }, (e) => ({
-      code: 'GIT_PROVIDER_NOT_CONNECTED' as const,
-      message:
-        e.provider === null
-          ? `No git provider is connected: store a provider token (a GitHub or GitLab one)${via(hints.storeProviderTokens)} first.`
-          : `No ${providerName(e.provider)} token is stored for you: store one${via(hints.storeProviderTokens)} first.`,
-    }))
-    .with({ type: 'GitRequestRefused' }, (e) =>
-      match<typeof e.reason, ExplainedDomainError>(e.reason)
-        .with('unsupported', () => ({ code: 'GIT_REQUEST_UNSUPPORTED', message: e.message }))
-        .with('rejected', () => ({ code: 'GIT_PROVIDER_REJECTED_REQUEST', message: `${providerName(e.provider)} refused the request: ${e.message}` }))
-        .with('host_not_allowed', () => ({
-          code: 'GIT_HOST_NOT_ALLOWED',
-          message: `${e.message} Store the ${providerName(e.provider)} token with a host this server may call${via(hints.storeProviderTokens)}.`,
-        }))
-        .exhaustive(),
-    )
-    .with({ type: 'GitProviderRefused' }, (e) =>
-      e.reason === 'token_invalid'
-        ? {
-            code: 'GIT_PROVIDER_TOKEN_INVALID' as const,
-            message: `${providerName(e.provider)} refused the stored token (${e.message}): store a valid one${via(hints.storeProviderTokens)}.`,
-          }
-        : { code: 'GIT_PROVIDER_FORBIDDEN' as const, message: `${providerName(e.provider)} does not allow this with the stored token: ${e.message}` },
-    )
-    .with({ type: 'GitResourceNotFound' }, (e) => ({
-      code: 'GIT_RESOURCE_NOT_FOUND' as const,
-      message: `${providerName(e.provider)} has no such resource for the stored token: ${e.message}`,
-    }))
-    .with({ type: 'GitProviderRateLimited' }, (e) => ({
-      code: 'GIT_PROVIDER_RATE_LIMITED' as const,
-      message: `The ${providerName(e.provider)} rate limit of the stored token is used up; try again later. (${e.message})`,
-    }))
-    .with({ type: 'GitProviderUnavailable' }, (e) =>
-      e.reason === 'timeout'
-        ? { code: 'GIT_PROVIDER_TIMEOUT' as const, message: `${providerName(e.provider)} did not answer in time: ${e.message}` }
-        : { code: 'GIT_PROVIDER_UNAVAILABLE' as const, message: `${providerName(e.provider)} could not be used: ${e.message}` },
-    )
-    .with({ type: 'InvalidIds' }, (e) => ({
-      code: 'INVALID_IDS' as const,
-      message: `${e.field}: ${e.reason}`,
-    }))
-    .with({ type: 'TooManyPendingMessages' }, (e) => ({
-      code: 'TOO_MANY_PENDING_MESSAGES' as const,
-      message: `Conversation ${e.conversationId} already has ${e.limit} messages waiting for its agent, the most allowed; send more once it has taken them.`,
-    }))
-    .with({ type: 'ExportTooLarge' }, (e) => ({
-      code: 'EXPORT_TOO_LARGE' as const,
-      message: `Conversation ${e.conversationId} has more than ${e.limit} events, more than an export may hold; read its events page by page instead.`,
-    }))
-    .with({ type: 'SandboxCapReached' }, (e) => ({
-      code: 'SANDBOX_LIMIT_REACHED',
-      message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once${
-        e.why === 'none_at_rest'
-          ? `, and none could be paused to make room: a sandbox is paused for another only when all its conversations have finished or wait for you (and not in the seconds after they did), never while an agent works in it or when it was started without a conversation. Wait for an agent to finish, or pause or delete one, then try again.`
-          : e.why === 'pause_failed'
-            ? `, and pausing one whose conversations have finished, to make room, failed; pause or delete one, then try again.`
-            : `; pause or delete one, then try again.`
-      }`,
-    }))
-    .with({ type: 'ApiKeyNotFound' }, (e) => ({
-      code: 'API_KEY_NOT_FOUND' as const,
-      message: `You have no API key ${e.keyId} (it may have been revoked already).`,
-    }))
-    .with({ type: 'ApiKeyLimitReached' }, (e) => ({
-      code: 'API_KEY_LIMIT_REACHED' as const,
-      message: `You already have ${e.limit} API keys, the most allowed; revoke one you no longer use, then try again.`,
-    }))
-    .with({ type: 'DeviceTokenRefused' }, (e) => explainDeviceTokenRefusal(e))
-    .with({ type: 'DeviceAuthorizationsFull' }, (e) => ({
-      code: 'DEVICE_AUTHORIZATIONS_FULL' as const,
-      message: `${e.limit} device sign-ins are waiting to be answered, the most allowed at once; try again in a few minutes.`,
-    }))
-    .with({ type: 'UserCodeNotFound' }, (e) => ({
-      code: 'USER_CODE_NOT_FOUND' as const,
-      message: `No device sign-in is waiting with code ${e.userCode}: check the code, or start the sign-in on the device again (codes expire).`,
-    }))
-    .with({ type: 'UserCodeAttemptsExceeded' }, (e) => ({
-      code: 'USER_CODE_ATTEMPTS_EXCEEDED' as const,
-      message: `Too many codes that match no sign-in (${e.limit} within ${Math.round(e.windowSeconds / 60)} minutes); wait, then open the link the device shows.`,
-    }))
-    .with({ type: 'DeviceAuthorizationAnswered' }, (e) => ({
-      code: 'DEVICE_AUTHORIZATION_ANSWERED' as const,
-      message: `The device sign-in ${e.userCode} has already been answered; start the sign-in on the device again.`,
-    }))
-    .with({ type: 'StoreUnavailable' }, (e) => ({
-      code: 'STORE_UNAVAILABLE',
-      message: `Storage failed during ${e.operation}; nothing was changed by this request. Try again.`,
-    }))
-    .exhaustive();
+  // The table's entry for this error's type takes this error (TypeScript cannot relate the two by itself).
+  const explain = EXPLAINERS[error.type] as (error: DomainError, hints: ErrorHints) => ExplainedDomainError;
+  return explain(error, hints);
 }
 
 function explainDeviceTokenRefusal(e: DomainErrorOf<'DeviceTokenRefused'>): ExplainedDomainError {

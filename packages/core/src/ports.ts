@@ -17,6 +17,8 @@ export { ConversationOwnership, type OwnedLease, type OwnershipEvents, type Owne
 export type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 export type { InstallationStore } from './installation.js';
 export { InProcessLocks, type Locks } from './locks.js';
+// Turns an operation written top-down (an async function returning a Result) into the ResultAsync a port answers with.
+export { resultAsync } from './result.js';
 export type { StoreFailure } from './store-failure.js';
 export type * from './sandbox/runtime.js';
 export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';

@@ -136,7 +136,7 @@ export function createAgentConversationService(
   const ids = ports.ids ?? randomIdGenerator;
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
-  const settings = createSettingsService(ports.settings, ids);
+  const settings = createSettingsService({ store: ports.settings, ids });
   const apiKeys = createApiKeyService({ store: ports.apiKeys, clock, ids, ...(options.maxApiKeysPerUser !== undefined ? { maxPerUser: options.maxApiKeysPerUser } : {}) });
   const deviceAuthorization = createDeviceAuthorizationService({ store: ports.deviceGrants, apiKeys, clock, options });
 
@@ -213,7 +213,7 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs,
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
-    git: createGitService(ports.settings, ports.gitProviders ?? null, logger),
+    git: createGitService({ settings: ports.settings, providers: ports.gitProviders ?? null, logger }),
     agent,
     recover: () => sandboxes.reconcile().andThen(() => agent.recover()),
     idle: () => background.idle(),

@@ -42,31 +42,31 @@ async function withTokens(tokens: Partial<Record<GitProvider, string>>) {
 
 describe('GitService', () => {
   it('without a GitProviders port, a connected provider has no client here (400, not 500)', async () => {
-    const service = createGitService(await withTokens({ github: 'gh' }), null);
+    const service = createGitService({ settings: await withTokens({ github: 'gh' }), providers: null });
     expect((await service.user('u'))._unsafeUnwrapErr()).toMatchObject({ type: 'GitRequestRefused', reason: 'unsupported' });
   });
 
   it('the account comes from the first provider that answers; the first refusal when none does', async () => {
     const refused: GitProviderFailure = { type: 'token_invalid', message: 'Bad credentials' };
     const providers = stubProviders({ github: refused, gitlab: { login: 'lab', tasks: 0 } });
-    const service = createGitService(await withTokens({ github: 'gh', gitlab: 'gl' }), providers);
+    const service = createGitService({ settings: await withTokens({ github: 'gh', gitlab: 'gl' }), providers });
     expect((await service.user('u'))._unsafeUnwrap().login).toBe('lab');
     expect(providers.calls).toEqual(['github:gh', 'gitlab:gl']);
-    const none = createGitService(await withTokens({ github: 'gh' }), stubProviders({ github: refused }));
+    const none = createGitService({ settings: await withTokens({ github: 'gh' }), providers: stubProviders({ github: refused }) });
     expect((await none.user('u'))._unsafeUnwrapErr()).toEqual({ type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'Bad credentials' });
   });
 
   it('suggested tasks gather every provider, leave out one that fails, and fail only when all do', async () => {
     const down: GitProviderFailure = { type: 'timeout', message: 'no answer' };
-    const mixed = createGitService(await withTokens({ github: 'gh', gitlab: 'gl' }), stubProviders({ github: down, gitlab: { login: 'lab', tasks: 3 } }));
+    const mixed = createGitService({ settings: await withTokens({ github: 'gh', gitlab: 'gl' }), providers: stubProviders({ github: down, gitlab: { login: 'lab', tasks: 3 } }) });
     const page = (await mixed.searchSuggestedTasks('u', { page: 2, limit: 2 }))._unsafeUnwrap();
     expect(page).toEqual({ items: [expect.objectContaining({ git_provider: 'gitlab', issue_number: 2 })], next_page_id: null });
-    const allDown = createGitService(await withTokens({ github: 'gh' }), stubProviders({ github: down }));
+    const allDown = createGitService({ settings: await withTokens({ github: 'gh' }), providers: stubProviders({ github: down }) });
     expect((await allDown.searchSuggestedTasks('u', { page: 1, limit: 2 }))._unsafeUnwrapErr()).toMatchObject({ type: 'GitProviderUnavailable', reason: 'timeout' });
   });
 
   it('installations page by offset; other lists say whether a page follows', async () => {
-    const service = createGitService(await withTokens({ github: 'gh' }), stubProviders({ github: { login: 'hub', tasks: 0 } }));
+    const service = createGitService({ settings: await withTokens({ github: 'gh' }), providers: stubProviders({ github: { login: 'hub', tasks: 0 } }) });
     expect((await service.searchInstallations('u', { provider: 'github', offset: 2, limit: 2 }))._unsafeUnwrap()).toEqual({ items: ['2', '3'], next_page_id: 'NA' });
     expect((await service.searchBranches('u', { provider: 'github', repository: 'o/r', query: '', page: 4, limit: 2 }))._unsafeUnwrap().next_page_id).toBe('NQ');
   });
@@ -74,7 +74,7 @@ describe('GitService', () => {
   it("one user's tokens are never used for another", async () => {
     const store = await withTokens({ github: 'alice-token' });
     const providers = stubProviders({ github: { login: 'hub', tasks: 0 } });
-    const service = createGitService(store, providers);
+    const service = createGitService({ settings: store, providers });
     expect((await service.user('someone-else'))._unsafeUnwrapErr()).toEqual({ type: 'GitProviderNotConnected', provider: null });
     expect(providers.calls).toEqual([]);
   });

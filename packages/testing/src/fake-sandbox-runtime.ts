@@ -54,7 +54,6 @@ export interface FakeSandboxRuntimeOptions {
  */
 export class FakeSandboxRuntime implements SandboxRuntime {
   readonly specificationVersion = 'v1' as const;
-  /** Every call, in order, for assertions. */
   /** The most recent calls (the last 10,000), oldest first, for tests to inspect. */
   readonly calls: { operation: FakeRuntimeOperation; sandboxId: string }[] = [];
   readonly #sandboxes = new Map<string, FakeSandbox>();

@@ -1,5 +1,6 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { LlmClient, LlmError, LlmErrorCode, LlmFinishReason, LlmRequest, LlmResponse, LlmUsage } from '@acs/core/ports';
+import { resultAsync } from '@acs/core/ports';
 
 export interface ScriptedToolCall {
   name: string;
@@ -90,37 +91,40 @@ export class ScriptedLlm implements LlmClient {
     if (this.#keepRequests) this.requests.push({ ...request, messages: structuredClone([...request.messages]), tools: [...request.tools] });
     const started = performance.now();
     const turn: Promise<ScriptedTurn> = Promise.resolve(this.#queue.shift() ?? (this.#responder ? this.#responder(request, index) : this.#whenEmpty));
-    return ResultAsync.fromSafePromise(turn).andThen((t) =>
-      ResultAsync.fromSafePromise(wait(t.delayMs ?? 0, request.signal)).andThen(() => {
-        if (request.signal?.aborted) return errAsync(failure('cancelled', 'the request was cancelled'));
-        if ('error' in t) return errAsync({ ...failure(t.error, t.message ?? `scripted ${t.error}`), status: t.status ?? null });
-        const calls = (t.tool_calls ?? []).map((c, i) => ({
-          id: c.id ?? `call_${index}_${i}`,
-          name: c.name,
-          arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
-        }));
-        // Token estimates only when the turn does not give them (building the text costs time on long prompts).
-        // The characters of the joined contents, counted without joining them (a long prompt is not copied per call).
-        const promptTokens = () => estimateTokens(request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0));
-        const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
-        return okAsync<LlmResponse, LlmError>({
-          id: `scripted-${index}`,
-          model: t.model ?? request.credentials.model,
-          content: t.content ?? null,
-          tool_calls: calls,
-          finish_reason: t.finish_reason === undefined ? (calls.length > 0 ? 'tool_calls' : 'stop') : t.finish_reason,
-          usage: {
-            prompt_tokens: t.usage?.prompt_tokens ?? promptTokens(),
-            completion_tokens: estimateTokens(outputText.length),
-            cached_prompt_tokens: 0,
-            cost_usd: this.#cost,
-            ...t.usage,
-          },
-          latency_ms: performance.now() - started,
-          attempts: 1,
-        });
-      }),
-    );
+    return resultAsync(this.#answer(request, index, started, turn));
+  }
+
+  /** The scripted turn, after its delay: the response, or the error it scripts (or cancelled). */
+  async #answer(request: LlmRequest, index: number, started: number, turn: Promise<ScriptedTurn>): Promise<Result<LlmResponse, LlmError>> {
+    const t = await turn;
+    await wait(t.delayMs ?? 0, request.signal);
+    if (request.signal?.aborted) return err(failure('cancelled', 'the request was cancelled'));
+    if ('error' in t) return err({ ...failure(t.error, t.message ?? `scripted ${t.error}`), status: t.status ?? null });
+    const calls = (t.tool_calls ?? []).map((c, i) => ({
+      id: c.id ?? `call_${index}_${i}`,
+      name: c.name,
+      arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+    }));
+    // Token estimates only when the turn does not give them (building the text costs time on long prompts).
+    // The characters of the joined contents, counted without joining them (a long prompt is not copied per call).
+    const promptTokens = () => estimateTokens(request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0));
+    const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
+    return ok({
+      id: `scripted-${index}`,
+      model: t.model ?? request.credentials.model,
+      content: t.content ?? null,
+      tool_calls: calls,
+      finish_reason: t.finish_reason === undefined ? (calls.length > 0 ? 'tool_calls' : 'stop') : t.finish_reason,
+      usage: {
+        prompt_tokens: t.usage?.prompt_tokens ?? promptTokens(),
+        completion_tokens: estimateTokens(outputText.length),
+        cached_prompt_tokens: 0,
+        cost_usd: this.#cost,
+        ...t.usage,
+      },
+      latency_ms: performance.now() - started,
+      attempts: 1,
+    });
   }
 }
 

@@ -74,101 +74,109 @@ export function createV1Channel(deps: V1ChannelDeps) {
 
 /** One connection, from the handshake to its close. Every listener is in place before anything is awaited. */
 function serve(ws: WebSocket, socket: Duplex, req: IncomingMessage, conversationId: string, query: URLSearchParams, deps: V1ChannelDeps): void {
-  const { service, logger, live } = deps;
-  const early: RawData[] = [];
-  let onMessage: ((raw: RawData) => void) | null = null;
-  let feed: Feed | null = null;
-  let release: (() => void) | null = null;
-  let closed = false;
+  const connection = new V1Connection(deps, ws, socket, req, conversationId, query);
+  connection.open().catch((error: unknown) => {
+    deps.logger.error({ conversationId, err: errorText(error) }, 'agent-server socket failed');
+    closeWith(ws, CLOSE.internal, 'internal error');
+  });
+}
 
-  ws.on('error', (error: Error) => {
-    // A protocol error or an oversized frame: ws closes this connection with the matching code.
-    logger.info({ conversationId, err: error.message }, 'agent-server socket: bad frame from the client; connection closed');
-  });
-  ws.on('close', () => {
-    closed = true;
-    clearTimeout(authDeadline);
-    feed?.close();
-    release?.();
-  });
-  ws.on('message', (raw: RawData) => {
-    if (onMessage) onMessage(raw);
-    else if (early.length < MAX_EARLY_MESSAGES) early.push(raw);
-    else closeWith(ws, CLOSE.policy, 'too many messages before authentication');
-  });
-  const authDeadline = setTimeout(() => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'), live.limits.authDeadlineMs);
-  authDeadline.unref();
+/**
+ * One client of a conversation's event socket: messages that arrive before it is known who it
+ * is are held; once it is, it is admitted among its user's live connections, its messages are
+ * sent to the conversation, and the feed (history with `resend_all`, then live events) follows.
+ */
+class V1Connection {
+  /** Messages sent before authentication, handled once it is known who sent them. */
+  readonly #early: RawData[] = [];
+  #onMessage: ((raw: RawData) => void) | null = null;
+  #feed: Feed | null = null;
+  #release: (() => void) | null = null;
+  #closed = false;
+  readonly #authDeadline: NodeJS.Timeout;
+  readonly #key: string | null;
 
-  const key = query.get('session_api_key') || null;
-  const opened = async () => {
-    const access = channelAccess(await deps.resolveCaller(req, key), key, conversationId);
-    clearTimeout(authDeadline);
-    if (closed) return;
+  constructor(
+    private readonly deps: V1ChannelDeps,
+    private readonly ws: WebSocket,
+    private readonly socket: Duplex,
+    private readonly req: IncomingMessage,
+    private readonly conversationId: string,
+    private readonly query: URLSearchParams,
+  ) {
+    this.#key = query.get('session_api_key') || null;
+    ws.on('error', (error: Error) => {
+      // A protocol error or an oversized frame: ws closes this connection with the matching code.
+      deps.logger.info({ conversationId, err: error.message }, 'agent-server socket: bad frame from the client; connection closed');
+    });
+    ws.on('close', () => {
+      this.#closed = true;
+      clearTimeout(this.#authDeadline);
+      this.#feed?.close();
+      this.#release?.();
+    });
+    ws.on('message', (raw: RawData) => {
+      if (this.#onMessage) this.#onMessage(raw);
+      else if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(raw);
+      else closeWith(ws, CLOSE.policy, 'too many messages before authentication');
+    });
+    this.#authDeadline = setTimeout(() => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'), deps.live.limits.authDeadlineMs);
+    this.#authDeadline.unref();
+  }
+
+  /** Who is connecting, and whether they may: then admitted among the user's live connections, and followed. */
+  async open(): Promise<void> {
+    const { ws, deps } = this;
+    const access = channelAccess(await deps.resolveCaller(this.req, this.#key), this.#key, this.conversationId);
+    clearTimeout(this.#authDeadline);
+    if (this.#closed) return;
     if ('refused' in access) {
       closeWith(ws, CLOSE.unauthenticated, 'not authenticated for this conversation');
       return;
     }
     const caller = access.caller;
-    const outbound = webSocketOutbound(ws, socket);
-    const admission = live.admit({
+    const outbound = webSocketOutbound(ws, this.socket);
+    const admission = deps.live.admit({
       caller,
       channel: 'websocket',
       outbound,
-      stillValid: () => deps.resolveCaller(req, key).then((now) => now !== null && now.userId === caller.userId),
+      stillValid: () => deps.resolveCaller(this.req, this.#key).then((now) => now !== null && now.userId === caller.userId),
       close: (reason) => closeWith(ws, reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated, CLOSE_MESSAGES[reason]),
     });
     if ('refused' in admission) {
       closeWith(ws, CLOSE.tooMany, admission.refused);
       return;
     }
-    release = admission.release;
-    await follow(caller.userId, { outbound, stallMs: live.limits.stallMs, userHasRoom: admission.userHasRoom }, admission.tooFarBehind);
-  };
+    this.#release = admission.release;
+    await this.#follow(caller.userId, { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom }, admission.tooFarBehind);
+  }
 
-  async function follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
-    const { outbound } = pacing;
+  async #follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
+    const { ws } = this;
     const translator = new V1EventTranslator();
-    const send = (frame: unknown) => {
-      // As bytes: the socket then holds this one buffer while the client is slow, not also a copy of the text.
-      if (ws.readyState === ws.OPEN) ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
-    };
-    const refuse = (error: string) => send(agentError(`refused-${Date.now()}`, new Date().toISOString(), error));
-    onMessage = (raw) => {
-      const message = messageOf(parseJson(textOf(raw)));
-      if (!message) {
-        refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
-        return;
-      }
-      service.conversations.sendMessage(userId, conversationId, userMessage(message.text, message.images)).then(
-        (sent) => {
-          if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
-        },
-        (error: unknown) => logger.error({ conversationId, err: errorText(error) }, 'agent-server socket message failed'),
-      );
-    };
-    for (const raw of early.splice(0)) onMessage(raw);
+    this.#onMessage = (raw) => this.#received(userId, raw);
+    for (const raw of this.#early.splice(0)) this.#onMessage(raw);
 
-    const resendAll = /^(true|1)$/i.test(query.get('resend_all') ?? '');
-    // The whole state, as the agent-server sends on connect; an agent that has not run yet is idle.
-    const sendState = async (lastId: number) => {
-      const current = await service.conversations.get(userId, conversationId);
-      const status = current.isOk() ? (current.value.record.execution_status ?? 'idle') : null;
-      if (status) send(stateUpdate(`state-${lastId}`, new Date().toISOString(), status, 'full_state'));
+    const resendAll = /^(true|1)$/i.test(this.query.get('resend_all') ?? '');
+    const dropSlowClient = (why: string) => {
+      // A close frame would wait behind what the client is not reading: the connection is dropped (it resumes by reconnecting).
+      this.deps.logger.warn({ conversationId: this.conversationId, user: userId, buffered: pacing.outbound.pending() }, `agent-server socket dropped: ${why}`);
+      ws.terminate();
     };
     const opened = await openFeed(
-      service,
+      this.deps.service,
       userId,
-      conversationId,
+      this.conversationId,
       0,
       {
         history: (event) => {
-          for (const frame of translator.translate(event)) if (resendAll) send(frame);
+          for (const frame of translator.translate(event)) if (resendAll) this.#send(frame);
         },
-        caughtUp: (lastId) => void sendState(lastId),
+        caughtUp: (lastId) => void this.#sendState(userId, lastId),
         live: (event) => {
           // Checked before sending, so one event larger than the bound still reaches a client that reads.
           if (tooFarBehind()) dropSlowClient('it is not reading live events');
-          else for (const frame of translator.translate(event)) send(frame);
+          else for (const frame of translator.translate(event)) this.#send(frame);
         },
         end: () => closeWith(ws, CLOSE.notFound, 'the conversation was deleted'),
         failed: (failure) => (failure.type === 'ClientNotReading' ? dropSlowClient('it took nothing of the replay') : closeWith(ws, CLOSE.internal, 'storage failed')),
@@ -176,24 +184,45 @@ function serve(ws: WebSocket, socket: Duplex, req: IncomingMessage, conversation
       pacing,
     );
     if (opened.isErr()) {
-      closeWith(ws, opened.error.type === 'ConversationNotFound' ? CLOSE.notFound : CLOSE.internal, opened.error.type === 'ConversationNotFound' ? 'conversation not found' : 'storage failed');
+      const notFound = opened.error.type === 'ConversationNotFound';
+      closeWith(ws, notFound ? CLOSE.notFound : CLOSE.internal, notFound ? 'conversation not found' : 'storage failed');
       return;
     }
-    feed = opened.value;
-    if (closed) feed.close();
-    else feed.start();
-
-    /** A close frame would wait behind what the client is not reading: the connection is dropped (it resumes by reconnecting). */
-    function dropSlowClient(why: string): void {
-      logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, `agent-server socket dropped: ${why}`);
-      ws.terminate();
-    }
+    this.#feed = opened.value;
+    if (this.#closed) this.#feed.close();
+    else this.#feed.start();
   }
 
-  opened().catch((error: unknown) => {
-    logger.error({ conversationId, err: errorText(error) }, 'agent-server socket failed');
-    closeWith(ws, CLOSE.internal, 'internal error');
-  });
+  /** A frame from the client: a user message for the conversation, or a refusal saying what to send. */
+  #received(userId: string, raw: RawData): void {
+    const message = messageOf(parseJson(textOf(raw)));
+    if (!message) {
+      this.#refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
+      return;
+    }
+    this.deps.service.conversations.sendMessage(userId, this.conversationId, userMessage(message.text, message.images)).then(
+      (sent) => {
+        if (sent.isErr()) this.#refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
+      },
+      (error: unknown) => this.deps.logger.error({ conversationId: this.conversationId, err: errorText(error) }, 'agent-server socket message failed'),
+    );
+  }
+
+  #send(frame: unknown): void {
+    // As bytes: the socket then holds this one buffer while the client is slow, not also a copy of the text.
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
+  }
+
+  #refuse(error: string): void {
+    this.#send(agentError(`refused-${Date.now()}`, new Date().toISOString(), error));
+  }
+
+  /** The whole state, as the agent-server sends on connect; an agent that has not run yet is idle. */
+  async #sendState(userId: string, lastId: number): Promise<void> {
+    const current = await this.deps.service.conversations.get(userId, this.conversationId);
+    const status = current.isOk() ? (current.value.record.execution_status ?? 'idle') : null;
+    if (status) this.#send(stateUpdate(`state-${lastId}`, new Date().toISOString(), status, 'full_state'));
+  }
 }
 
 /** Closes with a reason ws accepts (at most 123 bytes; a longer one would throw). */

@@ -1,4 +1,5 @@
-import { okAsync, type ResultAsync } from 'neverthrow';
+import { resultAsync } from '@acs/core/ports';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { AgentConversationService, ConversationServiceError, EventSubscription } from '@acs/core';
 import type { ConversationEvent } from '@acs/core/schemas';
 import { drained, type Pacing } from './outbound.js';
@@ -33,12 +34,18 @@ export function readWholeLog(
   userId: string,
   conversationId: string,
 ): ResultAsync<ConversationEvent[], ConversationServiceError<'searchEvents'>> {
-  const readFrom = (after: number, read: ConversationEvent[]): ResultAsync<ConversationEvent[], ConversationServiceError<'searchEvents'>> =>
-    service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE }).andThen((page) => {
-      read.push(...page.items);
-      return page.next_after === null ? okAsync(read) : readFrom(page.next_after, read);
-    });
-  return readFrom(0, []);
+  return resultAsync(readWholeLogOf(service, userId, conversationId));
+}
+
+async function readWholeLogOf(service: AgentConversationService, userId: string, conversationId: string): Promise<Result<ConversationEvent[], ConversationServiceError<'searchEvents'>>> {
+  const read: ConversationEvent[] = [];
+  for (let after: number | null = 0; after !== null; ) {
+    const page = await service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE });
+    if (page.isErr()) return err(page.error);
+    read.push(...page.value.items);
+    after = page.value.next_after;
+  }
+  return ok(read);
 }
 
 /** The first replay page is small; later ones hold about this many bytes of events (at most PAGE events). */

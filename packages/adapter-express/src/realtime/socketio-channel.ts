@@ -113,137 +113,138 @@ export function createV0Channel(deps: V0ChannelDeps): V0Channel {
  * its user may, or stops reading, is disconnected.
  */
 function configureV0Channel(io: SocketIoServer, deps: V0ChannelDeps): void {
-  const { service, logger, live } = deps;
+  io.use((socket, next) => authorize(deps, socket, next));
+  io.on('connection', (socket) => serve(deps, socket));
+}
 
-  io.use((socket, next) => {
-    const conversationId = first(socket.handshake.query.conversation_id);
-    if (!conversationId) {
-      next(new Error('No conversation_id in the query.'));
-      return;
-    }
-    const key = first(socket.handshake.query.session_api_key) ?? first((socket.handshake.auth as Record<string, unknown>).session_api_key);
-    deps.resolveCaller(socket.request, key).then(
-      (caller) => {
-        const access = channelAccess(caller, key, conversationId);
-        if ('refused' in access) {
-          next(Object.assign(new Error(access.refused), { data: { msg_id: 'STATUS$ERROR_AUTH' } }));
-          return;
-        }
-        const outbound = socketIoOutbound(socket);
-        const admission = live.admit({
-          caller: access.caller,
-          channel: 'socket.io',
-          outbound,
-          stillValid: () => deps.resolveCaller(socket.request, key).then((now) => now !== null && now.userId === access.caller.userId),
-          close: (reason) => {
-            socket.emit('oh_event', { error: true, message: CLOSE_MESSAGES[reason] });
-            socket.disconnect(true);
-          },
-        });
-        if ('refused' in admission) {
-          next(Object.assign(new Error(admission.refused), { data: { msg_id: 'STATUS$ERROR_TOO_MANY_CONNECTIONS' } }));
-          return;
-        }
-        // However the connection ends (even before it reaches the namespace), it stops counting.
-        socket.conn.once('close', admission.release);
-        socket.data = { caller: access.caller, conversationId, outbound, admission } satisfies ChannelData;
-        next();
-      },
-      (error: unknown) => next(error instanceof Error ? error : new Error(String(error))),
-    );
-  });
-
-  io.on('connection', (socket) => {
-    const { caller, conversationId, outbound, admission } = socket.data as ChannelData;
-    const userId = caller.userId;
-    const latest = Number.parseInt(first(socket.handshake.query.latest_event_id) ?? '-1', 10);
-    const after = Number.isFinite(latest) ? latest : -1;
-    const translator = new V0EventTranslator();
-    const emit = (event: V0Event) => socket.emit('oh_event', event);
-    const replay = new V0Replay(after, translator, emit);
-    let feed: Feed | null = null;
-    let gone = false;
-
-    socket.on('disconnect', () => {
-      gone = true;
-      feed?.close();
-    });
-
-    const failed = (message: string) => {
-      socket.emit('oh_event', { error: true, message });
-      socket.disconnect(true);
-    };
-    void openFeed(
-      service,
-      userId,
-      conversationId,
-      0,
-      {
-        history: (event) => replay.add(event),
-        caughtUp: () => replay.finish(),
-        live: (event: ConversationEvent) => {
-          // Checked before sending, so one event larger than the bound still reaches a client that reads.
-          if (admission.tooFarBehind()) {
-            logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, 'socket.io client is not reading; disconnecting it');
-            failed('Disconnected: the client is not reading (too much waits unsent); reconnect to resume.');
-            return;
-          }
-          for (const v0 of translator.translate(event)) emit(v0);
+/** The handshake: who connects to which conversation, and whether their user may hold one more live connection. */
+function authorize(deps: V0ChannelDeps, socket: Socket, next: (error?: Error) => void): void {
+  const conversationId = first(socket.handshake.query.conversation_id);
+  if (!conversationId) {
+    next(new Error('No conversation_id in the query.'));
+    return;
+  }
+  const key = first(socket.handshake.query.session_api_key) ?? first((socket.handshake.auth as Record<string, unknown>).session_api_key);
+  deps.resolveCaller(socket.request, key).then(
+    (caller) => {
+      const access = channelAccess(caller, key, conversationId);
+      if ('refused' in access) {
+        next(Object.assign(new Error(access.refused), { data: { msg_id: 'STATUS$ERROR_AUTH' } }));
+        return;
+      }
+      const outbound = socketIoOutbound(socket);
+      const admission = deps.live.admit({
+        caller: access.caller,
+        channel: 'socket.io',
+        outbound,
+        stillValid: () => deps.resolveCaller(socket.request, key).then((now) => now !== null && now.userId === access.caller.userId),
+        close: (reason) => {
+          socket.emit('oh_event', { error: true, message: CLOSE_MESSAGES[reason] });
+          socket.disconnect(true);
         },
-        end: (reason) => failed(`The conversation ended: ${reason}`),
-        failed: (failure) =>
-          failed(
-            failure.type === 'ClientNotReading'
-              ? 'Disconnected: the replay made no progress (the client is not reading); reconnect to resume.'
-              : 'Storage failed; reconnect to try again.',
-          ),
-      },
-      { outbound, stallMs: live.limits.stallMs, userHasRoom: admission.userHasRoom },
-    ).match(
-      (opened) => {
-        feed = opened;
-        if (gone) opened.close();
-        else opened.start();
-      },
-      (error) => failed(error.type === 'ConversationNotFound' ? `Conversation ${conversationId} was not found.` : 'Storage failed; reconnect to try again.'),
-    );
-
-    const onUserAction = (action: unknown) => {
-      handleUserAction(action).catch((error: unknown) => {
-        logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'socket.io user action failed');
       });
-    };
-    socket.on('oh_user_action', onUserAction);
-    // The legacy name of the same event.
-    socket.on('oh_action', onUserAction);
+      if ('refused' in admission) {
+        next(Object.assign(new Error(admission.refused), { data: { msg_id: 'STATUS$ERROR_TOO_MANY_CONNECTIONS' } }));
+        return;
+      }
+      // However the connection ends (even before it reaches the namespace), it stops counting.
+      socket.conn.once('close', admission.release);
+      socket.data = { caller: access.caller, conversationId, outbound, admission } satisfies ChannelData;
+      next();
+    },
+    (error: unknown) => next(error instanceof Error ? error : new Error(String(error))),
+  );
+}
 
-    async function handleUserAction(action: unknown): Promise<void> {
-      const { action: kind, args } = (action ?? {}) as { action?: unknown; args?: Record<string, unknown> };
-      const refuse = (message: string) => socket.emit('oh_event', { error: true, message });
-      if (kind === 'message') {
-        const text = typeof args?.content === 'string' ? args.content : '';
-        const images = Array.isArray(args?.image_urls) ? args.image_urls.filter((u): u is string => typeof u === 'string') : [];
-        const sent = await service.conversations.sendMessage(userId, conversationId, userMessage(text, images));
-        if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
-        return;
-      }
-      if (kind === 'change_agent_state') {
-        const state = args?.agent_state;
-        const done =
-          state === 'stopped' || state === 'paused'
-            ? await service.conversations.pauseAgent(userId, conversationId)
-            : state === 'running'
-              ? await service.conversations.runAgent(userId, conversationId)
-              : state === 'user_confirmed' || state === 'user_rejected'
-                ? await service.conversations.respondToConfirmation(userId, conversationId, { accept: state === 'user_confirmed', reason: null })
-                : null;
-        if (done === null) refuse(`Agent state ${String(state)} cannot be asked for.`);
-        else if (done.isErr()) refuse(done.error.type === 'ConfirmationNotPending' ? 'No action is waiting for confirmation.' : `That did not work (${done.error.type}).`);
-        return;
-      }
-      refuse(`Unknown action ${String(kind)}.`);
-    }
+/** A connected socket: the replay after `latest_event_id`, then the live log; what the client sends goes to the conversation. */
+function serve(deps: V0ChannelDeps, socket: Socket): void {
+  const { caller, conversationId, outbound, admission } = socket.data as ChannelData;
+  const userId = caller.userId;
+  const latest = Number.parseInt(first(socket.handshake.query.latest_event_id) ?? '-1', 10);
+  const after = Number.isFinite(latest) ? latest : -1;
+  const translator = new V0EventTranslator();
+  const emit = (event: V0Event) => socket.emit('oh_event', event);
+  const replay = new V0Replay(after, translator, emit);
+  let feed: Feed | null = null;
+  let gone = false;
+
+  socket.on('disconnect', () => {
+    gone = true;
+    feed?.close();
   });
+
+  const failed = (message: string) => {
+    socket.emit('oh_event', { error: true, message });
+    socket.disconnect(true);
+  };
+  void openFeed(
+    deps.service,
+    userId,
+    conversationId,
+    0,
+    {
+      history: (event) => replay.add(event),
+      caughtUp: () => replay.finish(),
+      live: (event: ConversationEvent) => {
+        // Checked before sending, so one event larger than the bound still reaches a client that reads.
+        if (admission.tooFarBehind()) {
+          deps.logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, 'socket.io client is not reading; disconnecting it');
+          failed('Disconnected: the client is not reading (too much waits unsent); reconnect to resume.');
+          return;
+        }
+        for (const v0 of translator.translate(event)) emit(v0);
+      },
+      end: (reason) => failed(`The conversation ended: ${reason}`),
+      failed: (failure) =>
+        failed(failure.type === 'ClientNotReading' ? 'Disconnected: the replay made no progress (the client is not reading); reconnect to resume.' : 'Storage failed; reconnect to try again.'),
+    },
+    { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom },
+  ).match(
+    (opened) => {
+      feed = opened;
+      if (gone) opened.close();
+      else opened.start();
+    },
+    (error) => failed(error.type === 'ConversationNotFound' ? `Conversation ${conversationId} was not found.` : 'Storage failed; reconnect to try again.'),
+  );
+
+  const onUserAction = (action: unknown) => {
+    handleUserAction(deps, socket, userId, conversationId, action).catch((error: unknown) => {
+      deps.logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'socket.io user action failed');
+    });
+  };
+  socket.on('oh_user_action', onUserAction);
+  // The legacy name of the same event.
+  socket.on('oh_action', onUserAction);
+}
+
+/** An `oh_user_action`: a message to the agent, or a change of its state (stop, run, confirm or reject waiting actions). */
+async function handleUserAction(deps: V0ChannelDeps, socket: Socket, userId: string, conversationId: string, action: unknown): Promise<void> {
+  const conversations = deps.service.conversations;
+  const { action: kind, args } = (action ?? {}) as { action?: unknown; args?: Record<string, unknown> };
+  const refuse = (message: string) => socket.emit('oh_event', { error: true, message });
+  if (kind === 'message') {
+    const text = typeof args?.content === 'string' ? args.content : '';
+    const images = Array.isArray(args?.image_urls) ? args.image_urls.filter((u): u is string => typeof u === 'string') : [];
+    const sent = await conversations.sendMessage(userId, conversationId, userMessage(text, images));
+    if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
+    return;
+  }
+  if (kind === 'change_agent_state') {
+    const state = args?.agent_state;
+    const done =
+      state === 'stopped' || state === 'paused'
+        ? await conversations.pauseAgent(userId, conversationId)
+        : state === 'running'
+          ? await conversations.runAgent(userId, conversationId)
+          : state === 'user_confirmed' || state === 'user_rejected'
+            ? await conversations.respondToConfirmation(userId, conversationId, { accept: state === 'user_confirmed', reason: null })
+            : null;
+    if (done === null) refuse(`Agent state ${String(state)} cannot be asked for.`);
+    else if (done.isErr()) refuse(done.error.type === 'ConfirmationNotPending' ? 'No action is waiting for confirmation.' : `That did not work (${done.error.type}).`);
+    return;
+  }
+  refuse(`Unknown action ${String(kind)}.`);
 }
 
 /**

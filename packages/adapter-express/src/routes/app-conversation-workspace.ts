@@ -1,9 +1,10 @@
-import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService, type WorkspaceDescription } from '@acs/core';
-import { errAsync, okAsync } from 'neverthrow';
+import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService, type ConversationServiceError, type DomainErrorOf, type WorkspaceDescription } from '@acs/core';
+import { resultAsync } from '@acs/core/ports';
+import { err, ok, okAsync, type Result } from 'neverthrow';
 import { z } from 'zod';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
-import { trajectoryZip } from '../views/trajectory-zip.js';
+import { trajectoryZip, type ExportLimits } from '../views/trajectory-zip.js';
 import { toAppConversationInfo } from '../views/conversations.js';
 import { conversationIdParams } from './params.js';
 import { AgentServerGitChangeSchema, GitDiffSchema, projectRelative, toAgentServerChange } from './panels.js';
@@ -111,21 +112,27 @@ export function appConversationWorkspaceRoutes(service: AgentConversationService
       description: `As OpenHands exports it: meta.json (the conversation) and event_<index>_<id>.json for each event (OpenHands SDK events, oldest first). Written as it is read, never held whole. A conversation with more than ${context.exportLimits.maxEvents} events is refused (413 EXPORT_TOO_LARGE); past ${context.exportLimits.maxBytes} bytes of events the archive ends with TRUNCATED.txt saying where it was cut.`,
       success: { status: 200, description: 'The zip archive.', contentType: 'application/zip', schema: z.string().meta({ format: 'binary' }) },
       errors: [...ConversationServiceErrors.get, ...ConversationServiceErrors.searchEvents, 'ExportTooLarge'],
-      respond: ({ userId, params }) =>
-        conversations.get(userId, params.conversation_id).andThen((overview) => {
-          const id = overview.record.id;
-          const limits = context.exportLimits;
-          // Gap-free ids: an event past the limit's id means more events than the limit.
-          return conversations.searchEvents(userId, id, { after: limits.maxEvents, kinds: null, limit: 1 }).andThen((beyond) => {
-            if (beyond.items.length > 0) return errAsync({ type: 'ExportTooLarge' as const, conversationId: id, limit: limits.maxEvents });
-            const dashed = id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
-            const meta = toAppConversationInfo(overview);
-            return okAsync({
-              headers: { 'Content-Disposition': `attachment; filename="conversation_${dashed}.zip"` },
-              chunks: trajectoryZip(meta, (after) => conversations.searchEvents(userId, id, { after, kinds: null, limit: 100 }), limits),
-            });
-          });
-        }),
+      respond: ({ userId, params }) => resultAsync(download(conversations, context.exportLimits, userId, params.conversation_id)),
     }),
   ];
+}
+
+/** The download's body: refused when the log holds more events than an export may (ids are gap-free, so one past the limit's id says so). */
+async function download(
+  conversations: AgentConversationService['conversations'],
+  limits: ExportLimits,
+  userId: string,
+  conversationId: string,
+): Promise<Result<{ headers: Record<string, string>; chunks: ReturnType<typeof trajectoryZip> }, ConversationServiceError<'get' | 'searchEvents'> | DomainErrorOf<'ExportTooLarge'>>> {
+  const overview = await conversations.get(userId, conversationId);
+  if (overview.isErr()) return err(overview.error);
+  const id = overview.value.record.id;
+  const beyond = await conversations.searchEvents(userId, id, { after: limits.maxEvents, kinds: null, limit: 1 });
+  if (beyond.isErr()) return err(beyond.error);
+  if (beyond.value.items.length > 0) return err({ type: 'ExportTooLarge', conversationId: id, limit: limits.maxEvents });
+  const dashed = id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+  return ok({
+    headers: { 'Content-Disposition': `attachment; filename="conversation_${dashed}.zip"` },
+    chunks: trajectoryZip(toAppConversationInfo(overview.value), (after) => conversations.searchEvents(userId, id, { after, kinds: null, limit: 100 }), limits),
+  });
 }

@@ -1,4 +1,5 @@
-import { okAsync, type ResultAsync } from 'neverthrow';
+import { resultAsync } from '@acs/core/ports';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { AgentConversationService, ConversationServiceError } from '@acs/core';
 import { V1EventTranslator, type V1Event } from '../realtime/v1-events.js';
 
@@ -53,15 +54,25 @@ function scanFrames(
   conversationId: string,
   visit: (frame: V1Event, eventId: number) => boolean,
 ): ResultAsync<void, ScanError> {
+  return resultAsync(scanFramesOf(service, userId, conversationId, visit));
+}
+
+async function scanFramesOf(
+  service: AgentConversationService,
+  userId: string,
+  conversationId: string,
+  visit: (frame: V1Event, eventId: number) => boolean,
+): Promise<Result<void, ScanError>> {
   const translator = new V1EventTranslator('sdk');
-  const from = (after: number): ResultAsync<void, ScanError> =>
-    service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE }).andThen((page) => {
-      for (const event of page.items) {
-        for (const frame of translator.translate(event)) if (!visit(frame, event.id)) return okAsync(undefined);
-      }
-      return page.next_after === null ? okAsync(undefined) : from(page.next_after);
-    });
-  return from(0);
+  for (let after: number | null = 0; after !== null; ) {
+    const page = await service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE });
+    if (page.isErr()) return err(page.error);
+    for (const event of page.value.items) {
+      for (const frame of translator.translate(event)) if (!visit(frame, event.id)) return ok(undefined);
+    }
+    after = page.value.next_after;
+  }
+  return ok(undefined);
 }
 
 const matches = (frame: V1Event, filter: FrameFilter) =>

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { Clock } from '../clock.js';
 import type { DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
+import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import type { ApiKeyInfo, CreatedApiKey } from './schema.js';
 import type { ApiKeyStore, StoredApiKey } from './store.js';
@@ -58,31 +59,40 @@ const infoOf = (key: StoredApiKey): ApiKeyInfo => ({ id: key.id, name: key.name,
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   const maxPerUser = deps.maxPerUser ?? 100;
   if (!(Number.isInteger(maxPerUser) && maxPerUser > 0)) throw new Error('maxApiKeysPerUser must be a positive integer.');
-  const { store, clock, ids } = deps;
   return {
     maxPerUser,
-    list: (userId) => store.list(userId).map((keys) => keys.map(infoOf)),
-    create: (userId, name) => {
-      const secret = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-      const key: StoredApiKey = { id: ids.next(), user_id: userId, name, key_hash: hashSecret(secret), created_at: clock.now(), last_used_at: null };
-      return store
-        .insert(key, maxPerUser)
-        .andThen((outcome) =>
-          outcome === 'inserted' ? okAsync({ ...infoOf(key), key: secret }) : errAsync({ type: 'ApiKeyLimitReached' as const, limit: maxPerUser }),
-        );
-    },
-    revoke: (userId, keyId) =>
-      store.delete(userId, keyId).andThen((deleted) => (deleted ? okAsync(undefined) : errAsync({ type: 'ApiKeyNotFound' as const, keyId }))),
-    authenticate: (presented) => {
-      if (!presented.startsWith(API_KEY_PREFIX) || presented.length !== SECRET_LENGTH) return okAsync(null);
-      return store.findByHash(hashSecret(presented)).andThen((key) => {
-        if (!key) return okAsync(null);
-        const holder = { userId: key.user_id, keyId: key.id };
-        const now = clock.now();
-        const stale = key.last_used_at === null || Date.parse(now) - Date.parse(key.last_used_at) >= USE_RESOLUTION_MS;
-        // Noting the use is best effort: a key that works must not fail because its last use could not be written.
-        return stale ? store.recordUse(key.id, now).map(() => holder).orElse(() => okAsync(holder)) : okAsync(holder);
-      });
-    },
+    list: (userId) => deps.store.list(userId).map((keys) => keys.map(infoOf)),
+    create: (userId, name) => resultAsync(create(deps, maxPerUser, userId, name)),
+    revoke: (userId, keyId) => resultAsync(revoke(deps, userId, keyId)),
+    authenticate: (presented) => resultAsync(authenticate(deps, presented)),
   };
+}
+
+async function create(deps: ApiKeyServiceDeps, maxPerUser: number, userId: string, name: string): Promise<Result<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>> {
+  const secret = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
+  const key: StoredApiKey = { id: deps.ids.next(), user_id: userId, name, key_hash: hashSecret(secret), created_at: deps.clock.now(), last_used_at: null };
+  const outcome = await deps.store.insert(key, maxPerUser);
+  if (outcome.isErr()) return err(outcome.error);
+  if (outcome.value !== 'inserted') return err({ type: 'ApiKeyLimitReached', limit: maxPerUser });
+  return ok({ ...infoOf(key), key: secret });
+}
+
+async function revoke(deps: ApiKeyServiceDeps, userId: string, keyId: string): Promise<Result<void, ErrorsOf<typeof ApiKeyServiceErrors.revoke>>> {
+  const deleted = await deps.store.delete(userId, keyId);
+  if (deleted.isErr()) return err(deleted.error);
+  if (!deleted.value) return err({ type: 'ApiKeyNotFound', keyId });
+  return ok(undefined);
+}
+
+async function authenticate(deps: ApiKeyServiceDeps, presented: string): Promise<Result<ApiKeyHolder | null, StoreFailure>> {
+  if (!presented.startsWith(API_KEY_PREFIX) || presented.length !== SECRET_LENGTH) return ok(null);
+  const key = await deps.store.findByHash(hashSecret(presented));
+  if (key.isErr()) return err(key.error);
+  if (!key.value) return ok(null);
+  const holder = { userId: key.value.user_id, keyId: key.value.id };
+  const now = deps.clock.now();
+  const stale = key.value.last_used_at === null || Date.parse(now) - Date.parse(key.value.last_used_at) >= USE_RESOLUTION_MS;
+  // Noting the use is best effort: a key that works must not fail because its last use could not be written.
+  if (stale) await deps.store.recordUse(key.value.id, now);
+  return ok(holder);
 }

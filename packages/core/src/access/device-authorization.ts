@@ -1,7 +1,8 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import { millisOf, type Clock } from '../clock.js';
 import type { DomainErrorOf, DomainErrorType, DeviceTokenRefusal, ErrorsOf } from '../errors.js';
+import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { hashSecret, type ApiKeyService } from './api-keys.js';
 import { displayUserCode, USER_CODE_ALPHABET, USER_CODE_LENGTH, type DeviceAuthorizationRequest, type DeviceAuthorizationView } from './schema.js';
@@ -93,7 +94,16 @@ const viewOf = (grant: DeviceGrant): DeviceAuthorizationView => ({
 /** "OpenHands CLI (2026-01-31 09:12 UTC)": the name of the key a device sign-in makes. */
 const keyNameOf = (grant: DeviceGrant, now: string) => `${grant.client_name} (${now.slice(0, 10)} ${now.slice(11, 16)} UTC)`;
 
-function resolveOptions(options: DeviceAuthorizationOptions = {}) {
+/** The limits of device sign-ins, defaults applied. */
+interface Limits {
+  lifetimeMs: number;
+  intervalSeconds: number;
+  maxPending: number;
+  maxFailures: number;
+  failureWindowMs: number;
+}
+
+function resolveOptions(options: DeviceAuthorizationOptions = {}): Limits {
   const resolved = {
     lifetimeMs: options.deviceCodeLifetimeMs ?? 10 * 60_000,
     intervalSeconds: options.devicePollIntervalSeconds ?? 5,
@@ -109,137 +119,152 @@ function resolveOptions(options: DeviceAuthorizationOptions = {}) {
 
 export function createDeviceAuthorizationService(deps: DeviceAuthorizationDeps): DeviceAuthorizationService {
   const limits = resolveOptions(deps.options);
-  const { store, clock, apiKeys } = deps;
-  const at = (ms: number) => new Date(ms).toISOString();
+  return {
+    start: (request) => resultAsync(start(deps, limits, request)),
+    poll: (deviceCode) => resultAsync(poll(deps, deviceCode)),
+    describe: (userId, userCode) => resultAsync(withUserCode(deps, limits, userId, userCode, describeFor(userId))),
+    approve: (userId, userCode) => resultAsync(approve(deps, limits, userId, userCode)),
+    deny: (userId, userCode) => resultAsync(withUserCode(deps, limits, userId, userCode, answerWith(userId, 'denied'))),
+  };
+}
 
-  const insertWithFreshCode = (grant: Omit<DeviceGrant, 'user_code'>, draws: number): ResultAsync<DeviceGrant, ErrorsOf<typeof DeviceAuthorizationErrors.start>> => {
+const at = (ms: number) => new Date(ms).toISOString();
+
+async function start(deps: DeviceAuthorizationDeps, limits: Limits, request: DeviceAuthorizationRequest): Promise<Result<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>> {
+  const now = millisOf(deps.clock);
+  const deviceCode = randomBytes(32).toString('base64url');
+  const grant = {
+    device_code_hash: hashSecret(deviceCode),
+    client_name: request.client_id ?? DEFAULT_CLIENT_NAME,
+    status: 'pending' as const,
+    user_id: null,
+    created_at: at(now),
+    expires_at: at(now + limits.lifetimeMs),
+    interval_seconds: limits.intervalSeconds,
+    last_polled_at: null,
+  };
+  const stored = await insertWithFreshCode(deps, limits, grant);
+  if (stored.isErr()) return err(stored.error);
+  return ok({
+    device_code: deviceCode,
+    user_code: displayUserCode(stored.value.user_code),
+    expires_in: Math.round(limits.lifetimeMs / 1000),
+    interval: limits.intervalSeconds,
+  });
+}
+
+/** Inserts the grant with a user code no live grant has, drawing again on a collision (up to USER_CODE_DRAWS). */
+async function insertWithFreshCode(
+  deps: DeviceAuthorizationDeps,
+  limits: Limits,
+  grant: Omit<DeviceGrant, 'user_code'>,
+): Promise<Result<DeviceGrant, ErrorsOf<typeof DeviceAuthorizationErrors.start>>> {
+  for (let draws = USER_CODE_DRAWS; ; draws--) {
     const candidate = { ...grant, user_code: randomUserCode() };
-    const now = millisOf(clock);
-    return store.insert(candidate, { now: at(now), maxLive: limits.maxPending, dropExpiredBefore: at(now - limits.lifetimeMs) }).andThen((outcome) => {
-      if (outcome === 'inserted') return okAsync(candidate);
-      if (outcome === 'full' || draws <= 1) return errAsync({ type: 'DeviceAuthorizationsFull' as const, limit: limits.maxPending });
-      return insertWithFreshCode(grant, draws - 1);
-    });
-  };
+    const now = millisOf(deps.clock);
+    const outcome = await deps.store.insert(candidate, { now: at(now), maxLive: limits.maxPending, dropExpiredBefore: at(now - limits.lifetimeMs) });
+    if (outcome.isErr()) return err(outcome.error);
+    if (outcome.value === 'inserted') return ok(candidate);
+    if (outcome.value === 'full' || draws <= 1) return err({ type: 'DeviceAuthorizationsFull', limit: limits.maxPending });
+  }
+}
 
-  /**
-   * A user code's grant for a person, under the guessing limit: a code that matches no live
-   * sign-in counts against the user, and past the limit nothing is looked up at all.
-   */
-  const withUserCode = <T, E>(
-    userId: string,
-    userCode: string,
-    answer: (grant: DeviceGrant, now: string) => { next: DeviceGrant; result: ResultAsync<T, E> },
-  ): ResultAsync<T, E | DomainErrorOf<'UserCodeNotFound' | 'UserCodeAttemptsExceeded'> | StoreFailure> => {
-    const exceeded = { type: 'UserCodeAttemptsExceeded' as const, limit: limits.maxFailures, windowSeconds: Math.round(limits.failureWindowMs / 1000) };
-    const now = clock.now();
-    return store.failures(userId, now, limits.failureWindowMs).andThen((failures) => {
-      if (failures >= limits.maxFailures) return errAsync(exceeded);
-      let result: ResultAsync<T, E> | null = null;
-      return store
-        .update({ user_code: userCode }, (grant) => {
-          if (!grant || grant.expires_at <= now) return grant;
-          const decided = answer(grant, now);
-          result = decided.result;
-          return decided.next;
-        })
-        .andThen(() => {
-          if (result) return result;
-          const notFound = { type: 'UserCodeNotFound' as const, userCode: displayUserCode(userCode) };
-          return store.recordFailure(userId, now, limits.failureWindowMs).andThen(() => errAsync(notFound));
-        });
-    });
-  };
+async function poll(deps: DeviceAuthorizationDeps, deviceCode: string): Promise<Result<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>> {
+  const now = deps.clock.now();
+  // Set inside the store's atomic update: what the poll decided on the grant as it was there.
+  const decided: { outcome: ReturnType<typeof decidePoll>['outcome'] } = { outcome: { refused: refused('invalid_grant') } };
+  const updated = await deps.store.update({ device_code_hash: hashSecret(deviceCode) }, (grant) => {
+    const { next, outcome } = decidePoll(grant, now);
+    decided.outcome = outcome;
+    return next;
+  });
+  if (updated.isErr()) return err(updated.error);
+  const outcome = decided.outcome;
+  if ('refused' in outcome) return err(outcome.refused);
+  const grant = outcome.approved;
+  const key = await deps.apiKeys.create(grant.user_id ?? '', keyNameOf(grant, now));
+  if (key.isOk()) return ok({ access_token: key.value.key });
+  if (key.error.type !== 'ApiKeyLimitReached') return err(key.error);
+  return err(refused('invalid_grant', null, `The approving user already has ${key.error.limit} API keys, the most allowed; they must revoke one and sign in again.`));
+}
 
-  /** Answers a pending grant; answering it again the same way is the same answer, any other is a conflict. */
-  const answerWith = (userId: string, status: 'approved' | 'denied') => (grant: DeviceGrant) => {
+async function approve(
+  deps: DeviceAuthorizationDeps,
+  limits: Limits,
+  userId: string,
+  userCode: string,
+): Promise<Result<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.approve>>> {
+  // Refused before anything is bound: an approval whose key could not be made would leave the device with nothing.
+  const keys = await deps.apiKeys.list(userId);
+  if (keys.isErr()) return err(keys.error);
+  if (keys.value.length >= deps.apiKeys.maxPerUser) return err({ type: 'ApiKeyLimitReached', limit: deps.apiKeys.maxPerUser });
+  return withUserCode(deps, limits, userId, userCode, answerWith(userId, 'approved'));
+}
+
+/** How a person's answer changes a live grant, and what they are told. */
+type Answer<T, E> = (grant: DeviceGrant, now: string) => { next: DeviceGrant; result: Result<T, E> };
+
+/**
+ * A user code's grant for a person, under the guessing limit: a code that matches no live
+ * sign-in counts against the user, and past the limit nothing is looked up at all.
+ */
+async function withUserCode<T, E>(
+  deps: DeviceAuthorizationDeps,
+  limits: Limits,
+  userId: string,
+  userCode: string,
+  answer: Answer<T, E>,
+): Promise<Result<T, E | DomainErrorOf<'UserCodeNotFound' | 'UserCodeAttemptsExceeded'> | StoreFailure>> {
+  const now = deps.clock.now();
+  const failures = await deps.store.failures(userId, now, limits.failureWindowMs);
+  if (failures.isErr()) return err(failures.error);
+  if (failures.value >= limits.maxFailures) return err({ type: 'UserCodeAttemptsExceeded', limit: limits.maxFailures, windowSeconds: Math.round(limits.failureWindowMs / 1000) });
+  // Set inside the store's atomic update: the answer given to the live grant, if there was one.
+  const answered: { result: Result<T, E> | null } = { result: null };
+  const updated = await deps.store.update({ user_code: userCode }, (grant) => {
+    if (!grant || grant.expires_at <= now) return grant;
+    const decided = answer(grant, now);
+    answered.result = decided.result;
+    return decided.next;
+  });
+  if (updated.isErr()) return err(updated.error);
+  if (answered.result) return answered.result;
+  const recorded = await deps.store.recordFailure(userId, now, limits.failureWindowMs);
+  if (recorded.isErr()) return err(recorded.error);
+  return err({ type: 'UserCodeNotFound', userCode: displayUserCode(userCode) });
+}
+
+/** Answers a pending grant; answering it again the same way is the same answer, any other is a conflict. */
+const answerWith =
+  (userId: string, status: 'approved' | 'denied'): Answer<DeviceAuthorizationView, DomainErrorOf<'DeviceAuthorizationAnswered'>> =>
+  (grant) => {
     if (grant.status === 'pending') {
       const next = { ...grant, status, user_id: userId };
-      return { next, result: okAsync(viewOf(next)) };
+      return { next, result: ok(viewOf(next)) };
     }
     const same = grant.status === status && grant.user_id === userId;
-    return {
-      next: grant,
-      result: same ? okAsync(viewOf(grant)) : errAsync({ type: 'DeviceAuthorizationAnswered' as const, userCode: displayUserCode(grant.user_code) }),
-    };
+    return { next: grant, result: same ? ok(viewOf(grant)) : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }) };
   };
 
-  /** Someone else's answered grant is not shown: it is no longer this person's to answer. */
-  const describeFor = (userId: string) => (grant: DeviceGrant) => ({
+/** Someone else's answered grant is not shown: it is no longer this person's to answer. */
+const describeFor =
+  (userId: string): Answer<DeviceAuthorizationView, DomainErrorOf<'DeviceAuthorizationAnswered'>> =>
+  (grant) => ({
     next: grant,
-    result:
-      grant.status === 'pending' || grant.user_id === userId
-        ? okAsync(viewOf(grant))
-        : errAsync({ type: 'DeviceAuthorizationAnswered' as const, userCode: displayUserCode(grant.user_code) }),
+    result: grant.status === 'pending' || grant.user_id === userId ? ok(viewOf(grant)) : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }),
   });
 
-  /** What a poll does to the grant, and what the device is told. */
-  const decidePoll = (grant: DeviceGrant | null, now: string): { next: DeviceGrant | null; outcome: { refused: DomainErrorOf<'DeviceTokenRefused'> } | { approved: DeviceGrant } } => {
-    if (!grant) return { next: null, outcome: { refused: refused('invalid_grant') } };
-    // Every answer but "pending" ends the grant: the device stops polling, and a code is used once.
-    if (grant.expires_at <= now) return { next: null, outcome: { refused: refused('expired_token') } };
-    if (grant.status === 'denied') return { next: null, outcome: { refused: refused('access_denied') } };
-    if (grant.status === 'approved') return { next: null, outcome: { approved: grant } };
-    const soon = grant.last_polled_at !== null && Date.parse(now) - Date.parse(grant.last_polled_at) < grant.interval_seconds * 1000 * TOO_SOON_SHARE;
-    if (soon) {
-      const interval = Math.min(grant.interval_seconds + SLOW_DOWN_STEP_SECONDS, MAX_INTERVAL_SECONDS);
-      return { next: { ...grant, interval_seconds: interval, last_polled_at: now }, outcome: { refused: refused('slow_down', interval) } };
-    }
-    return { next: { ...grant, last_polled_at: now }, outcome: { refused: refused('authorization_pending') } };
-  };
-
-  return {
-    start: (request) => {
-      const now = millisOf(clock);
-      const grant = {
-        device_code_hash: '',
-        client_name: request.client_id ?? DEFAULT_CLIENT_NAME,
-        status: 'pending' as const,
-        user_id: null,
-        created_at: at(now),
-        expires_at: at(now + limits.lifetimeMs),
-        interval_seconds: limits.intervalSeconds,
-        last_polled_at: null,
-      };
-      const deviceCode = randomBytes(32).toString('base64url');
-      return insertWithFreshCode({ ...grant, device_code_hash: hashSecret(deviceCode) }, USER_CODE_DRAWS).map((stored) => ({
-        device_code: deviceCode,
-        user_code: displayUserCode(stored.user_code),
-        expires_in: Math.round(limits.lifetimeMs / 1000),
-        interval: limits.intervalSeconds,
-      }));
-    },
-    poll: (deviceCode) => {
-      const now = clock.now();
-      let decided: ReturnType<typeof decidePoll>['outcome'] = { refused: refused('invalid_grant') };
-      return store
-        .update({ device_code_hash: hashSecret(deviceCode) }, (grant) => {
-          const { next, outcome } = decidePoll(grant, now);
-          decided = outcome;
-          return next;
-        })
-        .andThen(() => {
-          const outcome = decided;
-          if ('refused' in outcome) return errAsync(outcome.refused);
-          const grant = outcome.approved;
-          return apiKeys
-            .create(grant.user_id ?? '', keyNameOf(grant, now))
-            .map((key) => ({ access_token: key.key }))
-            .orElse((error) =>
-              error.type === 'ApiKeyLimitReached'
-                ? errAsync(refused('invalid_grant', null, `The approving user already has ${error.limit} API keys, the most allowed; they must revoke one and sign in again.`))
-                : errAsync(error),
-            );
-        });
-    },
-    describe: (userId, userCode) => withUserCode(userId, userCode, describeFor(userId)),
-    approve: (userId, userCode) =>
-      // Refused before anything is bound: an approval whose key could not be made would leave the device with nothing.
-      apiKeys.list(userId).andThen((keys) =>
-        keys.length >= apiKeys.maxPerUser
-          ? errAsync({ type: 'ApiKeyLimitReached' as const, limit: apiKeys.maxPerUser })
-          : withUserCode(userId, userCode, answerWith(userId, 'approved')),
-      ),
-    deny: (userId, userCode) => withUserCode(userId, userCode, answerWith(userId, 'denied')),
-  };
+/** What a poll does to the grant, and what the device is told. */
+function decidePoll(grant: DeviceGrant | null, now: string): { next: DeviceGrant | null; outcome: { refused: DomainErrorOf<'DeviceTokenRefused'> } | { approved: DeviceGrant } } {
+  if (!grant) return { next: null, outcome: { refused: refused('invalid_grant') } };
+  // Every answer but "pending" ends the grant: the device stops polling, and a code is used once.
+  if (grant.expires_at <= now) return { next: null, outcome: { refused: refused('expired_token') } };
+  if (grant.status === 'denied') return { next: null, outcome: { refused: refused('access_denied') } };
+  if (grant.status === 'approved') return { next: null, outcome: { approved: grant } };
+  const soon = grant.last_polled_at !== null && Date.parse(now) - Date.parse(grant.last_polled_at) < grant.interval_seconds * 1000 * TOO_SOON_SHARE;
+  if (soon) {
+    const interval = Math.min(grant.interval_seconds + SLOW_DOWN_STEP_SECONDS, MAX_INTERVAL_SECONDS);
+    return { next: { ...grant, interval_seconds: interval, last_polled_at: now }, outcome: { refused: refused('slow_down', interval) } };
+  }
+  return { next: { ...grant, last_polled_at: now }, outcome: { refused: refused('authorization_pending') } };
 }

@@ -120,9 +120,9 @@ export class ConversationOwnership {
     if (!this.#store || this.#held.has(key(userId, conversationId))) return true;
     const asked = await this.#store.request(userId, conversationId, 'stop');
     if (asked.isErr() || asked.value === 'free') return asked.isOk();
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(100, this.renewMs)));
+    const deadline = millisOf(this.#clock) + timeoutMs;
+    while (millisOf(this.#clock) < deadline) {
+      await this.#clock.sleep(Math.min(100, this.renewMs));
       const holders = await this.#store.holders([{ user_id: userId, conversation_id: conversationId }]);
       if (holders.isOk() && holders.value.length === 0) return true;
     }

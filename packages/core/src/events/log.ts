@@ -1,4 +1,5 @@
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
+import { resultAsync } from '../result.js';
 import type { LeaseFence, LeaseLost } from './lease.js';
 import type { StoreFailure } from '../store-failure.js';
 import { fromOwnAppend, fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
@@ -131,21 +132,26 @@ export class EventLog {
   /** Every event after `afterId`, oldest first (reads in batches until the end). */
   readAll(userId: string, conversationId: string, afterId = 0): ResultAsync<ConversationEvent[], StoreFailure> {
     if (this.#knownEnds?.get(EventLog.#key(userId, conversationId)) === afterId) return okAsync([]);
+    return resultAsync(this.#readAll(userId, conversationId, afterId));
+  }
+
+  async #readAll(userId: string, conversationId: string, afterId: number): Promise<Result<ConversationEvent[], StoreFailure>> {
     const collected: ConversationEvent[] = [];
-    const step = (after: number): ResultAsync<ConversationEvent[], StoreFailure> =>
-      this.#store.readAfter(userId, conversationId, after, READ_BATCH).andThen((batch) => {
-        for (const stored of batch) {
-          const event = fromStoredEvent(stored);
-          if (event) collected.push(event);
-        }
-        if (batch.length < READ_BATCH) {
-          // Only a read from a point the log had reached says where it ends (an empty log, or a read past its end, says nothing).
-          if (batch.length > 0) this.#knownToEnd(userId, conversationId, batch[batch.length - 1]!.id);
-          return okAsync(collected);
-        }
-        return step(batch[batch.length - 1]!.id);
-      });
-    return step(afterId);
+    for (let after = afterId; ; ) {
+      const batch = await this.#store.readAfter(userId, conversationId, after, READ_BATCH);
+      if (batch.isErr()) return err(batch.error);
+      for (const stored of batch.value) {
+        const event = fromStoredEvent(stored);
+        if (event) collected.push(event);
+      }
+      const last = batch.value.at(-1);
+      if (batch.value.length < READ_BATCH) {
+        // Only a read from a point the log had reached says where it ends (an empty log, or a read past its end, says nothing).
+        if (last) this.#knownToEnd(userId, conversationId, last.id);
+        return ok(collected);
+      }
+      after = last!.id;
+    }
   }
 
   /**
@@ -153,22 +159,26 @@ export class EventLog {
    * filter scans forward in batches until the page is full or the log ends.
    */
   search(userId: string, conversationId: string, query: EventQuery): ResultAsync<EventPage, StoreFailure> {
+    return resultAsync(this.#search(userId, conversationId, query));
+  }
+
+  async #search(userId: string, conversationId: string, query: EventQuery): Promise<Result<EventPage, StoreFailure>> {
     const kinds = query.kinds && query.kinds.length > 0 ? new Set<string>(query.kinds) : null;
+    const requested = kinds ? READ_BATCH : query.limit;
     const items: ConversationEvent[] = [];
-    const step = (after: number): ResultAsync<EventPage, StoreFailure> =>
-      this.#store.readAfter(userId, conversationId, after, kinds ? READ_BATCH : query.limit).andThen((batch) => {
-        for (const stored of batch) {
-          if (kinds && !kinds.has(stored.kind)) continue;
-          const event = fromStoredEvent(stored);
-          if (!event) continue;
-          items.push(event);
-          if (items.length === query.limit) return okAsync({ items, next_after: stored.id });
-        }
-        const requested = kinds ? READ_BATCH : query.limit;
-        if (batch.length < requested) return okAsync({ items, next_after: null });
-        return step(batch[batch.length - 1]!.id);
-      });
-    return step(query.after);
+    for (let after = query.after; ; ) {
+      const batch = await this.#store.readAfter(userId, conversationId, after, requested);
+      if (batch.isErr()) return err(batch.error);
+      for (const stored of batch.value) {
+        if (kinds && !kinds.has(stored.kind)) continue;
+        const event = fromStoredEvent(stored);
+        if (!event) continue;
+        items.push(event);
+        if (items.length === query.limit) return ok({ items, next_after: stored.id });
+      }
+      if (batch.value.length < requested) return ok({ items, next_after: null });
+      after = batch.value.at(-1)!.id;
+    }
   }
 
   /**
@@ -185,110 +195,43 @@ export class EventLog {
     onEnd?: (reason: string) => void,
   ): ResultAsync<EventSubscription, StoreFailure> {
     const key = EventLog.#key(userId, conversationId);
-    let lastId = afterId;
-    let closed = false;
-    let replaying = true;
-    let draining = false;
-    let pending: ConversationEvent[] = [];
-    /** The highest id another process said the log reaches; `recheck`: it may have grown unseen. */
-    let told = afterId;
-    let recheck = false;
-
-    const deliver = (event: ConversationEvent) => {
-      if (closed || event.id <= lastId) return;
-      lastId = event.id;
-      try {
-        listener(event);
-      } catch {
-        /* the subscriber's problem; the stream goes on */
-      }
-    };
-
-    // Delivers held live events in order; a gap before them, or events another process said it
-    // appended, are read from the store first.
-    const drain = async () => {
-      if (draining) return;
-      draining = true;
-      try {
-        while (!closed) {
-          pending = pending.filter((e) => e.id > lastId).sort((a, b) => a.id - b.id);
-          while (pending.length > 0 && pending[0]!.id === lastId + 1) deliver(pending.shift()!);
-          const gap = pending.length > 0;
-          if (!gap && told <= lastId && !recheck) return;
-          recheck = false;
-          const before = lastId;
-          const target = told;
-          const missing = await this.readAll(userId, conversationId, lastId);
-          if (missing.isErr()) return; // the next live event or notification tries again
-          for (const e of missing.value) deliver(e);
-          // Nothing more in the store: what we were told is there (or was a rumour); stop, unless
-          // another notification came while we read.
-          if (!gap && lastId === before && told === target && !recheck) {
-            told = lastId;
-            return;
-          }
-        }
-      } finally {
-        draining = false;
-      }
-    };
-
-    const onLive = (event: ConversationEvent) => {
-      if (closed) return;
-      pending.push(event);
-      if (!replaying) void drain();
-    };
-
-    const subscriber: LiveSubscriber = {
-      live: onLive,
-      wake: (id) => {
-        if (closed) return;
-        if (id === null) recheck = true;
-        else if (id > told) told = id;
-        else return;
-        if (!replaying) void drain();
+    const follower: LogFollower = new LogFollower({
+      afterId,
+      listener,
+      onEnd,
+      readAfter: (after) => this.readAll(userId, conversationId, after),
+      detach: () => {
+        const current = this.#subscribers.get(key);
+        current?.delete(follower);
+        if (current?.size === 0) this.#subscribers.delete(key);
       },
-      end: (reason) => {
-        subscription.close();
-        onEnd?.(reason);
-      },
-    };
+    });
     let subscribers = this.#subscribers.get(key);
     if (!subscribers) {
       subscribers = new Set();
       this.#subscribers.set(key, subscribers);
     }
-    subscribers.add(subscriber);
-    const subscription: EventSubscription = {
-      get lastId() {
-        return lastId;
-      },
-      close: () => {
-        closed = true;
-        const current = this.#subscribers.get(key);
-        current?.delete(subscriber);
-        if (current?.size === 0) this.#subscribers.delete(key);
-      },
-    };
-    // Replay batch by batch, so a long log is never held in memory at once.
-    const replay = (after: number): ResultAsync<void, StoreFailure> =>
-      this.#store.readAfter(userId, conversationId, after, READ_BATCH).andThen((batch) => {
-        for (const stored of batch) {
-          const event = fromStoredEvent(stored);
-          if (event) deliver(event);
-        }
-        return batch.length < READ_BATCH ? okAsync(undefined) : replay(batch[batch.length - 1]!.id);
-      });
-    return replay(afterId)
-      .map(() => {
-        replaying = false;
-        void drain();
-        return subscription;
-      })
-      .orElse((failure) => {
-        subscription.close();
-        return errAsync(failure);
-      });
+    subscribers.add(follower);
+    return resultAsync(this.#replay(userId, conversationId, follower, afterId));
+  }
+
+  /** Replays the log to a new subscription batch by batch (a long log is never held in memory at once), then lets it follow. */
+  async #replay(userId: string, conversationId: string, follower: LogFollower, afterId: number): Promise<Result<EventSubscription, StoreFailure>> {
+    for (let after = afterId; ; ) {
+      const batch = await this.#store.readAfter(userId, conversationId, after, READ_BATCH);
+      if (batch.isErr()) {
+        follower.close();
+        return err(batch.error);
+      }
+      for (const stored of batch.value) {
+        const event = fromStoredEvent(stored);
+        if (event) follower.deliver(event);
+      }
+      if (batch.value.length < READ_BATCH) break;
+      after = batch.value.at(-1)!.id;
+    }
+    follower.replayed();
+    return ok(follower);
   }
 
   /** How many live subscribers a conversation has (for tests and metrics). */
@@ -304,5 +247,112 @@ export class EventLog {
       for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.end('the conversation was deleted');
       return count;
     });
+  }
+}
+
+/** What a subscription needs from its log. */
+interface LogFollowerDeps {
+  afterId: number;
+  listener: EventListener;
+  onEnd: ((reason: string) => void) | undefined;
+  /** Every event after an id, from the store (to fill a gap, or what another process appended). */
+  readAfter: (afterId: number) => ResultAsync<ConversationEvent[], StoreFailure>;
+  /** Takes it off the log's live subscribers. */
+  detach: () => void;
+}
+
+/**
+ * One subscription: the replay delivers first; live events that arrive meanwhile are held and
+ * delivered after it in id order, each once; a gap before them, or what another process said it
+ * appended, is read from the store first.
+ */
+class LogFollower implements LiveSubscriber, EventSubscription {
+  #lastId: number;
+  #closed = false;
+  #replaying = true;
+  #draining = false;
+  #pending: ConversationEvent[] = [];
+  /** The highest id another process said the log reaches; `recheck`: it may have grown unseen. */
+  #told: number;
+  #recheck = false;
+  readonly #deps: LogFollowerDeps;
+
+  constructor(deps: LogFollowerDeps) {
+    this.#deps = deps;
+    this.#lastId = deps.afterId;
+    this.#told = deps.afterId;
+  }
+
+  get lastId(): number {
+    return this.#lastId;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#deps.detach();
+  }
+
+  /** Hands one event to the listener, unless it was delivered already. */
+  deliver(event: ConversationEvent): void {
+    if (this.#closed || event.id <= this.#lastId) return;
+    this.#lastId = event.id;
+    try {
+      this.#deps.listener(event);
+    } catch {
+      /* the subscriber's problem; the stream goes on */
+    }
+  }
+
+  /** The replay is over: what was held meanwhile goes out. */
+  replayed(): void {
+    this.#replaying = false;
+    void this.#drain();
+  }
+
+  live(event: ConversationEvent): void {
+    if (this.#closed) return;
+    this.#pending.push(event);
+    if (!this.#replaying) void this.#drain();
+  }
+
+  wake(id: number | null): void {
+    if (this.#closed) return;
+    if (id === null) this.#recheck = true;
+    else if (id > this.#told) this.#told = id;
+    else return;
+    if (!this.#replaying) void this.#drain();
+  }
+
+  end(reason: string): void {
+    this.close();
+    this.#deps.onEnd?.(reason);
+  }
+
+  /** Delivers held live events in order, reading a gap before them (or what another process appended) from the store first. */
+  async #drain(): Promise<void> {
+    if (this.#draining) return;
+    this.#draining = true;
+    try {
+      while (!this.#closed) {
+        this.#pending = this.#pending.filter((e) => e.id > this.#lastId).sort((a, b) => a.id - b.id);
+        while (this.#pending.length > 0 && this.#pending[0]!.id === this.#lastId + 1) this.deliver(this.#pending.shift()!);
+        const gap = this.#pending.length > 0;
+        if (!gap && this.#told <= this.#lastId && !this.#recheck) return;
+        this.#recheck = false;
+        const before = this.#lastId;
+        const target = this.#told;
+        const missing = await this.#deps.readAfter(this.#lastId);
+        if (missing.isErr()) return; // the next live event or notification tries again
+        for (const e of missing.value) this.deliver(e);
+        // Nothing more in the store: what we were told is there (or was a rumour); stop, unless
+        // another notification came while we read.
+        if (!gap && this.#lastId === before && this.#told === target && !this.#recheck) {
+          this.#told = this.#lastId;
+          return;
+        }
+      }
+    } finally {
+      this.#draining = false;
+    }
   }
 }

@@ -8,12 +8,12 @@ import type { StoredEvent } from './store.js';
  * restarted service resumes from it, and clients replay it.
  */
 
-/** How risky an action is; unknown when nothing could tell. */
 /** The agent's state, as the log records it (`agent_state_changed`) and a conversation shows it (`execution_status`). */
 export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES);
 export type ExecutionStatus = z.infer<typeof ExecutionStatusSchema>;
 
+/** How risky an action is; unknown when nothing could tell. */
 export const SecurityRiskSchema = z.enum(['low', 'medium', 'high', 'unknown']);
 
 const base = {

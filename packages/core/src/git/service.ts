@@ -1,7 +1,8 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import { match } from 'ts-pattern';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { resultAsync } from '../result.js';
 import { GIT_PROVIDERS, type GitProvider, type StoredSettings } from '../settings/schema.js';
 import type { SettingsStore } from '../settings/store.js';
 import { encodeGitPageId } from './page-id.js';
@@ -97,105 +98,134 @@ function gitFailureError(provider: string, failure: GitProviderFailure): GitErro
 
 const unsupported = (provider: string, message: string): DomainErrorOf<'GitRequestRefused'> => ({ type: 'GitRequestRefused', provider, reason: 'unsupported', message });
 
-export function createGitService(settings: SettingsStore, providers: GitProviders | null, logger: Logger = silentLogger): GitService {
-  /** The user's providers with a token, in the order of GIT_PROVIDERS. */
-  const tokensOf = (userId: string) =>
-    settings.get(userId).map((stored: StoredSettings | null) =>
-      GIT_PROVIDERS.flatMap((provider) => {
-        const entry = stored?.secrets_store.provider_tokens[provider];
-        return entry?.token ? [{ provider, token: entry.token, host: entry.host?.trim() || null }] : [];
-      }),
-    );
+export interface GitServiceDeps {
+  /** Where the user's provider tokens are (read on every call; nothing is cached). */
+  settings: SettingsStore;
+  /** Clients per provider; null: none here (every connected provider is then unsupported). */
+  providers: GitProviders | null;
+  logger?: Logger;
+}
 
-  const connect = (provider: GitProvider, token: string, host: string | null): Connected | null => {
-    const client = providers?.connect(provider, { token, host }) ?? null;
-    return client ? { provider, client } : null;
-  };
-
-  /** The client of one provider for this user: 403 without a token for it, 400 without a client for it here. */
-  const clientFor = (userId: string, provider: GitProviderType): ResultAsync<Connected, GitError> =>
-    tokensOf(userId).andThen((tokens) => {
-      if (tokens.length === 0) return errAsync<Connected, GitError>({ type: 'GitProviderNotConnected', provider: null });
-      const entry = tokens.find((t) => t.provider === provider);
-      if (!entry) return errAsync<Connected, GitError>({ type: 'GitProviderNotConnected', provider });
-      const connected = connect(entry.provider, entry.token, entry.host);
-      return connected ? okAsync(connected) : errAsync<Connected, GitError>(unsupported(provider, `This server has no client for ${provider}.`));
-    });
-
-  /** Every connected provider this server has a client for: 403 without any token, 400 when none has a client. */
-  const allClients = (userId: string): ResultAsync<Connected[], GitError> =>
-    tokensOf(userId).andThen((tokens) => {
-      if (tokens.length === 0) return errAsync<Connected[], GitError>({ type: 'GitProviderNotConnected', provider: null });
-      const clients = tokens.flatMap((t) => connect(t.provider, t.token, t.host) ?? []);
-      if (clients.length === 0) {
-        const names = tokens.map((t) => t.provider).join(', ');
-        return errAsync<Connected[], GitError>(unsupported(names, `This server has no client for the connected git providers (${names}).`));
-      }
-      return okAsync(clients);
-    });
-
-  const call = <T>({ provider, client }: Connected, run: (client: GitProviderClient) => ResultAsync<T, GitProviderFailure>): ResultAsync<T, GitError> =>
-    run(client).mapErr((failure) => gitFailureError(provider, failure));
-
+export function createGitService(deps: GitServiceDeps): GitService {
   return {
-    searchInstallations: (userId, { provider, offset, limit }) =>
-      clientFor(userId, provider).andThen((connected) => {
-        const { client } = connected;
-        if (!client.installations) return errAsync(unsupported(provider, `${provider} has no installations; list repositories without installation_id.`));
-        return call(connected, () => client.installations!()).map((ids) => ({
-          items: ids.slice(offset, offset + limit),
-          next_page_id: offset + limit < ids.length ? encodeGitPageId(offset + limit) : null,
-        }));
-      }),
-    searchRepositories: (userId, request) => {
-      const query = request.query?.trim() ?? '';
-      if (query === '' && request.sortOrder !== null) {
-        return errAsync(unsupported(request.provider, 'sort_order applies to searches only: give a query, or leave sort_order out to list your repositories (most recently pushed first).'));
-      }
-      return clientFor(userId, request.provider).andThen((connected) => {
-        const paging = { page: request.page, perPage: request.limit };
-        const listed =
-          query === ''
-            ? call(connected, (c) => c.repositories({ ...paging, installationId: request.installationId }))
-            : call(connected, (c) => c.searchRepositories({ ...paging, query, ...sortOf(request.sortOrder ?? 'stars-desc') }));
-        return listed.map((page) => ({ items: page.items, next_page_id: nextPage(page.hasMore, request.page) }));
-      });
-    },
-    searchBranches: (userId, request) =>
-      clientFor(userId, request.provider).andThen((connected) =>
-        call(connected, (c) => c.branches({ repository: request.repository, query: request.query === '' ? null : request.query, page: request.page, perPage: request.limit })).map(
-          (page) => ({ items: page.items, next_page_id: nextPage(page.hasMore, request.page) }),
-        ),
-      ),
-    searchSuggestedTasks: (userId, { page, limit }) =>
-      allClients(userId)
-        .andThen((clients) => suggestionsOf(clients))
-        .map((tasks) => {
-          const start = (page - 1) * limit;
-          return { items: tasks.slice(start, start + limit), next_page_id: nextPage(start + limit < tasks.length, page) };
-        }),
-    user: (userId) => allClients(userId).andThen((clients) => firstUser(clients)),
+    searchInstallations: (userId, request) => resultAsync(searchInstallations(deps, userId, request)),
+    searchRepositories: (userId, request) => resultAsync(searchRepositories(deps, userId, request)),
+    searchBranches: (userId, request) => resultAsync(searchBranches(deps, userId, request)),
+    searchSuggestedTasks: (userId, request) => resultAsync(searchSuggestedTasks(deps, userId, request)),
+    user: (userId) => resultAsync(user(deps, userId)),
   };
+}
 
-  function suggestionsOf(clients: Connected[]): ResultAsync<GitSuggestedTask[], GitError> {
-    const outcomes = ResultAsync.fromSafePromise(Promise.all(clients.map(async (connected) => call(connected, (c) => c.suggestedTasks()))));
-    return outcomes.andThen((results) => {
-      const succeeded = results.filter((r) => r.isOk());
-      const failed = results.find((r) => r.isErr());
-      if (succeeded.length === 0 && failed) return errAsync<GitSuggestedTask[], GitError>(failed.error);
-      results.forEach((r, i) => {
-        if (r.isErr()) logger.warn({ provider: clients[i]?.provider, error: r.error.type }, 'a git provider was left out of the suggested tasks');
-      });
-      return okAsync(succeeded.flatMap((r) => r.value));
-    });
-  }
+/** A user's token for a provider, and where it is used. */
+interface StoredToken {
+  provider: GitProvider;
+  token: string;
+  host: string | null;
+}
 
-  /** Tries each provider in order; the first failure is the answer when none answers. */
-  function firstUser(clients: Connected[], index = 0, firstFailure: GitError | null = null): ResultAsync<GitUserInfo, GitError> {
-    const connected = clients[index];
-    if (!connected) return errAsync(firstFailure ?? { type: 'GitProviderNotConnected', provider: null });
-    return call(connected, (c) => c.user()).orElse((error) => firstUser(clients, index + 1, firstFailure ?? error));
+/** The user's providers with a token, in the order of GIT_PROVIDERS. */
+function tokensOf(deps: GitServiceDeps, userId: string): ResultAsync<StoredToken[], DomainErrorOf<'StoreUnavailable'>> {
+  return deps.settings.get(userId).map((stored: StoredSettings | null) =>
+    GIT_PROVIDERS.flatMap((provider) => {
+      const entry = stored?.secrets_store.provider_tokens[provider];
+      return entry?.token ? [{ provider, token: entry.token, host: entry.host?.trim() || null }] : [];
+    }),
+  );
+}
+
+function connect(deps: GitServiceDeps, { provider, token, host }: StoredToken): Connected | null {
+  const client = deps.providers?.connect(provider, { token, host }) ?? null;
+  return client ? { provider, client } : null;
+}
+
+/** The client of one provider for this user: 403 without a token for it, 400 without a client for it here. */
+async function clientFor(deps: GitServiceDeps, userId: string, provider: GitProviderType): Promise<Result<Connected, GitError>> {
+  const tokens = await tokensOf(deps, userId);
+  if (tokens.isErr()) return err(tokens.error);
+  if (tokens.value.length === 0) return err({ type: 'GitProviderNotConnected', provider: null });
+  const entry = tokens.value.find((t) => t.provider === provider);
+  if (!entry) return err({ type: 'GitProviderNotConnected', provider });
+  const connected = connect(deps, entry);
+  return connected ? ok(connected) : err(unsupported(provider, `This server has no client for ${provider}.`));
+}
+
+/** Every connected provider this server has a client for: 403 without any token, 400 when none has a client. */
+async function allClients(deps: GitServiceDeps, userId: string): Promise<Result<Connected[], GitError>> {
+  const tokens = await tokensOf(deps, userId);
+  if (tokens.isErr()) return err(tokens.error);
+  if (tokens.value.length === 0) return err({ type: 'GitProviderNotConnected', provider: null });
+  const clients = tokens.value.flatMap((t) => connect(deps, t) ?? []);
+  if (clients.length === 0) {
+    const names = tokens.value.map((t) => t.provider).join(', ');
+    return err(unsupported(names, `This server has no client for the connected git providers (${names}).`));
   }
+  return ok(clients);
+}
+
+const call = <T>({ provider, client }: Connected, run: (client: GitProviderClient) => ResultAsync<T, GitProviderFailure>): ResultAsync<T, GitError> =>
+  run(client).mapErr((failure) => gitFailureError(provider, failure));
+
+async function searchInstallations(deps: GitServiceDeps, userId: string, { provider, offset, limit }: InstallationSearch): Promise<Result<InstallationPage, GitError>> {
+  const connected = await clientFor(deps, userId, provider);
+  if (connected.isErr()) return err(connected.error);
+  const installations = connected.value.client.installations?.bind(connected.value.client);
+  if (!installations) return err(unsupported(provider, `${provider} has no installations; list repositories without installation_id.`));
+  const ids = await call(connected.value, () => installations());
+  if (ids.isErr()) return err(ids.error);
+  return ok({ items: ids.value.slice(offset, offset + limit), next_page_id: offset + limit < ids.value.length ? encodeGitPageId(offset + limit) : null });
+}
+
+async function searchRepositories(deps: GitServiceDeps, userId: string, request: RepositorySearch): Promise<Result<RepositoryPage, GitError>> {
+  const query = request.query?.trim() ?? '';
+  if (query === '' && request.sortOrder !== null) {
+    return err(unsupported(request.provider, 'sort_order applies to searches only: give a query, or leave sort_order out to list your repositories (most recently pushed first).'));
+  }
+  const connected = await clientFor(deps, userId, request.provider);
+  if (connected.isErr()) return err(connected.error);
+  const paging = { page: request.page, perPage: request.limit };
+  const listed =
+    query === ''
+      ? await call(connected.value, (c) => c.repositories({ ...paging, installationId: request.installationId }))
+      : await call(connected.value, (c) => c.searchRepositories({ ...paging, query, ...sortOf(request.sortOrder ?? 'stars-desc') }));
+  if (listed.isErr()) return err(listed.error);
+  return ok({ items: listed.value.items, next_page_id: nextPage(listed.value.hasMore, request.page) });
+}
+
+async function searchBranches(deps: GitServiceDeps, userId: string, request: BranchSearch): Promise<Result<BranchPage, GitError>> {
+  const connected = await clientFor(deps, userId, request.provider);
+  if (connected.isErr()) return err(connected.error);
+  const page = await call(connected.value, (c) => c.branches({ repository: request.repository, query: request.query === '' ? null : request.query, page: request.page, perPage: request.limit }));
+  if (page.isErr()) return err(page.error);
+  return ok({ items: page.value.items, next_page_id: nextPage(page.value.hasMore, request.page) });
+}
+
+/** Every connected provider's suggestions, all asked at once; one that fails is left out (and logged) unless all fail. */
+async function searchSuggestedTasks(deps: GitServiceDeps, userId: string, { page, limit }: { page: number; limit: number }): Promise<Result<SuggestedTaskPage, GitError>> {
+  const clients = await allClients(deps, userId);
+  if (clients.isErr()) return err(clients.error);
+  const results = await Promise.all(clients.value.map((connected) => call(connected, (c) => c.suggestedTasks())));
+  const succeeded = results.filter((r) => r.isOk());
+  const failed = results.find((r) => r.isErr());
+  if (succeeded.length === 0 && failed) return err(failed.error);
+  results.forEach((r, i) => {
+    if (r.isErr()) (deps.logger ?? silentLogger).warn({ provider: clients.value[i]?.provider, error: r.error.type }, 'a git provider was left out of the suggested tasks');
+  });
+  const tasks: GitSuggestedTask[] = succeeded.flatMap((r) => r.value);
+  const start = (page - 1) * limit;
+  return ok({ items: tasks.slice(start, start + limit), next_page_id: nextPage(start + limit < tasks.length, page) });
+}
+
+/** Tries each provider in order; the first failure is the answer when none answers. */
+async function user(deps: GitServiceDeps, userId: string): Promise<Result<GitUserInfo, GitError>> {
+  const clients = await allClients(deps, userId);
+  if (clients.isErr()) return err(clients.error);
+  let firstFailure: GitError | null = null;
+  for (const connected of clients.value) {
+    const found = await call(connected, (c) => c.user());
+    if (found.isOk()) return found;
+    firstFailure ??= found.error;
+  }
+  return err(firstFailure ?? { type: 'GitProviderNotConnected', provider: null });
 }
 
 function sortOf(order: RepositorySortOrder): { sort: 'stars' | 'forks' | 'updated'; order: 'asc' | 'desc' } {

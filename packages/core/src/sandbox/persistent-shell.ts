@@ -7,7 +7,8 @@
 // once, which would make every command "still running" the moment it starts; the domain's own
 // time (records, ages, idle pausing) goes through the Clock.
 import { randomBytes } from 'node:crypto';
-import { errAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
+import { resultAsync } from '../result.js';
 import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
 import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS, type OpenShellOptions, type SandboxShell, type ShellOutput } from './shell.js';
 import { ShellCapture } from './shell-capture.js';
@@ -63,19 +64,22 @@ const HANGUP_WAIT_MS = 2_000;
  * shown with the next command's output.
  */
 export function openSandboxShell(runtime: SandboxRuntime, sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
-  return runtime
-    .spawn(sandboxId, {
-      command: ['bash', '--noprofile', '--norc', '--noediting', '-i'],
-      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-      env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', ...options.env },
-      tty: true,
-    })
-    .andThen((process) => {
-      const shell = new PersistentShell(runtime, sandboxId, process, options);
-      return ResultAsync.fromPromise(shell.ready(), toRuntimeError).map(() => shell as SandboxShell).orElse((error) =>
-        ResultAsync.fromSafePromise(process.kill()).andThen(() => errAsync(error)),
-      );
-    });
+  return resultAsync(openShell(runtime, sandboxId, options));
+}
+
+async function openShell(runtime: SandboxRuntime, sandboxId: string, options: OpenShellOptions): Promise<Result<SandboxShell, SandboxRuntimeError>> {
+  const spawned = await runtime.spawn(sandboxId, {
+    command: ['bash', '--noprofile', '--norc', '--noediting', '-i'],
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', ...options.env },
+    tty: true,
+  });
+  if (spawned.isErr()) return err(spawned.error);
+  const shell = new PersistentShell(runtime, sandboxId, spawned.value, options);
+  const failed = await shell.ready().then(() => null, toRuntimeError);
+  if (failed === null) return ok(shell);
+  await spawned.value.kill();
+  return err(failed);
 }
 
 // Terminal control sequences: the escape character is what they are about.

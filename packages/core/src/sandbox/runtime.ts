@@ -135,12 +135,6 @@ export interface DirectoryEntry {
   size: number;
 }
 
-/**
- * Where sandboxes actually run (a container engine, a VM service, a fake).
- * `create` returns promptly, usually in `starting`; the service polls `inspect`
- * until `running`. Pause and resume must be idempotent. `delete` of an unknown
- * sandbox succeeds. Errors say what went wrong in words a user can act on.
- */
 /** A sandbox the runtime holds, as its labels describe it (for adopting it after a restart). */
 export interface RuntimeSandboxSummary {
   sandbox_id: string;
@@ -151,6 +145,12 @@ export interface RuntimeSandboxSummary {
   created_at: string;
 }
 
+/**
+ * Where sandboxes actually run (a container engine, a VM service, a fake).
+ * `create` returns promptly, usually in `starting`; the service polls `inspect`
+ * until `running`. Pause and resume must be idempotent. `delete` of an unknown
+ * sandbox succeeds. Errors say what went wrong in words a user can act on.
+ */
 export interface SandboxRuntime {
   readonly specificationVersion: 'v1';
   /** Resolves when the runtime can be reached (cheap; called before each start and delete). */
@@ -215,10 +215,6 @@ export interface SandboxRuntime {
 }
 
 /**
- * A path inside a sandbox, resolved against its working directory and normalised.
- * Paths always name the sandbox's own filesystem; null for what cannot be a path.
- */
-/**
  * A runtime error as the service reports it for `operation` on a sandbox: an engine that cannot
  * be reached is SandboxesUnavailable, anything else SandboxRuntimeFailed.
  */
@@ -227,6 +223,10 @@ export const runtimeFailure =
   (e: SandboxRuntimeError): DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'> =>
     e.type === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
+/**
+ * A path inside a sandbox, resolved against its working directory and normalised.
+ * Paths always name the sandbox's own filesystem; null for what cannot be a path.
+ */
 export function resolveSandboxPath(workingDir: string, path: string): string | null {
   if (path === '' || path.includes('\0') || path.length > 4096) return null;
   const joined = path.startsWith('/') ? path : `${workingDir.replace(/\/+$/, '')}/${path}`;

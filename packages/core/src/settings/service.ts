@@ -1,6 +1,7 @@
-import { err, errAsync, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
+import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { applySettingsChange, applySettingsInput, reconcileActiveProfile, type SettingsChange } from './merge.js';
 import {
@@ -96,128 +97,175 @@ export type SettingsOverview = SettingsView & { user_version: number | null; llm
 /** Settings stored before a field existed read as that field's default. */
 const withDefaults = (stored: StoredSettings | null): StoredSettings | null => (stored ? { ...defaultSettings(), ...stored } : null);
 
-export function createSettingsService(store: SettingsStore, ids: IdGenerator): SettingsService {
-  /**
-   * One atomic change of the user's settings. `change` returns the new settings, or the error
-   * that refuses the change. A change refused on what is stored writes nothing (and creates no
-   * settings); one refused only on a record changed meanwhile writes that record back as it is.
-   */
-  const changeSettings = <E>(userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>): ResultAsync<StoredSettings, E | StoreFailure> =>
-    store.get(userId).andThen((stored) => {
-      const refused = change(withDefaults(stored) ?? defaultSettings());
-      if (refused.isErr()) return errAsync<StoredSettings, E>(refused.error);
-      const decided: { refused: { error: E } | null } = { refused: null };
-      return store
-        .update(userId, (current) => {
-          const base = withDefaults(current) ?? defaultSettings();
-          return change(base).match(
-            (next) => next,
-            (error) => {
-              decided.refused = { error };
-              return base;
-            },
-          );
-        })
-        .andThen((written) => (decided.refused ? errAsync<StoredSettings, E>(decided.refused.error) : okAsync(written)));
-    });
+export interface SettingsServiceDeps {
+  store: SettingsStore;
+  /** Ids of new LLM profiles. */
+  ids: IdGenerator;
+}
 
-  /** changeSettings for a user who has settings: SettingsNotFound, and nothing is created, for one who has none (settings are never deleted). */
-  const changeExisting = <E>(userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>) =>
-    store
-      .get(userId)
-      .andThen((stored) => (stored ? changeSettings(userId, change) : errAsync<StoredSettings, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' })));
+/** Secrets as stored in the settings. */
+type Secrets = StoredSettings['secrets_store'];
+/** A change of the secrets: the new secrets, or why it is refused. */
+type SecretsChange<E> = (secrets: Secrets) => { ok: Secrets } | { refused: E };
 
-  /** Changes the user's secrets in one atomic update (see changeSettings). */
-  const changeSecrets = <E>(
-    userId: string,
-    change: (secrets: StoredSettings['secrets_store']) => { ok: StoredSettings['secrets_store'] } | { refused: E },
-  ): ResultAsync<void, E | StoreFailure> =>
-    changeSettings<E>(userId, (settings) => {
-      const outcome = change(settings.secrets_store);
-      return 'refused' in outcome ? err(outcome.refused) : ok({ ...settings, secrets_store: outcome.ok });
-    }).map(() => undefined);
-
+export function createSettingsService(deps: SettingsServiceDeps): SettingsService {
   return {
-    listSecrets: (userId) =>
-      store
-        .get(userId)
-        .map((stored) =>
-          Object.entries(withDefaults(stored)?.secrets_store.custom_secrets ?? {})
-            .map(([name, secret]) => ({ name, description: secret.description }))
-            .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-        ),
-    createSecret: (userId, secret) =>
-      changeSecrets<DomainErrorOf<'SecretNameTaken'>>(userId, (secrets) =>
-        Object.hasOwn(secrets.custom_secrets, secret.name)
-          ? { refused: { type: 'SecretNameTaken', name: secret.name } }
-          : { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description: secret.description ?? null } } } },
-      ),
-    updateSecret: (userId, name, change) =>
-      changeSecrets<DomainErrorOf<'SecretNotFound' | 'SecretNameTaken'>>(userId, (secrets) => {
-        const existing = Object.hasOwn(secrets.custom_secrets, name) ? secrets.custom_secrets[name] : undefined;
-        if (!existing) return { refused: { type: 'SecretNotFound', name } };
-        if (change.name !== name && Object.hasOwn(secrets.custom_secrets, change.name)) return { refused: { type: 'SecretNameTaken', name: change.name } };
-        const rest = Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name));
-        const description = change.description === undefined ? existing.description : change.description;
-        return { ok: { ...secrets, custom_secrets: { ...rest, [change.name]: { secret: existing.secret, description } } } };
-      }),
-    deleteSecret: (userId, name) =>
-      changeSecrets<DomainErrorOf<'SecretNotFound'>>(userId, (secrets) =>
-        Object.hasOwn(secrets.custom_secrets, name)
-          ? { ok: { ...secrets, custom_secrets: Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name)) } }
-          : { refused: { type: 'SecretNotFound', name } },
-      ),
-    setProviderTokens: (userId, input) =>
-      changeSecrets<never>(userId, (secrets) => {
-        const next: Partial<Record<GitProvider, StoredProviderToken>> = {};
-        for (const [provider, given] of Object.entries(input.provider_tokens) as [GitProvider, NonNullable<ProviderTokensInput['provider_tokens'][GitProvider]>][]) {
-          const stored = secrets.provider_tokens[provider];
-          const token = given.token ? given.token : (stored?.token ?? null);
-          next[provider] = { token, host: given.host ?? null, user_id: given.user_id ?? stored?.user_id ?? null };
-        }
-        return { ok: { ...secrets, provider_tokens: next } };
-      }),
-    unsetProviderTokens: (userId) => changeSecrets<never>(userId, (secrets) => ({ ok: { ...secrets, provider_tokens: {} } })),
-    load: (userId) =>
-      store
-        .get(userId)
-        .map(withDefaults)
-        .andThen((stored) => (stored ? okAsync(toSettingsView(stored)) : errAsync<SettingsView, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' }))),
-    store: (userId, input) => store.update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input))).map(() => undefined),
-    loadWithSecrets: (userId) => store.get(userId).map(withDefaults),
-    loadWithProfiles: (userId) =>
-      store
-        .get(userId)
-        .map(withDefaults)
-        .andThen((stored) =>
-          stored
-            ? okAsync<SettingsOverview, never>({ ...toSettingsView(stored), user_version: stored.user_version, llm_profiles: profilesView(stored) })
-            : errAsync<SettingsOverview, DomainErrorOf<'SettingsNotFound'>>({ type: 'SettingsNotFound' }),
-        ),
-    change: (userId, change) => changeSettings<never>(userId, (settings) => ok(reconcileActiveProfile(applySettingsChange(settings, change)))).map(() => undefined),
-    putSecret: (userId, secret) =>
-      changeSecrets<never>(userId, (secrets) => {
-        const before = Object.hasOwn(secrets.custom_secrets, secret.name) ? secrets.custom_secrets[secret.name] : undefined;
-        const description = secret.description === undefined ? (before?.description ?? null) : secret.description;
-        return { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description } } } };
-      }),
-    listProfiles: (userId) => store.get(userId).map((stored) => profilesView(withDefaults(stored))),
-    getProfile: (userId, name) =>
-      store.get(userId).andThen((stored) => {
-        const profile = findProfile(withDefaults(stored), name);
-        return profile ? okAsync(profileView(profile)) : errAsync<LlmProfileView, DomainErrorOf<'ProfileNotFound'>>({ type: 'ProfileNotFound', name });
-      }),
-    saveProfile: (userId, name, request) => changeExisting(userId, (settings) => saveProfile(settings, name, request, () => ids.next())).map(() => undefined),
-    deleteProfile: (userId, name) =>
-      store.get(userId).andThen((stored) =>
-        // Nothing to delete writes nothing (and creates no settings).
-        findProfile(withDefaults(stored), name) ? changeSettings<never>(userId, (settings) => ok(deleteProfile(settings, name))).map(() => undefined) : okAsync<void, StoreFailure>(undefined),
-      ),
-    activateProfile: (userId, name) =>
-      changeExisting(userId, (settings) => activateProfile(settings, name))
-        .map((written) => ({ model: written.llm_model }))
-        // No settings means no profiles: the profile is what is missing.
-        .orElse((error) => errAsync(error.type === 'SettingsNotFound' ? { type: 'ProfileNotFound' as const, name } : error)),
-    renameProfile: (userId, name, newName) => changeExisting(userId, (settings) => renameProfile(settings, name, newName)).map(() => undefined),
+    listSecrets: (userId) => deps.store.get(userId).map(secretInfosOf),
+    createSecret: (userId, secret) => changeSecrets(deps, userId, addSecret(secret)),
+    updateSecret: (userId, name, change) => changeSecrets(deps, userId, updateSecret(name, change)),
+    deleteSecret: (userId, name) => changeSecrets(deps, userId, removeSecret(name)),
+    setProviderTokens: (userId, input) => changeSecrets(deps, userId, setProviderTokens(input)),
+    unsetProviderTokens: (userId) => changeSecrets<never>(deps, userId, (secrets) => ({ ok: { ...secrets, provider_tokens: {} } })),
+    load: (userId) => resultAsync(load(deps, userId)),
+    store: (userId, input) => deps.store.update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input))).map(() => undefined),
+    loadWithSecrets: (userId) => deps.store.get(userId).map(withDefaults),
+    loadWithProfiles: (userId) => resultAsync(loadWithProfiles(deps, userId)),
+    change: (userId, change) => resultAsync(changeSettings<never>(deps, userId, (settings) => ok(reconcileActiveProfile(applySettingsChange(settings, change))))).map(() => undefined),
+    putSecret: (userId, secret) => changeSecrets(deps, userId, putSecret(secret)),
+    listProfiles: (userId) => deps.store.get(userId).map((stored) => profilesView(withDefaults(stored))),
+    getProfile: (userId, name) => resultAsync(getProfile(deps, userId, name)),
+    saveProfile: (userId, name, request) => resultAsync(changeExisting(deps, userId, (settings) => saveProfile(settings, name, request, () => deps.ids.next()))).map(() => undefined),
+    deleteProfile: (userId, name) => resultAsync(removeProfile(deps, userId, name)),
+    activateProfile: (userId, name) => resultAsync(activate(deps, userId, name)),
+    renameProfile: (userId, name, newName) => resultAsync(changeExisting(deps, userId, (settings) => renameProfile(settings, name, newName))).map(() => undefined),
   };
+}
+
+/**
+ * One atomic change of the user's settings. `change` returns the new settings, or the error
+ * that refuses the change. A change refused on what is stored writes nothing (and creates no
+ * settings); one refused only on a record changed meanwhile writes that record back as it is.
+ */
+async function changeSettings<E>(deps: SettingsServiceDeps, userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>): Promise<Result<StoredSettings, E | StoreFailure>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  const refused = change(withDefaults(stored.value) ?? defaultSettings());
+  if (refused.isErr()) return err(refused.error);
+  const decided: { refused: { error: E } | null } = { refused: null };
+  const written = await deps.store.update(userId, (current) => {
+    const base = withDefaults(current) ?? defaultSettings();
+    return change(base).match(
+      (next) => next,
+      (error) => {
+        decided.refused = { error };
+        return base;
+      },
+    );
+  });
+  if (written.isErr()) return err(written.error);
+  if (decided.refused) return err(decided.refused.error);
+  return ok(written.value);
+}
+
+/** changeSettings for a user who has settings: SettingsNotFound, and nothing is created, for one who has none (settings are never deleted). */
+async function changeExisting<E>(
+  deps: SettingsServiceDeps,
+  userId: string,
+  change: (settings: StoredSettings) => Result<StoredSettings, E>,
+): Promise<Result<StoredSettings, E | StoreFailure | DomainErrorOf<'SettingsNotFound'>>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  if (!stored.value) return err({ type: 'SettingsNotFound' });
+  return changeSettings(deps, userId, change);
+}
+
+/** Changes the user's secrets in one atomic update (see changeSettings). */
+function changeSecrets<E>(deps: SettingsServiceDeps, userId: string, change: SecretsChange<E>): ResultAsync<void, E | StoreFailure> {
+  const changed = changeSettings<E>(deps, userId, (settings) => {
+    const outcome = change(settings.secrets_store);
+    return 'refused' in outcome ? err(outcome.refused) : ok({ ...settings, secrets_store: outcome.ok });
+  });
+  return resultAsync(changed).map(() => undefined);
+}
+
+function secretInfosOf(stored: StoredSettings | null): CustomSecretInfo[] {
+  return Object.entries(withDefaults(stored)?.secrets_store.custom_secrets ?? {})
+    .map(([name, secret]) => ({ name, description: secret.description }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+const addSecret =
+  (secret: CustomSecretCreate): SecretsChange<DomainErrorOf<'SecretNameTaken'>> =>
+  (secrets) =>
+    Object.hasOwn(secrets.custom_secrets, secret.name)
+      ? { refused: { type: 'SecretNameTaken', name: secret.name } }
+      : { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description: secret.description ?? null } } } };
+
+const updateSecret =
+  (name: string, change: CustomSecretUpdate): SecretsChange<DomainErrorOf<'SecretNotFound' | 'SecretNameTaken'>> =>
+  (secrets) => {
+    const existing = Object.hasOwn(secrets.custom_secrets, name) ? secrets.custom_secrets[name] : undefined;
+    if (!existing) return { refused: { type: 'SecretNotFound', name } };
+    if (change.name !== name && Object.hasOwn(secrets.custom_secrets, change.name)) return { refused: { type: 'SecretNameTaken', name: change.name } };
+    const rest = Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name));
+    const description = change.description === undefined ? existing.description : change.description;
+    return { ok: { ...secrets, custom_secrets: { ...rest, [change.name]: { secret: existing.secret, description } } } };
+  };
+
+const removeSecret =
+  (name: string): SecretsChange<DomainErrorOf<'SecretNotFound'>> =>
+  (secrets) =>
+    Object.hasOwn(secrets.custom_secrets, name)
+      ? { ok: { ...secrets, custom_secrets: Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name)) } }
+      : { refused: { type: 'SecretNotFound', name } };
+
+const setProviderTokens =
+  (input: ProviderTokensInput): SecretsChange<never> =>
+  (secrets) => {
+    const next: Partial<Record<GitProvider, StoredProviderToken>> = {};
+    for (const [provider, given] of Object.entries(input.provider_tokens) as [GitProvider, NonNullable<ProviderTokensInput['provider_tokens'][GitProvider]>][]) {
+      const stored = secrets.provider_tokens[provider];
+      const token = given.token ? given.token : (stored?.token ?? null);
+      next[provider] = { token, host: given.host ?? null, user_id: given.user_id ?? stored?.user_id ?? null };
+    }
+    return { ok: { ...secrets, provider_tokens: next } };
+  };
+
+const putSecret =
+  (secret: CustomSecretCreate): SecretsChange<never> =>
+  (secrets) => {
+    const before = Object.hasOwn(secrets.custom_secrets, secret.name) ? secrets.custom_secrets[secret.name] : undefined;
+    const description = secret.description === undefined ? (before?.description ?? null) : secret.description;
+    return { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description } } } };
+  };
+
+async function load(deps: SettingsServiceDeps, userId: string): Promise<Result<SettingsView, ErrorsOf<typeof SettingsServiceErrors.load>>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  const settings = withDefaults(stored.value);
+  if (!settings) return err({ type: 'SettingsNotFound' });
+  return ok(toSettingsView(settings));
+}
+
+async function loadWithProfiles(deps: SettingsServiceDeps, userId: string): Promise<Result<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  const settings = withDefaults(stored.value);
+  if (!settings) return err({ type: 'SettingsNotFound' });
+  return ok({ ...toSettingsView(settings), user_version: settings.user_version, llm_profiles: profilesView(settings) });
+}
+
+async function getProfile(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  const profile = findProfile(withDefaults(stored.value), name);
+  if (!profile) return err({ type: 'ProfileNotFound', name });
+  return ok(profileView(profile));
+}
+
+async function removeProfile(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>> {
+  const stored = await deps.store.get(userId);
+  if (stored.isErr()) return err(stored.error);
+  // Nothing to delete writes nothing (and creates no settings).
+  if (!findProfile(withDefaults(stored.value), name)) return ok(undefined);
+  const changed = await changeSettings<never>(deps, userId, (settings) => ok(deleteProfile(settings, name)));
+  if (changed.isErr()) return err(changed.error);
+  return ok(undefined);
+}
+
+async function activate(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>> {
+  const written = await changeExisting(deps, userId, (settings) => activateProfile(settings, name));
+  // No settings means no profiles: the profile is what is missing.
+  if (written.isErr()) return err(written.error.type === 'SettingsNotFound' ? { type: 'ProfileNotFound', name } : written.error);
+  return ok({ model: written.value.llm_model });
 }

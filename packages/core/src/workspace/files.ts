@@ -1,8 +1,10 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { ConversationRecord } from '../conversation/schema.js';
 import type { ConversationStore } from '../conversation/store.js';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { normalizeId } from '../ids.js';
+import { resultAsync } from '../result.js';
+import type { StoreFailure } from '../store-failure.js';
 import { resolveSandboxPath, runtimeFailure, splitClippedOutput, type FileContent, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
@@ -115,134 +117,150 @@ const bySourceThenName = (a: RepositorySkill, b: RepositorySkill) =>
   a.repository === b.repository ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.repository < b.repository ? -1 : 1;
 
 export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceService {
-  const { conversations, sandboxes, runtime } = deps;
-
-  const recordOf = (userId: string, id: string) =>
-    conversations
-      .get(userId, normalizeId(id))
-      .andThen((record) => (record ? okAsync(record) : errAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound'>>({ type: 'ConversationNotFound', conversationId: id })));
-
-  const directoryOf = (record: ConversationRecord, box: SandboxRecord | null): string | null => record.workspace?.repository_dir ?? box?.spec.working_dir ?? null;
-
-  /** The conversation with its sandbox, which must be running. */
-  const running = (userId: string, id: string) =>
-    recordOf(userId, id).andThen((record) =>
-      sandboxes.liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : []).andThen((boxes) => {
-        const box = record.sandbox_id ? (boxes.get(record.sandbox_id) ?? null) : null;
-        if (!box || box.status !== 'RUNNING') {
-          return errAsync<{ record: ConversationRecord; box: SandboxRecord; dir: string }, DomainErrorOf<'ConversationNotRunning'>>({
-            type: 'ConversationNotRunning',
-            conversationId: record.id,
-            status: box ? `${record.status} (sandbox ${box.status})` : record.status,
-          });
-        }
-        return okAsync({ record, box, dir: directoryOf(record, box) ?? box.spec.working_dir });
-      }),
-    );
-
-  const git = (sandboxId: string, dir: string, args: readonly string[]) =>
-    runtime.exec(sandboxId, { command: ['git', '-C', dir, ...args], timeoutMs: 30_000 }).mapErr(runtimeFailure(sandboxId, 'read the repository of'));
-
-  const readShown = (sandboxId: string, path: string) => runtime.readFile(sandboxId, path, { maxBytes: MAX_SHOWN_BYTES }).map(showFile);
-
-  /** The HEAD side of a diff, as a panel shows it; '' when HEAD has no file there. */
-  const committed = (sandboxId: string, dir: string, relative: string) =>
-    runtime
-      .exec(sandboxId, {
-        command: ['sh', '-c', COMMITTED_BLOB_SCRIPT, 'sh', dir, `HEAD:${relative}`, String(MAX_SHOWN_BYTES)],
-        timeoutMs: 30_000,
-        // The script cuts the blob in the sandbox; this holds even a sandbox whose `head` does not.
-        maxOutputBytes: MAX_SHOWN_BYTES + 32,
-      })
-      .mapErr(runtimeFailure(sandboxId, 'read the repository of'))
-      .map((result) => {
-        const newline = result.stdout.indexOf('\n');
-        const size = Number(result.stdout.slice(0, newline));
-        return result.exit_code === 0 && newline > 0 && Number.isSafeInteger(size) ? showOutput(result.stdout.slice(newline + 1), size) : '';
-      });
-
   return {
-    listFiles: (userId, id, path) =>
-      running(userId, id).andThen(({ box, dir }) => {
-        const target = resolveSandboxPath(dir, path ?? '.') ?? dir;
-        const prefix = entryPrefix(dir, target);
-        return runtime
-          .listDirectory(box.id, target)
-          .map((entries) => entries.map((e) => (e.type === 'directory' ? `${prefix}${e.name}/` : `${prefix}${e.name}`)))
-          .orElse((e) => (e.type === 'not_found' ? okAsync<string[], never>([]) : errAsync(runtimeFailure(box.id, 'list files in')(e))));
-      }),
-
-    readFile: (userId, id, path) =>
-      running(userId, id).andThen(({ record, box, dir }) =>
-        readShown(box.id, resolveSandboxPath(dir, path) ?? path).mapErr((e): WorkspaceServiceError<'readFile'> =>
-          e.type === 'not_found'
-            ? { type: 'WorkspaceFileNotFound', conversationId: record.id, path }
-            : e.type === 'is_directory'
-              ? { type: 'WorkspacePathIsDirectory', conversationId: record.id, path }
-              : runtimeFailure(box.id, 'read a file of')(e),
-        ),
-      ),
-
-    gitChanges: (userId, id, directory) =>
-      running(userId, id).andThen(({ box, dir }) =>
-        git(box.id, directory ? (resolveSandboxPath(dir, directory) ?? dir) : dir, ['status', '--porcelain=v1', '-uall', '-z']).map((result) => (result.exit_code === 0 ? parseStatus(result.stdout) : [])),
-      ),
-
-    gitDiff: (userId, id, path) =>
-      running(userId, id).andThen(({ box, dir }) => {
-        const relative = path.startsWith(`${dir}/`) ? path.slice(dir.length + 1) : path.replace(/^\/+/, '');
-        const target = resolveSandboxPath(dir, relative);
-        // No path (the working directory itself), or one longer than any file's (PATH_MAX): no file, so both sides are empty.
-        if (target === null || target.length > MAX_PATH_LENGTH) return okAsync({ original: '', modified: '' });
-        return ResultAsync.combine([
-          committed(box.id, dir, relative),
-          readShown(box.id, target).orElse((e) =>
-            e.type === 'not_found' || e.type === 'is_directory' ? okAsync<string, never>('') : errAsync(runtimeFailure(box.id, 'read a file of')(e)),
-          ),
-        ] as const).map(([original, modified]) => ({ original, modified }));
-      }),
-
-    describe: (userId, id) =>
-      recordOf(userId, id).andThen((record) =>
-        sandboxes
-          .liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : [])
-          .map((boxes) => {
-            const box = record.sandbox_id ? (boxes.get(record.sandbox_id) ?? null) : null;
-            const guidance = record.workspace?.guidance;
-            return {
-              conversation_id: record.id,
-              sandbox_id: record.sandbox_id,
-              repository: record.selected_repository,
-              directory: directoryOf(record, box),
-              microagents: [
-                ...(guidance?.instructions ?? []).map((f) => ({ name: f.path, type: 'repo' as const, content: f.content, triggers: [] })),
-                ...(guidance?.knowledge ?? []).map((f) => ({ name: f.name, type: 'knowledge' as const, content: f.content, triggers: f.triggers })),
-              ],
-            };
-          }),
-      ),
-
-    repositorySkills: (userId) => {
-      const skills = new Map<string, RepositorySkill>();
-      const add = (skill: RepositorySkill) => {
-        const key = `${skill.repository}\u0000${skill.name}`;
-        if (!skills.has(key)) skills.set(key, skill);
-      };
-      const from = (after: PageRequest['after']): ResultAsync<void, WorkspaceServiceError<'repositorySkills'>> =>
-        conversations.search(userId, { include_sub_conversations: true }, { limit: 100, after }).andThen((page) => {
-          for (const record of page.items) {
-            const repository = record.selected_repository;
-            const guidance = record.workspace?.guidance;
-            if (!repository || !guidance) continue;
-            for (const f of guidance.instructions) add({ repository, name: f.path, type: 'repo', triggers: [] });
-            for (const f of guidance.knowledge) add({ repository, name: f.name, type: 'knowledge', triggers: f.triggers });
-          }
-          const next = page.next_page_id === null ? null : decodeCursor(page.next_page_id);
-          return next ? from(next) : okAsync(undefined);
-        });
-      return from(null).map(() => [...skills.values()].sort(bySourceThenName));
-    },
+    listFiles: (userId, id, path) => resultAsync(listFiles(deps, userId, id, path)),
+    readFile: (userId, id, path) => resultAsync(readFile(deps, userId, id, path)),
+    gitChanges: (userId, id, directory) => resultAsync(gitChanges(deps, userId, id, directory)),
+    gitDiff: (userId, id, path) => resultAsync(gitDiff(deps, userId, id, path)),
+    describe: (userId, id) => resultAsync(describe(deps, userId, id)),
+    repositorySkills: (userId) => resultAsync(repositorySkills(deps, userId)),
   };
+}
+
+async function recordOf(deps: WorkspaceServiceDeps, userId: string, id: string): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>> {
+  const record = await deps.conversations.get(userId, normalizeId(id));
+  if (record.isErr()) return err(record.error);
+  if (!record.value) return err({ type: 'ConversationNotFound', conversationId: id });
+  return ok(record.value);
+}
+
+const directoryOf = (record: ConversationRecord, box: SandboxRecord | null): string | null => record.workspace?.repository_dir ?? box?.spec.working_dir ?? null;
+
+/** The conversation's sandbox, refreshed from the runtime; null when it has none. */
+async function sandboxOf(deps: WorkspaceServiceDeps, userId: string, record: ConversationRecord): Promise<Result<SandboxRecord | null, StoreFailure>> {
+  const boxes = await deps.sandboxes.liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : []);
+  if (boxes.isErr()) return err(boxes.error);
+  return ok(record.sandbox_id ? (boxes.value.get(record.sandbox_id) ?? null) : null);
+}
+
+/** The conversation with its sandbox, which must be running, and the directory the panels show. */
+async function running(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+): Promise<Result<{ record: ConversationRecord; box: SandboxRecord; dir: string }, DomainErrorOf<'ConversationNotFound' | 'ConversationNotRunning' | 'StoreUnavailable'>>> {
+  const record = await recordOf(deps, userId, id);
+  if (record.isErr()) return err(record.error);
+  const box = await sandboxOf(deps, userId, record.value);
+  if (box.isErr()) return err(box.error);
+  if (!box.value || box.value.status !== 'RUNNING') {
+    return err({ type: 'ConversationNotRunning', conversationId: record.value.id, status: box.value ? `${record.value.status} (sandbox ${box.value.status})` : record.value.status });
+  }
+  return ok({ record: record.value, box: box.value, dir: directoryOf(record.value, box.value) ?? box.value.spec.working_dir });
+}
+
+async function listFiles(deps: WorkspaceServiceDeps, userId: string, id: string, path: string | null): Promise<Result<string[], WorkspaceServiceError<'listFiles'>>> {
+  const found = await running(deps, userId, id);
+  if (found.isErr()) return err(found.error);
+  const { box, dir } = found.value;
+  const target = resolveSandboxPath(dir, path ?? '.') ?? dir;
+  const prefix = entryPrefix(dir, target);
+  const entries = await deps.runtime.listDirectory(box.id, target);
+  if (entries.isErr()) return entries.error.type === 'not_found' ? ok([]) : err(runtimeFailure(box.id, 'list files in')(entries.error));
+  return ok(entries.value.map((e) => (e.type === 'directory' ? `${prefix}${e.name}/` : `${prefix}${e.name}`)));
+}
+
+async function readFile(deps: WorkspaceServiceDeps, userId: string, id: string, path: string): Promise<Result<string, WorkspaceServiceError<'readFile'>>> {
+  const found = await running(deps, userId, id);
+  if (found.isErr()) return err(found.error);
+  const { record, box, dir } = found.value;
+  const content = await deps.runtime.readFile(box.id, resolveSandboxPath(dir, path) ?? path, { maxBytes: MAX_SHOWN_BYTES });
+  if (content.isOk()) return ok(showFile(content.value));
+  if (content.error.type === 'not_found') return err({ type: 'WorkspaceFileNotFound', conversationId: record.id, path });
+  if (content.error.type === 'is_directory') return err({ type: 'WorkspacePathIsDirectory', conversationId: record.id, path });
+  return err(runtimeFailure(box.id, 'read a file of')(content.error));
+}
+
+async function gitChanges(deps: WorkspaceServiceDeps, userId: string, id: string, directory: string | null | undefined): Promise<Result<GitChange[], WorkspaceServiceError<'gitChanges'>>> {
+  const found = await running(deps, userId, id);
+  if (found.isErr()) return err(found.error);
+  const { box, dir } = found.value;
+  const where = directory ? (resolveSandboxPath(dir, directory) ?? dir) : dir;
+  const result = await deps.runtime.exec(box.id, { command: ['git', '-C', where, 'status', '--porcelain=v1', '-uall', '-z'], timeoutMs: 30_000 });
+  if (result.isErr()) return err(runtimeFailure(box.id, 'read the repository of')(result.error));
+  return ok(result.value.exit_code === 0 ? parseStatus(result.value.stdout) : []);
+}
+
+async function gitDiff(deps: WorkspaceServiceDeps, userId: string, id: string, path: string): Promise<Result<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>> {
+  const found = await running(deps, userId, id);
+  if (found.isErr()) return err(found.error);
+  const { box, dir } = found.value;
+  const relative = path.startsWith(`${dir}/`) ? path.slice(dir.length + 1) : path.replace(/^\/+/, '');
+  const target = resolveSandboxPath(dir, relative);
+  // No path (the working directory itself), or one longer than any file's (PATH_MAX): no file, so both sides are empty.
+  if (target === null || target.length > MAX_PATH_LENGTH) return ok({ original: '', modified: '' });
+  // Both sides at once.
+  const [original, modified] = await Promise.all([committed(deps, box.id, dir, relative), deps.runtime.readFile(box.id, target, { maxBytes: MAX_SHOWN_BYTES })]);
+  if (original.isErr()) return err(original.error);
+  if (modified.isOk()) return ok({ original: original.value, modified: showFile(modified.value) });
+  if (modified.error.type === 'not_found' || modified.error.type === 'is_directory') return ok({ original: original.value, modified: '' });
+  return err(runtimeFailure(box.id, 'read a file of')(modified.error));
+}
+
+/** The HEAD side of a diff, as a panel shows it; '' when HEAD has no file there. */
+async function committed(deps: WorkspaceServiceDeps, sandboxId: string, dir: string, relative: string): Promise<Result<string, DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'>>> {
+  const result = await deps.runtime.exec(sandboxId, {
+    command: ['sh', '-c', COMMITTED_BLOB_SCRIPT, 'sh', dir, `HEAD:${relative}`, String(MAX_SHOWN_BYTES)],
+    timeoutMs: 30_000,
+    // The script cuts the blob in the sandbox; this holds even a sandbox whose `head` does not.
+    maxOutputBytes: MAX_SHOWN_BYTES + 32,
+  });
+  if (result.isErr()) return err(runtimeFailure(sandboxId, 'read the repository of')(result.error));
+  const newline = result.value.stdout.indexOf('\n');
+  const size = Number(result.value.stdout.slice(0, newline));
+  return ok(result.value.exit_code === 0 && newline > 0 && Number.isSafeInteger(size) ? showOutput(result.value.stdout.slice(newline + 1), size) : '');
+}
+
+async function describe(deps: WorkspaceServiceDeps, userId: string, id: string): Promise<Result<WorkspaceDescription, WorkspaceServiceError<'describe'>>> {
+  const record = await recordOf(deps, userId, id);
+  if (record.isErr()) return err(record.error);
+  const box = await sandboxOf(deps, userId, record.value);
+  if (box.isErr()) return err(box.error);
+  const guidance = record.value.workspace?.guidance;
+  return ok({
+    conversation_id: record.value.id,
+    sandbox_id: record.value.sandbox_id,
+    repository: record.value.selected_repository,
+    directory: directoryOf(record.value, box.value),
+    microagents: [
+      ...(guidance?.instructions ?? []).map((f) => ({ name: f.path, type: 'repo' as const, content: f.content, triggers: [] })),
+      ...(guidance?.knowledge ?? []).map((f) => ({ name: f.name, type: 'knowledge' as const, content: f.content, triggers: f.triggers })),
+    ],
+  });
+}
+
+/** The skills of every repository the user's conversations prepared, each once (read a page of conversations at a time). */
+async function repositorySkills(deps: WorkspaceServiceDeps, userId: string): Promise<Result<RepositorySkill[], WorkspaceServiceError<'repositorySkills'>>> {
+  const skills = new Map<string, RepositorySkill>();
+  const add = (skill: RepositorySkill) => {
+    const key = `${skill.repository}\u0000${skill.name}`;
+    if (!skills.has(key)) skills.set(key, skill);
+  };
+  for (let after: PageRequest['after'] = null; ; ) {
+    const page = await deps.conversations.search(userId, { include_sub_conversations: true }, { limit: 100, after });
+    if (page.isErr()) return err(page.error);
+    for (const record of page.value.items) {
+      const repository = record.selected_repository;
+      const guidance = record.workspace?.guidance;
+      if (!repository || !guidance) continue;
+      for (const f of guidance.instructions) add({ repository, name: f.path, type: 'repo', triggers: [] });
+      for (const f of guidance.knowledge) add({ repository, name: f.name, type: 'knowledge', triggers: f.triggers });
+    }
+    const next = page.value.next_page_id === null ? null : decodeCursor(page.value.next_page_id);
+    if (!next) break;
+    after = next;
+  }
+  return ok([...skills.values()].sort(bySourceThenName));
 }
 
 /**
