@@ -13,7 +13,7 @@ import { StaticSandboxSpecCatalog } from '@acs/adapter-memory';
 import { createAgent } from '@acs/agent';
 import { loadOrCreateApiKey, type GeneratedApiKey } from './api-key.js';
 import { commonSandboxSettings, type StandaloneConfig } from './config.js';
-import { openStorage, type StartPhase } from './storage.js';
+import { openStorage, type StartPhase, type Storage } from './storage.js';
 
 export interface StandaloneServer {
   readonly service: AgentConversationService;
@@ -28,13 +28,9 @@ export interface StandaloneServer {
   waitingFor(): string | null;
 }
 
-/** Composes the example server: Express + storage (SQLite, PGlite, PostgreSQL or memory) + sandboxes (the runtime ACS_SANDBOXES names). */
-export async function createStandaloneServer(
-  config: StandaloneConfig,
-  destination?: DestinationStream,
-  onPhase: (phase: StartPhase) => void = () => {},
-): Promise<StandaloneServer> {
-  const logger = pino(
+/** The server's logger: the configured level, and the fields that could hold secrets redacted. */
+function createLogger(config: StandaloneConfig, destination: DestinationStream | undefined): PinoLogger {
+  return pino(
     {
       level: config.logLevel,
       // Nothing logs headers or bodies, but a redaction list guards against mistakes.
@@ -45,133 +41,172 @@ export async function createStandaloneServer(
     },
     destination,
   );
+}
+
+/** The sandbox runtime the configuration names, opened: only it is loaded (src/sandbox-runtimes.ts). */
+type OpenedRuntime = Awaited<ReturnType<StandaloneConfig['sandboxes']['runtime']['open']>>;
+
+/** The service over the storage's ports, the runtime, the OpenAI adapter, MCP, git providers and the agent, with the configuration's limits. */
+function composeService(config: StandaloneConfig, storage: Storage, sandboxes: OpenedRuntime, logger: PinoLogger): AgentConversationService {
+  return createAgentConversationService(
+    {
+      ...storage.ports,
+      sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
+      runtime: sandboxes.runtime,
+      llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
+      mcp: createLazyMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+      gitProviders: createGitProviders({
+        github: { apiUrl: config.git.githubApiUrl },
+        gitlab: { apiUrl: config.git.gitlabApiUrl },
+        allowedHosts: config.git.allowedHosts,
+        allowHttp: config.git.allowHttp,
+        timeoutMs: config.git.timeoutMs,
+      }),
+      agent: createAgent({
+        defaultMaxIterations: config.llm.defaultMaxIterations,
+        mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
+      }),
+      logger,
+    },
+    {
+      allowClientConversationIds: config.allowClientConversationIds,
+      maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
+      atSandboxLimit: config.sandboxes.atLimit,
+      ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
+      ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+      idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
+      // No engine: nothing to keep warm (every start answers 503 anyway).
+      ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
+    },
+  );
+}
+
+/** Adopts the runtime's sandboxes, then resumes the agents that were running when the last process stopped. */
+async function recover(service: AgentConversationService, logger: PinoLogger): Promise<void> {
+  const recovered = await service.recover();
+  if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
+  else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
+}
+
+/**
+ * The Express app: the service's router, our console at /console, and at / a user's UI build
+ * when ACS_UI_DIR names one (the API, /socket.io and /sockets stay the router's), else a
+ * redirect to the console.
+ */
+function createApp(config: StandaloneConfig, service: AgentConversationService, storage: Storage, apiKeys: Record<string, string>, logger: PinoLogger, streams: AbortSignal) {
+  const app = express();
+  app.disable('x-powered-by');
+  const models = [...knownModels(), ...config.extraModels];
+  const router = createAcsRouter(service, {
+    apiKeys,
+    logger,
+    shutdownSignal: streams,
+    models: () => models,
+    trustProxy: config.trustProxy,
+    ...(config.sandboxUrlHost ? { sandboxUrlHost: config.sandboxUrlHost } : {}),
+    ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
+  });
+  app.use(router);
+  app.use('/console', createWebConsole());
+  if (config.uiDir) app.use(serveUi(config.uiDir));
+  else app.get('/', (_req, res) => res.redirect(302, 'console/'));
+  return { app, router };
+}
+
+/** Composes the example server: Express + storage (SQLite, PGlite, PostgreSQL or memory) + sandboxes (the runtime ACS_SANDBOXES names). */
+export async function createStandaloneServer(
+  config: StandaloneConfig,
+  destination?: DestinationStream,
+  onPhase: (phase: StartPhase) => void = () => {},
+): Promise<StandaloneServer> {
+  const logger = createLogger(config, destination);
   const storage = await openStorage(config, onPhase, (fields, message) => logger.warn(fields, message));
   let service: AgentConversationService | undefined;
   try {
     const generatedKey = config.generateDefaultKey ? await loadOrCreateApiKey(config.dataDir) : null;
     const apiKeys = { ...config.apiKeys, ...(generatedKey ? { [generatedKey.key]: 'default' } : {}) };
     onPhase('connecting to the sandbox runtime');
-    // Only the runtime named is loaded (src/sandbox-runtimes.ts); one whose engine does not answer is
-    // `unavailable`: the server still starts, and sandbox routes answer 503 saying why.
+    // One whose engine does not answer is `unavailable`: the server still starts, and sandbox routes answer 503 saying why.
     const sandboxes = await config.sandboxes.runtime.open(commonSandboxSettings(config.sandboxes));
     if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
-    const ports = storage.ports;
     // Logged at start: the id its sandboxes are labelled with (`npm run sandboxes -- list`).
-    const installation = (await ports.installation.identity()).match(
-      (id) => id,
-      (e) => {
-        throw new Error(`cannot read this installation's id from storage: ${e.message}`);
-      },
-    );
-    service = createAgentConversationService(
-      {
-        ...ports,
-        sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
-        runtime: sandboxes.runtime,
-        llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
-        mcp: createLazyMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
-        gitProviders: createGitProviders({
-          github: { apiUrl: config.git.githubApiUrl },
-          gitlab: { apiUrl: config.git.gitlabApiUrl },
-          allowedHosts: config.git.allowedHosts,
-          allowHttp: config.git.allowHttp,
-          timeoutMs: config.git.timeoutMs,
-        }),
-        agent: createAgent({
-          defaultMaxIterations: config.llm.defaultMaxIterations,
-          mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
-        }),
-        logger,
-      },
-      {
-        allowClientConversationIds: config.allowClientConversationIds,
-        maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
-        atSandboxLimit: config.sandboxes.atLimit,
-        ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
-        ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
-        idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
-        // No engine: nothing to keep warm (every start answers 503 anyway).
-        ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
-      },
-    );
+    const identity = await storage.ports.installation.identity();
+    if (identity.isErr()) throw new Error(`cannot read this installation's id from storage: ${identity.error.message}`);
+    service = composeService(config, storage, sandboxes, logger);
     sandboxes.prepare?.(logger);
     if (!sandboxes.unavailable) {
       onPhase('recovering sandboxes and agents');
-      // Adopt the runtime's sandboxes, then resume the agents that were running when the last process stopped.
-      const recovered = await service.recover();
-      if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
-      else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
+      await recover(service, logger);
     }
     const streams = new AbortController();
-    const app = express();
-    app.disable('x-powered-by');
-    const models = [...knownModels(), ...config.extraModels];
-    const router = createAcsRouter(service, {
-      apiKeys,
-      logger,
-      shutdownSignal: streams.signal,
-      models: () => models,
-      trustProxy: config.trustProxy,
-      ...(config.sandboxUrlHost ? { sandboxUrlHost: config.sandboxUrlHost } : {}),
-      ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
-    });
-    app.use(router);
-    // Our console at /console, always; / is a user's UI build when ACS_UI_DIR names one (the API,
-    // /socket.io and /sockets stay the router's), else it leads to the console.
-    app.use('/console', createWebConsole());
-    if (config.uiDir) app.use(serveUi(config.uiDir));
-    else app.get('/', (_req, res) => res.redirect(302, 'console/'));
-    let server: Server | undefined;
-    const connections = new Set<Socket>();
-    let waiting: (() => string) | null = null;
-    const running = service;
-
-    return {
-      service: running,
-      logger,
-      generatedKey,
-      waitingFor: () => waiting?.() ?? null,
-      async listen() {
-        server = app.listen(config.port, config.host);
-        server.on('connection', (socket: Socket) => {
-          connections.add(socket);
-          socket.once('close', () => connections.delete(socket));
-        });
-        await once(server, 'listening');
-        // A request line or headers over Node's limit get 431 with the JSON error body the document names.
-        answerClientErrors(server);
-        // The realtime channels of the OpenHands UI (socket.io and the agent-server event socket).
-        router.attach(server);
-        const { address, port } = server.address() as AddressInfo;
-        const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
-        logger.info(
-          { url, ...storage.description, installation, sandboxes: sandboxes.description, ui: config.uiDir, users: [...new Set(Object.values(apiKeys))] },
-          'agent conversation service listening',
-        );
-        return url;
-      },
-      async close() {
-        // Event streams end first (clients resume with Last-Event-ID), so the HTTP server closes at once.
-        streams.abort();
-        if (server) {
-          const http = server;
-          waiting = () => `HTTP requests in progress to finish (${connections.size} connection${connections.size === 1 ? '' : 's'} open)`;
-          const closed = once(http, 'close');
-          http.close();
-          http.closeIdleConnections();
-          await closed;
-        }
-        waiting = () => `the agents to stop and background work to end (${running.pendingWork().join(', ') || 'nothing left'})`;
-        await running.close();
-        waiting = () => 'storage to close';
-        await storage.close();
-        waiting = null;
-        logger.info({}, 'agent conversation service stopped');
-      },
-    };
+    const { app, router } = createApp(config, service, storage, apiKeys, logger, streams.signal);
+    const startLog = { ...storage.description, installation: identity.value, sandboxes: sandboxes.description, ui: config.uiDir, users: [...new Set(Object.values(apiKeys))] };
+    return serve({ config, service, storage, logger, generatedKey, app, attach: (server) => router.attach(server), streams, startLog });
   } catch (error) {
     await service?.close();
     await storage.close();
     throw error;
   }
+}
+
+/** What `serve` runs: the composed server's parts. */
+interface Composed {
+  config: StandaloneConfig;
+  service: AgentConversationService;
+  storage: Storage;
+  logger: PinoLogger;
+  generatedKey: GeneratedApiKey | null;
+  app: express.Express;
+  /** Hands the HTTP server to the router's realtime channels (socket.io, the agent-server event socket). */
+  attach: (server: Server) => void;
+  /** Aborted first at close: event streams end (clients resume with Last-Event-ID). */
+  streams: AbortController;
+  /** The fields of the "listening" log line. */
+  startLog: Record<string, unknown>;
+}
+
+/** Listening and closing: the HTTP server, its connections, and what a slow close waits for. */
+function serve(c: Composed): StandaloneServer {
+  let server: Server | undefined;
+  const connections = new Set<Socket>();
+  let waiting: (() => string) | null = null;
+  return {
+    service: c.service,
+    logger: c.logger,
+    generatedKey: c.generatedKey,
+    waitingFor: () => waiting?.() ?? null,
+    async listen() {
+      server = c.app.listen(c.config.port, c.config.host);
+      server.on('connection', (socket: Socket) => {
+        connections.add(socket);
+        socket.once('close', () => connections.delete(socket));
+      });
+      await once(server, 'listening');
+      // A request line or headers over Node's limit get 431 with the JSON error body the document names.
+      answerClientErrors(server);
+      c.attach(server);
+      const { address, port } = server.address() as AddressInfo;
+      const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+      c.logger.info({ url, ...c.startLog }, 'agent conversation service listening');
+      return url;
+    },
+    async close() {
+      // Event streams end first, so the HTTP server closes at once.
+      c.streams.abort();
+      if (server) {
+        const http = server;
+        waiting = () => `HTTP requests in progress to finish (${connections.size} connection${connections.size === 1 ? '' : 's'} open)`;
+        const closed = once(http, 'close');
+        http.close();
+        http.closeIdleConnections();
+        await closed;
+      }
+      waiting = () => `the agents to stop and background work to end (${c.service.pendingWork().join(', ') || 'nothing left'})`;
+      await c.service.close();
+      waiting = () => 'storage to close';
+      await c.storage.close();
+      waiting = null;
+      c.logger.info({}, 'agent conversation service stopped');
+    },
+  };
 }
