@@ -47,13 +47,20 @@ async function load(context: ToolContext, path: string): Promise<Loaded> {
   if (read.value.truncated) {
     return { ok: false, missing: false, outcome: failure(`${path} is ${read.value.size} bytes, more than the editor handles (${MAX_FILE_BYTES}); use execute_bash (sed, head, grep).`) };
   }
+  const text = textOf(read.value.bytes);
+  if (text === null) return { ok: false, missing: false, outcome: failure(`${path} is not a UTF-8 text file; inspect it with execute_bash (file, xxd).`) };
+  return { ok: true, text };
+}
+
+/** The bytes as text, or null when they are not UTF-8 (the decoder is fatal) or hold a NUL (a binary file). */
+function textOf(bytes: Uint8Array): string | null {
+  let text: string;
   try {
-    const text = decoder.decode(read.value.bytes);
-    if (text.includes('\u0000')) throw new Error('binary');
-    return { ok: true, text };
+    text = decoder.decode(bytes);
   } catch {
-    return { ok: false, missing: false, outcome: failure(`${path} is not a UTF-8 text file; inspect it with execute_bash (file, xxd).`) };
+    return null; // TextDecoder's only way of saying "not UTF-8"
   }
+  return text.includes('\u0000') ? null : text;
 }
 
 async function save(context: ToolContext, path: string, before: string | null, after: string): Promise<ToolOutcome | null> {

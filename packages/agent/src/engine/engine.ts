@@ -1,7 +1,7 @@
 import type { DomainError } from '@acs/core';
-import { storeUnavailable, type OwnedLease, type RecoveryReport } from '@acs/core/ports';
+import { storeUnavailable, type OwnedLease, type RecoveryReport, type StoreFailure } from '@acs/core/ports';
 import type { ConversationRecord } from '@acs/core/schemas';
-import { ResultAsync } from 'neverthrow';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { DEFAULT_CONDENSER_MAX_EVENTS } from '../condenser.js';
 import { BUILTIN_TOOLS, Toolset } from '../toolset.js';
 import { prepareRepository } from '../workspace-setup.js';
@@ -129,8 +129,8 @@ function start(ctx: EngineContext, r: Runner, taken: OwnedLease | null): void {
  */
 async function own(ctx: EngineContext, r: Runner, taken: OwnedLease | null): Promise<void> {
   const { ownership } = ctx.host;
-  const lease = taken ?? (await ownership.acquire(r.userId, r.conversationId));
-  if (lease === 'elsewhere') return;
+  const lease = taken ?? (await leaseToRun(ctx, r));
+  if (lease === null) return;
   r.hold(lease);
   try {
     for (;;) {
@@ -150,6 +150,16 @@ async function own(ctx: EngineContext, r: Runner, taken: OwnedLease | null): Pro
       await ownership.release(lease);
     }
   }
+}
+
+/** The lease to run a conversation under; null when another process holds it, or when the lease store failed (logged: the next wake tries again). */
+async function leaseToRun(ctx: EngineContext, r: Runner): Promise<OwnedLease | null> {
+  const acquired = await ctx.host.ownership.acquire(r.userId, r.conversationId);
+  if (acquired.isErr()) {
+    ctx.host.logger.warn({ conversationId: r.conversationId, reason: acquired.error.message }, 'could not take the lease of a conversation to run it');
+    return null;
+  }
+  return acquired.value === 'elsewhere' ? null : acquired.value;
 }
 
 /** Stops a local loop and waits for it; the lease stays held (the caller writes a status, then gives it up). */
@@ -214,24 +224,27 @@ async function forget(ctx: EngineContext, userId: string, conversationId: string
  * lease (never from a live holder), closes the calls the stop cut short, runs the loop. How
  * many calls it closed; null when another process holds it or this one runs it already.
  */
-async function resume(ctx: EngineContext, record: ConversationRecord): Promise<number | null> {
+async function resume(ctx: EngineContext, record: ConversationRecord): Promise<Result<number | null, StoreFailure>> {
   const { ownership, background } = ctx.host;
   const r = ctx.runners.runnerFor(record.user_id, record.id);
-  if (r.running || background.closed || ctx.state.shuttingDown) return null;
-  const lease = await ownership.acquire(record.user_id, record.id, false);
-  if (lease === 'elsewhere') return null;
+  if (r.running || background.closed || ctx.state.shuttingDown) return ok(null);
+  const acquired = await ownership.acquire(record.user_id, record.id, false);
+  if (acquired.isErr()) return err(acquired.error);
+  const lease = acquired.value;
+  if (lease === 'elsewhere') return ok(null);
   if (r.running) {
     await ownership.release(lease);
-    return null;
+    return ok(null);
   }
   r.hold(lease);
   try {
     const closed = await closeInterrupted(ctx.recovery, r, record.execution_status);
     // Lost while closing them: another process has it now.
-    if (r.leaseLost) return null;
+    if (r.leaseLost) return ok(null);
     start(ctx, r, lease);
-    return closed;
+    return ok(closed);
   } catch (error) {
+    // The log refused a read or a write (the one kind of failure the agent throws, see loop.ts).
     r.letGo();
     await ownership.release(lease);
     throw error;
@@ -241,15 +254,20 @@ async function resume(ctx: EngineContext, record: ConversationRecord): Promise<n
 /** After a restart: closes the tool calls the crash cut short and resumes the conversations that were running; then, with other processes on the store, watches for conversations nobody holds. */
 function recover(ctx: EngineContext): ResultAsync<RecoveryReport, DomainError> {
   const { conversations, ownership, clock } = ctx.host;
-  const resumeAll = async (records: ConversationRecord[]): Promise<RecoveryReport> => {
+  const resumeAll = async (records: ConversationRecord[]): Promise<Result<RecoveryReport, DomainError>> => {
     let interrupted = 0;
-    for (const record of records) interrupted += (await resume(ctx, record)) ?? 0;
+    for (const record of records) {
+      const resumed = await resume(ctx, record);
+      if (resumed.isErr()) return err(resumed.error);
+      interrupted += resumed.value ?? 0;
+    }
     if (ownership.shared && !ctx.state.scan && !ctx.state.shuttingDown) ctx.state.scan = clock.every(ownership.scanMs, () => void takeOver(ctx));
-    return { resumed: records.length, interrupted_calls: interrupted };
+    return ok({ resumed: records.length, interrupted_calls: interrupted });
   };
+  const toDomain = (error: unknown): DomainError => storeUnavailable('resume running conversations', error);
   return conversations
     .listByExecutionStatus(['running', 'waiting_for_confirmation'])
-    .andThen((records) => ResultAsync.fromPromise(resumeAll(records), (error): DomainError => storeUnavailable('resume running conversations', error)));
+    .andThen((records) => new ResultAsync(resumeAll(records).catch((error: unknown) => err<RecoveryReport, DomainError>(toDomain(error)))));
 }
 
 /** With other processes on the store: takes over, every scan, the running conversations nobody holds (their process died). */
@@ -262,10 +280,14 @@ async function takeOver(ctx: EngineContext): Promise<void> {
     if (running.isErr()) return;
     const idle = running.value.filter((record) => !ctx.runners.get(record.user_id, record.id)?.running);
     for (const record of await ownership.unheld(idle)) {
-      const closed = await resume(ctx, record).catch((error: unknown) => {
-        logger.warn({ conversationId: record.id, err: error instanceof Error ? error.message : String(error) }, 'could not take over a conversation');
+      const couldNot = (why: string) => {
+        logger.warn({ conversationId: record.id, err: why }, 'could not take over a conversation');
         return null;
-      });
+      };
+      const closed = await resume(ctx, record).then(
+        (resumed) => (resumed.isOk() ? resumed.value : couldNot(resumed.error.message)),
+        (error: unknown) => couldNot(error instanceof Error ? error.message : String(error)),
+      );
       if (closed !== null) logger.info({ conversationId: record.id, interruptedCalls: closed }, 'took over a running conversation nobody held');
     }
   } finally {

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { millisOf, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { ConversationLease, ConversationLeaseStore, HeldLease, LeaseFence } from '../events/lease.js';
+import { err, ok, type Result } from 'neverthrow';
+import type { StoreFailure } from '../store-failure.js';
 
 /** Timings of conversation leases (only used with a lease store, i.e. several processes). */
 export interface OwnershipOptions {
@@ -68,23 +70,24 @@ export class ConversationOwnership {
 
   /**
    * Takes the conversation's lease. `elsewhere` when another process holds it; with `wakeHolder`
-   * the holder is asked for another run (it looks at the log again before it lets go).
+   * the holder is asked for another run (it looks at the log again before it lets go). A lease
+   * store that fails is the error, with the store's words.
    */
-  async acquire(userId: string, conversationId: string, wakeHolder = true): Promise<OwnedLease | 'elsewhere'> {
-    if (!this.#store) return { user_id: userId, conversation_id: conversationId, fence: null };
+  async acquire(userId: string, conversationId: string, wakeHolder = true): Promise<Result<OwnedLease | 'elsewhere', StoreFailure>> {
+    if (!this.#store) return ok({ user_id: userId, conversation_id: conversationId, fence: null });
     const mine = this.#held.get(key(userId, conversationId));
-    if (mine) return mine.lease;
+    if (mine) return ok(mine.lease);
     for (let attempt = 0; attempt < 3; attempt++) {
       const granted = await this.#store.acquire(userId, conversationId, this.owner, this.ttlMs);
-      if (granted.isErr()) throw new Error(`could not take the lease of conversation ${conversationId}: ${granted.error.message}`);
-      if (granted.value) return this.#hold(granted.value);
-      if (!wakeHolder) return 'elsewhere';
+      if (granted.isErr()) return err(granted.error);
+      if (granted.value) return ok(this.#hold(granted.value));
+      if (!wakeHolder) return ok('elsewhere');
       const asked = await this.#store.request(userId, conversationId, 'wake');
-      if (asked.isErr()) throw new Error(`could not ask the holder of conversation ${conversationId} to run: ${asked.error.message}`);
-      if (asked.value === 'held') return 'elsewhere';
+      if (asked.isErr()) return err(asked.error);
+      if (asked.value === 'held') return ok('elsewhere');
       // Released between the two: try to take it again.
     }
-    return 'elsewhere';
+    return ok('elsewhere');
   }
 
   #hold(granted: ConversationLease): OwnedLease {
