@@ -2,20 +2,43 @@
  * One conversation: its events streamed live, what it has cost so far, the actions waiting for
  * the user (risk and reasons, accept or reject), a composer (text and images), stop and resume.
  */
+import type { TargetedEvent } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, unwrap, type ActionEvent, type ConversationEvent, type ExecutionStatus, type LlmCallEvent } from '../api.js';
+import { api, unwrap, type ActionEvent, type AppConversation, type ConversationEvent, type ExecutionStatus, type LlmCallEvent } from '../api.js';
 import { entriesOf, EntryView } from '../events/event-view.js';
-import { useEventStream } from '../events/stream.js';
+import { useEventStream, type EventStream } from '../events/stream.js';
 import { Badge, ErrorBox, formatCost, Loading, useAction, useLoad } from '../ui.js';
 
 /** How many entries are drawn at first; earlier ones come on request (a long log paints at once). */
 const WINDOW = 150;
 
 export function ConversationPage({ id }: { id: string }) {
+  const { conversation, stream, entries, status, usage, waiting } = useConversation(id);
+  const earlier = useEventWindow(entries);
+  const scroller = useStickToBottom(entries.length, conversation.value);
+  const lifecycle = useLifecycle(id, conversation.reload);
+
+  const c = conversation.value;
+  if (conversation.error !== undefined && !c) return <ErrorBox error={conversation.error} onRetry={conversation.reload} />;
+  return (
+    <section class="page conversation">
+      <ConversationHead id={id} c={c} status={status} usage={usage} streamState={stream.state} lifecycle={lifecycle} />
+      {lifecycle.error !== undefined && <ErrorBox error={lifecycle.error} />}
+      <EventList stream={stream} entries={entries} earlier={earlier} scroller={scroller} />
+      {waiting.length > 0 && <Confirmation id={id} actions={waiting} />}
+      <Composer id={id} disabled={!c} />
+    </section>
+  );
+}
+
+/**
+ * The conversation's record and its events, live, with what is read from them: the entries to
+ * draw, the agent's latest status, the usage so far, and the actions waiting for the user.
+ */
+function useConversation(id: string) {
   const conversation = useLoad(() => unwrap(api.GET('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } } })), [id]);
   const stream = useEventStream(id);
   const entries = useMemo(() => entriesOf(stream.events), [stream.events]);
-  const [shown, setShown] = useState(WINDOW);
   const status = useMemo(() => latestStatus(stream.events), [stream.events]);
   const usage = useMemo(() => usageOf(stream.events), [stream.events]);
   const waiting = useMemo(() => waitingActions(stream.events, status), [stream.events, status]);
@@ -25,14 +48,26 @@ export function ConversationPage({ id }: { id: string }) {
   useEffect(() => {
     if (status) reload();
   }, [status, reload]);
+  return { conversation, stream, entries, status, usage, waiting };
+}
 
-  // Stay at the bottom while new events come in, unless the reader scrolled up.
+type Entries = ReturnType<typeof entriesOf>;
+
+/** The last entries drawn (WINDOW at first), and a way to draw WINDOW more of the earlier ones. */
+function useEventWindow(entries: Entries) {
+  const [shown, setShown] = useState(WINDOW);
+  const visible = entries.slice(Math.max(0, entries.length - shown));
+  return { visible, hidden: entries.length - visible.length, showMore: () => setShown(shown + WINDOW) };
+}
+
+/** Keeps the event list at its bottom while new events come in, unless the reader scrolled up. */
+function useStickToBottom(entryCount: number, record: unknown) {
   const list = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   useLayoutEffect(() => {
     const el = list.current;
     if (el && atBottom.current) el.scrollTop = el.scrollHeight;
-  }, [entries.length, conversation.value]);
+  }, [entryCount, record]);
   // The pane also changes size (the header grows a line, the window turns): keep the bottom in view.
   useEffect(() => {
     const el = list.current;
@@ -43,11 +78,16 @@ export function ConversationPage({ id }: { id: string }) {
     observer.observe(el);
     return () => observer.disconnect();
   }, []);
+  const onScroll = (e: TargetedEvent<HTMLDivElement>) => {
+    const el = e.currentTarget;
+    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
+  return { list, onScroll };
+}
 
-  const c = conversation.value;
-  const title = c?.title || `Conversation ${id.slice(0, 8)}`;
-  const running = c?.conversation_status !== 'STOPPED';
-  const lifecycle = useAction(async (what: 'stop' | 'start') => {
+/** Stop and resume; the record is reloaded after either. */
+function useLifecycle(id: string, reload: () => void) {
+  return useAction(async (what: 'stop' | 'start') => {
     await unwrap(
       what === 'stop'
         ? api.POST('/api/conversations/{conversation_id}/stop', { params: { path: { conversation_id: id } } })
@@ -55,68 +95,77 @@ export function ConversationPage({ id }: { id: string }) {
     );
     reload();
   });
+}
 
-  if (conversation.error !== undefined && !c) return <ErrorBox error={conversation.error} onRetry={reload} />;
-  const visible = entries.slice(Math.max(0, entries.length - shown));
+interface HeadProps {
+  id: string;
+  c: AppConversation | undefined;
+  status: ExecutionStatus | null;
+  usage: ReturnType<typeof usageOf>;
+  streamState: EventStream['state'];
+  lifecycle: ReturnType<typeof useLifecycle>;
+}
+
+/** The title, the badges (conversation, agent, sandbox), the repository, the usage, the stream's state, and stop or resume. */
+function ConversationHead({ id, c, status, usage, streamState, lifecycle }: HeadProps) {
+  const title = c?.title || `Conversation ${id.slice(0, 8)}`;
+  const running = c?.conversation_status !== 'STOPPED';
   return (
-    <section class="page conversation">
-      <header class="conversation-head">
-        <div>
-          <h1>{title}</h1>
-          <div class="meta">
-            {c && <Badge value={c.conversation_status} />}
-            <Badge value={status ?? c?.execution_status ?? null} label="agent" />
-            {c?.sandbox_status && c.sandbox_status !== 'RUNNING' && <Badge value={c.sandbox_status} label="sandbox" />}
-            {c?.selected_repository && <span class="hint">{c.selected_repository}{c.selected_branch ? ` @ ${c.selected_branch}` : ''}</span>}
-            <span class="usage" data-testid="usage" title="Cost and tokens so far">
-              {formatCost(usage.cost)} · {usage.promptTokens.toLocaleString()} in / {usage.completionTokens.toLocaleString()} out tokens
-            </span>
-            <span class={`stream ${stream.state}`} role="status">
-              {stream.state === 'live' ? 'live' : stream.state === 'connecting' ? 'connecting…' : stream.state === 'reconnecting' ? 'reconnecting…' : 'disconnected'}
-            </span>
-          </div>
-          {c?.status_detail && <p class="hint">{c.status_detail}</p>}
+    <header class="conversation-head">
+      <div>
+        <h1>{title}</h1>
+        <div class="meta">
+          {c && <Badge value={c.conversation_status} />}
+          <Badge value={status ?? c?.execution_status ?? null} label="agent" />
+          {c?.sandbox_status && c.sandbox_status !== 'RUNNING' && <Badge value={c.sandbox_status} label="sandbox" />}
+          {c?.selected_repository && <span class="hint">{c.selected_repository}{c.selected_branch ? ` @ ${c.selected_branch}` : ''}</span>}
+          <span class="usage" data-testid="usage" title="Cost and tokens so far">
+            {formatCost(usage.cost)} · {usage.promptTokens.toLocaleString()} in / {usage.completionTokens.toLocaleString()} out tokens
+          </span>
+          <span class={`stream ${streamState}`} role="status">
+            {streamState === 'live' ? 'live' : streamState === 'connecting' ? 'connecting…' : streamState === 'reconnecting' ? 'reconnecting…' : 'disconnected'}
+          </span>
         </div>
-        <div class="buttons">
-          {c && running && (
-            <button type="button" class="secondary" disabled={lifecycle.busy} onClick={() => void lifecycle.run('stop')}>
-              Stop
-            </button>
-          )}
-          {c && !running && (
-            <button type="button" disabled={lifecycle.busy} onClick={() => void lifecycle.run('start')}>
-              Resume
-            </button>
-          )}
-        </div>
-      </header>
-      {lifecycle.error !== undefined && <ErrorBox error={lifecycle.error} />}
-
-      <div
-        class="events"
-        ref={list}
-        aria-live="polite"
-        aria-busy={stream.state === 'connecting'}
-        onScroll={(e) => {
-          const el = e.currentTarget;
-          atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-        }}
-      >
-        {stream.state === 'connecting' && stream.events.length === 0 && <Loading what="events" />}
-        {stream.state !== 'connecting' && entries.length === 0 && <p class="state empty">Nothing has happened yet.</p>}
-        {entries.length > visible.length && (
-          <button type="button" class="secondary earlier" onClick={() => setShown(shown + WINDOW)}>
-            Show {Math.min(WINDOW, entries.length - visible.length)} earlier of {entries.length - visible.length}
+        {c?.status_detail && <p class="hint">{c.status_detail}</p>}
+      </div>
+      <div class="buttons">
+        {c && running && (
+          <button type="button" class="secondary" disabled={lifecycle.busy} onClick={() => void lifecycle.run('stop')}>
+            Stop
           </button>
         )}
-        {visible.map((entry) => (
-          <EntryView key={entry.key} entry={entry} />
-        ))}
+        {c && !running && (
+          <button type="button" disabled={lifecycle.busy} onClick={() => void lifecycle.run('start')}>
+            Resume
+          </button>
+        )}
       </div>
+    </header>
+  );
+}
 
-      {waiting.length > 0 && <Confirmation id={id} actions={waiting} />}
-      <Composer id={id} disabled={!c} />
-    </section>
+interface EventListProps {
+  stream: EventStream;
+  entries: Entries;
+  earlier: ReturnType<typeof useEventWindow>;
+  scroller: ReturnType<typeof useStickToBottom>;
+}
+
+/** The events as they come: loading, "nothing yet", "show earlier", and the entries drawn. */
+function EventList({ stream, entries, earlier, scroller }: EventListProps) {
+  return (
+    <div class="events" ref={scroller.list} aria-live="polite" aria-busy={stream.state === 'connecting'} onScroll={scroller.onScroll}>
+      {stream.state === 'connecting' && stream.events.length === 0 && <Loading what="events" />}
+      {stream.state !== 'connecting' && entries.length === 0 && <p class="state empty">Nothing has happened yet.</p>}
+      {earlier.hidden > 0 && (
+        <button type="button" class="secondary earlier" onClick={earlier.showMore}>
+          Show {Math.min(WINDOW, earlier.hidden)} earlier of {earlier.hidden}
+        </button>
+      )}
+      {earlier.visible.map((entry) => (
+        <EntryView key={entry.key} entry={entry} />
+      ))}
+    </div>
   );
 }
 

@@ -80,18 +80,61 @@ function bodyOf(form: Form) {
   };
 }
 
+/** A field's setter, handed to each group of the form. */
+type SetField = <K extends keyof Form>(key: K, value: Form[K]) => void;
+
+interface GroupProps {
+  form: Form;
+  set: SetField;
+}
+
 export function SettingsPage() {
-  const loaded = useLoad(async () => {
-    const [view, models, analyzers] = await Promise.all([
-      loadView().catch((error: unknown) => {
-        if (error instanceof ApiError && error.status === 404) return null; // nothing stored yet
-        throw error;
-      }),
-      unwrap(api.GET('/api/options/models')).catch(() => [] as string[]),
-      unwrap(api.GET('/api/options/security-analyzers')).catch(() => [] as string[]),
-    ]);
-    return { view, models, analyzers };
-  }, []);
+  const settings = useSettings();
+  const { loaded, form } = settings;
+  if (loaded.error && !loaded.value) return <ErrorBox error={loaded.error} onRetry={loaded.reload} />;
+  if (!loaded.value || !form) return <Loading what="settings" />;
+  const { view, models, analyzers } = loaded.value;
+  const set: SetField = (key, value) => settings.edit({ ...form, [key]: value });
+
+  return (
+    <section class="page settings">
+      <h1>Settings</h1>
+      {!view && <p class="hint">Nothing is stored yet: choose a model and give its API key to start conversations.</p>}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void settings.save.run(form);
+        }}
+      >
+        <ModelGroup form={form} set={set} view={view} models={models} />
+        <LimitsGroup form={form} set={set} />
+        <SafetyGroup form={form} set={set} analyzers={analyzers} />
+        <CondenserGroup form={form} set={set} />
+        <McpServersGroup form={form} set={set} />
+        <GitIdentityGroup form={form} set={set} />
+        <SaveActions save={settings.save} saved={settings.saved} />
+      </form>
+      <Secrets />
+    </section>
+  );
+}
+
+/** Settings, the model options and the security analyzers; a settings view of null: nothing stored yet. */
+async function loadSettings() {
+  const [view, models, analyzers] = await Promise.all([
+    loadView().catch((error: unknown) => {
+      if (error instanceof ApiError && error.status === 404) return null; // nothing stored yet
+      throw error;
+    }),
+    unwrap(api.GET('/api/options/models')).catch(() => [] as string[]),
+    unwrap(api.GET('/api/options/security-analyzers')).catch(() => [] as string[]),
+  ]);
+  return { view, models, analyzers };
+}
+
+/** The page's state: what was loaded, the form (made from it once loaded), "saved", and the save. */
+function useSettings() {
+  const loaded = useLoad(loadSettings, []);
   const [form, setForm] = useState<Form | null>(null);
   const [saved, setSaved] = useState(false);
   useEffect(() => {
@@ -106,150 +149,174 @@ export function SettingsPage() {
     loaded.reload();
     setSaved(true);
   });
-
-  if (loaded.error && !loaded.value) return <ErrorBox error={loaded.error} onRetry={loaded.reload} />;
-  if (!loaded.value || !form) return <Loading what="settings" />;
-  const { view, models, analyzers } = loaded.value;
-  const set = <K extends keyof Form>(key: K, value: Form[K]) => {
+  /** An edit of the form: it is no longer what was saved. */
+  const edit = (next: Form) => {
     setSaved(false);
-    setForm({ ...form, [key]: value });
+    setForm(next);
   };
-  const setRow = (i: number, row: McpRow) => set('mcp', form.mcp.map((r, j) => (j === i ? row : r)));
+  return { loaded, form, saved, save, edit };
+}
 
+function ModelGroup({ form, set, view, models }: GroupProps & { view: SettingsView | null; models: string[] }) {
   return (
-    <section class="page settings">
-      <h1>Settings</h1>
-      {!view && <p class="hint">Nothing is stored yet: choose a model and give its API key to start conversations.</p>}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save.run(form);
-        }}
-      >
-        <fieldset>
-          <legend>Model</legend>
-          <label>
-            Model
-            <input name="llm_model" list="models" value={form.llm_model} placeholder="openai/gpt-4o" onInput={(e) => set('llm_model', e.currentTarget.value)} />
-            <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
-          </label>
-          <label>
-            Base URL <span class="hint">(optional: an OpenAI-compatible endpoint)</span>
-            <input name="llm_base_url" type="url" value={form.llm_base_url} placeholder="https://api.openai.com/v1" onInput={(e) => set('llm_base_url', e.currentTarget.value)} />
-          </label>
-          <label>
-            API key <span class={`badge ${view?.llm_api_key_set ? 'ok' : 'muted'}`} data-testid="llm-key-state">{view?.llm_api_key_set ? 'set' : 'not set'}</span>
-            <input
-              name="llm_api_key"
-              type="password"
-              autocomplete="off"
-              value={form.llm_api_key}
-              disabled={form.clear_llm_api_key}
-              placeholder={view?.llm_api_key_set ? 'leave blank to keep the stored key' : 'sk-…'}
-              onInput={(e) => set('llm_api_key', e.currentTarget.value)}
-            />
-          </label>
-          {view?.llm_api_key_set && (
-            <label class="check">
-              <input type="checkbox" checked={form.clear_llm_api_key} onChange={(e) => set('clear_llm_api_key', e.currentTarget.checked)} /> Remove the stored key
-            </label>
-          )}
-        </fieldset>
+    <fieldset>
+      <legend>Model</legend>
+      <label>
+        Model
+        <input name="llm_model" list="models" value={form.llm_model} placeholder="openai/gpt-4o" onInput={(e) => set('llm_model', e.currentTarget.value)} />
+        <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
+      </label>
+      <label>
+        Base URL <span class="hint">(optional: an OpenAI-compatible endpoint)</span>
+        <input name="llm_base_url" type="url" value={form.llm_base_url} placeholder="https://api.openai.com/v1" onInput={(e) => set('llm_base_url', e.currentTarget.value)} />
+      </label>
+      <label>
+        API key <span class={`badge ${view?.llm_api_key_set ? 'ok' : 'muted'}`} data-testid="llm-key-state">{view?.llm_api_key_set ? 'set' : 'not set'}</span>
+        <input
+          name="llm_api_key"
+          type="password"
+          autocomplete="off"
+          value={form.llm_api_key}
+          disabled={form.clear_llm_api_key}
+          placeholder={view?.llm_api_key_set ? 'leave blank to keep the stored key' : 'sk-…'}
+          onInput={(e) => set('llm_api_key', e.currentTarget.value)}
+        />
+      </label>
+      {view?.llm_api_key_set && (
+        <label class="check">
+          <input type="checkbox" checked={form.clear_llm_api_key} onChange={(e) => set('clear_llm_api_key', e.currentTarget.checked)} /> Remove the stored key
+        </label>
+      )}
+    </fieldset>
+  );
+}
 
-        <fieldset>
-          <legend>Limits</legend>
-          <label>
-            Iterations per run <input name="max_iterations" type="number" min={1} max={100000} value={form.max_iterations} placeholder="default" onInput={(e) => set('max_iterations', e.currentTarget.value)} />
-          </label>
-          <label>
-            Budget per task (USD) <input name="max_budget_per_task" type="number" min={0} step="0.01" value={form.max_budget_per_task} placeholder="none" onInput={(e) => set('max_budget_per_task', e.currentTarget.value)} />
-          </label>
-        </fieldset>
+function LimitsGroup({ form, set }: GroupProps) {
+  return (
+    <fieldset>
+      <legend>Limits</legend>
+      <label>
+        Iterations per run <input name="max_iterations" type="number" min={1} max={100000} value={form.max_iterations} placeholder="default" onInput={(e) => set('max_iterations', e.currentTarget.value)} />
+      </label>
+      <label>
+        Budget per task (USD) <input name="max_budget_per_task" type="number" min={0} step="0.01" value={form.max_budget_per_task} placeholder="none" onInput={(e) => set('max_budget_per_task', e.currentTarget.value)} />
+      </label>
+    </fieldset>
+  );
+}
 
-        <fieldset>
-          <legend>Safety</legend>
-          <label class="check">
-            <input name="confirmation_mode" type="checkbox" checked={form.confirmation_mode} onChange={(e) => set('confirmation_mode', e.currentTarget.checked)} /> Confirmation mode: risky actions wait for me
-          </label>
-          <label>
-            Security analyzer
-            <select name="security_analyzer" value={form.security_analyzer} onChange={(e) => set('security_analyzer', e.currentTarget.value)}>
-              <option value="">none</option>
-              {analyzers.map((a) => (
-                <option key={a} value={a}>
-                  {a}
-                </option>
-              ))}
-            </select>
-          </label>
-        </fieldset>
-
-        <fieldset>
-          <legend>Condenser</legend>
-          <label class="check">
-            <input name="enable_default_condenser" type="checkbox" checked={form.enable_default_condenser} onChange={(e) => set('enable_default_condenser', e.currentTarget.checked)} /> Summarise older events to keep the prompt bounded
-          </label>
-          <label>
-            Events before summarising <input name="condenser_max_size" type="number" min={2} value={form.condenser_max_size} placeholder="120" onInput={(e) => set('condenser_max_size', e.currentTarget.value)} />
-          </label>
-        </fieldset>
-
-        <fieldset>
-          <legend>MCP servers</legend>
-          {form.mcp.length === 0 && <p class="hint">No MCP servers. Their tools are offered to the agent as server__tool.</p>}
-          {form.mcp.map((row, i) => (
-            <div class="mcp-row" key={i}>
-              <select aria-label="Server type" value={row.type} onChange={(e) => setRow(i, e.currentTarget.value === 'stdio' ? { type: 'stdio', name: '', command: '', args: '', env: {} } : { type: e.currentTarget.value as 'sse' | 'shttp', url: '', api_key: '' })}>
-                <option value="shttp">HTTP</option>
-                <option value="sse">SSE</option>
-                <option value="stdio">stdio (in the sandbox)</option>
-              </select>
-              {row.type === 'stdio' ? (
-                <>
-                  <input aria-label="Name" placeholder="name" value={row.name} onInput={(e) => setRow(i, { ...row, name: e.currentTarget.value })} />
-                  <input aria-label="Command" placeholder="command" value={row.command} onInput={(e) => setRow(i, { ...row, command: e.currentTarget.value })} />
-                  <input aria-label="Arguments" placeholder="arguments" value={row.args} onInput={(e) => setRow(i, { ...row, args: e.currentTarget.value })} />
-                </>
-              ) : (
-                <>
-                  <input aria-label="URL" type="url" placeholder="https://mcp.example.com/mcp" value={row.url} onInput={(e) => setRow(i, { ...row, url: e.currentTarget.value })} />
-                  <input aria-label="API key" type="password" autocomplete="off" placeholder="key (blank keeps it)" value={row.api_key} onInput={(e) => setRow(i, { ...row, api_key: e.currentTarget.value })} />
-                </>
-              )}
-              <button type="button" class="secondary" aria-label="Remove server" onClick={() => set('mcp', form.mcp.filter((_, j) => j !== i))}>
-                Remove
-              </button>
-            </div>
+function SafetyGroup({ form, set, analyzers }: GroupProps & { analyzers: string[] }) {
+  return (
+    <fieldset>
+      <legend>Safety</legend>
+      <label class="check">
+        <input name="confirmation_mode" type="checkbox" checked={form.confirmation_mode} onChange={(e) => set('confirmation_mode', e.currentTarget.checked)} /> Confirmation mode: risky actions wait for me
+      </label>
+      <label>
+        Security analyzer
+        <select name="security_analyzer" value={form.security_analyzer} onChange={(e) => set('security_analyzer', e.currentTarget.value)}>
+          <option value="">none</option>
+          {analyzers.map((a) => (
+            <option key={a} value={a}>
+              {a}
+            </option>
           ))}
-          <button type="button" class="secondary" onClick={() => set('mcp', [...form.mcp, { type: 'shttp', url: '', api_key: '' }])}>
-            Add a server
-          </button>
-        </fieldset>
+        </select>
+      </label>
+    </fieldset>
+  );
+}
 
-        <fieldset>
-          <legend>Git identity</legend>
-          <label>
-            Name <input name="git_user_name" value={form.git_user_name} placeholder="openhands" onInput={(e) => set('git_user_name', e.currentTarget.value)} />
-          </label>
-          <label>
-            Email <input name="git_user_email" type="email" value={form.git_user_email} placeholder="openhands@all-hands.dev" onInput={(e) => set('git_user_email', e.currentTarget.value)} />
-          </label>
-        </fieldset>
+function CondenserGroup({ form, set }: GroupProps) {
+  return (
+    <fieldset>
+      <legend>Condenser</legend>
+      <label class="check">
+        <input name="enable_default_condenser" type="checkbox" checked={form.enable_default_condenser} onChange={(e) => set('enable_default_condenser', e.currentTarget.checked)} /> Summarise older events to keep the prompt bounded
+      </label>
+      <label>
+        Events before summarising <input name="condenser_max_size" type="number" min={2} value={form.condenser_max_size} placeholder="120" onInput={(e) => set('condenser_max_size', e.currentTarget.value)} />
+      </label>
+    </fieldset>
+  );
+}
 
-        <div class="actions">
-          <button type="submit" disabled={save.busy}>
-            {save.busy ? 'Saving…' : 'Save settings'}
-          </button>
-          {saved && (
-            <span class="saved" role="status">
-              Saved.
-            </span>
-          )}
-        </div>
-        {save.error !== undefined && <ErrorBox error={save.error} />}
-      </form>
-      <Secrets />
-    </section>
+function McpServersGroup({ form, set }: GroupProps) {
+  const setRow = (i: number, row: McpRow) => set('mcp', form.mcp.map((r, j) => (j === i ? row : r)));
+  return (
+    <fieldset>
+      <legend>MCP servers</legend>
+      {form.mcp.length === 0 && <p class="hint">No MCP servers. Their tools are offered to the agent as server__tool.</p>}
+      {form.mcp.map((row, i) => (
+        <McpServerRow key={i} row={row} onChange={(next) => setRow(i, next)} onRemove={() => set('mcp', form.mcp.filter((_, j) => j !== i))} />
+      ))}
+      <button type="button" class="secondary" onClick={() => set('mcp', [...form.mcp, { type: 'shttp', url: '', api_key: '' }])}>
+        Add a server
+      </button>
+    </fieldset>
+  );
+}
+
+/** A blank server of the type chosen in a row's select. */
+const blankMcpRow = (type: string): McpRow => (type === 'stdio' ? { type: 'stdio', name: '', command: '', args: '', env: {} } : { type: type as 'sse' | 'shttp', url: '', api_key: '' });
+
+function McpServerRow({ row, onChange, onRemove }: { row: McpRow; onChange: (row: McpRow) => void; onRemove: () => void }) {
+  return (
+    <div class="mcp-row">
+      <select aria-label="Server type" value={row.type} onChange={(e) => onChange(blankMcpRow(e.currentTarget.value))}>
+        <option value="shttp">HTTP</option>
+        <option value="sse">SSE</option>
+        <option value="stdio">stdio (in the sandbox)</option>
+      </select>
+      {row.type === 'stdio' ? (
+        <>
+          <input aria-label="Name" placeholder="name" value={row.name} onInput={(e) => onChange({ ...row, name: e.currentTarget.value })} />
+          <input aria-label="Command" placeholder="command" value={row.command} onInput={(e) => onChange({ ...row, command: e.currentTarget.value })} />
+          <input aria-label="Arguments" placeholder="arguments" value={row.args} onInput={(e) => onChange({ ...row, args: e.currentTarget.value })} />
+        </>
+      ) : (
+        <>
+          <input aria-label="URL" type="url" placeholder="https://mcp.example.com/mcp" value={row.url} onInput={(e) => onChange({ ...row, url: e.currentTarget.value })} />
+          <input aria-label="API key" type="password" autocomplete="off" placeholder="key (blank keeps it)" value={row.api_key} onInput={(e) => onChange({ ...row, api_key: e.currentTarget.value })} />
+        </>
+      )}
+      <button type="button" class="secondary" aria-label="Remove server" onClick={onRemove}>
+        Remove
+      </button>
+    </div>
+  );
+}
+
+function GitIdentityGroup({ form, set }: GroupProps) {
+  return (
+    <fieldset>
+      <legend>Git identity</legend>
+      <label>
+        Name <input name="git_user_name" value={form.git_user_name} placeholder="openhands" onInput={(e) => set('git_user_name', e.currentTarget.value)} />
+      </label>
+      <label>
+        Email <input name="git_user_email" type="email" value={form.git_user_email} placeholder="openhands@all-hands.dev" onInput={(e) => set('git_user_email', e.currentTarget.value)} />
+      </label>
+    </fieldset>
+  );
+}
+
+/** The save button, "Saved." once the form is stored, and the save's error. */
+function SaveActions({ save, saved }: { save: ReturnType<typeof useSettings>['save']; saved: boolean }) {
+  return (
+    <>
+      <div class="actions">
+        <button type="submit" disabled={save.busy}>
+          {save.busy ? 'Saving…' : 'Save settings'}
+        </button>
+        {saved && (
+          <span class="saved" role="status">
+            Saved.
+          </span>
+        )}
+      </div>
+      {save.error !== undefined && <ErrorBox error={save.error} />}
+    </>
   );
 }
 
