@@ -14,7 +14,13 @@ const ALLOWED_IN_PURE = '^(node_modules/(zod|neverthrow|ts-pattern)/|(node:)?cry
 
 module.exports = {
   forbidden: [
-    { name: 'no-circular', comment: 'Modules that import each other, directly or around a loop.', severity: 'error', from: {}, to: { circular: true } },
+    {
+      name: 'no-circular',
+      comment: 'Modules that import each other, directly or around a loop.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
     {
       name: 'no-circular-folders',
       comment: 'Folders that import each other: move what both need into one of them, or a third.',
@@ -28,7 +34,10 @@ module.exports = {
       comment: 'Core and the agent do no I/O of their own; they reach the world through ports.',
       severity: 'error',
       from: { path: PURE, pathNot: '/testing/' },
-      to: { dependencyTypes: ['core', 'npm', 'npm-dev', 'npm-peer', 'npm-optional', 'npm-no-pkg', 'npm-unknown'], pathNot: ALLOWED_IN_PURE },
+      to: {
+        dependencyTypes: ['core', 'npm', 'npm-dev', 'npm-peer', 'npm-optional', 'npm-no-pkg', 'npm-unknown'],
+        pathNot: ALLOWED_IN_PURE,
+      },
     },
     {
       name: 'core-imports-no-package',
@@ -52,10 +61,14 @@ module.exports = {
     },
     {
       name: 'git-providers-fetch-only',
-      comment: 'GitHub and GitLab are reached with fetch: no SDK or HTTP client package (their requests must stay the few this adapter makes).',
+      comment:
+        'GitHub and GitLab are reached with fetch: no SDK or HTTP client package (their requests must stay the few this adapter makes).',
       severity: 'error',
       from: { path: '^packages/adapter-git-providers/src/' },
-      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'npm-no-pkg', 'npm-unknown'], pathNot: '^(node_modules/(zod|neverthrow)/|packages/core/)' },
+      to: {
+        dependencyTypes: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'npm-no-pkg', 'npm-unknown'],
+        pathNot: '^(node_modules/(zod|neverthrow)/|packages/core/)',
+      },
     },
     { name: 'no-unresolvable', severity: 'error', from: {}, to: { couldNotResolve: true } },
   ],
@@ -64,6 +77,9 @@ module.exports = {
     exclude: { path: '(/test/|\\.test\\.ts$)' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { conditionNames: ['@acs/source', 'import', 'types', 'default'], exportsFields: ['exports'] },
+    enhancedResolveOptions: {
+      conditionNames: ['@acs/source', 'import', 'types', 'default'],
+      exportsFields: ['exports'],
+    },
   },
 };

@@ -47,7 +47,11 @@ async function storage(cleanups: (() => Promise<void>)[]): Promise<Partial<Agent
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const pglite = await PGlite.create(dir);
   cleanups.push(() => pglite.close());
-  const stores = await createPostgresStorage({ db: pglite, cipher: createAesGcmCipher({ keys: { bench: randomBytes(32) }, currentKeyId: 'bench' }), migrations: 'auto' });
+  const stores = await createPostgresStorage({
+    db: pglite,
+    cipher: createAesGcmCipher({ keys: { bench: randomBytes(32) }, currentKeyId: 'bench' }),
+    migrations: 'auto',
+  });
   cleanups.push(() => stores.close());
   return stores;
 }
@@ -58,7 +62,11 @@ function timedGet(url: string, agent: Agent, host?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent, headers: host ? { host } : {} }, (res) => {
       res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${url}: HTTP ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(performance.now() - started)
+          : reject(new Error(`${url}: HTTP ${res.statusCode}`)),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -106,16 +114,23 @@ async function main(): Promise<void> {
       record = (await (stores.sandboxes ?? ports.sandboxes).get('bench', id)).unwrapOr(null);
     }
     const direct = record?.exposed_urls.find((u) => u.name === 'AGENT_SERVER')?.url;
-    if (record?.status !== 'RUNNING' || !direct) throw new Error(`the sandbox did not become RUNNING: ${JSON.stringify(record)}`);
+    if (record?.status !== 'RUNNING' || !direct)
+      throw new Error(`the sandbox did not become RUNNING: ${JSON.stringify(record)}`);
     const host = `agent-server-${id}.localhost:${new URL(base).port}`;
 
-    const agents = { direct: new Agent({ keepAlive: true, maxSockets: 1 }), proxy: new Agent({ keepAlive: true, maxSockets: 1 }) };
+    const agents = {
+      direct: new Agent({ keepAlive: true, maxSockets: 1 }),
+      proxy: new Agent({ keepAlive: true, maxSockets: 1 }),
+    };
     const times: Record<'direct' | 'proxy', number[]> = { direct: [], proxy: [] };
     for (let i = 0; i < WARMUP + REQUESTS; i++) {
       // Alternating which goes first, so neither always follows the other.
       const order = i % 2 === 0 ? (['direct', 'proxy'] as const) : (['proxy', 'direct'] as const);
       for (const variant of order) {
-        const ms = variant === 'direct' ? await timedGet(`${direct}/health`, agents.direct) : await timedGet(`${base}/health`, agents.proxy, host);
+        const ms =
+          variant === 'direct'
+            ? await timedGet(`${direct}/health`, agents.direct)
+            : await timedGet(`${base}/health`, agents.proxy, host);
         if (i >= WARMUP) times[variant].push(ms);
       }
     }
@@ -124,11 +139,24 @@ async function main(): Promise<void> {
 
     const row = (name: string, values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
-      return [name, ...[50, 90, 99].map((p) => percentile(sorted, p).toFixed(2)), (sorted.reduce((s, v) => s + v, 0) / sorted.length).toFixed(2)];
+      return [
+        name,
+        ...[50, 90, 99].map((p) => percentile(sorted, p).toFixed(2)),
+        (sorted.reduce((s, v) => s + v, 0) / sorted.length).toFixed(2),
+      ];
     };
-    console.log(`\nGET /health of the OpenHands agent-server 1.34.0, ${REQUESTS} requests per variant (after ${WARMUP} warm-up), records in ${STORAGE}, ${cpus().length} cores, node ${process.version}`);
-    printTable(['variant', 'p50 ms', 'p90 ms', 'p99 ms', 'mean ms'], [row('container directly', times.direct), row('through the proxy', times.proxy)]);
-    const p50 = (v: number[]) => percentile([...v].sort((a, b) => a - b), 50);
+    console.log(
+      `\nGET /health of the OpenHands agent-server 1.34.0, ${REQUESTS} requests per variant (after ${WARMUP} warm-up), records in ${STORAGE}, ${cpus().length} cores, node ${process.version}`,
+    );
+    printTable(
+      ['variant', 'p50 ms', 'p90 ms', 'p99 ms', 'mean ms'],
+      [row('container directly', times.direct), row('through the proxy', times.proxy)],
+    );
+    const p50 = (v: number[]) =>
+      percentile(
+        [...v].sort((a, b) => a - b),
+        50,
+      );
     console.log(`\nproxy overhead at p50: ${(p50(times.proxy) - p50(times.direct)).toFixed(2)} ms`);
   } catch (error) {
     failed = true;

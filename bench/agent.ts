@@ -66,7 +66,10 @@ const USERS = positiveInt('BENCH_USERS', 10);
 const SINGLE_RUNS = positiveInt('BENCH_SINGLE_RUNS', 5);
 const WARMUP_CONVERSATIONS = 10;
 /** Part 2 backends: memory and/or pglite (embedded, on disk in a temporary directory). */
-const STORAGES = (process.env.BENCH_AGENT_STORAGE || 'memory,pglite').split(',').map((s) => s.trim()).filter(Boolean);
+const STORAGES = (process.env.BENCH_AGENT_STORAGE || 'memory,pglite')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 const FINISH_TIMEOUT_MS = positiveInt('BENCH_FINISH_TIMEOUT_MS', 90_000);
 
 const USER = 'bench';
@@ -83,14 +86,17 @@ async function must<T, E>(result: PromiseLike<Result<T, E>>, what: string): Prom
 
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 const mean = (values: readonly number[]) => (values.length === 0 ? Number.NaN : sum(values) / values.length);
-const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 50);
+const median = (values: readonly number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 const fixed = (digits: number) => (value: number) => (Number.isFinite(value) ? value.toFixed(digits) : '–');
 const f0 = fixed(0);
 const f1 = fixed(1);
 const f2 = fixed(2);
 const MiB = 1024 * 1024;
-
 
 /** Times `fn` over enough calls to last ~`budgetMs`; µs per call. */
 function microbench(fn: () => unknown, budgetMs = 60): number {
@@ -112,12 +118,18 @@ function microbench(fn: () => unknown, budgetMs = 60): number {
 
 /** Tool step k of a part-1 conversation (create, view, echo, over and over), finish after `steps`. Arguments differ every step, so nothing looks stuck. */
 function engineTurn(k: number, steps: number): ScriptedTurn {
-  const call = (name: string, args: Record<string, unknown>): ScriptedTurn => ({ tool_calls: [{ name, arguments: args }] });
+  const call = (name: string, args: Record<string, unknown>): ScriptedTurn => ({
+    tool_calls: [{ name, arguments: args }],
+  });
   if (k >= steps) return call('finish', { message: 'done' });
   const n = Math.floor(k / 3);
   switch (k % 3) {
     case 0:
-      return call('str_replace_editor', { command: 'create', path: `${WORKDIR}/f${n}.txt`, file_text: `line ${n} of the benchmark\n` });
+      return call('str_replace_editor', {
+        command: 'create',
+        path: `${WORKDIR}/f${n}.txt`,
+        file_text: `line ${n} of the benchmark\n`,
+      });
     case 1:
       return call('str_replace_editor', { command: 'view', path: `${WORKDIR}/f${n}.txt` });
     default:
@@ -164,9 +176,19 @@ async function engineRound(conversations: number, steps: number, keepStarts?: nu
   let k = 0;
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, steps));
   const llm = new TimedLlm(ports.llm);
-  const service = createAgentConversationService({ ...ports, llm, agent: createAgent({ defaultMaxIterations: steps + 10 }) }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService(
+    { ...ports, llm, agent: createAgent({ defaultMaxIterations: steps + 10 }) },
+    { pollIntervalMs: 1 },
+  );
   // The condenser is off: this measures the engine's own overhead against the same work without it.
-  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
+  await must(
+    service.settings.store(USER, {
+      llm_model: CREDENTIALS.model,
+      llm_api_key: CREDENTIALS.api_key,
+      enable_default_condenser: false,
+    }),
+    'store settings',
+  );
   const round: Round = { steps: 0, ms: 0, steadyMs: 0, intervals: 0, llmMs: 0 };
   try {
     for (let c = 0; c < conversations; c++) {
@@ -174,13 +196,21 @@ async function engineRound(conversations: number, steps: number, keepStarts?: nu
       llm.starts.length = 0;
       llm.inside = 0;
       const started = performance.now();
-      const created = await must(service.conversations.create(USER, { initial_user_msg: `benchmark task ${c}` }), 'create conversation');
+      const created = await must(
+        service.conversations.create(USER, { initial_user_msg: `benchmark task ${c}` }),
+        'create conversation',
+      );
       await service.idle();
       round.ms += performance.now() - started;
       const [record] = await must(service.conversations.getMany(USER, [created.conversation_id]), 'read conversation');
       if (record?.record.execution_status !== 'finished' || llm.starts.length !== steps + 1) {
-        const events = await must(service.conversations.searchEvents(USER, created.conversation_id, { after: 0, kinds: ['error'], limit: 5 }), 'read events');
-        throw new Error(`engine conversation ended ${record?.record.execution_status ?? 'missing'} after ${llm.starts.length} model calls: ${JSON.stringify(events.items)}`);
+        const events = await must(
+          service.conversations.searchEvents(USER, created.conversation_id, { after: 0, kinds: ['error'], limit: 5 }),
+          'read events',
+        );
+        throw new Error(
+          `engine conversation ended ${record?.record.execution_status ?? 'missing'} after ${llm.starts.length} model calls: ${JSON.stringify(events.items)}`,
+        );
       }
       round.steps += llm.starts.length;
       round.steadyMs += (llm.starts.at(-1) as number) - (llm.starts[0] as number);
@@ -205,9 +235,18 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
   const store = new MemoryEventStore();
   let k = 0;
   const llm = new TimedLlm(new ScriptedLlm().forgetRequests().respondWith(() => engineTurn(k++, steps)));
-  const spec: SandboxSpec = { ...DEFAULT_MEMORY_SPEC, command: null, initial_env: {}, description: null, created_at: new Date().toISOString() };
+  const spec: SandboxSpec = {
+    ...DEFAULT_MEMORY_SPEC,
+    command: null,
+    initial_env: {},
+    description: null,
+    created_at: new Date().toISOString(),
+  };
   const messages: LlmMessage[] = [
-    { role: 'system', content: systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() }) },
+    {
+      role: 'system',
+      content: systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() }),
+    },
     { role: 'user', content: 'benchmark task' },
   ];
   const tools = toolset.definitions;
@@ -220,10 +259,16 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
     const started = performance.now();
     const sandboxId = `baseline-${c}`;
     const conversationId = `conversation-${c}`;
-    await must(runtime.create({ sandbox_id: sandboxId, user_id: USER, installation_id: 'acs-bench', spec, env: {} }), 'create sandbox');
-    const append = (drafts: ConversationEventDraft[]) => must(store.append(USER, conversationId, drafts.map(toNewEvent)), 'append');
+    await must(
+      runtime.create({ sandbox_id: sandboxId, user_id: USER, installation_id: 'acs-bench', spec, env: {} }),
+      'create sandbox',
+    );
+    const append = (drafts: ConversationEventDraft[]) =>
+      must(store.append(USER, conversationId, drafts.map(toNewEvent)), 'append');
     await append([{ kind: 'message', source: 'user', timestamp: now(), text: 'benchmark task', image_urls: [] }]);
-    await append([{ kind: 'status', source: 'environment', timestamp: now(), execution_status: 'running', reason: null }]);
+    await append([
+      { kind: 'status', source: 'environment', timestamp: now(), execution_status: 'running', reason: null },
+    ]);
     const openShell = () => must(openSandboxShell(runtime, sandboxId), 'open shell');
     let shell: Awaited<ReturnType<typeof openShell>> | null = null;
     for (;;) {
@@ -245,7 +290,17 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
           latency_ms: 0,
           attempts: 1,
         },
-        { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: call.id, tool_name: call.name, arguments: args, raw_arguments: call.arguments, thought: null, response_id: answer.id ?? '' },
+        {
+          kind: 'action',
+          source: 'agent',
+          timestamp: now(),
+          tool_call_id: call.id,
+          tool_name: call.name,
+          arguments: args,
+          raw_arguments: call.arguments,
+          thought: null,
+          response_id: answer.id ?? '',
+        },
       ]);
       let content = 'The task is marked as finished.';
       if (call.name === 'str_replace_editor' && args.command === 'create') {
@@ -262,11 +317,23 @@ async function baselineRound(conversations: number, steps: number, keepStarts?: 
         content = (await must(shell.run(args.command as string), 'run')).output;
       }
       await append([
-        { kind: 'observation', source: 'environment', timestamp: now(), tool_call_id: call.id, tool_name: call.name, content, is_error: false, exit_code: null, details: {} },
+        {
+          kind: 'observation',
+          source: 'environment',
+          timestamp: now(),
+          tool_call_id: call.id,
+          tool_name: call.name,
+          content,
+          is_error: false,
+          exit_code: null,
+          details: {},
+        },
       ]);
       if (call.name === 'finish') break;
     }
-    await append([{ kind: 'status', source: 'environment', timestamp: now(), execution_status: 'finished', reason: null }]);
+    await append([
+      { kind: 'status', source: 'environment', timestamp: now(), execution_status: 'finished', reason: null },
+    ]);
     await shell?.close();
     round.ms += performance.now() - started;
     round.steps += llm.starts.length;
@@ -289,7 +356,10 @@ async function measureEngineOverhead(): Promise<EngineOverhead> {
     // Alternate which goes first; round 0 warms both up and is not kept.
     const order = round % 2 === 0 ? (['engine', 'baseline'] as const) : (['baseline', 'engine'] as const);
     for (const variant of order) {
-      const r = variant === 'engine' ? await engineRound(ENGINE_CONVERSATIONS, ENGINE_STEPS) : await baselineRound(ENGINE_CONVERSATIONS, ENGINE_STEPS);
+      const r =
+        variant === 'engine'
+          ? await engineRound(ENGINE_CONVERSATIONS, ENGINE_STEPS)
+          : await baselineRound(ENGINE_CONVERSATIONS, ENGINE_STEPS);
       if (round > 0) result[variant].push(r);
     }
   }
@@ -319,7 +389,16 @@ function printEngineOverhead({ engine, baseline }: EngineOverhead): void {
   ];
   printTable(
     `Engine overhead per step: ${ENGINE_CONVERSATIONS} conversations × (${ENGINE_STEPS} tool steps + finish), one after another, zero-latency model; median of ${engine.length} rounds`,
-    ['variant', 'steps/s', 'µs/step between model calls', 'µs/step incl. start + finish', 'µs/step in llm.complete', 'µs/conv outside the steps', 'time per step vs baseline', 'between calls vs baseline'],
+    [
+      'variant',
+      'steps/s',
+      'µs/step between model calls',
+      'µs/step incl. start + finish',
+      'µs/step in llm.complete',
+      'µs/conv outside the steps',
+      'time per step vs baseline',
+      'between calls vs baseline',
+    ],
     [row('no engine (baseline)', b, true), row('engine (createAgentConversationService)', e, false)],
   );
   console.log(
@@ -359,8 +438,18 @@ async function condenserRun(on: boolean): Promise<CondenserRun> {
     run.promptMessages.push(request.messages.length);
     return engineTurn(k++, LONG_STEPS);
   });
-  const service = createAgentConversationService({ ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) }, { pollIntervalMs: 1 });
-  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: on }), 'store settings');
+  const service = createAgentConversationService(
+    { ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) },
+    { pollIntervalMs: 1 },
+  );
+  await must(
+    service.settings.store(USER, {
+      llm_model: CREDENTIALS.model,
+      llm_api_key: CREDENTIALS.api_key,
+      enable_default_condenser: on,
+    }),
+    'store settings',
+  );
   await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');
   await service.idle();
   await service.close();
@@ -380,10 +469,23 @@ async function measureLongConversation(): Promise<LongRun> {
   answerEcho(ports.runtime);
   let k = 0;
   ports.llm.forgetRequests().respondWith(() => engineTurn(k++, LONG_STEPS));
-  const service = createAgentConversationService({ ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService(
+    { ...ports, agent: createAgent({ defaultMaxIterations: LONG_STEPS + 10 }) },
+    { pollIntervalMs: 1 },
+  );
   // The condenser is off: this measures the engine's own overhead against the same work without it.
-  await must(service.settings.store(USER, { llm_model: CREDENTIALS.model, llm_api_key: CREDENTIALS.api_key, enable_default_condenser: false }), 'store settings');
-  const created = await must(service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }), 'create conversation');
+  await must(
+    service.settings.store(USER, {
+      llm_model: CREDENTIALS.model,
+      llm_api_key: CREDENTIALS.api_key,
+      enable_default_condenser: false,
+    }),
+    'store settings',
+  );
+  const created = await must(
+    service.conversations.create(USER, { initial_user_msg: 'a long benchmark task' }),
+    'create conversation',
+  );
   await service.idle();
   const events = await must(new EventLog(ports.events).readAll(USER, created.conversation_id), 'read the log');
   await service.close();
@@ -397,7 +499,8 @@ function printCondenser(runs: readonly CondenserRun[]): void {
   const rows = [false, true].map((on) => {
     const mine = runs.filter((r) => r.on === on);
     const at = (pick: (r: CondenserRun) => number[], i: number) => mean(mine.map((r) => pick(r).at(i) as number));
-    const step = (r: CondenserRun, from: number, to: number) => mean(r.starts.slice(from, to).map((t, i) => (r.starts[from + i + 1]! - t) * 1000));
+    const step = (r: CondenserRun, from: number, to: number) =>
+      mean(r.starts.slice(from, to).map((t, i) => (r.starts[from + i + 1]! - t) * 1000));
     const early = mean(mine.map((r) => step(r, 1, WINDOW)));
     const late = mean(mine.map((r) => step(r, r.starts.length - WINDOW - 1, r.starts.length - 2)));
     return [
@@ -405,7 +508,10 @@ function printCondenser(runs: readonly CondenserRun[]): void {
       String(Math.round(at((r) => r.promptMessages, -1))),
       String(Math.round(at((r) => r.promptChars, WINDOW))),
       String(Math.round(at((r) => r.promptChars, -1))),
-      ratio(at((r) => r.promptChars, -1), at((r) => r.promptChars, WINDOW)),
+      ratio(
+        at((r) => r.promptChars, -1),
+        at((r) => r.promptChars, WINDOW),
+      ),
       String(Math.round(mean(mine.map((r) => r.summaries)))),
       f1(early),
       f1(late),
@@ -414,7 +520,17 @@ function printCondenser(runs: readonly CondenserRun[]): void {
   });
   printTable(
     `The default condenser on a conversation of ${LONG_STEPS} tool steps (${LONG_RUNS} runs each): prompt at the last call and step time (µs), late against early`,
-    ['condenser', 'messages, last call', `prompt chars, call ${WINDOW}`, 'prompt chars, last call', 'prompt growth', 'summaries', `step µs, first ${WINDOW}`, `step µs, last ${WINDOW}`, 'step growth'],
+    [
+      'condenser',
+      'messages, last call',
+      `prompt chars, call ${WINDOW}`,
+      'prompt chars, last call',
+      'prompt growth',
+      'summaries',
+      `step µs, first ${WINDOW}`,
+      `step µs, last ${WINDOW}`,
+      'step growth',
+    ],
     rows,
   );
 }
@@ -424,7 +540,8 @@ function printLongConversation({ engine, baseline, events }: LongRun): void {
   const stepTimes = (runs: number[][], from: number, to: number) =>
     runs.flatMap((starts) => {
       const out: number[] = [];
-      for (let i = from; i <= to && i < starts.length; i++) out.push(((starts[i] as number) - (starts[i - 1] as number)) * 1000);
+      for (let i = from; i <= to && i < starts.length; i++)
+        out.push(((starts[i] as number) - (starts[i - 1] as number)) * 1000);
       return out;
     });
   const windows = [
@@ -452,7 +569,16 @@ function printLongConversation({ engine, baseline, events }: LongRun): void {
   });
   printTable(
     `Per-step cost as the history grows: one conversation of ${LONG_STEPS} tool steps + finish, ${LONG_RUNS} runs pooled (µs per step, model call to model call)`,
-    ['steps', 'events in log', 'engine p50', 'engine mean', 'baseline mean', 'engine vs baseline', 'engine vs first steps', 'baseline vs first steps'],
+    [
+      'steps',
+      'events in log',
+      'engine p50',
+      'engine mean',
+      'baseline mean',
+      'engine vs baseline',
+      'engine vs first steps',
+      'baseline vs first steps',
+    ],
     rows,
   );
 
@@ -461,15 +587,31 @@ function printLongConversation({ engine, baseline, events }: LongRun): void {
   const early = cutAt(first[0] + WINDOW / 2);
   const late = cutAt(LONG_STEPS);
   const system = systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() });
-  const promptOf = (log: ConversationEvent[]): LlmMessage[] => [{ role: 'system', content: system }, ...projectMessages(log)];
+  const promptOf = (log: ConversationEvent[]): LlmMessage[] => [
+    { role: 'system', content: system },
+    ...projectMessages(log),
+  ];
   const storeOf = (log: ConversationEvent[]) => {
     const store = new MemoryEventStore();
-    void store.append(USER, 'c', log.map((e) => toNewEvent(e)));
+    void store.append(
+      USER,
+      'c',
+      log.map((e) => toNewEvent(e)),
+    );
     return store;
   };
-  const oneEvent: NewEvent = toNewEvent({ kind: 'message', source: 'environment', timestamp: new Date().toISOString(), text: 'x', image_urls: [] });
+  const oneEvent: NewEvent = toNewEvent({
+    kind: 'message',
+    source: 'environment',
+    timestamp: new Date().toISOString(),
+    text: 'x',
+    image_urls: [],
+  });
   const operations: [string, (log: ConversationEvent[]) => () => unknown][] = [
-    ['prompt: systemPrompt + projectMessages (a full projection; no longer made each step)', (log) => () => promptOf(log)],
+    [
+      'prompt: systemPrompt + projectMessages (a full projection; no longer made each step)',
+      (log) => () => promptOf(log),
+    ],
     [
       'what a step does now: RunnerLog prompt, kept up to date (system prompt + the copy)',
       (log) => {
@@ -485,14 +627,22 @@ function printLongConversation({ engine, baseline, events }: LongRun): void {
       (log) => {
         const kept = new RunnerLog();
         kept.add(log);
-        return () => kept.metricsWith({ model: 'm', prompt_tokens: 1, completion_tokens: 1, cached_prompt_tokens: 0, cost_usd: null }, null);
+        return () =>
+          kept.metricsWith(
+            { model: 'm', prompt_tokens: 1, completion_tokens: 1, cached_prompt_tokens: 0, cost_usd: null },
+            null,
+          );
       },
     ],
     [
-      'ScriptedLlm prompt-token estimate (the contents\' lengths summed, no longer joined)',
+      "ScriptedLlm prompt-token estimate (the contents' lengths summed, no longer joined)",
       (log) => {
         const prompt = promptOf(log);
-        return () => prompt.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0);
+        return () =>
+          prompt.reduce(
+            (n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length,
+            0,
+          );
       },
     ],
     [
@@ -549,7 +699,10 @@ function serverTurn(tag: string, k: number): { name: string; args: Record<string
     case 1:
       return { name: 'execute_bash', args: { command: `echo step-${k}` } };
     case 2:
-      return { name: 'str_replace_editor', args: { command: 'create', path: `${WORKDIR}/step-${k}.txt`, file_text: `written at step ${k}\n` } };
+      return {
+        name: 'str_replace_editor',
+        args: { command: 'create', path: `${WORKDIR}/step-${k}.txt`, file_text: `written at step ${k}\n` },
+      };
     default:
       return { name: 'str_replace_editor', args: { command: 'view', path: `${WORKDIR}/step-${k - 1}.txt` } };
   }
@@ -563,7 +716,8 @@ async function startFakeModel(): Promise<FakeModel> {
     const arrived = performance.now();
     const firstUser = request.body.messages?.find((m) => m.role === 'user')?.content;
     const tag = typeof firstUser === 'string' ? /bench conversation ([\w-]+)/.exec(firstUser)?.[1] : undefined;
-    if (!tag) return { status: 400, body: { error: { message: 'no benchmark conversation tag in the first user message' } } };
+    if (!tag)
+      return { status: 400, body: { error: { message: 'no benchmark conversation tag in the first user message' } } };
     const k = request.turn;
     let trace = traces.get(tag);
     if (!trace) traces.set(tag, (trace = { arrivals: [], finishedAt: null }));
@@ -577,7 +731,13 @@ async function startFakeModel(): Promise<FakeModel> {
         id: `chatcmpl-${tag}-${k}`,
         model: 'bench-model',
         content: null,
-        tool_calls: [{ id: `call_${tag}_${k}`, type: 'function', function: { name: turn.name, arguments: JSON.stringify(turn.args) } }],
+        tool_calls: [
+          {
+            id: `call_${tag}_${k}`,
+            type: 'function',
+            function: { name: turn.name, arguments: JSON.stringify(turn.args) },
+          },
+        ],
         usage: { prompt_tokens: promptTokens, completion_tokens: 30, total_tokens: promptTokens + 30 },
       }),
     };
@@ -618,7 +778,17 @@ async function runServerRole(): Promise<void> {
         }
         const m = process.memoryUsage();
         const cpu = process.cpuUsage();
-        send({ type: 'reply', id: message.id, memory: { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, cpuUs: cpu.user + cpu.system } });
+        send({
+          type: 'reply',
+          id: message.id,
+          memory: {
+            rss: m.rss,
+            heapUsed: m.heapUsed,
+            external: m.external,
+            arrayBuffers: m.arrayBuffers,
+            cpuUs: cpu.user + cpu.system,
+          },
+        });
       } else {
         await server.close();
         send({ type: 'reply', id: message.id });
@@ -645,14 +815,23 @@ interface User {
   id: string;
   key: string;
 }
-const users: User[] = Array.from({ length: USERS }, (_, i) => ({ id: `user-${i}`, key: `bench-agent-key-${String(i).padStart(4, '0')}` }));
+const users: User[] = Array.from({ length: USERS }, (_, i) => ({
+  id: `user-${i}`,
+  key: `bench-agent-key-${String(i).padStart(4, '0')}`,
+}));
 
 async function startServerProcess(storage: string, cleanups: (() => Promise<void>)[]): Promise<ServerProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-agent-'));
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   const child = fork(fileURLToPath(import.meta.url), [], {
     // BENCH_SERVER_NODE_ARGS adds flags for the server process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/acs-prof" to see where its time goes.
-    execArgv: ['--conditions=@acs/source', '--import', 'tsx', '--expose-gc', ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)],
+    execArgv: [
+      '--conditions=@acs/source',
+      '--import',
+      'tsx',
+      '--expose-gc',
+      ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ],
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
@@ -708,7 +887,9 @@ async function startServerProcess(storage: string, cleanups: (() => Promise<void
   const url = await Promise.race([
     new Promise<string>((resolve) => (readyUrl = resolve)),
     exited.then(() => Promise.reject(new Error(`the server process exited before it listened:\n${output}`))),
-    sleep(60_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`the server process did not start within 60 s:\n${output}`))),
+    sleep(60_000, undefined, { ref: false }).then(() =>
+      Promise.reject(new Error(`the server process did not start within 60 s:\n${output}`)),
+    ),
   ]);
   return {
     url,
@@ -742,12 +923,16 @@ async function startServerProcess(storage: string, cleanups: (() => Promise<void
 
 // ---- the client side ----
 
-function printTable(title: string, header: readonly string[], rows: readonly (readonly string[])[], leftColumns = 1): void {
+function printTable(
+  title: string,
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  leftColumns = 1,
+): void {
   console.log();
   console.log(title);
   printRows(header, rows, leftColumns);
 }
-
 
 /** Calls fn(0..count-1) with at most `limit` in flight. */
 async function inParallel<T>(count: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
@@ -791,7 +976,9 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
   const ids = await Promise.all(
     tags.map(async (tag, i) => {
       sentAt.set(tag, performance.now());
-      const created = (await callApi(server.url, users[i % USERS] as User, 'POST', '/api/conversations', { initial_user_msg: `bench conversation ${tag}: do the task` })) as {
+      const created = (await callApi(server.url, users[i % USERS] as User, 'POST', '/api/conversations', {
+        initial_user_msg: `bench conversation ${tag}: do the task`,
+      })) as {
         conversation_id: string;
       };
       return created.conversation_id;
@@ -802,7 +989,12 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
     if (performance.now() > deadline) {
       const stalled = tags.flatMap((tag, i) => (model.traces.get(tag)?.finishedAt ? [] : [i]));
       const first = stalled[0] as number;
-      const events = await callApi(server.url, users[first % USERS] as User, 'GET', `/api/v1/app-conversations/${ids[first]}/events?limit=100`).catch((error: unknown) => String(error));
+      const events = await callApi(
+        server.url,
+        users[first % USERS] as User,
+        'GET',
+        `/api/v1/app-conversations/${ids[first]}/events?limit=100`,
+      ).catch((error: unknown) => String(error));
       throw new Error(
         `${stalled.length} of ${count} conversations did not call finish within ${FINISH_TIMEOUT_MS / 1000} s; ` +
           `the first one (${model.traces.get(tags[first] as string)?.arrivals.length ?? 0} model calls) logged ${JSON.stringify(events).slice(0, 2000)}; server output:\n${server.output()}`,
@@ -816,9 +1008,15 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
   const logs = await inParallel(count, 16, async (i) => {
     const user = users[i % USERS] as User;
     for (let attempt = 0; ; attempt++) {
-      const events: { kind: string; timestamp: string; execution_status?: string; code?: string; message?: string }[] = [];
-      for (let after = 0; ; ) {
-        const page = (await callApi(server.url, user, 'GET', `/api/v1/app-conversations/${ids[i]}/events?after=${after}&limit=100`)) as {
+      const events: { kind: string; timestamp: string; execution_status?: string; code?: string; message?: string }[] =
+        [];
+      for (let after = 0; ;) {
+        const page = (await callApi(
+          server.url,
+          user,
+          'GET',
+          `/api/v1/app-conversations/${ids[i]}/events?after=${after}&limit=100`,
+        )) as {
           items: typeof events;
           next_after: number | null;
         };
@@ -827,7 +1025,10 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
         after = page.next_after;
       }
       if (events.some((e) => e.kind === 'status' && e.execution_status === 'finished')) return events;
-      if (attempt > 500) throw new Error(`conversation ${ids[i]} did not finish: ${JSON.stringify(events.filter((e) => e.kind === 'error' || e.kind === 'status'))}`);
+      if (attempt > 500)
+        throw new Error(
+          `conversation ${ids[i]} did not finish: ${JSON.stringify(events.filter((e) => e.kind === 'error' || e.kind === 'status'))}`,
+        );
       await sleep(10);
     }
   });
@@ -840,7 +1041,8 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
     const finished = events.find((e) => e.kind === 'status' && e.execution_status === 'finished');
     lastFinished = Math.max(lastFinished, Date.parse(finished?.timestamp ?? ''));
   }
-  if (modelCalls !== count * (SERVER_STEPS + 1)) throw new Error(`expected ${count * (SERVER_STEPS + 1)} model calls, the logs hold ${modelCalls}`);
+  if (modelCalls !== count * (SERVER_STEPS + 1))
+    throw new Error(`expected ${count * (SERVER_STEPS + 1)} model calls, the logs hold ${modelCalls}`);
   const stepLatencies: number[] = [];
   const firstStepLatencies: number[] = [];
   const conversationMs: number[] = [];
@@ -852,7 +1054,16 @@ async function runBatch(server: ServerProcess, model: FakeModel, count: number, 
   }
   const arrivals = tags.flatMap((tag) => (model.traces.get(tag) as Trace).arrivals);
   const modelSpanMs = Math.max(...arrivals) - Math.min(...arrivals);
-  return { conversations: count, modelCalls, wallMs: lastFinished - wallStart, stepLatencies, firstStepLatencies, conversationMs, modelSpanMs, cpuMs: (cpuAfter - cpuBefore) / 1000 };
+  return {
+    conversations: count,
+    modelCalls,
+    wallMs: lastFinished - wallStart,
+    stepLatencies,
+    firstStepLatencies,
+    conversationMs,
+    modelSpanMs,
+    cpuMs: (cpuAfter - cpuBefore) / 1000,
+  };
 }
 
 interface ServerResult {
@@ -869,7 +1080,15 @@ async function measureServer(storage: string, model: FakeModel): Promise<ServerR
   try {
     const started = performance.now();
     const server = await startServerProcess(storage, cleanups);
-    await Promise.all(users.map((user) => callApi(server.url, user, 'POST', '/api/settings', { llm_model: 'openai/bench-model', llm_api_key: 'sk-bench-fake', llm_base_url: model.baseUrl })));
+    await Promise.all(
+      users.map((user) =>
+        callApi(server.url, user, 'POST', '/api/settings', {
+          llm_model: 'openai/bench-model',
+          llm_api_key: 'sk-bench-fake',
+          llm_base_url: model.baseUrl,
+        }),
+      ),
+    );
     await runBatch(server, model, WARMUP_CONVERSATIONS);
     const single: Batch[] = [];
     for (let i = 0; i < SINGLE_RUNS; i++) single.push(await runBatch(server, model, 1));
@@ -940,7 +1159,18 @@ function printServerResults(results: readonly ServerResult[]): void {
   }
   printTable(
     `Example server (child process, fake sandboxes, OpenAI adapter → fake model on 127.0.0.1): conversations of ${SERVER_STEPS} tool steps + finish, created at once over ${USERS} users`,
-    ['storage', 'run', 'model calls', 'wall ms', 'steps/s', 'step p50 ms', 'step p99 ms', 'first step p50 ms', 'server CPU ms/step', 'avg active'],
+    [
+      'storage',
+      'run',
+      'model calls',
+      'wall ms',
+      'steps/s',
+      'step p50 ms',
+      'step p99 ms',
+      'first step p50 ms',
+      'server CPU ms/step',
+      'avg active',
+    ],
     rows,
     2,
   );
@@ -971,7 +1201,18 @@ function printServerResults(results: readonly ServerResult[]): void {
   });
   printTable(
     `Server memory around the ${CONVERSATIONS} conversations (after a full GC; the finished conversations stay in memory / in the database)`,
-    ['storage', 'heap before MiB', 'heap after MiB', 'heap KiB/conv', 'external KiB/conv', 'RSS before MiB', 'RSS after MiB', 'RSS KiB/conv', 'peak RSS MiB', 'peak KiB/conv'],
+    [
+      'storage',
+      'heap before MiB',
+      'heap after MiB',
+      'heap KiB/conv',
+      'external KiB/conv',
+      'RSS before MiB',
+      'RSS after MiB',
+      'RSS KiB/conv',
+      'peak RSS MiB',
+      'peak KiB/conv',
+    ],
     memoryRows,
   );
 }
@@ -986,7 +1227,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   try {
     const cpu = cpus();
-    console.log(`machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`);
+    console.log(
+      `machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`,
+    );
 
     console.log(`part 1: engine overhead (${ENGINE_ROUNDS} rounds, the first a warm-up) …`);
     const overhead = await measureEngineOverhead();
@@ -997,7 +1240,9 @@ async function main(): Promise<void> {
     printCondenser(long.condenser);
 
     console.log();
-    console.log(`part 2: the example server, ${CONVERSATIONS} concurrent conversations vs 1, storage ${STORAGES.join(' and ')} …`);
+    console.log(
+      `part 2: the example server, ${CONVERSATIONS} concurrent conversations vs 1, storage ${STORAGES.join(' and ')} …`,
+    );
     const model = await startFakeModel();
     cleanups.push(() => model.close());
     const results: ServerResult[] = [];

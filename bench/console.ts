@@ -65,21 +65,88 @@ async function conversationWith(count: number): Promise<string> {
     const call = `call_${i}`;
     switch (i % 4) {
       case 0:
-        drafts.push({ kind: 'action', source: 'agent', timestamp: at, tool_call_id: call, tool_name: 'execute_bash', arguments: { command: `npm test -- --grep "case ${i}"` }, raw_arguments: '{}', thought: `Running case **${i}** to see what fails.`, response_id: `r${i}` });
-        drafts.push({ kind: 'observation', source: 'environment', timestamp: at, tool_call_id: call, tool_name: 'execute_bash', content: Array.from({ length: 12 }, (_, l) => `  ✓ parser case ${i}.${l} (${l} ms)`).join('\n'), is_error: false, exit_code: 0, details: {} });
+        drafts.push({
+          kind: 'action',
+          source: 'agent',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'execute_bash',
+          arguments: { command: `npm test -- --grep "case ${i}"` },
+          raw_arguments: '{}',
+          thought: `Running case **${i}** to see what fails.`,
+          response_id: `r${i}`,
+        });
+        drafts.push({
+          kind: 'observation',
+          source: 'environment',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'execute_bash',
+          content: Array.from({ length: 12 }, (_, l) => `  ✓ parser case ${i}.${l} (${l} ms)`).join('\n'),
+          is_error: false,
+          exit_code: 0,
+          details: {},
+        });
         break;
       case 1:
-        drafts.push({ kind: 'action', source: 'agent', timestamp: at, tool_call_id: call, tool_name: 'str_replace_editor', arguments: { command: 'str_replace', path: `src/parser/case${i}.ts`, old_str: `export function parse${i}(input: string) {\n  return input.split(',');\n}`, new_str: `export function parse${i}(input: string): string[] {\n  return input.split(',').map((s) => s.trim());\n}` }, raw_arguments: '{}', thought: null, response_id: `r${i}` });
-        drafts.push({ kind: 'observation', source: 'environment', timestamp: at, tool_call_id: call, tool_name: 'str_replace_editor', content: 'The file was edited.', is_error: false, exit_code: null, details: {} });
+        drafts.push({
+          kind: 'action',
+          source: 'agent',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'str_replace_editor',
+          arguments: {
+            command: 'str_replace',
+            path: `src/parser/case${i}.ts`,
+            old_str: `export function parse${i}(input: string) {\n  return input.split(',');\n}`,
+            new_str: `export function parse${i}(input: string): string[] {\n  return input.split(',').map((s) => s.trim());\n}`,
+          },
+          raw_arguments: '{}',
+          thought: null,
+          response_id: `r${i}`,
+        });
+        drafts.push({
+          kind: 'observation',
+          source: 'environment',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'str_replace_editor',
+          content: 'The file was edited.',
+          is_error: false,
+          exit_code: null,
+          details: {},
+        });
         break;
       case 2:
-        drafts.push({ kind: 'llm_call', source: 'environment', timestamp: at, response_id: `r${i}`, model: 'scripted', prompt_tokens: 1200 + i, completion_tokens: 80, cached_prompt_tokens: 0, cost_usd: 0.001, latency_ms: 900, attempts: 1 });
+        drafts.push({
+          kind: 'llm_call',
+          source: 'environment',
+          timestamp: at,
+          response_id: `r${i}`,
+          model: 'scripted',
+          prompt_tokens: 1200 + i,
+          completion_tokens: 80,
+          cached_prompt_tokens: 0,
+          cost_usd: 0.001,
+          latency_ms: 900,
+          attempts: 1,
+        });
         break;
       default:
-        drafts.push({ kind: 'message', source: 'agent', timestamp: at, text: `Step ${i}: the \`parse${i}\` function now trims.\n\n- [x] trimmed\n- [ ] documented\n\n\`\`\`ts\nparse${i}(' a, b ') // ['a', 'b']\n\`\`\``, image_urls: [] });
+        drafts.push({
+          kind: 'message',
+          source: 'agent',
+          timestamp: at,
+          text: `Step ${i}: the \`parse${i}\` function now trims.\n\n- [x] trimmed\n- [ ] documented\n\n\`\`\`ts\nparse${i}(' a, b ') // ['a', 'b']\n\`\`\``,
+          image_urls: [],
+        });
     }
   }
-  const stored = await ports.events.append(USER, id, drafts.slice(0, count - existing.value.items.length).map(toNewEvent));
+  const stored = await ports.events.append(
+    USER,
+    id,
+    drafts.slice(0, count - existing.value.items.length).map(toNewEvent),
+  );
   if (stored.isErr()) throw new Error(stored.error.type);
   return id;
 }
@@ -88,7 +155,10 @@ async function conversationWith(count: number): Promise<string> {
 async function firstPaint(page: Page, id: string, lastId: number): Promise<number> {
   await page.goto(`${base}/console/conversations/${id}`, { waitUntil: 'commit' });
   // Browser-side code as strings: this file is compiled for Node, without the DOM's types.
-  await page.waitForFunction(`document.querySelector('[data-event-id="${lastId}"]') !== null`, undefined, { polling: 'raf', timeout: 60_000 });
+  await page.waitForFunction(`document.querySelector('[data-event-id="${lastId}"]') !== null`, undefined, {
+    polling: 'raf',
+    timeout: 60_000,
+  });
   return page.evaluate<number>('performance.now()');
 }
 
@@ -97,23 +167,31 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 /** Frames per second in each one-second window while `during` runs (10 s). */
 async function framesPerSecond(page: Page, during: () => Promise<void>): Promise<number[]> {
   // One counting loop at a time: a new measurement ends the loop of the previous one.
-  await page.evaluate('window.__frames = []; window.__loop = (window.__loop || 0) + 1; { const loop = window.__loop; const tick = (t) => { if (loop !== window.__loop) return; window.__frames.push(t); requestAnimationFrame(tick); }; requestAnimationFrame(tick); }');
+  await page.evaluate(
+    'window.__frames = []; window.__loop = (window.__loop || 0) + 1; { const loop = window.__loop; const tick = (t) => { if (loop !== window.__loop) return; window.__frames.push(t); requestAnimationFrame(tick); }; requestAnimationFrame(tick); }',
+  );
   await during();
   const frames = await page.evaluate<number[]>('window.__frames');
   const start = frames[0] ?? 0;
   const windows: number[] = [];
-  for (let s = 0; s < 10; s++) windows.push(frames.filter((t) => t >= start + s * 1000 && t < start + (s + 1) * 1000).length);
+  for (let s = 0; s < 10; s++)
+    windows.push(frames.filter((t) => t >= start + s * 1000 && t < start + (s + 1) * 1000).length);
   return windows;
 }
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+});
 try {
   // Playwright evaluates string predicates with eval, which the console's policy forbids; the measurement does not depend on it.
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
   const page = await context.newPage();
   await page.goto(`${base}/console/?key=${KEY}`);
 
-  console.log(`Web console benchmark (${cpus().length} cores; Chromium ${browser.version()}; ${EVENTS} events; ${RATE} events/s)\n`);
+  console.log(
+    `Web console benchmark (${cpus().length} cores; Chromium ${browser.version()}; ${EVENTS} events; ${RATE} events/s)\n`,
+  );
   const small = await conversationWith(20);
   const large = await conversationWith(EVENTS);
   const smallTimes: number[] = [];
@@ -142,21 +220,34 @@ try {
       const due = Math.floor(((Date.now() - started) / 1000) * RATE);
       while (sent < due) {
         sent++;
-        const r = await service.conversations.sendMessage(USER, large, { role: 'user', content: [{ type: 'text', text: `live message ${sent}: **bold** and \`code\`` }], run: false });
+        const r = await service.conversations.sendMessage(USER, large, {
+          role: 'user',
+          content: [{ type: 'text', text: `live message ${sent}: **bold** and \`code\`` }],
+          run: false,
+        });
         if (r.isErr()) throw new Error(r.error.type);
       }
       await new Promise((r) => setTimeout(r, 5));
     }
   });
-  const shownLast = await page.evaluate<number>("Math.max(...[...document.querySelectorAll('[data-event-id]')].map((n) => Number(n.dataset.eventId)))");
+  const shownLast = await page.evaluate<number>(
+    "Math.max(...[...document.querySelectorAll('[data-event-id]')].map((n) => Number(n.dataset.eventId)))",
+  );
   printTable(
     ['frames per second over 10 s', 'min 1 s window', 'median', 'vs idle (median)'],
     [
       ['idle page (baseline)', String(Math.min(...idle)), String(median(idle)), '1.00×'],
-      [`${RATE} events/s arriving`, String(Math.min(...busy)), String(median(busy)), `${(median(busy) / median(idle)).toFixed(2)}×`],
+      [
+        `${RATE} events/s arriving`,
+        String(Math.min(...busy)),
+        String(median(busy)),
+        `${(median(busy) / median(idle)).toFixed(2)}×`,
+      ],
     ],
   );
-  console.log(`appended ${sent} events; the page showed up to event ${shownLast} of ${EVENTS + sent} when the 10 s ended`);
+  console.log(
+    `appended ${sent} events; the page showed up to event ${shownLast} of ${EVENTS + sent} when the 10 s ended`,
+  );
   console.log(`target: no one-second window under 30 fps: ${Math.min(...busy) >= 30 ? 'met' : 'NOT met'}`);
 } finally {
   await browser.close();

@@ -35,7 +35,8 @@ const START_DEADLINE_MS = 120_000;
 const KEY = 'bench-footprint-key-0123456789';
 const RUNS = positiveInt('BENCH_FOOTPRINT_RUNS', 3);
 
-const dockerAnswers = () => spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' }).status === 0;
+const dockerAnswers = () =>
+  spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' }).status === 0;
 const runtime = process.env.BENCH_FOOTPRINT_RUNTIME ?? (dockerAnswers() ? 'docker' : 'fake');
 
 /** Resident and peak resident memory of a process, in MiB, from /proc. */
@@ -52,32 +53,62 @@ interface Measured {
 }
 
 /** Waits for `text` in the process's output; fails with that output after the deadline or when it exits. */
-async function waitForOutput(child: ChildProcessWithoutNullStreams, output: () => string, text: string, what: string): Promise<string> {
+async function waitForOutput(
+  child: ChildProcessWithoutNullStreams,
+  output: () => string,
+  text: string,
+  what: string,
+): Promise<string> {
   const deadline = Date.now() + START_DEADLINE_MS;
   for (;;) {
-    const line = output().split('\n').find((l) => l.includes(text));
+    const line = output()
+      .split('\n')
+      .find((l) => l.includes(text));
     if (line) return line;
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what}: exited (${child.exitCode ?? child.signalCode}) first.\n${output()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${what}: exited (${child.exitCode ?? child.signalCode}) first.\n${output()}`);
     if (Date.now() > deadline) throw new Error(`${what}: not within ${START_DEADLINE_MS / 1000} s.\n${output()}`);
     await sleep(100);
   }
 }
 
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const median = (values: readonly number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 /** The median of RUNS starts (each figure on its own). */
-async function measureRuns(name: string, args: string[], env: Record<string, string>, conversation: ((url: string) => Promise<void>) | null): Promise<Measured> {
+async function measureRuns(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  conversation: ((url: string) => Promise<void>) | null,
+): Promise<Measured> {
   const runs: Measured[] = [];
   for (let i = 0; i < RUNS; i++) runs.push(await measure(name, args, env, conversation));
   const afters = runs.map((r) => r.after).filter((a): a is number => a !== null);
-  return { idle: median(runs.map((r) => r.idle)), after: afters.length > 0 ? median(afters) : null, peak: median(runs.map((r) => r.peak)) };
+  return {
+    idle: median(runs.map((r) => r.idle)),
+    after: afters.length > 0 ? median(afters) : null,
+    peak: median(runs.map((r) => r.peak)),
+  };
 }
 
-async function measure(name: string, args: string[], env: Record<string, string>, conversation: ((url: string) => Promise<void>) | null): Promise<Measured> {
+async function measure(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  conversation: ((url: string) => Promise<void>) | null,
+): Promise<Measured> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-footprint-'));
   const child = spawn(process.execPath, args, {
     cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: dataDir, SESSION_API_KEY: KEY, ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      DATA_DIR: dataDir,
+      SESSION_API_KEY: KEY,
+      ...env,
+    },
   });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-50_000)));
@@ -85,7 +116,12 @@ async function measure(name: string, args: string[], env: Record<string, string>
   let installation: string | null = null;
   try {
     const bare = args[0] === '-e';
-    const line = await waitForOutput(child, () => output, bare ? 'http://127.0.0.1:' : '"agent conversation service listening"', name);
+    const line = await waitForOutput(
+      child,
+      () => output,
+      bare ? 'http://127.0.0.1:' : '"agent conversation service listening"',
+      name,
+    );
     const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1] ?? '';
     if (!bare) installation = (JSON.parse(line) as { installation: string }).installation;
     await sleep(SETTLE_MS);
@@ -104,8 +140,13 @@ async function measure(name: string, args: string[], env: Record<string, string>
     await exited.catch(() => undefined);
     // Sandboxes outlive their server on purpose: this installation's are removed as an operator would.
     if (installation !== null && env['ACS_SANDBOXES'] === 'docker') {
-      const pruned = spawnSync(process.execPath, ['dist/sandboxes-cli.js', 'prune', '--installation', installation], { cwd: exampleDir, env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, encoding: 'utf8' });
-      if (pruned.status !== 0) console.error(`${name}: could not remove its sandboxes (npm run sandboxes -- prune): ${pruned.stderr}`);
+      const pruned = spawnSync(process.execPath, ['dist/sandboxes-cli.js', 'prune', '--installation', installation], {
+        cwd: exampleDir,
+        env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env },
+        encoding: 'utf8',
+      });
+      if (pruned.status !== 0)
+        console.error(`${name}: could not remove its sandboxes (npm run sandboxes -- prune): ${pruned.stderr}`);
     }
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -115,8 +156,16 @@ const llm = await startFakeOpenAi({ keepRequests: false });
 // Every conversation: one command in the sandbox, then finish.
 llm.script((request) =>
   request.turn === 0
-    ? { status: 200, body: scriptedCompletion(0, { tool_calls: [toolCall('call_ls', 'execute_bash', { command: 'ls -la /' })] }) }
-    : { status: 200, body: scriptedCompletion(request.turn, { tool_calls: [toolCall(`call_finish_${request.turn}`, 'finish', { message: 'Done.' })] }) },
+    ? {
+        status: 200,
+        body: scriptedCompletion(0, { tool_calls: [toolCall('call_ls', 'execute_bash', { command: 'ls -la /' })] }),
+      }
+    : {
+        status: 200,
+        body: scriptedCompletion(request.turn, {
+          tool_calls: [toolCall(`call_finish_${request.turn}`, 'finish', { message: 'Done.' })],
+        }),
+      },
 );
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
@@ -132,14 +181,26 @@ async function api(url: string, method: string, path: string, body?: unknown): P
 
 /** One conversation to its end through the API, as a client would run it. */
 async function oneConversation(url: string): Promise<void> {
-  await api(url, 'POST', '/api/settings', { llm_model: 'openai/scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl });
-  const { conversation_id: id } = (await api(url, 'POST', '/api/conversations', { initial_user_msg: 'List the root directory, then finish.' })) as { conversation_id: string };
+  await api(url, 'POST', '/api/settings', {
+    llm_model: 'openai/scripted-model',
+    llm_api_key: 'sk-bench',
+    llm_base_url: llm.baseUrl,
+  });
+  const { conversation_id: id } = (await api(url, 'POST', '/api/conversations', {
+    initial_user_msg: 'List the root directory, then finish.',
+  })) as { conversation_id: string };
   const deadline = Date.now() + 180_000;
   for (;;) {
-    const [conversation] = (await api(url, 'GET', `/api/v1/app-conversations?ids=${id}`)) as ({ execution_status: string | null } | null)[];
+    const [conversation] = (await api(url, 'GET', `/api/v1/app-conversations?ids=${id}`)) as ({
+      execution_status: string | null;
+    } | null)[];
     if (conversation?.execution_status === 'finished') return;
-    if (conversation?.execution_status === 'error') throw new Error(`conversation ${id} ended in error: ${JSON.stringify(await api(url, 'GET', `/api/v1/app-conversations/${id}/events?limit=100`))}`);
-    if (Date.now() > deadline) throw new Error(`conversation ${id} did not finish within 180 s (last: ${JSON.stringify(conversation)})`);
+    if (conversation?.execution_status === 'error')
+      throw new Error(
+        `conversation ${id} ended in error: ${JSON.stringify(await api(url, 'GET', `/api/v1/app-conversations/${id}/events?limit=100`))}`,
+      );
+    if (Date.now() > deadline)
+      throw new Error(`conversation ${id} did not finish within 180 s (last: ${JSON.stringify(conversation)})`);
     await sleep(200);
   }
 }
@@ -147,25 +208,61 @@ async function oneConversation(url: string): Promise<void> {
 const built = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-built.mjs')], { stdio: 'inherit' });
 if (built.status !== 0) throw new Error('building the workspaces failed');
 
-const storages = ['sqlite', 'pglite', 'memory'].filter((kind) => kind !== 'sqlite' || existsSync(join(root, 'packages', 'adapter-sqlite')));
+const storages = ['sqlite', 'pglite', 'memory'].filter(
+  (kind) => kind !== 'sqlite' || existsSync(join(root, 'packages', 'adapter-sqlite')),
+);
 const runtimeEnv = { ACS_SANDBOXES: runtime };
 const rows: string[][] = [];
 const mib = (value: number | null) => (value === null ? '-' : value.toFixed(0));
 
 try {
-  const bare = await measureRuns('bare Node HTTP server', ['-e', "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); })"], {}, null);
+  const bare = await measureRuns(
+    'bare Node HTTP server',
+    [
+      '-e',
+      "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('http://127.0.0.1:' + this.address().port); })",
+    ],
+    {},
+    null,
+  );
   rows.push(['bare Node HTTP server (baseline)', mib(bare.idle), '-', mib(bare.peak), '', '1.00×']);
   const ratio = (value: number | null) => (value === null ? '-' : `${(value / bare.idle).toFixed(2)}×`);
   const target = (storage: string) => (storage === 'memory' ? '≤ 100' : storage === storages[0] ? '≤ 150' : '');
   for (const storage of storages) {
-    const result = await measureRuns(`${storage}, built`, ['dist/main.js'], { ...runtimeEnv, ACS_STORAGE: storage }, oneConversation);
-    rows.push([`npm start: ${storage}${storage === storages[0] ? ' (the default)' : ''}`, mib(result.idle), mib(result.after), mib(result.peak), target(storage), ratio(result.after ?? result.idle)]);
+    const result = await measureRuns(
+      `${storage}, built`,
+      ['dist/main.js'],
+      { ...runtimeEnv, ACS_STORAGE: storage },
+      oneConversation,
+    );
+    rows.push([
+      `npm start: ${storage}${storage === storages[0] ? ' (the default)' : ''}`,
+      mib(result.idle),
+      mib(result.after),
+      mib(result.peak),
+      target(storage),
+      ratio(result.after ?? result.idle),
+    ]);
   }
-  const before = await measureRuns('memory, through the TypeScript loader', ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'], { ...runtimeEnv, ACS_STORAGE: 'memory' }, oneConversation);
-  rows.push(['memory, run through tsx (as before)', mib(before.idle), mib(before.after), mib(before.peak), '', ratio(before.after ?? before.idle)]);
+  const before = await measureRuns(
+    'memory, through the TypeScript loader',
+    ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'],
+    { ...runtimeEnv, ACS_STORAGE: 'memory' },
+    oneConversation,
+  );
+  rows.push([
+    'memory, run through tsx (as before)',
+    mib(before.idle),
+    mib(before.after),
+    mib(before.peak),
+    '',
+    ratio(before.after ?? before.idle),
+  ]);
 } finally {
   await llm.close();
 }
 
-console.log(`\nFootprint of the example server (RSS in MiB, ${SETTLE_MS / 1000} s after start and after one conversation; median of ${RUNS} starts; sandboxes: ${runtime})\n`);
+console.log(
+  `\nFootprint of the example server (RSS in MiB, ${SETTLE_MS / 1000} s after start and after one conversation; median of ${RUNS} starts; sandboxes: ${runtime})\n`,
+);
 printTable(['process', 'idle', 'after conversation', 'peak', 'target', 'after ÷ bare Node'], rows);

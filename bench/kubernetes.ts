@@ -34,11 +34,24 @@ import { printTable } from './report.js';
 const SANDBOXES = positiveInt('BENCH_K8S_SANDBOXES', 5);
 const EXECS = positiveInt('BENCH_K8S_EXECS', 30);
 const KUBECONFIG = process.env.ACS_KUBECONFIG ?? '/var/lib/acs-k8s/admin.kubeconfig';
-const spec = specFixture({ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
+const spec = specFixture({
+  id: 'bookworm',
+  image: 'acs-sandbox:bookworm',
+  working_dir: '/workspace',
+  command: null,
+  initial_env: { LANG: 'C.UTF-8' },
+});
 const RUNNING_TIMEOUT_MS = 120_000;
 
 type Measure = 'create → running' | 'exec round trip' | 'write + read 64 KiB' | 'pause' | 'resume → running' | 'delete';
-const MEASURES: Measure[] = ['create → running', 'exec round trip', 'write + read 64 KiB', 'pause', 'resume → running', 'delete'];
+const MEASURES: Measure[] = [
+  'create → running',
+  'exec round trip',
+  'write + read 64 KiB',
+  'pause',
+  'resume → running',
+  'delete',
+];
 
 const ok = async <T>(result: ResultAsync<T, SandboxRuntimeError>, what: string): Promise<T> => {
   const settled = await result;
@@ -51,7 +64,8 @@ async function untilRunning(runtime: SandboxRuntime, id: string): Promise<void> 
   for (;;) {
     const seen = await ok(runtime.inspect(id), 'inspect');
     if (seen.state === 'running') return;
-    if (seen.state !== 'starting' || Date.now() > deadline) throw new Error(`sandbox ${id} is ${seen.state}: ${seen.detail ?? ''}`);
+    if (seen.state !== 'starting' || Date.now() > deadline)
+      throw new Error(`sandbox ${id} is ${seen.state}: ${seen.detail ?? ''}`);
     await sleep(20);
   }
 }
@@ -68,7 +82,10 @@ async function main() {
   try {
     kubeConfig.loadFromFile(KUBECONFIG);
   } catch (error) {
-    throw new Error(`no kubeconfig at ${KUBECONFIG} (bring the test cluster up: bash scripts/k8s-cluster.sh up): ${(error as Error).message}`, { cause: error });
+    throw new Error(
+      `no kubeconfig at ${KUBECONFIG} (bring the test cluster up: bash scripts/k8s-cluster.sh up): ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const namespace = `acs-bench-${randomBytes(3).toString('hex')}`;
@@ -79,19 +96,35 @@ async function main() {
     cleanups.push(async () => {
       await core.deleteNamespace({ name: namespace, propagationPolicy: 'Background' });
     });
-    for (let i = 0; !(await core.readNamespacedServiceAccount({ name: 'default', namespace }).then(() => true, () => false)); i++) {
+    for (
+      let i = 0;
+      !(await core.readNamespacedServiceAccount({ name: 'default', namespace }).then(
+        () => true,
+        () => false,
+      ));
+      i++
+    ) {
       if (i > 600) throw new Error(`namespace ${namespace} has no default service account after 60 s`);
       await sleep(100);
     }
     const runtimes: Record<string, SandboxRuntime> = {
-      docker: await createDockerRuntime({ namePrefix: 'acs-bench-k8s-', limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 } }),
-      kubernetes: new KubernetesSandboxRuntime({ kubeConfig, namespace, imagePullPolicy: 'Never', resources: { cpus: 1, memoryBytes: 512 * 1024 ** 2, workspaceSize: '1Gi' } }),
+      docker: await createDockerRuntime({
+        namePrefix: 'acs-bench-k8s-',
+        limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 },
+      }),
+      kubernetes: new KubernetesSandboxRuntime({
+        kubeConfig,
+        namespace,
+        imagePullPolicy: 'Never',
+        resources: { cpus: 1, memoryBytes: 512 * 1024 ** 2, workspaceSize: '1Gi' },
+      }),
     };
     const made: { runtime: SandboxRuntime; id: string }[] = [];
     cleanups.push(async () => {
       for (const { runtime, id } of made) await runtime.delete(id);
     });
-    for (const name of Object.keys(runtimes)) samples[name] = Object.fromEntries(MEASURES.map((m) => [m, []])) as unknown as Record<Measure, number[]>;
+    for (const name of Object.keys(runtimes))
+      samples[name] = Object.fromEntries(MEASURES.map((m) => [m, []])) as unknown as Record<Measure, number[]>;
     const payload = new Uint8Array(64 * 1024).map((_, i) => i % 251);
 
     // One untimed round each first (images in the page cache, connections open).
@@ -102,20 +135,39 @@ async function main() {
         };
         const id = randomBytes(16).toString('hex');
         made.push({ runtime, id });
-        record('create → running', await timed(async () => {
-          await ok(runtime.create({ sandbox_id: id, user_id: 'bench', installation_id: 'acs-bench', spec, env: { ...spec.initial_env } }), 'create');
-          await untilRunning(runtime, id);
-        }));
-        for (let i = 0; i < (round >= 0 ? EXECS : 3); i++) record('exec round trip', await timed(() => ok(runtime.exec(id, { command: ['true'] }), 'exec')));
-        record('write + read 64 KiB', await timed(async () => {
-          await ok(runtime.writeFile(id, 'bench.bin', payload), 'writeFile');
-          await ok(runtime.readFile(id, 'bench.bin'), 'readFile');
-        }));
+        record(
+          'create → running',
+          await timed(async () => {
+            await ok(
+              runtime.create({
+                sandbox_id: id,
+                user_id: 'bench',
+                installation_id: 'acs-bench',
+                spec,
+                env: { ...spec.initial_env },
+              }),
+              'create',
+            );
+            await untilRunning(runtime, id);
+          }),
+        );
+        for (let i = 0; i < (round >= 0 ? EXECS : 3); i++)
+          record('exec round trip', await timed(() => ok(runtime.exec(id, { command: ['true'] }), 'exec')));
+        record(
+          'write + read 64 KiB',
+          await timed(async () => {
+            await ok(runtime.writeFile(id, 'bench.bin', payload), 'writeFile');
+            await ok(runtime.readFile(id, 'bench.bin'), 'readFile');
+          }),
+        );
         record('pause', await timed(() => ok(runtime.pause(id), 'pause')));
-        record('resume → running', await timed(async () => {
-          await ok(runtime.resume(id), 'resume');
-          await untilRunning(runtime, id);
-        }));
+        record(
+          'resume → running',
+          await timed(async () => {
+            await ok(runtime.resume(id), 'resume');
+            await untilRunning(runtime, id);
+          }),
+        );
         record('delete', await timed(() => ok(runtime.delete(id), 'delete')));
       }
     }
@@ -131,13 +183,22 @@ async function main() {
     const sorted = [...values].sort((a, b) => a - b);
     return { p50: percentile(sorted, 50), p90: percentile(sorted, 90) };
   };
-  console.log(`\nKubernetes sandboxes beside Docker's (${cpus().length} CPUs; ${SANDBOXES} sandboxes each, ${EXECS} execs per sandbox; ms)\n`);
+  console.log(
+    `\nKubernetes sandboxes beside Docker's (${cpus().length} CPUs; ${SANDBOXES} sandboxes each, ${EXECS} execs per sandbox; ms)\n`,
+  );
   printTable(
     ['measure', 'docker p50', 'docker p90', 'kubernetes p50', 'kubernetes p90', 'k8s / docker (p50)'],
     MEASURES.map((measure) => {
       const docker = summary(samples.docker![measure]);
       const kubernetes = summary(samples.kubernetes![measure]);
-      return [measure, docker.p50.toFixed(1), docker.p90.toFixed(1), kubernetes.p50.toFixed(1), kubernetes.p90.toFixed(1), `${(kubernetes.p50 / docker.p50).toFixed(2)}×`];
+      return [
+        measure,
+        docker.p50.toFixed(1),
+        docker.p90.toFixed(1),
+        kubernetes.p50.toFixed(1),
+        kubernetes.p90.toFixed(1),
+        `${(kubernetes.p50 / docker.p50).toFixed(2)}×`,
+      ];
     }),
   );
 }

@@ -33,7 +33,10 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgres://acs:acs@127.0.0.1:5
 const CONVERSATIONS = positiveInt('BENCH_CONVERSATIONS', 30);
 const STEPS = positiveInt('BENCH_STEPS', 20);
 const KILLS = positiveInt('BENCH_KILLS', 10);
-const user: BenchUser = { id: `bench-replicas-${randomBytes(3).toString('hex')}`, key: 'bench-replicas-key-0123456789abcdef' };
+const user: BenchUser = {
+  id: `bench-replicas-${randomBytes(3).toString('hex')}`,
+  key: 'bench-replicas-key-0123456789abcdef',
+};
 const secretKey = randomBytes(32).toString('hex');
 const exampleDir = new URL('../examples/standalone-server/', import.meta.url).pathname;
 
@@ -79,7 +82,8 @@ async function startServer(databaseUrl: string): Promise<Server> {
   for (;;) {
     const line = `${out}\n${err}`.split('\n').find((l) => l.includes('"agent conversation service listening"'));
     if (line) return Object.assign(server, { url: (JSON.parse(line) as { url: string }).url });
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`a server did not start within 120 s:\n${err.slice(-3000)}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`a server did not start within 120 s:\n${err.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -88,10 +92,26 @@ async function startServer(databaseUrl: string): Promise<Server> {
 async function removeSandboxes(): Promise<void> {
   const { docker } = await connectDocker();
   const containers = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user.id}`] } });
-  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await Promise.all(
+    containers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => {}),
+    ),
+  );
   const ids = new Set(containers.map((c) => c.Labels['io.acs.sandbox-id']));
   const volumes = (await docker.listVolumes({ filters: { label: ['io.acs.managed=true'] } })).Volumes ?? [];
-  await Promise.all(volumes.filter((v) => ids.has(v.Labels?.['io.acs.sandbox-id'] ?? '')).map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    volumes
+      .filter((v) => ids.has(v.Labels?.['io.acs.sandbox-id'] ?? ''))
+      .map((v) =>
+        docker
+          .getVolume(v.Name)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+  );
 }
 
 async function kill(server: Server): Promise<void> {
@@ -129,20 +149,42 @@ async function throughput(count: number): Promise<number> {
   try {
     for (let i = 0; i < count; i++) servers.push(await startServer(databaseUrl));
     process.stderr.write(`  ${count} server(s) up; `);
-    await callApi(servers[0]!.url, user, 'POST', '/api/settings', { llm_model: 'openai/scripted', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl });
+    await callApi(servers[0]!.url, user, 'POST', '/api/settings', {
+      llm_model: 'openai/scripted',
+      llm_api_key: 'sk-bench',
+      llm_base_url: llm.baseUrl,
+    });
     const started = performance.now();
     const ids = await Promise.all(
-      Array.from({ length: CONVERSATIONS }, async (_, i) => ((await callApi(servers[i % count]!.url, user, 'POST', '/api/conversations', { initial_user_msg: `${marker('steps')} job ${i}` })) as { conversation_id: string }).conversation_id),
+      Array.from(
+        { length: CONVERSATIONS },
+        async (_, i) =>
+          (
+            (await callApi(servers[i % count]!.url, user, 'POST', '/api/conversations', {
+              initial_user_msg: `${marker('steps')} job ${i}`,
+            })) as { conversation_id: string }
+          ).conversation_id,
+      ),
     );
     process.stderr.write(`${ids.length} conversations started; `);
     const deadline = Date.now() + 600_000;
     for (;;) {
-      const found = (await callApi(servers[0]!.url, user, 'GET', `/api/v1/app-conversations?${ids.map((id) => `ids=${id}`).join('&')}`)) as ({ execution_status: string | null } | null)[];
+      const found = (await callApi(
+        servers[0]!.url,
+        user,
+        'GET',
+        `/api/v1/app-conversations?${ids.map((id) => `ids=${id}`).join('&')}`,
+      )) as ({ execution_status: string | null } | null)[];
       if (found.every((c) => c?.execution_status === 'finished')) break;
       if (found.some((c) => c?.execution_status === 'error' || c?.execution_status === 'stuck')) {
-        throw new Error(`a conversation failed: ${JSON.stringify(found.filter((c) => c?.execution_status !== 'finished'))}\n${servers.map((x) => x.stderr().slice(-1500)).join('\n---\n')}`);
+        throw new Error(
+          `a conversation failed: ${JSON.stringify(found.filter((c) => c?.execution_status !== 'finished'))}\n${servers.map((x) => x.stderr().slice(-1500)).join('\n---\n')}`,
+        );
       }
-      if (Date.now() > deadline) throw new Error(`conversations did not finish in 600 s:\n${servers.map((s) => s.stderr().slice(-1500)).join('\n---\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `conversations did not finish in 600 s:\n${servers.map((s) => s.stderr().slice(-1500)).join('\n---\n')}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
     const seconds = (performance.now() - started) / 1000;
@@ -160,22 +202,40 @@ async function takeovers(): Promise<number[]> {
   const servers = [await startServer(databaseUrl), await startServer(databaseUrl)];
   const times: number[] = [];
   try {
-    await callApi(servers[0]!.url, user, 'POST', '/api/settings', { llm_model: 'openai/scripted', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl });
+    await callApi(servers[0]!.url, user, 'POST', '/api/settings', {
+      llm_model: 'openai/scripted',
+      llm_api_key: 'sk-bench',
+      llm_base_url: llm.baseUrl,
+    });
     for (let k = 0; k < KILLS; k++) {
       const name = `takeover${k}`;
       let asked = 0;
       // The first request hangs (the holder waits on its model); the one after the takeover finishes.
-      llm.script(name, (turn) => (asked++ === 0 ? 'hang' : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_finish', 'finish', { message: 'done' })] }) }));
+      llm.script(name, (turn) =>
+        asked++ === 0
+          ? 'hang'
+          : {
+              status: 200,
+              body: scriptedCompletion(turn, {
+                content: null,
+                tool_calls: [toolCall('call_finish', 'finish', { message: 'done' })],
+              }),
+            },
+      );
       const holder = servers[k % 2]!;
       await callApi(holder.url, user, 'POST', '/api/conversations', { initial_user_msg: `${marker(name)} wait` });
-      for (const deadline = Date.now() + 60_000; llm.requestsFor(name).length < 1; ) {
-        if (Date.now() > deadline) throw new Error(`the holder never asked the model:\n${holder.stderr().slice(-2000)}`);
+      for (const deadline = Date.now() + 60_000; llm.requestsFor(name).length < 1;) {
+        if (Date.now() > deadline)
+          throw new Error(`the holder never asked the model:\n${holder.stderr().slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 10));
       }
       const killedAt = Date.now();
       await kill(holder);
-      for (const deadline = Date.now() + 60_000; llm.requestsFor(name).length < 2; ) {
-        if (Date.now() > deadline) throw new Error(`no server took the conversation over within 60 s:\n${servers[(k + 1) % 2]!.stderr().slice(-2000)}`);
+      for (const deadline = Date.now() + 60_000; llm.requestsFor(name).length < 2;) {
+        if (Date.now() > deadline)
+          throw new Error(
+            `no server took the conversation over within 60 s:\n${servers[(k + 1) % 2]!.stderr().slice(-2000)}`,
+          );
         await new Promise((r) => setTimeout(r, 5));
       }
       times.push(llm.requestsFor(name)[1]!.at - killedAt);
@@ -189,7 +249,9 @@ async function takeovers(): Promise<number[]> {
 }
 
 try {
-  console.log(`Replicas as processes (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; Docker sandboxes, a model that answers at once)\n`);
+  console.log(
+    `Replicas as processes (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; Docker sandboxes, a model that answers at once)\n`,
+  );
   const one: number[] = [];
   const three: number[] = [];
   for (let round = 0; round < 2; round++) {
@@ -201,16 +263,30 @@ try {
     ['throughput', 'steps/s (each round)', 'mean', 'vs 1 server'],
     [
       ['1 server (baseline)', one.map((x) => x.toFixed(1)).join(', '), mean(one).toFixed(1), '1.00×'],
-      ['3 servers', three.map((x) => x.toFixed(1)).join(', '), mean(three).toFixed(1), `${(mean(three) / mean(one)).toFixed(2)}×`],
+      [
+        '3 servers',
+        three.map((x) => x.toFixed(1)).join(', '),
+        mean(three).toFixed(1),
+        `${(mean(three) / mean(one)).toFixed(2)}×`,
+      ],
     ],
   );
   console.log(`(${CONVERSATIONS} conversations × ${STEPS + 1} steps per round)\n`);
   const times = (await takeovers()).sort((a, b) => a - b);
   printTable(
     ['takeover after SIGKILL', 'p50 ms', 'max ms', 'p50 vs lease TTL (6 s)'],
-    [[`${times.length} kills`, percentile(times, 50).toFixed(0), times.at(-1)!.toFixed(0), `${(percentile(times, 50) / 6000).toFixed(2)}×`]],
+    [
+      [
+        `${times.length} kills`,
+        percentile(times, 50).toFixed(0),
+        times.at(-1)!.toFixed(0),
+        `${(percentile(times, 50) / 6000).toFixed(2)}×`,
+      ],
+    ],
   );
-  console.log(`\ntarget (issue 16): taken over within 10 s: ${times.at(-1)! <= 10_000 ? 'met' : 'NOT met'} (max ${(times.at(-1)! / 1000).toFixed(1)} s)`);
+  console.log(
+    `\ntarget (issue 16): taken over within 10 s: ${times.at(-1)! <= 10_000 ? 'met' : 'NOT met'} (max ${(times.at(-1)! / 1000).toFixed(1)} s)`,
+  );
 } finally {
   for (const server of [...running]) await kill(server);
   await removeSandboxes();

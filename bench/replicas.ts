@@ -16,7 +16,12 @@ import { cpus } from 'node:os';
 import pg from 'pg';
 import { createAesGcmCipher, createAgentConversationService, type AgentConversationService } from '@acs/core';
 import { createAgent } from '@acs/agent';
-import { createPostgresEventNotifier, createPostgresStorage, fromPgPool, type PostgresEventNotifier } from '@acs/adapter-postgres';
+import {
+  createPostgresEventNotifier,
+  createPostgresStorage,
+  fromPgPool,
+  type PostgresEventNotifier,
+} from '@acs/adapter-postgres';
 import { createMemoryPorts } from '@acs/testing';
 import { printTable } from './report.js';
 import { percentile, positiveInt } from './stats.js';
@@ -39,26 +44,47 @@ async function replica(migrate: boolean): Promise<AgentConversationService> {
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 5 });
   pool.on('error', () => {});
   pools.push(pool);
-  const storage = await createPostgresStorage({ db: fromPgPool(pool), cipher, schema, migrations: migrate ? 'auto' : 'check' });
+  const storage = await createPostgresStorage({
+    db: fromPgPool(pool),
+    cipher,
+    schema,
+    migrations: migrate ? 'auto' : 'check',
+  });
   const eventNotifier = await createPostgresEventNotifier({ connectionString: DATABASE_URL, channel });
   notifiers.push(eventNotifier);
-  const service = createAgentConversationService({ ...createMemoryPorts(), ...storage, eventNotifier, agent: createAgent() });
+  const service = createAgentConversationService({
+    ...createMemoryPorts(),
+    ...storage,
+    eventNotifier,
+    agent: createAgent(),
+  });
   services.push(service);
   return service;
 }
 
 /** Latencies (ms) of `count` appends made through `writer`, delivered to a subscription on `reader`. */
-async function measure(writer: AgentConversationService, reader: AgentConversationService, conversationId: string, count: number): Promise<number[]> {
+async function measure(
+  writer: AgentConversationService,
+  reader: AgentConversationService,
+  conversationId: string,
+  count: number,
+): Promise<number[]> {
   const arrivals = new Map<number, number>();
   const last = await reader.conversations.searchEvents(USER, conversationId, { after: 0, kinds: null, limit: 100_000 });
   if (last.isErr()) throw new Error(last.error.type);
   const from = last.value.items.at(-1)?.id ?? 0;
-  const live = await reader.conversations.subscribeEvents(USER, conversationId, from, (event) => arrivals.set(event.id, performance.now()));
+  const live = await reader.conversations.subscribeEvents(USER, conversationId, from, (event) =>
+    arrivals.set(event.id, performance.now()),
+  );
   if (live.isErr()) throw new Error(live.error.type);
   const sent = new Map<number, number>();
   for (let i = 0; i < count; i++) {
     const started = performance.now();
-    const event = await writer.conversations.sendMessage(USER, conversationId, { role: 'user', content: [{ type: 'text', text: `message ${i}` }], run: false });
+    const event = await writer.conversations.sendMessage(USER, conversationId, {
+      role: 'user',
+      content: [{ type: 'text', text: `message ${i}` }],
+      run: false,
+    });
     if (event.isErr()) throw new Error(event.error.type);
     sent.set(event.value.id, started);
     const wait = 1000 / RATE - (performance.now() - started);
@@ -66,7 +92,8 @@ async function measure(writer: AgentConversationService, reader: AgentConversati
   }
   const deadline = Date.now() + 60_000;
   while ([...sent.keys()].some((id) => !arrivals.has(id))) {
-    if (Date.now() > deadline) throw new Error(`${[...sent.keys()].filter((id) => !arrivals.has(id)).length} events never arrived`);
+    if (Date.now() > deadline)
+      throw new Error(`${[...sent.keys()].filter((id) => !arrivals.has(id)).length} events never arrived`);
     await new Promise((r) => setTimeout(r, 5));
   }
   live.value.close();
@@ -91,11 +118,31 @@ try {
   const row = (name: string, values: number[], base: number[]) => {
     const sorted = [...values].sort((x, y) => x - y);
     const baseSorted = [...base].sort((x, y) => x - y);
-    return [name, percentile(sorted, 50).toFixed(2), percentile(sorted, 99).toFixed(2), sorted.at(-1)!.toFixed(2), `${(percentile(sorted, 50) / percentile(baseSorted, 50)).toFixed(2)}×`];
+    return [
+      name,
+      percentile(sorted, 50).toFixed(2),
+      percentile(sorted, 99).toFixed(2),
+      sorted.at(-1)!.toFixed(2),
+      `${(percentile(sorted, 50) / percentile(baseSorted, 50)).toFixed(2)}×`,
+    ];
   };
-  console.log(`Cross-replica event latency (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; ${local.length} appends each, ${RATE}/s)\n`);
-  printTable(['delivery, from the start of an append', 'p50 ms', 'p99 ms', 'max ms', 'p50 vs same process'], [row('same process (baseline)', local, local), row('other replica (LISTEN/NOTIFY)', remote, local)]);
-  console.log(`\ntarget (issue 16): p99 ≤ 100 ms across replicas: ${percentile([...remote].sort((x, y) => x - y), 99) <= 100 ? 'met' : 'NOT met'}`);
+  console.log(
+    `Cross-replica event latency (${cpus().length} cores; PostgreSQL at ${new URL(DATABASE_URL).host}; ${local.length} appends each, ${RATE}/s)\n`,
+  );
+  printTable(
+    ['delivery, from the start of an append', 'p50 ms', 'p99 ms', 'max ms', 'p50 vs same process'],
+    [row('same process (baseline)', local, local), row('other replica (LISTEN/NOTIFY)', remote, local)],
+  );
+  console.log(
+    `\ntarget (issue 16): p99 ≤ 100 ms across replicas: ${
+      percentile(
+        [...remote].sort((x, y) => x - y),
+        99,
+      ) <= 100
+        ? 'met'
+        : 'NOT met'
+    }`,
+  );
 } finally {
   for (const service of services) await service.close();
   for (const notifier of notifiers) await notifier.close();

@@ -18,7 +18,13 @@ export interface BenchUser {
 }
 
 /** One API request as `user`; throws on anything but 2xx, so a broken backend cannot look fast. */
-export async function callApi(base: string, user: BenchUser, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+export async function callApi(
+  base: string,
+  user: BenchUser,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
   const response = await fetch(base + path, {
     method,
     headers: { 'X-Session-API-Key': user.key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },

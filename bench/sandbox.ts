@@ -71,7 +71,8 @@ function stats(values: readonly number[]): Stats {
   };
 }
 
-const mean = (values: readonly number[]) => (values.length === 0 ? 0 : values.reduce((sum, v) => sum + v, 0) / values.length);
+const mean = (values: readonly number[]) =>
+  values.length === 0 ? 0 : values.reduce((sum, v) => sum + v, 0) / values.length;
 
 // ---- engine call timing ----
 
@@ -96,7 +97,13 @@ function engineCallLabel(method: string | undefined, path: string): string {
   if (p === '/containers/create') return 'container create';
   const container = /^\/containers\/[^/]+\/(start|json|exec|pause|unpause)$/.exec(p)?.[1];
   if (container) {
-    const names: Record<string, string> = { start: 'container start', json: 'container inspect', exec: 'exec', pause: 'pause', unpause: 'unpause' };
+    const names: Record<string, string> = {
+      start: 'container start',
+      json: 'container inspect',
+      exec: 'exec',
+      pause: 'pause',
+      unpause: 'unpause',
+    };
     return names[container] ?? container;
   }
   // An exec is three calls (create, start until the output ends, inspect for the exit code): one row.
@@ -178,8 +185,10 @@ async function untilRunning(base: string, id: string): Promise<number> {
     checkInterrupted();
     const info = (await call(base, 'GET', `/api/v1/sandboxes/${id}`)) as SandboxInfo;
     if (info.status === 'RUNNING') return polls;
-    if (info.status !== 'STARTING') throw new Error(`sandbox ${id} is ${info.status}${info.status_detail ? `: ${info.status_detail}` : ''}`);
-    if (performance.now() > deadline) throw new Error(`sandbox ${id} was not RUNNING within ${RUNNING_TIMEOUT_MS / 1000} s`);
+    if (info.status !== 'STARTING')
+      throw new Error(`sandbox ${id} is ${info.status}${info.status_detail ? `: ${info.status_detail}` : ''}`);
+    if (performance.now() > deadline)
+      throw new Error(`sandbox ${id} was not RUNNING within ${RUNNING_TIMEOUT_MS / 1000} s`);
     await sleep(CLIENT_POLL_MS);
   }
 }
@@ -190,7 +199,13 @@ async function execTrue(container: Docker.Container): Promise<void> {
   for (;;) {
     checkInterrupted();
     try {
-      const exec = await container.exec({ Cmd: ['true'], AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
+      const exec = await container.exec({
+        Cmd: ['true'],
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: false,
+        Tty: false,
+      });
       const stream = await exec.start({ hijack: true, stdin: false });
       await new Promise<void>((resolve, reject) => {
         stream.once('end', resolve);
@@ -202,7 +217,8 @@ async function execTrue(container: Docker.Container): Promise<void> {
     } catch (error) {
       if (performance.now() > deadline) throw error;
     }
-    if (performance.now() > deadline) throw new Error(`container ${container.id} did not answer an exec within ${RUNNING_TIMEOUT_MS / 1000} s`);
+    if (performance.now() > deadline)
+      throw new Error(`container ${container.id} did not answer an exec within ${RUNNING_TIMEOUT_MS / 1000} s`);
   }
 }
 
@@ -236,7 +252,12 @@ async function readOurConfig(docker: Docker, containerName: string): Promise<Our
 // ---- measurements ----
 
 type Variant = 'ours' | 'bare' | 'config' | 'warm';
-const VARIANT_NAMES: Record<Variant, string> = { ours: 'ours (HTTP API)', bare: 'bare engine', config: 'bare + our config', warm: 'ours, warm pool' };
+const VARIANT_NAMES: Record<Variant, string> = {
+  ours: 'ours (HTTP API)',
+  bare: 'bare engine',
+  config: 'bare + our config',
+  warm: 'ours, warm pool',
+};
 
 interface Bench {
   base: string;
@@ -263,7 +284,9 @@ const unlessNotFound = (error: unknown) => {
 
 /** Removes everything named acs-bench-…: containers (with anonymous volumes), then volumes. */
 async function sweep(docker: Docker): Promise<number> {
-  const containers = (await docker.listContainers({ all: true, filters: { name: [PREFIX] } })).filter((c) => c.Names.some((n) => n.startsWith(`/${PREFIX}`)));
+  const containers = (await docker.listContainers({ all: true, filters: { name: [PREFIX] } })).filter((c) =>
+    c.Names.some((n) => n.startsWith(`/${PREFIX}`)),
+  );
   await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true })));
   const volumes = ((await docker.listVolumes()).Volumes ?? []).filter((v) => v.Name.startsWith(PREFIX));
   await Promise.all(volumes.map((v) => docker.getVolume(v.Name).remove()));
@@ -290,7 +313,8 @@ async function untilPoolReady(service: AgentConversationService): Promise<void> 
     checkInterrupted();
     const pool = await service.sandboxes.poolStatus();
     if (pool.isOk() && (pool.value.bookworm?.ready ?? 0) >= 1) return;
-    if (performance.now() > deadline) throw new Error(`the warm pool had no ready sandbox within ${RUNNING_TIMEOUT_MS / 1000} s`);
+    if (performance.now() > deadline)
+      throw new Error(`the warm pool had no ready sandbox within ${RUNNING_TIMEOUT_MS / 1000} s`);
     await sleep(CLIENT_POLL_MS);
   }
 }
@@ -317,14 +341,19 @@ async function firstCommand(bench: Bench, warm: boolean): Promise<Sample> {
   if (warm) await untilPoolReady(service);
   let id = '';
   const sample = await bench.recorder.time(async (mark) => {
-    id = ((await call(base, 'POST', '/api/conversations', { initial_user_msg: 'run true' })) as { conversation_id: string }).conversation_id;
+    id = (
+      (await call(base, 'POST', '/api/conversations', { initial_user_msg: 'run true' })) as { conversation_id: string }
+    ).conversation_id;
     mark('post');
     const deadline = performance.now() + RUNNING_TIMEOUT_MS;
     for (;;) {
       checkInterrupted();
-      const page = (await call(base, 'GET', `/api/v1/app-conversations/${id}/events?kind=observation`)) as { items: { kind: string; tool_name?: string }[] };
+      const page = (await call(base, 'GET', `/api/v1/app-conversations/${id}/events?kind=observation`)) as {
+        items: { kind: string; tool_name?: string }[];
+      };
       if (page.items.some((e) => e.tool_name === 'execute_bash')) return;
-      if (performance.now() > deadline) throw new Error(`conversation ${id} ran no command within ${RUNNING_TIMEOUT_MS / 1000} s`);
+      if (performance.now() > deadline)
+        throw new Error(`conversation ${id} ran no command within ${RUNNING_TIMEOUT_MS / 1000} s`);
       await sleep(CLIENT_POLL_MS / 4);
     }
   });
@@ -338,9 +367,13 @@ async function firstCommand(bench: Bench, warm: boolean): Promise<Sample> {
 
 /** A model whose first step runs `true` and which then finishes. */
 const firstCommandModel = () =>
-  new ScriptedLlm().forgetRequests().respondWith((request) =>
-    request.messages.some((m) => m.role === 'tool') ? { content: 'done' } : { tool_calls: [{ name: 'execute_bash', arguments: { command: 'true' } }] },
-  );
+  new ScriptedLlm()
+    .forgetRequests()
+    .respondWith((request) =>
+      request.messages.some((m) => m.role === 'tool')
+        ? { content: 'done' }
+        : { tool_calls: [{ name: 'execute_bash', arguments: { command: 'true' } }] },
+    );
 
 async function startBare(bench: Bench, withOurConfig: boolean): Promise<Sample> {
   const name = `${PREFIX}${withOurConfig ? 'config' : 'bare'}-${bench.serial++}`;
@@ -356,7 +389,10 @@ async function startBare(bench: Bench, withOurConfig: boolean): Promise<Sample> 
         ...(withOurConfig
           ? {
               Env: bench.ourConfig.env,
-              HostConfig: { ...bench.ourConfig.hostConfig, Mounts: [{ Type: 'volume', Source: volume, Target: WORKING_DIR }] },
+              HostConfig: {
+                ...bench.ourConfig.hostConfig,
+                Mounts: [{ Type: 'volume', Source: volume, Target: WORKING_DIR }],
+              },
             }
           : {}),
       });
@@ -390,7 +426,10 @@ async function pauseResumeBare(bench: Bench, container: Docker.Container): Promi
 }
 
 /** Runs each variant once per iteration, rotating which goes first; the first WARMUP rounds are not kept. */
-async function alternate(variants: readonly Variant[], run: (variant: Variant) => Promise<Sample>): Promise<Map<Variant, Sample[]>> {
+async function alternate(
+  variants: readonly Variant[],
+  run: (variant: Variant) => Promise<Sample>,
+): Promise<Map<Variant, Sample[]>> {
   const samples = new Map<Variant, Sample[]>(variants.map((v) => [v, []]));
   for (let i = 0; i < WARMUP + ITERATIONS; i++) {
     const order = variants.map((_, k) => variants[(i + k) % variants.length] as Variant);
@@ -407,7 +446,6 @@ async function alternate(variants: readonly Variant[], run: (variant: Variant) =
 
 const ms = (value: number) => value.toFixed(1);
 
-
 interface Measurement {
   name: string;
   samples: Map<Variant, Sample[]>;
@@ -418,7 +456,9 @@ function printWarmAim(name: string, samples: Map<Variant, Sample[]>): void {
   const p50 = (v: Variant) => stats((samples.get(v) ?? []).map((s) => s.total)).p50;
   const ratio = p50('warm') / p50('bare');
   const cold = samples.has('ours') ? `; ours without a pool ${(p50('ours') / p50('bare')).toFixed(2)}×` : '';
-  console.log(`${name}, warm pool aim (within ${WARM_AIM}× of the bare engine, p50): ${ratio <= WARM_AIM ? 'met' : 'NOT met'} at ${ratio.toFixed(2)}× (${ms(p50('warm'))} ms vs ${ms(p50('bare'))} ms${cold})`);
+  console.log(
+    `${name}, warm pool aim (within ${WARM_AIM}× of the bare engine, p50): ${ratio <= WARM_AIM ? 'met' : 'NOT met'} at ${ratio.toFixed(2)}× (${ms(p50('warm'))} ms vs ${ms(p50('bare'))} ms${cold})`,
+  );
 }
 
 function printResults(measurements: readonly Measurement[]): void {
@@ -440,17 +480,24 @@ function printResults(measurements: readonly Measurement[]): void {
       ]);
     }
   }
-  printTable(['measurement', 'variant', 'p50 ms', 'mean ms', 'min ms', 'max ms', 'p50 vs bare', 'mean vs bare'], rows, 2);
+  printTable(
+    ['measurement', 'variant', 'p50 ms', 'mean ms', 'min ms', 'max ms', 'p50 vs bare', 'mean vs bare'],
+    rows,
+    2,
+  );
 }
 
 /** Mean time per iteration in each kind of engine call, and what is left outside the engine. */
 function printPhases(title: string, samples: Map<Variant, Sample[]>): void {
   const variants = [...samples.keys()];
   const labels: string[] = [];
-  for (const list of samples.values()) for (const s of list) for (const c of s.calls) if (!labels.includes(c.label)) labels.push(c.label);
+  for (const list of samples.values())
+    for (const s of list) for (const c of s.calls) if (!labels.includes(c.label)) labels.push(c.label);
   const perIteration = (variant: Variant, label: string) => {
     const list = samples.get(variant) ?? [];
-    const time = mean(list.map((s) => s.calls.filter((c) => c.label === label).reduce((sum, c) => sum + (c.end - c.start), 0)));
+    const time = mean(
+      list.map((s) => s.calls.filter((c) => c.label === label).reduce((sum, c) => sum + (c.end - c.start), 0)),
+    );
     // An exec is three calls; count execs by their first (create) call.
     const count = mean(list.map((s) => s.calls.filter((c) => c.label === label).length)) / (label === 'exec' ? 3 : 1);
     return count === 0 ? '' : `${ms(time)} (${count % 1 === 0 ? count : count.toFixed(1)}×)`;
@@ -458,7 +505,10 @@ function printPhases(title: string, samples: Map<Variant, Sample[]>): void {
   const engine = (s: Sample) => s.calls.reduce((sum, c) => sum + (c.end - c.start), 0);
   const rows = labels.map((label) => [`engine: ${label}`, ...variants.map((v) => perIteration(v, label))]);
   rows.push(['engine calls, total', ...variants.map((v) => ms(mean((samples.get(v) ?? []).map(engine))))]);
-  rows.push(['outside the engine', ...variants.map((v) => ms(mean((samples.get(v) ?? []).map((s) => s.total - engine(s)))))]);
+  rows.push([
+    'outside the engine',
+    ...variants.map((v) => ms(mean((samples.get(v) ?? []).map((s) => s.total - engine(s))))),
+  ]);
   rows.push(['total', ...variants.map((v) => ms(mean((samples.get(v) ?? []).map((s) => s.total))))]);
   console.log();
   console.log(`${title}: mean ms per iteration (calls per iteration)`);
@@ -473,7 +523,8 @@ function printOurTimeline(samples: readonly Sample[]): void {
   const gaps = (s: Sample) => {
     const calls = s.calls.filter((c) => c.end <= probed(s)).sort((a, b) => a.start - b.start);
     let gap = 0;
-    for (let k = 1; k < calls.length; k++) gap += Math.max(0, (calls[k] as EngineCall).start - (calls[k - 1] as EngineCall).end);
+    for (let k = 1; k < calls.length; k++)
+      gap += Math.max(0, (calls[k] as EngineCall).start - (calls[k - 1] as EngineCall).end);
     return gap;
   };
   const rows: [string, string][] = [
@@ -507,8 +558,14 @@ process.on('SIGTERM', interrupted);
 
 try {
   const cpu = cpus();
-  const runtime = await createDockerRuntime({ namePrefix: PREFIX, limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 } }).catch((error: unknown) => {
-    throw new Error(`This benchmark needs a Docker engine (start dockerd, or set DOCKER_HOST): ${(error as Error).message}`, { cause: error });
+  const runtime = await createDockerRuntime({
+    namePrefix: PREFIX,
+    limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 },
+  }).catch((error: unknown) => {
+    throw new Error(
+      `This benchmark needs a Docker engine (start dockerd, or set DOCKER_HOST): ${(error as Error).message}`,
+      { cause: error },
+    );
   });
   const client = runtime.connection.docker;
   await client
@@ -517,12 +574,18 @@ try {
     .catch((error: unknown) => {
       throw new Error(`This benchmark needs the image ${IMAGE}: run scripts/build-sandbox-image.sh`, { cause: error });
     });
-  console.log(`machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`);
-  console.log(`docker: engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion}; image ${IMAGE}`);
+  console.log(
+    `machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`,
+  );
+  console.log(
+    `docker: engine ${runtime.connection.engineVersion}, API ${runtime.connection.apiVersion}; image ${IMAGE}`,
+  );
   console.log(
     `iterations: ${ITERATIONS} per measurement and variant (after ${WARMUP} warm-up), variants alternating; client polls every ${CLIENT_POLL_MS} ms, service polls every ${SERVICE_POLL_MS} ms`,
   );
-  console.log('bare variants: dockerode on the same socket and API version as our runtime (create + start = `docker run -d`)');
+  console.log(
+    'bare variants: dockerode on the same socket and API version as our runtime (create + start = `docker run -d`)',
+  );
   const left = await sweep(client);
   if (left > 0) console.log(`removed ${left} leftovers of an earlier run`);
   cleanups.push(async () => {
@@ -551,12 +614,24 @@ try {
   await untilRunning(base, probe.id);
   const ourConfig = await readOurConfig(client, runtime.containerName(probe.id));
 
-  const bench: Bench = { base, warm: { base: warmBase, service: warmService }, cold: service, docker: client, recorder: new EngineRecorder(client), ourConfig, serial: 0 };
+  const bench: Bench = {
+    base,
+    warm: { base: warmBase, service: warmService },
+    cold: service,
+    docker: client,
+    recorder: new EngineRecorder(client),
+    ourConfig,
+    serial: 0,
+  };
   const started = performance.now();
-  const start = await alternate(['ours', 'bare', 'config', 'warm'], (v) => (v === 'ours' ? startOurs(bench) : v === 'warm' ? startWarm(bench) : startBare(bench, v === 'config')));
+  const start = await alternate(['ours', 'bare', 'config', 'warm'], (v) =>
+    v === 'ours' ? startOurs(bench) : v === 'warm' ? startWarm(bench) : startBare(bench, v === 'config'),
+  );
   console.log(`start: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const firstAt = performance.now();
-  const first = await alternate(['warm', 'ours', 'bare'], (v) => (v === 'bare' ? startBare(bench, false) : firstCommand(bench, v === 'warm')));
+  const first = await alternate(['warm', 'ours', 'bare'], (v) =>
+    v === 'bare' ? startBare(bench, false) : firstCommand(bench, v === 'warm'),
+  );
   console.log(`first command: done in ${((performance.now() - firstAt) / 1000).toFixed(1)} s`);
 
   // Pause/resume: the sandbox above, and one bare container.
@@ -565,7 +640,9 @@ try {
   await bare.start();
   await execTrue(bare);
   const pausedAt = performance.now();
-  const pause = await alternate(['ours', 'bare'], (v) => (v === 'ours' ? pauseResumeOurs(bench, probe.id) : pauseResumeBare(bench, bare)));
+  const pause = await alternate(['ours', 'bare'], (v) =>
+    v === 'ours' ? pauseResumeOurs(bench, probe.id) : pauseResumeBare(bench, bare),
+  );
   console.log(`pause/resume: done in ${((performance.now() - pausedAt) / 1000).toFixed(1)} s`);
   await call(base, 'DELETE', `/api/v1/sandboxes/${probe.id}`);
   await bare.remove({ force: true, v: true });

@@ -54,7 +54,10 @@ import { percentile, positiveInt } from './stats.js';
 // ---- configuration ----
 
 /** The storages measured; memory is the reference the others are compared with. Add `sqlite` here once it exists. */
-const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,pglite').split(',').map((s) => s.trim()).filter(Boolean);
+const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,pglite')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 const STEPS_LONG = positiveInt('BENCH_STEPS_LONG', 600);
 const ROUNDS = positiveInt('BENCH_STEPS_ROUNDS', 3);
 const STEPS_GROWTH = positiveInt('BENCH_STEPS_GROWTH', 700);
@@ -104,12 +107,22 @@ async function must<T, E>(result: PromiseLike<Result<T, E>>, what: string): Prom
 }
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 const mean = (values: readonly number[]) => (values.length === 0 ? Number.NaN : sum(values) / values.length);
-const median = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 50);
-const p = (values: readonly number[], q: number) => percentile([...values].sort((a, b) => a - b), q);
-const fixed = (digits: number) => (value: number | null | undefined) => (value !== null && value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : '–');
+const median = (values: readonly number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+const p = (values: readonly number[], q: number) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    q,
+  );
+const fixed = (digits: number) => (value: number | null | undefined) =>
+  value !== null && value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : '–';
 const f2 = fixed(2);
 const f1 = fixed(1);
-const x = (value: number | null | undefined) => (value !== null && value !== undefined && Number.isFinite(value) ? `${value.toFixed(2)}×` : '–');
+const x = (value: number | null | undefined) =>
+  value !== null && value !== undefined && Number.isFinite(value) ? `${value.toFixed(2)}×` : '–';
 const cpuNowUs = () => {
   const c = process.cpuUsage();
   return c.user + c.system;
@@ -125,7 +138,10 @@ function turn(tag: string, k: number, steps: number): { name: string; args: Reco
   const n = Math.floor(k / 3);
   switch (k % 3) {
     case 0:
-      return { name: 'str_replace_editor', args: { command: 'create', path: `${WORKDIR}/f${n}.txt`, file_text: `line ${n} of the benchmark\n` } };
+      return {
+        name: 'str_replace_editor',
+        args: { command: 'create', path: `${WORKDIR}/f${n}.txt`, file_text: `line ${n} of the benchmark\n` },
+      };
     case 1:
       return { name: 'str_replace_editor', args: { command: 'view', path: `${WORKDIR}/f${n}.txt` } };
     default:
@@ -133,9 +149,12 @@ function turn(tag: string, k: number, steps: number): { name: string; args: Reco
   }
 }
 
-type StubRequest = { type: 'cpu' } | { type: 'arrivals'; prefix: string } | { type: 'latency'; ms: number } | { type: 'close' };
+type StubRequest =
+  { type: 'cpu' } | { type: 'arrivals'; prefix: string } | { type: 'latency'; ms: number } | { type: 'close' };
 type ToStub = StubRequest & { id: number };
-type FromStub = { type: 'ready'; baseUrl: string } | { type: 'reply'; id: number; cpuUs?: number; calls?: number; arrivals?: Record<string, number[]> };
+type FromStub =
+  | { type: 'ready'; baseUrl: string }
+  | { type: 'reply'; id: number; cpuUs?: number; calls?: number; arrivals?: Record<string, number[]> };
 
 async function runStub(): Promise<void> {
   const fake = await startFakeOpenAi({ keepRequests: false });
@@ -146,10 +165,22 @@ async function runStub(): Promise<void> {
   fake.script((request) => {
     const at = performance.timeOrigin + performance.now();
     calls++;
-    const usage = { prompt_tokens: Math.ceil(request.text.length / 4), completion_tokens: 30, total_tokens: Math.ceil(request.text.length / 4) + 30 };
+    const usage = {
+      prompt_tokens: Math.ceil(request.text.length / 4),
+      completion_tokens: 30,
+      total_tokens: Math.ceil(request.text.length / 4) + 30,
+    };
     // The condenser's summary request comes without tools (and without the task's message).
     if (!request.body.tools?.length) {
-      return { status: 200, body: completion({ id: `sum-${calls}`, model: 'bench-model', content: 'USER_CONTEXT: a benchmark task. COMPLETED: steps. PENDING: more steps.', usage }) };
+      return {
+        status: 200,
+        body: completion({
+          id: `sum-${calls}`,
+          model: 'bench-model',
+          content: 'USER_CONTEXT: a benchmark task. COMPLETED: steps. PENDING: more steps.',
+          usage,
+        }),
+      };
     }
     const first = request.body.messages?.find((m) => m.role === 'user');
     const match = TAG.exec(textOf(first?.content));
@@ -167,7 +198,9 @@ async function runStub(): Promise<void> {
         id: `chatcmpl-${tag}-${k}`,
         model: 'bench-model',
         content: null,
-        tool_calls: [{ id: `call_${tag}_${k}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.args) } }],
+        tool_calls: [
+          { id: `call_${tag}_${k}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.args) } },
+        ],
         usage,
       }),
     };
@@ -208,7 +241,12 @@ interface Stub {
 
 async function startStub(cleanups: (() => Promise<void>)[]): Promise<Stub> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: ['--conditions=@acs/source', '--import', 'tsx', ...(process.env.BENCH_STUB_NODE_ARGS ?? '').split(' ').filter(Boolean)],
+    execArgv: [
+      '--conditions=@acs/source',
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_STUB_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', BENCH_STEPS_ROLE: 'stub' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -303,8 +341,14 @@ class InProcessModel implements LlmClient {
       attempts: 1,
     };
     const wait = process.env.BENCH_MODEL_WAIT;
-    if (wait === 'immediate') return new ResultAsync(new Promise<Result<LlmResponse, LlmError>>((resolve) => setImmediate(() => resolve(ok(value)))));
-    if (wait === 'timer') return new ResultAsync(new Promise<Result<LlmResponse, LlmError>>((resolve) => setTimeout(() => resolve(ok(value)), 1)));
+    if (wait === 'immediate')
+      return new ResultAsync(
+        new Promise<Result<LlmResponse, LlmError>>((resolve) => setImmediate(() => resolve(ok(value)))),
+      );
+    if (wait === 'timer')
+      return new ResultAsync(
+        new Promise<Result<LlmResponse, LlmError>>((resolve) => setTimeout(() => resolve(ok(value)), 1)),
+      );
     return okAsync<LlmResponse, LlmError>(value);
   }
 }
@@ -392,7 +436,12 @@ const userOf = (i: number) => `user-${i % USERS}`;
 async function configureUsers(server: Server, stub: Stub, condenser: boolean): Promise<void> {
   for (let i = 0; i < USERS; i++) {
     await must(
-      server.service.settings.store(userOf(i), { llm_model: 'openai/bench-model', llm_api_key: 'sk-bench-fake', llm_base_url: stub.baseUrl, enable_default_condenser: condenser }),
+      server.service.settings.store(userOf(i), {
+        llm_model: 'openai/bench-model',
+        llm_api_key: 'sk-bench-fake',
+        llm_base_url: stub.baseUrl,
+        enable_default_condenser: condenser,
+      }),
       'store settings',
     );
   }
@@ -401,21 +450,45 @@ async function configureUsers(server: Server, stub: Stub, condenser: boolean): P
 let tagNo = 0;
 
 /** Creates `count` conversations of `steps` tool steps at once and waits until the service is idle; the wall time (ms) and the tags. */
-async function runConversations(server: Server, count: number, steps: number): Promise<{ wallMs: number; tags: string[]; prefix: string }> {
+async function runConversations(
+  server: Server,
+  count: number,
+  steps: number,
+): Promise<{ wallMs: number; tags: string[]; prefix: string }> {
   const prefix = `t${++tagNo}x`;
   const tags = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
   const started = performance.now();
   const ids = await Promise.all(
-    tags.map((tag, i) => must(server.service.conversations.create(userOf(i), { initial_user_msg: `bench-steps ${tag} steps=${steps}: do the task` }), 'create')),
+    tags.map((tag, i) =>
+      must(
+        server.service.conversations.create(userOf(i), {
+          initial_user_msg: `bench-steps ${tag} steps=${steps}: do the task`,
+        }),
+        'create',
+      ),
+    ),
   );
   await server.service.idle();
   const wallMs = performance.now() - started;
-  const records = await Promise.all(ids.map((c, i) => must(server.service.conversations.getMany(userOf(i), [c.conversation_id]), 'read')));
+  const records = await Promise.all(
+    ids.map((c, i) => must(server.service.conversations.getMany(userOf(i), [c.conversation_id]), 'read')),
+  );
   const unfinished = records.filter(([r]) => r?.record.execution_status !== 'finished');
   if (unfinished.length > 0) {
     const [first] = unfinished[0]!;
-    const errors = first ? await must(server.service.conversations.searchEvents(first.record.user_id, first.record.id, { after: 0, kinds: ['error'], limit: 5 }), 'errors') : null;
-    throw new Error(`${unfinished.length} of ${count} conversations did not finish (first: ${first?.record.execution_status}, ${JSON.stringify(errors?.items)})`);
+    const errors = first
+      ? await must(
+          server.service.conversations.searchEvents(first.record.user_id, first.record.id, {
+            after: 0,
+            kinds: ['error'],
+            limit: 5,
+          }),
+          'errors',
+        )
+      : null;
+    throw new Error(
+      `${unfinished.length} of ${count} conversations did not finish (first: ${first?.record.execution_status}, ${JSON.stringify(errors?.items)})`,
+    );
   }
   return { wallMs, tags, prefix };
 }
@@ -445,8 +518,15 @@ async function cpuRun(storage: string, stub: Stub): Promise<CpuRun> {
     const after = cpuNowUs();
     const stubAfter = await stub.cpu();
     const calls = stubAfter.calls - stubBefore.calls;
-    const storeCalls = new Map([...server.storeCalls].map(([k, n]) => [k, (n - (storeBefore.get(k) ?? 0)) / calls] as const));
-    return { storage, serverUsPerCall: (after - before) / calls, stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls, storeCalls };
+    const storeCalls = new Map(
+      [...server.storeCalls].map(([k, n]) => [k, (n - (storeBefore.get(k) ?? 0)) / calls] as const),
+    );
+    return {
+      storage,
+      serverUsPerCall: (after - before) / calls,
+      stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls,
+      storeCalls,
+    };
   } finally {
     await server.close();
   }
@@ -472,18 +552,32 @@ async function engineAlone(storage: string, stub: Stub): Promise<number> {
  * The OpenAI adapter alone against the same stub, with a prompt of a condensed step's size and the
  * agent's tools: the client's side of the HTTP exchange, before any engine or storage work.
  */
-async function adapterAlone(stub: Stub): Promise<{ serverUsPerCall: number; stubUsPerCall: number; promptChars: number }> {
+async function adapterAlone(
+  stub: Stub,
+): Promise<{ serverUsPerCall: number; stubUsPerCall: number; promptChars: number }> {
   const llm = createOpenAiLlmClient({ maxRetries: 0 });
   const messages: LlmMessage[] = [
-    { role: 'system', content: systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() }) },
+    {
+      role: 'system',
+      content: systemPrompt({ workingDir: WORKDIR, instructions: null, startedAt: new Date().toISOString() }),
+    },
     { role: 'user', content: `bench-steps adapter steps=1000000: do the task` },
     ...Array.from({ length: 60 }, (_, i): LlmMessage[] => [
-      { role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, name: 'execute_bash', arguments: JSON.stringify({ command: `echo hi-${i}` }) }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `call_${i}`, name: 'execute_bash', arguments: JSON.stringify({ command: `echo hi-${i}` }) }],
+      },
       { role: 'tool', tool_call_id: `call_${i}`, content: `hi-${i}\n[The command completed with exit code 0.]` },
     ]).flat(),
   ];
   // With a signal, as the engine sends each call (its conversation's stop).
-  const request = { credentials: { model: 'openai/bench-model', api_key: 'sk-bench-fake', base_url: stub.baseUrl }, messages, tools: new Toolset(BUILTIN_TOOLS).definitions, signal: new AbortController().signal };
+  const request = {
+    credentials: { model: 'openai/bench-model', api_key: 'sk-bench-fake', base_url: stub.baseUrl },
+    messages,
+    tools: new Toolset(BUILTIN_TOOLS).definitions,
+    signal: new AbortController().signal,
+  };
   for (let i = 0; i < 200; i++) await must(llm.complete(request), 'adapter call');
   const calls = 1000;
   const stubBefore = await stub.cpu();
@@ -492,7 +586,11 @@ async function adapterAlone(stub: Stub): Promise<{ serverUsPerCall: number; stub
   const after = cpuNowUs();
   const stubAfter = await stub.cpu();
   await stub.arrivals('adapter');
-  return { serverUsPerCall: (after - before) / calls, stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls, promptChars: JSON.stringify(messages).length };
+  return {
+    serverUsPerCall: (after - before) / calls,
+    stubUsPerCall: (stubAfter.cpuUs - stubBefore.cpuUs) / calls,
+    promptChars: JSON.stringify(messages).length,
+  };
 }
 
 // =====================================================================================
@@ -518,7 +616,8 @@ async function growthRun(stub: Stub): Promise<InProcessModel> {
 /** Mean CPU (µs) of steps [from, to), from one agent call's start to the next; the serialisation of the prompt at `from + to / 2`, timed alone. */
 function stepCost(model: InProcessModel, from: number, to: number): { step: number; serialise: number; chars: number } {
   const steps: number[] = [];
-  for (let k = Math.max(1, from); k < Math.min(model.startsUs.length, to); k++) steps.push(model.startsUs[k]! - model.startsUs[k - 1]!);
+  for (let k = Math.max(1, from); k < Math.min(model.startsUs.length, to); k++)
+    steps.push(model.startsUs[k]! - model.startsUs[k - 1]!);
   const middle = Math.round((from + to) / 20) * 10;
   const prompt: readonly LlmMessage[] = model.prompts.get(middle) ?? [];
   const chars = JSON.stringify(prompt).length;
@@ -598,13 +697,20 @@ async function concurrencyRun(storage: string, stub: Stub): Promise<ConcurrencyR
 // main
 // =====================================================================================
 
-function printTable(title: string, header: readonly string[], rows: readonly (readonly string[])[], leftColumns = 1): void {
+function printTable(
+  title: string,
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  leftColumns = 1,
+): void {
   console.log();
   console.log(title);
   printRows(header, rows, leftColumns);
 }
 
-const PARTS = new Set((process.env.BENCH_STEPS_PARTS || 'engine,cpu,growth,concurrency').split(',').map((s) => s.trim()));
+const PARTS = new Set(
+  (process.env.BENCH_STEPS_PARTS || 'engine,cpu,growth,concurrency').split(',').map((s) => s.trim()),
+);
 
 async function main(): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -612,7 +718,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   try {
     const cpu = cpus();
-    console.log(`machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, node ${process.version}; storages ${STORAGES.join(', ')}`);
+    console.log(
+      `machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, node ${process.version}; storages ${STORAGES.join(', ')}`,
+    );
     const stub = await startStub(cleanups);
     cleanups.push(() => stub.close());
 
@@ -622,12 +730,16 @@ async function main(): Promise<void> {
         const values: number[] = [];
         for (let round = 0; round < ROUNDS; round++) values.push(await engineAlone(storage, stub));
         const us = median(values);
-        console.log(`engine and ${storage} storage alone (the model in this process, condenser on): ${f2(us / 1000)} ms CPU per model call, median of ${ROUNDS}`);
+        console.log(
+          `engine and ${storage} storage alone (the model in this process, condenser on): ${f2(us / 1000)} ms CPU per model call, median of ${ROUNDS}`,
+        );
       }
     }
 
     if (PARTS.has('cpu')) {
-      console.log(`part 1: one conversation of ${STEPS_LONG} steps, condenser on, ${ROUNDS} rounds × ${STORAGES.join('/')} alternating …`);
+      console.log(
+        `part 1: one conversation of ${STEPS_LONG} steps, condenser on, ${ROUNDS} rounds × ${STORAGES.join('/')} alternating …`,
+      );
       const runs: CpuRun[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? STORAGES : [...STORAGES].reverse();
@@ -657,7 +769,19 @@ async function main(): Promise<void> {
       });
       printTable(
         `CPU per model call: one conversation of ${STEPS_LONG} tool steps + finish (condenser on, its summary calls counted), median of ${ROUNDS} runs`,
-        ['storage', 'server ms/call', 'before', 'stub ms/call', 'server/stub', 'before', 'target', 'vs memory (server/stub)', 'before', 'target', 'vs memory (ms)'],
+        [
+          'storage',
+          'server ms/call',
+          'before',
+          'stub ms/call',
+          'server/stub',
+          'before',
+          'target',
+          'vs memory (server/stub)',
+          'before',
+          'target',
+          'vs memory (ms)',
+        ],
         rows,
       );
       const alone = await adapterAlone(stub);
@@ -668,12 +792,18 @@ async function main(): Promise<void> {
       const perCall = runs[0]!.storeCalls;
       const total = sum([...perCall.values()]);
       console.log(
-        `store calls per model call: ${total.toFixed(2)} (${[...perCall].filter(([, n]) => n >= 0.01).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n.toFixed(2)}`).join(', ')}); before: ${BEFORE['store calls'] ?? '–'}`,
+        `store calls per model call: ${total.toFixed(2)} (${[...perCall]
+          .filter(([, n]) => n >= 0.01)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, n]) => `${k} ${n.toFixed(2)}`)
+          .join(', ')}); before: ${BEFORE['store calls'] ?? '–'}`,
       );
     }
 
     if (PARTS.has('growth')) {
-      console.log(`part 2: one conversation of ${STEPS_GROWTH} steps, condenser off, memory, in-process model, ${GROWTH_ROUNDS} runs …`);
+      console.log(
+        `part 2: one conversation of ${STEPS_GROWTH} steps, condenser off, memory, in-process model, ${GROWTH_ROUNDS} runs …`,
+      );
       // Step k starts with 2 + 3k events in the log (the message, a status, then llm_call + action + observation per step).
       const stepAt = (events: number) => Math.round((events - 2) / 3);
       const early = Math.max(GROWTH_WINDOW / 2 + 1, stepAt(100));
@@ -689,11 +819,39 @@ async function main(): Promise<void> {
       const med = (pick: (r: (typeof runs)[number]) => number) => median(runs.map(pick));
       const rows = [
         // Ratios of the medians (and of the least): a run's ratio swings with whichever window another process disturbed.
-        ['step without serialisation (µs), median', f1(med((r) => r.early.step)), f1(med((r) => r.late.step)), x(med((r) => r.late.step) / med((r) => r.early.step)), x(BEFORE['growth step']), '≤ 1.30×'],
+        [
+          'step without serialisation (µs), median',
+          f1(med((r) => r.early.step)),
+          f1(med((r) => r.late.step)),
+          x(med((r) => r.late.step) / med((r) => r.early.step)),
+          x(BEFORE['growth step']),
+          '≤ 1.30×',
+        ],
         // The least disturbed run of each: on a busy machine other processes only ever add time.
-        ['same, least of the runs', f1(Math.min(...runs.map((r) => r.early.step))), f1(Math.min(...runs.map((r) => r.late.step))), x(Math.min(...runs.map((r) => r.late.step)) / Math.min(...runs.map((r) => r.early.step))), x(BEFORE['growth step min']), '≤ 1.30×'],
-        ["the prompt's serialisation, JSON.stringify, timed alone (µs)", f1(med((r) => r.early.serialise)), f1(med((r) => r.late.serialise)), x(med((r) => r.late.serialise) / med((r) => r.early.serialise)), '', ''],
-        ['prompt chars', f1(med((r) => r.early.chars)), f1(med((r) => r.late.chars)), x(med((r) => r.late.chars / r.early.chars)), '', ''],
+        [
+          'same, least of the runs',
+          f1(Math.min(...runs.map((r) => r.early.step))),
+          f1(Math.min(...runs.map((r) => r.late.step))),
+          x(Math.min(...runs.map((r) => r.late.step)) / Math.min(...runs.map((r) => r.early.step))),
+          x(BEFORE['growth step min']),
+          '≤ 1.30×',
+        ],
+        [
+          "the prompt's serialisation, JSON.stringify, timed alone (µs)",
+          f1(med((r) => r.early.serialise)),
+          f1(med((r) => r.late.serialise)),
+          x(med((r) => r.late.serialise) / med((r) => r.early.serialise)),
+          '',
+          '',
+        ],
+        [
+          'prompt chars',
+          f1(med((r) => r.early.chars)),
+          f1(med((r) => r.late.chars)),
+          x(med((r) => r.late.chars / r.early.chars)),
+          '',
+          '',
+        ],
       ];
       printTable(
         `Step CPU as the log grows (condenser off, memory, the model in this process, nothing serialised): mean of ${GROWTH_WINDOW} steps around event ${2 + 3 * early} and event ${2 + 3 * late}, median (and least) of ${GROWTH_ROUNDS} runs`,
@@ -705,44 +863,94 @@ async function main(): Promise<void> {
     if (PARTS.has('concurrency')) {
       const rows: string[][] = [];
       const notes: string[] = [];
-      for (const latency of LATENCIES) for (const storage of STORAGES) {
-        console.log(`part 3: ${CONCURRENT} conversations of ${STEPS_CONC} steps at once vs 1 alone (${SINGLE_RUNS} runs), ${storage}, model ${latency} ms …`);
-        await stub.setLatency(latency);
-        const r = await concurrencyRun(storage, stub);
-        const what = `${storage}, model ${latency} ms`;
-        const singleSteps = r.single.flatMap((s) => s.steps);
-        const singleRate = median(r.single.map((s) => s.calls / (s.wallMs / 1000)));
-        const manyRate = r.many.calls / (r.many.wallMs / 1000);
-        const cpu = (b: readonly Batch[], pick: (b: Batch) => number) => sum(b.map(pick)) / sum(b.map((x) => x.calls));
-        const busy = (b: readonly Batch[], pick: (b: Batch) => number) => `${Math.round((100 * sum(b.map(pick))) / sum(b.map((x) => x.wallMs)))}%`;
-        const one = r.single;
-        const many = [r.many];
-        // Little's law: N conversations each always in a step or a model call take N / throughput per step, at least N × the server's CPU per step when it is the bottleneck.
-        notes.push(
-          `${storage}, model ${latency} ms: ${CONCURRENT} conversations × ${f2(cpu(many, (b) => b.serverCpuMs))} ms server CPU per call = ${f1(CONCURRENT * cpu(many, (b) => b.serverCpuMs))} ms of server CPU per round of steps (plus ${latency} ms of model), mean step measured ${f1(mean(r.many.steps))} ms`,
-        );
-        rows.push([what, `1 alone (${SINGLE_RUNS} runs)`, f2(p(singleSteps, 50)), f2(p(singleSteps, 99)), f1(singleRate), f2(cpu(one, (b) => b.serverCpuMs)), f2(cpu(one, (b) => b.stubCpuMs)), busy(one, (b) => b.serverCpuMs), busy(one, (b) => b.stubCpuMs), `${Math.round(100 * median(one.map((b) => b.elu)))}%`, '', '', '', '']);
-        rows.push([what, `${CONCURRENT} at once`, f2(p(r.many.steps, 50)), f2(p(r.many.steps, 99)), f1(manyRate), f2(cpu(many, (b) => b.serverCpuMs)), f2(cpu(many, (b) => b.stubCpuMs)), busy(many, (b) => b.serverCpuMs), busy(many, (b) => b.stubCpuMs), `${Math.round(100 * r.many.elu)}%`, '', '', '', '']);
-        rows.push([
-          what,
-          `${CONCURRENT} vs 1`,
-          x(p(r.many.steps, 50) / p(singleSteps, 50)),
-          x(p(r.many.steps, 99) / p(singleSteps, 99)),
-          x(manyRate / singleRate),
-          x(cpu(many, (b) => b.serverCpuMs) / cpu(one, (b) => b.serverCpuMs)),
-          x(cpu(many, (b) => b.stubCpuMs) / cpu(one, (b) => b.stubCpuMs)),
-          '',
-          '',
-          '',
-          x(BEFORE[`p99 ratio ${storage} ${latency}`]),
-          '≤ 5.00×',
-          x(BEFORE[`throughput ratio ${storage} ${latency}`]),
-          '≥ 3.00×',
-        ]);
-      }
+      for (const latency of LATENCIES)
+        for (const storage of STORAGES) {
+          console.log(
+            `part 3: ${CONCURRENT} conversations of ${STEPS_CONC} steps at once vs 1 alone (${SINGLE_RUNS} runs), ${storage}, model ${latency} ms …`,
+          );
+          await stub.setLatency(latency);
+          const r = await concurrencyRun(storage, stub);
+          const what = `${storage}, model ${latency} ms`;
+          const singleSteps = r.single.flatMap((s) => s.steps);
+          const singleRate = median(r.single.map((s) => s.calls / (s.wallMs / 1000)));
+          const manyRate = r.many.calls / (r.many.wallMs / 1000);
+          const cpu = (b: readonly Batch[], pick: (b: Batch) => number) =>
+            sum(b.map(pick)) / sum(b.map((x) => x.calls));
+          const busy = (b: readonly Batch[], pick: (b: Batch) => number) =>
+            `${Math.round((100 * sum(b.map(pick))) / sum(b.map((x) => x.wallMs)))}%`;
+          const one = r.single;
+          const many = [r.many];
+          // Little's law: N conversations each always in a step or a model call take N / throughput per step, at least N × the server's CPU per step when it is the bottleneck.
+          notes.push(
+            `${storage}, model ${latency} ms: ${CONCURRENT} conversations × ${f2(cpu(many, (b) => b.serverCpuMs))} ms server CPU per call = ${f1(CONCURRENT * cpu(many, (b) => b.serverCpuMs))} ms of server CPU per round of steps (plus ${latency} ms of model), mean step measured ${f1(mean(r.many.steps))} ms`,
+          );
+          rows.push([
+            what,
+            `1 alone (${SINGLE_RUNS} runs)`,
+            f2(p(singleSteps, 50)),
+            f2(p(singleSteps, 99)),
+            f1(singleRate),
+            f2(cpu(one, (b) => b.serverCpuMs)),
+            f2(cpu(one, (b) => b.stubCpuMs)),
+            busy(one, (b) => b.serverCpuMs),
+            busy(one, (b) => b.stubCpuMs),
+            `${Math.round(100 * median(one.map((b) => b.elu)))}%`,
+            '',
+            '',
+            '',
+            '',
+          ]);
+          rows.push([
+            what,
+            `${CONCURRENT} at once`,
+            f2(p(r.many.steps, 50)),
+            f2(p(r.many.steps, 99)),
+            f1(manyRate),
+            f2(cpu(many, (b) => b.serverCpuMs)),
+            f2(cpu(many, (b) => b.stubCpuMs)),
+            busy(many, (b) => b.serverCpuMs),
+            busy(many, (b) => b.stubCpuMs),
+            `${Math.round(100 * r.many.elu)}%`,
+            '',
+            '',
+            '',
+            '',
+          ]);
+          rows.push([
+            what,
+            `${CONCURRENT} vs 1`,
+            x(p(r.many.steps, 50) / p(singleSteps, 50)),
+            x(p(r.many.steps, 99) / p(singleSteps, 99)),
+            x(manyRate / singleRate),
+            x(cpu(many, (b) => b.serverCpuMs) / cpu(one, (b) => b.serverCpuMs)),
+            x(cpu(many, (b) => b.stubCpuMs) / cpu(one, (b) => b.stubCpuMs)),
+            '',
+            '',
+            '',
+            x(BEFORE[`p99 ratio ${storage} ${latency}`]),
+            '≤ 5.00×',
+            x(BEFORE[`throughput ratio ${storage} ${latency}`]),
+            '≥ 3.00×',
+          ]);
+        }
       printTable(
         `Concurrency: ${CONCURRENT} conversations of ${STEPS_CONC} tool steps + finish created at once (over ${USERS} users), against one alone; step = model request → next model request of the conversation, at the stub`,
-        ['storage, model latency', 'run', 'step p50 ms', 'step p99 ms', 'model calls/s', 'server CPU ms/call', 'stub CPU ms/call', 'server CPU/wall', 'stub CPU/wall', 'server event loop busy', 'p99 before', 'p99 target', 'throughput before', 'throughput target'],
+        [
+          'storage, model latency',
+          'run',
+          'step p50 ms',
+          'step p99 ms',
+          'model calls/s',
+          'server CPU ms/call',
+          'stub CPU ms/call',
+          'server CPU/wall',
+          'stub CPU/wall',
+          'server event loop busy',
+          'p99 before',
+          'p99 target',
+          'throughput before',
+          'throughput target',
+        ],
         rows,
         2,
       );

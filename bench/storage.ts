@@ -28,7 +28,12 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { createAgentConversationService, createAesGcmCipher, type AgentConversationService, type AgentConversationServicePorts } from '@acs/core';
+import {
+  createAgentConversationService,
+  createAesGcmCipher,
+  type AgentConversationService,
+  type AgentConversationServicePorts,
+} from '@acs/core';
 import { createMemoryPorts } from '@acs/testing';
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import { createSqliteStorage } from '@acs/adapter-sqlite';
@@ -57,7 +62,10 @@ interface User {
   id: string;
   key: string;
 }
-const users: User[] = Array.from({ length: USERS }, (_, i) => ({ id: `user-${i}`, key: `bench-api-key-${String(i).padStart(4, '0')}` }));
+const users: User[] = Array.from({ length: USERS }, (_, i) => ({
+  id: `user-${i}`,
+  key: `bench-api-key-${String(i).padStart(4, '0')}`,
+}));
 const userAt = (i: number) => users[i % USERS] as User;
 
 interface Backend {
@@ -97,9 +105,14 @@ async function measure(backend: string, operation: string, fn: (i: number) => Pr
   const latencies = await runConcurrently(REQUESTS, (i) => fn(WARMUP + i));
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { backend, operation, rps: REQUESTS / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return {
+    backend,
+    operation,
+    rps: REQUESTS / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
 }
-
 
 const settingsBody = (i: number) => ({
   llm_model: MODELS[i % MODELS.length],
@@ -154,11 +167,15 @@ async function startBackends(cleanups: (() => Promise<void>)[]): Promise<Backend
 /** USERS users with settings and CONVERSATIONS conversations among them; returns each user's second-page id. */
 async function prepare(backend: Backend): Promise<string[]> {
   await runConcurrently(USERS, (i) => callApi(backend.url, userAt(i), 'POST', '/api/settings', settingsBody(i)));
-  await runConcurrently(CONVERSATIONS, (i) => callApi(backend.url, userAt(i), 'POST', '/api/conversations', { initial_user_msg: `hi #${i}` }));
+  await runConcurrently(CONVERSATIONS, (i) =>
+    callApi(backend.url, userAt(i), 'POST', '/api/conversations', { initial_user_msg: `hi #${i}` }),
+  );
   await backend.service.idle();
   return Promise.all(
     users.map(async (user) => {
-      const page = (await callApi(backend.url, user, 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}`)) as { next_page_id: string | null };
+      const page = (await callApi(backend.url, user, 'GET', `/api/v1/app-conversations/search?limit=${PAGE_SIZE}`)) as {
+        next_page_id: string | null;
+      };
       if (!page.next_page_id) throw new Error(`${backend.name}: ${user.id} has no second page of conversations`);
       return page.next_page_id;
     }),
@@ -195,22 +212,37 @@ interface MixedResult {
  * `fresh` sends it on a connection of its own, as a client elsewhere would; otherwise it
  * reuses this process's keep-alive connections (fetch).
  */
-async function timedRequest(base: string, user: User, path: string, body: unknown, fresh = false): Promise<{ status: number; ms: number }> {
+async function timedRequest(
+  base: string,
+  user: User,
+  path: string,
+  body: unknown,
+  fresh = false,
+): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   const payload = JSON.stringify(body);
   const headers = { 'X-Session-API-Key': user.key, 'Content-Type': 'application/json' };
   try {
     const status = fresh
       ? await new Promise<number>((resolve, reject) => {
-          const request = httpRequest(base + path, { method: 'POST', agent: false, headers, signal: AbortSignal.timeout(BURST_DEADLINE_MS) }, (response) => {
-            response.resume();
-            response.on('end', () => resolve(response.statusCode ?? 0));
-            response.on('error', reject);
-          });
+          const request = httpRequest(
+            base + path,
+            { method: 'POST', agent: false, headers, signal: AbortSignal.timeout(BURST_DEADLINE_MS) },
+            (response) => {
+              response.resume();
+              response.on('end', () => resolve(response.statusCode ?? 0));
+              response.on('error', reject);
+            },
+          );
           request.on('error', reject);
           request.end(payload);
         })
-      : await fetch(base + path, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(BURST_DEADLINE_MS) }).then(async (response) => {
+      : await fetch(base + path, {
+          method: 'POST',
+          headers,
+          body: payload,
+          signal: AbortSignal.timeout(BURST_DEADLINE_MS),
+        }).then(async (response) => {
           await response.text();
           return response.status;
         });
@@ -252,11 +284,16 @@ async function mixedLoad(backend: Backend): Promise<MixedResult[]> {
         loopDelay.enable();
         const writesBefore = writes;
         const started = performance.now();
-        const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => timedRequest(url, shape.userOf(round, i), '/api/v1/sandboxes', {}, true)));
+        const answers = await Promise.all(
+          Array.from({ length: BURST }, (_, i) =>
+            timedRequest(url, shape.userOf(round, i), '/api/v1/sandboxes', {}, true),
+          ),
+        );
         const burstMs = performance.now() - started;
         loopDelay.disable();
         const failed = answers.filter((a) => a.status !== 0 && (a.status < 200 || a.status >= 300));
-        if (failed.length > 0) throw new Error(`${backend.name}: ${failed.length} sandbox starts failed with HTTP ${failed[0]?.status}`);
+        if (failed.length > 0)
+          throw new Error(`${backend.name}: ${failed.length} sandbox starts failed with HTTP ${failed[0]?.status}`);
         rounds.push({
           burstMs,
           latencies: answers.filter((a) => a.status !== 0).map((a) => a.ms),
@@ -277,7 +314,11 @@ async function mixedLoad(backend: Backend): Promise<MixedResult[]> {
 }
 
 function printMixed(results: readonly MixedResult[]): void {
-  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const median = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    );
   const summary = (r: MixedResult) => {
     const latencies = r.rounds.flatMap((x) => x.latencies).sort((a, b) => a - b);
     return {
@@ -297,7 +338,19 @@ function printMixed(results: readonly MixedResult[]): void {
       `${MIXED_ROUNDS} rounds per shape; medians over rounds`,
   );
   printRows(
-    ['backend', 'sandboxes of', 'burst', 'worst burst', 'start p50', 'start max', `no answer in ${BURST_DEADLINE_MS / 1000} s`, 'rounds stalled', 'loop delay p99', 'writes/s', 'burst vs memory'],
+    [
+      'backend',
+      'sandboxes of',
+      'burst',
+      'worst burst',
+      'start p50',
+      'start max',
+      `no answer in ${BURST_DEADLINE_MS / 1000} s`,
+      'rounds stalled',
+      'loop delay p99',
+      'writes/s',
+      'burst vs memory',
+    ],
     results.map((r) => {
       const s = summary(r);
       const memory = results.find((m) => m.backend === 'memory' && m.shape === r.shape);
@@ -349,7 +402,8 @@ function printTable(results: readonly Result[]): void {
   });
   const header = ['backend', 'operation', 'req/s', 'p50 ms', 'p99 ms', 'req/s vs memory', 'p50 vs memory'];
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => (row[c] as string).length)));
-  const line = (cells: readonly string[]) => cells.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(line(row));
@@ -359,7 +413,9 @@ const cleanups: (() => Promise<void>)[] = [];
 let failed = false;
 try {
   const cpu = cpus();
-  console.log(`machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`);
+  console.log(
+    `machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version} (${process.platform}/${process.arch})`,
+  );
   console.log(
     `requests: ${REQUESTS} per operation and backend after ${WARMUP} warm-up, ${CONCURRENCY} in flight; ${USERS} users, ${CONVERSATIONS} conversations, pages of ${PAGE_SIZE}`,
   );

@@ -17,14 +17,22 @@ const newest = (path) => {
   if (!existsSync(path)) return 0;
   const stat = statSync(path);
   if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).filter((name) => !IGNORED.has(name)).map((name) => newest(join(path, name))));
+  return Math.max(
+    0,
+    ...readdirSync(path)
+      .filter((name) => !IGNORED.has(name))
+      .map((name) => newest(join(path, name))),
+  );
 };
 
 /** The oldest modification time of the files directly in `dist/` (0 when there are none). */
 const oldestBuilt = (dir) => {
   const dist = join(dir, 'dist');
   if (!existsSync(dist)) return 0;
-  const times = readdirSync(dist).map((name) => statSync(join(dist, name))).filter((s) => s.isFile()).map((s) => s.mtimeMs);
+  const times = readdirSync(dist)
+    .map((name) => statSync(join(dist, name)))
+    .filter((s) => s.isFile())
+    .map((s) => s.mtimeMs);
   return times.length === 0 ? 0 : Math.min(...times);
 };
 
@@ -33,7 +41,12 @@ const stale = workspaces.filter((workspace) => {
   const dir = join(root, workspace);
   const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   if (!manifest.scripts?.build) return false;
-  const sources = Math.max(newest(join(dir, 'src')), newest(join(dir, 'package.json')), newest(join(dir, 'tsup.config.ts')), newest(join(dir, 'tsconfig.build.json')));
+  const sources = Math.max(
+    newest(join(dir, 'src')),
+    newest(join(dir, 'package.json')),
+    newest(join(dir, 'tsup.config.ts')),
+    newest(join(dir, 'tsconfig.build.json')),
+  );
   return oldestBuilt(dir) < sources;
 });
 
@@ -45,9 +58,14 @@ if (process.argv.includes('--check')) {
 } else {
   for (const workspace of stale) {
     console.error(`building ${workspace} (its dist/ is missing or older than its sources)`);
-    const result = spawnSync('npm', ['run', 'build', '--silent', '--workspace', workspace], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    const result = spawnSync('npm', ['run', 'build', '--silent', '--workspace', workspace], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (result.status !== 0) {
-      console.error(`building ${workspace} failed (exit ${result.status ?? result.signal}); run npm run build --workspace ${workspace} to see why`);
+      console.error(
+        `building ${workspace} failed (exit ${result.status ?? result.signal}); run npm run build --workspace ${workspace} to see why`,
+      );
       process.exit(1);
     }
   }

@@ -59,7 +59,8 @@ function nameOf(node) {
   if (ts.isConstructorDeclaration(node)) return 'constructor';
   const parent = node.parent;
   if (parent && ts.isVariableDeclaration(parent) && ts.isIdentifier(parent.name)) return parent.name.text;
-  if (parent && ts.isPropertyAssignment(parent) && (ts.isIdentifier(parent.name) || ts.isStringLiteral(parent.name))) return parent.name.text;
+  if (parent && ts.isPropertyAssignment(parent) && (ts.isIdentifier(parent.name) || ts.isStringLiteral(parent.name)))
+    return parent.name.text;
   if (parent && ts.isPropertyDeclaration(parent) && ts.isIdentifier(parent.name)) return parent.name.text;
   if (parent && ts.isCallExpression(parent)) {
     const callee = parent.expression.getText().split('\n')[0];
@@ -73,7 +74,13 @@ for (const dir of roots) {
   for (const file of sourceFiles(dir)) {
     const path = relative(root, file);
     const text = readFileSync(file, 'utf8');
-    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+    const source = ts.createSourceFile(
+      file,
+      text,
+      ts.ScriptTarget.Latest,
+      true,
+      file.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+    );
     const visit = (node) => {
       if (ts.isFunctionLike(node) && 'body' in node && node.body) {
         const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
@@ -92,6 +99,10 @@ const shown = functions
   .filter((f) => all || !f.excluded)
   .sort((a, b) => b.lines - a.lines || a.path.localeCompare(b.path) || a.line - b.line);
 const listed = top !== null ? shown.slice(0, top) : shown.filter((f) => f.lines > limit);
-for (const f of listed) console.log(`${String(f.lines).padStart(5)}  ${f.path}:${f.line}  ${f.name}${f.excluded ? '  (excluded)' : ''}`);
-if (top === null) console.log(`${listed.length} function(s) over ${limit} lines${all ? '' : ' (route tables and contract suites left out)'}`);
+for (const f of listed)
+  console.log(`${String(f.lines).padStart(5)}  ${f.path}:${f.line}  ${f.name}${f.excluded ? '  (excluded)' : ''}`);
+if (top === null)
+  console.log(
+    `${listed.length} function(s) over ${limit} lines${all ? '' : ' (route tables and contract suites left out)'}`,
+  );
 if (check && shown.some((f) => f.lines > limit)) process.exit(1);

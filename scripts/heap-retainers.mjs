@@ -74,7 +74,7 @@ const intersect = (a, b) => {
   }
   return a;
 };
-for (let changed = true; changed; ) {
+for (let changed = true; changed;) {
   changed = false;
   for (let i = postorder.length - 2; i >= 0; i--) {
     const n = postorder[i];
@@ -103,7 +103,8 @@ const pathTo = (n) => {
   for (let cur = n, depth = 0; cur !== 0 && depth < 6; depth++) {
     const holder = dominator[cur];
     let via = null;
-    for (let e = firstEdge[holder]; e < firstEdge[holder + 1]; e += EF) if (edges[e + ETO] / NF === cur) via = edgeName(e);
+    for (let e = firstEdge[holder]; e < firstEdge[holder + 1]; e += EF)
+      if (edges[e + ETO] / NF === cur) via = edgeName(e);
     if (holder === 0) break;
     steps.push(`${via ?? '(through several)'} <- ${label(holder)}`);
     cur = holder;
@@ -119,7 +120,13 @@ for (let n = 0; n < N; n++) {
   const type = nodeTypes[nodes[n * NF + TYPE]];
   byType.set(type, (byType.get(type) ?? 0) + nodes[n * NF + SIZE]);
 }
-console.log(`by kind: ${[...byType].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([type, size]) => `${type} ${MiB(size)}`).join(', ')}\n`);
+console.log(
+  `by kind: ${[...byType]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([type, size]) => `${type} ${MiB(size)}`)
+    .join(', ')}\n`,
+);
 // Skip the root, synthetic roots and objects that hold little of their own beyond one child.
 const candidates = [...Array(N).keys()]
   .filter((n) => n !== 0 && order[n] >= 0 && !['synthetic'].includes(nodeTypes[nodes[n * NF + TYPE]]))
@@ -128,9 +135,23 @@ const shown = [];
 for (const n of candidates) {
   if (shown.length >= Number(howMany)) break;
   // A dominator of something already shown that retains barely more than it is the same thing.
-  if (shown.some((s) => { for (let d = s; d !== 0; d = dominator[d]) if (d === n) return retained[n] < retained[s] * 1.2; return false; })) continue;
-  if (shown.some((s) => { for (let d = n; d !== 0; d = dominator[d]) if (d === s) return true; return false; })) continue;
+  if (
+    shown.some((s) => {
+      for (let d = s; d !== 0; d = dominator[d]) if (d === n) return retained[n] < retained[s] * 1.2;
+      return false;
+    })
+  )
+    continue;
+  if (
+    shown.some((s) => {
+      for (let d = n; d !== 0; d = dominator[d]) if (d === s) return true;
+      return false;
+    })
+  )
+    continue;
   shown.push(n);
-  console.log(`${MiB(retained[n]).padStart(10)}  ${((retained[n] / total) * 100).toFixed(1).padStart(5)}%  ${label(n)}`);
+  console.log(
+    `${MiB(retained[n]).padStart(10)}  ${((retained[n] / total) * 100).toFixed(1).padStart(5)}%  ${label(n)}`,
+  );
   for (const step of pathTo(n)) console.log(`                     ${step}`);
 }

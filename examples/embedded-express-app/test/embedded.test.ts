@@ -18,8 +18,17 @@ afterAll(async () => {
   await host.service.close();
 });
 
-const as = (token: string | null) => (path: string, init: RequestInit = {}) =>
-  fetch(base + path, { ...init, headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json', ...init.headers } });
+const as =
+  (token: string | null) =>
+  (path: string, init: RequestInit = {}) =>
+    fetch(base + path, {
+      ...init,
+      headers: {
+        ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        'Content-Type': 'application/json',
+        ...init.headers,
+      },
+    });
 
 describe('embedding the router in an existing Express app', () => {
   it('leaves the host routes alone', async () => {

@@ -20,7 +20,8 @@ export async function loadOrCreateApiKey(dataDir: string): Promise<GeneratedApiK
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   try {
     const key = (await readFile(file, 'utf8')).trim();
-    if (key.length < 16) throw new Error(`${file} holds no usable API key (at least 16 characters); delete it to have a new one made`);
+    if (key.length < 16)
+      throw new Error(`${file} holds no usable API key (at least 16 characters); delete it to have a new one made`);
     if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
     return { key, file, created: false };
   } catch (error) {

@@ -27,7 +27,8 @@ export interface StandaloneConfig {
    * Where data lives: embedded SQLite in dataDir (the default without DATABASE_URL; `chosen`
    * when ACS_STORAGE names it), embedded PGlite in dataDir, a PostgreSQL server, or memory only.
    */
-  storage: { kind: 'sqlite'; chosen: boolean } | { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
+  storage:
+    { kind: 'sqlite'; chosen: boolean } | { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
   /** Absolute; holds the embedded database (SQLite or PGlite) and the generated secret key. */
   dataDir: string;
   /** ACS_SECRET_KEY, if given (else a key file in dataDir is used or created). */
@@ -95,7 +96,11 @@ const SpecSchema = z.object({
   initial_env: z.record(z.string(), z.string()).optional(),
   description: z.string().nullable().optional(),
   exposed_ports: z.array(ExposedPortSchema).optional(),
-  session_api_key_variable: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name').nullable().optional(),
+  session_api_key_variable: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
+    .nullable()
+    .optional(),
 });
 type SpecConfig = z.infer<typeof SpecSchema>;
 
@@ -109,7 +114,12 @@ const AGENT_SERVER_SPEC_ID = 'openhands-agent-server';
  * by the sandbox's own key (the agent-server's OH_SESSION_API_KEYS_0).
  */
 const DEFAULT_SPECS: SandboxConfig['specs'] = [
-  { id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace', description: 'Debian bookworm with bash, git and python3' },
+  {
+    id: 'bookworm',
+    image: 'acs-sandbox:bookworm',
+    working_dir: '/workspace',
+    description: 'Debian bookworm with bash, git and python3',
+  },
   {
     id: AGENT_SERVER_SPEC_ID,
     image: 'acs-openhands-agent-server:1.34.0',
@@ -121,7 +131,9 @@ const DEFAULT_SPECS: SandboxConfig['specs'] = [
 ];
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
-const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((u) => u.replace(/\/+$/, ''));
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .transform((u) => u.replace(/\/+$/, ''));
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -133,10 +145,16 @@ const EnvSchema = z.object({
   ACS_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_SANDBOX_URL_HOST: z
     .string()
-    .regex(/^[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/i, 'must be a host name, with a port if needed (e.g. sandboxes.example.com)')
+    .regex(
+      /^[a-z0-9]([a-z0-9.-]{0,200}[a-z0-9])?(:\d{1,5})?$/i,
+      'must be a host name, with a port if needed (e.g. sandboxes.example.com)',
+    )
     .optional(),
   ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string')
+    .optional(),
   DATA_DIR: z.string().default('./data'),
   ACS_SECRET_KEY: z.string().optional(),
   ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
@@ -171,14 +189,19 @@ const EnvSchema = z.object({
 });
 
 /** Every variable the server reads: the common ones and each runtime's own (INIT_CWD is npm's). */
-export const CONFIG_VARIABLES: readonly string[] = [...Object.keys(EnvSchema.shape), ...SANDBOX_RUNTIMES.flatMap((r) => Object.keys(r.env.shape))];
+export const CONFIG_VARIABLES: readonly string[] = [
+  ...Object.keys(EnvSchema.shape),
+  ...SANDBOX_RUNTIMES.flatMap((r) => Object.keys(r.env.shape)),
+];
 
 /** Reads the configuration from the environment; throws an Error that says what to fix. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConfig {
   const blankToUndefined = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
   const parsed = EnvSchema.safeParse(blankToUndefined);
   // Every runtime's variables are checked, whichever runs: a mistake is found before it matters.
-  const issues = [parsed, ...SANDBOX_RUNTIMES.map((r) => r.env.safeParse(blankToUndefined))].flatMap((result) => result.error?.issues ?? []);
+  const issues = [parsed, ...SANDBOX_RUNTIMES.map((r) => r.env.safeParse(blankToUndefined))].flatMap(
+    (result) => result.error?.issues ?? [],
+  );
   if (!parsed.success || issues.length > 0) {
     const problems = issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
@@ -189,17 +212,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
   const addKey = (key: string, userId: string, source: string) => {
     const checked = KEY.safeParse(key);
     if (!checked.success) throw new Error(`Invalid configuration: ${source}: ${checked.error.issues[0]?.message}`);
-    if (apiKeys[key] !== undefined && apiKeys[key] !== userId) throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
+    if (apiKeys[key] !== undefined && apiKeys[key] !== userId)
+      throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
     apiKeys[key] = userId;
   };
   if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, 'default', 'SESSION_API_KEY');
-  for (const pair of (e.ACS_API_KEYS ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of (e.ACS_API_KEYS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const colon = pair.indexOf(':');
-    if (colon <= 0 || colon === pair.length - 1) throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
+    if (colon <= 0 || colon === pair.length - 1)
+      throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
     addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
   }
   const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'sqlite');
-  if (storageKind === 'postgres' && !e.DATABASE_URL) throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
+  if (storageKind === 'postgres' && !e.DATABASE_URL)
+    throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
   const base = e.INIT_CWD ?? process.cwd();
   let specs = DEFAULT_SPECS;
   if (e.ACS_SANDBOX_SPECS) {
@@ -207,19 +236,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     try {
       raw = JSON.parse(e.ACS_SANDBOX_SPECS);
     } catch {
-      throw new Error('Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}');
+      throw new Error(
+        'Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}',
+      );
     }
     const parsed = z.array(SpecSchema).min(1).safeParse(raw);
     if (!parsed.success) {
-      throw new Error(`Invalid configuration: ACS_SANDBOX_SPECS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      throw new Error(
+        `Invalid configuration: ACS_SANDBOX_SPECS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     }
     specs = parsed.data;
   }
-  const standaloneSpec = e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
+  const standaloneSpec =
+    e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
   if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
-    throw new Error(`Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`);
+    throw new Error(
+      `Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`,
+    );
   }
-  const pool = parsePool(e.ACS_SANDBOX_POOL, specs.map((s) => s.id));
+  const pool = parsePool(
+    e.ACS_SANDBOX_POOL,
+    specs.map((s) => s.id),
+  );
   return {
     sandboxes: {
       runtime: runtime.configure(blankToUndefined),
@@ -230,7 +269,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       pids: e.ACS_SANDBOX_PIDS,
       network: e.ACS_SANDBOX_NETWORK,
       maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
-      atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT) ? 'pause_oldest' : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT) ? 'pause_finished' : 'refuse',
+      atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT)
+        ? 'pause_oldest'
+        : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT)
+          ? 'pause_finished'
+          : 'refuse',
       idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
       finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
       pool,
@@ -245,7 +288,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     git: {
       githubApiUrl: e.ACS_GITHUB_API_URL,
       gitlabApiUrl: e.ACS_GITLAB_API_URL,
-      allowedHosts: e.ACS_GIT_ALLOWED_HOSTS === undefined ? null : e.ACS_GIT_ALLOWED_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      allowedHosts:
+        e.ACS_GIT_ALLOWED_HOSTS === undefined
+          ? null
+          : e.ACS_GIT_ALLOWED_HOSTS.split(',')
+              .map((h) => h.trim().toLowerCase())
+              .filter(Boolean),
       allowHttp: e.ACS_GIT_ALLOW_HTTP === 'true' || e.ACS_GIT_ALLOW_HTTP === '1',
       timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1000,
     },
@@ -257,16 +305,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
           : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,
-    previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
     port: e.PORT,
     host: e.HOST,
     apiKeys,
     generateDefaultKey: !e.SESSION_API_KEY,
     shutdownTimeoutMs: e.ACS_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     uiDir: e.ACS_UI_DIR ? (isAbsolute(e.ACS_UI_DIR) ? e.ACS_UI_DIR : resolve(base, e.ACS_UI_DIR)) : null,
-    extraModels: (e.ACS_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
+    extraModels: (e.ACS_MODELS ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean),
     logLevel: e.LOG_LEVEL,
-    allowClientConversationIds: e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
+    allowClientConversationIds:
+      e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
     trustProxy: e.ACS_TRUST_PROXY === 'true' || e.ACS_TRUST_PROXY === '1',
     sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
   };
@@ -280,12 +335,22 @@ function parsePool(value: string | undefined, specIds: readonly string[]): Recor
   if (value === undefined) return { [specIds[0]!]: 1 };
   if (value.trim() === 'none') return {};
   const pool: Record<string, number> = {};
-  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const match = /^(.+)=(\d{1,3})$/.exec(pair);
-    if (!match) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: "${pair}" is not spec=count (e.g. ${specIds[0]}=1), and the whole value is not "none"`);
+    if (!match)
+      throw new Error(
+        `Invalid configuration: ACS_SANDBOX_POOL: "${pair}" is not spec=count (e.g. ${specIds[0]}=1), and the whole value is not "none"`,
+      );
     const [, specId = '', count = '0'] = match;
-    if (!specIds.includes(specId)) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: no spec "${specId}" (the specs are ${specIds.join(', ')})`);
-    if (Number(count) > 100) throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: ${specId}: at most 100 warm sandboxes per spec`);
+    if (!specIds.includes(specId))
+      throw new Error(
+        `Invalid configuration: ACS_SANDBOX_POOL: no spec "${specId}" (the specs are ${specIds.join(', ')})`,
+      );
+    if (Number(count) > 100)
+      throw new Error(`Invalid configuration: ACS_SANDBOX_POOL: ${specId}: at most 100 warm sandboxes per spec`);
     pool[specId] = Number(count);
   }
   return pool;
@@ -293,5 +358,11 @@ function parsePool(value: string | undefined, specIds: readonly string[]): Recor
 
 /** What every runtime is given of the sandbox settings. */
 export function commonSandboxSettings(config: SandboxConfig): CommonSandboxSettings {
-  return { images: config.specs.map((s) => s.image), memoryMb: config.memoryMb, cpus: config.cpus, pids: config.pids, network: config.network };
+  return {
+    images: config.specs.map((s) => s.image),
+    memoryMb: config.memoryMb,
+    cpus: config.cpus,
+    pids: config.pids,
+    network: config.network,
+  };
 }

@@ -55,7 +55,12 @@ export async function lockDataDir(dataDir: string, options: LockOptions = {}): P
   const exitWaitMs = options.exitWaitMs ?? 5_000;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'server.lock');
-  const mine: LockOwner = { pid: process.pid, host: hostname(), process_start: processStart(process.pid), started_at: new Date().toISOString() };
+  const mine: LockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    process_start: processStart(process.pid),
+    started_at: new Date().toISOString(),
+  };
   const text = `${JSON.stringify(mine)}\n`;
   for (let attempt = 0; attempt < 50; attempt++) {
     if (await createExclusive(path, text)) return handle(path, text);
@@ -75,7 +80,9 @@ export async function lockDataDir(dataDir: string, options: LockOptions = {}): P
     }
     await takeOver(path, holder === 'unreadable' ? null : holder);
   }
-  throw new Error(`Could not lock the data directory ${dataDir}: its lock file ${path} keeps changing; is another server starting there?`);
+  throw new Error(
+    `Could not lock the data directory ${dataDir}: its lock file ${path} keeps changing; is another server starting there?`,
+  );
 }
 
 function handle(path: string, text: string): DataDirLock {
@@ -123,7 +130,12 @@ async function readOwner(path: string): Promise<LockOwner | 'missing' | 'unreada
   try {
     const owner = JSON.parse(text) as Partial<LockOwner>;
     return typeof owner.pid === 'number' && typeof owner.host === 'string'
-      ? { pid: owner.pid, host: owner.host, process_start: owner.process_start ?? null, started_at: owner.started_at ?? 'at an unknown time' }
+      ? {
+          pid: owner.pid,
+          host: owner.host,
+          process_start: owner.process_start ?? null,
+          started_at: owner.started_at ?? 'at an unknown time',
+        }
       : 'unreadable';
   } catch {
     return 'unreadable';
@@ -183,7 +195,8 @@ function threadsState(pid: number): 'alive' | 'exiting' | 'gone' | null {
       stat = readFileSync(`/proc/${pid}/task/${thread}/stat`, 'utf8');
       status = readFileSync(`/proc/${pid}/task/${thread}/status`, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ESRCH') continue; // Gone meanwhile.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ESRCH')
+        continue; // Gone meanwhile.
       return null;
     }
     // The command name (field 2) is in parentheses and may contain spaces; fields 3 (state) and 9 (flags) follow.
@@ -191,7 +204,9 @@ function threadsState(pid: number): 'alive' | 'exiting' | 'gone' | null {
     const state = fields[0] ?? '';
     if (state === 'Z' || state === 'X' || state === 'x') continue;
     live++;
-    const pending = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].some((m) => (parseInt((m[1] ?? '0').slice(-8), 16) & SIGKILL_BIT) !== 0);
+    const pending = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].some(
+      (m) => (parseInt((m[1] ?? '0').slice(-8), 16) & SIGKILL_BIT) !== 0,
+    );
     if ((Number(fields[6]) & PF_EXITING) !== 0 || pending) exiting = true;
   }
   if (threads.length === 0) return null;
@@ -213,7 +228,13 @@ async function takeOver(path: string, stale: LockOwner | null): Promise<void> {
   }
   try {
     const current = await readOwner(path);
-    const unchanged = current === 'unreadable' ? stale === null : current !== 'missing' && stale !== null && current.pid === stale.pid && current.started_at === stale.started_at;
+    const unchanged =
+      current === 'unreadable'
+        ? stale === null
+        : current !== 'missing' &&
+          stale !== null &&
+          current.pid === stale.pid &&
+          current.started_at === stale.started_at;
     if (unchanged) await unlink(path).catch(() => {});
   } finally {
     await rmdir(guard).catch(() => {});

@@ -26,7 +26,9 @@ const onSignal = (signal: NodeJS.Signals) => {
     process.exit(code);
   }
   if (stopping) {
-    say(`second ${signal}: exiting now without waiting for ${server?.waitingFor() ?? 'the shutdown'} (${Math.round((Date.now() - stopping.since) / 1000)} s after ${stopping.signal})`);
+    say(
+      `second ${signal}: exiting now without waiting for ${server?.waitingFor() ?? 'the shutdown'} (${Math.round((Date.now() - stopping.since) / 1000)} s after ${stopping.signal})`,
+    );
     process.exit(code);
   }
   stopping = { signal, since: Date.now() };
@@ -98,7 +100,9 @@ console.error(
     `  Console${as}: ${url}/console/?key=${key ? key.key : '<your key>'}  (with a session cookie; the key is dropped from the address)`,
     ...(config.uiDir ? [`  Your web UI (ACS_UI_DIR)${as}: ${url}/?key=${key ? key.key : '<your key>'}`] : []),
     `  OpenHands CLI: openhands login --server-url ${url}  (approve the sign-in in the console; keys are listed under API keys)`,
-    ...(key && others.length > 0 ? [`  To sign in as a user of ACS_API_KEYS (${named}) instead, put that user's key in the link: ?key=<their key>`] : []),
+    ...(key && others.length > 0
+      ? [`  To sign in as a user of ACS_API_KEYS (${named}) instead, put that user's key in the link: ?key=<their key>`]
+      : []),
     '',
   ].join('\n'),
 );

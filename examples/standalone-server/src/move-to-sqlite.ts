@@ -16,7 +16,6 @@ export interface MoveResult {
   pgliteMovedTo: string;
 }
 
-
 /** Events are copied this many at a time (one SQLite transaction each). */
 const EVENT_BATCH = 2_000;
 
@@ -34,13 +33,20 @@ const iso = (value: Date | string) => new Date(value).toISOString();
  * first and renames it into place only when every count matched; a failed move leaves the
  * PGlite database as it was and no SQLite database.
  */
-export async function moveToSqlite(config: { dataDir: string; secretKey: string | null; previousSecretKeys: string[] }, say: (line: string) => void): Promise<MoveResult> {
+export async function moveToSqlite(
+  config: { dataDir: string; secretKey: string | null; previousSecretKeys: string[] },
+  say: (line: string) => void,
+): Promise<MoveResult> {
   const { dataDir } = config;
   const lock = await lockDataDir(dataDir);
   try {
     const target = sqliteFile(dataDir);
-    if (!holdsPglite(dataDir)) throw new Error(`There is no PGlite database in ${dataDir} (no ${pgliteDirectory(dataDir)}/PG_VERSION): nothing to move.`);
-    if (await exists(target)) throw new Error(`${target} exists already: the data directory holds a SQLite database. Nothing was changed.`);
+    if (!holdsPglite(dataDir))
+      throw new Error(
+        `There is no PGlite database in ${dataDir} (no ${pgliteDirectory(dataDir)}/PG_VERSION): nothing to move.`,
+      );
+    if (await exists(target))
+      throw new Error(`${target} exists already: the data directory holds a SQLite database. Nothing was changed.`);
     const { cipher } = await loadCipher(config);
     const temporary = `${target}.moving`;
     await removeDatabase(temporary);
@@ -57,9 +63,13 @@ export async function moveToSqlite(config: { dataDir: string; secretKey: string 
         const written = sqlite.countRows();
         const expected = await countPglite(pglite);
         // SQLite recorded the current key's check value when it opened, as PGlite had.
-        const wrong = (Object.keys(expected) as (keyof TableCounts)[]).filter((table) => written[table] !== expected[table]);
+        const wrong = (Object.keys(expected) as (keyof TableCounts)[]).filter(
+          (table) => written[table] !== expected[table],
+        );
         if (wrong.length > 0) {
-          throw new Error(`The copy does not match: ${wrong.map((t) => `${TABLES[t]} has ${expected[t]} rows in PGlite, ${written[t]} in SQLite`).join('; ')}. Nothing was changed.`);
+          throw new Error(
+            `The copy does not match: ${wrong.map((t) => `${TABLES[t]} has ${expected[t]} rows in PGlite, ${written[t]} in SQLite`).join('; ')}. Nothing was changed.`,
+          );
         }
         counts = written;
       } finally {
@@ -81,26 +91,62 @@ export async function moveToSqlite(config: { dataDir: string; secretKey: string 
   }
 }
 
-async function copy(pglite: PGlite, importRecords: (batch: ImportBatch) => void, say: (line: string) => void): Promise<void> {
+async function copy(
+  pglite: PGlite,
+  importRecords: (batch: ImportBatch) => void,
+  say: (line: string) => void,
+): Promise<void> {
   const rows = async <R>(sql: string, params: unknown[] = []) => (await pglite.query<R>(sql, params)).rows;
-  const settings = await rows<{ user_id: string; data: StoredSettings; key_ids: string[]; updated_at: Date }>(`SELECT user_id, data, key_ids, updated_at FROM acs_settings ORDER BY user_id`);
-  const secretKeys = await rows<{ key_id: string; check_value: string; created_at: Date }>(`SELECT key_id, check_value, created_at FROM acs_secret_keys ORDER BY created_at`);
-  const apiKeys = await rows<{ id: string; user_id: string; name: string; key_hash: string; created_at: Date; last_used_at: Date | null }>(
-    `SELECT id, user_id, name, key_hash, created_at, last_used_at FROM acs_api_keys ORDER BY created_at, id`,
+  const settings = await rows<{ user_id: string; data: StoredSettings; key_ids: string[]; updated_at: Date }>(
+    `SELECT user_id, data, key_ids, updated_at FROM acs_settings ORDER BY user_id`,
   );
+  const secretKeys = await rows<{ key_id: string; check_value: string; created_at: Date }>(
+    `SELECT key_id, check_value, created_at FROM acs_secret_keys ORDER BY created_at`,
+  );
+  const apiKeys = await rows<{
+    id: string;
+    user_id: string;
+    name: string;
+    key_hash: string;
+    created_at: Date;
+    last_used_at: Date | null;
+  }>(`SELECT id, user_id, name, key_hash, created_at, last_used_at FROM acs_api_keys ORDER BY created_at, id`);
   const deviceGrants = await rows<{ record: DeviceGrant }>(`SELECT record FROM acs_device_grants`);
-  const deviceCodeFailures = await rows<{ user_id: string; opened_at: Date; failures: number }>(`SELECT user_id, opened_at, failures FROM acs_device_code_failures`);
-  const conversations = await rows<{ record: ConversationRecord }>(`SELECT record FROM acs_conversations ORDER BY created_at, id`);
-  const startTasks = await rows<{ record: StartTaskRecord }>(`SELECT record FROM acs_start_tasks ORDER BY created_at, id`);
+  const deviceCodeFailures = await rows<{ user_id: string; opened_at: Date; failures: number }>(
+    `SELECT user_id, opened_at, failures FROM acs_device_code_failures`,
+  );
+  const conversations = await rows<{ record: ConversationRecord }>(
+    `SELECT record FROM acs_conversations ORDER BY created_at, id`,
+  );
+  const startTasks = await rows<{ record: StartTaskRecord }>(
+    `SELECT record FROM acs_start_tasks ORDER BY created_at, id`,
+  );
   const sandboxes = await rows<{ record: SandboxRecord }>(`SELECT record FROM acs_sandboxes ORDER BY created_at, id`);
   const installation = (await rows<{ id: string; created_at: Date }>(`SELECT id, created_at FROM acs_installation`))[0];
   importRecords({
-    settings: settings.map((s) => ({ user_id: s.user_id, data: s.data, key_ids: s.key_ids, updated_at: iso(s.updated_at) })),
+    settings: settings.map((s) => ({
+      user_id: s.user_id,
+      data: s.data,
+      key_ids: s.key_ids,
+      updated_at: iso(s.updated_at),
+    })),
     // The current key's check value is in SQLite already (recorded when it opened): the others join it.
-    secretKeys: secretKeys.map((k) => ({ key_id: k.key_id, check_value: k.check_value, created_at: iso(k.created_at) })),
-    apiKeys: apiKeys.map((k) => ({ ...k, created_at: iso(k.created_at), last_used_at: k.last_used_at === null ? null : iso(k.last_used_at) })),
+    secretKeys: secretKeys.map((k) => ({
+      key_id: k.key_id,
+      check_value: k.check_value,
+      created_at: iso(k.created_at),
+    })),
+    apiKeys: apiKeys.map((k) => ({
+      ...k,
+      created_at: iso(k.created_at),
+      last_used_at: k.last_used_at === null ? null : iso(k.last_used_at),
+    })),
     deviceGrants: deviceGrants.map((g) => g.record),
-    deviceCodeFailures: deviceCodeFailures.map((f) => ({ user_id: f.user_id, opened_at: iso(f.opened_at), failures: Number(f.failures) })),
+    deviceCodeFailures: deviceCodeFailures.map((f) => ({
+      user_id: f.user_id,
+      opened_at: iso(f.opened_at),
+      failures: Number(f.failures),
+    })),
     conversations: conversations.map((c) => c.record),
     startTasks: startTasks.map((t) => t.record),
     sandboxes: sandboxes.map((s) => s.record),
@@ -121,7 +167,12 @@ async function copy(pglite: PGlite, importRecords: (batch: ImportBatch) => void,
       after ? [after.user_id, after.conversation_id, after.id] : [],
     );
     if (page.length === 0) break;
-    importRecords({ events: page.map((e) => ({ user_id: e.user_id, event: { ...e.event, id: Number(e.id), conversation_id: e.conversation_id } })) });
+    importRecords({
+      events: page.map((e) => ({
+        user_id: e.user_id,
+        event: { ...e.event, id: Number(e.id), conversation_id: e.conversation_id },
+      })),
+    });
     events += page.length;
     const last = page.at(-1)!;
     after = { user_id: last.user_id, conversation_id: last.conversation_id, id: Number(last.id) };
@@ -132,15 +183,18 @@ async function copy(pglite: PGlite, importRecords: (batch: ImportBatch) => void,
 async function countPglite(pglite: PGlite): Promise<TableCounts> {
   const counts = {} as TableCounts;
   for (const [name, table] of Object.entries(TABLES) as [keyof TableCounts, string][]) {
-    counts[name] = Number((await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0);
+    counts[name] = Number(
+      (await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]?.n ?? 0,
+    );
   }
   return counts;
 }
 
-const exists = (path: string) => access(path).then(
-  () => true,
-  () => false,
-);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** The renames of a directory's entries are on disk once the directory is synced. */
 async function syncDirectory(path: string): Promise<void> {

@@ -5,7 +5,8 @@ import { commandImageProvider, type SandboxImageProvider } from '@acs/adapter-do
 export const isSandboxImage = (image: string): boolean => /^acs-sandbox:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);
 
 /** `acs-openhands-agent-server:*` (about 930 MB, 2 to 4 minutes to build): built on first use only. */
-const isAgentServerImage = (image: string): boolean => /^acs-openhands-agent-server:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);
+const isAgentServerImage = (image: string): boolean =>
+  /^acs-openhands-agent-server:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(image);
 
 const script = (name: string) => fileURLToPath(new URL(`../../../scripts/${name}`, import.meta.url));
 

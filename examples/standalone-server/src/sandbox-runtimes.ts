@@ -9,4 +9,8 @@ import { fakeRuntime } from './runtimes/fake.js';
 import { kubernetesRuntime } from './runtimes/kubernetes.js';
 import type { SandboxRuntimeEntry } from './runtimes/runtime-module.js';
 
-export const SANDBOX_RUNTIMES: readonly [SandboxRuntimeEntry, ...SandboxRuntimeEntry[]] = [dockerRuntime, fakeRuntime, kubernetesRuntime];
+export const SANDBOX_RUNTIMES: readonly [SandboxRuntimeEntry, ...SandboxRuntimeEntry[]] = [
+  dockerRuntime,
+  fakeRuntime,
+  kubernetesRuntime,
+];

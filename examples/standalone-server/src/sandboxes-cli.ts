@@ -39,17 +39,25 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   if (config.storage.kind === 'memory' && !explicit) {
-    console.error('With ACS_STORAGE=memory each server process is its own installation; give the id it logged at start: --installation <id>.');
+    console.error(
+      'With ACS_STORAGE=memory each server process is its own installation; give the id it logged at start: --installation <id>.',
+    );
     return 2;
   }
-  const storage = await openStorage(config, () => {}, (_fields, message) => console.error(message));
+  const storage = await openStorage(
+    config,
+    () => {},
+    (_fields, message) => console.error(message),
+  );
   try {
-    const installation = explicit ?? (await storage.ports.installation.identity()).match(
-      (id) => id,
-      (e) => {
-        throw new Error(`cannot read the installation id: ${e.message}`);
-      },
-    );
+    const installation =
+      explicit ??
+      (await storage.ports.installation.identity()).match(
+        (id) => id,
+        (e) => {
+          throw new Error(`cannot read the installation id: ${e.message}`);
+        },
+      );
     // Where the server's runtime (ACS_SANDBOXES) keeps sandboxes: every engine it uses, say.
     const { runtime, where } = await config.sandboxes.runtime.openForCli();
     const held = await runtime.list(installation);
@@ -60,8 +68,11 @@ async function main(argv: string[]): Promise<number> {
     }
     // A pooled container's label names the pool, also after a user claimed it: the store says whose it is.
     const ownerOf = async (box: { sandbox_id: string; user_id: string }) =>
-      box.user_id === POOLED_SANDBOX_OWNER ? ((await storage.ports.sandboxes.ownerOf(box.sandbox_id)).unwrapOr(null) ?? box.user_id) : box.user_id;
-    const describeOwner = (owner: string) => (owner === POOLED_SANDBOX_OWNER ? 'pooled (no user yet)' : `user ${owner}`);
+      box.user_id === POOLED_SANDBOX_OWNER
+        ? ((await storage.ports.sandboxes.ownerOf(box.sandbox_id)).unwrapOr(null) ?? box.user_id)
+        : box.user_id;
+    const describeOwner = (owner: string) =>
+      owner === POOLED_SANDBOX_OWNER ? 'pooled (no user yet)' : `user ${owner}`;
     if (command === 'list') {
       console.log(`Sandboxes of installation ${installation}:`);
       for (const box of held.value) {
@@ -69,7 +80,9 @@ async function main(argv: string[]): Promise<number> {
           (o) => o.state,
           (e) => `unknown (${e.message})`,
         );
-        console.log(`  ${box.sandbox_id}  ${state.padEnd(8)}  ${describeOwner(await ownerOf(box))}  ${box.image}  created ${box.created_at}`);
+        console.log(
+          `  ${box.sandbox_id}  ${state.padEnd(8)}  ${describeOwner(await ownerOf(box))}  ${box.image}  created ${box.created_at}`,
+        );
       }
       return 0;
     }
@@ -88,8 +101,15 @@ async function main(argv: string[]): Promise<number> {
       const owner = await ownerOf(box);
       const deleted = await service.sandboxes.delete(owner, box.sandbox_id);
       // A container without a record here (another store, or adopted never) goes straight from the engine.
-      const outcome = deleted.isOk() ? deleted : deleted.error.type === 'SandboxNotFound' ? await runtime.delete(box.sandbox_id) : deleted;
-      if (outcome.isErr()) console.error(`  could not remove ${box.sandbox_id}: ${'message' in outcome.error ? outcome.error.message : outcome.error.type}`);
+      const outcome = deleted.isOk()
+        ? deleted
+        : deleted.error.type === 'SandboxNotFound'
+          ? await runtime.delete(box.sandbox_id)
+          : deleted;
+      if (outcome.isErr())
+        console.error(
+          `  could not remove ${box.sandbox_id}: ${'message' in outcome.error ? outcome.error.message : outcome.error.type}`,
+        );
       else {
         removed++;
         console.log(`  removed ${box.sandbox_id} (${describeOwner(owner)})`);

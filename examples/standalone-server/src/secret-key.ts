@@ -18,7 +18,11 @@ export interface LoadedCipher {
  * data directory, created once (owner-only) when missing. Key ids are fingerprints
  * of the keys, so a different key is recognised as such instead of failing to decrypt.
  */
-export async function loadCipher(options: { secretKey: string | null; previousSecretKeys: string[]; dataDir: string }): Promise<LoadedCipher> {
+export async function loadCipher(options: {
+  secretKey: string | null;
+  previousSecretKeys: string[];
+  dataDir: string;
+}): Promise<LoadedCipher> {
   let current: Buffer;
   let source: LoadedCipher['source'];
   let keyFile: string | null = null;
@@ -46,5 +50,10 @@ export async function loadCipher(options: { secretKey: string | null; previousSe
     keys[keyFingerprint(key)] = key;
   });
   const signingSecret = new Uint8Array(hkdfSync('sha256', current, Buffer.alloc(0), 'acs conversation keys', 32));
-  return { cipher: createAesGcmCipher({ keys, currentKeyId: keyFingerprint(current) }), source, keyFile, signingSecret };
+  return {
+    cipher: createAesGcmCipher({ keys, currentKeyId: keyFingerprint(current) }),
+    source,
+    keyFile,
+    signingSecret,
+  };
 }

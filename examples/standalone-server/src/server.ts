@@ -35,7 +35,15 @@ function createLogger(config: StandaloneConfig, destination: DestinationStream |
       level: config.logLevel,
       // Nothing logs headers or bodies, but a redaction list guards against mistakes.
       redact: {
-        paths: ['*.llm_api_key', '*.search_api_key', '*.sandbox_api_key', '*.token', '*.secret', '*.api_key', 'headers["x-session-api-key"]'],
+        paths: [
+          '*.llm_api_key',
+          '*.search_api_key',
+          '*.sandbox_api_key',
+          '*.token',
+          '*.secret',
+          '*.api_key',
+          'headers["x-session-api-key"]',
+        ],
         censor: '[redacted]',
       },
     },
@@ -47,7 +55,12 @@ function createLogger(config: StandaloneConfig, destination: DestinationStream |
 type OpenedRuntime = Awaited<ReturnType<StandaloneConfig['sandboxes']['runtime']['open']>>;
 
 /** The service over the storage's ports, the runtime, the OpenAI adapter, MCP, git providers and the agent, with the configuration's limits. */
-function composeService(config: StandaloneConfig, storage: Storage, sandboxes: OpenedRuntime, logger: PinoLogger): AgentConversationService {
+function composeService(
+  config: StandaloneConfig,
+  storage: Storage,
+  sandboxes: OpenedRuntime,
+  logger: PinoLogger,
+): AgentConversationService {
   return createAgentConversationService(
     {
       ...storage.ports,
@@ -73,7 +86,9 @@ function composeService(config: StandaloneConfig, storage: Storage, sandboxes: O
       maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
       atSandboxLimit: config.sandboxes.atLimit,
       ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),
-      ...(config.sandboxes.idlePauseMinutes > 0 ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 } : {}),
+      ...(config.sandboxes.idlePauseMinutes > 0
+        ? { idlePauseAfterMs: config.sandboxes.idlePauseMinutes * 60_000 }
+        : {}),
       idlePauseFinishedAfterMs: config.sandboxes.finishedIdlePauseMinutes * 60_000,
       // No engine: nothing to keep warm (every start answers 503 anyway).
       ...(sandboxes.unavailable ? {} : { sandboxPool: config.sandboxes.pool }),
@@ -84,8 +99,10 @@ function composeService(config: StandaloneConfig, storage: Storage, sandboxes: O
 /** Adopts the runtime's sandboxes, then resumes the agents that were running when the last process stopped. */
 async function recover(service: AgentConversationService, logger: PinoLogger): Promise<void> {
   const recovered = await service.recover();
-  if (recovered.isErr()) logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
-  else if (recovered.value.resumed > 0) logger.info(recovered.value, 'resumed agents that were running before the restart');
+  if (recovered.isErr())
+    logger.warn({ error: recovered.error.type }, 'could not reconcile sandboxes and resume agents');
+  else if (recovered.value.resumed > 0)
+    logger.info(recovered.value, 'resumed agents that were running before the restart');
 }
 
 /**
@@ -93,7 +110,14 @@ async function recover(service: AgentConversationService, logger: PinoLogger): P
  * when ACS_UI_DIR names one (the API, /socket.io and /sockets stay the router's), else a
  * redirect to the console.
  */
-function createApp(config: StandaloneConfig, service: AgentConversationService, storage: Storage, apiKeys: Record<string, string>, logger: PinoLogger, streams: AbortSignal) {
+function createApp(
+  config: StandaloneConfig,
+  service: AgentConversationService,
+  storage: Storage,
+  apiKeys: Record<string, string>,
+  logger: PinoLogger,
+  streams: AbortSignal,
+) {
   const app = express();
   app.disable('x-powered-by');
   const models = [...knownModels(), ...config.extraModels];
@@ -128,7 +152,11 @@ export async function createStandaloneServer(
     onPhase('connecting to the sandbox runtime');
     // One whose engine does not answer is `unavailable`: the server still starts, and sandbox routes answer 503 saying why.
     const sandboxes = await config.sandboxes.runtime.open(commonSandboxSettings(config.sandboxes));
-    if (sandboxes.unavailable) logger.warn({ reason: sandboxes.unavailable }, 'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine');
+    if (sandboxes.unavailable)
+      logger.warn(
+        { reason: sandboxes.unavailable },
+        'sandboxes are unavailable: sandbox routes will answer 503 until the server restarts with an engine',
+      );
     // Logged at start: the id its sandboxes are labelled with (`npm run sandboxes -- list`).
     const identity = await storage.ports.installation.identity();
     if (identity.isErr()) throw new Error(`cannot read this installation's id from storage: ${identity.error.message}`);
@@ -140,8 +168,24 @@ export async function createStandaloneServer(
     }
     const streams = new AbortController();
     const { app, router } = createApp(config, service, storage, apiKeys, logger, streams.signal);
-    const startLog = { ...storage.description, installation: identity.value, sandboxes: sandboxes.description, ui: config.uiDir, users: [...new Set(Object.values(apiKeys))] };
-    return serve({ config, service, storage, logger, generatedKey, app, attach: (server) => router.attach(server), streams, startLog });
+    const startLog = {
+      ...storage.description,
+      installation: identity.value,
+      sandboxes: sandboxes.description,
+      ui: config.uiDir,
+      users: [...new Set(Object.values(apiKeys))],
+    };
+    return serve({
+      config,
+      service,
+      storage,
+      logger,
+      generatedKey,
+      app,
+      attach: (server) => router.attach(server),
+      streams,
+      startLog,
+    });
   } catch (error) {
     await service?.close();
     await storage.close();
@@ -195,13 +239,15 @@ function serve(c: Composed): StandaloneServer {
       c.streams.abort();
       if (server) {
         const http = server;
-        waiting = () => `HTTP requests in progress to finish (${connections.size} connection${connections.size === 1 ? '' : 's'} open)`;
+        waiting = () =>
+          `HTTP requests in progress to finish (${connections.size} connection${connections.size === 1 ? '' : 's'} open)`;
         const closed = once(http, 'close');
         http.close();
         http.closeIdleConnections();
         await closed;
       }
-      waiting = () => `the agents to stop and background work to end (${c.service.pendingWork().join(', ') || 'nothing left'})`;
+      waiting = () =>
+        `the agents to stop and background work to end (${c.service.pendingWork().join(', ') || 'nothing left'})`;
       await c.service.close();
       waiting = () => 'storage to close';
       await c.storage.close();

@@ -18,7 +18,11 @@ export const holdsPglite = (dataDir: string) => existsSync(join(pgliteDirectory(
 const MOVE_COMMAND = 'npm run storage -- move-to-sqlite';
 
 /** Start-up steps, so a start that is interrupted or stuck can say where it was. */
-export type StartPhase = 'locking the data directory' | 'opening storage' | 'connecting to the sandbox runtime' | 'recovering sandboxes and agents';
+export type StartPhase =
+  | 'locking the data directory'
+  | 'opening storage'
+  | 'connecting to the sandbox runtime'
+  | 'recovering sandboxes and agents';
 
 /**
  * The stores the service keeps its records in: all from one adapter, memory, SQLite or PostgreSQL/PGlite;
@@ -29,7 +33,17 @@ export type StartPhase = 'locking the data directory' | 'opening storage' | 'con
  */
 type StoragePorts = Pick<
   AgentConversationServicePorts,
-  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'eventNotifier' | 'conversationLeases' | 'locks'
+  | 'settings'
+  | 'apiKeys'
+  | 'deviceGrants'
+  | 'conversations'
+  | 'startTasks'
+  | 'events'
+  | 'sandboxes'
+  | 'installation'
+  | 'eventNotifier'
+  | 'conversationLeases'
+  | 'locks'
 >;
 
 export interface Storage {
@@ -57,28 +71,49 @@ export async function openStorage(
   warn: (fields: Record<string, unknown>, message: string) => void = () => {},
 ): Promise<Storage> {
   if (config.storage.kind === 'memory') {
-    return { ports: createMemoryStores(), signingSecret: null, description: { storage: 'memory (nothing survives a restart)' }, close: async () => {} };
+    return {
+      ports: createMemoryStores(),
+      signingSecret: null,
+      description: { storage: 'memory (nothing survives a restart)' },
+      close: async () => {},
+    };
   }
   let lock: DataDirLock | null = null;
   if (config.storage.kind === 'pglite' || config.storage.kind === 'sqlite') {
     phase('locking the data directory');
     lock = await lockDataDir(config.dataDir, {
       onWaitingForExit: (pid, waitMs) =>
-        warn({ dataDir: config.dataDir, holder: pid }, `the data directory's holder, process ${pid}, was killed or has ended and is still exiting; waiting up to ${waitMs / 1000} s for it`),
+        warn(
+          { dataDir: config.dataDir, holder: pid },
+          `the data directory's holder, process ${pid}, was killed or has ended and is still exiting; waiting up to ${waitMs / 1000} s for it`,
+        ),
     });
   }
   phase('opening storage');
   try {
     const { cipher, source, keyFile, signingSecret } = await loadCipher(config);
-    const keyInfo = { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) };
-    const embedded = config.storage.kind === 'sqlite' ? sqliteOrPglite(config.dataDir, config.storage.chosen) : config.storage.kind;
+    const keyInfo = {
+      secretKey: source,
+      secretKeyId: cipher.currentKeyId,
+      ...(keyFile ? { secretKeyFile: keyFile } : {}),
+    };
+    const embedded =
+      config.storage.kind === 'sqlite' ? sqliteOrPglite(config.dataDir, config.storage.chosen) : config.storage.kind;
     if (embedded === 'sqlite') {
       dropSqliteExperimentalWarning();
       const file = sqliteFile(config.dataDir);
-      const { importRecords: _import, countRows: _count, close, ...ports } = await createSqliteStorage({ path: file, cipher, migrations: 'auto' });
+      const {
+        importRecords: _import,
+        countRows: _count,
+        close,
+        ...ports
+      } = await createSqliteStorage({ path: file, cipher, migrations: 'auto' });
       const held = lock;
       if (holdsPglite(config.dataDir)) {
-        warn({ dataDir: config.dataDir, unused: pgliteDirectory(config.dataDir) }, 'the data directory also holds a PGlite database, which is not used (SQLite is)');
+        warn(
+          { dataDir: config.dataDir, unused: pgliteDirectory(config.dataDir) },
+          'the data directory also holds a PGlite database, which is not used (SQLite is)',
+        );
       }
       return {
         ports,
@@ -117,11 +152,18 @@ export async function openStorage(
       }
     }
     const directory = pgliteDirectory(config.dataDir);
-    const [{ PGlite }, { createPostgresStorage }] = await Promise.all([import('@electric-sql/pglite'), import('@acs/adapter-postgres')]);
+    const [{ PGlite }, { createPostgresStorage }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('@acs/adapter-postgres'),
+    ]);
     const pglite = await PGlite.create(directory);
     try {
       // One process (the data directory is locked): no leases to share.
-      const { conversationLeases: _unshared, ...storage } = await createPostgresStorage({ db: pglite, cipher, migrations: 'auto' });
+      const { conversationLeases: _unshared, ...storage } = await createPostgresStorage({
+        db: pglite,
+        cipher,
+        migrations: 'auto',
+      });
       const held = lock;
       return {
         ports: storage,

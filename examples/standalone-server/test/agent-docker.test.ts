@@ -10,7 +10,16 @@ import type { ConversationEvent } from '@acs/core/schemas';
 import type { AppConversation } from '@acs/adapter-express';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scriptedCompletion, errorBody, marker, startFakeOpenAi, textOf, toolCall, type ChatMessage, type FakeOpenAi } from '@acs/testing';
+import {
+  scriptedCompletion,
+  errorBody,
+  marker,
+  startFakeOpenAi,
+  textOf,
+  toolCall,
+  type ChatMessage,
+  type FakeOpenAi,
+} from '@acs/testing';
 import { allEvents as allEventsOf, call, freshDataDir, startServer, type Running, body, waitFor } from './process.js';
 import { removeContainersOf } from './containers.js';
 
@@ -40,27 +49,60 @@ beforeAll(async () => {
     const steps = [
       () => ({
         content: 'I will write the script first.',
-        tool_calls: [toolCall('call_create_1', 'str_replace_editor', { command: 'create', path: '/workspace/hello.py', file_text: 'print("hello from the agent")\n' })],
+        tool_calls: [
+          toolCall('call_create_1', 'str_replace_editor', {
+            command: 'create',
+            path: '/workspace/hello.py',
+            file_text: 'print("hello from the agent")\n',
+          }),
+        ],
       }),
-      () => ({ content: null, tool_calls: [toolCall('call_run_1', 'execute_bash', { command: 'python3 /workspace/hello.py' })] }),
-      () => ({ content: null, tool_calls: [toolCall('call_finish_1', 'finish', { message: 'hello.py is written and prints its greeting.' })] }),
+      () => ({
+        content: null,
+        tool_calls: [toolCall('call_run_1', 'execute_bash', { command: 'python3 /workspace/hello.py' })],
+      }),
+      () => ({
+        content: null,
+        tool_calls: [toolCall('call_finish_1', 'finish', { message: 'hello.py is written and prints its greeting.' })],
+      }),
       () => ({ content: 'It printed "hello from the agent", as the tool output showed.' }),
     ];
     const step = steps[turn];
-    return step ? { status: 200, body: scriptedCompletion(turn, step()), headers: cost } : { status: 400, body: errorBody(`hello has no turn ${turn}`, 'invalid_request_error') };
+    return step
+      ? { status: 200, body: scriptedCompletion(turn, step()), headers: cost }
+      : { status: 400, body: errorBody(`hello has no turn ${turn}`, 'invalid_request_error') };
   });
 
   // A command that outlives the server; after the restart, finish.
   llm.script('crash', (turn) =>
     turn === 0
-      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })] }) }
-      : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on after the restart.' })] }) },
+      ? {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })],
+          }),
+        }
+      : {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on after the restart.' })],
+          }),
+        },
   );
 
   // A provider that refuses the key and, like some do, echoes it back in the error.
   llm.script('unauthorized', (_turn, request) => {
     const sent = String(request.headers.authorization ?? '').replace(/^Bearer /, '');
-    return { status: 401, body: errorBody(`Incorrect API key provided: ${sent}. You can find your API key in your account.`, 'invalid_request_error', 'invalid_api_key') };
+    return {
+      status: 401,
+      body: errorBody(
+        `Incorrect API key provided: ${sent}. You can find your API key in your account.`,
+        'invalid_request_error',
+        'invalid_api_key',
+      ),
+    };
   });
 });
 
@@ -109,7 +151,8 @@ const story = (events: readonly ConversationEvent[]): string[] =>
     }
   });
 
-const expectIdsFromOne = (events: readonly ConversationEvent[]) => expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+const expectIdsFromOne = (events: readonly ConversationEvent[]) =>
+  expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
 
 /** Follows …/events/stream from event 0 with fetch, collecting the events it delivers. */
 function followEvents(server: Running, id: string) {
@@ -117,9 +160,18 @@ function followEvents(server: Running, id: string) {
   const events: ConversationEvent[] = [];
   const problems: string[] = [];
   const done = (async () => {
-    const response = await fetch(`${server.url}/api/v1/app-conversations/${id}/events/stream?after=0`, { headers: { 'X-Session-API-Key': KEY }, signal: abort.signal });
-    if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('text/event-stream') || !response.body) {
-      problems.push(`stream answered ${response.status} ${response.headers.get('content-type')}: ${await response.text()}`);
+    const response = await fetch(`${server.url}/api/v1/app-conversations/${id}/events/stream?after=0`, {
+      headers: { 'X-Session-API-Key': KEY },
+      signal: abort.signal,
+    });
+    if (
+      response.status !== 200 ||
+      !response.headers.get('content-type')?.startsWith('text/event-stream') ||
+      !response.body
+    ) {
+      problems.push(
+        `stream answered ${response.status} ${response.headers.get('content-type')}: ${await response.text()}`,
+      );
       return;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -140,7 +192,8 @@ function followEvents(server: Running, id: string) {
         const data = fields.get('data');
         if (data === undefined) continue;
         const event = JSON.parse(data) as ConversationEvent;
-        if (fields.get('id') !== String(event.id) || fields.get('event') !== event.kind) problems.push(`frame ${JSON.stringify(frame)} does not match its data`);
+        if (fields.get('id') !== String(event.id) || fields.get('event') !== event.kind)
+          problems.push(`frame ${JSON.stringify(frame)} does not match its data`);
         events.push(event);
       }
     }
@@ -165,7 +218,10 @@ async function containerOf(sandboxId: string) {
 }
 
 /** Runs a command in a container (outside the service), returning its stdout and exit code. */
-async function execIn(container: Docker.Container, cmd: string[]): Promise<{ stdout: string; exitCode: number | null }> {
+async function execIn(
+  container: Docker.Container,
+  cmd: string[],
+): Promise<{ stdout: string; exitCode: number | null }> {
   const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const stdout = new PassThrough();
@@ -187,12 +243,24 @@ async function expectKeyHidden(server: Running, id: string, key: string) {
 /** Deletes the conversation through the API; its container goes with it. */
 async function deleteConversation(server: Running, id: string, sandboxId: string) {
   expect(await body(call(server.url, `/api/conversations/${id}`, KEY, undefined, 'DELETE'))).toBe(true);
-  await waitFor('the container to be removed', async () => ((await docker.listContainers({ all: true, filters: { label: [`io.acs.sandbox-id=${sandboxId}`] } })).length === 0 ? true : undefined));
+  await waitFor('the container to be removed', async () =>
+    (await docker.listContainers({ all: true, filters: { label: [`io.acs.sandbox-id=${sandboxId}`] } })).length === 0
+      ? true
+      : undefined,
+  );
 }
 
 async function startConversation(server: Running, script: string, task: string, llmKey = LLM_KEY): Promise<string> {
-  await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/scripted-model', llm_api_key: llmKey, llm_base_url: llm.baseUrl }));
-  const created = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { initial_user_msg: `${marker(script)} ${task}` }));
+  await body(
+    call(server.url, '/api/settings', KEY, {
+      llm_model: 'openai/scripted-model',
+      llm_api_key: llmKey,
+      llm_base_url: llm.baseUrl,
+    }),
+  );
+  const created = await body<{ conversation_id: string }>(
+    call(server.url, '/api/conversations', KEY, { initial_user_msg: `${marker(script)} ${task}` }),
+  );
   return created.conversation_id;
 }
 
@@ -226,28 +294,52 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     ]);
     expectIdsFromOne(events);
     const [, , firstCall, create, created, , run, ran, , finish, finished] = events;
-    expect(firstCall).toMatchObject({ kind: 'llm_call', model: 'scripted-model', prompt_tokens: 100, completion_tokens: 10, cost_usd: COST_PER_CALL, attempts: 1 });
-    expect(create).toMatchObject({ tool_call_id: 'call_create_1', thought: 'I will write the script first.', arguments: { command: 'create', path: '/workspace/hello.py' } });
+    expect(firstCall).toMatchObject({
+      kind: 'llm_call',
+      model: 'scripted-model',
+      prompt_tokens: 100,
+      completion_tokens: 10,
+      cost_usd: COST_PER_CALL,
+      attempts: 1,
+    });
+    expect(create).toMatchObject({
+      tool_call_id: 'call_create_1',
+      thought: 'I will write the script first.',
+      arguments: { command: 'create', path: '/workspace/hello.py' },
+    });
     expect(created).toMatchObject({ tool_call_id: 'call_create_1', is_error: false });
     expect(run).toMatchObject({ tool_call_id: 'call_run_1', arguments: { command: 'python3 /workspace/hello.py' } });
     expect(ran).toMatchObject({ tool_call_id: 'call_run_1', is_error: false, exit_code: 0 });
     expect(ran?.kind === 'observation' && ran.content).toContain('hello from the agent');
-    expect(finish).toMatchObject({ tool_call_id: 'call_finish_1', arguments: { message: 'hello.py is written and prints its greeting.' } });
+    expect(finish).toMatchObject({
+      tool_call_id: 'call_finish_1',
+      arguments: { message: 'hello.py is written and prints its greeting.' },
+    });
     expect(finished).toMatchObject({ tool_call_id: 'call_finish_1', is_error: false });
 
     expect(done).toMatchObject({
       conversation_status: 'RUNNING',
       execution_status: 'finished',
       // The service rounds the sum to micro-dollars.
-      metrics: { accumulated_cost: 0.0045, accumulated_cost_known: true, accumulated_token_usage: { prompt_tokens: 100 + 101 + 102, completion_tokens: 30 } },
+      metrics: {
+        accumulated_cost: 0.0045,
+        accumulated_cost_known: true,
+        accumulated_token_usage: { prompt_tokens: 100 + 101 + 102, completion_tokens: 30 },
+      },
     });
     const sandboxId = done.sandbox_id;
     if (!sandboxId) throw new Error('the conversation has no sandbox');
 
     // The file is really in the container, and runs there.
     const container = await containerOf(sandboxId);
-    expect(await execIn(container, ['cat', '/workspace/hello.py'])).toEqual({ stdout: 'print("hello from the agent")\n', exitCode: 0 });
-    expect(await execIn(container, ['python3', '/workspace/hello.py'])).toEqual({ stdout: 'hello from the agent\n', exitCode: 0 });
+    expect(await execIn(container, ['cat', '/workspace/hello.py'])).toEqual({
+      stdout: 'print("hello from the agent")\n',
+      exitCode: 0,
+    });
+    expect(await execIn(container, ['python3', '/workspace/hello.py'])).toEqual({
+      stdout: 'hello from the agent\n',
+      exitCode: 0,
+    });
 
     // What the model was sent: the key, the tools, and each tool's result in the next request.
     const requests = llm.requestsFor('hello');
@@ -255,7 +347,12 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     for (const r of requests) {
       expect(r.headers.authorization).toBe(`Bearer ${LLM_KEY}`);
       expect(r.body.model).toBe('scripted-model');
-      expect(r.body.tools?.map((t) => t.function.name).sort()).toEqual(['execute_bash', 'finish', 'str_replace_editor', 'think']);
+      expect(r.body.tools?.map((t) => t.function.name).sort()).toEqual([
+        'execute_bash',
+        'finish',
+        'str_replace_editor',
+        'think',
+      ]);
     }
     expect(requests[0]!.body.messages?.map((m) => m.role)).toEqual(['system', 'user']);
     const createResult = lastMessage(requests[1]!.body.messages);
@@ -268,17 +365,38 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
 
     // A follow-up after it finished: the model answers in words.
     const sent = await body<{ success: boolean; sandbox_status: string }>(
-      call(server.url, `/api/v1/app-conversations/${id}/send-message`, KEY, { role: 'user', content: [{ type: 'text', text: 'What did it print?' }], run: true }),
+      call(server.url, `/api/v1/app-conversations/${id}/send-message`, KEY, {
+        role: 'user',
+        content: [{ type: 'text', text: 'What did it print?' }],
+        run: true,
+      }),
     );
     expect(sent).toMatchObject({ success: true, sandbox_status: 'RUNNING' });
     const all = await waitFor('the answer to the follow-up', async () => {
       const now = await allEvents(server, id);
-      return now.some((e) => e.id > events.length + 1 && e.kind === 'status' && e.execution_status !== 'running') ? now : undefined;
+      return now.some((e) => e.id > events.length + 1 && e.kind === 'status' && e.execution_status !== 'running')
+        ? now
+        : undefined;
     });
-    expect(all[events.length]).toMatchObject({ id: events.length + 1, kind: 'message', source: 'user', text: 'What did it print?' });
-    expect(story(all.slice(events.length))).toEqual(['message:user', 'status:running', 'llm_call', 'message:agent', 'status:finished']);
+    expect(all[events.length]).toMatchObject({
+      id: events.length + 1,
+      kind: 'message',
+      source: 'user',
+      text: 'What did it print?',
+    });
+    expect(story(all.slice(events.length))).toEqual([
+      'message:user',
+      'status:running',
+      'llm_call',
+      'message:agent',
+      'status:finished',
+    ]);
     expectIdsFromOne(all);
-    expect(all[all.length - 2]).toMatchObject({ kind: 'message', source: 'agent', text: 'It printed "hello from the agent", as the tool output showed.' });
+    expect(all[all.length - 2]).toMatchObject({
+      kind: 'message',
+      source: 'agent',
+      text: 'It printed "hello from the agent", as the tool output showed.',
+    });
     const fourth = llm.requestsFor('hello')[3];
     expect(fourth?.turn).toBe(3);
     expect(textOf(lastMessage(fourth?.body.messages).content)).toBe('What did it print?');
@@ -286,7 +404,11 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
       execution_status: 'finished',
       conversation_status: 'RUNNING',
       sandbox_id: sandboxId,
-      metrics: { accumulated_cost: 0.006, accumulated_cost_known: true, accumulated_token_usage: { prompt_tokens: 100 + 101 + 102 + 103, completion_tokens: 40 } },
+      metrics: {
+        accumulated_cost: 0.006,
+        accumulated_cost_known: true,
+        accumulated_token_usage: { prompt_tokens: 100 + 101 + 102 + 103, completion_tokens: 40 },
+      },
     });
 
     // The stream, opened when the conversation started, delivered exactly what the pages hold.
@@ -304,14 +426,22 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     const restartEnv = env({ DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') });
     const first = await startServer(restartEnv);
     const id = await startConversation(first, 'crash', 'Wait for five minutes.');
-    const action = await waitFor('the sleep action', async () => (await allEvents(first, id)).find((e) => e.kind === 'action'));
-    expect(action).toMatchObject({ tool_name: 'execute_bash', tool_call_id: 'call_sleep_1', arguments: { command: 'sleep 300', timeout: 600 } });
+    const action = await waitFor('the sleep action', async () =>
+      (await allEvents(first, id)).find((e) => e.kind === 'action'),
+    );
+    expect(action).toMatchObject({
+      tool_name: 'execute_bash',
+      tool_call_id: 'call_sleep_1',
+      arguments: { command: 'sleep 300', timeout: 600 },
+    });
     const before = await conversation(first, id);
     const sandboxId = before.sandbox_id;
     if (!sandboxId) throw new Error('the conversation has no sandbox');
     const container = await containerOf(sandboxId);
     // The command really runs in the container when the server dies.
-    await waitFor('sleep 300 to run in the container', async () => ((await execIn(container, ['pgrep', '-f', 'sleep 300'])).exitCode === 0 ? true : undefined));
+    await waitFor('sleep 300 to run in the container', async () =>
+      (await execIn(container, ['pgrep', '-f', 'sleep 300'])).exitCode === 0 ? true : undefined,
+    );
     const startedAt = (await container.inspect()).State.StartedAt;
 
     first.child.kill('SIGKILL');
@@ -336,7 +466,12 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     ]);
     expectIdsFromOne(events);
     const interrupted = events[4];
-    expect(interrupted).toMatchObject({ tool_call_id: 'call_sleep_1', is_error: true, exit_code: null, details: { interrupted: true } });
+    expect(interrupted).toMatchObject({
+      tool_call_id: 'call_sleep_1',
+      is_error: true,
+      exit_code: null,
+      details: { interrupted: true },
+    });
     expect(interrupted?.kind === 'observation' && interrupted.content).toMatch(/restarted/);
     expect(events[5]).toMatchObject({ kind: 'error', code: 'restart_interrupted', fatal: false });
 
@@ -369,7 +504,9 @@ describe('the agent on the example server, in Docker, with a scripted model', ()
     expectIdsFromOne(events);
     expect(events[2]).toMatchObject({ kind: 'error', fatal: true });
     // The provider's words are kept, with the key it echoed cut out.
-    expect(events[2]?.kind === 'error' && events[2].message).toMatch(/HTTP 401.*Incorrect API key provided: \[REDACTED\]\./);
+    expect(events[2]?.kind === 'error' && events[2].message).toMatch(
+      /HTTP 401.*Incorrect API key provided: \[REDACTED\]\./,
+    );
 
     // Sent once (a 401 is not retried), with the key; shown nowhere, though the provider echoed it.
     const requests = llm.requestsFor('unauthorized');

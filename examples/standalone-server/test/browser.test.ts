@@ -55,18 +55,50 @@ beforeAll(async () => {
   llm = await startFakeOpenAi();
   llm.script('page', (turn) =>
     turn === 0
-      ? { status: 200, body: scriptedCompletion(turn, { content: 'Running it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo from-the-sandbox' })] }) }
+      ? {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: 'Running it.',
+            tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo from-the-sandbox' })],
+          }),
+        }
       : { status: 200, body: scriptedCompletion(turn, { content: `reply ${turn}` }) },
   );
   const ui = mkdtempSync(join(tmpdir(), 'acs-test-ui-'));
   writeFileSync(join(ui, 'index.html'), PAGE);
   const require = createRequire(import.meta.url);
-  copyFileSync(join(dirname(require.resolve('socket.io-client/package.json')), 'dist', 'socket.io.min.js'), join(ui, 'socket.io.min.js'));
-  server = await startServer({ SESSION_API_KEY: KEY, ACS_API_KEYS: `mallory:${ATTACKER_KEY}`, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake', ACS_UI_DIR: ui }, { lifetime: 'file' });
-  await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/scripted-model', llm_api_key: 'sk-browser', llm_base_url: llm.baseUrl }));
+  copyFileSync(
+    join(dirname(require.resolve('socket.io-client/package.json')), 'dist', 'socket.io.min.js'),
+    join(ui, 'socket.io.min.js'),
+  );
+  server = await startServer(
+    {
+      SESSION_API_KEY: KEY,
+      ACS_API_KEYS: `mallory:${ATTACKER_KEY}`,
+      ACS_STORAGE: 'memory',
+      ACS_SANDBOXES: 'fake',
+      ACS_UI_DIR: ui,
+    },
+    { lifetime: 'file' },
+  );
+  await body(
+    call(server.url, '/api/settings', KEY, {
+      llm_model: 'openai/scripted-model',
+      llm_api_key: 'sk-browser',
+      llm_base_url: llm.baseUrl,
+    }),
+  );
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 180_000);
 
@@ -79,9 +111,13 @@ const itemsOf = async (page: Page, list: 'v0' | 'v1') => page.locator(`#${list} 
 
 describe('the browser', () => {
   it('signs in with ?key=, keeps the key out of the address and from scripts, and drives both channels with the cookie alone', async () => {
-    const { conversation_id: id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { initial_user_msg: `${marker('page')} run the command` }));
+    const { conversation_id: id } = await body<{ conversation_id: string }>(
+      call(server.url, '/api/conversations', KEY, { initial_user_msg: `${marker('page')} run the command` }),
+    );
     await waitFor('the agent to answer', async () => {
-      const [c] = await body<({ execution_status: string | null } | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+      const [c] = await body<({ execution_status: string | null } | null)[]>(
+        call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY),
+      );
       return c?.execution_status === 'finished' ? true : undefined;
     });
     const context = await browser.newContext();
@@ -93,35 +129,74 @@ describe('the browser', () => {
       expect(page.url()).not.toContain(KEY);
       const [cookie, ...others] = await context.cookies();
       expect(others).toEqual([]);
-      expect(cookie).toMatchObject({ name: 'acs_session', httpOnly: true, sameSite: 'Strict', secure: false, path: '/' });
+      expect(cookie).toMatchObject({
+        name: 'acs_session',
+        httpOnly: true,
+        sameSite: 'Strict',
+        secure: false,
+        path: '/',
+      });
       expect(cookie!.value).not.toContain(KEY);
       expect(await page.locator('#cookie').textContent()).toBe('""');
 
       await waitFor('both replays', async () => {
         const [v0, v1] = [await itemsOf(page, 'v0'), await itemsOf(page, 'v1')];
-        return v0.some((t) => /\d+ run Running command: echo from-the-sandbox/.test(t)) && v1.some((t) => / ActionEvent ExecuteBashAction/.test(t)) ? true : undefined;
+        return v0.some((t) => /\d+ run Running command: echo from-the-sandbox/.test(t)) &&
+          v1.some((t) => / ActionEvent ExecuteBashAction/.test(t))
+          ? true
+          : undefined;
       });
       expect((await itemsOf(page, 'v0')).at(-1)).toMatch(/agent_state_changed/);
-      expect(await itemsOf(page, 'v1')).toContainEqual(expect.stringMatching(/ObservationEvent ExecuteBashObservation/));
+      expect(await itemsOf(page, 'v1')).toContainEqual(
+        expect.stringMatching(/ObservationEvent ExecuteBashObservation/),
+      );
       await page.screenshot({ path: join(SCREENSHOTS, 'channels-replayed.png'), fullPage: true });
 
       await page.click('#send-v0');
       await waitFor('the V0 message and its answer on both channels', async () => {
         const [v0, v1] = [await itemsOf(page, 'v0'), await itemsOf(page, 'v1')];
-        return v0.some((t) => t.includes('sent from the page over V0')) && v0.some((t) => /message reply \d+/.test(t)) && v1.filter((t) => / MessageEvent assistant/.test(t)).length >= 1 ? true : undefined;
+        return v0.some((t) => t.includes('sent from the page over V0')) &&
+          v0.some((t) => /message reply \d+/.test(t)) &&
+          v1.filter((t) => / MessageEvent assistant/.test(t)).length >= 1
+          ? true
+          : undefined;
       });
       await page.click('#send-v1');
       await waitFor('the V1 message and its answer on both channels', async () => {
         const [v0, v1] = [await itemsOf(page, 'v0'), await itemsOf(page, 'v1')];
-        return v0.some((t) => t.includes('sent from the page over V1')) && v0.filter((t) => /message reply \d+/.test(t)).length >= 2 && v1.filter((t) => / MessageEvent user/.test(t)).length >= 3 ? true : undefined;
+        return v0.some((t) => t.includes('sent from the page over V1')) &&
+          v0.filter((t) => /message reply \d+/.test(t)).length >= 2 &&
+          v1.filter((t) => / MessageEvent user/.test(t)).length >= 3
+          ? true
+          : undefined;
       });
       await page.screenshot({ path: join(SCREENSHOTS, 'channels-live.png'), fullPage: true });
       // Both channels saw the same events, each once.
-      const v0Ids = (await page.locator('#v0 li').evaluateAll((items) => items.map((li) => (JSON.parse((li as unknown as { dataset: { event?: string } }).dataset.event ?? '{}') as { id?: number }).id))).filter((x) => typeof x === 'number');
+      const v0Ids = (
+        await page.locator('#v0 li').evaluateAll((items) =>
+          items.map(
+            (li) =>
+              (
+                JSON.parse((li as unknown as { dataset: { event?: string } }).dataset.event ?? '{}') as {
+                  id?: number;
+                }
+              ).id,
+          ),
+        )
+      ).filter((x) => typeof x === 'number');
       expect(new Set(v0Ids.slice(0, -1)).size).toBe(v0Ids.length - 1);
 
       // Signed out, the page's channels are refused on reconnect.
-      const out = await page.evaluate(async () => (await fetch('/api/sign-out', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
+      const out = await page.evaluate(
+        async () =>
+          (
+            await fetch('/api/sign-out', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{}',
+            })
+          ).status,
+      );
       expect(out).toBe(200);
       expect(await context.cookies()).toEqual([]);
       await page.reload();
@@ -140,8 +215,10 @@ describe('the browser', () => {
     // The attacker's site: another origin (another port of this host), a page that sends the victim to the link, and one that frames it.
     const attacker = createServer((req, res) => {
       res.setHeader('Content-Type', 'text/html');
-      if (req.url === '/frame') res.end(`<!doctype html><title>framing</title><iframe id="f" src="${link}" width="600" height="300"></iframe>`);
-      else res.end(`<!doctype html><title>win a prize</title><script>location.href = ${JSON.stringify(link)};</script>`);
+      if (req.url === '/frame')
+        res.end(`<!doctype html><title>framing</title><iframe id="f" src="${link}" width="600" height="300"></iframe>`);
+      else
+        res.end(`<!doctype html><title>win a prize</title><script>location.href = ${JSON.stringify(link)};</script>`);
     });
     attacker.listen(0, '127.0.0.1');
     await once(attacker, 'listening');

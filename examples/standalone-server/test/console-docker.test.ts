@@ -15,8 +15,21 @@ afterAll(() => removeContainersOf(docker, user));
 
 describe('the web console, Docker runtime', () => {
   it('runs the whole console scenario with real containers: the command output is the real one', async () => {
-    const server = await startServer({ ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_STORAGE: 'memory', ACS_SANDBOXES: 'docker', ACS_SANDBOX_NETWORK: 'none' });
-    await driveConsole({ server, browser: browser(), llm: llm(), key: KEY, echoOutput: /hello-from-console/, runtime: 'docker' });
+    const server = await startServer({
+      ACS_API_KEYS: `${user}:${KEY}`,
+      SESSION_API_KEY: 'unused-default-key-0123456789',
+      ACS_STORAGE: 'memory',
+      ACS_SANDBOXES: 'docker',
+      ACS_SANDBOX_NETWORK: 'none',
+    });
+    await driveConsole({
+      server,
+      browser: browser(),
+      llm: llm(),
+      key: KEY,
+      echoOutput: /hello-from-console/,
+      runtime: 'docker',
+    });
     console.info(`console screenshots: ${SCREENSHOTS}`);
   });
 });

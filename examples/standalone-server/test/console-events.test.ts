@@ -40,7 +40,10 @@ beforeAll(async () => {
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('the test server has no port');
   base = `http://127.0.0.1:${address.port}`;
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -59,30 +62,164 @@ async function conversationWithEveryKind(): Promise<string> {
   await service!.idle();
   const id = created.value.conversation_id;
   const drafts: ConversationEventDraft[] = [
-    { kind: 'action', source: 'agent', timestamp: at(1), tool_call_id: 't1', tool_name: 'think', arguments: { thought: 'The split keeps the **spaces**; trimming each field fixes it.' }, raw_arguments: '{}', thought: null, response_id: 'r1' },
-    { kind: 'observation', source: 'environment', timestamp: at(1), tool_call_id: 't1', tool_name: 'think', content: 'Your thought has been logged.', is_error: false, exit_code: null, details: {} },
-    { kind: 'llm_call', source: 'environment', timestamp: at(2), response_id: 'r1', model: 'scripted', prompt_tokens: 1_234, completion_tokens: 56, cached_prompt_tokens: 0, cost_usd: 0.0123, latency_ms: 800, attempts: 1 },
-    { kind: 'action', source: 'agent', timestamp: at(3), tool_call_id: 'e1', tool_name: 'str_replace_editor', arguments: { command: 'create', path: 'src/trim.ts', file_text: 'export const trim = (s: string) => s.trim();\n' }, raw_arguments: '{}', thought: 'A helper first.', response_id: 'r2' },
-    { kind: 'observation', source: 'environment', timestamp: at(3), tool_call_id: 'e1', tool_name: 'str_replace_editor', content: 'File created.', is_error: false, exit_code: null, details: {} },
+    {
+      kind: 'action',
+      source: 'agent',
+      timestamp: at(1),
+      tool_call_id: 't1',
+      tool_name: 'think',
+      arguments: { thought: 'The split keeps the **spaces**; trimming each field fixes it.' },
+      raw_arguments: '{}',
+      thought: null,
+      response_id: 'r1',
+    },
+    {
+      kind: 'observation',
+      source: 'environment',
+      timestamp: at(1),
+      tool_call_id: 't1',
+      tool_name: 'think',
+      content: 'Your thought has been logged.',
+      is_error: false,
+      exit_code: null,
+      details: {},
+    },
+    {
+      kind: 'llm_call',
+      source: 'environment',
+      timestamp: at(2),
+      response_id: 'r1',
+      model: 'scripted',
+      prompt_tokens: 1_234,
+      completion_tokens: 56,
+      cached_prompt_tokens: 0,
+      cost_usd: 0.0123,
+      latency_ms: 800,
+      attempts: 1,
+    },
+    {
+      kind: 'action',
+      source: 'agent',
+      timestamp: at(3),
+      tool_call_id: 'e1',
+      tool_name: 'str_replace_editor',
+      arguments: {
+        command: 'create',
+        path: 'src/trim.ts',
+        file_text: 'export const trim = (s: string) => s.trim();\n',
+      },
+      raw_arguments: '{}',
+      thought: 'A helper first.',
+      response_id: 'r2',
+    },
+    {
+      kind: 'observation',
+      source: 'environment',
+      timestamp: at(3),
+      tool_call_id: 'e1',
+      tool_name: 'str_replace_editor',
+      content: 'File created.',
+      is_error: false,
+      exit_code: null,
+      details: {},
+    },
     {
       kind: 'action',
       source: 'agent',
       timestamp: at(4),
       tool_call_id: 'e2',
       tool_name: 'str_replace_editor',
-      arguments: { command: 'str_replace', path: 'src/parser.ts', old_str: "return input.split(',');", new_str: "return input.split(',').map(trim);" },
+      arguments: {
+        command: 'str_replace',
+        path: 'src/parser.ts',
+        old_str: "return input.split(',');",
+        new_str: "return input.split(',').map(trim);",
+      },
       raw_arguments: '{}',
       thought: null,
       response_id: 'r3',
     },
-    { kind: 'observation', source: 'environment', timestamp: at(4), tool_call_id: 'e2', tool_name: 'str_replace_editor', content: 'The file was edited.', is_error: false, exit_code: null, details: {} },
-    { kind: 'action', source: 'agent', timestamp: at(5), tool_call_id: 'c1', tool_name: 'execute_bash', arguments: { command: 'npm test' }, raw_arguments: '{}', thought: null, response_id: 'r4' },
-    { kind: 'observation', source: 'environment', timestamp: at(7), tool_call_id: 'c1', tool_name: 'execute_bash', content: 'FAIL parser.test.ts\n  expected "a" got " a"', is_error: false, exit_code: 1, details: {} },
-    { kind: 'action', source: 'agent', timestamp: at(8), tool_call_id: 'e3', tool_name: 'str_replace_editor', arguments: { command: 'str_replace', path: 'src/missing.ts', old_str: 'x', new_str: 'y' }, raw_arguments: '{}', thought: null, response_id: 'r5' },
-    { kind: 'observation', source: 'environment', timestamp: at(8), tool_call_id: 'e3', tool_name: 'str_replace_editor', content: 'ERROR: src/missing.ts does not exist', is_error: true, exit_code: null, details: {} },
-    { kind: 'condensation', source: 'environment', timestamp: at(9), summary: 'The user wants **trimmed** fields; a helper exists.', kept_head_through: 1, forgotten_through: 8, forgotten_events: 7, reason: 'too many events' },
-    { kind: 'error', source: 'environment', timestamp: at(10), code: 'llm_rate_limited', message: 'The model asked us to slow down; retrying.', fatal: false },
-    { kind: 'error', source: 'environment', timestamp: at(11), code: 'llm_auth_failed', message: 'The model refused the API key.', fatal: true },
+    {
+      kind: 'observation',
+      source: 'environment',
+      timestamp: at(4),
+      tool_call_id: 'e2',
+      tool_name: 'str_replace_editor',
+      content: 'The file was edited.',
+      is_error: false,
+      exit_code: null,
+      details: {},
+    },
+    {
+      kind: 'action',
+      source: 'agent',
+      timestamp: at(5),
+      tool_call_id: 'c1',
+      tool_name: 'execute_bash',
+      arguments: { command: 'npm test' },
+      raw_arguments: '{}',
+      thought: null,
+      response_id: 'r4',
+    },
+    {
+      kind: 'observation',
+      source: 'environment',
+      timestamp: at(7),
+      tool_call_id: 'c1',
+      tool_name: 'execute_bash',
+      content: 'FAIL parser.test.ts\n  expected "a" got " a"',
+      is_error: false,
+      exit_code: 1,
+      details: {},
+    },
+    {
+      kind: 'action',
+      source: 'agent',
+      timestamp: at(8),
+      tool_call_id: 'e3',
+      tool_name: 'str_replace_editor',
+      arguments: { command: 'str_replace', path: 'src/missing.ts', old_str: 'x', new_str: 'y' },
+      raw_arguments: '{}',
+      thought: null,
+      response_id: 'r5',
+    },
+    {
+      kind: 'observation',
+      source: 'environment',
+      timestamp: at(8),
+      tool_call_id: 'e3',
+      tool_name: 'str_replace_editor',
+      content: 'ERROR: src/missing.ts does not exist',
+      is_error: true,
+      exit_code: null,
+      details: {},
+    },
+    {
+      kind: 'condensation',
+      source: 'environment',
+      timestamp: at(9),
+      summary: 'The user wants **trimmed** fields; a helper exists.',
+      kept_head_through: 1,
+      forgotten_through: 8,
+      forgotten_events: 7,
+      reason: 'too many events',
+    },
+    {
+      kind: 'error',
+      source: 'environment',
+      timestamp: at(10),
+      code: 'llm_rate_limited',
+      message: 'The model asked us to slow down; retrying.',
+      fatal: false,
+    },
+    {
+      kind: 'error',
+      source: 'environment',
+      timestamp: at(11),
+      code: 'llm_auth_failed',
+      message: 'The model refused the API key.',
+      fatal: true,
+    },
   ];
   const stored = await ports.events.append(USER, id, drafts.map(toNewEvent));
   if (stored.isErr()) throw new Error(`could not write the log: ${stored.error.type}`);
@@ -138,10 +275,17 @@ describe('the web console draws every kind of event', () => {
       expect(await fatal.innerText()).toContain('The model refused the API key.');
       // Tokens so far, summed over the model calls in the log (the start's own calls included);
       // the cost is unknown ("—") because the scripted model of the start reported none.
-      const calls = (await service!.conversations.searchEvents(USER, id, { after: 0, kinds: null, limit: 1000 }))._unsafeUnwrap().items.filter((e) => e.kind === 'llm_call');
-      const sum = (field: 'prompt_tokens' | 'completion_tokens') => calls.reduce((total, e) => total + (e.kind === 'llm_call' ? e[field] : 0), 0);
+      const calls = (await service!.conversations.searchEvents(USER, id, { after: 0, kinds: null, limit: 1000 }))
+        ._unsafeUnwrap()
+        .items.filter((e) => e.kind === 'llm_call');
+      const sum = (field: 'prompt_tokens' | 'completion_tokens') =>
+        calls.reduce((total, e) => total + (e.kind === 'llm_call' ? e[field] : 0), 0);
       expect(sum('prompt_tokens')).toBeGreaterThan(1_234);
-      await expect.poll(() => page.getByTestId('usage').innerText()).toBe(`— · ${sum('prompt_tokens').toLocaleString('en-US')} in / ${sum('completion_tokens').toLocaleString('en-US')} out tokens`);
+      await expect
+        .poll(() => page.getByTestId('usage').innerText())
+        .toBe(
+          `— · ${sum('prompt_tokens').toLocaleString('en-US')} in / ${sum('completion_tokens').toLocaleString('en-US')} out tokens`,
+        );
       await expect.poll(() => page.locator('.meta').innerText()).toContain('live');
       await shoot(page, 'events-every-kind');
       expect(errors).toEqual([]);

@@ -30,9 +30,11 @@ interface Codes {
 /** What the CLI does: codes with `{}`, polls with a form; both without a key. */
 const authorize = (server: Running) => body<Codes>(call(server.url, '/oauth/device/authorize', null, {}));
 const poll = (server: Running, deviceCode: string) =>
-  fetch(`${server.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${deviceCode}` }).then(
-    async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }),
-  );
+  fetch(`${server.url}/oauth/device/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: `device_code=${deviceCode}`,
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
 
 /** Waits for a locator; on timeout, fails with what the page showed and what the server said. */
 async function see(locator: Locator, what: string, server: Running): Promise<Locator> {
@@ -40,8 +42,15 @@ async function see(locator: Locator, what: string, server: Running): Promise<Loc
     await locator.first().waitFor({ state: 'visible', timeout: UI_DEADLINE_MS });
     return locator;
   } catch (error) {
-    const text = await locator.page().locator('body').innerText().catch(() => '(no page text)');
-    throw new Error(`the console did not show ${what} within ${UI_DEADLINE_MS / 1000} s.\n--- page (${locator.page().url()}) ---\n${text.slice(-3000)}\n--- server stderr ---\n${server.stderr().slice(-3000)}`, { cause: error });
+    const text = await locator
+      .page()
+      .locator('body')
+      .innerText()
+      .catch(() => '(no page text)');
+    throw new Error(
+      `the console did not show ${what} within ${UI_DEADLINE_MS / 1000} s.\n--- page (${locator.page().url()}) ---\n${text.slice(-3000)}\n--- server stderr ---\n${server.stderr().slice(-3000)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -118,8 +127,13 @@ describe('the console answers device sign-ins and manages API keys', () => {
       await page.getByRole('button', { name: 'Done' }).click();
       expect(await page.getByText(secret).count()).toBe(0);
 
-      await page.getByRole('row', { name: /OpenHands CLI/ }).getByRole('button', { name: 'Revoke' }).click();
-      await page.getByRole('cell', { name: /^OpenHands CLI \(/ }).waitFor({ state: 'detached', timeout: UI_DEADLINE_MS });
+      await page
+        .getByRole('row', { name: /OpenHands CLI/ })
+        .getByRole('button', { name: 'Revoke' })
+        .click();
+      await page
+        .getByRole('cell', { name: /^OpenHands CLI \(/ })
+        .waitFor({ state: 'detached', timeout: UI_DEADLINE_MS });
       expect((await call(server.url, '/api/v1/users/me', cliKey)).status).toBe(401);
       expect((await call(server.url, '/api/v1/users/me', secret)).status).toBe(200);
       await see(page.getByRole('cell', { name: 'laptop' }), 'the remaining key', server);

@@ -10,7 +10,14 @@ describe('the web console, fake runtime', () => {
   it('signs in, stores settings, runs a conversation with a confirmation, survives a network drop, stops and resumes, deletes the sandbox', async () => {
     const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' });
     // The fake runtime runs nothing: the command "fails" with the fake's own message.
-    await driveConsole({ server, browser: browser(), llm: llm(), key: KEY, echoOutput: /fake runtime: no handler/, runtime: 'fake' });
+    await driveConsole({
+      server,
+      browser: browser(),
+      llm: llm(),
+      key: KEY,
+      echoOutput: /fake runtime: no handler/,
+      runtime: 'fake',
+    });
     console.info(`console screenshots: ${SCREENSHOTS}`);
   });
 });

@@ -31,7 +31,15 @@ async function holdWithAnotherProcess(dataDir: string): Promise<Holder> {
   holder.pid = child.pid!;
   const stat = readFileSync(`/proc/${holder.pid}/stat`, 'utf8');
   const processStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  writeFileSync(join(dataDir, 'server.lock'), JSON.stringify({ pid: holder.pid, host: hostname(), process_start: processStart, started_at: '2026-01-01T00:00:00.000Z' }));
+  writeFileSync(
+    join(dataDir, 'server.lock'),
+    JSON.stringify({
+      pid: holder.pid,
+      host: hostname(),
+      process_start: processStart,
+      started_at: '2026-01-01T00:00:00.000Z',
+    }),
+  );
   return holder;
 }
 
@@ -40,7 +48,9 @@ describe('the data directory lock', () => {
     const dataDir = freshDataDir();
     const holder = await holdWithAnotherProcess(dataDir);
     const started = Date.now();
-    await expect(lockDataDir(dataDir, { exitWaitMs: 5_000 })).rejects.toThrow(`The data directory ${dataDir} is in use by process ${holder.pid} (started 2026-01-01T00:00:00.000Z). One server`);
+    await expect(lockDataDir(dataDir, { exitWaitMs: 5_000 })).rejects.toThrow(
+      `The data directory ${dataDir} is in use by process ${holder.pid} (started 2026-01-01T00:00:00.000Z). One server`,
+    );
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -54,7 +64,9 @@ describe('the data directory lock', () => {
         holder.child.kill('SIGKILL');
         const waited: number[] = [];
         const started = Date.now();
-        await expect(lockDataDir(dataDir, { exitWaitMs: 1_000, onWaitingForExit: (pid) => waited.push(pid) })).rejects.toThrow(
+        await expect(
+          lockDataDir(dataDir, { exitWaitMs: 1_000, onWaitingForExit: (pid) => waited.push(pid) }),
+        ).rejects.toThrow(
           `is in use by process ${holder.pid} (started 2026-01-01T00:00:00.000Z), which was killed or has ended but has not finished exiting after 1 s`,
         );
         expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);

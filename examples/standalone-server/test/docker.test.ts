@@ -7,7 +7,12 @@ import { removeContainersOf } from './containers.js';
 const docker = new Docker();
 const user = `docker-test-${randomBytes(4).toString('hex')}`;
 const KEY = `${user}-key-0123456789`;
-const env = (extra: Record<string, string> = {}) => ({ ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_SANDBOXES: 'docker', ...extra });
+const env = (extra: Record<string, string> = {}) => ({
+  ACS_API_KEYS: `${user}:${KEY}`,
+  SESSION_API_KEY: 'unused-default-key-0123456789',
+  ACS_SANDBOXES: 'docker',
+  ...extra,
+});
 
 afterAll(async () => {
   await removeContainersOf(docker, user);
@@ -28,7 +33,9 @@ async function until(server: Running, id: string, wanted: string): Promise<strin
 
 describe('the example server on Docker', () => {
   it('starts without an engine, says why, and answers sandbox routes with 503 and that reason', async () => {
-    const server = await startServer(env({ DOCKER_HOST: 'unix:///tmp/acs-no-engine-here.sock', ACS_STORAGE: 'memory' }));
+    const server = await startServer(
+      env({ DOCKER_HOST: 'unix:///tmp/acs-no-engine-here.sock', ACS_STORAGE: 'memory' }),
+    );
     expect(server.stdout()).toContain('sandboxes are unavailable');
     expect(server.stdout()).toContain('"sandboxes":"unavailable"');
     const refused = await body<{ code: string; message: string }>(call(server.url, '/api/v1/sandboxes', KEY, {}), 503);
@@ -43,8 +50,12 @@ describe('the example server on Docker', () => {
     const dataDir = freshDataDir();
     const first = await startServer(env({ DATA_DIR: dataDir }));
     expect(first.stdout()).toMatch(/"sandboxes":"docker \(engine [^)]+, API 1\.\d+\)"/);
-    const running = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))).id;
-    const paused = (await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))).id;
+    const running = (
+      await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))
+    ).id;
+    const paused = (
+      await body<{ id: string }>(call(first.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'bookworm' }))
+    ).id;
     expect(await until(first, running, 'RUNNING')).toBe('RUNNING');
     expect(await until(first, paused, 'RUNNING')).toBe('RUNNING');
     await body(call(first.url, `/api/v1/sandboxes/${paused}/pause`, KEY, {}));

@@ -12,7 +12,13 @@ const TOKEN = 'ghp_example_server_0123456789';
 let github: FakeGitHub;
 
 beforeAll(async () => {
-  github = await startFakeGitHub([{ token: TOKEN, user: { id: 3, login: 'octo', email: 'octo@example.com' }, repositories: [{ id: 1, full_name: 'octo/app' }] }]);
+  github = await startFakeGitHub([
+    {
+      token: TOKEN,
+      user: { id: 3, login: 'octo', email: 'octo@example.com' },
+      repositories: [{ id: 1, full_name: 'octo/app' }],
+    },
+  ]);
 });
 afterAll(() => github.close());
 
@@ -22,14 +28,20 @@ const storeToken = async (url: string, host: string | null) => {
 };
 
 describe('git providers of the example server', () => {
-  it('serves the user\'s git account and repositories from ACS_GITHUB_API_URL; refuses an http:// host unless allowed', async () => {
-    const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_GITHUB_API_URL: github.apiUrl });
+  it("serves the user's git account and repositories from ACS_GITHUB_API_URL; refuses an http:// host unless allowed", async () => {
+    const server = await startServer({
+      SESSION_API_KEY: KEY,
+      ACS_STORAGE: 'memory',
+      ACS_GITHUB_API_URL: github.apiUrl,
+    });
     await storeToken(server.url, null);
     const info = await call(server.url, '/api/v1/users/git-info', KEY);
     expect(info.status).toBe(200);
     expect(await info.json()).toMatchObject({ id: '3', login: 'octo', email: 'octo@example.com' });
     const repos = await call(server.url, '/api/v1/git/repositories/search?provider=github', KEY);
-    expect(((await repos.json()) as { items: { full_name: string }[] }).items.map((r) => r.full_name)).toEqual(['octo/app']);
+    expect(((await repos.json()) as { items: { full_name: string }[] }).items.map((r) => r.full_name)).toEqual([
+      'octo/app',
+    ]);
 
     await storeToken(server.url, `http://${github.host}`);
     const refused = await call(server.url, '/api/v1/users/git-info', KEY);
@@ -39,7 +51,12 @@ describe('git providers of the example server', () => {
   });
 
   it('calls an enterprise host at /api/v3 when ACS_GIT_ALLOW_HTTP and ACS_GIT_ALLOWED_HOSTS let it', async () => {
-    const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_GIT_ALLOW_HTTP: 'true', ACS_GIT_ALLOWED_HOSTS: github.host });
+    const server = await startServer({
+      SESSION_API_KEY: KEY,
+      ACS_STORAGE: 'memory',
+      ACS_GIT_ALLOW_HTTP: 'true',
+      ACS_GIT_ALLOWED_HOSTS: github.host,
+    });
     await storeToken(server.url, `http://${github.host}`);
     github.reset();
     const info = await call(server.url, '/api/v1/users/git-info', KEY);

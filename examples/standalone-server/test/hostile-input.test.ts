@@ -17,11 +17,22 @@ let port: number;
 let conversationId: string;
 
 beforeAll(async () => {
-  server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' }, { lifetime: 'file' });
+  server = await startServer(
+    { SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' },
+    { lifetime: 'file' },
+  );
   port = Number(new URL(server.url).port);
   // A model on a closed loopback port: nothing here runs the agent, and nothing may leave the machine.
-  await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/none', llm_api_key: 'sk-none', llm_base_url: `http://127.0.0.1:${await closedPort()}/v1` }));
-  ({ conversation_id: conversationId } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, {})));
+  await body(
+    call(server.url, '/api/settings', KEY, {
+      llm_model: 'openai/none',
+      llm_api_key: 'sk-none',
+      llm_base_url: `http://127.0.0.1:${await closedPort()}/v1`,
+    }),
+  );
+  ({ conversation_id: conversationId } = await body<{ conversation_id: string }>(
+    call(server.url, '/api/conversations', KEY, {}),
+  ));
 });
 
 /** Fails with the server's output unless it is still running and answers /alive. */
@@ -95,7 +106,10 @@ describe('malformed upgrades', () => {
     ['an Upgrade that is not websocket', upgrade('/sockets/events/x').replace('Upgrade: websocket', 'Upgrade: h2c')],
     ['an Upgrade with no key', upgrade('/sockets/events/x').replace(/Sec-WebSocket-Key: .*\r\n/, '')],
     ['an upgrade to a path nobody serves', upgrade('/api/settings')],
-    ['an upgrade to socket.io with a malformed query', upgrade('/socket.io/?EIO=4&transport=websocket&conversation_id=%E0%A4%A')],
+    [
+      'an upgrade to socket.io with a malformed query',
+      upgrade('/socket.io/?EIO=4&transport=websocket&conversation_id=%E0%A4%A'),
+    ],
   ])('%s is answered or closed, and the server lives', async (what, request) => {
     const answer = await raw(request, { waitMs: 10_000 });
     // Not left hanging: an HTTP answer (or a plain close) came well before the deadline.
@@ -153,45 +167,62 @@ describe('live channels hold bounded memory', () => {
 
   /** How each channel is opened on a raw socket whose reading then stops: the request, and what to send after the handshake. */
   const channels = {
-    'agent-server WebSocket': (id: string) => ({ request: upgrade(`/sockets/events/${id}?resend_all=true`, `X-Session-API-Key: ${KEY}\r\n`) }),
+    'agent-server WebSocket': (id: string) => ({
+      request: upgrade(`/sockets/events/${id}?resend_all=true`, `X-Session-API-Key: ${KEY}\r\n`),
+    }),
     'socket.io': (id: string) => ({
       request: upgrade(`/socket.io/?EIO=4&transport=websocket&conversation_id=${id}`, `X-Session-API-Key: ${KEY}\r\n`),
       // socket.io's CONNECT to the default namespace, once engine.io has said it is open.
       then: frame(0x1, Buffer.from('40')),
     }),
-    'SSE event stream': (id: string) => ({ request: `GET /api/v1/app-conversations/${id}/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Session-API-Key: ${KEY}\r\n\r\n` }),
+    'SSE event stream': (id: string) => ({
+      request: `GET /api/v1/app-conversations/${id}/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Session-API-Key: ${KEY}\r\n\r\n`,
+    }),
   };
 
-  it.each(Object.keys(channels))('30 %s connections that replay 20 MiB of history and never read hold little of it', async (channel) => {
-    const pid = server.child.pid!;
-    const { conversation_id: id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, {}));
-    // 20 messages of nearly 1 MiB (the body limit), recorded without running the agent.
-    const text = 'z'.repeat(1000 * 1000);
-    for (let i = 0; i < 20; i++) {
-      await body(call(server.url, `/api/v1/app-conversations/${id}/send-message`, KEY, { role: 'user', content: [{ type: 'text', text }], run: false }));
-    }
-    resetPeak(pid);
-    const before = memoryOf(pid);
-    const open: { request: string; then?: Buffer } = channels[channel as keyof typeof channels](id);
-    for (let i = 0; i < 30; i++) {
-      const socket = connect(port, '127.0.0.1');
-      sockets.push(socket);
-      socket.on('error', () => {});
-      socket.write(open.request);
-      // Reads the first answer (and sends what follows it), then nothing more.
-      socket.once('data', () => {
-        if (open.then) socket.write(open.then);
-        socket.pause();
-      });
-    }
-    // Long enough for every replay to fill what its client does not read, far shorter than the stall deadline.
-    await new Promise((r) => setTimeout(r, 5_000));
-    const after = memoryOf(pid);
-    console.log(`${channel}: server RSS before ${before.rss.toFixed(0)} MiB, after 30 stalled replays ${after.rss.toFixed(0)} MiB (peak ${after.peak.toFixed(0)})`);
-    // Each connection holds about one event in flight (here 1 MB, 2 MB as a V0 event) and what its
-    // socket buffers; before the replay was paced, 30 such connections held the whole history each (+788 MiB on the WebSocket).
-    expect(after.peak - before.rss, 'peak RSS growth in MiB').toBeLessThan(160);
-    for (const socket of sockets.splice(0)) socket.destroy();
-    await expectAlive(`30 stalled ${channel} replays`);
-  });
+  it.each(Object.keys(channels))(
+    '30 %s connections that replay 20 MiB of history and never read hold little of it',
+    async (channel) => {
+      const pid = server.child.pid!;
+      const { conversation_id: id } = await body<{ conversation_id: string }>(
+        call(server.url, '/api/conversations', KEY, {}),
+      );
+      // 20 messages of nearly 1 MiB (the body limit), recorded without running the agent.
+      const text = 'z'.repeat(1000 * 1000);
+      for (let i = 0; i < 20; i++) {
+        await body(
+          call(server.url, `/api/v1/app-conversations/${id}/send-message`, KEY, {
+            role: 'user',
+            content: [{ type: 'text', text }],
+            run: false,
+          }),
+        );
+      }
+      resetPeak(pid);
+      const before = memoryOf(pid);
+      const open: { request: string; then?: Buffer } = channels[channel as keyof typeof channels](id);
+      for (let i = 0; i < 30; i++) {
+        const socket = connect(port, '127.0.0.1');
+        sockets.push(socket);
+        socket.on('error', () => {});
+        socket.write(open.request);
+        // Reads the first answer (and sends what follows it), then nothing more.
+        socket.once('data', () => {
+          if (open.then) socket.write(open.then);
+          socket.pause();
+        });
+      }
+      // Long enough for every replay to fill what its client does not read, far shorter than the stall deadline.
+      await new Promise((r) => setTimeout(r, 5_000));
+      const after = memoryOf(pid);
+      console.log(
+        `${channel}: server RSS before ${before.rss.toFixed(0)} MiB, after 30 stalled replays ${after.rss.toFixed(0)} MiB (peak ${after.peak.toFixed(0)})`,
+      );
+      // Each connection holds about one event in flight (here 1 MB, 2 MB as a V0 event) and what its
+      // socket buffers; before the replay was paced, 30 such connections held the whole history each (+788 MiB on the WebSocket).
+      expect(after.peak - before.rss, 'peak RSS growth in MiB').toBeLessThan(160);
+      for (const socket of sockets.splice(0)) socket.destroy();
+      await expectAlive(`30 stalled ${channel} replays`);
+    },
+  );
 });

@@ -21,13 +21,28 @@ const env = (dataDir: string) => ({
   ACS_MAX_RUNNING_SANDBOXES: '2',
 });
 const installationOf = (server: Running) =>
-  (JSON.parse(server.stdout().split('\n').find((l) => l.includes('"agent conversation service listening"'))!) as { installation: string }).installation;
+  (
+    JSON.parse(
+      server
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('"agent conversation service listening"'))!,
+    ) as { installation: string }
+  ).installation;
 
 const ids: string[] = [];
 afterAll(async () => {
   // Whatever a failed run left: only the containers this test made.
-  for (const id of ids) await docker.getContainer(`acs-sandbox-${id}`).remove({ force: true, v: true }).catch(() => {});
-  for (const id of ids) await docker.getVolume(`acs-sandbox-${id}-workspace`).remove().catch(() => {});
+  for (const id of ids)
+    await docker
+      .getContainer(`acs-sandbox-${id}`)
+      .remove({ force: true, v: true })
+      .catch(() => {});
+  for (const id of ids)
+    await docker
+      .getVolume(`acs-sandbox-${id}-workspace`)
+      .remove()
+      .catch(() => {});
 });
 
 async function startTwo(server: Running): Promise<string[]> {
@@ -37,20 +52,32 @@ async function startTwo(server: Running): Promise<string[]> {
     made.push(box.id);
     ids.push(box.id);
   }
-  for (const id of made) await waitFor(`sandbox ${id} to run`, async () => ((await body<SandboxInfo>(call(server.url, `/api/v1/sandboxes/${id}`, KEY))).status === 'RUNNING' ? true : undefined));
+  for (const id of made)
+    await waitFor(`sandbox ${id} to run`, async () =>
+      (await body<SandboxInfo>(call(server.url, `/api/v1/sandboxes/${id}`, KEY))).status === 'RUNNING'
+        ? true
+        : undefined,
+    );
   return made;
 }
 
-const listed = async (server: Running) => (await body<{ items: SandboxInfo[] }>(call(server.url, '/api/v1/sandboxes/search', KEY))).items.map((s) => s.id).sort();
+const listed = async (server: Running) =>
+  (await body<{ items: SandboxInfo[] }>(call(server.url, '/api/v1/sandboxes/search', KEY))).items
+    .map((s) => s.id)
+    .sort();
 
 async function sandboxesCommand(dataDir: string, ...args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/sandboxes-cli.ts', ...args], {
-    cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env(dataDir) },
-    // Ended even if it never exits by itself, so a failing test leaves no process behind.
-    timeout: 180_000,
-    killSignal: 'SIGKILL',
-  });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@acs/source', '--import', 'tsx', 'src/sandboxes-cli.ts', ...args],
+    {
+      cwd: exampleDir,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env(dataDir) },
+      // Ended even if it never exits by itself, so a failing test leaves no process behind.
+      timeout: 180_000,
+      killSignal: 'SIGKILL',
+    },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -63,7 +90,10 @@ describe('two installations on one Docker engine', () => {
     let a = await startServer(env(dirs.a));
     const aBoxes = await startTwo(a);
     const containerOf = async (id: string) => (await docker.getContainer(`acs-sandbox-${id}`).inspect()).Config.Labels;
-    expect(await containerOf(aBoxes[0]!)).toMatchObject({ 'io.acs.installation-id': installationOf(a), 'io.acs.user-id': 'default' });
+    expect(await containerOf(aBoxes[0]!)).toMatchObject({
+      'io.acs.installation-id': installationOf(a),
+      'io.acs.user-id': 'default',
+    });
 
     // B starts on the same engine: it adopts nothing, and A's two do not count against its limit of two.
     let b = await startServer(env(dirs.b));
@@ -102,7 +132,8 @@ describe('two installations on one Docker engine', () => {
     const pruned = await sandboxesCommand(dirs.a, 'prune');
     expect(pruned.code, pruned.out).toBe(0);
     expect(pruned.out).toContain(`Removed 2 of 2 sandboxes of installation ${installationOf(a)}`);
-    for (const id of aBoxes) await expect(docker.getContainer(`acs-sandbox-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    for (const id of aBoxes)
+      await expect(docker.getContainer(`acs-sandbox-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect((await docker.getContainer(`acs-sandbox-${bBoxes[0]}`).inspect()).State.Running).toBe(true);
     expect(await listed(b)).toEqual([...bBoxes].sort());
 

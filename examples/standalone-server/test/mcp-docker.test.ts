@@ -67,7 +67,15 @@ beforeAll(async () => {
       toolCall('call_whoami_again', 'sandbox__whoami', {}),
     ];
     const next = calls[turn];
-    return { status: 200, body: scriptedCompletion(turn, next ? { tool_calls: [next] } : { tool_calls: [toolCall('call_finish', 'finish', { message: 'Used the MCP tools.' })] }) };
+    return {
+      status: 200,
+      body: scriptedCompletion(
+        turn,
+        next
+          ? { tool_calls: [next] }
+          : { tool_calls: [toolCall('call_finish', 'finish', { message: 'Used the MCP tools.' })] },
+      ),
+    };
   });
 });
 
@@ -80,7 +88,12 @@ afterAll(async () => {
 
 describe('MCP servers on the example server, with a Docker sandbox', () => {
   it('calls tools of an HTTP, an SSE and an in-sandbox stdio server; a dead server and a crash degrade only their own tools', async () => {
-    const server = await startServer({ ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_SANDBOXES: 'docker', ACS_SANDBOX_NETWORK: 'none' });
+    const server = await startServer({
+      ACS_API_KEYS: `${user}:${KEY}`,
+      SESSION_API_KEY: 'unused-default-key-0123456789',
+      ACS_SANDBOXES: 'docker',
+      ACS_SANDBOX_NETWORK: 'none',
+    });
     await body(
       call(server.url, '/api/settings', KEY, {
         llm_model: 'openai/scripted-model',
@@ -88,7 +101,14 @@ describe('MCP servers on the example server, with a Docker sandbox', () => {
         llm_base_url: llm.baseUrl,
         mcp_config: {
           shttp_servers: [{ url: shttp.url, api_key: SHTTP_TOKEN }],
-          stdio_servers: [{ name: 'sandbox', command: 'python3', args: ['-c', STDIO_SERVER], env: { MCP_GREETING: 'hello from the settings' } }],
+          stdio_servers: [
+            {
+              name: 'sandbox',
+              command: 'python3',
+              args: ['-c', STDIO_SERVER],
+              env: { MCP_GREETING: 'hello from the settings' },
+            },
+          ],
         },
       }),
     );
@@ -102,17 +122,25 @@ describe('MCP servers on the example server, with a Docker sandbox', () => {
     await waitFor(
       'the agent to finish',
       async () => {
-        const [c] = await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+        const [c] = await body<(AppConversation | null)[]>(
+          call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY),
+        );
         return c?.execution_status === 'finished' || c?.execution_status === 'error' ? c : undefined;
       },
       120_000,
     );
-    const events = (await body<EventPage>(call(server.url, `/api/v1/app-conversations/${id}/events?limit=100`, KEY))).items;
-    const observations = events.filter((e): e is Extract<ConversationEvent, { kind: 'observation' }> => e.kind === 'observation');
+    const events = (await body<EventPage>(call(server.url, `/api/v1/app-conversations/${id}/events?limit=100`, KEY)))
+      .items;
+    const observations = events.filter(
+      (e): e is Extract<ConversationEvent, { kind: 'observation' }> => e.kind === 'observation',
+    );
     const byCall = Object.fromEntries(observations.map((o) => [o.tool_call_id, o]));
 
     // The stdio server ran inside the sandbox, with its env, in the working directory.
-    expect(byCall.call_whoami).toMatchObject({ is_error: false, content: 'greeting=hello from the settings cwd=/workspace' });
+    expect(byCall.call_whoami).toMatchObject({
+      is_error: false,
+      content: 'greeting=hello from the settings cwd=/workspace',
+    });
     expect(byCall.call_add).toMatchObject({ is_error: false, content: '5' });
     expect(byCall.call_echo).toMatchObject({ is_error: false, content: 'over SSE' });
     // The crash fails that call; the server's tools are withdrawn, so calling one again is an unknown tool.
@@ -130,15 +158,25 @@ describe('MCP servers on the example server, with a Docker sandbox', () => {
     // What the model was offered: every live server's tools, none of the dead one's; after the crash, none of the sandbox's.
     const requests = llm.requestsFor('mcp');
     const offered = (n: number) => (requests[n]!.body.tools ?? []).map((t) => t.function.name);
-    expect(offered(0)).toEqual(expect.arrayContaining(['sandbox__whoami', `127_0_0_1_${shttp.port}__add`, `127_0_0_1_${sse.port}__echo`]));
-    expect(offered(0).filter((name) => name.startsWith('127_0_0_1_') && !name.includes(`_${shttp.port}__`) && !name.includes(`_${sse.port}__`))).toEqual([]);
+    expect(offered(0)).toEqual(
+      expect.arrayContaining(['sandbox__whoami', `127_0_0_1_${shttp.port}__add`, `127_0_0_1_${sse.port}__echo`]),
+    );
+    expect(
+      offered(0).filter(
+        (name) =>
+          name.startsWith('127_0_0_1_') && !name.includes(`_${shttp.port}__`) && !name.includes(`_${sse.port}__`),
+      ),
+    ).toEqual([]);
     expect(offered(requests.length - 1).some((name) => name.startsWith('sandbox__'))).toBe(false);
 
     // The api keys went to their servers as bearer tokens, and nowhere else.
     expect(shttp.requests.every((r) => r.authorization === `Bearer ${SHTTP_TOKEN}`)).toBe(true);
     expect(sse.requests.length).toBeGreaterThan(0);
     expect(sse.requests.every((r) => r.authorization === `Bearer ${SSE_TOKEN}`)).toBe(true);
-    const everything = JSON.stringify(events) + JSON.stringify(llm.requests) + (await call(server.url, '/api/settings', KEY).then((r) => r.text()));
+    const everything =
+      JSON.stringify(events) +
+      JSON.stringify(llm.requests) +
+      (await call(server.url, '/api/settings', KEY).then((r) => r.text()));
     expect(everything).not.toContain(SHTTP_TOKEN);
     expect(everything).not.toContain(SSE_TOKEN);
   });

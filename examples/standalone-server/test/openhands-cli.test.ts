@@ -18,7 +18,9 @@ import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 import { launchBrowser } from './console-scenario.js';
 import { allEvents, body, call, startServer, waitFor } from './process.js';
 
-const CLI = process.env.ACS_OPENHANDS_CLI ?? join(dirname(process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python'), 'openhands');
+const CLI =
+  process.env.ACS_OPENHANDS_CLI ??
+  join(dirname(process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python'), 'openhands');
 const KEY = 'openhands-cli-test-key-0123456789ab';
 const CLI_DEADLINE_MS = 120_000;
 
@@ -59,7 +61,8 @@ function cli(home: string, args: string[], cwd: string): CliRun {
 async function exitOf(run: CliRun): Promise<number | null> {
   const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), CLI_DEADLINE_MS).unref());
   const outcome = await Promise.race([run.exited, timeout]);
-  if (outcome === 'timeout') throw new Error(`the CLI did not exit within ${CLI_DEADLINE_MS / 1000} s.\n--- output ---\n${run.output()}`);
+  if (outcome === 'timeout')
+    throw new Error(`the CLI did not exit within ${CLI_DEADLINE_MS / 1000} s.\n--- output ---\n${run.output()}`);
   return outcome;
 }
 
@@ -94,17 +97,32 @@ afterAll(async () => {
 
 describe('the OpenHands CLI against the example server', () => {
   it('logs in through the console, starts a cloud conversation with its key, and finds the key expired once revoked', async () => {
-    expect(existsSync(CLI), `no OpenHands CLI at ${CLI}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_CLI)`).toBe(true);
+    expect(
+      existsSync(CLI),
+      `no OpenHands CLI at ${CLI}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_CLI)`,
+    ).toBe(true);
     const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' });
-    await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/gpt-4o-mini', llm_api_key: 'sk-cli-test-000000000000', llm_base_url: llm!.baseUrl }));
+    await body(
+      call(server.url, '/api/settings', KEY, {
+        llm_model: 'openai/gpt-4o-mini',
+        llm_api_key: 'sk-cli-test-000000000000',
+        llm_base_url: llm!.baseUrl,
+      }),
+    );
     const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));
 
     // openhands login: the device sign-in; the person approves in the console.
     const login = cli(home, ['login', '--server-url', server.url], home);
-    const urlLine = await waitFor('the CLI to print the approval URL', () => /URL: (\S+)/.exec(login.output())?.[1], CLI_DEADLINE_MS).catch((error: unknown) => {
+    const urlLine = await waitFor(
+      'the CLI to print the approval URL',
+      () => /URL: (\S+)/.exec(login.output())?.[1],
+      CLI_DEADLINE_MS,
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}\n--- CLI output ---\n${login.output()}`);
     });
-    expect(urlLine).toMatch(new RegExp(`^${server.url}/console/device\\?user_code=[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`));
+    expect(urlLine).toMatch(
+      new RegExp(`^${server.url}/console/device\\?user_code=[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`),
+    );
     const context = await browser!.newContext();
     try {
       const page = await context.newPage();
@@ -123,7 +141,9 @@ describe('the OpenHands CLI against the example server', () => {
     // The BYOR key the CLI puts into its agent settings is the user's own model key, and the settings sync (GET /api/v1/settings) succeeds.
     expect(login.output()).toContain('✓ LLM API key retrieved');
     expect(login.output()).toContain('✓ Settings synchronized successfully!');
-    const agentSettings = JSON.parse(readFileSync(join(home, '.openhands', 'agent_settings.json'), 'utf8')) as { llm: { model: string; base_url: string } };
+    const agentSettings = JSON.parse(readFileSync(join(home, '.openhands', 'agent_settings.json'), 'utf8')) as {
+      llm: { model: string; base_url: string };
+    };
     expect(agentSettings.llm).toMatchObject({ model: 'openai/gpt-4o-mini', base_url: llm!.baseUrl });
 
     const keyFile = join(home, '.openhands', 'cloud', 'api_key.txt');
@@ -152,21 +172,33 @@ describe('the OpenHands CLI against the example server', () => {
     // Every request of the CLI's own routes was answered 2xx, but the device-token polls before the
     // approval: RFC 8628 answers those 400 authorization_pending, and the CLI polls on.
     // (The console page the person used asks other routes, e.g. a count before it is signed in: not the CLI's.)
-    const cliRoutes = /^\/(oauth\/device\/(authorize|token)|api\/keys\/llm\/byor|api\/v1\/(users\/me|settings|app-conversations(\/start-tasks)?))$/;
+    const cliRoutes =
+      /^\/(oauth\/device\/(authorize|token)|api\/keys\/llm\/byor|api\/v1\/(users\/me|settings|app-conversations(\/start-tasks)?))$/;
     const answered = server
       .stdout()
       .split('\n')
       .filter((line) => line.includes('"msg":"request"'))
       .map((line) => JSON.parse(line) as { method: string; path: string; status: number })
       .filter((r) => cliRoutes.test(r.path));
-    expect(answered.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(['POST /oauth/device/authorize', 'GET /api/keys/llm/byor', 'GET /api/v1/settings', 'POST /api/v1/app-conversations']));
+    expect(answered.map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining([
+        'POST /oauth/device/authorize',
+        'GET /api/keys/llm/byor',
+        'GET /api/v1/settings',
+        'POST /api/v1/app-conversations',
+      ]),
+    );
     const refused = answered.filter((r) => r.status >= 300 && !(r.path === '/oauth/device/token' && r.status === 400));
     expect(refused).toEqual([]);
 
     // Revoked: the CLI's probe gets 401, and it says the connection has expired (then it would sign in again).
     await body(call(server.url, `/api/keys/${keys[0]!.id}`, KEY, undefined, 'DELETE'));
     const after = cli(home, ['cloud', '-t', 'Again', '--server-url', server.url], work);
-    await waitFor('the CLI to find its key expired', () => (after.output().includes('Your connection with OpenHands Cloud has expired.') ? true : undefined), CLI_DEADLINE_MS).catch((error: unknown) => {
+    await waitFor(
+      'the CLI to find its key expired',
+      () => (after.output().includes('Your connection with OpenHands Cloud has expired.') ? true : undefined),
+      CLI_DEADLINE_MS,
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}\n--- CLI output ---\n${after.output()}`);
     });
     console.info(`--- openhands cloud after the key was revoked ---\n${cliLines(after)}`);

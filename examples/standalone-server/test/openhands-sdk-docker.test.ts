@@ -17,7 +17,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scriptedCompletion, errorBody, startFakeOpenAi, toolCall, type FakeOpenAi, type FakeOpenAiRequest } from '@acs/testing';
+import {
+  scriptedCompletion,
+  errorBody,
+  startFakeOpenAi,
+  toolCall,
+  type FakeOpenAi,
+  type FakeOpenAiRequest,
+} from '@acs/testing';
 import { expectOpenHandsShape } from '../../../packages/adapter-express/test/openhands-shapes.js';
 import { startServer, type Running } from './process.js';
 import { removeContainersOf } from './containers.js';
@@ -45,7 +52,10 @@ const toolNamed = (request: FakeOpenAiRequest, pattern: RegExp): string => {
 
 /** Fails with what is missing before anything starts: the image and the venv are made by .ci/run. */
 async function needs(): Promise<void> {
-  if (!existsSync(OPENHANDS_PYTHON)) throw new Error(`This test needs the OpenHands SDK venv at ${OPENHANDS_PYTHON}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_PYTHON)`);
+  if (!existsSync(OPENHANDS_PYTHON))
+    throw new Error(
+      `This test needs the OpenHands SDK venv at ${OPENHANDS_PYTHON}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_PYTHON)`,
+    );
   await docker
     .getImage(IMAGE)
     .inspect()
@@ -55,11 +65,21 @@ async function needs(): Promise<void> {
 }
 
 /** Runs a Python script of test/openhands-sdk with the SDK venv; resolves with its output, whatever its exit. */
-function runPython(script: string, env: Record<string, string>, deadlineMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runPython(
+  script: string,
+  env: Record<string, string>,
+  deadlineMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(OPENHANDS_PYTHON, [script], {
       cwd: SDK_DIR,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PYTHONPATH: SDK_DIR, OPENHANDS_SUPPRESS_BANNER: '1', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PYTHONPATH: SDK_DIR,
+        OPENHANDS_SUPPRESS_BANNER: '1',
+        ...env,
+      },
     });
     let stdout = '';
     let stderr = '';
@@ -79,17 +99,33 @@ beforeAll(async () => {
   // Run a command in the sandbox, then finish; a later message is answered by finishing again.
   llm.script('sdk', (turn, request) => {
     // A call without tools (the agent-server names the conversation with one) gets words.
-    if (!request.body.tools?.length) return { status: 200, body: scriptedCompletion(turn, { content: 'The marker file' }) };
+    if (!request.body.tools?.length)
+      return { status: 200, body: scriptedCompletion(turn, { content: 'The marker file' }) };
     const call =
       turn === 0
-        ? toolCall('call_marker', toolNamed(request, /terminal|bash/), { command: 'echo sdk-marker > /workspace/project/marker.txt && cat /workspace/project/marker.txt', security_risk: 'LOW' })
-        : toolCall(`call_finish_${turn}`, toolNamed(request, /^finish$/), { message: turn === 1 ? 'The marker file is written.' : 'Done again.' });
-    return turn <= 2 ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [call] }) } : { status: 400, body: errorBody(`sdk has no turn ${turn}`, 'invalid_request_error') };
+        ? toolCall('call_marker', toolNamed(request, /terminal|bash/), {
+            command: 'echo sdk-marker > /workspace/project/marker.txt && cat /workspace/project/marker.txt',
+            security_risk: 'LOW',
+          })
+        : toolCall(`call_finish_${turn}`, toolNamed(request, /^finish$/), {
+            message: turn === 1 ? 'The marker file is written.' : 'Done again.',
+          });
+    return turn <= 2
+      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [call] }) }
+      : { status: 400, body: errorBody(`sdk has no turn ${turn}`, 'invalid_request_error') };
   });
   // The CLI's prompt: finish at once.
   llm.script('acp', (turn, request) =>
     request.body.tools?.length
-      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_acp_${turn}`, toolNamed(request, /^finish$/), { message: 'Hello from the sandbox.' })] }) }
+      ? {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [
+              toolCall(`call_acp_${turn}`, toolNamed(request, /^finish$/), { message: 'Hello from the sandbox.' }),
+            ],
+          }),
+        }
       : { status: 200, body: scriptedCompletion(turn, { content: 'Greeting' }) },
   );
   server = await startServer(
@@ -112,9 +148,16 @@ afterAll(async () => {
 
 describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () => {
   it('becomes ready, runs a conversation in the sandbox, keeps it over pause and resume, keeps bob out, and cleans up', async () => {
-    const run = await runPython('acceptance.py', { ACS_URL: server.url, ALICE_KEY, BOB_KEY, LLM_BASE_URL: llm.baseUrl }, 540_000);
+    const run = await runPython(
+      'acceptance.py',
+      { ACS_URL: server.url, ALICE_KEY, BOB_KEY, LLM_BASE_URL: llm.baseUrl },
+      540_000,
+    );
     const last = run.stdout.trim().split('\n').at(-1) ?? '';
-    expect(run.code, `acceptance.py failed:\n--- stderr ---\n${run.stderr.slice(-6000)}\n--- stdout ---\n${run.stdout.slice(-3000)}`).toBe(0);
+    expect(
+      run.code,
+      `acceptance.py failed:\n--- stderr ---\n${run.stderr.slice(-6000)}\n--- stdout ---\n${run.stdout.slice(-3000)}`,
+    ).toBe(0);
     const report = JSON.parse(last) as Record<string, unknown> & {
       sandbox: { session_api_key: string; exposed_urls: { name: string; url: string; port: number }[] };
       bob: Record<string, unknown>;
@@ -123,14 +166,18 @@ describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () 
 
     // The sandbox as 1.11 shapes it, its agent-server on a host name of its own on this server.
     expectOpenHandsShape('SandboxInfo', report.sandbox);
-    expect(report.host).toMatch(new RegExp(`^http://agent-server-${report.sandbox_id}\\.localhost:${new URL(server.url).port}$`));
+    expect(report.host).toMatch(
+      new RegExp(`^http://agent-server-${report.sandbox_id}\\.localhost:${new URL(server.url).port}$`),
+    );
     expect(report.sandbox.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: report.host, port: 8000 }]);
     expect(report.sandbox.session_api_key).toMatch(/^acss_[A-Za-z0-9_-]{43}$/);
 
     // The agent ran the command in the sandbox and finished; its events came over the proxied WebSocket.
     expect(report.status_after_run).toBe('finished');
     expect(report.marker).toBe('sdk-marker');
-    expect(report.streamed_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'MessageEvent', 'ConversationStateUpdateEvent']));
+    expect(report.streamed_kinds).toEqual(
+      expect.arrayContaining(['ActionEvent', 'MessageEvent', 'ConversationStateUpdateEvent']),
+    );
     expect(report.stored_kinds).toEqual(expect.arrayContaining(['ActionEvent', 'ObservationEvent']));
     expect(String(report.observations)).toContain('sdk-marker');
     // The model was called from the sandbox with the key the SDK sent: none of ours.
@@ -146,12 +193,21 @@ describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () 
     expect(report.status_after_second_run).toBe('finished');
 
     // Bob reaches nothing of alice's.
-    expect(report.bob).toMatchObject({ bob_api_key_bearer: 404, bob_api_key_header: 404, no_key: 401, bob_sandbox_listing: [null], bob_delete: 404 });
+    expect(report.bob).toMatchObject({
+      bob_api_key_bearer: 404,
+      bob_api_key_header: 404,
+      no_key: 401,
+      bob_sandbox_listing: [null],
+      bob_delete: 404,
+    });
     expect(String(report.bob.bob_websocket)).not.toBe('opened');
 
     // cleanup() deleted the sandbox, and its container is gone.
     expect(report.after_cleanup).toBeNull();
-    const left = await docker.listContainers({ all: true, filters: { label: [`io.acs.sandbox-id=${report.sandbox_id}`] } });
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`io.acs.sandbox-id=${report.sandbox_id}`] },
+    });
     expect(left).toEqual([]);
   }, 600_000);
 
@@ -159,21 +215,45 @@ describe('the OpenHands SDK on our sandboxes (openhands-agent-server spec)', () 
     const home = mkdtempSync(join(tmpdir(), 'acs-openhands-cli-'));
     mkdirSync(join(home, '.openhands', 'cloud'), { recursive: true });
     writeFileSync(join(home, '.openhands', 'cloud', 'api_key.txt'), ALICE_KEY, { mode: 0o600 });
-    const agent = { llm: { model: 'openai/scripted-model', api_key: 'sk-acp-not-a-real-key', base_url: llm.baseUrl, usage_id: 'agent', native_tool_calling: true, num_retries: 0 } };
+    const agent = {
+      llm: {
+        model: 'openai/scripted-model',
+        api_key: 'sk-acp-not-a-real-key',
+        base_url: llm.baseUrl,
+        usage_id: 'agent',
+        native_tool_calling: true,
+        num_retries: 0,
+      },
+    };
     writeFileSync(join(home, '.openhands', 'agent_settings.json'), JSON.stringify(agent));
     // Straight at the example server: its first request, GET /api/v1/users/me, is ours too.
     const run = await runPython(
       'acp_session.py',
-      { HOME: home, ACS_URL: server.url, OPENHANDS_BIN: join(dirname(OPENHANDS_PYTHON), 'openhands'), PROMPT: '[script:acp] Say hello.' },
+      {
+        HOME: home,
+        ACS_URL: server.url,
+        OPENHANDS_BIN: join(dirname(OPENHANDS_PYTHON), 'openhands'),
+        PROMPT: '[script:acp] Say hello.',
+      },
       540_000,
     );
     const last = run.stdout.trim().split('\n').at(-1) ?? '';
     expect(run.code, `acp_session.py failed:\n${run.stderr.slice(-6000)}`).toBe(0);
-    const report = JSON.parse(last) as { session_new: { result?: { sessionId: string } }; prompt?: { result?: { stopReason: string } }; updates: string[] };
-    expect(report.session_new.result?.sessionId, `${last}\n--- stderr ---\n${run.stderr.slice(-4000)}`).toMatch(/^[0-9a-f-]{36}$/);
+    const report = JSON.parse(last) as {
+      session_new: { result?: { sessionId: string } };
+      prompt?: { result?: { stopReason: string } };
+      updates: string[];
+    };
+    expect(report.session_new.result?.sessionId, `${last}\n--- stderr ---\n${run.stderr.slice(-4000)}`).toMatch(
+      /^[0-9a-f-]{36}$/,
+    );
     expect(report.prompt?.result, last).toEqual({ stopReason: 'end_turn' });
     // The CLI names no spec: its sandbox is of the deployment's standalone spec, the agent-server's.
-    const sandboxes = (await (await fetch(`${server.url}/api/v1/sandboxes/search`, { headers: { Authorization: `Bearer ${ALICE_KEY}` } })).json()) as { items: { sandbox_spec_id: string; status: string }[] };
-    expect(sandboxes.items.filter((s) => s.status === 'RUNNING').map((s) => s.sandbox_spec_id)).toEqual(['openhands-agent-server']);
+    const sandboxes = (await (
+      await fetch(`${server.url}/api/v1/sandboxes/search`, { headers: { Authorization: `Bearer ${ALICE_KEY}` } })
+    ).json()) as { items: { sandbox_spec_id: string; status: string }[] };
+    expect(sandboxes.items.filter((s) => s.status === 'RUNNING').map((s) => s.sandbox_spec_id)).toEqual([
+      'openhands-agent-server',
+    ]);
   }, 600_000);
 });

@@ -18,42 +18,78 @@ async function json<T>(response: Promise<Response>): Promise<T> {
 
 /** Stores settings, a V0 and a V1 conversation and a sandbox; resolves to their ids once started. */
 async function populate(server: Running) {
-  await json(call(server.url, '/api/settings', KEY, { llm_model: 'openai/gpt-4o', llm_api_key: SECRET, language: 'fr' }));
-  const v0 = await json<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { initial_user_msg: 'hello' }));
+  await json(
+    call(server.url, '/api/settings', KEY, { llm_model: 'openai/gpt-4o', llm_api_key: SECRET, language: 'fr' }),
+  );
+  const v0 = await json<{ conversation_id: string }>(
+    call(server.url, '/api/conversations', KEY, { initial_user_msg: 'hello' }),
+  );
   const task = await json<{ id: string; app_conversation_id: string }>(
-    call(server.url, '/api/v1/app-conversations', KEY, { initial_message: { content: [{ type: 'text', text: 'hi' }] }, title: 'Persisted V1' }),
+    call(server.url, '/api/v1/app-conversations', KEY, {
+      initial_message: { content: [{ type: 'text', text: 'hi' }] },
+      title: 'Persisted V1',
+    }),
   );
   const sandbox = await json<{ id: string }>(call(server.url, '/api/v1/sandboxes', KEY, {}));
   for (let i = 0; i < 100; i++) {
-    const [t] = await json<{ status: string }[]>(call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY));
+    const [t] = await json<{ status: string }[]>(
+      call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY),
+    );
     if (t?.status === 'READY') break;
     await new Promise((r) => setTimeout(r, 50));
   }
   // A key the user made, and a device sign-in approved but not yet collected by its device.
   const apiKey = await json<{ key: string }>(call(server.url, '/api/keys', KEY, { name: 'kept' }));
-  const device = await json<{ device_code: string; user_code: string }>(call(server.url, '/oauth/device/authorize', null, {}));
+  const device = await json<{ device_code: string; user_code: string }>(
+    call(server.url, '/oauth/device/authorize', null, {}),
+  );
   await json(call(server.url, `/api/device-authorizations/${device.user_code}/approve`, KEY, {}));
-  return { v0: v0.conversation_id, v1: task.app_conversation_id, task: task.id, sandbox: sandbox.id, apiKey: apiKey.key, deviceCode: device.device_code };
+  return {
+    v0: v0.conversation_id,
+    v1: task.app_conversation_id,
+    task: task.id,
+    sandbox: sandbox.id,
+    apiKey: apiKey.key,
+    deviceCode: device.device_code,
+  };
 }
 
 /** `deviceCode` null: the device sign-in was collected already (by a server before this one). */
-async function expectEverything(server: Running, ids: Omit<Awaited<ReturnType<typeof populate>>, 'deviceCode'> & { deviceCode: string | null }) {
+async function expectEverything(
+  server: Running,
+  ids: Omit<Awaited<ReturnType<typeof populate>>, 'deviceCode'> & { deviceCode: string | null },
+) {
   const settings = await json<Record<string, unknown>>(call(server.url, '/api/settings', KEY));
-  expect(settings).toMatchObject({ llm_model: 'openai/gpt-4o', language: 'fr', llm_api_key_set: true, llm_api_key: null });
+  expect(settings).toMatchObject({
+    llm_model: 'openai/gpt-4o',
+    language: 'fr',
+    llm_api_key_set: true,
+    llm_api_key: null,
+  });
   const list = await json<{ results: { conversation_id: string }[] }>(call(server.url, '/api/conversations', KEY));
   expect(list.results.map((c) => c.conversation_id).sort()).toEqual([ids.v0, ids.v1].sort());
-  const [v1] = await json<({ title: string } | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${ids.v1}`, KEY));
+  const [v1] = await json<({ title: string } | null)[]>(
+    call(server.url, `/api/v1/app-conversations?ids=${ids.v1}`, KEY),
+  );
   expect(v1?.title).toBe('Persisted V1');
-  const [task] = await json<({ status: string } | null)[]>(call(server.url, `/api/v1/app-conversations/start-tasks?ids=${ids.task}`, KEY));
+  const [task] = await json<({ status: string } | null)[]>(
+    call(server.url, `/api/v1/app-conversations/start-tasks?ids=${ids.task}`, KEY),
+  );
   expect(task?.status).toBe('READY');
   const sandboxes = await json<{ items: { id: string }[] }>(call(server.url, '/api/v1/sandboxes/search', KEY));
   expect(sandboxes.items.map((s) => s.id)).toContain(ids.sandbox);
   expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', ids.apiKey))).toMatchObject({ id: 'default' });
   if (ids.deviceCode === null) return;
   const token = await json<{ access_token: string }>(
-    fetch(`${server.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${ids.deviceCode}` }),
+    fetch(`${server.url}/oauth/device/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: `device_code=${ids.deviceCode}`,
+    }),
   );
-  expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', token.access_token))).toMatchObject({ id: 'default' });
+  expect(await json<{ id: string }>(call(server.url, '/api/v1/users/me', token.access_token))).toMatchObject({
+    id: 'default',
+  });
 }
 
 async function kill(server: Running) {
@@ -62,11 +98,18 @@ async function kill(server: Running) {
 }
 
 /** Runs `npm run storage -- <args>` as a process; ended after 120 s with its output in the failure. */
-async function storageCommand(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'src/storage-cli.ts', ...args], {
-    cwd: exampleDir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-  });
+async function storageCommand(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@acs/source', '--import', 'tsx', 'src/storage-cli.ts', ...args],
+    {
+      cwd: exampleDir,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    },
+  );
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -100,7 +143,8 @@ describe('the example server keeps its data across restarts', () => {
     const keyFile = join(dataDir, 'secret.key');
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     // Neither the model key nor an API key is kept in clear (only the API key's hash is).
-    for (const file of filesUnder(dataDir)) expect(readFileSync(file).includes(SECRET) || readFileSync(file).includes(ids.apiKey), file).toBe(false);
+    for (const file of filesUnder(dataDir))
+      expect(readFileSync(file).includes(SECRET) || readFileSync(file).includes(ids.apiKey), file).toBe(false);
 
     const second = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
     expect(second.stdout()).toContain('"secretKey":"key file"');
@@ -114,9 +158,14 @@ describe('the example server keeps its data across restarts', () => {
     await json(call(first.url, '/api/settings', KEY, { llm_model: 'm', llm_api_key: SECRET }));
     await kill(first);
 
-    const wrong = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') }, { expectExit: true });
+    const wrong = await startServer(
+      { SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') },
+      { expectExit: true },
+    );
     expect(await wrong.exited).toBe(1);
-    expect(wrong.stderr()).toMatch(/Cannot start: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/);
+    expect(wrong.stderr()).toMatch(
+      /Cannot start: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/,
+    );
 
     const again = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir });
     expect(await json(call(again.url, '/api/settings', KEY))).toMatchObject({ llm_model: 'm', llm_api_key_set: true });
@@ -137,7 +186,9 @@ describe('the example server keeps its data across restarts', () => {
     expect(second.stdout()).toContain('npm run storage -- move-to-sqlite');
     await expectEverything(second, ids);
     // Collecting the token used the approved sign-in up: one waiting now, and a wrong user code counted.
-    const waiting = await json<{ device_code: string; user_code: string }>(call(second.url, '/oauth/device/authorize', null, {}));
+    const waiting = await json<{ device_code: string; user_code: string }>(
+      call(second.url, '/oauth/device/authorize', null, {}),
+    );
     const wrongCode = waiting.user_code.startsWith('B') ? 'CCCC-CCCC' : 'BBBB-BBBB';
     expect((await call(second.url, `/api/device-authorizations/${wrongCode}/approve`, KEY, {})).status).toBe(404);
     // The fake sandboxes did not survive the restart: the server noted that in the log too.
@@ -145,14 +196,24 @@ describe('the example server keeps its data across restarts', () => {
     expect(eventsMoved.slice(0, events.length)).toEqual(events);
     await kill(second);
 
-    const refused = await startServer({ SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_STORAGE: 'sqlite' }, { expectExit: true });
+    const refused = await startServer(
+      { SESSION_API_KEY: KEY, DATA_DIR: dataDir, ACS_STORAGE: 'sqlite' },
+      { expectExit: true },
+    );
     expect(await refused.exited).toBe(1);
-    expect(refused.stderr()).toMatch(/Cannot start: ACS_STORAGE=sqlite, but the data directory .* holds a PGlite database/);
+    expect(refused.stderr()).toMatch(
+      /Cannot start: ACS_STORAGE=sqlite, but the data directory .* holds a PGlite database/,
+    );
 
     // A move that cannot read the secrets (another key) changes nothing.
-    const wrongKey = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir, ACS_SECRET_KEY: randomBytes(32).toString('base64') });
+    const wrongKey = await storageCommand(['move-to-sqlite'], {
+      DATA_DIR: dataDir,
+      ACS_SECRET_KEY: randomBytes(32).toString('base64'),
+    });
     expect(wrongKey.code, wrongKey.output).toBe(1);
-    expect(wrongKey.output).toMatch(/Cannot move: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/);
+    expect(wrongKey.output).toMatch(
+      /Cannot move: Stored secrets were encrypted with key id [0-9a-f]{12}, which is not configured/,
+    );
     expect(readdirSync(dataDir).sort()).toEqual(['pglite', 'secret.key']);
 
     const moved = await storageCommand(['move-to-sqlite'], { DATA_DIR: dataDir });
@@ -176,16 +237,24 @@ describe('the example server keeps its data across restarts', () => {
     // The waiting sign-in came along: approved now, its device collects a key.
     await json(call(third.url, `/api/device-authorizations/${waiting.user_code}/approve`, KEY, {}));
     const token = await json<{ access_token: string }>(
-      fetch(`${third.url}/oauth/device/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `device_code=${waiting.device_code}` }),
+      fetch(`${third.url}/oauth/device/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: `device_code=${waiting.device_code}`,
+      }),
     );
-    expect(await json<{ id: string }>(call(third.url, '/api/v1/users/me', token.access_token))).toMatchObject({ id: 'default' });
+    expect(await json<{ id: string }>(call(third.url, '/api/v1/users/me', token.access_token))).toMatchObject({
+      id: 'default',
+    });
     const installation = (s: Running) => /"installation":"([0-9a-f]+)"/.exec(s.stdout())?.[1];
     expect(installation(third)).toBe(installation(first));
     await kill(third);
   });
 
   it('on a PostgreSQL server given by DATABASE_URL', async () => {
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test' });
+    const admin = new pg.Client({
+      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
+    });
     await admin.connect();
     const database = `acs_example_${randomBytes(5).toString('hex')}`;
     await admin.query(`CREATE DATABASE ${database}`);

@@ -22,7 +22,8 @@ export interface Running {
  * Every process a test started, registered the moment it is spawned: ended after each test, however
  * the test went, with its stop signal (SIGKILL, unless it must clean up after itself).
  */
-const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null>; stopSignal: NodeJS.Signals }[] = [];
+const started: { child: ChildProcessWithoutNullStreams; exited: Promise<number | null>; stopSignal: NodeJS.Signals }[] =
+  [];
 /** Servers a whole test file shares (started in beforeAll): ended after the file. */
 const startedForFile: typeof started = [];
 
@@ -42,7 +43,15 @@ export function spawnServer(env: Record<string, string>, lifetime: 'test' | 'fil
 }
 
 const SERVER_ARGS = ['--conditions=@acs/source', '--import', 'tsx', 'src/main.ts'];
-const serverEnv = (env: Record<string, string>) => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ACS_SANDBOX_POOL: 'none', ...env });
+const serverEnv = (env: Record<string, string>) => ({
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? '',
+  PORT: '0',
+  DATA_DIR: freshDataDir(),
+  ACS_SANDBOXES: 'fake',
+  ACS_SANDBOX_POOL: 'none',
+  ...env,
+});
 
 /**
  * A parent that never reaps its child, as a container's PID 1 that does not: the server killed
@@ -64,7 +73,14 @@ sleep 60 while 1;
 
 /** Spawns the example server (as spawnServer does) as the child of a parent that never reaps it; `serverPid` is the server's own pid. */
 export function spawnServerUnreaped(env: Record<string, string>): Running & { serverPid: () => number } {
-  const running = track(spawn('perl', ['-e', NON_REAPING_PARENT, process.execPath, ...SERVER_ARGS], { cwd: exampleDir, env: serverEnv(env) }), 'test', 'SIGTERM');
+  const running = track(
+    spawn('perl', ['-e', NON_REAPING_PARENT, process.execPath, ...SERVER_ARGS], {
+      cwd: exampleDir,
+      env: serverEnv(env),
+    }),
+    'test',
+    'SIGTERM',
+  );
   return {
     ...running,
     serverPid: () => {
@@ -86,23 +102,35 @@ function track(child: ChildProcessWithoutNullStreams, lifetime: 'test' | 'file',
 }
 
 /** Waits until the process prints a line containing `text` (stdout or stderr); fails with the process's output after the deadline, or if it exits first. */
-export async function waitForOutput(running: Running, text: string, what: string, deadlineMs = START_DEADLINE_MS): Promise<string> {
+export async function waitForOutput(
+  running: Running,
+  text: string,
+  what: string,
+  deadlineMs = START_DEADLINE_MS,
+): Promise<string> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const line = `${running.stdout()}\n${running.stderr()}`.split('\n').find((l) => l.includes(text));
     if (line) return line;
     if (running.child.exitCode !== null || running.child.signalCode !== null) {
-      throw new Error(`the server exited (${running.child.exitCode ?? running.child.signalCode}) before ${what}.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`);
+      throw new Error(
+        `the server exited (${running.child.exitCode ?? running.child.signalCode}) before ${what}.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`,
+      );
     }
     if (Date.now() > deadline) {
-      throw new Error(`no ${what} within ${Math.round(deadlineMs / 1000)} s.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`);
+      throw new Error(
+        `no ${what} within ${Math.round(deadlineMs / 1000)} s.\n--- stderr ---\n${running.stderr()}\n--- stdout ---\n${running.stdout()}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 /** Starts the example server as `npm start` does, on a free port, and waits for its listening line. */
-export async function startServer(env: Record<string, string>, options: { expectExit?: boolean; lifetime?: 'test' | 'file' } = {}): Promise<Running> {
+export async function startServer(
+  env: Record<string, string>,
+  options: { expectExit?: boolean; lifetime?: 'test' | 'file' } = {},
+): Promise<Running> {
   const running = spawnServer(env, options.lifetime);
   try {
     const line = await waitForOutput(running, '"agent conversation service listening"', 'its listening line');
@@ -133,7 +161,10 @@ afterAll(() => end(startedForFile));
 export const call = (url: string, path: string, key: string | null, body?: unknown, method?: string) =>
   fetch(url + path, {
     method: method ?? (body === undefined ? 'GET' : 'POST'),
-    headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      ...(key ? { 'X-Session-API-Key': key } : {}),
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 
@@ -150,7 +181,9 @@ export async function allEvents(url: string, key: string, id: string, pageSize =
   const events: ConversationEvent[] = [];
   let after: number | null = 0;
   while (after !== null) {
-    const page: EventPage = await body<EventPage>(call(url, `/api/v1/app-conversations/${id}/events?after=${after}&limit=${pageSize}`, key));
+    const page: EventPage = await body<EventPage>(
+      call(url, `/api/v1/app-conversations/${id}/events?after=${after}&limit=${pageSize}`, key),
+    );
     events.push(...page.items);
     after = page.next_after;
   }
@@ -158,7 +191,11 @@ export async function allEvents(url: string, key: string, id: string, pageSize =
 }
 
 /** Polls every 100 ms until `probe` returns something other than undefined. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 90_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

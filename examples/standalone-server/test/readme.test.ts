@@ -19,8 +19,18 @@ function variablesRead(): string[] {
 /** The variables the tests of this example read from process.env (where a test finds a tool, say). */
 function variablesTestsRead(): string[] {
   const dir = new URL('.', import.meta.url);
-  const sources = readdirSync(dir).filter((name) => name.endsWith('.ts')).map((name) => readFileSync(new URL(name, dir), 'utf8'));
-  return [...new Set(sources.flatMap((source) => [...source.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)|process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]/g)].map((m) => m[1] ?? m[2] ?? '')))];
+  const sources = readdirSync(dir)
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => readFileSync(new URL(name, dir), 'utf8'));
+  return [
+    ...new Set(
+      sources.flatMap((source) =>
+        [...source.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)|process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]/g)].map(
+          (m) => m[1] ?? m[2] ?? '',
+        ),
+      ),
+    ),
+  ];
 }
 
 /** The variables named in the first column of the root README's configuration table. */
@@ -32,7 +42,9 @@ function variablesDocumented(): string[] {
     .split('\n')
     .filter((line) => line.startsWith('|'))
     .map((line) => line.split('|')[1] ?? '');
-  return [...new Set(firstCells.flatMap((cell) => [...cell.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1] ?? '')))].sort();
+  return [
+    ...new Set(firstCells.flatMap((cell) => [...cell.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1] ?? ''))),
+  ].sort();
 }
 
 describe('the configuration documentation', () => {

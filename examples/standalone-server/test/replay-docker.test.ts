@@ -17,7 +17,12 @@ import { removeContainersOf } from './containers.js';
 const docker = new Docker();
 const user = `replay-docker-test-${randomBytes(4).toString('hex')}`;
 const KEY = `${user}-key-0123456789`;
-const env = () => ({ ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_SANDBOXES: 'docker', ACS_SANDBOX_NETWORK: 'none' });
+const env = () => ({
+  ACS_API_KEYS: `${user}:${KEY}`,
+  SESSION_API_KEY: 'unused-default-key-0123456789',
+  ACS_SANDBOXES: 'docker',
+  ACS_SANDBOX_NETWORK: 'none',
+});
 
 let llm: FakeOpenAi;
 
@@ -31,7 +36,12 @@ beforeAll(async () => {
       body: scriptedCompletion(
         turn,
         first
-          ? { content: 'Appending the model’s line.', tool_calls: [toolCall('call_model_1', 'execute_bash', { command: 'echo "model line" >> /workspace/log.txt' })] }
+          ? {
+              content: 'Appending the model’s line.',
+              tool_calls: [
+                toolCall('call_model_1', 'execute_bash', { command: 'echo "model line" >> /workspace/log.txt' }),
+              ],
+            }
           : { tool_calls: [toolCall('call_model_2', 'finish', { message: 'Replay continued by the model.' })] },
       ),
     };
@@ -54,7 +64,8 @@ async function untilExecution(server: Running, id: string, status: string): Prom
   for (;;) {
     const c = await conversation(server, id);
     if (c.execution_status === status) return c;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for execution_status ${status}; it is ${c.execution_status}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for execution_status ${status}; it is ${c.execution_status}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -66,7 +77,13 @@ async function allEvents(server: Running, id: string): Promise<ConversationEvent
 
 const story = (events: readonly ConversationEvent[]) =>
   events.map((e) =>
-    e.kind === 'message' ? `message:${e.source}` : e.kind === 'status' ? `status:${e.execution_status}` : e.kind === 'action' || e.kind === 'observation' ? `${e.kind}:${e.tool_name}` : e.kind,
+    e.kind === 'message'
+      ? `message:${e.source}`
+      : e.kind === 'status'
+        ? `status:${e.execution_status}`
+        : e.kind === 'action' || e.kind === 'observation'
+          ? `${e.kind}:${e.tool_name}`
+          : e.kind,
   );
 
 async function readInContainer(sandboxId: string, path: string): Promise<string> {
@@ -83,9 +100,30 @@ async function readInContainer(sandboxId: string, path: string): Promise<string>
 }
 
 /** OpenHands V0 event dicts, written by hand. */
-const userMessage = (content: string) => ({ id: 1, timestamp: '2025-01-01T00:00:00', source: 'user', message: content, action: 'message', args: { content, image_urls: [], file_urls: [], wait_for_response: false } });
-const act = (action: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ timestamp: '2025-01-01T00:00:01', source: 'agent', message: action, action, args: { thought: '', ...args }, ...extra });
-const obs = (observation: string, content: string) => ({ timestamp: '2025-01-01T00:00:02', source: 'environment', message: content, observation, content, extras: {} });
+const userMessage = (content: string) => ({
+  id: 1,
+  timestamp: '2025-01-01T00:00:00',
+  source: 'user',
+  message: content,
+  action: 'message',
+  args: { content, image_urls: [], file_urls: [], wait_for_response: false },
+});
+const act = (action: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  timestamp: '2025-01-01T00:00:01',
+  source: 'agent',
+  message: action,
+  action,
+  args: { thought: '', ...args },
+  ...extra,
+});
+const obs = (observation: string, content: string) => ({
+  timestamp: '2025-01-01T00:00:02',
+  source: 'environment',
+  message: content,
+  observation,
+  content,
+  extras: {},
+});
 
 describe('replay_json on the example server, in Docker', () => {
   it('replays a trajectory without any settings: the files are in the container, no model was called', async () => {
@@ -94,13 +132,30 @@ describe('replay_json on the example server, in Docker', () => {
       userMessage('Write a greeting script and run it'),
       act('write', { path: '/workspace/greet.py', content: 'print("hello")\n' }),
       obs('write', ''),
-      act('edit', { path: '/workspace/greet.py', command: 'str_replace', old_str: 'hello', new_str: 'hello from the replay', content: '', impl_source: 'oh_aci' }),
-      act('run', { command: 'python3 /workspace/greet.py > /workspace/out.txt && cat /workspace/out.txt', is_input: false, blocking: false }, { timeout: 60 }),
+      act('edit', {
+        path: '/workspace/greet.py',
+        command: 'str_replace',
+        old_str: 'hello',
+        new_str: 'hello from the replay',
+        content: '',
+        impl_source: 'oh_aci',
+      }),
+      act(
+        'run',
+        {
+          command: 'python3 /workspace/greet.py > /workspace/out.txt && cat /workspace/out.txt',
+          is_input: false,
+          blocking: false,
+        },
+        { timeout: 60 },
+      ),
       obs('run', 'hello\n'),
       act('read', { path: '/workspace/out.txt', start: 0, end: -1 }),
       act('finish', { final_thought: 'The script greets.', outputs: {} }),
     ];
-    const created = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify(trajectory) }));
+    const created = await body<{ conversation_id: string }>(
+      call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify(trajectory) }),
+    );
     const done = await untilExecution(server, created.conversation_id, 'finished');
     const events = await allEvents(server, created.conversation_id);
     expect(story(events)).toEqual([
@@ -119,8 +174,14 @@ describe('replay_json on the example server, in Docker', () => {
       'status:finished',
     ]);
     const observations = events.filter((e) => e.kind === 'observation');
-    expect(observations.every((o) => o.kind === 'observation' && !o.is_error), JSON.stringify(observations)).toBe(true);
-    expect(observations[2]).toMatchObject({ exit_code: 0, content: expect.stringContaining('hello from the replay') as string });
+    expect(
+      observations.every((o) => o.kind === 'observation' && !o.is_error),
+      JSON.stringify(observations),
+    ).toBe(true);
+    expect(observations[2]).toMatchObject({
+      exit_code: 0,
+      content: expect.stringContaining('hello from the replay') as string,
+    });
     expect(await readInContainer(done.sandbox_id, '/workspace/greet.py')).toBe('print("hello from the replay")\n');
     expect(await readInContainer(done.sandbox_id, '/workspace/out.txt')).toBe('hello from the replay\n');
     expect(events.some((e) => e.kind === 'llm_call')).toBe(false);
@@ -128,7 +189,9 @@ describe('replay_json on the example server, in Docker', () => {
 
   it('refuses a malformed trajectory with 422 and the reason', async () => {
     const server = await startServer(env());
-    const r = await call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify([userMessage('go'), act('browse', { url: 'https://example.com' })]) });
+    const r = await call(server.url, '/api/conversations', KEY, {
+      replay_json: JSON.stringify([userMessage('go'), act('browse', { url: 'https://example.com' })]),
+    });
     expect(r.status).toBe(422);
     const error = (await r.json()) as { code: string; message: string; issues: { path: string }[] };
     expect(error.code).toBe('VALIDATION_FAILED');
@@ -138,9 +201,20 @@ describe('replay_json on the example server, in Docker', () => {
 
   it('hands over to the model when the trajectory does not finish', async () => {
     const server = await startServer(env());
-    await body(call(server.url, '/api/settings', KEY, { llm_model: 'openai/scripted-model', llm_api_key: 'sk-scripted-replay-0000', llm_base_url: llm.baseUrl }));
-    const trajectory = [userMessage(`${marker('takeover')} Log two lines`), act('run', { command: 'echo "replayed line" > /workspace/log.txt' })];
-    const created = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify(trajectory) }));
+    await body(
+      call(server.url, '/api/settings', KEY, {
+        llm_model: 'openai/scripted-model',
+        llm_api_key: 'sk-scripted-replay-0000',
+        llm_base_url: llm.baseUrl,
+      }),
+    );
+    const trajectory = [
+      userMessage(`${marker('takeover')} Log two lines`),
+      act('run', { command: 'echo "replayed line" > /workspace/log.txt' }),
+    ];
+    const created = await body<{ conversation_id: string }>(
+      call(server.url, '/api/conversations', KEY, { replay_json: JSON.stringify(trajectory) }),
+    );
     const done = await untilExecution(server, created.conversation_id, 'finished');
     expect(await readInContainer(done.sandbox_id, '/workspace/log.txt')).toBe('replayed line\nmodel line\n');
     const events = await allEvents(server, created.conversation_id);

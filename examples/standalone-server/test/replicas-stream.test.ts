@@ -20,7 +20,9 @@ function follow(response: Response, ids: number[]): Promise<void> {
 
 describe('two servers on one PostgreSQL', () => {
   it('a stream on one follows appends made through the other', async () => {
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test' });
+    const admin = new pg.Client({
+      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
+    });
     await admin.connect();
     const database = `acs_replicas_${randomBytes(5).toString('hex')}`;
     await admin.query(`CREATE DATABASE ${database}`);
@@ -30,29 +32,55 @@ describe('two servers on one PostgreSQL', () => {
       const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
       url.pathname = `/${database}`;
       // Replicas share the database, so they share its secret key too.
-      const env = { SESSION_API_KEY: KEY, DATABASE_URL: url.toString(), ACS_SANDBOXES: 'fake', ACS_SECRET_KEY: randomBytes(32).toString('hex') };
+      const env = {
+        SESSION_API_KEY: KEY,
+        DATABASE_URL: url.toString(),
+        ACS_SANDBOXES: 'fake',
+        ACS_SECRET_KEY: randomBytes(32).toString('hex'),
+      };
       // The second starts once the first has migrated the database.
       const a = await startServer({ ...env, DATA_DIR: freshDataDir() });
       const b = await startServer({ ...env, DATA_DIR: freshDataDir() });
-      await body(call(a.url, '/api/settings', KEY, { llm_model: 'openai/scripted', llm_api_key: 'sk-replicas', llm_base_url: llm.baseUrl }));
-      const { conversation_id: id } = await body<{ conversation_id: string }>(call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('replicas')} hello` }));
+      await body(
+        call(a.url, '/api/settings', KEY, {
+          llm_model: 'openai/scripted',
+          llm_api_key: 'sk-replicas',
+          llm_base_url: llm.baseUrl,
+        }),
+      );
+      const { conversation_id: id } = await body<{ conversation_id: string }>(
+        call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('replicas')} hello` }),
+      );
       await waitFor('the first answer', async () => {
-        const [c] = await body<({ execution_status: string | null } | null)[]>(call(a.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+        const [c] = await body<({ execution_status: string | null } | null)[]>(
+          call(a.url, `/api/v1/app-conversations?ids=${id}`, KEY),
+        );
         return c?.execution_status === 'finished' ? true : undefined;
       });
 
       const ids: number[] = [];
       const abort = new AbortController();
-      const stream = await fetch(`${b.url}/api/v1/app-conversations/${id}/events/stream`, { headers: { 'X-Session-API-Key': KEY }, signal: abort.signal });
+      const stream = await fetch(`${b.url}/api/v1/app-conversations/${id}/events/stream`, {
+        headers: { 'X-Session-API-Key': KEY },
+        signal: abort.signal,
+      });
       expect(stream.status).toBe(200);
       const reading = follow(stream, ids);
       try {
         await waitFor('the replay on B', () => (ids.length > 0 ? true : undefined));
         const replayed = ids.length;
         for (let i = 0; i < 10; i++) {
-          await body(call(a.url, `/api/v1/app-conversations/${id}/send-message`, KEY, { role: 'user', content: [{ type: 'text', text: `through A ${i}` }], run: false }));
+          await body(
+            call(a.url, `/api/v1/app-conversations/${id}/send-message`, KEY, {
+              role: 'user',
+              content: [{ type: 'text', text: `through A ${i}` }],
+              run: false,
+            }),
+          );
         }
-        await waitFor('the 10 messages appended through A, on B', () => (ids.length >= replayed + 10 ? true : undefined));
+        await waitFor('the 10 messages appended through A, on B', () =>
+          ids.length >= replayed + 10 ? true : undefined,
+        );
         expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
       } finally {
         abort.abort();

@@ -21,15 +21,29 @@ const events = (server: Running, id: string) => allEvents(server.url, KEY, id);
 describe('two servers on one PostgreSQL and one Docker engine', () => {
   it('a replica killed mid-call: the other takes its conversation over and finishes it', async () => {
     const docker = new Docker();
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test' });
+    const admin = new pg.Client({
+      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
+    });
     await admin.connect();
     const database = `acs_takeover_${randomBytes(5).toString('hex')}`;
     await admin.query(`CREATE DATABASE ${database}`);
     const llm = await startFakeOpenAi();
     llm.script('takeover', (turn) =>
       turn === 0
-        ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })] }) }
-        : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on elsewhere.' })] }) },
+        ? {
+            status: 200,
+            body: scriptedCompletion(turn, {
+              content: null,
+              tool_calls: [toolCall('call_sleep_1', 'execute_bash', { command: 'sleep 300', timeout: 600 })],
+            }),
+          }
+        : {
+            status: 200,
+            body: scriptedCompletion(turn, {
+              content: null,
+              tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'Carried on elsewhere.' })],
+            }),
+          },
     );
     try {
       const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
@@ -44,10 +58,22 @@ describe('two servers on one PostgreSQL and one Docker engine', () => {
       };
       const a = await startServer({ ...env, DATA_DIR: freshDataDir() });
       const b = await startServer({ ...env, DATA_DIR: freshDataDir() });
-      await body(call(a.url, '/api/settings', KEY, { llm_model: 'openai/scripted', llm_api_key: 'sk-replicas', llm_base_url: llm.baseUrl }));
-      const { conversation_id: id } = await body<{ conversation_id: string }>(call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('takeover')} wait` }));
-      await waitFor('the sleep action, run by A', async () => ((await events(a, id)).some((e) => e.kind === 'action') ? true : undefined));
-      const [record] = await body<({ sandbox_id: string } | null)[]>(call(a.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+      await body(
+        call(a.url, '/api/settings', KEY, {
+          llm_model: 'openai/scripted',
+          llm_api_key: 'sk-replicas',
+          llm_base_url: llm.baseUrl,
+        }),
+      );
+      const { conversation_id: id } = await body<{ conversation_id: string }>(
+        call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('takeover')} wait` }),
+      );
+      await waitFor('the sleep action, run by A', async () =>
+        (await events(a, id)).some((e) => e.kind === 'action') ? true : undefined,
+      );
+      const [record] = await body<({ sandbox_id: string } | null)[]>(
+        call(a.url, `/api/v1/app-conversations?ids=${id}`, KEY),
+      );
       const container = docker.getContainer(`acs-sandbox-${record!.sandbox_id}`);
       const startedAt = (await container.inspect()).State.StartedAt;
 
@@ -55,7 +81,9 @@ describe('two servers on one PostgreSQL and one Docker engine', () => {
       await a.exited;
       const killedAt = Date.now();
       await waitFor('B to take the conversation over and finish it', async () => {
-        const [c] = await body<({ execution_status: string | null } | null)[]>(call(b.url, `/api/v1/app-conversations?ids=${id}`, KEY));
+        const [c] = await body<({ execution_status: string | null } | null)[]>(
+          call(b.url, `/api/v1/app-conversations?ids=${id}`, KEY),
+        );
         return c?.execution_status === 'finished' ? true : undefined;
       });
       const log = await events(b, id);
@@ -65,7 +93,9 @@ describe('two servers on one PostgreSQL and one Docker engine', () => {
         ['call_sleep_1', true],
         ['call_finish_1', false],
       ]);
-      expect(log.filter((e) => e.kind === 'error').map((e) => e.kind === 'error' && e.code)).toEqual(['restart_interrupted']);
+      expect(log.filter((e) => e.kind === 'error').map((e) => e.kind === 'error' && e.code)).toEqual([
+        'restart_interrupted',
+      ]);
       const requests = llm.requestsFor('takeover');
       expect(requests).toHaveLength(2);
       console.log(`takeover: B asked the model ${requests[1]!.at - killedAt} ms after A was killed`);

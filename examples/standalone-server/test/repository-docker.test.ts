@@ -17,7 +17,12 @@ const docker = new Docker();
 const user = `repo-docker-test-${randomBytes(4).toString('hex')}`;
 const KEY = `${user}-key-0123456789`;
 const TOKEN = `glpat-${randomBytes(12).toString('hex')}`;
-const env = { ACS_API_KEYS: `${user}:${KEY}`, SESSION_API_KEY: 'unused-default-key-0123456789', ACS_SANDBOXES: 'docker', ACS_SANDBOX_NETWORK: 'host' };
+const env = {
+  ACS_API_KEYS: `${user}:${KEY}`,
+  SESSION_API_KEY: 'unused-default-key-0123456789',
+  ACS_SANDBOXES: 'docker',
+  ACS_SANDBOX_NETWORK: 'host',
+};
 
 let llm: FakeOpenAi;
 const git = new GitServer(TOKEN);
@@ -32,10 +37,21 @@ beforeAll(async () => {
           status: 200,
           body: scriptedCompletion(turn, {
             content: null,
-            tool_calls: [toolCall('call_fetch', 'execute_bash', { command: 'git fetch origin && git rev-parse --abbrev-ref HEAD && git config user.name && cat .git/config' })],
+            tool_calls: [
+              toolCall('call_fetch', 'execute_bash', {
+                command:
+                  'git fetch origin && git rev-parse --abbrev-ref HEAD && git config user.name && cat .git/config',
+              }),
+            ],
           }),
         }
-      : { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'On feature, fetched.' })] }) },
+      : {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [toolCall(`call_finish_${turn}`, 'finish', { message: 'On feature, fetched.' })],
+          }),
+        },
   );
 });
 
@@ -45,7 +61,8 @@ afterAll(async () => {
   await removeContainersOf(docker, user);
 });
 
-const conversation = async (server: Running, id: string) => (await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY)))[0]!;
+const conversation = async (server: Running, id: string) =>
+  (await body<(AppConversation | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, KEY)))[0]!;
 const events = async (server: Running, id: string) =>
   (await body<EventPage>(call(server.url, `/api/v1/app-conversations/${id}/events?after=0&limit=100`, KEY))).items;
 
@@ -74,11 +91,19 @@ describe('a conversation with a repository on the example server, in Docker, aga
       }),
     );
     const id = created.conversation_id;
-    await waitFor('the agent to finish', async () => ((await conversation(server, id)).execution_status === 'finished' ? true : undefined));
+    await waitFor('the agent to finish', async () =>
+      (await conversation(server, id)).execution_status === 'finished' ? true : undefined,
+    );
 
     const log = await events(server, id);
-    expect(log.filter((e) => e.kind === 'setup').map((e) => e.kind === 'setup' && e.step)).toEqual(['repository', 'setup_script']);
-    expect(log.find((e) => e.kind === 'setup' && e.step === 'setup_script')).toMatchObject({ output: 'setup: preparing widgets\n', exit_code: 0 });
+    expect(log.filter((e) => e.kind === 'setup').map((e) => e.kind === 'setup' && e.step)).toEqual([
+      'repository',
+      'setup_script',
+    ]);
+    expect(log.find((e) => e.kind === 'setup' && e.step === 'setup_script')).toMatchObject({
+      output: 'setup: preparing widgets\n',
+      exit_code: 0,
+    });
     const observation = log.find((e) => e.kind === 'observation' && e.tool_name === 'execute_bash');
     expect(observation).toMatchObject({ is_error: false, exit_code: 0 });
     const output = observation?.kind === 'observation' ? observation.content : '';
@@ -89,7 +114,9 @@ describe('a conversation with a repository on the example server, in Docker, aga
     const system = textOf(first!.body.messages!.find((m) => m.role === 'system')!.content);
     expect(system).toContain('The working directory is /workspace/widgets');
     expect(system).toContain('Always run `make lint` before committing.');
-    expect(textOf(first!.body.messages!.find((m) => m.role === 'user')!.content)).toContain('Releases are cut with `make release`.');
+    expect(textOf(first!.body.messages!.find((m) => m.role === 'user')!.content)).toContain(
+      'Releases are cut with `make release`.',
+    );
 
     // The token: not in the events, the conversation, the settings, or the server's logs.
     expect(JSON.stringify(log)).not.toContain(TOKEN);
@@ -103,12 +130,22 @@ describe('a conversation with a repository on the example server, in Docker, aga
     const wrong = `glpat-wrong-${randomBytes(8).toString('hex')}`;
     await storeSettings(server, wrong);
     const task = await body<StartTask>(
-      call(server.url, '/api/v1/app-conversations', KEY, { selected_repository: 'acme/widgets', selected_branch: 'main', git_provider: 'gitlab' }),
+      call(server.url, '/api/v1/app-conversations', KEY, {
+        selected_repository: 'acme/widgets',
+        selected_branch: 'main',
+        git_provider: 'gitlab',
+      }),
     );
-    const done = await waitFor('the start task to end', async () => {
-      const [t] = await body<(StartTask | null)[]>(call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY));
-      return t && (t.status === 'ERROR' || t.status === 'READY') ? t : undefined;
-    }, 60_000);
+    const done = await waitFor(
+      'the start task to end',
+      async () => {
+        const [t] = await body<(StartTask | null)[]>(
+          call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY),
+        );
+        return t && (t.status === 'ERROR' || t.status === 'READY') ? t : undefined;
+      },
+      60_000,
+    );
     expect(done.status).toBe('ERROR');
     expect(done.detail).toContain(`could not clone acme/widgets from ${git.url}`);
     expect(done.detail).toContain('the gitlab token was refused');

@@ -16,16 +16,28 @@ describe('the sandbox runtimes of the example server', () => {
   it('are named by ACS_SANDBOXES, the first by default; another name is refused with the names there are', () => {
     expect(SANDBOX_RUNTIMES.map((r) => r.name)).toEqual(['docker', 'fake', 'kubernetes']);
     expect(loadConfig(base).sandboxes.runtime.name).toBe('docker');
-    for (const { name } of SANDBOX_RUNTIMES) expect(loadConfig({ ...base, ACS_SANDBOXES: name }).sandboxes.runtime.name).toBe(name);
-    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'podman' })).toThrow(/ACS_SANDBOXES: .*"docker".*"fake".*"kubernetes"/);
+    for (const { name } of SANDBOX_RUNTIMES)
+      expect(loadConfig({ ...base, ACS_SANDBOXES: name }).sandboxes.runtime.name).toBe(name);
+    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'podman' })).toThrow(
+      /ACS_SANDBOXES: .*"docker".*"fake".*"kubernetes"/,
+    );
   });
 
   it('each read variables of their own, which are the server’s (and so in the README’s table); a mistake in any is refused', () => {
-    for (const runtime of SANDBOX_RUNTIMES) for (const name of Object.keys(runtime.env.shape)) expect(CONFIG_VARIABLES).toContain(name);
-    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'fake', ACS_SANDBOX_IMAGE_BUILD: 'sometimes' })).toThrow(/ACS_SANDBOX_IMAGE_BUILD/);
-    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'docker', ACS_DOCKER_HOSTS: 'ftp://nowhere' })).toThrow(/ACS_DOCKER_HOSTS/);
-    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'kubernetes', ACS_KUBERNETES_IMAGE_PULL_POLICY: 'Sometimes' })).toThrow(/ACS_KUBERNETES_IMAGE_PULL_POLICY/);
-    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'kubernetes', ACS_KUBERNETES_WORKSPACE_SIZE: 'large' })).toThrow(/ACS_KUBERNETES_WORKSPACE_SIZE/);
+    for (const runtime of SANDBOX_RUNTIMES)
+      for (const name of Object.keys(runtime.env.shape)) expect(CONFIG_VARIABLES).toContain(name);
+    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'fake', ACS_SANDBOX_IMAGE_BUILD: 'sometimes' })).toThrow(
+      /ACS_SANDBOX_IMAGE_BUILD/,
+    );
+    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'docker', ACS_DOCKER_HOSTS: 'ftp://nowhere' })).toThrow(
+      /ACS_DOCKER_HOSTS/,
+    );
+    expect(() =>
+      loadConfig({ ...base, ACS_SANDBOXES: 'kubernetes', ACS_KUBERNETES_IMAGE_PULL_POLICY: 'Sometimes' }),
+    ).toThrow(/ACS_KUBERNETES_IMAGE_PULL_POLICY/);
+    expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'kubernetes', ACS_KUBERNETES_WORKSPACE_SIZE: 'large' })).toThrow(
+      /ACS_KUBERNETES_WORKSPACE_SIZE/,
+    );
   });
 
   it('load only the one named, when it is opened', () => {
@@ -37,7 +49,11 @@ describe('the sandbox runtimes of the example server', () => {
       const opened = await config.sandboxes.runtime.open(commonSandboxSettings(config.sandboxes));
       console.log(JSON.stringify({ configured, opened: loaded(), description: opened.description }));
       `,
-      { cwd: exampleDir, match: /\/dockerode\/|\/adapter-docker\/src\/(?!config|hosts|image-provider)|\/@kubernetes\/|\/adapter-kubernetes\/|\/packages\/testing\/src\/index/ },
+      {
+        cwd: exampleDir,
+        match:
+          /\/dockerode\/|\/adapter-docker\/src\/(?!config|hosts|image-provider)|\/@kubernetes\/|\/adapter-kubernetes\/|\/packages\/testing\/src\/index/,
+      },
     );
     expect(loaded.description).toMatch(/^fake/);
     expect(loaded.configured).toEqual([]);

@@ -22,18 +22,23 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const docker of [new Docker(), ...(engine ? [new Docker({ socketPath: engine.socket })] : [])]) await removeContainersOf(docker, user).catch(() => {});
+  for (const docker of [new Docker(), ...(engine ? [new Docker({ socketPath: engine.socket })] : [])])
+    await removeContainersOf(docker, user).catch(() => {});
   await engine?.stop();
 }, 180_000);
 
 /** GET through the server with the Host of the sandbox's URL (nothing here resolves `*.localhost`). */
 function viaHost(server: string, url: string, path: string, key: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${server}${path}`, { headers: { host: new URL(url).host, 'X-Session-API-Key': key } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      `${server}${path}`,
+      { headers: { host: new URL(url).host, 'X-Session-API-Key': key } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -44,7 +49,11 @@ describe('sandbox URLs on several engines', () => {
     const web = {
       id: 'web',
       image: 'acs-sandbox:bookworm',
-      command: ['bash', '-c', 'mkdir -p /srv/ok && echo served-by-$(hostname) > /srv/ok/index.html && cd /srv && exec python3 -m http.server --bind "$ACS_BIND_HOST" "$ACS_PORT_WEB"'],
+      command: [
+        'bash',
+        '-c',
+        'mkdir -p /srv/ok && echo served-by-$(hostname) > /srv/ok/index.html && cd /srv && exec python3 -m http.server --bind "$ACS_BIND_HOST" "$ACS_PORT_WEB"',
+      ],
       exposed_ports: [{ name: 'WEB', port: 8000, health_path: '/ok/' }],
       session_api_key_variable: 'WEB_KEY',
     };
@@ -58,11 +67,14 @@ describe('sandbox URLs on several engines', () => {
       ACS_SANDBOX_IMAGE_BUILD: 'off',
     });
     const ids: string[] = [];
-    for (let i = 0; i < 2; i++) ids.push((await body<{ id: string }>(call(server.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'web' }))).id);
+    for (let i = 0; i < 2; i++)
+      ids.push((await body<{ id: string }>(call(server.url, '/api/v1/sandboxes', KEY, { sandbox_spec_id: 'web' }))).id);
     const engines: string[] = [];
     for (const id of ids) {
       const info = await waitFor(`sandbox ${id} RUNNING`, async () => {
-        const [found] = await body<({ status: string; session_api_key: string; exposed_urls: { url: string }[] } | null)[]>(call(server.url, `/api/v1/sandboxes?id=${id}`, KEY));
+        const [found] = await body<
+          ({ status: string; session_api_key: string; exposed_urls: { url: string }[] } | null)[]
+        >(call(server.url, `/api/v1/sandboxes?id=${id}`, KEY));
         return found?.status === 'RUNNING' ? found : undefined;
       });
       const answer = await viaHost(server.url, info.exposed_urls[0]?.url ?? '', '/ok/', info.session_api_key);

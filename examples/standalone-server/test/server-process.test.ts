@@ -28,22 +28,35 @@ describe('the standalone example server', () => {
     const bobKey = 'bob-key-0123456789abcdef';
     const uiDir = freshDataDir();
     writeFileSync(join(uiDir, 'index.html'), '<!doctype html><title>a UI</title>');
-    const server = await startServer({ ACS_API_KEYS: `alice:${aliceKey},bob:${bobKey}`, ACS_STORAGE: 'memory', ACS_UI_DIR: uiDir });
+    const server = await startServer({
+      ACS_API_KEYS: `alice:${aliceKey},bob:${bobKey}`,
+      ACS_STORAGE: 'memory',
+      ACS_UI_DIR: uiDir,
+    });
     // Printed at once, with the key.
     await waitForOutput(server, '/console/?key=', 'the printed links');
     const printed = server.stderr();
     const defaultKey = /API key of user "default" \([^)]*\)[^\n]*\n\n\s+(\S+)/.exec(printed)?.[1];
     expect(defaultKey, printed).toBeDefined();
     expect(printed).toContain(`  Console (signs in as user "default"): ${server.url}/console/?key=${defaultKey}  (`);
-    expect(printed).toContain(`  Your web UI (ACS_UI_DIR) (signs in as user "default"): ${server.url}/?key=${defaultKey}\n`);
-    expect(printed).toContain("  To sign in as a user of ACS_API_KEYS (alice, bob) instead, put that user's key in the link: ?key=<their key>\n");
+    expect(printed).toContain(
+      `  Your web UI (ACS_UI_DIR) (signs in as user "default"): ${server.url}/?key=${defaultKey}\n`,
+    );
+    expect(printed).toContain(
+      "  To sign in as a user of ACS_API_KEYS (alice, bob) instead, put that user's key in the link: ?key=<their key>\n",
+    );
     for (const key of [aliceKey, bobKey]) expect(printed).not.toContain(key);
   });
 
   it('serves several users from SESSION_API_KEY and ACS_API_KEYS, keeps them apart, and never logs a secret', async () => {
     const defaultKey = 'default-key-0123456789abcdef';
     const bobKey = 'bob-key-0123456789abcdef';
-    const server = await startServer({ SESSION_API_KEY: defaultKey, ACS_API_KEYS: `bob:${bobKey}`, LOG_LEVEL: 'debug', ACS_STORAGE: 'memory' });
+    const server = await startServer({
+      SESSION_API_KEY: defaultKey,
+      ACS_API_KEYS: `bob:${bobKey}`,
+      LOG_LEVEL: 'debug',
+      ACS_STORAGE: 'memory',
+    });
     const secret = 'sk-live-SECRET-VALUE-42';
     const stored = await call(server.url, '/api/settings', defaultKey, {
       llm_model: 'openai/gpt-4o',
@@ -60,7 +73,8 @@ describe('the standalone example server', () => {
     expect(mine.status).toBe(200);
 
     // pino writes asynchronously: wait for the request lines to reach stdout.
-    for (let i = 0; i < 100 && (server.stdout().match(/"msg":"request"/g) ?? []).length < 6; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && (server.stdout().match(/"msg":"request"/g) ?? []).length < 6; i++)
+      await new Promise((r) => setTimeout(r, 20));
     const logs = server.stdout();
     const lines = logs.trim().split('\n');
     expect(lines.length).toBeGreaterThan(3);
@@ -84,16 +98,34 @@ describe('the standalone example server', () => {
     // npm runs the script in a shell of its own: the whole group is ended at the end, however the test went.
     const child = spawn('npm', ['start'], {
       cwd: exampleDir,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', DATA_DIR: freshDataDir(), ACS_SANDBOXES: 'fake', ACS_STORAGE: 'memory' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PORT: '0',
+        DATA_DIR: freshDataDir(),
+        ACS_SANDBOXES: 'fake',
+        ACS_STORAGE: 'memory',
+      },
       detached: true,
     });
-    const running = { child, url: '', stdout: () => out, stderr: () => err, exited: once(child, 'exit').then(([code]) => code as number | null) };
+    const running = {
+      child,
+      url: '',
+      stdout: () => out,
+      stderr: () => err,
+      exited: once(child, 'exit').then(([code]) => code as number | null),
+    };
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     try {
-      const line = await waitForOutput(running, '"agent conversation service listening"', 'its listening line', 240_000);
+      const line = await waitForOutput(
+        running,
+        '"agent conversation service listening"',
+        'its listening line',
+        240_000,
+      );
       const { url, pid } = JSON.parse(line) as { url: string; pid: number };
       expect((await call(url, '/alive', null)).status).toBe(200);
       const commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');

@@ -16,31 +16,87 @@ let llm: FakeOpenAi;
 let server: Running;
 const sockets: { close(): void }[] = [];
 
-type V0 = Record<string, unknown> & { id: number; source: string; action?: string; observation?: string; args?: Record<string, unknown>; extras?: Record<string, unknown>; cause?: number | null };
+type V0 = Record<string, unknown> & {
+  id: number;
+  source: string;
+  action?: string;
+  observation?: string;
+  args?: Record<string, unknown>;
+  extras?: Record<string, unknown>;
+  cause?: number | null;
+};
 type V1 = Record<string, unknown> & { id: string; kind: string };
 
 beforeAll(async () => {
   llm = await startFakeOpenAi();
   llm.script('basic', (turn) => {
-    if (turn === 0) return { status: 200, body: scriptedCompletion(turn, { content: 'Let me run it.', tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo hi' })] }) };
-    if (turn === 1) return { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_finish', 'finish', { message: 'done first' })] }) };
+    if (turn === 0)
+      return {
+        status: 200,
+        body: scriptedCompletion(turn, {
+          content: 'Let me run it.',
+          tool_calls: [toolCall('call_run', 'execute_bash', { command: 'echo hi' })],
+        }),
+      };
+    if (turn === 1)
+      return {
+        status: 200,
+        body: scriptedCompletion(turn, {
+          content: null,
+          tool_calls: [toolCall('call_finish', 'finish', { message: 'done first' })],
+        }),
+      };
     return { status: 200, body: scriptedCompletion(turn, { content: `answer ${turn}` }) };
   });
   llm.script('slow', (turn) =>
     turn === 0
-      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_think', 'think', { thought: 'slowly' })] }), delayMs: 600_000 }
+      ? {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [toolCall('call_think', 'think', { thought: 'slowly' })],
+          }),
+          delayMs: 600_000,
+        }
       : { status: 200, body: scriptedCompletion(turn, { content: 'after the pause' }) },
   );
   llm.script('confirm', (turn) =>
     turn === 0
-      ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_risky', 'execute_bash', { command: 'echo accepted' })] }) }
+      ? {
+          status: 200,
+          body: scriptedCompletion(turn, {
+            content: null,
+            tool_calls: [toolCall('call_risky', 'execute_bash', { command: 'echo accepted' })],
+          }),
+        }
       : turn === 1
-        ? { status: 200, body: scriptedCompletion(turn, { content: null, tool_calls: [toolCall('call_again', 'execute_bash', { command: 'echo rejected' })] }) }
+        ? {
+            status: 200,
+            body: scriptedCompletion(turn, {
+              content: null,
+              tool_calls: [toolCall('call_again', 'execute_bash', { command: 'echo rejected' })],
+            }),
+          }
         : { status: 200, body: scriptedCompletion(turn, { content: `answer ${turn}` }) },
   );
-  server = await startServer({ SESSION_API_KEY: KEY_A, ACS_API_KEYS: `bob:${KEY_B}`, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake', ACS_MAX_RUNNING_SANDBOXES: '100' }, { lifetime: 'file' });
+  server = await startServer(
+    {
+      SESSION_API_KEY: KEY_A,
+      ACS_API_KEYS: `bob:${KEY_B}`,
+      ACS_STORAGE: 'memory',
+      ACS_SANDBOXES: 'fake',
+      ACS_MAX_RUNNING_SANDBOXES: '100',
+    },
+    { lifetime: 'file' },
+  );
   for (const key of [KEY_A, KEY_B]) {
-    await body(call(server.url, '/api/settings', key, { llm_model: 'openai/scripted-model', llm_api_key: 'sk-protocol', llm_base_url: llm.baseUrl }));
+    await body(
+      call(server.url, '/api/settings', key, {
+        llm_model: 'openai/scripted-model',
+        llm_api_key: 'sk-protocol',
+        llm_base_url: llm.baseUrl,
+      }),
+    );
   }
 });
 
@@ -60,14 +116,22 @@ interface V0Client {
 }
 
 /** A socket.io client as the UI makes it (websocket transport, the query it sends). */
-function v0Client(conversationId: string, options: { latest?: number; key?: string | null; cookie?: string }): V0Client {
+function v0Client(
+  conversationId: string,
+  options: { latest?: number; key?: string | null; cookie?: string },
+): V0Client {
   const events: V0[] = [];
   const errors: string[] = [];
   const socket = io(server.url, {
     path: '/socket.io',
     transports: ['websocket'],
     reconnection: false,
-    query: { conversation_id: conversationId, latest_event_id: options.latest ?? -1, providers_set: '', ...(options.key ? { session_api_key: options.key } : {}) },
+    query: {
+      conversation_id: conversationId,
+      latest_event_id: options.latest ?? -1,
+      providers_set: '',
+      ...(options.key ? { session_api_key: options.key } : {}),
+    },
     ...(options.cookie ? { extraHeaders: { cookie: options.cookie } } : {}),
   });
   sockets.push({ close: () => socket.close() });
@@ -80,17 +144,36 @@ function v0Client(conversationId: string, options: { latest?: number; key?: stri
     socket,
     events,
     errors,
-    until: (done, what) => waitFor(what, () => (done(events) ? events : errors.length > 0 ? Promise.reject(new Error(`${what}: ${errors.join('; ')}`)) : undefined), 60_000),
+    until: (done, what) =>
+      waitFor(
+        what,
+        () =>
+          done(events)
+            ? events
+            : errors.length > 0
+              ? Promise.reject(new Error(`${what}: ${errors.join('; ')}`))
+              : undefined,
+        60_000,
+      ),
   };
 }
 
 /** The agent's state as the last agent_state_changed says. */
-const agentState = (events: V0[]) => events.filter((e) => e.observation === 'agent_state_changed').at(-1)?.extras?.agent_state;
+const agentState = (events: V0[]) =>
+  events.filter((e) => e.observation === 'agent_state_changed').at(-1)?.extras?.agent_state;
 
-async function newV0Conversation(script: string, text: string, key = KEY_A): Promise<{ id: string; sessionKey: string }> {
-  const { conversation_id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', key, { initial_user_msg: `${marker(script)} ${text}` }));
+async function newV0Conversation(
+  script: string,
+  text: string,
+  key = KEY_A,
+): Promise<{ id: string; sessionKey: string }> {
+  const { conversation_id } = await body<{ conversation_id: string }>(
+    call(server.url, '/api/conversations', key, { initial_user_msg: `${marker(script)} ${text}` }),
+  );
   const info = await waitFor('the conversation to run', async () => {
-    const c = await body<{ status: string; session_api_key: string | null; url: string | null }>(call(server.url, `/api/conversations/${conversation_id}`, key));
+    const c = await body<{ status: string; session_api_key: string | null; url: string | null }>(
+      call(server.url, `/api/conversations/${conversation_id}`, key),
+    );
     return c.status === 'RUNNING' ? c : undefined;
   });
   expect(info.url).toBe(`/api/conversations/${conversation_id}`);
@@ -100,13 +183,18 @@ async function newV0Conversation(script: string, text: string, key = KEY_A): Pro
 }
 
 async function executionStatus(id: string, key = KEY_A): Promise<string | null> {
-  const [c] = await body<({ execution_status: string | null } | null)[]>(call(server.url, `/api/v1/app-conversations?ids=${id}`, key));
+  const [c] = await body<({ execution_status: string | null } | null)[]>(
+    call(server.url, `/api/v1/app-conversations?ids=${id}`, key),
+  );
   return c?.execution_status ?? null;
 }
 
 /** Signs a browser in with ?key= and returns its session cookie (`name=value`). */
 async function signIn(key: string): Promise<{ cookie: string; setCookie: string; location: string | null }> {
-  const response = await fetch(`${server.url}/conversations/abc?key=${encodeURIComponent(key)}&tab=terminal`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
+  const response = await fetch(`${server.url}/conversations/abc?key=${encodeURIComponent(key)}&tab=terminal`, {
+    redirect: 'manual',
+    headers: { 'Sec-Fetch-Site': 'none' },
+  });
   expect(response.status).toBe(303);
   const setCookie = response.headers.get('set-cookie') ?? '';
   return { cookie: setCookie.split(';')[0]!, setCookie, location: response.headers.get('location') };
@@ -121,7 +209,11 @@ describe('the V0 realtime channel (socket.io)', () => {
     await first.until((e) => e.some((x) => x.action === 'finish') && agentState(e) === 'finished', 'the replay');
     const replayed = first.events;
     const user = replayed.find((e) => e.action === 'message' && e.source === 'user')!;
-    expect(user.args).toMatchObject({ content: expect.stringContaining('say hi') as unknown, image_urls: [], file_urls: [] });
+    expect(user.args).toMatchObject({
+      content: expect.stringContaining('say hi') as unknown,
+      image_urls: [],
+      file_urls: [],
+    });
     const run = replayed.find((e) => e.action === 'run')!;
     expect(run).toMatchObject({ source: 'agent', args: { command: 'echo hi', confirmation_state: 'confirmed' } });
     const output = replayed.find((e) => e.observation === 'run')!;
@@ -137,8 +229,14 @@ describe('the V0 realtime channel (socket.io)', () => {
 
     // A message from the client runs the agent, and its events arrive live.
     const before = first.events.length;
-    first.socket.emit('oh_user_action', { action: 'message', args: { content: 'and now?', image_urls: [], file_urls: [], timestamp: new Date().toISOString() } });
-    await first.until((e) => e.slice(before).some((x) => x.action === 'message' && x.source === 'agent'), 'the live answer');
+    first.socket.emit('oh_user_action', {
+      action: 'message',
+      args: { content: 'and now?', image_urls: [], file_urls: [], timestamp: new Date().toISOString() },
+    });
+    await first.until(
+      (e) => e.slice(before).some((x) => x.action === 'message' && x.source === 'agent'),
+      'the live answer',
+    );
     const live = first.events.slice(before);
     expect(live[0]).toMatchObject({ action: 'message', source: 'user', args: { content: 'and now?' } });
     expect(live.find((e) => e.action === 'message' && e.source === 'agent')?.message).toMatch(/^answer \d+$/);
@@ -148,14 +246,18 @@ describe('the V0 realtime channel (socket.io)', () => {
 
     // Disconnected: another message is answered meanwhile; a reconnect from the last id gets exactly what was missed.
     await body(call(server.url, `/api/conversations/${id}/message`, KEY_A, { message: 'while you were away' }));
-    await waitFor('the answer while away', async () => ((await executionStatus(id)) === 'finished' && llm.requestsFor('basic').length >= 4 ? true : undefined));
+    await waitFor('the answer while away', async () =>
+      (await executionStatus(id)) === 'finished' && llm.requestsFor('basic').length >= 4 ? true : undefined,
+    );
     const lastSeen = Math.max(...seenFirst);
     const second = v0Client(id, { key: sessionKey, latest: lastSeen });
     await second.until((e) => e.some((x) => x.action === 'message' && x.source === 'agent'), 'the missed events');
     const resumed = second.events.map((e) => e.id);
     expect(Math.min(...resumed)).toBe(lastSeen + 1);
     expect(new Set([...seenFirst, ...resumed]).size).toBe(seenFirst.length + resumed.length);
-    const all = await body<{ items: { id: number }[] }>(call(server.url, `/api/v1/app-conversations/${id}/events?limit=100`, KEY_A));
+    const all = await body<{ items: { id: number }[] }>(
+      call(server.url, `/api/v1/app-conversations/${id}/events?limit=100`, KEY_A),
+    );
     // Every event that has a V0 form reached one of the two connections (model calls have none).
     expect(Math.max(...resumed)).toBe(Math.max(...all.items.map((e) => e.id)));
   });
@@ -173,14 +275,29 @@ describe('the V0 realtime channel (socket.io)', () => {
       const confirm = await newV0Conversation('confirm', 'be careful');
       const c = v0Client(confirm.id, { key: confirm.sessionKey });
       await c.until((e) => agentState(e) === 'awaiting_user_confirmation', 'the first action waiting');
-      expect(c.events.find((e) => e.action === 'run')?.args).toMatchObject({ command: 'echo accepted', confirmation_state: 'awaiting_confirmation', security_risk: -1 });
+      expect(c.events.find((e) => e.action === 'run')?.args).toMatchObject({
+        command: 'echo accepted',
+        confirmation_state: 'awaiting_confirmation',
+        security_risk: -1,
+      });
       c.socket.emit('oh_user_action', { action: 'change_agent_state', args: { agent_state: 'user_confirmed' } });
-      await c.until((e) => e.some((x) => x.observation === 'run' && x.extras?.command === 'echo accepted'), 'the accepted action to run');
-      await c.until((e) => e.filter((x) => x.action === 'run').length === 2 && agentState(e) === 'awaiting_user_confirmation', 'the second action waiting');
+      await c.until(
+        (e) => e.some((x) => x.observation === 'run' && x.extras?.command === 'echo accepted'),
+        'the accepted action to run',
+      );
+      await c.until(
+        (e) => e.filter((x) => x.action === 'run').length === 2 && agentState(e) === 'awaiting_user_confirmation',
+        'the second action waiting',
+      );
       c.socket.emit('oh_user_action', { action: 'change_agent_state', args: { agent_state: 'user_rejected' } });
       const rejectedRun = c.events.filter((x) => x.action === 'run').at(-1)!;
-      const [rejection] = (await c.until((e) => e.some((x) => x.observation === 'user_rejected'), 'the rejection')).filter((x) => x.observation === 'user_rejected');
-      expect(rejection).toMatchObject({ cause: rejectedRun.id, content: expect.stringContaining('Rejected by the user') as unknown });
+      const [rejection] = (
+        await c.until((e) => e.some((x) => x.observation === 'user_rejected'), 'the rejection')
+      ).filter((x) => x.observation === 'user_rejected');
+      expect(rejection).toMatchObject({
+        cause: rejectedRun.id,
+        content: expect.stringContaining('Rejected by the user') as unknown,
+      });
       expect(c.events.some((x) => x.observation === 'run' && x.extras?.command === 'echo rejected')).toBe(false);
       await c.until((e) => agentState(e) === 'awaiting_user_input', 'the agent waiting for a message');
       // Nothing waits now: a confirmation is refused with a message, not silently.
@@ -194,25 +311,49 @@ describe('the V0 realtime channel (socket.io)', () => {
   it('a conversation whose agent has not run yet (no message) still tells the UI its agent waits for the user, on both channels', async () => {
     // The UI's "New Conversation" button creates one with no message; it keeps showing
     // "Initializing agent…" and refuses input until an agent state arrives.
-    const { conversation_id: id } = await body<{ conversation_id: string }>(call(server.url, '/api/conversations', KEY_A, {}));
+    const { conversation_id: id } = await body<{ conversation_id: string }>(
+      call(server.url, '/api/conversations', KEY_A, {}),
+    );
     const info = await waitFor('the conversation to run', async () => {
-      const c = await body<{ status: string; session_api_key: string }>(call(server.url, `/api/conversations/${id}`, KEY_A));
+      const c = await body<{ status: string; session_api_key: string }>(
+        call(server.url, `/api/conversations/${id}`, KEY_A),
+      );
       return c.status === 'RUNNING' ? c : undefined;
     });
     const v0 = v0Client(id, { key: info.session_api_key });
     const replayed = await v0.until((e) => e.length >= 1, 'the initial agent state');
-    expect(replayed).toEqual([expect.objectContaining({ id: 0, observation: 'agent_state_changed', extras: { agent_state: 'awaiting_user_input', reason: '' } })]);
+    expect(replayed).toEqual([
+      expect.objectContaining({
+        id: 0,
+        observation: 'agent_state_changed',
+        extras: { agent_state: 'awaiting_user_input', reason: '' },
+      }),
+    ]);
 
     const v1 = v1Client(id, { resend_all: 'true', session_api_key: info.session_api_key });
     await v1.until((f) => f.length >= 1, 'the full state');
-    expect(v1.frames[0]).toMatchObject({ kind: 'ConversationStateUpdateEvent', key: 'full_state', value: { execution_status: 'idle' } });
+    expect(v1.frames[0]).toMatchObject({
+      kind: 'ConversationStateUpdateEvent',
+      key: 'full_state',
+      value: { execution_status: 'idle' },
+    });
 
     // Typing then runs the agent, and the reconnect from id 0 repeats nothing.
-    v0.socket.emit('oh_user_action', { action: 'message', args: { content: `${marker('basic')} first words`, image_urls: [], file_urls: [], timestamp: new Date().toISOString() } });
+    v0.socket.emit('oh_user_action', {
+      action: 'message',
+      args: {
+        content: `${marker('basic')} first words`,
+        image_urls: [],
+        file_urls: [],
+        timestamp: new Date().toISOString(),
+      },
+    });
     await v0.until((e) => agentState(e) === 'finished', 'the agent to finish');
     const again = v0Client(id, { latest: 0, key: info.session_api_key });
     const all = await again.until((e) => agentState(e) === 'finished', 'the replay');
-    expect(all.filter((e) => e.observation !== 'agent_state_changed').map((e) => e.id)).toEqual(v0.events.filter((e) => e.id > 0 && e.observation !== 'agent_state_changed').map((e) => e.id));
+    expect(all.filter((e) => e.observation !== 'agent_state_changed').map((e) => e.id)).toEqual(
+      v0.events.filter((e) => e.id > 0 && e.observation !== 'agent_state_changed').map((e) => e.id),
+    );
   });
 
   it('refuses a wrong key, an API key in the URL, a stale session, another user’s cookie and another conversation’s key', async () => {
@@ -223,19 +364,33 @@ describe('the V0 realtime channel (socket.io)', () => {
       expect(client.events).toEqual([]);
       return client.errors.join(' ');
     };
-    expect(await refused(v0Client(mine.id, { key: 'acsc_not-a-real-key' }), 'a wrong key')).toMatch(/connect_error: Not authenticated/);
-    expect(await refused(v0Client(mine.id, { key: KEY_A }), 'an API key in the query')).toMatch(/connect_error: Not authenticated/);
-    expect(await refused(v0Client(mine.id, { key: other.sessionKey }), "another conversation's key")).toMatch(/connect_error: This key opens conversation/);
+    expect(await refused(v0Client(mine.id, { key: 'acsc_not-a-real-key' }), 'a wrong key')).toMatch(
+      /connect_error: Not authenticated/,
+    );
+    expect(await refused(v0Client(mine.id, { key: KEY_A }), 'an API key in the query')).toMatch(
+      /connect_error: Not authenticated/,
+    );
+    expect(await refused(v0Client(mine.id, { key: other.sessionKey }), "another conversation's key")).toMatch(
+      /connect_error: This key opens conversation/,
+    );
 
     const bob = await signIn(KEY_B);
-    expect(await refused(v0Client(mine.id, { cookie: bob.cookie }), "bob's cookie on alice's conversation")).toMatch(/was not found/);
+    expect(await refused(v0Client(mine.id, { cookie: bob.cookie }), "bob's cookie on alice's conversation")).toMatch(
+      /was not found/,
+    );
 
     const alice = await signIn(KEY_A);
     const withCookie = v0Client(mine.id, { cookie: alice.cookie });
     await withCookie.until((e) => e.length > 0, 'the replay with a session cookie');
-    const out = await fetch(`${server.url}/api/sign-out`, { method: 'POST', headers: { cookie: alice.cookie, 'content-type': 'application/json' }, body: '{}' });
+    const out = await fetch(`${server.url}/api/sign-out`, {
+      method: 'POST',
+      headers: { cookie: alice.cookie, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(out.status).toBe(200);
-    expect(await refused(v0Client(mine.id, { cookie: alice.cookie }), 'a signed-out session')).toMatch(/connect_error: Not authenticated/);
+    expect(await refused(v0Client(mine.id, { cookie: alice.cookie }), 'a signed-out session')).toMatch(
+      /connect_error: Not authenticated/,
+    );
   });
 });
 
@@ -246,22 +401,47 @@ interface V1Client {
   until(done: (frames: V1[]) => boolean, what: string): Promise<V1[]>;
 }
 
-function v1Client(conversationId: string, query: Record<string, string>, headers: Record<string, string> = {}): V1Client {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/sockets/events/${conversationId}?${new URLSearchParams(query).toString()}`, { headers });
+function v1Client(
+  conversationId: string,
+  query: Record<string, string>,
+  headers: Record<string, string> = {},
+): V1Client {
+  const ws = new WebSocket(
+    `${server.url.replace('http', 'ws')}/sockets/events/${conversationId}?${new URLSearchParams(query).toString()}`,
+    { headers },
+  );
   sockets.push({ close: () => ws.close() });
   const frames: V1[] = [];
   ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as V1));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  return { ws, frames, closed, until: (done, what) => waitFor(what, () => (done(frames) ? frames : undefined), 60_000) };
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  return {
+    ws,
+    frames,
+    closed,
+    until: (done, what) => waitFor(what, () => (done(frames) ? frames : undefined), 60_000),
+  };
 }
 
-async function newV1Conversation(script: string, text: string): Promise<{ id: string; url: string; sessionKey: string }> {
-  const task = await body<{ id: string }>(call(server.url, '/api/v1/app-conversations', KEY_A, { initial_message: { role: 'user', content: [{ type: 'text', text: `${marker(script)} ${text}` }] } }));
+async function newV1Conversation(
+  script: string,
+  text: string,
+): Promise<{ id: string; url: string; sessionKey: string }> {
+  const task = await body<{ id: string }>(
+    call(server.url, '/api/v1/app-conversations', KEY_A, {
+      initial_message: { role: 'user', content: [{ type: 'text', text: `${marker(script)} ${text}` }] },
+    }),
+  );
   const ready = await waitFor('the start task', async () => {
-    const [t] = await body<({ status: string; app_conversation_id: string } | null)[]>(call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY_A));
+    const [t] = await body<({ status: string; app_conversation_id: string } | null)[]>(
+      call(server.url, `/api/v1/app-conversations/start-tasks?ids=${task.id}`, KEY_A),
+    );
     return t?.status === 'READY' ? t : undefined;
   });
-  const [c] = await body<{ conversation_url: string; session_api_key: string }[]>(call(server.url, `/api/v1/app-conversations?ids=${ready.app_conversation_id}`, KEY_A));
+  const [c] = await body<{ conversation_url: string; session_api_key: string }[]>(
+    call(server.url, `/api/v1/app-conversations?ids=${ready.app_conversation_id}`, KEY_A),
+  );
   return { id: ready.app_conversation_id, url: c!.conversation_url, sessionKey: c!.session_api_key };
 }
 
@@ -276,18 +456,45 @@ describe('the V1 realtime channel (the agent-server event socket)', () => {
     const history = client.frames.slice(0, count);
     expect(history.every((f) => typeof f.id === 'string' && f.id !== '' && typeof f.timestamp === 'string')).toBe(true);
     expect(history[0]).toMatchObject({ kind: 'MessageEvent', source: 'user', llm_message: { role: 'user' } });
-    const action = history.find((f) => f.kind === 'ActionEvent' && (f.action as { kind: string }).kind === 'ExecuteBashAction')!;
-    expect(action).toMatchObject({ source: 'agent', tool_name: 'execute_bash', tool_call_id: 'call_run', action: { command: 'echo hi' }, security_risk: 'UNKNOWN' });
-    const observation = history.find((f) => f.kind === 'ObservationEvent' && (f.observation as { kind: string }).kind === 'ExecuteBashObservation')!;
-    expect(observation).toMatchObject({ source: 'environment', action_id: action.id, observation: { command: 'echo hi', exit_code: 127 } });
-    expect(history.find((f) => f.kind === 'ActionEvent' && (f.action as { kind: string }).kind === 'FinishAction')).toMatchObject({ action: { message: 'done first' } });
+    const action = history.find(
+      (f) => f.kind === 'ActionEvent' && (f.action as { kind: string }).kind === 'ExecuteBashAction',
+    )!;
+    expect(action).toMatchObject({
+      source: 'agent',
+      tool_name: 'execute_bash',
+      tool_call_id: 'call_run',
+      action: { command: 'echo hi' },
+      security_risk: 'UNKNOWN',
+    });
+    const observation = history.find(
+      (f) => f.kind === 'ObservationEvent' && (f.observation as { kind: string }).kind === 'ExecuteBashObservation',
+    )!;
+    expect(observation).toMatchObject({
+      source: 'environment',
+      action_id: action.id,
+      observation: { command: 'echo hi', exit_code: 127 },
+    });
+    expect(
+      history.find((f) => f.kind === 'ActionEvent' && (f.action as { kind: string }).kind === 'FinishAction'),
+    ).toMatchObject({ action: { message: 'done first' } });
     expect(history.filter((f) => f.kind === 'ConversationStateUpdateEvent').map((f) => f.value)).toContain('finished');
-    expect(client.frames[count]).toMatchObject({ kind: 'ConversationStateUpdateEvent', key: 'full_state', value: { execution_status: 'finished' } });
+    expect(client.frames[count]).toMatchObject({
+      kind: 'ConversationStateUpdateEvent',
+      key: 'full_state',
+      value: { execution_status: 'finished' },
+    });
 
     client.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'one more thing' }] }));
-    await client.until((f) => f.slice(count + 1).some((x) => x.kind === 'MessageEvent' && x.source === 'agent'), 'the live answer');
+    await client.until(
+      (f) => f.slice(count + 1).some((x) => x.kind === 'MessageEvent' && x.source === 'agent'),
+      'the live answer',
+    );
     const live = client.frames.slice(count + 1);
-    expect(live[0]).toMatchObject({ kind: 'MessageEvent', source: 'user', llm_message: { content: [{ type: 'text', text: 'one more thing' }] } });
+    expect(live[0]).toMatchObject({
+      kind: 'MessageEvent',
+      source: 'user',
+      llm_message: { content: [{ type: 'text', text: 'one more thing' }] },
+    });
 
     // Without resend_all: only what happens from now on.
     const fresh = v1Client(id, { session_api_key: sessionKey });
@@ -343,8 +550,11 @@ describe('browser sign-in', () => {
 
   it('guards cookie requests that change state: same origin and JSON only', async () => {
     const { cookie } = await signIn(KEY_A);
-    const post = (headers: Record<string, string>, payload: string) => fetch(`${server.url}/api/settings`, { method: 'POST', headers: { cookie, ...headers }, body: payload });
-    expect((await post({ 'content-type': 'application/json', origin: server.url }, '{"language":"en"}')).status).toBe(200);
+    const post = (headers: Record<string, string>, payload: string) =>
+      fetch(`${server.url}/api/settings`, { method: 'POST', headers: { cookie, ...headers }, body: payload });
+    expect((await post({ 'content-type': 'application/json', origin: server.url }, '{"language":"en"}')).status).toBe(
+      200,
+    );
     for (const [headers, payload] of [
       [{ 'content-type': 'application/json', origin: 'http://evil.example' }, '{"language":"de"}'],
       [{ 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, '{"language":"de"}'],
@@ -357,12 +567,28 @@ describe('browser sign-in', () => {
     }
     expect((await body<{ language: string }>(call(server.url, '/api/settings', KEY_A))).language).toBe('en');
     // The API key in the header is not subject to the guard (it is not ambient, like a cookie).
-    expect((await fetch(`${server.url}/api/settings`, { method: 'POST', headers: { 'x-session-api-key': KEY_A, 'content-type': 'application/json', origin: 'http://elsewhere.example' }, body: '{}' })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${server.url}/api/settings`, {
+          method: 'POST',
+          headers: {
+            'x-session-api-key': KEY_A,
+            'content-type': 'application/json',
+            origin: 'http://elsewhere.example',
+          },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('sign-out ends the session and clears the cookie', async () => {
     const { cookie } = await signIn(KEY_A);
-    const out = await fetch(`${server.url}/api/sign-out`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
+    const out = await fetch(`${server.url}/api/sign-out`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(out.status).toBe(200);
     expect(out.headers.get('set-cookie')).toMatch(/^acs_session=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/);
     expect((await fetch(`${server.url}/api/settings`, { headers: { cookie } })).status).toBe(401);

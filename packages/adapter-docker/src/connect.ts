@@ -28,18 +28,29 @@ export async function connectDocker(connection: Docker.DockerOptions = {}): Prom
   try {
     version = await new Docker(connection).version();
   } catch (error) {
-    throw new Error(`No Docker engine answers at ${where}: ${(error as Error).message}. Start dockerd, or set DOCKER_HOST.`, { cause: error });
+    throw new Error(
+      `No Docker engine answers at ${where}: ${(error as Error).message}. Start dockerd, or set DOCKER_HOST.`,
+      { cause: error },
+    );
   }
   const server = version.ApiVersion;
   const chosen = compare(server, MAX_DOCKER_API_VERSION) < 0 ? server : MAX_DOCKER_API_VERSION;
   if (compare(chosen, MIN_DOCKER_API_VERSION) < 0) {
-    throw new Error(`The Docker engine at ${where} (${version.Version}) speaks API ${server}; this adapter needs at least ${MIN_DOCKER_API_VERSION}.`);
+    throw new Error(
+      `The Docker engine at ${where} (${version.Version}) speaks API ${server}; this adapter needs at least ${MIN_DOCKER_API_VERSION}.`,
+    );
   }
   const minimum = (version as Docker.DockerVersion & { MinAPIVersion?: string }).MinAPIVersion;
   if (minimum && compare(chosen, minimum) < 0) {
-    throw new Error(`The Docker engine at ${where} (${version.Version}) needs API ${minimum} or newer; this adapter speaks up to ${MAX_DOCKER_API_VERSION}.`);
+    throw new Error(
+      `The Docker engine at ${where} (${version.Version}) needs API ${minimum} or newer; this adapter speaks up to ${MAX_DOCKER_API_VERSION}.`,
+    );
   }
-  return { docker: new Docker({ ...connection, version: `v${chosen}` }), apiVersion: chosen, engineVersion: version.Version };
+  return {
+    docker: new Docker({ ...connection, version: `v${chosen}` }),
+    apiVersion: chosen,
+    engineVersion: version.Version,
+  };
 }
 
 /** Connects (negotiating the API version) and returns the sandbox runtime. */

@@ -145,7 +145,8 @@ class DockerProcess implements SandboxProcess {
   }
 
   write(data: Uint8Array | string): Promise<void> {
-    if (this.#ended || this.#killing) return Promise.reject(new Error(`${this.#what()} has ended; its stdin is closed`));
+    if (this.#ended || this.#killing)
+      return Promise.reject(new Error(`${this.#what()} has ended; its stdin is closed`));
     return new Promise((resolve, reject) => {
       this.stream.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, (error) => {
         if (error) reject(new Error(`cannot write to ${this.#what()}: ${error.message}`));
@@ -202,13 +203,20 @@ class DockerProcess implements SandboxProcess {
     const newline = seen.indexOf(0x0a);
     if (newline < 0) {
       this.#preamble = seen;
-      if (seen.length > 256) this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`));
+      if (seen.length > 256)
+        this.#failStartup(
+          new ProcessStartFailure(
+            `cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`,
+          ),
+        );
       return;
     }
     // On a terminal the line ends in \r\n.
     const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)\r?$`).exec(seen.subarray(0, newline).toString('utf8'));
     if (!match) {
-      this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`));
+      this.#failStartup(
+        new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`),
+      );
       return;
     }
     this.#preamble = null;

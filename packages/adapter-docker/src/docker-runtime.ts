@@ -5,7 +5,25 @@ import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import { ResultAsync } from 'neverthrow';
-import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import {
+  clippedOutputNote,
+  DEFAULT_EXEC_MAX_OUTPUT_BYTES,
+  DEFAULT_READ_FILE_MAX_BYTES,
+  MAX_SYMLINK_HOPS,
+  resolveSandboxPath,
+  type DirectoryEntry,
+  type ExecRequest,
+  type FileContent,
+  type ReadFileOptions,
+  type ExecResult,
+  type RuntimeCreateRequest,
+  type RuntimeObservation,
+  type RuntimeSandboxSummary,
+  type SandboxProcess,
+  type SandboxRuntime,
+  type SandboxRuntimeError,
+  type SpawnRequest,
+} from '@acs/core/ports';
 import type { ExposedPort, ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
@@ -61,7 +79,18 @@ interface PortLabel extends ExposedPort {
 }
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped. */
-export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
+export const SANDBOX_CAPABILITIES = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'NET_BIND_SERVICE',
+  'SYS_CHROOT',
+  'AUDIT_WRITE',
+] as const;
 
 interface DockerError {
   statusCode?: number;
@@ -83,11 +112,18 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   readonly #workingDirs = new Map<string, string>();
   readonly #images: SandboxImageProvider | undefined;
   /** Images being made now, each once, with everyone waiting for it. */
-  readonly #provisioning = new Map<string, { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null }>();
+  readonly #provisioning = new Map<
+    string,
+    { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null }
+  >();
 
   constructor(options: DockerRuntimeOptions) {
     this.#docker = options.docker;
-    this.#limits = { memoryBytes: options.limits?.memoryBytes ?? 2 * 1024 ** 3, cpus: options.limits?.cpus ?? 1, pids: options.limits?.pids ?? 512 };
+    this.#limits = {
+      memoryBytes: options.limits?.memoryBytes ?? 2 * 1024 ** 3,
+      cpus: options.limits?.cpus ?? 1,
+      pids: options.limits?.pids ?? 512,
+    };
     this.#networkMode = options.networkMode ?? 'bridge';
     this.#exposedPorts = options.exposedPorts ?? [];
     this.#prefix = options.namePrefix ?? 'acs-sandbox-';
@@ -115,7 +151,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     let build = this.#provisioning.get(image);
     if (!build) {
       const listeners = new Set<(line: string) => void>();
-      const entry: { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null } = { done: Promise.resolve(), listeners, last: null };
+      const entry: { done: Promise<void>; listeners: Set<(line: string) => void>; last: string | null } = {
+        done: Promise.resolve(),
+        listeners,
+        last: null,
+      };
       entry.done = this.#images
         .provide(image, (line) => {
           entry.last = line;
@@ -132,7 +172,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     try {
       await build.done;
     } catch (error) {
-      throw new RuntimeFailure(`the sandbox image ${image} is missing and could not be built: ${(error as Error).message}`);
+      throw new RuntimeFailure(
+        `the sandbox image ${image} is missing and could not be built: ${(error as Error).message}`,
+      );
     } finally {
       if (onProgress) build.listeners.delete(onProgress);
     }
@@ -156,7 +198,9 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   /** How many sandboxes this engine runs now, of every installation (an engine's capacity is shared). */
   running(): ResultAsync<number, SandboxRuntimeError> {
     return this.#attempt('count running sandboxes', async () => {
-      const containers = await this.#docker.listContainers({ filters: { label: [`${LABELS.managed}=true`], status: ['running'] } });
+      const containers = await this.#docker.listContainers({
+        filters: { label: [`${LABELS.managed}=true`], status: ['running'] },
+      });
       return containers.length;
     });
   }
@@ -165,7 +209,10 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     return this.#attempt('list', async () => {
       const containers = await this.#docker.listContainers({
         all: true,
-        filters: { label: [`${LABELS.managed}=true`, `${LABELS.installation}=${installationId}`], name: [this.#prefix] },
+        filters: {
+          label: [`${LABELS.managed}=true`, `${LABELS.installation}=${installationId}`],
+          name: [this.#prefix],
+        },
       });
       return containers
         .filter(
@@ -186,12 +233,18 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     });
   }
 
-  create(request: RuntimeCreateRequest, onProgress?: (detail: string) => void): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+  create(
+    request: RuntimeCreateRequest,
+    onProgress?: (detail: string) => void,
+  ): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     const factor = Math.max(1, request.resource_factor ?? 1);
     const { spec } = request;
     return this.#attempt('create', async () => {
       // Checked (or made) first, so a missing image leaves nothing behind (not even the workspace volume).
-      await this.ensureImage(spec.image, onProgress && ((line) => onProgress(`waiting for the sandbox image ${spec.image} to be built: ${line}`)));
+      await this.ensureImage(
+        spec.image,
+        onProgress && ((line) => onProgress(`waiting for the sandbox image ${spec.image} to be built: ${line}`)),
+      );
       try {
         return await this.#createAndStart(request, factor);
       } catch (error) {
@@ -208,7 +261,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const hostNetwork = this.#networkMode === 'host';
     await this.#docker.createVolume({
       Name: this.volumeName(request.sandbox_id),
-      Labels: { [LABELS.managed]: 'true', [LABELS.installation]: request.installation_id, [LABELS.sandbox]: request.sandbox_id },
+      Labels: {
+        [LABELS.managed]: 'true',
+        [LABELS.installation]: request.installation_id,
+        [LABELS.sandbox]: request.sandbox_id,
+      },
     });
     const container = await this.#docker
       .createContainer({
@@ -281,7 +338,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       const info = await this.#inspectContainer(sandboxId);
       if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
       if (!info.State.Paused) {
-        if (!info.State.Running) throw new RuntimeFailure(`cannot pause sandbox ${sandboxId}: its container is ${info.State.Status}`);
+        if (!info.State.Running)
+          throw new RuntimeFailure(`cannot pause sandbox ${sandboxId}: its container is ${info.State.Status}`);
         await this.#container(sandboxId).pause();
       }
       return this.#observe(sandboxId);
@@ -325,7 +383,13 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       const timeoutMs = request.timeoutMs ?? 120_000;
       // coreutils and busybox `timeout` both kill the command's whole process group when time is up.
       const command = ['timeout', '-s', 'KILL', String(Math.max(1, Math.ceil(timeoutMs / 1000))), ...request.command];
-      return this.#run(sandboxId, command, { cwd, env: request.env ?? {}, hostDeadlineMs: timeoutMs + 10_000, timeoutMs, maxOutputBytes: request.maxOutputBytes });
+      return this.#run(sandboxId, command, {
+        cwd,
+        env: request.env ?? {},
+        hostDeadlineMs: timeoutMs + 10_000,
+        timeoutMs,
+        maxOutputBytes: request.maxOutputBytes,
+      });
     });
   }
 
@@ -335,19 +399,36 @@ export class DockerSandboxRuntime implements SandboxRuntime {
    * archive of `/` is the whole filesystem). A symbolic link comes back from the engine as
    * itself: its target is read in turn, resolved against the link's directory.
    */
-  readFile(sandboxId: string, path: string, options: ReadFileOptions = {}): ResultAsync<FileContent, SandboxRuntimeError> {
+  readFile(
+    sandboxId: string,
+    path: string,
+    options: ReadFileOptions = {},
+  ): ResultAsync<FileContent, SandboxRuntimeError> {
     const maxBytes = readLimit(options);
     return this.#attempt('readFile', async () => {
       const asked = await this.#resolve(sandboxId, path);
       let target = asked;
       for (let links = 0; ; links++) {
         const entry = await this.#firstArchiveEntry(sandboxId, target, maxBytes, asked);
-        if (entry.type === 'file') return { bytes: new Uint8Array(entry.content), size: entry.size, truncated: entry.size > entry.content.length };
+        if (entry.type === 'file')
+          return {
+            bytes: new Uint8Array(entry.content),
+            size: entry.size,
+            truncated: entry.size > entry.content.length,
+          };
         if (entry.type === 'directory') throw new RuntimeFailure(`${asked} is a directory`, 'is_directory');
         if (entry.type === 'other') throw new RuntimeFailure(`${asked} is not a regular file`);
-        if (links === MAX_SYMLINK_HOPS) throw new RuntimeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
+        if (links === MAX_SYMLINK_HOPS)
+          throw new RuntimeFailure(
+            `${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`,
+            'not_found',
+          );
         const next = resolveSandboxPath(parentOf(target), entry.target);
-        if (!next) throw new RuntimeFailure(`${asked} is a symbolic link to "${entry.target}", which is not a path`, 'not_found');
+        if (!next)
+          throw new RuntimeFailure(
+            `${asked} is a symbolic link to "${entry.target}", which is not a path`,
+            'not_found',
+          );
         target = next;
       }
     });
@@ -355,13 +436,18 @@ export class DockerSandboxRuntime implements SandboxRuntime {
 
   /** The first entry of the archive of `path` (see readFirstTarEntry); `asked` is the path the caller named, for messages. */
   async #firstArchiveEntry(sandboxId: string, path: string, maxBytes: number, asked: string): Promise<TarHead> {
-    const missing = () => new RuntimeFailure(path === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${path}, which does not exist`, 'not_found');
+    const missing = () =>
+      new RuntimeFailure(
+        path === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${path}, which does not exist`,
+        'not_found',
+      );
     const archive = await this.#container(sandboxId)
       .getArchive({ path })
       .catch((error: DockerError) => {
         if (error.statusCode === 404) throw missing();
         // The engine resolves links in the path itself, and refuses a loop (its message names host paths: not repeated).
-        if (/too many links/i.test(error.json?.message ?? error.message ?? '')) throw new RuntimeFailure(`${asked}: too many symbolic links (a loop?)`, 'not_found');
+        if (/too many links/i.test(error.json?.message ?? error.message ?? ''))
+          throw new RuntimeFailure(`${asked}: too many symbolic links (a loop?)`, 'not_found');
         throw error;
       });
     const entry = await readFirstTarEntry(archive, maxBytes);
@@ -381,12 +467,16 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError> {
     return this.#attempt('listDirectory', async () => {
       const dir = await this.#resolve(sandboxId, path);
-      const result = await this.#run(sandboxId, ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%s\\t%f\\0'], {
-        cwd: '/',
-        env: {},
-        hostDeadlineMs: 30_000,
-        timeoutMs: 30_000,
-      });
+      const result = await this.#run(
+        sandboxId,
+        ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%s\\t%f\\0'],
+        {
+          cwd: '/',
+          env: {},
+          hostDeadlineMs: 30_000,
+          timeoutMs: 30_000,
+        },
+      );
       if (result.exit_code !== 0) {
         const reason = result.stderr.trim() || `find exited with ${result.exit_code}`;
         throw new RuntimeFailure(`cannot list ${dir}: ${reason}`, /No such file/.test(reason) ? 'not_found' : 'failed');
@@ -416,14 +506,25 @@ export class DockerSandboxRuntime implements SandboxRuntime {
    */
   spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError> {
     return this.#attempt('spawn', async () => {
-      if (request.command.length === 0 || request.command[0] === '') throw new RuntimeFailure('cannot start a process: the command is empty');
+      if (request.command.length === 0 || request.command[0] === '')
+        throw new RuntimeFailure('cannot start a process: the command is empty');
       const cwd = await this.#resolve(sandboxId, request.cwd ?? '.');
       const info = await this.#inspectContainer(sandboxId);
       if (!info) throw new RuntimeFailure(`sandbox ${sandboxId} has no container`, 'not_found');
-      if (info.State.Paused) throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
-      if (!info.State.Running) throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
+      if (info.State.Paused)
+        throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
+      if (!info.State.Running)
+        throw new RuntimeFailure(`sandbox ${sandboxId} is not running (its container is ${info.State.Status})`);
       const container = this.#container(sandboxId);
-      return startDockerProcess({ docker: this.#docker, container, sandboxId, command: request.command, cwd, env: request.env ?? {}, tty: request.tty ?? false }).catch((error: unknown) => {
+      return startDockerProcess({
+        docker: this.#docker,
+        container,
+        sandboxId,
+        command: request.command,
+        cwd,
+        env: request.env ?? {},
+        tty: request.tty ?? false,
+      }).catch((error: unknown) => {
         throw error instanceof ProcessStartFailure ? new RuntimeFailure(error.message) : error;
       });
     });
@@ -465,14 +566,26 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     if (state.Paused) return { state: 'paused', detail: null, exposed_urls: this.#urls(info) };
     if (state.Running) {
       if (this.#answered.has(sandboxId)) return { state: 'running', detail: null, exposed_urls: this.#urls(info) };
-      const probe = await this.#run(sandboxId, ['true'], { cwd: '/', env: {}, hostDeadlineMs: 10_000, timeoutMs: 10_000 }).catch(() => null);
-      if (probe?.exit_code !== 0) return { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
+      const probe = await this.#run(sandboxId, ['true'], {
+        cwd: '/',
+        env: {},
+        hostDeadlineMs: 10_000,
+        timeoutMs: 10_000,
+      }).catch(() => null);
+      if (probe?.exit_code !== 0)
+        return { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
       const silent = await this.#unansweredPort(info);
-      if (silent) return { state: 'starting', detail: `waiting for ${silent.name} to answer ${silent.health_path ?? '/'}`, exposed_urls: [] };
+      if (silent)
+        return {
+          state: 'starting',
+          detail: `waiting for ${silent.name} to answer ${silent.health_path ?? '/'}`,
+          exposed_urls: [],
+        };
       this.#answered.add(sandboxId);
       return { state: 'running', detail: null, exposed_urls: this.#urls(info) };
     }
-    if (state.Status === 'created' || state.Status === 'restarting') return { state: 'starting', detail: null, exposed_urls: [] };
+    if (state.Status === 'created' || state.Status === 'restarting')
+      return { state: 'starting', detail: null, exposed_urls: [] };
     this.#answered.delete(sandboxId);
     const why = [
       `its container ${state.Status === 'dead' ? 'is dead' : `exited with code ${state.ExitCode}`}`,
@@ -513,7 +626,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const bindings = info.NetworkSettings?.Ports ?? {};
     return this.#portsOf(info).flatMap((p) => {
       if (p.host_port !== undefined) return [{ name: p.name, url: `http://127.0.0.1:${p.host_port}`, port: p.port }];
-      const binding = bindings[`${p.port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1') ?? bindings[`${p.port}/tcp`]?.[0];
+      const binding =
+        bindings[`${p.port}/tcp`]?.find((b) => b.HostIp === '127.0.0.1') ?? bindings[`${p.port}/tcp`]?.[0];
       return binding ? [{ name: p.name, url: `http://127.0.0.1:${binding.HostPort}`, port: p.port }] : [];
     });
   }
@@ -541,7 +655,13 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   async #run(
     sandboxId: string,
     argv: readonly string[],
-    options: { cwd: string; env: Readonly<Record<string, string>>; hostDeadlineMs: number; timeoutMs: number; maxOutputBytes?: number | undefined },
+    options: {
+      cwd: string;
+      env: Readonly<Record<string, string>>;
+      hostDeadlineMs: number;
+      timeoutMs: number;
+      maxOutputBytes?: number | undefined;
+    },
   ): Promise<ExecResult> {
     const started = Date.now();
     const exec = await this.#container(sandboxId).exec({
@@ -634,16 +754,32 @@ class RuntimeFailure extends Error {
 }
 
 const missingImage = (image: string) =>
-  new RuntimeFailure(`image ${image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`);
+  new RuntimeFailure(
+    `image ${image} is not on this Docker engine; build or load it first (for acs-sandbox:bookworm: scripts/build-sandbox-image.sh)`,
+  );
 
-const ENGINE_UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EPIPE', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+const ENGINE_UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EACCES',
+  'EPIPE',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
   if (error instanceof RuntimeFailure) return { type: error.type, message: error.message };
   const e = error as DockerError;
   // Codes of a connection to the engine that could not be made or was cut (not of the operation).
   if (e.code !== undefined && ENGINE_UNREACHABLE.has(e.code)) {
-    return { type: 'unavailable', message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST` };
+    return {
+      type: 'unavailable',
+      message: `the Docker engine cannot be reached (${e.code}); start dockerd or set DOCKER_HOST`,
+    };
   }
   if (e.statusCode === 404) return { type: 'not_found', message: e.json?.message ?? `not found during ${operation}` };
   return { type: 'failed', message: e.json?.message ?? e.message ?? String(error) };
@@ -668,7 +804,7 @@ class Bounded {
 }
 
 /** How many bytes of a file to read: the caller's limit, or the port's default. */
-const readLimit = (options: ReadFileOptions): number => Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES));
+const readLimit = (options: ReadFileOptions): number =>
+  Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES));
 
 const parentOf = (path: string): string => path.slice(0, path.lastIndexOf('/')) || '/';
-

@@ -12,7 +12,14 @@ export function connectionOf(host: DockerEngineHost): Docker.DockerOptions {
   const [hostname = '', port = ''] = host.url.slice('tcp://'.length).split(':');
   if (!host.tlsDir) return { host: hostname, port: Number(port), protocol: 'http' };
   const read = (file: string) => readFileSync(join(host.tlsDir!, file));
-  return { host: hostname, port: Number(port), protocol: 'https', ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem') };
+  return {
+    host: hostname,
+    port: Number(port),
+    protocol: 'https',
+    ca: read('ca.pem'),
+    cert: read('cert.pem'),
+    key: read('key.pem'),
+  };
 }
 
 export interface DockerEnginePool extends SandboxRuntime {
@@ -27,18 +34,38 @@ export interface DockerEnginePool extends SandboxRuntime {
  * engine that does not answer at start is still in the pool (at the oldest API version this
  * adapter speaks) so its sandboxes are found when it is back.
  */
-export async function createDockerEnginePool(hosts: readonly DockerEngineHost[], options: Omit<DockerRuntimeOptions, 'docker'> = {}): Promise<DockerEnginePool> {
+export async function createDockerEnginePool(
+  hosts: readonly DockerEngineHost[],
+  options: Omit<DockerRuntimeOptions, 'docker'> = {},
+): Promise<DockerEnginePool> {
   const members = await Promise.all(
     hosts.map(async (host) => {
       const connection = connectionOf(host);
       const connected = await connectDocker(connection).then(
         (c) => ({ docker: c.docker, status: `engine ${c.engineVersion}, API ${c.apiVersion}` }),
-        (error: unknown) => ({ docker: new Docker({ ...connection, version: `v${MIN_DOCKER_API_VERSION}` }), status: `not answering: ${(error as Error).message}` }),
+        (error: unknown) => ({
+          docker: new Docker({ ...connection, version: `v${MIN_DOCKER_API_VERSION}` }),
+          status: `not answering: ${(error as Error).message}`,
+        }),
       );
       const runtime = new DockerSandboxRuntime({ ...options, docker: connected.docker });
       return { host, runtime, status: connected.status };
     }),
   );
-  const pool = createSandboxRuntimePool(members.map(({ host, runtime }) => ({ name: host.name, runtime, maxRunning: host.maxRunning, running: () => runtime.running() })));
-  return Object.assign(pool, { engines: members.map(({ host, status }) => ({ name: host.name, url: host.url, maxRunning: host.maxRunning, status })) });
+  const pool = createSandboxRuntimePool(
+    members.map(({ host, runtime }) => ({
+      name: host.name,
+      runtime,
+      maxRunning: host.maxRunning,
+      running: () => runtime.running(),
+    })),
+  );
+  return Object.assign(pool, {
+    engines: members.map(({ host, status }) => ({
+      name: host.name,
+      url: host.url,
+      maxRunning: host.maxRunning,
+      status,
+    })),
+  });
 }

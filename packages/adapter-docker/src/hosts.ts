@@ -27,19 +27,28 @@ export function parseDockerHosts(value: string, defaultMax = 20): DockerEngineHo
       const [url = '', query = ''] = entry.split('?', 2);
       const params = new URLSearchParams(query);
       if (!/^unix:\/\/\/.+/.test(url) && !/^tcp:\/\/[^/:]+:\d+$/.test(url)) {
-        throw new Error(`ACS_DOCKER_HOSTS: "${entry}" is not unix:///path/to.sock or tcp://host:port (with ?tls=<dir> for TLS)`);
+        throw new Error(
+          `ACS_DOCKER_HOSTS: "${entry}" is not unix:///path/to.sock or tcp://host:port (with ?tls=<dir> for TLS)`,
+        );
       }
-      for (const key of params.keys()) if (!['name', 'max', 'tls'].includes(key)) throw new Error(`ACS_DOCKER_HOSTS: "${entry}" has an unknown parameter "${key}" (name, max, tls)`);
+      for (const key of params.keys())
+        if (!['name', 'max', 'tls'].includes(key))
+          throw new Error(`ACS_DOCKER_HOSTS: "${entry}" has an unknown parameter "${key}" (name, max, tls)`);
       const max = params.get('max');
       const maxRunning = max === null ? defaultMax : Number(max);
-      if (!Number.isInteger(maxRunning) || maxRunning < 0 || maxRunning > 100_000) throw new Error(`ACS_DOCKER_HOSTS: "${entry}": max must be a whole number of sandboxes`);
+      if (!Number.isInteger(maxRunning) || maxRunning < 0 || maxRunning > 100_000)
+        throw new Error(`ACS_DOCKER_HOSTS: "${entry}": max must be a whole number of sandboxes`);
       const tls = params.get('tls');
-      if (tls !== null && !url.startsWith('tcp://')) throw new Error(`ACS_DOCKER_HOSTS: "${entry}": tls is for tcp:// engines`);
+      if (tls !== null && !url.startsWith('tcp://'))
+        throw new Error(`ACS_DOCKER_HOSTS: "${entry}": tls is for tcp:// engines`);
       return { name: params.get('name') ?? url, url, maxRunning, ...(tls ? { tlsDir: tls } : {}) };
     });
   if (hosts.length === 0) throw new Error('ACS_DOCKER_HOSTS lists no engine');
   const names = hosts.map((h) => h.name);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
-  if (twice !== undefined) throw new Error(`ACS_DOCKER_HOSTS: two engines are named "${twice}"; names must be unique (they are kept in sandbox records)`);
+  if (twice !== undefined)
+    throw new Error(
+      `ACS_DOCKER_HOSTS: two engines are named "${twice}"; names must be unique (they are kept in sandbox records)`,
+    );
   return hosts;
 }

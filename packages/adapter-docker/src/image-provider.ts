@@ -35,7 +35,11 @@ export function commandImageProvider(options: {
           reject(new Error('the image build command is empty'));
           return;
         }
-        const child = spawn(program, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(program, args, {
+          cwd: options.cwd,
+          env: { ...process.env, ...options.env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         const errTail: string[] = [];
         const lines = (stream: NodeJS.ReadableStream, each: (line: string) => void) => {
           let pending = '';
@@ -50,7 +54,11 @@ export function commandImageProvider(options: {
             if (pending.trim() !== '') each(pending);
           });
         };
-        const strip = (line: string) => (options.linePrefix && line.startsWith(options.linePrefix) ? line.slice(options.linePrefix.length) : line).trim();
+        const strip = (line: string) =>
+          (options.linePrefix && line.startsWith(options.linePrefix)
+            ? line.slice(options.linePrefix.length)
+            : line
+          ).trim();
         lines(child.stdout, (line) => onProgress(strip(line)));
         lines(child.stderr, (line) => {
           errTail.push(strip(line));
@@ -59,7 +67,12 @@ export function commandImageProvider(options: {
         child.on('error', (error) => reject(new Error(`could not run ${program}: ${error.message}`)));
         child.on('close', (code, signal) => {
           if (code === 0) resolve();
-          else reject(new Error(`building ${image} failed (${signal ? `killed by ${signal}` : `exit status ${code}`})${errTail.length > 0 ? `: ${errTail.join(' / ')}` : ''}`));
+          else
+            reject(
+              new Error(
+                `building ${image} failed (${signal ? `killed by ${signal}` : `exit status ${code}`})${errTail.length > 0 ? `: ${errTail.join(' / ')}` : ''}`,
+              ),
+            );
         });
       }),
   };

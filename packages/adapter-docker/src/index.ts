@@ -8,8 +8,20 @@
  * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime });
  * ```
  */
-export { connectDocker, createDockerRuntime, MAX_DOCKER_API_VERSION, MIN_DOCKER_API_VERSION, type DockerConnection } from './connect.js';
-export { DockerSandboxRuntime, LABELS, SANDBOX_CAPABILITIES, type DockerResourceLimits, type DockerRuntimeOptions } from './docker-runtime.js';
+export {
+  connectDocker,
+  createDockerRuntime,
+  MAX_DOCKER_API_VERSION,
+  MIN_DOCKER_API_VERSION,
+  type DockerConnection,
+} from './connect.js';
+export {
+  DockerSandboxRuntime,
+  LABELS,
+  SANDBOX_CAPABILITIES,
+  type DockerResourceLimits,
+  type DockerRuntimeOptions,
+} from './docker-runtime.js';
 export { commandImageProvider, type SandboxImageProvider } from './image-provider.js';
 export { connectionOf, createDockerEnginePool, type DockerEnginePool } from './engines.js';
 export { parseDockerHosts, type DockerEngineHost } from './hosts.js';

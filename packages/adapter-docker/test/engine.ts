@@ -8,20 +8,33 @@ import { createDockerRuntime, type DockerRuntimeOptions } from '@acs/adapter-doc
 export const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
 /** Per test file (vitest gives each file its own module instance), so one file's cleanup never touches another's sandboxes. */
 const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
-export const bookworm = specFixture({ id: 'bookworm', image: SANDBOX_IMAGE, working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
+export const bookworm = specFixture({
+  id: 'bookworm',
+  image: SANDBOX_IMAGE,
+  working_dir: '/workspace',
+  command: null,
+  initial_env: { LANG: 'C.UTF-8' },
+});
 
 /** A runtime on the local engine; fails with a message saying what to do when there is none or the image is missing. */
 export async function dockerRuntime(options: Omit<DockerRuntimeOptions, 'docker'> = {}) {
-  const runtime = await createDockerRuntime({ namePrefix: TEST_PREFIX, limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 }, ...options }).catch(
-    (error: unknown) => {
-      throw new Error(`These tests need a Docker engine (run .ci/run once, or start dockerd): ${(error as Error).message}`, { cause: error });
-    },
-  );
+  const runtime = await createDockerRuntime({
+    namePrefix: TEST_PREFIX,
+    limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 },
+    ...options,
+  }).catch((error: unknown) => {
+    throw new Error(
+      `These tests need a Docker engine (run .ci/run once, or start dockerd): ${(error as Error).message}`,
+      { cause: error },
+    );
+  });
   await runtime.connection.docker
     .getImage(SANDBOX_IMAGE)
     .inspect()
     .catch((error: unknown) => {
-      throw new Error(`These tests need the image ${SANDBOX_IMAGE}: run scripts/build-sandbox-image.sh`, { cause: error });
+      throw new Error(`These tests need the image ${SANDBOX_IMAGE}: run scripts/build-sandbox-image.sh`, {
+        cause: error,
+      });
     });
   return runtime;
 }
@@ -30,7 +43,23 @@ export async function dockerRuntime(options: Omit<DockerRuntimeOptions, 'docker'
 afterAll(async () => {
   const docker = new Docker();
   const containers = await docker.listContainers({ all: true, filters: { name: [TEST_PREFIX] } }).catch(() => []);
-  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  await Promise.all(
+    containers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => {}),
+    ),
+  );
   const volumes = (await docker.listVolumes().catch(() => ({ Volumes: [] }))).Volumes ?? [];
-  await Promise.all(volumes.filter((v) => v.Name.startsWith(TEST_PREFIX)).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
+  await Promise.all(
+    volumes
+      .filter((v) => v.Name.startsWith(TEST_PREFIX))
+      .map((v) =>
+        docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => {}),
+      ),
+  );
 });

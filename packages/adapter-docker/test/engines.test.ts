@@ -59,9 +59,25 @@ afterAll(async () => {
   await proxy.down();
   for (const docker of [new Docker(), new Docker({ socketPath: engineSocket })]) {
     const containers = await docker.listContainers({ all: true, filters: { name: [PREFIX] } }).catch(() => []);
-    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+    await Promise.all(
+      containers.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {}),
+      ),
+    );
     const volumes = (await docker.listVolumes().catch(() => ({ Volumes: [] }))).Volumes ?? [];
-    await Promise.all(volumes.filter((v) => v.Name.startsWith(PREFIX)).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
+    await Promise.all(
+      volumes
+        .filter((v) => v.Name.startsWith(PREFIX))
+        .map((v) =>
+          docker
+            .getVolume(v.Name)
+            .remove()
+            .catch(() => {}),
+        ),
+    );
   }
   await engine?.stop();
   rmSync(proxySocket, { force: true });
@@ -70,8 +86,15 @@ afterAll(async () => {
 describe('sandboxes on two Docker engines', () => {
   it('spreads sandboxes by room, keeps each record’s engine, marks an engine that stops answering, and takes its sandboxes back when it answers again', async () => {
     const hosts = parseDockerHosts(`unix:///var/run/docker.sock?name=one&max=1,unix://${proxySocket}?name=two&max=1`);
-    const runtime = await createDockerEnginePool(hosts, { namePrefix: PREFIX, networkMode: 'none', limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 } });
-    expect(runtime.engines.map((e) => e.status)).toEqual([expect.stringMatching(/^engine /), expect.stringMatching(/^engine /)]);
+    const runtime = await createDockerEnginePool(hosts, {
+      namePrefix: PREFIX,
+      networkMode: 'none',
+      limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 },
+    });
+    expect(runtime.engines.map((e) => e.status)).toEqual([
+      expect.stringMatching(/^engine /),
+      expect.stringMatching(/^engine /),
+    ]);
     const ports = createMemoryPorts();
     const service = createAgentConversationService(
       // The memory ports' default spec is acs-sandbox:bookworm in /workspace.
@@ -83,7 +106,9 @@ describe('sandboxes on two Docker engines', () => {
       await service.idle();
       const second = await expectOk(service.sandboxes.start('alice'));
       await service.idle();
-      const records = await Promise.all([first, second].map(async (s) => (await expectOk(ports.sandboxes.get('alice', s.id)))!));
+      const records = await Promise.all(
+        [first, second].map(async (s) => (await expectOk(ports.sandboxes.get('alice', s.id)))!),
+      );
       expect(records.map((r) => r.status)).toEqual(['RUNNING', 'RUNNING']);
       expect(records.map((r) => r.location).sort()).toEqual(['one', 'two']);
       const onTwo = records.find((r) => r.location === 'two')!;
@@ -91,7 +116,9 @@ describe('sandboxes on two Docker engines', () => {
       // Each runs commands on its own engine (the second engine's container has its own hostname).
       const ran = await expectOk(runtime.exec(onTwo.id, { command: ['sh', '-c', 'echo engine-two'] }));
       expect(ran.stdout).toBe('engine-two\n');
-      expect((await new Docker({ socketPath: engineSocket }).listContainers({ filters: { name: [PREFIX] } })).length).toBe(1);
+      expect(
+        (await new Docker({ socketPath: engineSocket }).listContainers({ filters: { name: [PREFIX] } })).length,
+      ).toBe(1);
 
       // Both full (one running sandbox each): the next start is refused at once, saying why.
       const refused = (await service.sandboxes.start('alice'))._unsafeUnwrapErr();
@@ -104,7 +131,9 @@ describe('sandboxes on two Docker engines', () => {
       expect(lost.status).toBe('ERROR');
       expect(lost.status_detail).toMatch(/^sandbox engine "two" does not answer: /);
       expect((await expectOk(service.sandboxes.get('alice', onOne.id))).status).toBe('RUNNING');
-      expect((await expectOk(runtime.exec(onOne.id, { command: ['sh', '-c', 'echo engine-one'] }))).stdout).toBe('engine-one\n');
+      expect((await expectOk(runtime.exec(onOne.id, { command: ['sh', '-c', 'echo engine-one'] }))).stdout).toBe(
+        'engine-one\n',
+      );
 
       // It answers again, its container still running: reconcile gives the record its status back.
       await proxy.up();
@@ -120,24 +149,37 @@ describe('sandboxes on two Docker engines', () => {
   });
 
   it('reaches an engine over TCP with TLS (client certificates), and says so when the certificates are wrong', async () => {
-    const hosts = parseDockerHosts(`unix:///var/run/docker.sock?name=local&max=0,${engine!.tcp!}?name=remote&tls=${engine!.tlsDir!}&max=5`);
-    const runtime = await createDockerEnginePool(hosts, { namePrefix: PREFIX, networkMode: 'none', limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 } });
+    const hosts = parseDockerHosts(
+      `unix:///var/run/docker.sock?name=local&max=0,${engine!.tcp!}?name=remote&tls=${engine!.tlsDir!}&max=5`,
+    );
+    const runtime = await createDockerEnginePool(hosts, {
+      namePrefix: PREFIX,
+      networkMode: 'none',
+      limits: { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 },
+    });
     expect(runtime.engines[1]!.status).toMatch(/^engine /);
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, runtime, agent: createAgent() }, { reconcileIntervalMs: 0 });
+    const service = createAgentConversationService(
+      { ...ports, runtime, agent: createAgent() },
+      { reconcileIntervalMs: 0 },
+    );
     try {
       // The local engine takes none (max 0): the sandbox goes to the remote one, over TLS.
       const box = await expectOk(service.sandboxes.start('alice'));
       await service.idle();
       const record = (await expectOk(ports.sandboxes.get('alice', box.id)))!;
       expect([record.status, record.location]).toEqual(['RUNNING', 'remote']);
-      expect((await expectOk(runtime.exec(box.id, { command: ['sh', '-c', 'echo over-tls'] }))).stdout).toBe('over-tls\n');
+      expect((await expectOk(runtime.exec(box.id, { command: ['sh', '-c', 'echo over-tls'] }))).stdout).toBe(
+        'over-tls\n',
+      );
       await expectOk(service.sandboxes.delete('alice', box.id));
     } finally {
       await service.close();
     }
     // Without a client certificate the engine refuses the connection: the pool starts, the engine is "not answering".
-    const untrusted = await createDockerEnginePool(parseDockerHosts(`${engine!.tcp!}?name=remote`), { namePrefix: PREFIX });
+    const untrusted = await createDockerEnginePool(parseDockerHosts(`${engine!.tcp!}?name=remote`), {
+      namePrefix: PREFIX,
+    });
     expect(untrusted.engines[0]!.status).toMatch(/^not answering: /);
     expect((await untrusted.ping())._unsafeUnwrapErr().message).toMatch(/^sandbox engine "remote" does not answer: /);
   });

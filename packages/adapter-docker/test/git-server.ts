@@ -25,7 +25,8 @@ export class GitServer {
   }
 
   async start() {
-    if (!existsSync(HTTP_BACKEND)) throw new Error(`These tests need ${HTTP_BACKEND}: install git (apt-get install git)`);
+    if (!existsSync(HTTP_BACKEND))
+      throw new Error(`These tests need ${HTTP_BACKEND}: install git (apt-get install git)`);
     this.#server = createServer((req, res) => this.#handle(req, res));
     await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
     this.port = (this.#server.address() as AddressInfo).port;
@@ -39,11 +40,15 @@ export class GitServer {
   #handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://x');
     const auth = req.headers.authorization ?? '';
-    const password = auth.startsWith('Basic ') ? Buffer.from(auth.slice(6), 'base64').toString().split(':').slice(1).join(':') : null;
+    const password = auth.startsWith('Basic ')
+      ? Buffer.from(auth.slice(6), 'base64').toString().split(':').slice(1).join(':')
+      : null;
     const authorized = password === this.token;
     if (!authorized) {
       this.requests.push({ path: url.pathname, authorized, status: 401 });
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="acs test git"', 'Content-Type': 'text/plain' }).end('authentication required\n');
+      res
+        .writeHead(401, { 'WWW-Authenticate': 'Basic realm="acs test git"', 'Content-Type': 'text/plain' })
+        .end('authentication required\n');
       return;
     }
     const cgi = spawn(HTTP_BACKEND, [], {
@@ -82,7 +87,18 @@ export class GitServer {
   }
 }
 
-export const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@x' } });
+export const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'T',
+      GIT_AUTHOR_EMAIL: 't@x',
+      GIT_COMMITTER_NAME: 'T',
+      GIT_COMMITTER_EMAIL: 't@x',
+    },
+  });
 
 /** acme/widgets.git with main and feature, an AGENTS.md, a microagent and a setup script. */
 export function makeRepository(root: string) {
@@ -90,8 +106,14 @@ export function makeRepository(root: string) {
   git(work, 'init', '-q', '-b', 'main');
   writeFileSync(join(work, 'AGENTS.md'), 'Always run `make lint` before committing.\n');
   mkdirSync(join(work, '.openhands', 'microagents'), { recursive: true });
-  writeFileSync(join(work, '.openhands', 'setup.sh'), 'echo "setup: preparing $(basename "$PWD")"\ntouch .setup-done\n');
-  writeFileSync(join(work, '.openhands', 'microagents', 'release.md'), '---\ntriggers:\n- release\n---\nReleases are cut with `make release`.\n');
+  writeFileSync(
+    join(work, '.openhands', 'setup.sh'),
+    'echo "setup: preparing $(basename "$PWD")"\ntouch .setup-done\n',
+  );
+  writeFileSync(
+    join(work, '.openhands', 'microagents', 'release.md'),
+    '---\ntriggers:\n- release\n---\nReleases are cut with `make release`.\n',
+  );
   git(work, 'add', '-A');
   git(work, 'commit', '-q', '-m', 'initial');
   git(work, 'checkout', '-q', '-b', 'feature');

@@ -27,7 +27,10 @@ const provider = commandImageProvider({
 
 afterAll(async () => {
   const runtime = await dockerRuntime();
-  await runtime.connection.docker.getImage(PROVIDED).remove().catch(() => {});
+  await runtime.connection.docker
+    .getImage(PROVIDED)
+    .remove()
+    .catch(() => {});
 });
 
 describe('a sandbox whose image is missing, with an image provider', () => {
@@ -39,8 +42,15 @@ describe('a sandbox whose image is missing, with an image provider', () => {
       const created = await Promise.all(
         ids.map((id, i) =>
           expectOk(
-            runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: { ...bookworm, image: PROVIDED }, env: {} }, (detail) =>
-              progress[i]!.push(detail),
+            runtime.create(
+              {
+                sandbox_id: id,
+                user_id: 'alice',
+                installation_id: 'acs-tests',
+                spec: { ...bookworm, image: PROVIDED },
+                env: {},
+              },
+              (detail) => progress[i]!.push(detail),
             ),
           ),
         ),
@@ -49,7 +59,9 @@ describe('a sandbox whose image is missing, with an image provider', () => {
       expect(readFileSync(buildsLog, 'utf8').trim().split('\n')).toEqual(['built']);
       for (const lines of progress) {
         expect(lines.length).toBeGreaterThan(0);
-        expect(lines.every((l) => l.startsWith(`waiting for the sandbox image ${PROVIDED} to be built: step `))).toBe(true);
+        expect(lines.every((l) => l.startsWith(`waiting for the sandbox image ${PROVIDED} to be built: step `))).toBe(
+          true,
+        );
       }
       expect(progress.flat()).toContain(`waiting for the sandbox image ${PROVIDED} to be built: step 2/2: tagged`);
       expect(await runtime.ensureImage(PROVIDED)).toBe('present');
@@ -61,8 +73,18 @@ describe('a sandbox whose image is missing, with an image provider', () => {
   it('fails the sandbox with the build’s own words when the build fails, leaving nothing behind', async () => {
     const runtime = await dockerRuntime({ images: provider });
     const id = fixtureId();
-    const created = await runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: { ...bookworm, image: BROKEN }, env: {} });
-    expect(created.isErr() && created.error.message).toMatch(new RegExp(`the sandbox image ${BROKEN} is missing and could not be built: building ${BROKEN} failed \\(exit status 3\\): no mirror reachable`));
+    const created = await runtime.create({
+      sandbox_id: id,
+      user_id: 'alice',
+      installation_id: 'acs-tests',
+      spec: { ...bookworm, image: BROKEN },
+      env: {},
+    });
+    expect(created.isErr() && created.error.message).toMatch(
+      new RegExp(
+        `the sandbox image ${BROKEN} is missing and could not be built: building ${BROKEN} failed \\(exit status 3\\): no mirror reachable`,
+      ),
+    );
     const { docker } = runtime.connection;
     expect(await docker.listContainers({ all: true, filters: { label: [`${LABELS.sandbox}=${id}`] } })).toEqual([]);
     expect((await docker.listVolumes({ filters: { label: [`${LABELS.sandbox}=${id}`] } })).Volumes ?? []).toEqual([]);
@@ -70,6 +92,8 @@ describe('a sandbox whose image is missing, with an image provider', () => {
 
   it('without a provider for the image, a missing image is an error that says how to build it', async () => {
     const runtime = await dockerRuntime({ images: provider });
-    await expect(runtime.ensureImage('acs-sandbox:nobody-makes-this')).rejects.toThrow(/is not on this Docker engine; build or load it first/);
+    await expect(runtime.ensureImage('acs-sandbox:nobody-makes-this')).rejects.toThrow(
+      /is not on this Docker engine; build or load it first/,
+    );
   });
 });

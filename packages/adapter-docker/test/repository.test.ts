@@ -28,13 +28,22 @@ async function compose(user: string, settings: SettingsInput, turns: ScriptedTur
 
 async function start(service: AgentConversationService, user: string, request: Record<string, unknown>) {
   const task = await expectOk(
-    service.conversations.startApp(user, { initial_message: { role: 'user', content: [{ type: 'text', text: 'fetch and tell me the branch; then plan the release' }], run: true }, ...request }),
+    service.conversations.startApp(user, {
+      initial_message: {
+        role: 'user',
+        content: [{ type: 'text', text: 'fetch and tell me the branch; then plan the release' }],
+        run: true,
+      },
+      ...request,
+    }),
   );
   await service.idle();
   const [done] = await expectOk(service.conversations.getStartTasks(user, [task.id]));
   const id = task.app_conversation_id!;
   const [conversation] = await expectOk(service.conversations.getMany(user, [id]));
-  const events: ConversationEvent[] = (await expectOk(service.conversations.searchEvents(user, id, { after: 0, kinds: null, limit: 100 }))).items;
+  const events: ConversationEvent[] = (
+    await expectOk(service.conversations.searchEvents(user, id, { after: 0, kinds: null, limit: 100 }))
+  ).items;
   return { task: done!, conversation: conversation!, events };
 }
 
@@ -47,34 +56,66 @@ describe('repository preparation on Docker against a real git server', () => {
   it('clones at the branch with the identity, keeps the token out of .git/config and the events, runs setup.sh, and the agent fetches through the helper', async () => {
     const { service, runtime, llm } = await compose(
       'alice',
-      { git_user_name: 'Alice Example', git_user_email: 'alice@example.com', secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: server.url } } } },
+      {
+        git_user_name: 'Alice Example',
+        git_user_email: 'alice@example.com',
+        secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: server.url } } },
+      },
       [
-        { tool_calls: [{ name: 'execute_bash', arguments: { command: 'git fetch origin && git rev-parse --abbrev-ref HEAD && echo fetched-ok' } }] },
+        {
+          tool_calls: [
+            {
+              name: 'execute_bash',
+              arguments: { command: 'git fetch origin && git rev-parse --abbrev-ref HEAD && echo fetched-ok' },
+            },
+          ],
+        },
         { tool_calls: [{ name: 'finish', arguments: { message: 'on feature' } }] },
       ],
     );
     try {
       const before = server.requests.length;
-      const { task, conversation, events } = await start(service, 'alice', { selected_repository: 'acme/widgets', selected_branch: 'feature', git_provider: 'gitlab' });
+      const { task, conversation, events } = await start(service, 'alice', {
+        selected_repository: 'acme/widgets',
+        selected_branch: 'feature',
+        git_provider: 'gitlab',
+      });
       expect(task).toMatchObject({ status: 'READY', detail: null });
       // Clone and the agent's fetch: each asked without credentials first (401), then with the token from the helper.
       const seen = server.requests.slice(before);
       expect(seen.filter((r) => r.status === 401).length).toBeGreaterThanOrEqual(2);
-      expect(seen.filter((r) => r.authorized && r.path.endsWith('/git-upload-pack') && r.status === 200).length).toBeGreaterThanOrEqual(2);
+      expect(
+        seen.filter((r) => r.authorized && r.path.endsWith('/git-upload-pack') && r.status === 200).length,
+      ).toBeGreaterThanOrEqual(2);
       const sandboxId = conversation.record.sandbox_id!;
       const repo = '/workspace/widgets';
       expect(await sh(runtime, sandboxId, `git -C ${repo} rev-parse --abbrev-ref HEAD`)).toBe('feature');
-      expect(await sh(runtime, sandboxId, `git -C ${repo} config user.name; git -C ${repo} config user.email`)).toBe('Alice Example\nalice@example.com');
+      expect(await sh(runtime, sandboxId, `git -C ${repo} config user.name; git -C ${repo} config user.email`)).toBe(
+        'Alice Example\nalice@example.com',
+      );
       expect(await sh(runtime, sandboxId, `cat ${repo}/feature.txt`)).toBe('feature work');
       // No token in the repository's config, in the global config, or in the remote URL.
-      const configs = await sh(runtime, sandboxId, `cat ${repo}/.git/config ~/.gitconfig; git -C ${repo} remote get-url origin`);
+      const configs = await sh(
+        runtime,
+        sandboxId,
+        `cat ${repo}/.git/config ~/.gitconfig; git -C ${repo} remote get-url origin`,
+      );
       expect(configs).toContain(`${server.url}/acme/widgets.git`);
       expect(configs).not.toContain(TOKEN);
       expect(await sh(runtime, sandboxId, `grep -rl '${TOKEN}' ${repo} || echo none`)).toBe('none');
-      expect(await sh(runtime, sandboxId, 'stat -c %a /opt/acs-git /opt/acs-git/credentials /opt/acs-git/credentials/127.0.0.1_*')).toBe('700\n700\n600');
+      expect(
+        await sh(
+          runtime,
+          sandboxId,
+          'stat -c %a /opt/acs-git /opt/acs-git/credentials /opt/acs-git/credentials/127.0.0.1_*',
+        ),
+      ).toBe('700\n700\n600');
       // setup.sh ran in the repository root, and its output is an event.
       expect(await sh(runtime, sandboxId, `test -f ${repo}/.setup-done && echo yes`)).toBe('yes');
-      expect(events.find((e) => e.kind === 'setup' && e.step === 'setup_script')).toMatchObject({ output: 'setup: preparing widgets\n', exit_code: 0 });
+      expect(events.find((e) => e.kind === 'setup' && e.step === 'setup_script')).toMatchObject({
+        output: 'setup: preparing widgets\n',
+        exit_code: 0,
+      });
       // The agent ran in the clone and fetched with the token through the credential helper.
       const observation = events.find((e) => e.kind === 'observation' && e.tool_name === 'execute_bash');
       expect(observation).toMatchObject({ is_error: false, exit_code: 0 });
@@ -86,7 +127,11 @@ describe('repository preparation on Docker against a real git server', () => {
       expect(system!.content).toContain('The working directory is /workspace/widgets');
       expect(user!.content).toContain('Releases are cut with `make release`.');
       // The agent can also push through the helper.
-      const pushed = await sh(runtime, sandboxId, `cd ${repo} && git commit -q --allow-empty -m agent-commit && git push -q origin feature 2>&1 && echo pushed`);
+      const pushed = await sh(
+        runtime,
+        sandboxId,
+        `cd ${repo} && git commit -q --allow-empty -m agent-commit && git push -q origin feature 2>&1 && echo pushed`,
+      );
       expect(pushed).toBe('pushed');
       expect(git(bare, 'log', '-1', '--format=%an %s', 'feature').trim()).toBe('Alice Example agent-commit');
     } finally {
@@ -96,9 +141,15 @@ describe('repository preparation on Docker against a real git server', () => {
 
   it('a wrong token ends the start with a clear detail and a stopped conversation', async () => {
     const wrong = 'glpat-WRONG-token-999999';
-    const { service } = await compose('bob', { secrets_store: { provider_tokens: { gitlab: { token: wrong, host: server.url } } } });
+    const { service } = await compose('bob', {
+      secrets_store: { provider_tokens: { gitlab: { token: wrong, host: server.url } } },
+    });
     try {
-      const { task, conversation, events } = await start(service, 'bob', { selected_repository: 'acme/widgets', selected_branch: 'main', git_provider: 'gitlab' });
+      const { task, conversation, events } = await start(service, 'bob', {
+        selected_repository: 'acme/widgets',
+        selected_branch: 'main',
+        git_provider: 'gitlab',
+      });
       expect(task.status).toBe('ERROR');
       expect(task.detail).toContain(`could not clone acme/widgets from ${server.url}`);
       expect(task.detail).toContain('the gitlab token was refused');
@@ -112,14 +163,28 @@ describe('repository preparation on Docker against a real git server', () => {
   });
 
   it('a repository that does not exist and a host that does not answer end the start with git’s reason', async () => {
-    const { service } = await compose('dave', { secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: server.url }, github: { token: TOKEN, host: 'http://127.0.0.1:1' } } } });
+    const { service } = await compose('dave', {
+      secrets_store: {
+        provider_tokens: {
+          gitlab: { token: TOKEN, host: server.url },
+          github: { token: TOKEN, host: 'http://127.0.0.1:1' },
+        },
+      },
+    });
     try {
-      const missing = await start(service, 'dave', { selected_repository: 'acme/nothing-here', git_provider: 'gitlab' });
+      const missing = await start(service, 'dave', {
+        selected_repository: 'acme/nothing-here',
+        git_provider: 'gitlab',
+      });
       expect(missing.task.status).toBe('ERROR');
-      expect(missing.task.detail).toMatch(new RegExp(`^could not clone acme/nothing-here from ${server.url}: .*(not found|404)`, 'i'));
+      expect(missing.task.detail).toMatch(
+        new RegExp(`^could not clone acme/nothing-here from ${server.url}: .*(not found|404)`, 'i'),
+      );
       const unreachable = await start(service, 'dave', { selected_repository: 'acme/widgets', git_provider: 'github' });
       expect(unreachable.task.status).toBe('ERROR');
-      expect(unreachable.task.detail).toMatch(/^could not clone acme\/widgets from http:\/\/127\.0\.0\.1:1: .*(connect|refused)/i);
+      expect(unreachable.task.detail).toMatch(
+        /^could not clone acme\/widgets from http:\/\/127\.0\.0\.1:1: .*(connect|refused)/i,
+      );
       expect(JSON.stringify([missing, unreachable])).not.toContain(TOKEN);
     } finally {
       await service.close();
@@ -127,9 +192,15 @@ describe('repository preparation on Docker against a real git server', () => {
   });
 
   it('a missing branch is an error, not a silent default', async () => {
-    const { service } = await compose('carol', { secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: server.url } } } });
+    const { service } = await compose('carol', {
+      secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: server.url } } },
+    });
     try {
-      const { task, conversation } = await start(service, 'carol', { selected_repository: 'acme/widgets', selected_branch: 'no-such-branch', git_provider: 'gitlab' });
+      const { task, conversation } = await start(service, 'carol', {
+        selected_repository: 'acme/widgets',
+        selected_branch: 'no-such-branch',
+        git_provider: 'gitlab',
+      });
       expect(task).toMatchObject({ status: 'ERROR', detail: 'branch "no-such-branch" does not exist in acme/widgets' });
       expect(conversation.status).toBe('STOPPED');
     } finally {

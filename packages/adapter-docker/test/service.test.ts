@@ -15,11 +15,15 @@ const specs = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/w
 /** A service on the real engine with memory stores; `stores` lets a second service share them (a restart). */
 async function compose(options: AgentConversationServiceOptions = {}, stores = createMemoryPorts({ specs })) {
   const runtime = await dockerRuntime();
-  const service = createAgentConversationService({ agent: createAgent(), ...stores, runtime }, { pollIntervalMs: 20, ...options });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...stores, runtime },
+    { pollIntervalMs: 20, ...options },
+  );
   return { service, runtime, stores };
 }
 
-const inspect = (runtime: Awaited<ReturnType<typeof dockerRuntime>>, id: string) => runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
+const inspect = (runtime: Awaited<ReturnType<typeof dockerRuntime>>, id: string) =>
+  runtime.connection.docker.getContainer(runtime.containerName(id)).inspect();
 
 describe('sandbox service on Docker', () => {
   it('serves the V1 sandbox routes over HTTP with real containers', async () => {
@@ -96,13 +100,19 @@ describe('sandbox service on Docker', () => {
 
   it('adopts its containers after a restart: running, paused, died, vanished, and unknown ones', async () => {
     const before = await compose();
-    const [running, paused, died, vanished] = await Promise.all(Array.from({ length: 4 }, () => expectOk(before.service.sandboxes.start('alice'))));
+    const [running, paused, died, vanished] = await Promise.all(
+      Array.from({ length: 4 }, () => expectOk(before.service.sandboxes.start('alice'))),
+    );
     await before.service.idle();
     await expectOk(before.service.sandboxes.pause('alice', paused!.id));
     await before.service.close();
     // While the service is down: one container dies, one is removed.
-    await before.runtime.connection.docker.getContainer(before.runtime.containerName(died!.id)).kill({ signal: 'SIGKILL' });
-    await before.runtime.connection.docker.getContainer(before.runtime.containerName(vanished!.id)).remove({ force: true });
+    await before.runtime.connection.docker
+      .getContainer(before.runtime.containerName(died!.id))
+      .kill({ signal: 'SIGKILL' });
+    await before.runtime.connection.docker
+      .getContainer(before.runtime.containerName(vanished!.id))
+      .remove({ force: true });
 
     const after = await compose({}, before.stores);
     const report = await expectOk(after.service.sandboxes.reconcile());
@@ -110,7 +120,10 @@ describe('sandbox service on Docker', () => {
     const status = async (id: string) => expectOk(after.service.sandboxes.get('alice', id));
     expect((await status(running!.id)).status).toBe('RUNNING');
     expect((await status(paused!.id)).status).toBe('PAUSED');
-    expect(await status(died!.id)).toMatchObject({ status: 'ERROR', status_detail: expect.stringMatching(/exited with code 137/) as unknown });
+    expect(await status(died!.id)).toMatchObject({
+      status: 'ERROR',
+      status_detail: expect.stringMatching(/exited with code 137/) as unknown,
+    });
     expect((await status(vanished!.id)).status).toBe('MISSING');
 
     // Another installation on the same engine adopts none of them.
@@ -120,7 +133,10 @@ describe('sandbox service on Docker', () => {
     await stranger.service.close();
 
     // The same installation having lost its records (memory storage, same identity) adopts its containers back.
-    const amnesiac = await compose({}, createMemoryPorts({ specs, installationId: await expectOk(before.stores.installation.identity()) }));
+    const amnesiac = await compose(
+      {},
+      createMemoryPorts({ specs, installationId: await expectOk(before.stores.installation.identity()) }),
+    );
     const adopted = await expectOk(amnesiac.service.sandboxes.reconcile());
     expect(adopted.adopted).toBe(3);
     expect((await expectOk(amnesiac.service.sandboxes.get('alice', running!.id))).status).toBe('RUNNING');

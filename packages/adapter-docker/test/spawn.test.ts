@@ -4,7 +4,6 @@ import { collectProcessOutput, expectOk, fixtureId, waitUntil } from '@acs/core/
 import type { DockerSandboxRuntime } from '@acs/adapter-docker';
 import { bookworm, dockerRuntime } from './engine.js';
 
-
 /** Splits stdout into lines and hands them out one at a time. */
 function lines(child: SandboxProcess) {
   const ready: string[] = [];
@@ -41,9 +40,18 @@ describe('Docker sandbox runtime: spawn', () => {
 
   beforeAll(async () => {
     runtime = await dockerRuntime();
-    await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec: bookworm, env: { ...bookworm.initial_env, FROM_SPEC: 'spec-value' } }));
+    await expectOk(
+      runtime.create({
+        sandbox_id: id,
+        user_id: 'alice',
+        installation_id: 'acs-tests',
+        spec: bookworm,
+        env: { ...bookworm.initial_env, FROM_SPEC: 'spec-value' },
+      }),
+    );
     const deadline = Date.now() + 120_000;
-    while ((await expectOk(runtime.inspect(id))).state !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await expectOk(runtime.inspect(id))).state !== 'running' && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
   });
   afterAll(async () => {
     await Promise.all(started.map((child) => child.kill()));
@@ -56,7 +64,10 @@ describe('Docker sandbox runtime: spawn', () => {
     const hereOut = collectProcessOutput(here);
     expect(await here.exited).toEqual({ exit_code: 0 });
     expect(hereOut.stdout()).toBe('/workspace\nspec-value\n');
-    const there = await spawn(['sh', '-c', 'pwd; echo "$FROM_SPEC $GREETING"'], { cwd: 'sub dir', env: { GREETING: 'hello there' } });
+    const there = await spawn(['sh', '-c', 'pwd; echo "$FROM_SPEC $GREETING"'], {
+      cwd: 'sub dir',
+      env: { GREETING: 'hello there' },
+    });
     const thereOut = collectProcessOutput(there);
     expect(await there.exited).toEqual({ exit_code: 0 });
     expect(thereOut.stdout()).toBe('/workspace/sub dir\nspec-value hello there\n');
@@ -75,11 +86,18 @@ describe('Docker sandbox runtime: spawn', () => {
 
   it('refuses a file that is not executable, saying so', async () => {
     const result = await runtime.spawn(id, { command: ['/etc/passwd'] });
-    expect(result.isErr() && result.error).toMatchObject({ type: 'failed', message: expect.stringMatching(/not an executable file/) as unknown });
+    expect(result.isErr() && result.error).toMatchObject({
+      type: 'failed',
+      message: expect.stringMatching(/not an executable file/) as unknown,
+    });
   });
 
   it('carries 1 MiB each way intact and in order', async () => {
-    const generated = await spawn(['python3', '-c', 'import sys\nsys.stdout.write("".join(f"{i:07d}\\n" for i in range(131072)))']);
+    const generated = await spawn([
+      'python3',
+      '-c',
+      'import sys\nsys.stdout.write("".join(f"{i:07d}\\n" for i in range(131072)))',
+    ]);
     const generatedOut = collectProcessOutput(generated);
     expect(await generated.exited).toEqual({ exit_code: 0 });
     const expected = Array.from({ length: 131072 }, (_, i) => `${String(i).padStart(7, '0')}\n`).join('');
@@ -88,14 +106,19 @@ describe('Docker sandbox runtime: spawn', () => {
 
     const echo = await spawn(['cat']);
     const echoOut = collectProcessOutput(echo);
-    for (let offset = 0; offset < expected.length; offset += 64 * 1024) await echo.write(expected.slice(offset, offset + 64 * 1024));
+    for (let offset = 0; offset < expected.length; offset += 64 * 1024)
+      await echo.write(expected.slice(offset, offset + 64 * 1024));
     await waitUntil(() => echoOut.stdout().length >= expected.length);
     expect(echoOut.stdout() === expected).toBe(true);
     await echo.kill();
   });
 
   it('kill() ends the children too, those that ignore SIGTERM or made a process group of their own included', async () => {
-    const child = await spawn(['bash', '-c', 'sleep 1231 & (trap "" TERM; exec sleep 1232) & set -m; sleep 1233 & echo started; wait']);
+    const child = await spawn([
+      'bash',
+      '-c',
+      'sleep 1231 & (trap "" TERM; exec sleep 1232) & set -m; sleep 1233 & echo started; wait',
+    ]);
     const output = collectProcessOutput(child);
     await waitUntil(() => output.stdout() === 'started\n');
     expect(await sh('ps -eo args | grep -c "^sleep 123[123]"')).toBe('3\n');
@@ -115,7 +138,9 @@ describe('Docker sandbox runtime: spawn', () => {
     const child = await spawn(['python3', '-c', server]);
     const next = lines(child);
     for (let i = 0; i < 100; i++) {
-      await child.write(`${JSON.stringify({ jsonrpc: '2.0', id: i, method: 'echo', params: { text: `ping ${i} ü` } })}\n`);
+      await child.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id: i, method: 'echo', params: { text: `ping ${i} ü` } })}\n`,
+      );
       expect(JSON.parse(await next())).toEqual({ id: i, result: { text: `ping ${i} ü` } });
     }
     await child.kill();

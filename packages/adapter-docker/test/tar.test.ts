@@ -40,8 +40,16 @@ const paxRecord = (key: string, value: string) => {
 };
 
 function pax(records: Record<string, string>): Buffer {
-  const body = Buffer.from(Object.entries(records).map(([k, v]) => paxRecord(k, v)).join(''));
-  return Buffer.concat([header({ name: 'PaxHeaders/x', type: 'x', size: body.length }), body, Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK)]);
+  const body = Buffer.from(
+    Object.entries(records)
+      .map(([k, v]) => paxRecord(k, v))
+      .join(''),
+  );
+  return Buffer.concat([
+    header({ name: 'PaxHeaders/x', type: 'x', size: body.length }),
+    body,
+    Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK),
+  ]);
 }
 
 /** A stream that yields `head`, then 64 KiB chunks of `fill` for ever, counting what was pulled and whether it was ended. */
@@ -66,12 +74,14 @@ function endless(head: Buffer, fill = 0x61) {
 
 describe('readFirstTarEntry', () => {
   it('reads a whole small file, with its size', async () => {
-    expect(await readFirstTarEntry(Readable.from([tarOneFile('workspace/a.txt', Buffer.from('hello'))]), 1024)).toEqual({
-      type: 'file',
-      path: 'workspace/a.txt',
-      size: 5,
-      content: Buffer.from('hello'),
-    });
+    expect(await readFirstTarEntry(Readable.from([tarOneFile('workspace/a.txt', Buffer.from('hello'))]), 1024)).toEqual(
+      {
+        type: 'file',
+        path: 'workspace/a.txt',
+        size: 5,
+        content: Buffer.from('hello'),
+      },
+    );
   });
 
   it('reads no more of a huge file than asked, then ends the stream', async () => {
@@ -85,9 +95,20 @@ describe('readFirstTarEntry', () => {
 
   it('reads the sizes that octal cannot hold (base-256) and that PAX headers give', async () => {
     const big = 9 * 1024 ** 3;
-    expect(await readFirstTarEntry(endless(header({ name: 'huge', type: '0', size: big, base256: true })).stream, 10)).toMatchObject({ type: 'file', size: big });
-    const viaPax = endless(Buffer.concat([pax({ size: String(big), path: 'a/very/long/path/' + 'x'.repeat(150) }), header({ name: 'short', type: '0', size: 0 })]));
-    expect(await readFirstTarEntry(viaPax.stream, 10)).toMatchObject({ type: 'file', size: big, path: `a/very/long/path/${'x'.repeat(150)}` });
+    expect(
+      await readFirstTarEntry(endless(header({ name: 'huge', type: '0', size: big, base256: true })).stream, 10),
+    ).toMatchObject({ type: 'file', size: big });
+    const viaPax = endless(
+      Buffer.concat([
+        pax({ size: String(big), path: 'a/very/long/path/' + 'x'.repeat(150) }),
+        header({ name: 'short', type: '0', size: 0 }),
+      ]),
+    );
+    expect(await readFirstTarEntry(viaPax.stream, 10)).toMatchObject({
+      type: 'file',
+      size: big,
+      path: `a/very/long/path/${'x'.repeat(150)}`,
+    });
   });
 
   it('stops at the header of a directory, without reading what follows', async () => {
@@ -98,15 +119,35 @@ describe('readFirstTarEntry', () => {
   });
 
   it('gives a link target from the header, a PAX linkpath or a GNU long-link entry', async () => {
-    expect(await readFirstTarEntry(Readable.from([header({ name: 'l', type: '2', link: 'd/f' })]), 10)).toEqual({ type: 'symlink', path: 'l', target: 'd/f' });
+    expect(await readFirstTarEntry(Readable.from([header({ name: 'l', type: '2', link: 'd/f' })]), 10)).toEqual({
+      type: 'symlink',
+      path: 'l',
+      target: 'd/f',
+    });
     const long = `/${'t'.repeat(200)}`;
-    expect(await readFirstTarEntry(Readable.from([pax({ linkpath: long }), header({ name: 'l', type: '2', link: 'cut' })]), 10)).toEqual({ type: 'symlink', path: 'l', target: long });
-    const gnu = Buffer.concat([header({ name: '././@LongLink', type: 'K', size: long.length + 1 }), Buffer.from(`${long}\0`), Buffer.alloc(BLOCK - long.length - 1)]);
-    expect(await readFirstTarEntry(Readable.from([gnu, header({ name: 'l', type: '2', link: 'cut' })]), 10)).toEqual({ type: 'symlink', path: 'l', target: long });
+    expect(
+      await readFirstTarEntry(
+        Readable.from([pax({ linkpath: long }), header({ name: 'l', type: '2', link: 'cut' })]),
+        10,
+      ),
+    ).toEqual({ type: 'symlink', path: 'l', target: long });
+    const gnu = Buffer.concat([
+      header({ name: '././@LongLink', type: 'K', size: long.length + 1 }),
+      Buffer.from(`${long}\0`),
+      Buffer.alloc(BLOCK - long.length - 1),
+    ]);
+    expect(await readFirstTarEntry(Readable.from([gnu, header({ name: 'l', type: '2', link: 'cut' })]), 10)).toEqual({
+      type: 'symlink',
+      path: 'l',
+      target: long,
+    });
   });
 
   it('calls a device "other", and an empty or cut archive null', async () => {
-    expect(await readFirstTarEntry(Readable.from([header({ name: 'null', type: '3' })]), 10)).toEqual({ type: 'other', path: 'null' });
+    expect(await readFirstTarEntry(Readable.from([header({ name: 'null', type: '3' })]), 10)).toEqual({
+      type: 'other',
+      path: 'null',
+    });
     expect(await readFirstTarEntry(Readable.from([Buffer.alloc(2 * BLOCK)]), 10)).toBeNull();
     expect(await readFirstTarEntry(Readable.from([Buffer.alloc(100, 1)]), 10)).toBeNull();
   });

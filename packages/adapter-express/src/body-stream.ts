@@ -39,12 +39,22 @@ function roomFor(res: Response): Promise<boolean> {
  * Between chunks the event loop runs, so a long body never holds up other requests.
  */
 export function sendBodyStream(options: BodyStreamOptions) {
-  return (route: BodyStreamRouteDefinition, input: Parameters<BodyStreamRouteDefinition['respond']>[0], req: Request, res: Response, next: NextFunction) => {
+  return (
+    route: BodyStreamRouteDefinition,
+    input: Parameters<BodyStreamRouteDefinition['respond']>[0],
+    req: Request,
+    res: Response,
+    next: NextFunction,
+  ) => {
     route
       .respond(input)
       .match(
         async (body) => {
-          res.writeHead(route.success.status, { ...body.headers, 'Content-Type': route.success.contentType, 'Cache-Control': 'no-store' });
+          res.writeHead(route.success.status, {
+            ...body.headers,
+            'Content-Type': route.success.contentType,
+            'Cache-Control': 'no-store',
+          });
           const chunks = body.chunks[Symbol.asyncIterator]();
           try {
             if (req.method === 'HEAD') return;
@@ -57,7 +67,14 @@ export function sendBodyStream(options: BodyStreamOptions) {
             }
             res.end();
           } catch (error: unknown) {
-            options.logger.error({ path: req.baseUrl + req.path, route: route.operationId, err: error instanceof Error ? error.message : String(error) }, 'a streamed body failed; the response was cut');
+            options.logger.error(
+              {
+                path: req.baseUrl + req.path,
+                route: route.operationId,
+                err: error instanceof Error ? error.message : String(error),
+              },
+              'a streamed body failed; the response was cut',
+            );
             res.destroy();
           } finally {
             if (!res.writableEnded && !res.destroyed) res.end();

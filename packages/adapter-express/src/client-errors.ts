@@ -19,8 +19,13 @@ export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (socket.writable && socket.bytesWritten === 0) {
       if (error.code === 'HPE_HEADER_OVERFLOW') {
-        const message = "The request line and headers are larger than this server accepts; shorten the URL (fewer or shorter ids, a shorter path) or the headers.";
-        const body = JSON.stringify({ code: HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE, message, detail: message } satisfies ErrorBody);
+        const message =
+          'The request line and headers are larger than this server accepts; shorten the URL (fewer or shorter ids, a shorter path) or the headers.';
+        const body = JSON.stringify({
+          code: HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE,
+          message,
+          detail: message,
+        } satisfies ErrorBody);
         socket.write(
           `HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n\r\n${body}`,
         );

@@ -38,7 +38,10 @@ export function createEventStreams(options: EventStreamOptions) {
     },
     { once: true },
   );
-  return { open: (route: StreamRouteDefinition, input: StreamInput, req: Request, res: Response, next: NextFunction) => open(options, openStreams, route, input, req, res, next) };
+  return {
+    open: (route: StreamRouteDefinition, input: StreamInput, req: Request, res: Response, next: NextFunction) =>
+      open(options, openStreams, route, input, req, res, next),
+  };
 }
 
 type StreamInput = Parameters<StreamRouteDefinition['stream']>[0];
@@ -48,10 +51,23 @@ type StreamInput = Parameters<StreamRouteDefinition['stream']>[0];
  * still a JSON error. Then switches to text/event-stream, writes what was held and
  * follows; the source is closed when the client goes away.
  */
-function open(options: EventStreamOptions, openStreams: Set<SseStream>, route: StreamRouteDefinition, input: StreamInput, req: Request, res: Response, next: NextFunction): void {
+function open(
+  options: EventStreamOptions,
+  openStreams: Set<SseStream>,
+  route: StreamRouteDefinition,
+  input: StreamInput,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): void {
   if (options.shutdownSignal?.aborted) {
     res.set('Retry-After', '1');
-    sendError(res, 503, HTTP_ERROR_CODES.SHUTTING_DOWN, 'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).');
+    sendError(
+      res,
+      503,
+      HTTP_ERROR_CODES.SHUTTING_DOWN,
+      'The server is shutting down; reconnect in a moment (send Last-Event-ID to resume).',
+    );
     return;
   }
   const stream = new SseStream(options, openStreams, input, req, res);
@@ -60,7 +76,12 @@ function open(options: EventStreamOptions, openStreams: Set<SseStream>, route: S
     return;
   }
   route
-    .stream(input, (message) => stream.send(message), () => stream.finish(), stream.pacing)
+    .stream(
+      input,
+      (message) => stream.send(message),
+      () => stream.finish(),
+      stream.pacing,
+    )
     .match(
       (handle) => stream.opened(handle),
       (error) => {
@@ -71,7 +92,10 @@ function open(options: EventStreamOptions, openStreams: Set<SseStream>, route: S
     )
     .catch((error: unknown) => {
       if (res.headersSent) {
-        options.logger.error({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream failed');
+        options.logger.error(
+          { path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) },
+          'event stream failed',
+        );
         stream.end();
       } else next(error);
     });
@@ -94,7 +118,13 @@ class SseStream {
   readonly #req: Request;
   readonly #res: Response;
 
-  constructor(options: EventStreamOptions, openStreams: Set<SseStream>, input: StreamInput, req: Request, res: Response) {
+  constructor(
+    options: EventStreamOptions,
+    openStreams: Set<SseStream>,
+    input: StreamInput,
+    req: Request,
+    res: Response,
+  ) {
     this.#options = options;
     this.#openStreams = openStreams;
     this.#input = input;
@@ -113,10 +143,22 @@ class SseStream {
     res.on('close', () => {
       const wasOpen = this.#held === null;
       this.end();
-      if (wasOpen) options.logger.info({ path: req.baseUrl + req.path, user: input.userId, events: this.#sent, ms: Math.round(performance.now() - this.#started) }, 'event stream closed');
+      if (wasOpen)
+        options.logger.info(
+          {
+            path: req.baseUrl + req.path,
+            user: input.userId,
+            events: this.#sent,
+            ms: Math.round(performance.now() - this.#started),
+          },
+          'event stream closed',
+        );
     });
     res.on('error', (error: unknown) => {
-      options.logger.warn({ path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'event stream write failed');
+      options.logger.warn(
+        { path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) },
+        'event stream write failed',
+      );
       this.end();
     });
   }
@@ -131,7 +173,12 @@ class SseStream {
 
   get pacing(): StreamPacing {
     const admission = this.#admission as Admitted;
-    return { outbound: this.#outbound, stallMs: this.#options.live.limits.stallMs, userHasRoom: admission.userHasRoom, drop: (why) => this.drop(why) };
+    return {
+      outbound: this.#outbound,
+      stallMs: this.#options.live.limits.stallMs,
+      userHasRoom: admission.userHasRoom,
+      drop: (why) => this.drop(why),
+    };
   }
 
   end(): void {
@@ -147,7 +194,10 @@ class SseStream {
   /** Ends the response at once, dropping what waits unsent: a close would wait behind it for a client that does not read. */
   drop(why: string): void {
     if (this.gone) return;
-    this.#options.logger.warn({ path: this.#req.baseUrl + this.#req.path, user: this.#input.userId, buffered: this.#res.writableLength }, `event stream dropped: ${why}`);
+    this.#options.logger.warn(
+      { path: this.#req.baseUrl + this.#req.path, user: this.#input.userId, buffered: this.#res.writableLength },
+      `event stream dropped: ${why}`,
+    );
     this.end();
     this.#res.destroy();
   }
@@ -179,7 +229,11 @@ class SseStream {
       handle.close();
       return;
     }
-    this.#res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    this.#res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      'X-Accel-Buffering': 'no',
+    });
     this.#res.flushHeaders();
     if (this.#req.method === 'HEAD') {
       this.end();

@@ -1,6 +1,14 @@
 import type { Response } from 'express';
 import { match } from 'ts-pattern';
-import { DEVICE_TOKEN_REFUSALS, explainDomainError, type DomainError, type DomainErrorCode, type DomainErrorType, type ErrorHints, type FieldIssue } from '@acs/core';
+import {
+  DEVICE_TOKEN_REFUSALS,
+  explainDomainError,
+  type DomainError,
+  type DomainErrorCode,
+  type DomainErrorType,
+  type ErrorHints,
+  type FieldIssue,
+} from '@acs/core';
 import { z } from 'zod';
 
 /**
@@ -11,17 +19,22 @@ import { z } from 'zod';
 export const ErrorBodySchema = z.object({
   code: z.string().meta({ description: 'Stable machine-readable code, e.g. VALIDATION_FAILED.' }),
   message: z.string().meta({ description: 'What went wrong and what to do about it.' }),
-  detail: z.string().meta({ description: 'The same text as message: OpenHands clients show `detail` (FastAPI\'s error field).' }),
+  detail: z
+    .string()
+    .meta({ description: "The same text as message: OpenHands clients show `detail` (FastAPI's error field)." }),
   issues: z
     .array(z.object({ path: z.string(), message: z.string() }))
     .optional()
     .meta({ description: 'Validation problems by field path.' }),
-  error: z
-    .enum(DEVICE_TOKEN_REFUSALS)
-    .optional()
-    .meta({ description: 'Only from the device token endpoint: the OAuth error (RFC 8628 §3.5, RFC 6749 §5.2), which OAuth clients read.' }),
+  error: z.enum(DEVICE_TOKEN_REFUSALS).optional().meta({
+    description:
+      'Only from the device token endpoint: the OAuth error (RFC 8628 §3.5, RFC 6749 §5.2), which OAuth clients read.',
+  }),
   error_description: z.string().optional().meta({ description: 'With `error`: the same text as message.' }),
-  interval: z.int().optional().meta({ description: 'With `error: slow_down`: the seconds to wait between polls from now on.' }),
+  interval: z
+    .int()
+    .optional()
+    .meta({ description: 'With `error: slow_down`: the seconds to wait between polls from now on.' }),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
@@ -59,58 +72,73 @@ export const HTTP_ERROR_CODES = {
  * responses and the OpenAPI document (from each route's declared errors) use.
  */
 export function statusOf(error: DomainError | DomainErrorType): number {
-  return match<DomainErrorType, number>(typeof error === 'string' ? error : error.type)
-    .with('ValidationFailed', () => 422)
-    .with('SettingsNotFound', () => 404)
-    .with('SettingsRequired', () => 400)
-    .with('ConversationNotFound', () => 404)
-    .with('ConversationIdTaken', () => 409)
-    .with('IllegalConversationTransition', () => 409)
-    .with('ConfirmationNotPending', () => 409)
-    .with('StartTaskNotFound', () => 404)
-    .with('SandboxNotFound', () => 404)
-    .with('SandboxSpecNotFound', () => 404)
-    .with('IllegalSandboxTransition', () => 409)
-    .with('SandboxRuntimeFailed', () => 502)
-    .with('SandboxesUnavailable', () => 503)
-    .with('SandboxCapReached', () => 429)
-    .with('SecretNotFound', () => 404)
-    .with('ConversationNotRunning', () => 409)
-    .with('SecretNameTaken', () => 409)
-    .with('ProfileNotFound', () => 404)
-    .with('ProfileNameTaken', () => 409)
-    .with('ProfileLimitReached', () => 409)
-    .with('WorkspaceFileNotFound', () => 404)
-    .with('WorkspacePathIsDirectory', () => 400)
-    .with('ApiKeyNotFound', () => 404)
-    .with('ApiKeyLimitReached', () => 409)
-    // RFC 6749 §5.2: every refusal of the token endpoint is a 400; the body's `error` says which.
-    .with('DeviceTokenRefused', () => 400)
-    .with('DeviceAuthorizationsFull', () => 503)
-    .with('UserCodeNotFound', () => 404)
-    .with('UserCodeAttemptsExceeded', () => 429)
-    .with('DeviceAuthorizationAnswered', () => 409)
-    .with('GitProviderNotConnected', () => 403)
-    .with('GitRequestRefused', () => 400)
-    // Not 401: that would tell the client its own key is wrong (OpenHands clients sign out on 401).
-    .with('GitProviderRefused', () => 403)
-    .with('GitResourceNotFound', () => 404)
-    .with('GitProviderRateLimited', () => 429)
-    .with('GitProviderUnavailable', () => 502)
-    .with('InvalidIds', () => 400)
-    .with('TooManyPendingMessages', () => 429)
-    .with('ExportTooLarge', () => 413)
-    .with('StoreUnavailable', () => 503)
-    .exhaustive();
+  return (
+    match<DomainErrorType, number>(typeof error === 'string' ? error : error.type)
+      .with('ValidationFailed', () => 422)
+      .with('SettingsNotFound', () => 404)
+      .with('SettingsRequired', () => 400)
+      .with('ConversationNotFound', () => 404)
+      .with('ConversationIdTaken', () => 409)
+      .with('IllegalConversationTransition', () => 409)
+      .with('ConfirmationNotPending', () => 409)
+      .with('StartTaskNotFound', () => 404)
+      .with('SandboxNotFound', () => 404)
+      .with('SandboxSpecNotFound', () => 404)
+      .with('IllegalSandboxTransition', () => 409)
+      .with('SandboxRuntimeFailed', () => 502)
+      .with('SandboxesUnavailable', () => 503)
+      .with('SandboxCapReached', () => 429)
+      .with('SecretNotFound', () => 404)
+      .with('ConversationNotRunning', () => 409)
+      .with('SecretNameTaken', () => 409)
+      .with('ProfileNotFound', () => 404)
+      .with('ProfileNameTaken', () => 409)
+      .with('ProfileLimitReached', () => 409)
+      .with('WorkspaceFileNotFound', () => 404)
+      .with('WorkspacePathIsDirectory', () => 400)
+      .with('ApiKeyNotFound', () => 404)
+      .with('ApiKeyLimitReached', () => 409)
+      // RFC 6749 §5.2: every refusal of the token endpoint is a 400; the body's `error` says which.
+      .with('DeviceTokenRefused', () => 400)
+      .with('DeviceAuthorizationsFull', () => 503)
+      .with('UserCodeNotFound', () => 404)
+      .with('UserCodeAttemptsExceeded', () => 429)
+      .with('DeviceAuthorizationAnswered', () => 409)
+      .with('GitProviderNotConnected', () => 403)
+      .with('GitRequestRefused', () => 400)
+      // Not 401: that would tell the client its own key is wrong (OpenHands clients sign out on 401).
+      .with('GitProviderRefused', () => 403)
+      .with('GitResourceNotFound', () => 404)
+      .with('GitProviderRateLimited', () => 429)
+      .with('GitProviderUnavailable', () => 502)
+      .with('InvalidIds', () => 400)
+      .with('TooManyPendingMessages', () => 429)
+      .with('ExportTooLarge', () => 413)
+      .with('StoreUnavailable', () => 503)
+      .exhaustive()
+  );
 }
 
-export function sendError(res: Response, status: number, code: string, message: string, issues?: readonly FieldIssue[], oauth?: Pick<ErrorBody, 'error' | 'interval'>): void {
+export function sendError(
+  res: Response,
+  status: number,
+  code: string,
+  message: string,
+  issues?: readonly FieldIssue[],
+  oauth?: Pick<ErrorBody, 'error' | 'interval'>,
+): void {
   const body: ErrorBody = {
     code,
     message,
     detail: message,
     ...(issues && issues.length > 0 ? { issues: [...issues] } : {}),
-    ...(oauth?.error ? { error: oauth.error, error_description: message, ...(oauth.interval !== undefined ? { interval: oauth.interval } : {}) } : {}),
+    ...(oauth?.error
+      ? {
+          error: oauth.error,
+          error_description: message,
+          ...(oauth.interval !== undefined ? { interval: oauth.interval } : {}),
+        }
+      : {}),
   };
   res.status(status).json(body);
 }
@@ -131,6 +159,9 @@ export function explainHttpError(error: DomainError): { code: DomainErrorCode; m
 export function sendDomainError(res: Response, error: DomainError): void {
   const { code, message } = explainHttpError(error);
   // The device token endpoint's refusals carry the OAuth error too: the OpenHands CLI reads `error` (and `interval`).
-  const oauth = error.type === 'DeviceTokenRefused' ? { error: error.reason, ...(error.interval !== null ? { interval: error.interval } : {}) } : undefined;
+  const oauth =
+    error.type === 'DeviceTokenRefused'
+      ? { error: error.reason, ...(error.interval !== null ? { interval: error.interval } : {}) }
+      : undefined;
   sendError(res, statusOf(error), code, message, error.type === 'ValidationFailed' ? error.issues : undefined, oauth);
 }

@@ -40,4 +40,11 @@ export {
   type ConversationStatusResponse,
   type NewConversationResponse,
 } from './views/conversations.js';
-export { ErrorBodySchema, explainHttpError, HTTP_ERROR_CODES, sendDomainError, statusOf, type ErrorBody } from './http-error.js';
+export {
+  ErrorBodySchema,
+  explainHttpError,
+  HTTP_ERROR_CODES,
+  sendDomainError,
+  statusOf,
+  type ErrorBody,
+} from './http-error.js';

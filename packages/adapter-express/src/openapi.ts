@@ -1,4 +1,10 @@
-import { createDocument, type CreateDocumentOptions, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
+import {
+  createDocument,
+  type CreateDocumentOptions,
+  type ZodOpenApiOperationObject,
+  type ZodOpenApiPathsObject,
+  type ZodOpenApiResponseObject,
+} from 'zod-openapi';
 import { z } from 'zod';
 import { DOMAIN_ERROR_CODES, STORABLE_TEXT_PATTERN } from '@acs/core';
 import { ErrorBodySchema, HTTP_ERROR_CODES, statusOf } from './http-error.js';
@@ -58,13 +64,15 @@ function errorStatusesOf(route: RouteDefinition): Map<number, Set<string>> {
     add(415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE);
     add(422, DOMAIN_ERROR_CODES.ValidationFailed[0]);
   }
-  if (hasShape(route.params) || hasShape(route.query) || hasShape(route.headers)) add(422, DOMAIN_ERROR_CODES.ValidationFailed[0]);
+  if (hasShape(route.params) || hasShape(route.query) || hasShape(route.headers))
+    add(422, DOMAIN_ERROR_CODES.ValidationFailed[0]);
   if (hasShape(route.params)) add(400, HTTP_ERROR_CODES.BAD_REQUEST);
   const notFound = notFoundTypeOf(route.params);
   if (notFound) add(statusOf(notFound), ...DOMAIN_ERROR_CODES[notFound]);
   if (route.stream) add(503, HTTP_ERROR_CODES.SHUTTING_DOWN);
   if (route.stream) add(429, HTTP_ERROR_CODES.TOO_MANY_CONNECTIONS);
-  if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get') add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
+  if (route.authenticated && !route.sandboxKeyOnly && route.method !== 'get')
+    add(403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST);
   if (route.apiKeyOnly) add(403, HTTP_ERROR_CODES.API_KEY_REQUIRED);
   // The HTTP server's, before any route: ids, paths and query values within their lengths can still add up past its limit.
   add(431, HTTP_ERROR_CODES.REQUEST_HEADERS_TOO_LARGE);
@@ -92,10 +100,17 @@ function excludesNul(pattern: string): boolean {
  * out in it (the document would otherwise admit what the router refuses).
  */
 const statesStorableText: CreateDocumentOptions['override'] = ({ jsonSchema, io }) => {
-  if (io !== 'input' || jsonSchema.type !== 'string' || jsonSchema.enum !== undefined || jsonSchema.const !== undefined) return;
-  const patterns = [jsonSchema.pattern, ...(jsonSchema.allOf ?? []).map((s) => ('pattern' in s ? s.pattern : undefined))].filter((p) => typeof p === 'string');
+  if (io !== 'input' || jsonSchema.type !== 'string' || jsonSchema.enum !== undefined || jsonSchema.const !== undefined)
+    return;
+  const patterns = [
+    jsonSchema.pattern,
+    ...(jsonSchema.allOf ?? []).map((s) => ('pattern' in s ? s.pattern : undefined)),
+  ].filter((p) => typeof p === 'string');
   if (patterns.length === 0) jsonSchema.pattern = STORABLE_TEXT_PATTERN;
-  else if (!patterns.some(excludesNul)) throw new Error(`The request pattern ${patterns.join(' and ')} can match U+0000, which the router refuses: leave it out in the pattern (e.g. [^\\s\\u0000] for \\S).`);
+  else if (!patterns.some(excludesNul))
+    throw new Error(
+      `The request pattern ${patterns.join(' and ')} can match U+0000, which the router refuses: leave it out in the pattern (e.g. [^\\s\\u0000] for \\S).`,
+    );
 };
 
 /** The generated OpenAPI 3.1 document. */
@@ -115,7 +130,9 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
 
 /** One route's operation: parameters, body, its success and every error status it may answer with. */
 function operationOf(route: RouteDefinition): ZodOpenApiOperationObject {
-  const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = { [`${route.success.status}`]: successOf(route) };
+  const responses: Record<`${1 | 2 | 3 | 4 | 5}${string}`, ZodOpenApiResponseObject> = {
+    [`${route.success.status}`]: successOf(route),
+  };
   const errorStatuses = errorStatusesOf(route);
   for (const status of [...errorStatuses.keys()].sort((a, b) => a - b)) {
     const codes = [...(errorStatuses.get(status) ?? [])].sort();
@@ -139,7 +156,10 @@ function operationOf(route: RouteDefinition): ZodOpenApiOperationObject {
       ? {
           requestBody: {
             required: route.bodyRequired,
-            content: { 'application/json': { schema: route.body }, ...(route.formBody ? { 'application/x-www-form-urlencoded': { schema: route.body } } : {}) },
+            content: {
+              'application/json': { schema: route.body },
+              ...(route.formBody ? { 'application/x-www-form-urlencoded': { schema: route.body } } : {}),
+            },
           },
         }
       : {}),
@@ -156,7 +176,8 @@ function successOf(route: RouteDefinition): ZodOpenApiResponseObject {
       content: {
         'text/event-stream': {
           schema: z.string().meta({
-            description: 'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
+            description:
+              'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
           }),
           // OpenAPI 3.1 has no way to describe the messages of a stream (3.2 adds itemSchema).
           ...(dataId ? { 'x-sse-data': { $ref: `#/components/schemas/${dataId}` } } : {}),
@@ -164,8 +185,15 @@ function successOf(route: RouteDefinition): ZodOpenApiResponseObject {
       },
     };
   }
-  if (route.respond) return { description: route.success.description, content: { [route.success.contentType]: { schema: route.success.schema } } };
-  return { description: route.success.description, content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } } };
+  if (route.respond)
+    return {
+      description: route.success.description,
+      content: { [route.success.contentType]: { schema: route.success.schema } },
+    };
+  return {
+    description: route.success.description,
+    content: { [route.success.text ? 'text/plain' : 'application/json']: { schema: route.success.schema } },
+  };
 }
 
 /** Which keys open a route (the document's default, an API key, applies where it says nothing). */
@@ -173,7 +201,8 @@ function securityOf(route: RouteDefinition): Pick<ZodOpenApiOperationObject, 'se
   if (!route.authenticated) return { security: [] };
   if (route.sandboxKeyOnly) return { security: [{ SandboxKey: [] }, { SandboxBearer: [] }] };
   if (route.conversationKeyOnly) return { security: [{ ConversationKey: [] }, { ConversationBearer: [] }] };
-  if (route.conversationScope) return { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] };
+  if (route.conversationScope)
+    return { security: [{ SessionApiKey: [] }, { Bearer: [] }, { ConversationKey: [] }, { ConversationBearer: [] }] };
   return {};
 }
 
@@ -185,14 +214,19 @@ function documentOf(paths: ZodOpenApiPathsObject, info: OpenApiInfo) {
       info: {
         title: info.title ?? 'Agent Conversation Service',
         version: info.version ?? '0.1.0',
-        description: 'Settings, conversations and sandboxes: the OpenHands-compatible V0 (/api) and V1 (/api/v1) interface.',
+        description:
+          'Settings, conversations and sandboxes: the OpenHands-compatible V0 (/api) and V1 (/api/v1) interface.',
       },
       security: [{ SessionApiKey: [] }, { Bearer: [] }],
       paths,
       components: {
         securitySchemes: {
           SessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
-          Bearer: { type: 'http', scheme: 'bearer', description: 'The same API key as `Authorization: Bearer <key>` (as OpenHands 1.x clients send it).' },
+          Bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The same API key as `Authorization: Bearer <key>` (as OpenHands 1.x clients send it).',
+          },
           ConversationKey: {
             type: 'apiKey',
             in: 'header',
@@ -200,7 +234,11 @@ function documentOf(paths: ZodOpenApiPathsObject, info: OpenApiInfo) {
             description:
               "A conversation's own key: the session_api_key of its record (acsc_…). It opens only that conversation's agent routes and channels, and it is the only key the routes that name no conversation take (the key says which).",
           },
-          ConversationBearer: { type: 'http', scheme: 'bearer', description: "A conversation's own key as `Authorization: Bearer acsc_…`." },
+          ConversationBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "A conversation's own key as `Authorization: Bearer acsc_…`.",
+          },
           SandboxKey: {
             type: 'apiKey',
             in: 'header',
@@ -208,7 +246,11 @@ function documentOf(paths: ZodOpenApiPathsObject, info: OpenApiInfo) {
             description:
               "A sandbox's key: the session_api_key (acsc_…) of a conversation whose sandbox it is, taken while the sandbox runs. It opens only the routes a sandbox reads its owner's secrets by.",
           },
-          SandboxBearer: { type: 'http', scheme: 'bearer', description: "A sandbox's key as `Authorization: Bearer acsc_…`." },
+          SandboxBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "A sandbox's key as `Authorization: Bearer acsc_…`.",
+          },
         },
         schemas: { ErrorBody: ErrorBodySchema },
       },

@@ -16,7 +16,7 @@ export const limitParam = z.coerce
 export const pageIdParam = z
   .string()
   .max(1024)
-  .regex(new RegExp(PAGE_ID_PATTERN), "is not a page id; use next_page_id from the previous page")
+  .regex(new RegExp(PAGE_ID_PATTERN), 'is not a page id; use next_page_id from the previous page')
   .optional()
   .meta({ description: "Opaque: the previous page's next_page_id." });
 
@@ -33,7 +33,11 @@ export function pageRequestOf(query: { page_id?: string | undefined; limit: numb
 export const idList = z
   .preprocess(
     (v: unknown): unknown =>
-      v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
+      v === undefined
+        ? v
+        : (Array.isArray(v) ? (v as unknown[]) : [v])
+            .flatMap((x) => (typeof x === 'string' ? x.split(',') : [x]))
+            .filter((x) => x !== ''),
     z
       .array(
         z
@@ -49,7 +53,8 @@ export const idList = z
   .meta({ description: 'Repeat the parameter or separate ids with commas; 1 to 100.' });
 
 /** A UUID: 32 hex digits, dashed (8-4-4-4-12) or not. */
-export const UUID_PATTERN = '^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$';
+export const UUID_PATTERN =
+  '^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$';
 
 /**
  * Ids for a batch read whose limits OpenHands answers with 400 (`checkBatchIds`): repeated or
@@ -60,7 +65,11 @@ export const UUID_PATTERN = '^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[
 export const batchIdList = (item: z.ZodString = z.string()) =>
   z.preprocess(
     (v: unknown): unknown =>
-      v === undefined ? v : (Array.isArray(v) ? (v as unknown[]) : [v]).flatMap((x) => (typeof x === 'string' ? x.split(',') : [x])).filter((x) => x !== ''),
+      v === undefined
+        ? v
+        : (Array.isArray(v) ? (v as unknown[]) : [v])
+            .flatMap((x) => (typeof x === 'string' ? x.split(',') : [x]))
+            .filter((x) => x !== ''),
     z
       .array(
         item
@@ -78,13 +87,25 @@ const UUID = new RegExp(UUID_PATTERN);
  * OpenHands' limits of a batch read, as the 400 it answers with: at most `max` ids, each a UUID
  * (when `uuid`) or an event id (digits, when `digits`). Null when the ids pass.
  */
-export function checkBatchIds(field: string, ids: readonly string[], rule: { max: number; form?: 'uuid' | 'digits' }): DomainErrorOf<'InvalidIds'> | null {
-  if (ids.length > rule.max) return { type: 'InvalidIds', field, reason: `at most ${rule.max} ids per request; got ${ids.length}` };
+export function checkBatchIds(
+  field: string,
+  ids: readonly string[],
+  rule: { max: number; form?: 'uuid' | 'digits' },
+): DomainErrorOf<'InvalidIds'> | null {
+  if (ids.length > rule.max)
+    return { type: 'InvalidIds', field, reason: `at most ${rule.max} ids per request; got ${ids.length}` };
   const pattern = rule.form === 'uuid' ? UUID : rule.form === 'digits' ? /^\d{1,10}$/ : null;
   const bad = pattern ? ids.filter((id) => !pattern.test(id)) : [];
   if (bad.length === 0) return null;
-  const shown = bad.slice(0, 5).map((id) => JSON.stringify(id)).join(', ');
-  return { type: 'InvalidIds', field, reason: `${rule.form === 'uuid' ? 'not a UUID' : 'not an event id'}: ${shown}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}` };
+  const shown = bad
+    .slice(0, 5)
+    .map((id) => JSON.stringify(id))
+    .join(', ');
+  return {
+    type: 'InvalidIds',
+    field,
+    reason: `${rule.form === 'uuid' ? 'not a UUID' : 'not an event id'}: ${shown}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}`,
+  };
 }
 
 /**
@@ -93,7 +114,8 @@ export function checkBatchIds(field: string, ids: readonly string[], rule: { max
  * string of this form is a date (a day past the month's end runs into the next month, as
  * Date.parse reads it), so the pattern is the whole rule and the document states it.
  */
-const TIMESTAMP = /^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])?)?$/;
+const TIMESTAMP =
+  /^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])?)?$/;
 
 /** ISO-8601 timestamps (TIMESTAMP); normalised to UTC with milliseconds. */
 export const timestampParam = z
@@ -101,7 +123,9 @@ export const timestampParam = z
   .regex(TIMESTAMP, 'must be an ISO-8601 date or date-time, e.g. 2026-01-31T12:00:00Z')
   .transform((v) => new Date(Date.parse(withZone(v))).toISOString())
   .optional()
-  .meta({ description: 'An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC.' });
+  .meta({
+    description: 'An ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z; without an offset, UTC.',
+  });
 
 function withZone(v: string): string {
   if (!v.includes('T')) return `${v}T00:00:00Z`;
@@ -117,11 +141,13 @@ export const booleanParam = z
 const MAX_EVENT_ID = 2_147_483_647;
 
 /** A non-negative event id: digits only (no signs, decimals, exponents or blanks). */
-export const eventIdParam = z
-  .preprocess(
-    (v: unknown): unknown => (typeof v === 'string' && /^\d{1,10}$/.test(v.trim()) ? Number(v.trim()) : v),
-    z.int({ error: `must be an event id: an integer between 0 and ${MAX_EVENT_ID}` }).min(0, 'must not be negative').max(MAX_EVENT_ID, `must be at most ${MAX_EVENT_ID}`),
-  );
+export const eventIdParam = z.preprocess(
+  (v: unknown): unknown => (typeof v === 'string' && /^\d{1,10}$/.test(v.trim()) ? Number(v.trim()) : v),
+  z
+    .int({ error: `must be an event id: an integer between 0 and ${MAX_EVENT_ID}` })
+    .min(0, 'must not be negative')
+    .max(MAX_EVENT_ID, `must be at most ${MAX_EVENT_ID}`),
+);
 
 /** Event kinds: repeated (`?kind=a&kind=b`) or comma-separated; duplicates are ignored. */
 export const kindList = z
@@ -140,4 +166,6 @@ export const kindList = z
     z.array(ConversationEventKindSchema).min(1, 'give at least one kind'),
   )
   .optional()
-  .meta({ description: `Only these kinds (${CONVERSATION_EVENT_KINDS.join(', ')}). Repeat the parameter or separate kinds with commas.` });
+  .meta({
+    description: `Only these kinds (${CONVERSATION_EVENT_KINDS.join(', ')}). Repeat the parameter or separate kinds with commas.`,
+  });

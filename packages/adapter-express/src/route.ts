@@ -45,7 +45,13 @@ export interface StreamPacing extends Pacing {
 /** The domain error types a route's handler may return. */
 export type RouteErrors = readonly DomainErrorType[];
 
-interface RouteCommon<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> {
+interface RouteCommon<
+  P extends z.ZodType,
+  Q extends z.ZodType,
+  B extends z.ZodType,
+  H extends z.ZodType,
+  E extends RouteErrors,
+> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI path template, e.g. `/api/v1/sandboxes/{sandbox_id}`. */
   path: string;
@@ -114,7 +120,9 @@ export interface JsonRouteDefinition<
    * `text/plain` rather than JSON (a secret's value, as a sandbox reads it).
    */
   success: { status: 200 | 201; description: string; schema: z.ZodType; text?: true };
-  handle(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<unknown, DomainErrorOf<E[number]>>;
+  handle(
+    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
+  ): ResultAsync<unknown, DomainErrorOf<E[number]>>;
   stream?: never;
   respond?: never;
 }
@@ -144,7 +152,9 @@ export interface BodyStreamRouteDefinition<
 > extends RouteCommon<P, Q, B, H, E> {
   /** `contentType` is the body's; `schema` describes it for the document. */
   success: { status: 200; description: string; contentType: string; schema: z.ZodType };
-  respond(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>): ResultAsync<StreamedBody, DomainErrorOf<E[number]>>;
+  respond(
+    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
+  ): ResultAsync<StreamedBody, DomainErrorOf<E[number]>>;
   handle?: never;
   stream?: never;
 }
@@ -187,16 +197,31 @@ export type RouteDefinition<
   B extends z.ZodType = z.ZodType,
   H extends z.ZodType = z.ZodType,
   E extends RouteErrors = RouteErrors,
-> = JsonRouteDefinition<P, Q, B, H, E> | StreamRouteDefinition<P, Q, B, H, E> | BodyStreamRouteDefinition<P, Q, B, H, E>;
+> =
+  JsonRouteDefinition<P, Q, B, H, E> | StreamRouteDefinition<P, Q, B, H, E> | BodyStreamRouteDefinition<P, Q, B, H, E>;
 
 type Defaulted = 'params' | 'query' | 'body' | 'headers' | 'bodyRequired' | 'authenticated';
-type Optional<P, Q, B, H> = { params?: P; query?: Q; body?: B; headers?: H; bodyRequired?: boolean; authenticated?: boolean };
+type Optional<P, Q, B, H> = {
+  params?: P;
+  query?: Q;
+  body?: B;
+  headers?: H;
+  bodyRequired?: boolean;
+  authenticated?: boolean;
+};
 
 /** `errors` alone decides E; the handler is checked against it (NoInfer), never widens it. */
-type RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType, E extends RouteErrors> =
+type RouteSpec<
+  P extends z.ZodType,
+  Q extends z.ZodType,
+  B extends z.ZodType,
+  H extends z.ZodType,
+  E extends RouteErrors,
+> =
   | (Omit<JsonRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E })
   | (Omit<StreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E })
-  | (Omit<BodyStreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> & Optional<P, Q, B, H> & { errors: E });
+  | (Omit<BodyStreamRouteDefinition<P, Q, B, H, NoInfer<E>>, Defaulted | 'errors'> &
+      Optional<P, Q, B, H> & { errors: E });
 
 /**
  * Defines a route. `errors` lists the domain errors its handler may return; a handler that
@@ -222,12 +247,17 @@ export function defineRoute<
     bodyRequired: spec.bodyRequired ?? spec.body !== undefined,
     authenticated: spec.authenticated ?? true,
   } as RouteDefinition<P, Q, B, H, E>;
-  if (definition.stream && definition.method !== 'get') throw new Error(`${definition.operationId}: event streams are GET routes.`);
-  if (definition.formBody && definition.authenticated) throw new Error(`${definition.operationId}: only routes without authentication take form bodies.`);
+  if (definition.stream && definition.method !== 'get')
+    throw new Error(`${definition.operationId}: event streams are GET routes.`);
+  if (definition.formBody && definition.authenticated)
+    throw new Error(`${definition.operationId}: only routes without authentication take form bodies.`);
   return definition;
 }
 
-const NOT_FOUND = new WeakMap<z.ZodType, { type: DomainErrorType; error: (params: Record<string, string>) => DomainError }>();
+const NOT_FOUND = new WeakMap<
+  z.ZodType,
+  { type: DomainErrorType; error: (params: Record<string, string>) => DomainError }
+>();
 
 /**
  * Path parameters that name a record, with the error that says it does not exist (its type,

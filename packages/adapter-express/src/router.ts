@@ -5,7 +5,15 @@
 // event-stream.ts.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import helmet from 'helmet';
-import { findUnstorableText, toFieldIssues, UNSTORABLE_TEXT_MESSAGE, validationFailed, type AgentConversationService, type DomainError, type FieldIssue } from '@acs/core';
+import {
+  findUnstorableText,
+  toFieldIssues,
+  UNSTORABLE_TEXT_MESSAGE,
+  validationFailed,
+  type AgentConversationService,
+  type DomainError,
+  type FieldIssue,
+} from '@acs/core';
 import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
 import { apiKeyLookup, presentedKeyOf, type Authenticate } from './auth/api-keys.js';
@@ -136,7 +144,8 @@ export function createAcsRouter(service: AgentConversationService, options: AcsR
   mountRoutes(router, parts);
   router.use(errorHandler(parts));
   return Object.assign(router, {
-    attach: (server: HttpServer, attachOptions: { mountPath?: string } = {}): RealtimeChannels => attach(parts, server, attachOptions.mountPath ?? ''),
+    attach: (server: HttpServer, attachOptions: { mountPath?: string } = {}): RealtimeChannels =>
+      attach(parts, server, attachOptions.mountPath ?? ''),
   });
 }
 
@@ -175,16 +184,22 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
     throw new Error('createAcsRouter needs `authenticate` (your own auth) or `apiKeys` (X-Session-API-Key → user id).');
   }
   const deviceVerificationPath = options.deviceVerificationPath ?? '/console/device';
-  if (!deviceVerificationPath.startsWith('/')) throw new Error('deviceVerificationPath must be a path of this origin, starting with /.');
+  if (!deviceVerificationPath.startsWith('/'))
+    throw new Error('deviceVerificationPath must be a path of this origin, starting with /.');
   const heartbeatMs = options.sseHeartbeatMs ?? 15_000;
-  if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
+  if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0))
+    throw new Error('sseHeartbeatMs must be a positive number of milliseconds.');
   const logger = options.logger ?? silentLogger;
   const live = new LiveConnections(resolveLiveChannelLimits(options.liveChannels), logger);
   const maxBufferedBytes = options.sseMaxBufferedBytes ?? live.limits.maxBufferedBytes;
-  if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0)) throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
+  if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0))
+    throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
 
   const apiKeys = options.apiKeys ? apiKeyLookup(options.apiKeys) : undefined;
-  const sessions = options.authenticate || options.browserSessions === false ? undefined : (options.browserSessions ?? new MemoryBrowserSessions());
+  const sessions =
+    options.authenticate || options.browserSessions === false
+      ? undefined
+      : (options.browserSessions ?? new MemoryBrowserSessions());
   const conversationKeys = new ConversationKeys(options.secret);
   const storedKeys = (key: string) => storedKeyOwner(service, logger, key);
   const resolveCaller = callerResolver({
@@ -215,8 +230,10 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
     }),
   );
   const maxJsonDepth = options.maxJsonDepth ?? 64;
-  if (!(Number.isInteger(maxJsonDepth) && maxJsonDepth > 0)) throw new Error('maxJsonDepth must be a positive integer.');
-  const onBackendFailure = (req: Request, route: RouteDefinition, error: DomainError) => logBackendFailure(logger, req, route, error);
+  if (!(Number.isInteger(maxJsonDepth) && maxJsonDepth > 0))
+    throw new Error('maxJsonDepth must be a positive integer.');
+  const onBackendFailure = (req: Request, route: RouteDefinition, error: DomainError) =>
+    logBackendFailure(logger, req, route, error);
   let document: OpenApiDocument | undefined;
   return {
     service,
@@ -271,7 +288,8 @@ function jsonParser(bodyLimit: number, maxJsonDepth: number): express.RequestHan
     type: () => true,
     // Runs on the raw bytes before JSON.parse, so a deep body is refused before it is built.
     verify: (_req, _res, raw) => {
-      if (jsonDepthExceeds(raw, maxJsonDepth)) throw Object.assign(new Error('JSON nested too deep'), { type: 'entity.too.deep', status: 400 });
+      if (jsonDepthExceeds(raw, maxJsonDepth))
+        throw Object.assign(new Error('JSON nested too deep'), { type: 'entity.too.deep', status: 400 });
     },
   });
 }
@@ -298,7 +316,13 @@ function mountFront(router: Router, parts: RouterParts): void {
     const started = performance.now();
     res.on('finish', () => {
       parts.logger.info(
-        { method: req.method, path: req.baseUrl + req.path, status: res.statusCode, ms: Math.round(performance.now() - started), user: (req as WithUser)[USER] ?? null },
+        {
+          method: req.method,
+          path: req.baseUrl + req.path,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+          user: (req as WithUser)[USER] ?? null,
+        },
         'request',
       );
     });
@@ -319,7 +343,16 @@ function mountFront(router: Router, parts: RouterParts): void {
   const { sessions, apiKeys } = parts;
   if (sessions && apiKeys) {
     const userOfKey = async (key: string) => (await parts.storedKeys(key)) ?? apiKeys(key);
-    router.use(signInHandler({ sessions, userOfKey, logger: parts.logger, proxy: parts.proxy, routePathOf, mountOf: (req) => (req as WithUser)[MOUNT] ?? '' }));
+    router.use(
+      signInHandler({
+        sessions,
+        userOfKey,
+        logger: parts.logger,
+        proxy: parts.proxy,
+        routePathOf,
+        mountOf: (req) => (req as WithUser)[MOUNT] ?? '',
+      }),
+    );
   }
   // The device sign-in's token endpoint hands out keys: never cached (RFC 6749 §5.1).
   router.use('/oauth', (_req, res, next) => {
@@ -345,7 +378,10 @@ function mountRoutes(router: Router, parts: RouterParts): void {
     router[route.method](toExpressPath(route.path), handlerFor(parts, route));
   }
   // Routes a sandbox's key opens (and nothing else): before the user auth, which would refuse that key.
-  const sandboxKeyGuard = sandboxKeyGuardFor(parts, sandboxKeyChecker({ conversationKeys: parts.conversationKeys, service: parts.service }));
+  const sandboxKeyGuard = sandboxKeyGuardFor(
+    parts,
+    sandboxKeyChecker({ conversationKeys: parts.conversationKeys, service: parts.service }),
+  );
   for (const route of routes.filter((r) => r.sandboxKeyOnly)) {
     router[route.method](toExpressPath(route.path), sandboxKeyGuard, handlerFor(parts, route));
   }
@@ -361,7 +397,10 @@ function mountRoutes(router: Router, parts: RouterParts): void {
 
   router.use('/api', (req, res, next) => {
     res.set('Cache-Control', 'no-store');
-    parts.resolveCaller(req).then((caller) => admitCaller(parts, req, res, next, caller), (error: unknown) => next(error));
+    parts.resolveCaller(req).then(
+      (caller) => admitCaller(parts, req, res, next, caller),
+      (error: unknown) => next(error),
+    );
   });
 
   router.get('/api/openapi.json', (_req, res) => {
@@ -379,19 +418,34 @@ function mountRoutes(router: Router, parts: RouterParts): void {
       methodNotAllowed(req, res, allowed);
       return;
     }
-    sendError(res, 404, HTTP_ERROR_CODES.ROUTE_NOT_FOUND, `There is no route ${req.method} ${path}; see /api/openapi.json.`);
+    sendError(
+      res,
+      404,
+      HTTP_ERROR_CODES.ROUTE_NOT_FOUND,
+      `There is no route ${req.method} ${path}; see /api/openapi.json.`,
+    );
   });
 }
 
 /** Lets a request under /api on with its caller, or answers 401 (no caller) or 403 (a session's request from another site). */
 function admitCaller(parts: RouterParts, req: Request, res: Response, next: NextFunction, caller: Caller | null): void {
   if (!caller) {
-    sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, 'Send a valid API key in the X-Session-API-Key header or as Authorization: Bearer <key> (or sign in in the browser with ?key=).');
+    sendError(
+      res,
+      401,
+      HTTP_ERROR_CODES.UNAUTHENTICATED,
+      'Send a valid API key in the X-Session-API-Key header or as Authorization: Bearer <key> (or sign in in the browser with ?key=).',
+    );
     return;
   }
   const refused = caller.via === 'session' ? crossSiteRefusal(req, parts.proxy) : null;
   if (refused) {
-    sendError(res, 403, HTTP_ERROR_CODES.CROSS_SITE_REQUEST, `Refused ${refused}: a browser session only changes things from this origin.`);
+    sendError(
+      res,
+      403,
+      HTTP_ERROR_CODES.CROSS_SITE_REQUEST,
+      `Refused ${refused}: a browser session only changes things from this origin.`,
+    );
     return;
   }
   (req as WithUser)[USER] = caller.userId;
@@ -412,14 +466,29 @@ function errorHandler(parts: RouterParts) {
         sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is not valid JSON.');
         return;
       case 'entity.too.deep':
-        sendError(res, 400, HTTP_ERROR_CODES.JSON_TOO_DEEP, `The request body nests arrays and objects more than ${parts.maxJsonDepth} levels deep; nothing was stored.`);
+        sendError(
+          res,
+          400,
+          HTTP_ERROR_CODES.JSON_TOO_DEEP,
+          `The request body nests arrays and objects more than ${parts.maxJsonDepth} levels deep; nothing was stored.`,
+        );
         return;
       case 'entity.too.large':
-        sendError(res, 413, HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE, `The request body is larger than ${parts.bodyLimit} bytes.`);
+        sendError(
+          res,
+          413,
+          HTTP_ERROR_CODES.PAYLOAD_TOO_LARGE,
+          `The request body is larger than ${parts.bodyLimit} bytes.`,
+        );
         return;
       case 'charset.unsupported':
       case 'encoding.unsupported':
-        sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as UTF-8 JSON (Content-Type: application/json).');
+        sendError(
+          res,
+          415,
+          HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE,
+          'Send the body as UTF-8 JSON (Content-Type: application/json).',
+        );
         return;
       case 'request.aborted':
       case 'request.size.invalid':
@@ -429,11 +498,28 @@ function errorHandler(parts: RouterParts) {
         // Other client errors raised by Express or the body parser (a path parameter that is not
         // valid percent-encoding, a body that cannot be decompressed): the request is bad, not the server.
         if (isClientHttpError(error)) {
-          sendError(res, error.status, HTTP_ERROR_CODES.BAD_REQUEST, 'The request could not be read: its URL or body is not correctly encoded.');
+          sendError(
+            res,
+            error.status,
+            HTTP_ERROR_CODES.BAD_REQUEST,
+            'The request could not be read: its URL or body is not correctly encoded.',
+          );
           return;
         }
-        parts.logger.error({ method: req.method, path: req.baseUrl + req.path, err: error instanceof Error ? error.message : String(error) }, 'unhandled error');
-        sendError(res, 500, HTTP_ERROR_CODES.INTERNAL_ERROR, 'The server failed to handle this request; it has been logged.');
+        parts.logger.error(
+          {
+            method: req.method,
+            path: req.baseUrl + req.path,
+            err: error instanceof Error ? error.message : String(error),
+          },
+          'unhandled error',
+        );
+        sendError(
+          res,
+          500,
+          HTTP_ERROR_CODES.INTERNAL_ERROR,
+          'The server failed to handle this request; it has been logged.',
+        );
     }
   };
 }
@@ -446,7 +532,10 @@ function attach(parts: RouterParts, server: HttpServer, mountPath: string): Real
     live: parts.live,
     sandboxProxy: parts.sandboxProxy,
     maxMessageBytes: parts.bodyLimit,
-    resolveCaller: (req, key) => parts.resolveCaller(req, key).then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, parts.proxy) ? null : caller)),
+    resolveCaller: (req, key) =>
+      parts
+        .resolveCaller(req, key)
+        .then((caller) => (caller && caller.via === 'session' && crossSiteUpgrade(req, parts.proxy) ? null : caller)),
   });
   parts.options.shutdownSignal?.addEventListener('abort', () => void channels.close(), { once: true });
   return channels;
@@ -463,17 +552,32 @@ function handlerFor(parts: RouterParts, route: RouteDefinition) {
       return;
     }
     if (route.conversationKeyOnly && (req as WithUser)[CALLER]?.via !== 'conversation-key') {
-      sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.");
+      sendError(
+        res,
+        401,
+        HTTP_ERROR_CODES.UNAUTHENTICATED,
+        "This route acts on the conversation whose key opens it: send that conversation's session_api_key as X-Session-API-Key.",
+      );
       return;
     }
     if (route.apiKeyOnly && (req as WithUser)[CALLER]?.via === 'session') {
-      sendError(res, 403, HTTP_ERROR_CODES.API_KEY_REQUIRED, 'This route answers a secret: call it with an API key (X-Session-API-Key or Authorization: Bearer), not from a browser session.');
+      sendError(
+        res,
+        403,
+        HTTP_ERROR_CODES.API_KEY_REQUIRED,
+        'This route answers a secret: call it with an API key (X-Session-API-Key or Authorization: Bearer), not from a browser session.',
+      );
       return;
     }
     const withBody = acceptsBody && requestHasBody(req);
     const asForm = withBody && route.formBody === true && req.is('application/x-www-form-urlencoded') !== false;
     if (withBody && !asForm && !req.is(['application/json', 'application/*+json'])) {
-      sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+      sendError(
+        res,
+        415,
+        HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE,
+        'Send the body as JSON with Content-Type: application/json.',
+      );
       return;
     }
     if (!withBody && route.bodyRequired) {
@@ -481,7 +585,8 @@ function handlerFor(parts: RouterParts, route: RouteDefinition) {
       return;
     }
     const run = () => runRoute(parts, route, withBody, req, res, next);
-    if (withBody) (asForm ? parts.parseForm : parts.parseJson)(req, res, (error?: unknown) => (error ? next(error) : run()));
+    if (withBody)
+      (asForm ? parts.parseForm : parts.parseJson)(req, res, (error?: unknown) => (error ? next(error) : run()));
     else run();
   };
 }
@@ -489,16 +594,33 @@ function handlerFor(parts: RouterParts, route: RouteDefinition) {
 /** A route that needs a body got none: 415 without a JSON content type, 400 with one. */
 function refuseMissingBody(req: Request, res: Response): void {
   if (req.get('content-type') && !req.is(['application/json', 'application/*+json'])) {
-    sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'Send the body as JSON with Content-Type: application/json.');
+    sendError(
+      res,
+      415,
+      HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE,
+      'Send the body as JSON with Content-Type: application/json.',
+    );
   } else if (req.get('content-type')) {
     sendError(res, 400, HTTP_ERROR_CODES.MALFORMED_JSON, 'The request body is empty; send a JSON object.');
   } else {
-    sendError(res, 415, HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE, 'This route needs a JSON body with Content-Type: application/json.');
+    sendError(
+      res,
+      415,
+      HTTP_ERROR_CODES.UNSUPPORTED_MEDIA_TYPE,
+      'This route needs a JSON body with Content-Type: application/json.',
+    );
   }
 }
 
 /** Validates every part of the request, checks a conversation key's scope, and answers: JSON, an event stream or a body stream. */
-function runRoute(parts: RouterParts, route: RouteDefinition, withBody: boolean, req: Request, res: Response, next: NextFunction): void {
+function runRoute(
+  parts: RouterParts,
+  route: RouteDefinition,
+  withBody: boolean,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): void {
   const issues: FieldIssue[] = [];
   const params = parsePart(route.params, req.params, 'path', issues);
   const notFound = notFoundOf(route.params);
@@ -514,13 +636,32 @@ function runRoute(parts: RouterParts, route: RouteDefinition, withBody: boolean,
     sendDomainError(res, validationFailed(issues));
     return;
   }
-  const caller = (req as WithUser)[CALLER] ?? { userId: '', via: 'host' as const, conversationId: null, sessionId: null };
-  const input = { userId: caller.userId, caller, mountPath: (req as WithUser)[MOUNT] ?? '', origin: requestOrigin(req, parts.proxy).origin, params, query, body, headers };
+  const caller = (req as WithUser)[CALLER] ?? {
+    userId: '',
+    via: 'host' as const,
+    conversationId: null,
+    sessionId: null,
+  };
+  const input = {
+    userId: caller.userId,
+    caller,
+    mountPath: (req as WithUser)[MOUNT] ?? '',
+    origin: requestOrigin(req, parts.proxy).origin,
+    params,
+    query,
+    body,
+    headers,
+  };
   if (caller.via === 'conversation-key') {
     // A conversation's key opens that conversation's channels and agent routes, nothing else.
     const scope = route.conversationScope?.(input) ?? null;
     if (scope === null || normalizeId(scope) !== caller.conversationId) {
-      sendError(res, 401, HTTP_ERROR_CODES.UNAUTHENTICATED, `This is the key of conversation ${caller.conversationId}; it opens only that conversation's channels and agent routes. Use an API key here.`);
+      sendError(
+        res,
+        401,
+        HTTP_ERROR_CODES.UNAUTHENTICATED,
+        `This is the key of conversation ${caller.conversationId}; it opens only that conversation's channels and agent routes. Use an API key here.`,
+      );
       return;
     }
   }
@@ -536,7 +677,14 @@ function runRoute(parts: RouterParts, route: RouteDefinition, withBody: boolean,
     .handle(input)
     .match(
       (value) => {
-        if (route.clearsBrowserSession) res.set('Set-Cookie', sessionCookie(null, { secure: requestOrigin(req, parts.proxy).protocol === 'https', path: (req as WithUser)[MOUNT] || '/' }));
+        if (route.clearsBrowserSession)
+          res.set(
+            'Set-Cookie',
+            sessionCookie(null, {
+              secure: requestOrigin(req, parts.proxy).protocol === 'https',
+              path: (req as WithUser)[MOUNT] || '/',
+            }),
+          );
         if (route.success.text) res.status(route.success.status).type('text/plain').send(String(value));
         else res.status(route.success.status).json(value);
       },
@@ -579,16 +727,18 @@ function sandboxKeyGuardFor(parts: RouterParts, check: SandboxKeyChecker) {
 /** A backend failure is the operator's to see: the operation and the error's class, never values. */
 function logBackendFailure(logger: Logger, req: Request, route: RouteDefinition, error: DomainError) {
   const where = { method: req.method, path: req.baseUrl + req.path, route: route.operationId };
-  if (error.type === 'StoreUnavailable') logger.error({ ...where, operation: error.operation, errorClass: error.errorClass }, 'storage failed');
-  else if (error.type === 'SandboxRuntimeFailed') logger.warn({ ...where, operation: error.operation, sandboxId: error.sandboxId }, 'sandbox runtime failed');
+  if (error.type === 'StoreUnavailable')
+    logger.error({ ...where, operation: error.operation, errorClass: error.errorClass }, 'storage failed');
+  else if (error.type === 'SandboxRuntimeFailed')
+    logger.warn({ ...where, operation: error.operation, sandboxId: error.sandboxId }, 'sandbox runtime failed');
   else if (error.type === 'SandboxesUnavailable') logger.warn(where, 'sandbox runtime unavailable');
 }
-
 
 function exportLimitsOf(limits: Partial<ExportLimits> = {}): ExportLimits {
   const resolved = { ...DEFAULT_EXPORT_LIMITS, ...limits };
   for (const [name, value] of Object.entries(resolved)) {
-    if (!(Number.isSafeInteger(value) && value > 0)) throw new Error(`conversationExport.${name} must be a positive integer.`);
+    if (!(Number.isSafeInteger(value) && value > 0))
+      throw new Error(`conversationExport.${name} must be a positive integer.`);
   }
   return resolved;
 }
@@ -636,7 +786,10 @@ type AllowedMethods = ((path: string) => string[] | null) & { isLiteral(path: st
  * takes only its own methods, never those of a parameterised route it also matches.
  */
 function allowedMethods(routes: readonly RouteDefinition[]): AllowedMethods {
-  const entries = [...routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path })), { method: 'GET', path: '/api/openapi.json' }].map((r) => ({
+  const entries = [
+    ...routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path })),
+    { method: 'GET', path: '/api/openapi.json' },
+  ].map((r) => ({
     ...r,
     literal: !r.path.includes('{'),
     pattern: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
@@ -659,7 +812,12 @@ function allowHeader(methods: readonly string[]): string {
 
 function methodNotAllowed(req: Request, res: Response, allowed: readonly string[]) {
   res.set('Allow', allowHeader(allowed));
-  sendError(res, 405, HTTP_ERROR_CODES.METHOD_NOT_ALLOWED, `${req.method} is not allowed here; use ${allowed.join(' or ')}.`);
+  sendError(
+    res,
+    405,
+    HTTP_ERROR_CODES.METHOD_NOT_ALLOWED,
+    `${req.method} is not allowed here; use ${allowed.join(' or ')}.`,
+  );
 }
 
 /** An http-errors style error (Express, body-parser) with a 4xx status. */

@@ -26,7 +26,10 @@ import { settingsRoutesV1 } from './routes/settings-v1.js';
  * Every route of the service, in registration order (literal paths before parameterised ones).
  * Each resource group's routes are a file of their own under `routes/`.
  */
-export function buildRoutes(service: AgentConversationService, context: RouteContext = defaultRouteContext()): RouteDefinition[] {
+export function buildRoutes(
+  service: AgentConversationService,
+  context: RouteContext = defaultRouteContext(),
+): RouteDefinition[] {
   return [
     ...browserRoutes(context),
     ...optionRoutes(context),

@@ -118,38 +118,79 @@ const refusal = (status: number, code: string, message: string): Refusal => ({ s
  * the server gets the sandbox key), `open` (no credentials, where none are needed: the
  * server gets none), or the refusal.
  */
-async function authorize(deps: SandboxProxyDeps, req: IncomingMessage, endpoint: SandboxEndpoint, { path, query }: ProxyTarget, upgrade: boolean): Promise<'keyed' | 'open' | Refusal> {
+async function authorize(
+  deps: SandboxProxyDeps,
+  req: IncomingMessage,
+  endpoint: SandboxEndpoint,
+  { path, query }: ProxyTarget,
+  upgrade: boolean,
+): Promise<'keyed' | 'open' | Refusal> {
   const header = req.headers['x-session-api-key'];
-  const presented = (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
+  const presented =
+    (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
   if (presented !== null && isSandboxKey({ session_api_key: endpoint.sessionApiKey }, presented)) return 'keyed';
   const caller = await deps.resolveCaller(req, upgrade);
   if (caller && caller.via !== 'conversation-key' && caller.userId === endpoint.userId) return 'keyed';
   if (caller) return refusal(404, 'SANDBOX_NOT_FOUND', `There is no sandbox ${path.sandboxId}.`);
-  if (presented !== null) return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`);
+  if (presented !== null)
+    return refusal(
+      401,
+      HTTP_ERROR_CODES.UNAUTHENTICATED,
+      `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`,
+    );
   const health = (req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(path.rest);
   // A socket with no credentials at all: the agent-server asks for the key in its first frame.
   if (health || (upgrade && path.rest.startsWith('/sockets/'))) return 'open';
-  return refusal(401, HTTP_ERROR_CODES.UNAUTHENTICATED, "Send the sandbox's session_api_key as X-Session-API-Key (or your API key).");
+  return refusal(
+    401,
+    HTTP_ERROR_CODES.UNAUTHENTICATED,
+    "Send the sandbox's session_api_key as X-Session-API-Key (or your API key).",
+  );
 }
 
 /** Why a sandbox that is not RUNNING (or has no address for the URL) cannot be reached now; null when it can. */
 function notReady(endpoint: SandboxEndpoint): Refusal | null {
   const { sandboxId: id, status, statusDetail: detail } = endpoint;
-  if (status === 'PAUSED') return refusal(503, 'SANDBOX_PAUSED', `Sandbox ${id} is paused; resume it with POST /api/v1/sandboxes/${id}/resume.`);
-  if (status === 'STARTING') return refusal(503, 'SANDBOX_STARTING', `Sandbox ${id} is starting${detail ? ` (${detail})` : ''}; try again shortly.`);
-  if (status !== 'RUNNING' || endpoint.target === null) return refusal(status === 'ERROR' ? 502 : 404, 'SANDBOX_NOT_RUNNING', `Sandbox ${id} is ${status}${detail ? `: ${detail}` : ''}.`);
+  if (status === 'PAUSED')
+    return refusal(
+      503,
+      'SANDBOX_PAUSED',
+      `Sandbox ${id} is paused; resume it with POST /api/v1/sandboxes/${id}/resume.`,
+    );
+  if (status === 'STARTING')
+    return refusal(
+      503,
+      'SANDBOX_STARTING',
+      `Sandbox ${id} is starting${detail ? ` (${detail})` : ''}; try again shortly.`,
+    );
+  if (status !== 'RUNNING' || endpoint.target === null)
+    return refusal(
+      status === 'ERROR' ? 502 : 404,
+      'SANDBOX_NOT_RUNNING',
+      `Sandbox ${id} is ${status}${detail ? `: ${detail}` : ''}.`,
+    );
   return null;
 }
 
 /** Who may go through, and to where: the caller first, then the sandbox's state. */
-async function admit(deps: SandboxProxyDeps, req: IncomingMessage, target: ProxyTarget, upgrade: boolean): Promise<Admission> {
+async function admit(
+  deps: SandboxProxyDeps,
+  req: IncomingMessage,
+  target: ProxyTarget,
+  upgrade: boolean,
+): Promise<Admission> {
   const found = await deps.service.sandboxes.endpoint(target.path.sandboxId, target.path.name);
   if (found.isErr()) {
     const { code, message } = explainDomainError(found.error);
     return refusal(statusOf(found.error), code, message);
   }
   const endpoint = found.value;
-  if (!endpoint.offered) return refusal(404, 'SANDBOX_URL_NOT_FOUND', `Sandbox ${target.path.sandboxId} has no exposed URL ${target.path.name}.`);
+  if (!endpoint.offered)
+    return refusal(
+      404,
+      'SANDBOX_URL_NOT_FOUND',
+      `Sandbox ${target.path.sandboxId} has no exposed URL ${target.path.name}.`,
+    );
   const access = await authorize(deps, req, endpoint, target, upgrade);
   if (typeof access !== 'string') return access;
   const refused = notReady(endpoint);
@@ -157,14 +198,20 @@ async function admit(deps: SandboxProxyDeps, req: IncomingMessage, target: Proxy
 }
 
 /** The request as the sandbox's server gets it: its own path, its own key, none of the caller's credentials. */
-function rewrite(deps: SandboxProxyDeps, req: IncomingMessage, { path, query }: ProxyTarget, admitted: Exclude<Admission, Refusal>): void {
+function rewrite(
+  deps: SandboxProxyDeps,
+  req: IncomingMessage,
+  { path, query }: ProxyTarget,
+  admitted: Exclude<Admission, Refusal>,
+): void {
   query.delete('session_api_key');
   const search = query.toString();
   req.url = `${path.rest}${search ? `?${search}` : ''}`;
   delete req.headers.authorization;
   delete req.headers.cookie;
   delete req.headers['x-session-api-key'];
-  if (admitted.keyed && admitted.endpoint.sessionApiKey) req.headers['x-session-api-key'] = admitted.endpoint.sessionApiKey;
+  if (admitted.keyed && admitted.endpoint.sessionApiKey)
+    req.headers['x-session-api-key'] = admitted.endpoint.sessionApiKey;
   deps.service.sandboxes.touch(admitted.endpoint.userId, admitted.endpoint.sandboxId);
 }
 
@@ -174,10 +221,18 @@ function targetOf(req: IncomingMessage): ProxyTarget | null {
   const url = req.url ?? '/';
   if (!sandbox || !url.startsWith('/')) return null;
   const mark = url.indexOf('?');
-  return { path: { ...sandbox, rest: mark < 0 ? url : url.slice(0, mark) }, query: new URLSearchParams(mark < 0 ? '' : url.slice(mark + 1)) };
+  return {
+    path: { ...sandbox, rest: mark < 0 ? url : url.slice(0, mark) },
+    query: new URLSearchParams(mark < 0 ? '' : url.slice(mark + 1)),
+  };
 }
 
-function proxyHttp(parts: ProxyParts, req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void {
+function proxyHttp(
+  parts: ProxyParts,
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (error?: unknown) => void,
+): void {
   const target = targetOf(req);
   if (!target) {
     next();
@@ -191,7 +246,11 @@ function proxyHttp(parts: ProxyParts, req: IncomingMessage, res: ServerResponse,
     rewrite(parts.deps, req, target, admitted);
     parts.server.web(req, res, { target: admitted.endpoint.target }, (error) => {
       parts.deps.logger.warn({ sandboxId: target.path.sandboxId, err: error.message }, 'sandbox server did not answer');
-      if (!res.headersSent) sendJson(res, refusal(502, 'SANDBOX_UNREACHABLE', `Sandbox ${target.path.sandboxId} did not answer (${error.message}).`));
+      if (!res.headersSent)
+        sendJson(
+          res,
+          refusal(502, 'SANDBOX_UNREACHABLE', `Sandbox ${target.path.sandboxId} did not answer (${error.message}).`),
+        );
       else res.destroy();
     });
   }, next);
@@ -242,7 +301,11 @@ function refuse(socket: Duplex, refused: Refusal): void {
     socket.destroy();
     return;
   }
-  const body = JSON.stringify({ code: refused.code, message: refused.message, detail: refused.message } satisfies ErrorBody);
+  const body = JSON.stringify({
+    code: refused.code,
+    message: refused.message,
+    detail: refused.message,
+  } satisfies ErrorBody);
   socket.end(
     `HTTP/1.1 ${refused.status} ${refused.status === 401 ? 'Unauthorized' : refused.status === 404 ? 'Not Found' : refused.status === 503 ? 'Service Unavailable' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n\r\n${body}`,
   );

@@ -26,7 +26,9 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
   const root = resolve(dir);
   const index = join(root, 'index.html');
   if (!existsSync(index) || !statSync(index).isFile()) {
-    throw new Error(`serveUi: ${root} has no index.html; point it at the directory of a built web UI (e.g. the OpenHands frontend's build/).`);
+    throw new Error(
+      `serveUi: ${root} has no index.html; point it at the directory of a built web UI (e.g. the OpenHands frontend's build/).`,
+    );
   }
   const reserved = options.reservedPrefixes ?? DEFAULT_RESERVED;
   const isReserved = (path: string) => reserved.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
@@ -36,7 +38,13 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
   router.use(
     helmet({
       // Only who may frame it: the UI's own loading rules are its builder's to set.
-      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc, frameAncestors: ["'self'"] } },
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: helmet.contentSecurityPolicy.dangerouslyDisableDefaultSrc,
+          frameAncestors: ["'self'"],
+        },
+      },
       frameguard: { action: 'sameorigin' },
       strictTransportSecurity: false,
       crossOriginEmbedderPolicy: false,
@@ -49,7 +57,10 @@ export function serveUi(dir: string, options: UiHandlerOptions = {}): Router {
       fallthrough: true,
       setHeaders: (res, path) => {
         // Vite names assets by their content hash: a changed file is a new URL.
-        res.setHeader('Cache-Control', path.startsWith(join(root, 'assets')) ? 'public, max-age=31536000, immutable' : 'no-cache');
+        res.setHeader(
+          'Cache-Control',
+          path.startsWith(join(root, 'assets')) ? 'public, max-age=31536000, immutable' : 'no-cache',
+        );
       },
     }),
   );
@@ -84,7 +95,10 @@ function insideRoot(root: string) {
     }
     const candidate = join(root, relative);
     realpath(candidate).then(
-      (real) => (real === realRoot || real.startsWith(realRoot + sep) ? next() : res.status(404).type('text/plain').send('Not found.\n')),
+      (real) =>
+        real === realRoot || real.startsWith(realRoot + sep)
+          ? next()
+          : res.status(404).type('text/plain').send('Not found.\n'),
       // Nothing there: the page (index.html) or the next handler answers.
       () => next(),
     );

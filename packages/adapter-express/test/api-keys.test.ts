@@ -5,7 +5,19 @@
  */
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { arr, createConversation, errorCode, KEY_A, KEY_B, LLM_SETTINGS, obj, startHarness, storeSettings, type Harness, type HarnessOptions } from './harness.js';
+import {
+  arr,
+  createConversation,
+  errorCode,
+  KEY_A,
+  KEY_B,
+  LLM_SETTINGS,
+  obj,
+  startHarness,
+  storeSettings,
+  type Harness,
+  type HarnessOptions,
+} from './harness.js';
 import { expectOpenHandsShape } from './openhands-shapes.js';
 
 const harnesses: Harness[] = [];
@@ -34,10 +46,18 @@ describe('API keys', () => {
   it('makes a named key whose secret is shown once, lists keys without secrets, and the key opens the API as its user', async () => {
     const h = await harness();
     const made = await makeKey(h, '  laptop  ');
-    expect(made).toEqual({ id: expect.stringMatching(/^[0-9a-f]{32}$/) as string, name: 'laptop', created_at: expect.any(String) as string, last_used_at: null, key: expect.stringMatching(/^acsk_[A-Za-z0-9_-]{43}$/) as string });
+    expect(made).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{32}$/) as string,
+      name: 'laptop',
+      created_at: expect.any(String) as string,
+      last_used_at: null,
+      key: expect.stringMatching(/^acsk_[A-Za-z0-9_-]{43}$/) as string,
+    });
 
     const listed = await h.call('GET', '/api/keys');
-    expect(listed.body).toEqual([{ id: made.id, name: 'laptop', created_at: obj(made).created_at, last_used_at: null }]);
+    expect(listed.body).toEqual([
+      { id: made.id, name: 'laptop', created_at: obj(made).created_at, last_used_at: null },
+    ]);
     expect(listed.text).not.toContain(made.key);
 
     // Header and Bearer, as configured keys are taken.
@@ -107,7 +127,10 @@ describe('API keys', () => {
   it('signs a browser in with a stored key (?key=), and the session manages keys but never reads the model key', async () => {
     const h = await harness();
     const made = await makeKey(h, 'browser');
-    const signIn = await fetch(`${h.baseUrl}/console/keys?key=${made.key}`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
+    const signIn = await fetch(`${h.baseUrl}/console/keys?key=${made.key}`, {
+      redirect: 'manual',
+      headers: { 'Sec-Fetch-Site': 'none' },
+    });
     expect(signIn.status).toBe(303);
     expect(signIn.headers.get('location')).toBe('/console/keys');
     const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!;
@@ -118,7 +141,10 @@ describe('API keys', () => {
     expect(errorCode(byor.body)).toBe('API_KEY_REQUIRED');
     // Revoking the key ends nothing of the session (it holds no key), but the key signs in no more.
     expect((await h.call('DELETE', `/api/keys/${made.id}`, session)).status).toBe(200);
-    const again = await fetch(`${h.baseUrl}/console/keys?key=${made.key}`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
+    const again = await fetch(`${h.baseUrl}/console/keys?key=${made.key}`, {
+      redirect: 'manual',
+      headers: { 'Sec-Fetch-Site': 'none' },
+    });
     expect(again.status).toBe(401);
   });
 
@@ -128,7 +154,9 @@ describe('API keys', () => {
     const id = await createConversation(h);
     const made = await makeKey(h, 'channels');
     const open = (key: string) => {
-      const ws = new WebSocket(`${h.baseUrl.replace('http', 'ws')}/sockets/events/${id}`, { headers: { 'X-Session-API-Key': key } });
+      const ws = new WebSocket(`${h.baseUrl.replace('http', 'ws')}/sockets/events/${id}`, {
+        headers: { 'X-Session-API-Key': key },
+      });
       ws.on('error', () => {});
       cleanups.push(() => ws.terminate());
       const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
@@ -143,7 +171,10 @@ describe('API keys', () => {
     await Promise.all([withStored.opened, withConfigured.opened]);
     const sse = new AbortController();
     cleanups.push(() => sse.abort());
-    const stream = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/events/stream`, { headers: { Authorization: `Bearer ${made.key}` }, signal: sse.signal });
+    const stream = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/events/stream`, {
+      headers: { Authorization: `Bearer ${made.key}` },
+      signal: sse.signal,
+    });
     expect(stream.status).toBe(200);
     const streamEnded = (async () => {
       const reader = stream.body!.getReader();
@@ -167,7 +198,9 @@ describe('GET /api/keys/llm/byor', () => {
     expect((await h.call('GET', '/api/keys/llm/byor', bearer(KEY_B))).body).toEqual({ key: 'sk-bob-000000000000' });
     // With a stored key of alice's: alice's.
     const made = await makeKey(h, 'cli');
-    expect((await h.call('GET', '/api/keys/llm/byor', bearer(made.key))).body).toEqual({ key: LLM_SETTINGS.llm_api_key });
+    expect((await h.call('GET', '/api/keys/llm/byor', bearer(made.key))).body).toEqual({
+      key: LLM_SETTINGS.llm_api_key,
+    });
     // A cleared key is null again.
     await storeSettings(h, { llm_api_key: '' });
     expect((await h.call('GET', '/api/keys/llm/byor')).body).toEqual({ key: null });
@@ -178,7 +211,8 @@ describe('GET /api/keys/llm/byor', () => {
     const h = await harness();
     await storeSettings(h);
     const id = await createConversation(h);
-    const conversationKey = obj((await h.call('GET', `/api/v1/app-conversations/${id}`)).body).session_api_key as string;
+    const conversationKey = obj((await h.call('GET', `/api/v1/app-conversations/${id}`)).body)
+      .session_api_key as string;
     expect(conversationKey).toMatch(/^acsc_/);
     const r = await h.call('GET', '/api/keys/llm/byor', { key: conversationKey });
     expect(r.status).toBe(401);
@@ -194,12 +228,22 @@ describe('GET /api/v1/users/me', () => {
     expectOpenHandsShape('UserInfo', before.body);
     expect(obj(before.body)).toMatchObject({ id: 'alice', agent_settings: { llm: { model: null, api_key: null } } });
 
-    await storeSettings(h, { ...LLM_SETTINGS, llm_base_url: 'http://127.0.0.1:9/v1', max_iterations: 40, confirmation_mode: true, security_analyzer: 'llm', search_api_key: 'tvly-secret-0000', git_user_name: 'Alice' });
+    await storeSettings(h, {
+      ...LLM_SETTINGS,
+      llm_base_url: 'http://127.0.0.1:9/v1',
+      max_iterations: 40,
+      confirmation_mode: true,
+      security_analyzer: 'llm',
+      search_api_key: 'tvly-secret-0000',
+      git_user_name: 'Alice',
+    });
     const after = await h.call('GET', '/api/v1/users/me');
     expectOpenHandsShape('UserInfo', after.body);
     expect(obj(after.body)).toMatchObject({
       id: 'alice',
-      agent_settings: { llm: { model: LLM_SETTINGS.llm_model, base_url: 'http://127.0.0.1:9/v1', api_key: '**********' } },
+      agent_settings: {
+        llm: { model: LLM_SETTINGS.llm_model, base_url: 'http://127.0.0.1:9/v1', api_key: '**********' },
+      },
       conversation_settings: { max_iterations: 40, confirmation_mode: true, security_analyzer: 'llm' },
       search_api_key: '**********',
       git_user_name: 'Alice',

@@ -40,13 +40,24 @@ async function expect422(path: string, issuePath?: string): Promise<void> {
   const r = await h.call('GET', path);
   expect(r.status, `${path}: ${r.text}`).toBe(422);
   expect(errorCode(r.body)).toBe('VALIDATION_FAILED');
-  if (issuePath) expect(arr(obj(r.body).issues).map((i) => obj(i).path), path).toContain(issuePath);
+  if (issuePath)
+    expect(
+      arr(obj(r.body).issues).map((i) => obj(i).path),
+      path,
+    ).toContain(issuePath);
 }
 
 describe('POST /api/v1/app-conversations', () => {
   it('returns a WORKING start task with the conversation and sandbox ids, which becomes READY', async () => {
     const r = await h.call('POST', '/api/v1/app-conversations', {
-      body: { initial_message: message('hello'), selected_repository: 'octo/repo', selected_branch: 'dev', git_provider: 'gitlab', llm_model: 'openai/gpt-4o', unknown_key: 'ignored' },
+      body: {
+        initial_message: message('hello'),
+        selected_repository: 'octo/repo',
+        selected_branch: 'dev',
+        git_provider: 'gitlab',
+        llm_model: 'openai/gpt-4o',
+        unknown_key: 'ignored',
+      },
     });
     expect(r.status, r.text).toBe(200);
     const task = obj(r.body);
@@ -58,14 +69,23 @@ describe('POST /api/v1/app-conversations', () => {
       app_conversation_id: expect.stringMatching(HEX32) as string,
       sandbox_id: expect.stringMatching(HEX32) as string,
     });
-    expect(obj(task.request)).toMatchObject({ selected_repository: 'octo/repo', initial_message: { role: 'user', content: [{ type: 'text', text: 'hello' }] } });
+    expect(obj(task.request)).toMatchObject({
+      selected_repository: 'octo/repo',
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'hello' }] },
+    });
     expect(obj(task.request)).not.toHaveProperty('unknown_key');
 
     await h.idle();
     const unknown = 'ffffffffffffffffffffffffffffffff';
     const batch = arr(await get(`/api/v1/app-conversations/start-tasks?ids=${task.id as string}&ids=${unknown}`));
     expect(batch).toHaveLength(2);
-    expect(obj(batch[0])).toMatchObject({ id: task.id, status: 'READY', app_conversation_id: task.app_conversation_id, sandbox_id: task.sandbox_id, detail: null });
+    expect(obj(batch[0])).toMatchObject({
+      id: task.id,
+      status: 'READY',
+      app_conversation_id: task.app_conversation_id,
+      sandbox_id: task.sandbox_id,
+      detail: null,
+    });
     expect(batch[1]).toBeNull();
 
     const c = await conversation(task.app_conversation_id as string);
@@ -109,7 +129,10 @@ describe('POST /api/v1/app-conversations', () => {
   it.each([
     ['content that is not a list', { initial_message: { content: 'hi' } }],
     ['an unknown content type', { initial_message: { content: [{ type: 'video', url: 'x' }] } }],
-    ['an image with a file URL', { initial_message: { content: [{ type: 'image', image_urls: ['file:///etc/passwd'] }] } }],
+    [
+      'an image with a file URL',
+      { initial_message: { content: [{ type: 'image', image_urls: ['file:///etc/passwd'] }] } },
+    ],
     ['an unknown role', { initial_message: { role: 'root', content: [] } }],
     ['an unknown git provider', { git_provider: 'svn' }],
     ['a bad agent_type', { agent_type: 'evil' }],
@@ -123,7 +146,9 @@ describe('POST /api/v1/app-conversations', () => {
   });
 
   it('an unknown parent_conversation_id → 422 (not 500)', async () => {
-    const r = await h.call('POST', '/api/v1/app-conversations', { body: { parent_conversation_id: 'ffffffffffffffffffffffffffffffff' } });
+    const r = await h.call('POST', '/api/v1/app-conversations', {
+      body: { parent_conversation_id: 'ffffffffffffffffffffffffffffffff' },
+    });
     expect(r.status).toBe(422);
     expect(arr(obj(r.body).issues).map((i) => obj(i).path)).toContain('parent_conversation_id');
   });
@@ -136,11 +161,12 @@ describe('POST /api/v1/app-conversations', () => {
     await h.idle();
     expect((await conversation(child.app_conversation_id as string)).selected_repository).toBe('octo/repo');
     expect(items(await get('/api/v1/app-conversations/search')).map((c) => c.id)).toEqual([parent.app_conversation_id]);
-    expect(items(await get('/api/v1/app-conversations/search?include_sub_conversations=true')).map((c) => c.id)).toEqual([
+    expect(
+      items(await get('/api/v1/app-conversations/search?include_sub_conversations=true')).map((c) => c.id),
+    ).toEqual([child.app_conversation_id, parent.app_conversation_id]);
+    expect((await conversation(parent.app_conversation_id as string)).sub_conversation_ids).toEqual([
       child.app_conversation_id,
-      parent.app_conversation_id,
     ]);
-    expect((await conversation(parent.app_conversation_id as string)).sub_conversation_ids).toEqual([child.app_conversation_id]);
   });
 });
 
@@ -164,7 +190,9 @@ describe('sandbox_id on start', () => {
     expect((await h.call('POST', `/api/v1/sandboxes/${box.id as string}/pause`)).status).toBe(200);
     const task = await startAppConversation(h, { sandbox_id: box.id });
     await h.idle();
-    expect(obj(arr(await get(`/api/v1/app-conversations/start-tasks?ids=${task.id as string}`))[0]).status).toBe('READY');
+    expect(obj(arr(await get(`/api/v1/app-conversations/start-tasks?ids=${task.id as string}`))[0]).status).toBe(
+      'READY',
+    );
     expect(obj(await get(`/api/v1/sandboxes/${box.id as string}`)).status).toBe('RUNNING');
   });
 
@@ -201,7 +229,10 @@ describe('sandbox_id on start', () => {
     const done = obj(arr(await get(`/api/v1/app-conversations/start-tasks?ids=${task.id as string}`))[0]);
     expect(done.status).toBe('ERROR');
     expect(done.detail).toContain('no space left on device');
-    expect(await conversation(task.app_conversation_id as string)).toMatchObject({ conversation_status: 'STOPPED', sandbox_status: 'ERROR' });
+    expect(await conversation(task.app_conversation_id as string)).toMatchObject({
+      conversation_status: 'STOPPED',
+      sandbox_status: 'ERROR',
+    });
   });
 });
 
@@ -211,12 +242,22 @@ describe('live sandbox status on app conversations', () => {
     await h.idle();
     const id = task.app_conversation_id as string;
     const sandboxId = task.sandbox_id as string;
-    expect(await conversation(id)).toMatchObject({ sandbox_id: sandboxId, sandbox_status: 'RUNNING', conversation_status: 'RUNNING' });
+    expect(await conversation(id)).toMatchObject({
+      sandbox_id: sandboxId,
+      sandbox_status: 'RUNNING',
+      conversation_status: 'RUNNING',
+    });
 
     expect((await h.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`)).body).toEqual({ success: true });
     expect(await conversation(id)).toMatchObject({ sandbox_status: 'PAUSED', conversation_status: 'STOPPED' });
-    expect(obj(arr(await get(`/api/v1/app-conversations?ids=${id}`))[0])).toMatchObject({ sandbox_status: 'PAUSED', conversation_status: 'STOPPED' });
-    expect(items(await get('/api/v1/app-conversations/search'))[0]).toMatchObject({ sandbox_status: 'PAUSED', conversation_status: 'STOPPED' });
+    expect(obj(arr(await get(`/api/v1/app-conversations?ids=${id}`))[0])).toMatchObject({
+      sandbox_status: 'PAUSED',
+      conversation_status: 'STOPPED',
+    });
+    expect(items(await get('/api/v1/app-conversations/search'))[0]).toMatchObject({
+      sandbox_status: 'PAUSED',
+      conversation_status: 'STOPPED',
+    });
     expect(obj(await get(`/api/conversations/${id}`)).status).toBe('STOPPED');
 
     expect((await h.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`)).body).toEqual({ success: true });
@@ -265,21 +306,31 @@ describe('start tasks: batch, search and count', () => {
     const t4 = all[0] as Record<string, unknown>;
     expect(t4.app_conversation_id).toBe(c1);
 
-    expect(items(await get('/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT_DESC')).map((t) => t.id)).toEqual(all.map((t) => t.id));
-    expect(items(await get('/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT')).map((t) => t.id)).toEqual(
-      [...all].reverse().map((t) => t.id),
-    );
+    expect(
+      items(await get('/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT_DESC')).map((t) => t.id),
+    ).toEqual(all.map((t) => t.id));
+    expect(
+      items(await get('/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT')).map((t) => t.id),
+    ).toEqual([...all].reverse().map((t) => t.id));
     await expect422('/api/v1/app-conversations/start-tasks/search?sort_order=TITLE', 'query.sort_order');
 
     const ofC1 = items(await get(`/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${c1}`));
     expect(ofC1.map((t) => t.id)).toEqual([t4.id, t1.id]);
     expect(await get(`/api/v1/app-conversations/start-tasks/count?conversation_id__eq=${c1}`)).toBe(2);
-    expect(items(await get('/api/v1/app-conversations/start-tasks/search?conversation_id__eq=ffffffffffffffffffffffffffffffff'))).toEqual([]);
+    expect(
+      items(
+        await get('/api/v1/app-conversations/start-tasks/search?conversation_id__eq=ffffffffffffffffffffffffffffffff'),
+      ),
+    ).toEqual([]);
 
     const since = t2.created_at as string;
-    const recent = items(await get(`/api/v1/app-conversations/start-tasks/search?created_at__gte=${encodeURIComponent(since)}`));
+    const recent = items(
+      await get(`/api/v1/app-conversations/start-tasks/search?created_at__gte=${encodeURIComponent(since)}`),
+    );
     expect(recent.map((t) => t.id)).toEqual([t4.id, t3.id, t2.id]);
-    expect(await get(`/api/v1/app-conversations/start-tasks/count?created_at__gte=${encodeURIComponent(since)}`)).toBe(3);
+    expect(await get(`/api/v1/app-conversations/start-tasks/count?created_at__gte=${encodeURIComponent(since)}`)).toBe(
+      3,
+    );
 
     const count = await h.call('GET', '/api/v1/app-conversations/start-tasks/count');
     expect(count.text).toBe('4');
@@ -324,7 +375,10 @@ describe('app conversations: list, search, count, filters and batch get', () => 
 
   it('title__contains is a case-insensitive substring match', async () => {
     for (const base of ['/api/v1/app-conversations', '/api/v1/app-conversations/search']) {
-      expect(items(await get(`${base}?title__contains=alpha`)).map((c) => c.title)).toEqual(['beta ALPHA', 'Alpha report']);
+      expect(items(await get(`${base}?title__contains=alpha`)).map((c) => c.title)).toEqual([
+        'beta ALPHA',
+        'Alpha report',
+      ]);
       expect(items(await get(`${base}?title__contains=GAMMA`)).map((c) => c.title)).toEqual(['Gamma']);
       expect(items(await get(`${base}?title__contains=zzz`))).toEqual([]);
     }
@@ -343,12 +397,18 @@ describe('app conversations: list, search, count, filters and batch get', () => 
     expect(await get(`/api/v1/app-conversations/count?created_at__lt=${encodeURIComponent(pivot)}`)).toBe(2);
     const first = created[3]?.created_at as string;
     const last = created[0]?.created_at as string;
-    expect(ids(await get(`/api/v1/app-conversations/search?created_at__gte=${encodeURIComponent(first)}&created_at__lt=${encodeURIComponent(last)}`))).toEqual(
-      created.slice(1).map((c) => c.id),
-    );
+    expect(
+      ids(
+        await get(
+          `/api/v1/app-conversations/search?created_at__gte=${encodeURIComponent(first)}&created_at__lt=${encodeURIComponent(last)}`,
+        ),
+      ),
+    ).toEqual(created.slice(1).map((c) => c.id));
     // The same instant written with an offset, and a date without time.
     const withOffset = new Date(Date.parse(pivot)).toISOString().replace('Z', '+00:00');
-    expect(ids(await get(`/api/v1/app-conversations/search?created_at__gte=${encodeURIComponent(withOffset)}`))).toEqual(newer);
+    expect(
+      ids(await get(`/api/v1/app-conversations/search?created_at__gte=${encodeURIComponent(withOffset)}`)),
+    ).toEqual(newer);
     expect(await get('/api/v1/app-conversations/count?created_at__gte=2026-01-01')).toBe(4);
     expect(await get('/api/v1/app-conversations/count?created_at__lt=2026-01-01')).toBe(0);
   });
@@ -359,20 +419,33 @@ describe('app conversations: list, search, count, filters and batch get', () => 
     expect((await h.call('POST', `/api/conversations/${oldest}/stop`)).status).toBe(200);
     const updated = obj(await get(`/api/v1/app-conversations/${oldest}`)).updated_at as string;
     for (const c of created.slice(0, 3)) expect((c.updated_at as string) < updated).toBe(true);
-    expect(ids(await get(`/api/v1/app-conversations/search?updated_at__gte=${encodeURIComponent(updated)}`))).toEqual([oldest]);
-    expect(ids(await get(`/api/v1/app-conversations/search?updated_at__lt=${encodeURIComponent(updated)}`))).toEqual(created.slice(0, 3).map((c) => c.id));
+    expect(ids(await get(`/api/v1/app-conversations/search?updated_at__gte=${encodeURIComponent(updated)}`))).toEqual([
+      oldest,
+    ]);
+    expect(ids(await get(`/api/v1/app-conversations/search?updated_at__lt=${encodeURIComponent(updated)}`))).toEqual(
+      created.slice(0, 3).map((c) => c.id),
+    );
     expect(await get(`/api/v1/app-conversations/count?updated_at__gte=${encodeURIComponent(updated)}`)).toBe(1);
     expect(await get(`/api/v1/app-conversations/count?updated_at__lt=${encodeURIComponent(updated)}`)).toBe(3);
-    expect(ids(await get(`/api/v1/app-conversations?updated_at__gte=${encodeURIComponent(updated)}`))).toEqual([oldest]);
+    expect(ids(await get(`/api/v1/app-conversations?updated_at__gte=${encodeURIComponent(updated)}`))).toEqual([
+      oldest,
+    ]);
   });
 
-  it.each(['yesterday', '2026-13-01', '2026-01-01T25:00:00Z', '1700000000', '2026/01/01', '2026-01-01T00:00:00+5'])('a bad timestamp (%s) → 422', async (bad) => {
-    for (const field of ['created_at__gte', 'created_at__lt', 'updated_at__gte', 'updated_at__lt']) {
-      for (const base of ['/api/v1/app-conversations', '/api/v1/app-conversations/search', '/api/v1/app-conversations/count']) {
-        await expect422(`${base}?${field}=${encodeURIComponent(bad)}`, `query.${field}`);
+  it.each(['yesterday', '2026-13-01', '2026-01-01T25:00:00Z', '1700000000', '2026/01/01', '2026-01-01T00:00:00+5'])(
+    'a bad timestamp (%s) → 422',
+    async (bad) => {
+      for (const field of ['created_at__gte', 'created_at__lt', 'updated_at__gte', 'updated_at__lt']) {
+        for (const base of [
+          '/api/v1/app-conversations',
+          '/api/v1/app-conversations/search',
+          '/api/v1/app-conversations/count',
+        ]) {
+          await expect422(`${base}?${field}=${encodeURIComponent(bad)}`, `query.${field}`);
+        }
       }
-    }
-  });
+    },
+  );
 
   it('batch get by ids keeps the order and has null holes; comma-separated and dashed ids work', async () => {
     const [a, b] = [created[0]?.id as string, created[2]?.id as string];
@@ -388,7 +461,8 @@ describe('app conversations: list, search, count, filters and batch get', () => 
   });
 
   it('100 ids or more, or an id that is not a UUID → 400 INVALID_IDS (as OpenHands 1.11), with our error body', async () => {
-    const idsOf = (n: number) => Array.from({ length: n }, (_, i) => `ids=${i.toString(16).padStart(32, '0')}`).join('&');
+    const idsOf = (n: number) =>
+      Array.from({ length: n }, (_, i) => `ids=${i.toString(16).padStart(32, '0')}`).join('&');
     expect(arr(await get(`/api/v1/app-conversations?${idsOf(99)}`))).toHaveLength(99);
     for (const query of [idsOf(100), idsOf(101), 'ids=nope', `ids=${created[0]?.id as string}&ids=abc`]) {
       const r = await h.call('GET', `/api/v1/app-conversations?${query}`);
@@ -396,7 +470,11 @@ describe('app conversations: list, search, count, filters and batch get', () => 
       expect(errorCode(r.body)).toBe('INVALID_IDS');
       expect(obj(r.body).detail).toBe(obj(r.body).message);
     }
-    expect(obj((await h.call('GET', '/api/v1/app-conversations?ids=nope')).body).detail).toBe('ids: not a UUID: "nope"');
-    expect(obj((await h.call('GET', `/api/v1/app-conversations?${idsOf(100)}`)).body).detail).toBe('ids: at most 99 ids per request; got 100');
+    expect(obj((await h.call('GET', '/api/v1/app-conversations?ids=nope')).body).detail).toBe(
+      'ids: not a UUID: "nope"',
+    );
+    expect(obj((await h.call('GET', `/api/v1/app-conversations?${idsOf(100)}`)).body).detail).toBe(
+      'ids: at most 99 ids per request; got 100',
+    );
   });
 });

@@ -36,13 +36,22 @@ describe('authentication', () => {
     const bearer = (value: string) => ({ key: null, headers: { Authorization: value } });
     expect((await h.call('GET', '/api/settings', bearer(`Bearer ${KEY_A}`))).status).not.toBe(401);
     expect((await h.call('GET', '/api/settings', bearer(`bearer  ${KEY_B}`))).status).not.toBe(401);
-    for (const value of [`Bearer ${WRONG_KEY}`, 'Bearer', `Bearer ${KEY_A} extra`, `Basic ${KEY_A}`, KEY_A, `Bearer ${KEY_A.slice(0, -1)}`]) {
+    for (const value of [
+      `Bearer ${WRONG_KEY}`,
+      'Bearer',
+      `Bearer ${KEY_A} extra`,
+      `Basic ${KEY_A}`,
+      KEY_A,
+      `Bearer ${KEY_A.slice(0, -1)}`,
+    ]) {
       const r = await h.call('GET', '/api/settings', bearer(value));
       expect(r.status, value).toBe(401);
       expect(errorCode(r.body)).toBe('UNAUTHENTICATED');
     }
     // X-Session-API-Key wins when both are sent.
-    expect((await h.call('GET', '/api/settings', { key: WRONG_KEY, headers: { Authorization: `Bearer ${KEY_A}` } })).status).toBe(401);
+    expect(
+      (await h.call('GET', '/api/settings', { key: WRONG_KEY, headers: { Authorization: `Bearer ${KEY_A}` } })).status,
+    ).toBe(401);
     // The document says so.
     expect(doc.components?.securitySchemes?.Bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toContainEqual({ Bearer: [] });
@@ -65,10 +74,17 @@ describe('authentication', () => {
 
     for (const { path, method } of operations) {
       for (const key of BAD_KEYS) {
-        const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
+        const r = await h.call(method.toUpperCase(), concretePath(path), {
+          key,
+          ...(method === 'post' ? { body: {} } : {}),
+        });
         expect(r.status, `${method.toUpperCase()} ${path} with key ${JSON.stringify(key)}`).toBe(401);
         const body = obj(r.body);
-        expect(body, `${method.toUpperCase()} ${path}`).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) as string, detail: body.message });
+        expect(body, `${method.toUpperCase()} ${path}`).toEqual({
+          code: 'UNAUTHENTICATED',
+          message: expect.any(String) as string,
+          detail: body.message,
+        });
       }
     }
     // Nothing reached the service.
@@ -80,7 +96,9 @@ describe('authentication', () => {
 
   it('the same operations pass authentication with a valid key of either user, except those the document opens only to a conversation key', async () => {
     const operations = operationsOf(doc).filter(({ operation }) => isAuthenticated(doc, operation));
-    const conversationKeyOnly = operations.filter(({ operation }) => !takesApiKey(doc, operation)).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    const conversationKeyOnly = operations
+      .filter(({ operation }) => !takesApiKey(doc, operation))
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     // A conversation's key opens the first two; a sandbox's key (auth/sandbox-keys.ts) the others.
     expect(conversationKeyOnly.sort()).toEqual([
       'GET /api/git/changes/{path}',
@@ -90,7 +108,10 @@ describe('authentication', () => {
     ]);
     for (const { path, method, operation } of operations) {
       for (const key of [KEY_A, KEY_B]) {
-        const r = await h.call(method.toUpperCase(), concretePath(path), { key, ...(method === 'post' ? { body: {} } : {}) });
+        const r = await h.call(method.toUpperCase(), concretePath(path), {
+          key,
+          ...(method === 'post' ? { body: {} } : {}),
+        });
         if (takesApiKey(doc, operation)) expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).not.toBe(401);
         else expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBe(401);
         expect(r.status, `${method.toUpperCase()} ${path}: ${r.text}`).toBeLessThan(500);
@@ -104,7 +125,16 @@ describe('authentication', () => {
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .sort();
     // A device signing in has no key yet: it gets one from the /oauth routes (tests in device-authorization.test.ts).
-    expect(open).toEqual(['GET /alive', 'GET /api/options/config', 'GET /api/v1/web-client/config', 'GET /health', 'GET /ready', 'GET /server_info', 'POST /oauth/device/authorize', 'POST /oauth/device/token']);
+    expect(open).toEqual([
+      'GET /alive',
+      'GET /api/options/config',
+      'GET /api/v1/web-client/config',
+      'GET /health',
+      'GET /ready',
+      'GET /server_info',
+      'POST /oauth/device/authorize',
+      'POST /oauth/device/token',
+    ]);
     // The UI's configuration is asked for before the browser is known to be signed in; it holds nothing secret.
     expect((await h.call('GET', '/api/options/config', { key: null })).status).toBe(200);
     expect((await h.call('GET', '/api/v1/web-client/config', { key: null })).status).toBe(200);
@@ -124,7 +154,13 @@ describe('authentication', () => {
   });
 
   it('an unknown /api route is 401 without a key and 404 ROUTE_NOT_FOUND with one', async () => {
-    for (const path of ['/api/nope', '/api/v1/nope', '/api/v1/sandboxes/x/y/z', '/api/conversations/abc/unknown-action', '/api']) {
+    for (const path of [
+      '/api/nope',
+      '/api/v1/nope',
+      '/api/v1/sandboxes/x/y/z',
+      '/api/conversations/abc/unknown-action',
+      '/api',
+    ]) {
       for (const key of [null, WRONG_KEY]) {
         const r = await h.call('GET', path, { key });
         expect(r.status, `${path} key ${key}`).toBe(401);
@@ -158,7 +194,10 @@ describe('authentication', () => {
         const r = await h.call(method, concrete, method === 'GET' ? {} : { body: {} });
         expect(r.status, `${method} ${concrete}`).toBe(405);
         expect(errorCode(r.body)).toBe('METHOD_NOT_ALLOWED');
-        const allow = (r.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+        const allow = (r.headers.get('allow') ?? '')
+          .split(',')
+          .map((m) => m.trim())
+          .filter(Boolean);
         expect(new Set(allow), `${method} ${concrete}`).toEqual(allowed);
         checked++;
       }
@@ -174,8 +213,12 @@ describe('authentication', () => {
   });
 
   it('every route of buildRoutes is in the OpenAPI document, and the document has nothing else', () => {
-    const fromRoutes = buildRoutes(h.service).map((r) => `${r.method.toUpperCase()} ${r.path}`).sort();
-    const fromDoc = operationsOf(doc).map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort();
+    const fromRoutes = buildRoutes(h.service)
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`)
+      .sort();
+    const fromDoc = operationsOf(doc)
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
+      .sort();
     expect(fromDoc).toEqual(fromRoutes);
     const operationIds = operationsOf(doc).map(({ operation }) => operation.operationId);
     expect(new Set(operationIds).size).toBe(operationIds.length);

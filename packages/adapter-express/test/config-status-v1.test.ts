@@ -6,7 +6,15 @@ import { expectOpenHandsShape } from './openhands-shapes.js';
 
 let h: Harness;
 
-const MODELS = ['openai/gpt-4o', 'anthropic/claude-sonnet-4', 'openai/gpt-4o-mini', 'openrouter/meta/llama-3', 'local-model', 'openai/gpt-4o', 'deepseek/deepseek-chat'];
+const MODELS = [
+  'openai/gpt-4o',
+  'anthropic/claude-sonnet-4',
+  'openai/gpt-4o-mini',
+  'openrouter/meta/llama-3',
+  'local-model',
+  'openai/gpt-4o',
+  'deepseek/deepseek-chat',
+];
 
 beforeEach(async () => {
   h = await startHarness({ router: { models: () => MODELS } });
@@ -29,8 +37,21 @@ describe('GET /api/v1/web-client/config', () => {
     expect(r.status).toBe(200);
     expectOpenHandsShape('WebClientConfig', r.body);
     const config = obj(r.body);
-    expect(config).toMatchObject({ kind: 'WebClientConfig', app_mode: 'oss', posthog_client_key: null, providers_configured: [], acp_providers: [], auth_url: null });
-    expect(obj(config.feature_flags)).toMatchObject({ enable_billing: false, hide_llm_settings: false, allow_user_llm_configuration: true, enable_acp: false, enable_automations: false });
+    expect(config).toMatchObject({
+      kind: 'WebClientConfig',
+      app_mode: 'oss',
+      posthog_client_key: null,
+      providers_configured: [],
+      acp_providers: [],
+      auth_url: null,
+    });
+    expect(obj(config.feature_flags)).toMatchObject({
+      enable_billing: false,
+      hide_llm_settings: false,
+      allow_user_llm_configuration: true,
+      enable_acp: false,
+      enable_automations: false,
+    });
     const v0 = obj((await h.call('GET', '/api/options/config', { key: null })).body);
     expect(v0.APP_MODE).toBe(config.app_mode);
     expect(v0.PROVIDERS_CONFIGURED).toEqual(config.providers_configured);
@@ -60,8 +81,15 @@ describe('GET /api/v1/config/models/search and /providers/search', () => {
     expect(page.next_page_id).toBeNull();
     expect(seen).toEqual(all.items);
 
-    expect(items(await get('/api/v1/config/models/search?query=GPT-4O', 'LLMModelPage')).map((m) => m.name)).toEqual(['gpt-4o', 'gpt-4o-mini']);
-    expect(items(await get('/api/v1/config/models/search?provider__eq=openai&query=mini', 'LLMModelPage')).map((m) => m.name)).toEqual(['gpt-4o-mini']);
+    expect(items(await get('/api/v1/config/models/search?query=GPT-4O', 'LLMModelPage')).map((m) => m.name)).toEqual([
+      'gpt-4o',
+      'gpt-4o-mini',
+    ]);
+    expect(
+      items(await get('/api/v1/config/models/search?provider__eq=openai&query=mini', 'LLMModelPage')).map(
+        (m) => m.name,
+      ),
+    ).toEqual(['gpt-4o-mini']);
     expect(items(await get('/api/v1/config/models/search?verified__eq=false', 'LLMModelPage'))).toEqual([]);
     // Its document says what a page id is; one of that form is a place in the list.
     expect(items(await get('/api/v1/config/models/search?page_id=enp6', 'LLMModelPage'))).toEqual([]);
@@ -74,13 +102,26 @@ describe('GET /api/v1/config/models/search and /providers/search', () => {
     });
     const first = await get('/api/v1/config/providers/search?limit=3', 'ProviderPage');
     expect(items(first).map((p) => p.name)).toEqual(['anthropic', 'deepseek', 'openai']);
-    const rest = await get(`/api/v1/config/providers/search?limit=3&page_id=${first.next_page_id as string}`, 'ProviderPage');
+    const rest = await get(
+      `/api/v1/config/providers/search?limit=3&page_id=${first.next_page_id as string}`,
+      'ProviderPage',
+    );
     expect(rest).toEqual({ items: [{ name: 'openrouter', verified: true }], next_page_id: null });
-    expect(items(await get('/api/v1/config/providers/search?query=OPEN', 'ProviderPage')).map((p) => p.name)).toEqual(['openai', 'openrouter']);
+    expect(items(await get('/api/v1/config/providers/search?query=OPEN', 'ProviderPage')).map((p) => p.name)).toEqual([
+      'openai',
+      'openrouter',
+    ]);
   });
 
   it('refuses bad parameters with 422, and needs a key', async () => {
-    for (const query of ['limit=0', 'limit=101', 'limit=x', 'page_id=not%20an%20id', 'page_id=Mw%3D%3D', 'verified__eq=maybe']) {
+    for (const query of [
+      'limit=0',
+      'limit=101',
+      'limit=x',
+      'page_id=not%20an%20id',
+      'page_id=Mw%3D%3D',
+      'verified__eq=maybe',
+    ]) {
       for (const path of ['/api/v1/config/models/search', '/api/v1/config/providers/search']) {
         const r = await h.call('GET', `${path}?${query}`);
         expect(r.status, `${path}?${query}: ${r.text}`).toBe(422);
@@ -123,7 +164,8 @@ describe('status routes', () => {
     expect(info.idle_time).toBeGreaterThanOrEqual(0);
     expect(info.idle_time as number).toBeLessThanOrEqual(info.uptime as number);
     expect(obj(resources.memory).rss).toBeGreaterThan(0);
-    for (const group of ['memory', 'disk', 'io'] as const) for (const value of Object.values(obj(resources[group]))) expect(value).toEqual(expect.any(Number));
+    for (const group of ['memory', 'disk', 'io'] as const)
+      for (const value of Object.values(obj(resources[group]))) expect(value).toEqual(expect.any(Number));
     expect(resources.cpu_percent).toEqual(expect.any(Number));
   });
 });

@@ -163,11 +163,22 @@ describe('POST /api/conversations: success', () => {
     const h = await harness();
     await storeSettings(h);
     const r = await h.call('POST', '/api/conversations', {
-      body: { initial_user_msg: 'fix the bug', repository: 'octo/repo', git_provider: 'github', selected_branch: 'main', image_urls: ['https://img.example.com/a.png', 'data:image/png;base64,iVBORw0KGgo='] },
+      body: {
+        initial_user_msg: 'fix the bug',
+        repository: 'octo/repo',
+        git_provider: 'github',
+        selected_branch: 'main',
+        image_urls: ['https://img.example.com/a.png', 'data:image/png;base64,iVBORw0KGgo='],
+      },
     });
     expect(r.status, r.text).toBe(200);
     const body = obj(r.body);
-    expect(body).toEqual({ status: 'ok', conversation_id: expect.stringMatching(HEX32) as string, conversation_status: 'STARTING', message: null });
+    expect(body).toEqual({
+      status: 'ok',
+      conversation_id: expect.stringMatching(HEX32) as string,
+      conversation_status: 'STARTING',
+      message: null,
+    });
     const id = body.conversation_id as string;
 
     await h.idle();
@@ -184,12 +195,19 @@ describe('POST /api/conversations: success', () => {
     expect(info.sandbox_id).toEqual(expect.stringMatching(HEX32));
     const box = await sandbox(h, info.sandbox_id as string);
     expect(box).toMatchObject({ status: 'RUNNING', sandbox_spec_id: 'bookworm' });
-    expect(h.ports.runtime.calls.filter((c) => c.operation === 'create')).toEqual([{ operation: 'create', sandboxId: info.sandbox_id }]);
+    expect(h.ports.runtime.calls.filter((c) => c.operation === 'create')).toEqual([
+      { operation: 'create', sandboxId: info.sandbox_id },
+    ]);
 
     // Its start task is READY.
     const tasks = await tasksOf(h, id);
     expect(tasks).toHaveLength(1);
-    expect(tasks[0]).toMatchObject({ status: 'READY', app_conversation_id: id, sandbox_id: info.sandbox_id, detail: null });
+    expect(tasks[0]).toMatchObject({
+      status: 'READY',
+      app_conversation_id: id,
+      sandbox_id: info.sandbox_id,
+      detail: null,
+    });
   });
 
   it('uses sandbox_base_container_image from the settings as the sandbox image', async () => {
@@ -211,7 +229,12 @@ describe('POST /api/conversations: success', () => {
     const batch = await h.call('GET', `/api/v1/app-conversations?ids=${id}`);
     expect(batch.status).toBe(200);
     expect(arr(batch.body)).toHaveLength(1);
-    expect(obj(arr(batch.body)[0])).toMatchObject({ id, sandbox_id: v0.sandbox_id, sandbox_status: 'RUNNING', conversation_status: 'RUNNING' });
+    expect(obj(arr(batch.body)[0])).toMatchObject({
+      id,
+      sandbox_id: v0.sandbox_id,
+      sandbox_status: 'RUNNING',
+      conversation_status: 'RUNNING',
+    });
 
     const search = await h.call('GET', '/api/v1/app-conversations/search');
     expect(items(search.body).map((c) => c.id)).toEqual([id]);
@@ -238,7 +261,13 @@ describe('POST /api/conversations: success', () => {
     expect(results.map((c) => c.conversation_id)).toEqual([id]);
     expect(obj(list.body).next_page_id).toBeNull();
     const info = await conversationOk(h, id);
-    expect(info).toMatchObject({ conversation_id: id, title: 'From V1', status: 'RUNNING', conversation_version: 'V1', sandbox_id: task.sandbox_id });
+    expect(info).toMatchObject({
+      conversation_id: id,
+      title: 'From V1',
+      status: 'RUNNING',
+      conversation_version: 'V1',
+      sandbox_id: task.sandbox_id,
+    });
   });
 
   it('GET /api/conversations lists newest first in the {results, next_page_id} shape', async () => {
@@ -266,7 +295,8 @@ describe('GET /api/conversations filters', () => {
     const other = await createConversation(h, { repository: 'octo/other' });
     const microagent = await createConversation(h, { create_microagent: { repo: 'octo/agents', title: 'm' } });
     await h.idle();
-    const ids = async (query: string) => arr(obj((await h.call('GET', `/api/conversations?${query}`)).body).results).map((c) => obj(c).conversation_id);
+    const ids = async (query: string) =>
+      arr(obj((await h.call('GET', `/api/conversations?${query}`)).body).results).map((c) => obj(c).conversation_id);
     expect(await ids('selected_repository=octo/repo')).toEqual([inRepo]);
     expect(await ids('selected_repository=octo/agents')).toEqual([microagent]);
     expect((await ids('conversation_trigger=gui')).sort()).toEqual([inRepo, other].sort());
@@ -515,7 +545,9 @@ describe('client-chosen conversation ids (allowClientConversationIds)', () => {
   it('concurrent creates with the same id: exactly one wins, the others get 409 and leave no sandbox behind', async () => {
     const h = await harness({ service: { allowClientConversationIds: true } });
     await storeSettings(h);
-    const results = await Promise.all(Array.from({ length: 6 }, () => h.call('POST', '/api/conversations', { body: { conversation_id: 'race' } })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => h.call('POST', '/api/conversations', { body: { conversation_id: 'race' } })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
     for (const r of results.filter((x) => x.status === 409)) expect(errorCode(r.body)).toBe('CONVERSATION_ID_TAKEN');
     await h.idle();

@@ -5,7 +5,17 @@
  */
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { arr, errorCode, KEY_A, KEY_B, obj, startHarness, type CallResult, type Harness, type HarnessOptions } from './harness.js';
+import {
+  arr,
+  errorCode,
+  KEY_A,
+  KEY_B,
+  obj,
+  startHarness,
+  type CallResult,
+  type Harness,
+  type HarnessOptions,
+} from './harness.js';
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
@@ -38,7 +48,11 @@ async function authorize(h: Harness): Promise<Codes> {
 
 /** What the CLI sends: a form, no key. */
 const poll = (h: Harness, deviceCode: string) =>
-  h.call('POST', '/oauth/device/token', { key: null, rawBody: new URLSearchParams({ device_code: deviceCode }).toString(), headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  h.call('POST', '/oauth/device/token', {
+    key: null,
+    rawBody: new URLSearchParams({ device_code: deviceCode }).toString(),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+  });
 
 const answer = (h: Harness, action: 'approve' | 'deny', userCode: string, key: string = KEY_A) =>
   h.call('POST', `/api/device-authorizations/${encodeURIComponent(userCode)}/${action}`, { key, body: {} });
@@ -79,7 +93,11 @@ describe('device sign-in', () => {
     h.clock.advance(5_000);
     const token = await poll(h, codes.device_code);
     expect(token.status, token.text).toBe(200);
-    expect(token.body).toEqual({ access_token: expect.stringMatching(/^acsk_/) as string, token_type: 'Bearer', expires_in: null });
+    expect(token.body).toEqual({
+      access_token: expect.stringMatching(/^acsk_/) as string,
+      token_type: 'Bearer',
+      expires_in: null,
+    });
     expect(token.headers.get('cache-control')).toBe('no-store');
     const key = obj(token.body).access_token as string;
     // The key is alice's, named for the device, listed and revocable with her others.
@@ -99,15 +117,28 @@ describe('device sign-in', () => {
 
   it('takes the poll as JSON too, and a form or an empty body for the codes', async () => {
     const h = await harness();
-    const form = await h.call('POST', '/oauth/device/authorize', { key: null, rawBody: 'client_id=My%20Laptop&scope=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    const form = await h.call('POST', '/oauth/device/authorize', {
+      key: null,
+      rawBody: 'client_id=My%20Laptop&scope=x',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status, form.text).toBe(200);
     const none = await h.call('POST', '/oauth/device/authorize', { key: null });
     expect(none.status, none.text).toBe(200);
     const codes = form.body as Codes;
-    expect(obj((await h.call('GET', `/api/device-authorizations/${codes.user_code}`)).body).client_name).toBe('My Laptop');
-    const json = await h.call('POST', '/oauth/device/token', { key: null, body: { device_code: codes.device_code, grant_type: 'urn:ietf:params:oauth:grant-type:device_code' } });
+    expect(obj((await h.call('GET', `/api/device-authorizations/${codes.user_code}`)).body).client_name).toBe(
+      'My Laptop',
+    );
+    const json = await h.call('POST', '/oauth/device/token', {
+      key: null,
+      body: { device_code: codes.device_code, grant_type: 'urn:ietf:params:oauth:grant-type:device_code' },
+    });
     expect(oauthError(json)).toBe('authorization_pending');
-    const missing = await h.call('POST', '/oauth/device/token', { key: null, rawBody: 'grant_type=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    const missing = await h.call('POST', '/oauth/device/token', {
+      key: null,
+      rawBody: 'grant_type=x',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
     expect(missing.status).toBe(422);
   });
 
@@ -160,7 +191,11 @@ describe('device sign-in', () => {
     // Approving again is the same answer; denying now is a conflict; bob sees and answers nothing of it.
     expect((await answer(h, 'approve', codes.user_code)).status).toBe(200);
     expect(errorCode((await answer(h, 'deny', codes.user_code)).body)).toBe('DEVICE_AUTHORIZATION_ANSWERED');
-    for (const r of [await answer(h, 'approve', codes.user_code, KEY_B), await answer(h, 'deny', codes.user_code, KEY_B), await h.call('GET', `/api/device-authorizations/${codes.user_code}`, { key: KEY_B })]) {
+    for (const r of [
+      await answer(h, 'approve', codes.user_code, KEY_B),
+      await answer(h, 'deny', codes.user_code, KEY_B),
+      await h.call('GET', `/api/device-authorizations/${codes.user_code}`, { key: KEY_B }),
+    ]) {
       expect(r.status, r.text).toBe(409);
       expect(errorCode(r.body)).toBe('DEVICE_AUTHORIZATION_ANSWERED');
     }
@@ -185,7 +220,10 @@ describe('device sign-in', () => {
       expect(r.status).toBe(404);
       expect(errorCode(r.body)).toBe('USER_CODE_NOT_FOUND');
     }
-    for (const r of [await answer(h, 'approve', codes.user_code), await h.call('GET', `/api/device-authorizations/${codes.user_code}`)]) {
+    for (const r of [
+      await answer(h, 'approve', codes.user_code),
+      await h.call('GET', `/api/device-authorizations/${codes.user_code}`),
+    ]) {
       expect(r.status, r.text).toBe(429);
       expect(errorCode(r.body)).toBe('USER_CODE_ATTEMPTS_EXCEEDED');
     }
@@ -195,7 +233,8 @@ describe('device sign-in', () => {
     h.clock.advance(60_000);
     expect((await answer(h, 'approve', codes.user_code)).status).toBe(200);
     // A code that is not of the form is not a guess at one (422, nothing counted).
-    for (const bad of ['AAAA-AAAA', 'BCDF', 'BCDF-GHJK-L']) expect((await h.call('GET', `/api/device-authorizations/${bad}`)).status).toBe(422);
+    for (const bad of ['AAAA-AAAA', 'BCDF', 'BCDF-GHJK-L'])
+      expect((await h.call('GET', `/api/device-authorizations/${bad}`)).status).toBe(422);
   });
 
   it('holds at most so many sign-ins waiting at once: past it 503, and room again once they expire', async () => {
@@ -214,28 +253,51 @@ describe('device sign-in', () => {
     const codes = await authorize(h);
     expect((await h.call('GET', `/api/device-authorizations/${codes.user_code}`, { key: null })).status).toBe(401);
     expect((await answer(h, 'approve', codes.user_code, 'acsk_' + 'x'.repeat(43))).status).toBe(401);
-    const signIn = await fetch(`${h.baseUrl}/console/device?user_code=${codes.user_code}&key=${KEY_A}`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
+    const signIn = await fetch(`${h.baseUrl}/console/device?user_code=${codes.user_code}&key=${KEY_A}`, {
+      redirect: 'manual',
+      headers: { 'Sec-Fetch-Site': 'none' },
+    });
     expect(signIn.status).toBe(303);
     // Back to the approval page, without the key.
     expect(signIn.headers.get('location')).toBe(`/console/device?user_code=${codes.user_code}`);
     const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!;
-    const crossSite = await h.call('POST', `/api/device-authorizations/${codes.user_code}/approve`, { key: null, body: {}, headers: { cookie, origin: 'https://evil.example' } });
+    const crossSite = await h.call('POST', `/api/device-authorizations/${codes.user_code}/approve`, {
+      key: null,
+      body: {},
+      headers: { cookie, origin: 'https://evil.example' },
+    });
     expect(crossSite.status).toBe(403);
     expect(errorCode(crossSite.body)).toBe('CROSS_SITE_REQUEST');
-    const sameSite = await h.call('POST', `/api/device-authorizations/${codes.user_code}/approve`, { key: null, body: {}, headers: { cookie, origin: h.baseUrl } });
+    const sameSite = await h.call('POST', `/api/device-authorizations/${codes.user_code}/approve`, {
+      key: null,
+      body: {},
+      headers: { cookie, origin: h.baseUrl },
+    });
     expect(sameSite.status, sameSite.text).toBe(200);
-    expect(obj((await h.call('GET', '/api/v1/users/me', { key: obj((await poll(h, codes.device_code)).body).access_token as string })).body).id).toBe('alice');
+    expect(
+      obj(
+        (
+          await h.call('GET', '/api/v1/users/me', {
+            key: obj((await poll(h, codes.device_code)).body).access_token as string,
+          })
+        ).body,
+      ).id,
+    ).toBe('alice');
   });
 
   it('says where the approval page is from the origin the request came to, at the path the host gave', async () => {
     const h = await harness({ router: { deviceVerificationPath: '/admin/device' } });
     // fetch will not send another Host; node:http will.
     const body = await new Promise<string>((resolve, reject) => {
-      const req = request(`${h.baseUrl}/oauth/device/authorize`, { method: 'POST', headers: { Host: 'acs.example:8443', 'Content-Type': 'application/json' } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-        res.on('end', () => resolve(text));
-      });
+      const req = request(
+        `${h.baseUrl}/oauth/device/authorize`,
+        { method: 'POST', headers: { Host: 'acs.example:8443', 'Content-Type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          res.on('end', () => resolve(text));
+        },
+      );
       req.on('error', reject);
       req.end('{}');
     });

@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { createConversation, fetchOpenApi, obj, operationsOf, startHarness, storeSettings, takesApiKey, type Harness, type OpenApiDoc } from './harness.js';
+import {
+  createConversation,
+  fetchOpenApi,
+  obj,
+  operationsOf,
+  startHarness,
+  storeSettings,
+  takesApiKey,
+  type Harness,
+  type OpenApiDoc,
+} from './harness.js';
 
 /**
  * What a client generated from the document may send, the routes must take: for every
@@ -12,19 +22,91 @@ import { createConversation, fetchOpenApi, obj, operationsOf, startHarness, stor
  */
 
 const STRINGS: string[] = [
-  '', 'a', 'A', '0', '1', '-1', '00', 'true', 'false', 'null', ' ', ' a ', 'a b', 'a,b', ',', ',a', 'a,', '.', '/', 'a/b', '%', '+', '?', '#', '&',
-  '\u0000', 'a\u0000b', 'é', '日本', '😀', '\t', 'x'.repeat(100), 'x'.repeat(101), 'x'.repeat(128), 'x'.repeat(129), 'x'.repeat(200), 'x'.repeat(1024),
-  'x'.repeat(4096), 'x'.repeat(4097),
+  '',
+  'a',
+  'A',
+  '0',
+  '1',
+  '-1',
+  '00',
+  'true',
+  'false',
+  'null',
+  ' ',
+  ' a ',
+  'a b',
+  'a,b',
+  ',',
+  ',a',
+  'a,',
+  '.',
+  '/',
+  'a/b',
+  '%',
+  '+',
+  '?',
+  '#',
+  '&',
+  '\u0000',
+  'a\u0000b',
+  'é',
+  '日本',
+  '😀',
+  '\t',
+  'x'.repeat(100),
+  'x'.repeat(101),
+  'x'.repeat(128),
+  'x'.repeat(129),
+  'x'.repeat(200),
+  'x'.repeat(1024),
+  'x'.repeat(4096),
+  'x'.repeat(4097),
   // dates and date-times, well formed or not
-  '2026-01-31', '2026-01-31T12:00', '2026-01-31T12:00:00', '2026-01-31T12:00:00Z', '2026-01-31T12:00:00.123456789+05:30', '2026-01-31T12:00:00+0530',
-  '2026-02-30', '2026-13-01', '2026-01-31T24:00:00Z', '2026-1-1', '20260131', '0000-01-01', '9999-12-31T23:59:59.999Z',
+  '2026-01-31',
+  '2026-01-31T12:00',
+  '2026-01-31T12:00:00',
+  '2026-01-31T12:00:00Z',
+  '2026-01-31T12:00:00.123456789+05:30',
+  '2026-01-31T12:00:00+0530',
+  '2026-02-30',
+  '2026-13-01',
+  '2026-01-31T24:00:00Z',
+  '2026-1-1',
+  '20260131',
+  '0000-01-01',
+  '9999-12-31T23:59:59.999Z',
   // page ids, well formed or not
-  'AAAAAAAA', '4_______', 'eyJ4IjoxfQ', 'AAAAAAAAAA', '5AAAAAAA', 'AAAAAAAAB', 'AAAAAAAAAAB',
+  'AAAAAAAA',
+  '4_______',
+  'eyJ4IjoxfQ',
+  'AAAAAAAAAA',
+  '5AAAAAAA',
+  'AAAAAAAAB',
+  'AAAAAAAAAAB',
   // values of enums
-  'CREATED_AT', 'CREATED_AT_DESC', 'message', 'message,agent_error', 'resolver', 'gui',
-  'github', 'gitlab', 'bitbucket', 'forgejo', 'stars-desc', 'forks-asc', 'updated-asc',
+  'CREATED_AT',
+  'CREATED_AT_DESC',
+  'message',
+  'message,agent_error',
+  'resolver',
+  'gui',
+  'github',
+  'gitlab',
+  'bitbucket',
+  'forgejo',
+  'stars-desc',
+  'forks-asc',
+  'updated-asc',
   // git page ids (base64url of digits), well formed or not
-  'MA', 'Mg', 'MTAw', 'MDA3', 'MTIzNDU2', 'OTk5OTk5', 'MTIzNDU2Nw', 'Mg==', 'Oj',
+  'MA',
+  'Mg',
+  'MTAw',
+  'MDA3',
+  'MTIzNDU2',
+  'OTk5OTk5',
+  'MTIzNDU2Nw',
+  'Mg==',
+  'Oj',
 ];
 const INTEGERS = [0, 1, 2, 99, 100, 101, -1, 2_147_483_647, 2_147_483_648];
 
@@ -43,7 +125,17 @@ function admitted(schema: Record<string, unknown>): Value[] {
   const valid = ajv.compile(schema);
   const type = schema.type;
   const candidates: Value[] =
-    type === 'array' ? [...STRINGS.map((s) => [s]), ['a', 'b'], ['a', 'a'], Array.from({ length: 100 }, (_, i) => `id${i}`), Array.from({ length: 101 }, (_, i) => `id${i}`)] : type === 'integer' ? INTEGERS : STRINGS;
+    type === 'array'
+      ? [
+          ...STRINGS.map((s) => [s]),
+          ['a', 'b'],
+          ['a', 'a'],
+          Array.from({ length: 100 }, (_, i) => `id${i}`),
+          Array.from({ length: 101 }, (_, i) => `id${i}`),
+        ]
+      : type === 'integer'
+        ? INTEGERS
+        : STRINGS;
   return candidates.filter((value) => valid(value));
 }
 
@@ -56,7 +148,11 @@ function baseline(schema: Record<string, unknown>): Value {
   return value;
 }
 
-function requestFor(path: string, parameters: Parameter[], values: Map<Parameter, Value>): { url: string; headers: Record<string, string> } {
+function requestFor(
+  path: string,
+  parameters: Parameter[],
+  values: Map<Parameter, Value>,
+): { url: string; headers: Record<string, string> } {
   let url = path;
   const query = new URLSearchParams();
   const headers: Record<string, string> = {};
@@ -64,7 +160,8 @@ function requestFor(path: string, parameters: Parameter[], values: Map<Parameter
     const value = values.get(parameter);
     if (value === undefined) continue;
     if (parameter.in === 'path') url = url.replace(`{${parameter.name}}`, encodeURIComponent(String(value)));
-    else if (parameter.in === 'query') for (const item of Array.isArray(value) ? value : [value]) query.append(parameter.name, String(item));
+    else if (parameter.in === 'query')
+      for (const item of Array.isArray(value) ? value : [value]) query.append(parameter.name, String(item));
     else headers[parameter.name] = String(value);
   }
   const search = query.toString();
@@ -72,7 +169,8 @@ function requestFor(path: string, parameters: Parameter[], values: Map<Parameter
 }
 
 /** Header values fetch can send at all (visible ASCII and spaces, not at the ends). */
-const sendableAsHeader = (value: Value) => typeof value !== 'string' || /^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$/.test(value);
+const sendableAsHeader = (value: Value) =>
+  typeof value !== 'string' || /^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$/.test(value);
 
 /**
  * Whether an answer refuses the request's form: a 422 naming a path, query or header value
@@ -116,21 +214,33 @@ describe('every value the document admits for a parameter is taken by its route'
       const key = takesApiKey(doc, operation) ? undefined : conversationKey;
       for (const parameter of parameters) {
         const others = new Map<Parameter, Value>();
-        for (const other of parameters) if (other !== parameter && (other.required || other.in === 'path')) others.set(other, baseline(other.schema ?? {}));
+        for (const other of parameters)
+          if (other !== parameter && (other.required || other.in === 'path'))
+            others.set(other, baseline(other.schema ?? {}));
         for (const value of admitted(parameter.schema ?? {})) {
           if (parameter.in === 'header' && !sendableAsHeader(value)) continue;
           const { url, headers } = requestFor(path, parameters, new Map([...others, [parameter, value]]));
           // An event stream answers 200 and stays open: read its status only.
           const stream = path.endsWith('/events/stream');
           const r = stream
-            ? await fetch(h.baseUrl + url, { method: 'GET', headers: { ...headers, 'X-Session-API-Key': key ?? 'alice-key-0123456789abcdef' }, signal: AbortSignal.timeout(2000) }).then(async (response) => {
+            ? await fetch(h.baseUrl + url, {
+                method: 'GET',
+                headers: { ...headers, 'X-Session-API-Key': key ?? 'alice-key-0123456789abcdef' },
+                signal: AbortSignal.timeout(2000),
+              }).then(async (response) => {
                 await response.body?.cancel();
                 return { status: response.status, text: '' };
               })
-            : await h.call(method.toUpperCase(), url, { headers, ...(key ? { key } : {}), ...(method === 'post' && operation.requestBody?.required ? { body: {} } : {}) });
+            : await h.call(method.toUpperCase(), url, {
+                headers,
+                ...(key ? { key } : {}),
+                ...(method === 'post' && operation.requestBody?.required ? { body: {} } : {}),
+              });
           sent++;
           if (refusesForm(r)) {
-            refused.push(`${method.toUpperCase()} ${path} ${parameter.in}.${parameter.name}=${JSON.stringify(value).slice(0, 60)} → ${r.status} ${r.text.slice(0, 200)}`);
+            refused.push(
+              `${method.toUpperCase()} ${path} ${parameter.in}.${parameter.name}=${JSON.stringify(value).slice(0, 60)} → ${r.status} ${r.text.slice(0, 200)}`,
+            );
           }
         }
       }

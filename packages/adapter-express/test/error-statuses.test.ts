@@ -17,8 +17,24 @@ import {
   type DomainErrorOf,
   type DomainErrorType,
 } from '@acs/core';
-import { buildRoutes, defineRoute, explainHttpError, HTTP_ERROR_CODES, statusOf, type RouteDefinition } from '@acs/adapter-express';
-import { errorCode, fetchOpenApi, obj, startHarness, storeSettings, type Harness, type OpenApiDoc, type OpenApiOperation } from './harness.js';
+import {
+  buildRoutes,
+  defineRoute,
+  explainHttpError,
+  HTTP_ERROR_CODES,
+  statusOf,
+  type RouteDefinition,
+} from '@acs/adapter-express';
+import {
+  errorCode,
+  fetchOpenApi,
+  obj,
+  startHarness,
+  storeSettings,
+  type Harness,
+  type OpenApiDoc,
+  type OpenApiOperation,
+} from './harness.js';
 
 /**
  * What each route may fail with, written out here from the service operation it calls (and
@@ -110,7 +126,11 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   getAppConversationGitDiff: [...WorkspaceServiceErrors.gitDiff, ...WorkspaceServiceErrors.describe],
   getAppConversationSkills: WorkspaceServiceErrors.describe,
   getAppConversationHooks: ConversationServiceErrors.get,
-  downloadAppConversation: [...ConversationServiceErrors.get, ...ConversationServiceErrors.searchEvents, 'ExportTooLarge'],
+  downloadAppConversation: [
+    ...ConversationServiceErrors.get,
+    ...ConversationServiceErrors.searchEvents,
+    'ExportTooLarge',
+  ],
   searchSdkEvents: ConversationServiceErrors.searchEvents,
   countSdkEvents: ConversationServiceErrors.searchEvents,
   getSdkEvents: ['InvalidIds', ...ConversationServiceErrors.searchEvents],
@@ -185,7 +205,11 @@ const STATUS: Record<DomainErrorType, number> = {
 };
 
 /** Path parameters that name a record: a value no record can have is that record's 404. */
-const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = { conversation_id: 'ConversationNotFound', sandbox_id: 'SandboxNotFound', key_id: 'ApiKeyNotFound' };
+const RECORD_PATH_PARAMS: Record<string, DomainErrorType> = {
+  conversation_id: 'ConversationNotFound',
+  sandbox_id: 'SandboxNotFound',
+  key_id: 'ApiKeyNotFound',
+};
 
 const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject ? Object.keys(schema.shape) : []);
 
@@ -198,7 +222,8 @@ const shapeOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject 
  */
 function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
   const expected = new Map<number, Set<string>>();
-  const add = (status: number, ...codes: string[]) => expected.set(status, new Set([...(expected.get(status) ?? []), ...codes]));
+  const add = (status: number, ...codes: string[]) =>
+    expected.set(status, new Set([...(expected.get(status) ?? []), ...codes]));
   for (const type of DECLARED[route.operationId] ?? []) add(STATUS[type], ...DOMAIN_ERROR_CODES[type]);
   add(500, 'INTERNAL_ERROR');
   if (route.authenticated) add(401, 'UNAUTHENTICATED');
@@ -213,7 +238,8 @@ function expectedErrors(route: RouteDefinition): Map<number, Set<string>> {
     add(422, 'VALIDATION_FAILED');
   }
   const pathParams = shapeOf(route.params);
-  if (pathParams.length + shapeOf(route.query).length + shapeOf(route.headers).length > 0) add(422, 'VALIDATION_FAILED');
+  if (pathParams.length + shapeOf(route.query).length + shapeOf(route.headers).length > 0)
+    add(422, 'VALIDATION_FAILED');
   if (pathParams.length > 0) add(400, 'BAD_REQUEST');
   for (const name of pathParams) {
     const notFound = RECORD_PATH_PARAMS[name];
@@ -281,7 +307,8 @@ describe('documented error statuses', () => {
 
   it('every route is wired to the errors of the operation it calls', () => {
     expect(routes.map((r) => r.operationId).sort()).toEqual(Object.keys(DECLARED).sort());
-    for (const route of routes) expect(new Set(route.errors), route.operationId).toEqual(new Set(DECLARED[route.operationId]));
+    for (const route of routes)
+      expect(new Set(route.errors), route.operationId).toEqual(new Set(DECLARED[route.operationId]));
   });
 
   it('for every operation: exactly the statuses (and codes) of its declared errors plus those of the adapter', () => {
@@ -290,7 +317,8 @@ describe('documented error statuses', () => {
       const op = operation(doc, route.method, route.path);
       const expected = expectedErrors(route);
       expect(errorStatuses(op), label).toEqual([...expected.keys()].sort((a, b) => a - b));
-      for (const [status, codes] of expected) expect(documentedCodes(op, status), `${label} ${status}`).toEqual([...codes].sort());
+      for (const [status, codes] of expected)
+        expect(documentedCodes(op, status), `${label} ${status}`).toEqual([...codes].sort());
     }
   });
 
@@ -310,7 +338,9 @@ describe('documented error statuses', () => {
       ],
       ConversationNotFound: [{ type: 'ConversationNotFound', conversationId: 'c' }],
       ConversationIdTaken: [{ type: 'ConversationIdTaken', conversationId: 'c' }],
-      IllegalConversationTransition: [{ type: 'IllegalConversationTransition', conversationId: 'c', from: 'RUNNING', event: 'start_failed' }],
+      IllegalConversationTransition: [
+        { type: 'IllegalConversationTransition', conversationId: 'c', from: 'RUNNING', event: 'start_failed' },
+      ],
       ConfirmationNotPending: [{ type: 'ConfirmationNotPending', conversationId: 'c', executionStatus: null }],
       StartTaskNotFound: [{ type: 'StartTaskNotFound', taskId: 't' }],
       SandboxNotFound: [{ type: 'SandboxNotFound', sandboxId: 's' }],
@@ -329,7 +359,12 @@ describe('documented error statuses', () => {
       WorkspacePathIsDirectory: [{ type: 'WorkspacePathIsDirectory', conversationId: 'c', path: 'p' }],
       ApiKeyNotFound: [{ type: 'ApiKeyNotFound', keyId: 'k' }],
       ApiKeyLimitReached: [{ type: 'ApiKeyLimitReached', limit: 1 }],
-      DeviceTokenRefused: DEVICE_TOKEN_REFUSALS.map((reason) => ({ type: 'DeviceTokenRefused' as const, reason, interval: null, note: null })),
+      DeviceTokenRefused: DEVICE_TOKEN_REFUSALS.map((reason) => ({
+        type: 'DeviceTokenRefused' as const,
+        reason,
+        interval: null,
+        note: null,
+      })),
       DeviceAuthorizationsFull: [{ type: 'DeviceAuthorizationsFull', limit: 1 }],
       UserCodeNotFound: [{ type: 'UserCodeNotFound', userCode: 'BBBB-BBBB' }],
       UserCodeAttemptsExceeded: [{ type: 'UserCodeAttemptsExceeded', limit: 1, windowSeconds: 60 }],
@@ -361,7 +396,19 @@ describe('documented error statuses', () => {
   });
 
   it('the adapter codes the document lists are the router’s', () => {
-    for (const code of ['UNAUTHENTICATED', 'MALFORMED_JSON', 'JSON_TOO_DEEP', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'BAD_REQUEST', 'SHUTTING_DOWN', 'INTERNAL_ERROR', 'CROSS_SITE_REQUEST', 'TOO_MANY_CONNECTIONS', 'REQUEST_HEADERS_TOO_LARGE']) {
+    for (const code of [
+      'UNAUTHENTICATED',
+      'MALFORMED_JSON',
+      'JSON_TOO_DEEP',
+      'PAYLOAD_TOO_LARGE',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'BAD_REQUEST',
+      'SHUTTING_DOWN',
+      'INTERNAL_ERROR',
+      'CROSS_SITE_REQUEST',
+      'TOO_MANY_CONNECTIONS',
+      'REQUEST_HEADERS_TOO_LARGE',
+    ]) {
       expect(Object.values(HTTP_ERROR_CODES), code).toContain(code);
     }
   });
@@ -390,7 +437,8 @@ describe('documented error statuses', () => {
         success: { status: 200, description: 'x', schema: z.unknown() },
         errors: ['StoreUnavailable'],
         // @ts-expect-error ConversationNotFound is not declared
-        stream: ({ userId, params }) => service.conversations.subscribeEvents(userId, params.conversation_id, 0, () => {}),
+        stream: ({ userId, params }) =>
+          service.conversations.subscribeEvents(userId, params.conversation_id, 0, () => {}),
       }),
       // The same handler with its errors declared compiles.
       defineRoute({
@@ -417,7 +465,12 @@ describe('documented error statuses', () => {
         handle: () => okAsync('ok'),
       }),
     ];
-    expect(build(h.service).map((r) => r.errors)).toEqual([SandboxServiceErrors.getMany, ['StoreUnavailable'], SandboxServiceErrors.get, []]);
+    expect(build(h.service).map((r) => r.errors)).toEqual([
+      SandboxServiceErrors.getMany,
+      ['StoreUnavailable'],
+      SandboxServiceErrors.get,
+      [],
+    ]);
   });
 });
 
@@ -430,7 +483,8 @@ describe('the statuses the issue found missing are answered, and documented', ()
     h = undefined;
   });
 
-  const documented = (method: string, path: string, status: number) => expect(errorStatuses(operation(doc, method, path)), `${method} ${path}`).toContain(status);
+  const documented = (method: string, path: string, status: number) =>
+    expect(errorStatuses(operation(doc, method, path)), `${method} ${path}`).toContain(status);
 
   it('429 SANDBOX_LIMIT_REACHED from every route that starts or resumes a sandbox', async () => {
     h = await startHarness({ service: { maxRunningSandboxesPerUser: 1 } });
@@ -508,15 +562,21 @@ describe('error messages over HTTP name the route that helps (core names none)',
   it('an unknown sandbox spec points at GET /api/v1/sandbox-specs/search', async () => {
     const r = await hh.call('POST', '/api/v1/sandboxes', { body: { sandbox_spec_id: 'no-such-spec' } });
     expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
-    expect(message(r.body)).toBe('Sandbox spec no-such-spec does not exist; list the available specs with GET /api/v1/sandbox-specs/search.');
+    expect(message(r.body)).toBe(
+      'Sandbox spec no-such-spec does not exist; list the available specs with GET /api/v1/sandbox-specs/search.',
+    );
   });
 
   it('explainHttpError adds the route to every code that has one, and only to those', () => {
     expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_model' }).message).toBe(
       'The stored settings have no llm_model; set one with POST /api/settings before starting a conversation.',
     );
-    expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_api_key' }).message).toContain('POST /api/settings');
-    expect(explainHttpError({ type: 'SandboxNotFound', sandboxId: 's1' })).toEqual(explainDomainError({ type: 'SandboxNotFound', sandboxId: 's1' }));
+    expect(explainHttpError({ type: 'SettingsRequired', missing: 'llm_api_key' }).message).toContain(
+      'POST /api/settings',
+    );
+    expect(explainHttpError({ type: 'SandboxNotFound', sandboxId: 's1' })).toEqual(
+      explainDomainError({ type: 'SandboxNotFound', sandboxId: 's1' }),
+    );
     expect(explainHttpError({ type: 'WorkspacePathIsDirectory', conversationId: 'c1', path: 'src' }).message).toBe(
       'src in the workspace of conversation c1 is a directory, not a file; list its entries with GET /api/conversations/{conversation_id}/list-files?path=….',
     );

@@ -76,7 +76,12 @@ async function startV1(h: Harness, text = 'Please do the task.', key: string = K
   return task.app_conversation_id as string;
 }
 
-async function events(h: Harness, id: string, query = '', key: string = KEY_A): Promise<{ items: Record<string, unknown>[]; next_after: number | null }> {
+async function events(
+  h: Harness,
+  id: string,
+  query = '',
+  key: string = KEY_A,
+): Promise<{ items: Record<string, unknown>[]; next_after: number | null }> {
   const r = await h.call('GET', `/api/v1/app-conversations/${id}/events${query}`, { key });
   expect(r.status, r.text).toBe(200);
   return { items: items(r.body), next_after: obj(r.body).next_after as number | null };
@@ -104,7 +109,11 @@ const THINK_THEN_REPLY = [
 async function expect422(r: CallResult, path?: string): Promise<void> {
   expect(r.status, r.text).toBe(422);
   expect(errorCode(r.body)).toBe('VALIDATION_FAILED');
-  if (path !== undefined) expect(arr(obj(r.body).issues).map((i) => obj(i).path), r.text).toContain(path);
+  if (path !== undefined)
+    expect(
+      arr(obj(r.body).issues).map((i) => obj(i).path),
+      r.text,
+    ).toContain(path);
   await Promise.resolve();
 }
 
@@ -155,7 +164,8 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
       for await (const message of sseMessages(response.body!)) {
         comments.push(...message.comments);
         const { id, event, data } = message.fields;
-        if (data !== undefined) received.push({ id: Number(id), event: event ?? 'message', data: obj(JSON.parse(data)) });
+        if (data !== undefined)
+          received.push({ id: Number(id), event: event ?? 'message', data: obj(JSON.parse(data)) });
         notify();
       }
     } catch {
@@ -182,7 +192,11 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`stream condition not met in ${timeoutMs} ms; got ${received.map((e) => `${e.id}:${e.event}`).join(' ')}`));
+          reject(
+            new Error(
+              `stream condition not met in ${timeoutMs} ms; got ${received.map((e) => `${e.id}:${e.event}`).join(' ')}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();
@@ -212,7 +226,11 @@ async function eventually(check: () => boolean, timeoutMs = 60_000): Promise<voi
  * Counts the event subscriptions the router holds open, by wrapping the service method
  * it calls (the EventLog itself is not reachable from outside the service).
  */
-function countSubscriptions(h: Harness): { readonly open: number; readonly opened: number; readonly deliveredAfterClose: number } {
+function countSubscriptions(h: Harness): {
+  readonly open: number;
+  readonly opened: number;
+  readonly deliveredAfterClose: number;
+} {
   const conversations = h.service.conversations;
   const original = conversations.subscribeEvents.bind(conversations);
   const counts = { open: 0, opened: 0, deliveredAfterClose: 0 };
@@ -255,7 +273,12 @@ describe('GET /api/v1/app-conversations/{id}/events', () => {
     expect(page.next_after).toBeNull();
     const [user, , , action, observation, , reply] = page.items;
     expect(user).toMatchObject({ kind: 'message', source: 'user', text: 'Think, then answer.', image_urls: [] });
-    expect(action).toMatchObject({ kind: 'action', source: 'agent', tool_name: 'think', arguments: { thought: 'plan the work' } });
+    expect(action).toMatchObject({
+      kind: 'action',
+      source: 'agent',
+      tool_name: 'think',
+      arguments: { thought: 'plan the work' },
+    });
     expect(observation).toMatchObject({ kind: 'observation', tool_call_id: action!.tool_call_id, is_error: false });
     expect(reply).toMatchObject({ kind: 'message', source: 'agent', text: 'All done.' });
     for (const e of page.items) expect(Date.parse(e.timestamp as string)).not.toBeNaN();
@@ -347,7 +370,13 @@ describe('GET /api/v1/app-conversations/{id}/events', () => {
     const id = await createConversation(h, { initial_user_msg: 'hello from V0' });
     await h.idle();
     const page = await events(h, id);
-    expect(page.items.map(summary)).toEqual(['message(user)', 'status(running)', 'llm_call', 'message(agent)', 'status(finished)']);
+    expect(page.items.map(summary)).toEqual([
+      'message(user)',
+      'status(running)',
+      'llm_call',
+      'message(agent)',
+      'status(finished)',
+    ]);
     expect(page.items[0]).toMatchObject({ text: 'hello from V0' });
   });
 });
@@ -369,14 +398,20 @@ describe("another user's conversation", () => {
 
     const sameAsUnknown = async (method: string, pathFor: (id: string) => string, body?: unknown) => {
       const call = (id: string) =>
-        h.call(method, pathFor(id), { ...as(KEY_B), ...(body !== undefined ? { body } : {}), headers: { Accept: 'text/event-stream' } });
+        h.call(method, pathFor(id), {
+          ...as(KEY_B),
+          ...(body !== undefined ? { body } : {}),
+          headers: { Accept: 'text/event-stream' },
+        });
       const foreign = await call(alices);
       const unknown = await call(UNKNOWN);
       expect(foreign.status, `${method} ${pathFor(alices)}`).toBe(404);
       expect(unknown.status).toBe(404);
       expect(foreign.headers.get('content-type')).toMatch(/^application\/json/);
       expect(errorCode(foreign.body)).toBe('CONVERSATION_NOT_FOUND');
-      expect(String(obj(foreign.body).message).replaceAll(alices, 'ID')).toBe(String(obj(unknown.body).message).replaceAll(UNKNOWN, 'ID'));
+      expect(String(obj(foreign.body).message).replaceAll(alices, 'ID')).toBe(
+        String(obj(unknown.body).message).replaceAll(UNKNOWN, 'ID'),
+      );
     };
     await sameAsUnknown('GET', (id) => `/api/v1/app-conversations/${id}/events`);
     await sameAsUnknown('GET', (id) => `/api/v1/app-conversations/${id}/events?kind=message&limit=1`);
@@ -469,12 +504,20 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     b.close();
     await b.ended;
     h.ports.llm.push({ content: 'Second answer.' });
-    expect((await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('More?') })).status).toBe(200);
+    expect(
+      (await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('More?') })).status,
+    ).toBe(200);
     await h.idle();
     const c = await openStream(h, id, { headers: { 'Last-Event-ID': '8' } });
     const rest = await c.until(finished);
     expect(rest.map((e) => e.id)).toEqual([9, 10, 11, 12, 13]);
-    expect(rest.map((e) => summary(e.data))).toEqual(['message(user)', 'status(running)', 'llm_call', 'message(agent)', 'status(finished)']);
+    expect(rest.map((e) => summary(e.data))).toEqual([
+      'message(user)',
+      'status(running)',
+      'llm_call',
+      'message(agent)',
+      'status(finished)',
+    ]);
 
     // ?after alone works the same way.
     const d = await openStream(h, id, { query: '?after=10' });
@@ -503,7 +546,10 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     const stream = await openStream(h, id);
     await stream.until(finished);
     expect((await h.call('DELETE', `/api/conversations/${id}`)).status).toBe(200);
-    const outcome = await Promise.race([stream.ended.then(() => 'ended'), new Promise((resolve) => setTimeout(() => resolve('still open'), 2000))]);
+    const outcome = await Promise.race([
+      stream.ended.then(() => 'ended'),
+      new Promise((resolve) => setTimeout(() => resolve('still open'), 2000)),
+    ]);
     expect(outcome).toBe('ended');
   });
 
@@ -527,7 +573,9 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     await eventually(() => counts.open === 0);
     // New events reach no closed subscription, and the service still works.
     h.ports.llm.push({ content: 'Still here.' });
-    expect((await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('ping?') })).status).toBe(200);
+    expect(
+      (await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('ping?') })).status,
+    ).toBe(200);
     await h.idle();
     expect(counts.deliveredAfterClose).toBe(0);
     expect((await events(h, id, '?kind=message')).items.map((e) => e.text)).toContain('Still here.');
@@ -558,7 +606,10 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     await h.idle();
     // ~4 MB of messages (stopped: the agent does not answer them), each larger than the bound.
     for (let i = 0; i < 5; i++) {
-      expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `${i}`.repeat(800_000) } })).status).toBe(200);
+      expect(
+        (await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `${i}`.repeat(800_000) } }))
+          .status,
+      ).toBe(200);
     }
     const total = (await events(h, id)).items.length;
     // The replay waits for the client instead of overflowing the bound: one stream gets everything.
@@ -571,11 +622,16 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
     const socket = connect(Number(new URL(h.baseUrl).port), '127.0.0.1');
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.on('error', () => {});
-    socket.write(`GET /api/v1/app-conversations/${id}/events/stream HTTP/1.1\r\nHost: x\r\nX-Session-API-Key: ${KEY_A}\r\nLast-Event-ID: ${total}\r\n\r\n`);
+    socket.write(
+      `GET /api/v1/app-conversations/${id}/events/stream HTTP/1.1\r\nHost: x\r\nX-Session-API-Key: ${KEY_A}\r\nLast-Event-ID: ${total}\r\n\r\n`,
+    );
     await new Promise<void>((resolve) => socket.once('data', () => resolve()));
     socket.pause();
     for (let i = 0; i < 20; i++) {
-      expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `live ${i} `.repeat(80_000) } })).status).toBe(200);
+      expect(
+        (await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `live ${i} `.repeat(80_000) } }))
+          .status,
+      ).toBe(200);
     }
     await eventually(() => h.logger.lines.some((l) => l.includes('event stream dropped: the client is not reading')));
     socket.resume();
@@ -604,7 +660,10 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
       expect(r.status, query).toBe(401);
       expect(errorCode(r.body)).toBe('UNAUTHENTICATED');
     }
-    const wrong = await h.call('GET', path, { key: 'not-a-key-0123456789abcdef', headers: { Accept: 'text/event-stream' } });
+    const wrong = await h.call('GET', path, {
+      key: 'not-a-key-0123456789abcdef',
+      headers: { Accept: 'text/event-stream' },
+    });
     expect(wrong.status).toBe(401);
     // The header works.
     const ok = await openStream(h, id);
@@ -623,7 +682,11 @@ describe('GET /api/v1/app-conversations/{id}/events/stream (Server-Sent Events)'
       expect(r.headers.get('content-type')).toMatch(/^application\/json/);
     }
     await expect422(await h.call('GET', `${path}?after=x`, sse), 'query.after');
-    const unknown = await h.call('GET', '/api/v1/app-conversations/ffffffffffffffffffffffffffffffff/events/stream', sse);
+    const unknown = await h.call(
+      'GET',
+      '/api/v1/app-conversations/ffffffffffffffffffffffffffffffff/events/stream',
+      sse,
+    );
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get('content-type')).toMatch(/^application\/json/);
     expect(errorCode(unknown.body)).toBe('CONVERSATION_NOT_FOUND');
@@ -642,15 +705,34 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     await h.idle();
     h.ports.llm.push({ content: 'Here is more.' });
     const r = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, {
-      body: { role: 'user', content: [{ type: 'text', text: 'Tell me more.' }, { type: 'image', image_urls: ['https://example.com/a.png'] }], run: true },
+      body: {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Tell me more.' },
+          { type: 'image', image_urls: ['https://example.com/a.png'] },
+        ],
+        run: true,
+      },
     });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ success: true, sandbox_status: 'RUNNING', message: null });
     expectOpenHandsShape('AppSendMessageResponse', r.body);
     await h.idle();
     const page = await events(h, id, '?after=8');
-    expect(page.items.map(summary)).toEqual(['message(user)', 'status(running)', 'llm_call', 'message(agent)', 'status(finished)']);
-    expect(page.items[0]).toMatchObject({ id: 9, kind: 'message', source: 'user', text: 'Tell me more.', image_urls: ['https://example.com/a.png'] });
+    expect(page.items.map(summary)).toEqual([
+      'message(user)',
+      'status(running)',
+      'llm_call',
+      'message(agent)',
+      'status(finished)',
+    ]);
+    expect(page.items[0]).toMatchObject({
+      id: 9,
+      kind: 'message',
+      source: 'user',
+      text: 'Tell me more.',
+      image_urls: ['https://example.com/a.png'],
+    });
     expect(page.items[3]).toMatchObject({ text: 'Here is more.' });
     // The model saw the new message.
     expect(JSON.stringify(h.ports.llm.requests[h.ports.llm.requests.length - 1]?.messages)).toContain('Tell me more.');
@@ -662,7 +744,9 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     await h.idle();
     const calls = h.ports.llm.calls;
     h.ports.llm.push({ content: 'Hello.' });
-    const r = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: { content: [{ text: 'hi' }] } });
+    const r = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      body: { content: [{ text: 'hi' }] },
+    });
     expect(r.status, r.text).toBe(200);
     await h.idle();
     const log = (await events(h, id)).items;
@@ -697,7 +781,9 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
       await expect422(r, issue);
     }
     // Unknown conversation: 404 (a valid body).
-    const unknown = await h.call('POST', '/api/v1/app-conversations/ffffffffffffffffffffffffffffffff/send-message', { body: userMessage('hi') });
+    const unknown = await h.call('POST', '/api/v1/app-conversations/ffffffffffffffffffffffffffffffff/send-message', {
+      body: userMessage('hi'),
+    });
     expect(unknown.status).toBe(404);
     expect(errorCode(unknown.body)).toBe('CONVERSATION_NOT_FOUND');
     await h.idle();
@@ -710,12 +796,16 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     const id = await startV1(h);
     await h.idle();
     const calls = h.ports.llm.calls;
-    const quiet = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('Just so you know: use tabs.', false) });
+    const quiet = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      body: userMessage('Just so you know: use tabs.', false),
+    });
     expect(quiet.status, quiet.text).toBe(200);
     await h.idle();
     expect(h.ports.llm.calls).toBe(calls);
     h.ports.llm.push({ content: 'Noted, with tabs.' });
-    expect((await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('Go on.') })).status).toBe(200);
+    expect(
+      (await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('Go on.') })).status,
+    ).toBe(200);
     await h.idle();
     expect(h.ports.llm.calls).toBe(calls + 1);
     expect(JSON.stringify(h.ports.llm.requests.at(-1)!.messages)).toContain('use tabs');
@@ -729,9 +819,15 @@ describe('POST /api/v1/app-conversations/{id}/send-message', () => {
     await h.idle();
     const calls = h.ports.llm.calls;
     const before = (await events(h, id)).items.at(-1)!.id as number;
-    const sent = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, { body: userMessage('While you were away') });
+    const sent = await h.call('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      body: userMessage('While you were away'),
+    });
     expect(sent.status, sent.text).toBe(200);
-    expect(obj(sent.body)).toMatchObject({ success: true, sandbox_status: 'PAUSED', message: expect.stringContaining('when the conversation is started') as unknown });
+    expect(obj(sent.body)).toMatchObject({
+      success: true,
+      sandbox_status: 'PAUSED',
+      message: expect.stringContaining('when the conversation is started') as unknown,
+    });
     expectOpenHandsShape('AppSendMessageResponse', sent.body);
     await h.idle();
     expect(h.ports.llm.calls).toBe(calls);
@@ -766,9 +862,17 @@ describe('POST /api/conversations/{id}/message (V0)', () => {
     const id = await createConversation(h);
     await h.idle();
     h.ports.llm.push({ content: 'Hello!' });
-    expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: 'hi' } })).body).toEqual({ success: true });
+    expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: 'hi' } })).body).toEqual({
+      success: true,
+    });
     await h.idle();
-    expect((await events(h, id)).items.map(summary)).toEqual(['message(user)', 'status(running)', 'llm_call', 'message(agent)', 'status(finished)']);
+    expect((await events(h, id)).items.map(summary)).toEqual([
+      'message(user)',
+      'status(running)',
+      'llm_call',
+      'message(agent)',
+      'status(finished)',
+    ]);
   });
 
   it('refuses bad bodies with 422 (strict: only "message"), appends nothing; unknown conversation → 404', async () => {
@@ -797,7 +901,9 @@ describe('POST /api/conversations/{id}/message (V0)', () => {
     expect(messages).toHaveLength(1);
     expect((messages[0]?.text as string).length).toBe(1_000_000);
 
-    const unknown = await h.call('POST', '/api/conversations/ffffffffffffffffffffffffffffffff/message', { body: { message: 'hi' } });
+    const unknown = await h.call('POST', '/api/conversations/ffffffffffffffffffffffffffffffff/message', {
+      body: { message: 'hi' },
+    });
     expect(unknown.status).toBe(404);
     expect(errorCode(unknown.body)).toBe('CONVERSATION_NOT_FOUND');
   });
@@ -812,19 +918,36 @@ describe('OpenAPI: event routes', () => {
     const h = await harness();
     const doc = obj((await h.call('GET', '/api/openapi.json')).body);
     const schemas = obj(obj(doc.components).schemas);
-    for (const name of ['ConversationEvent', 'EventPage', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'LlmCallEvent', 'StatusEvent', 'ErrorEvent']) {
+    for (const name of [
+      'ConversationEvent',
+      'EventPage',
+      'MessageEvent',
+      'ActionEvent',
+      'ObservationEvent',
+      'LlmCallEvent',
+      'StatusEvent',
+      'ErrorEvent',
+    ]) {
       expect(schemas[name], name).toBeDefined();
     }
     expect(Object.keys(schemas).filter((n) => n.endsWith('Output'))).toEqual([]);
     const paths = obj(doc.paths);
     const list = obj(obj(paths['/api/v1/app-conversations/{conversation_id}/events']).get);
     expect(JSON.stringify(obj(list.responses)['200'])).toContain('#/components/schemas/EventPage');
-    expect(arr(list.parameters).map((p) => obj(p).name).sort()).toEqual(['after', 'conversation_id', 'kind', 'limit']);
+    expect(
+      arr(list.parameters)
+        .map((p) => obj(p).name)
+        .sort(),
+    ).toEqual(['after', 'conversation_id', 'kind', 'limit']);
     const stream = obj(obj(paths['/api/v1/app-conversations/{conversation_id}/events/stream']).get);
     const ok = obj(obj(obj(stream.responses)['200']).content);
     expect(Object.keys(ok)).toEqual(['text/event-stream']);
     expect(obj(ok['text/event-stream'])['x-sse-data']).toEqual({ $ref: '#/components/schemas/ConversationEvent' });
-    expect(arr(stream.parameters).map((p) => `${obj(p).in as string}:${obj(p).name as string}`).sort()).toEqual(['header:Last-Event-ID', 'path:conversation_id', 'query:after']);
+    expect(
+      arr(stream.parameters)
+        .map((p) => `${obj(p).in as string}:${obj(p).name as string}`)
+        .sort(),
+    ).toEqual(['header:Last-Event-ID', 'path:conversation_id', 'query:after']);
     const send = obj(obj(paths['/api/v1/app-conversations/{conversation_id}/send-message']).post);
     expect(JSON.stringify(obj(send.responses)['200'])).toContain('sandbox_status');
   });

@@ -1,5 +1,12 @@
 import { createGitProviders } from '@acs/adapter-git-providers';
-import { startFakeGitHub, startFakeGitLab, type FakeGitHub, type FakeGitHubAccount, type FakeGitLab, type FakeGitLabAccount } from '@acs/testing';
+import {
+  startFakeGitHub,
+  startFakeGitLab,
+  type FakeGitHub,
+  type FakeGitHubAccount,
+  type FakeGitLab,
+  type FakeGitLabAccount,
+} from '@acs/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { arr, errorCode, items, KEY_A, KEY_B, obj, startHarness, type Harness } from './harness.js';
 import { expectOpenHandsShape } from './openhands-shapes.js';
@@ -27,7 +34,10 @@ const ALICE: FakeGitHubAccount = {
     private: i === 0,
     stargazers_count: 10 * i,
     pushed_at: `2024-0${i + 1}-01T00:00:00Z`,
-    branches: i === 4 ? Array.from({ length: 5 }, (_, b) => ({ name: `branch-${b}`, sha: String(b).repeat(40), protected: b === 0 })) : [{ name: 'main', sha: 'f'.repeat(40) }],
+    branches:
+      i === 4
+        ? Array.from({ length: 5 }, (_, b) => ({ name: `branch-${b}`, sha: String(b).repeat(40), protected: b === 0 }))
+        : [{ name: 'main', sha: 'f'.repeat(40) }],
   })),
   pullRequests: [
     { number: 1, title: 'Conflict', repo: 'acme/widget-4', mergeable: 'CONFLICTING' },
@@ -39,18 +49,32 @@ const ALICE: FakeGitHubAccount = {
 const BOB: FakeGitLabAccount = {
   token: BOB_TOKEN,
   user: { id: 7, username: 'bob', name: 'Bob', email: null },
-  projects: [{ id: 70, path_with_namespace: 'bobs/app', visibility: 'public', branches: [{ name: 'main', sha: 'a'.repeat(40), protected: true }] }],
+  projects: [
+    {
+      id: 70,
+      path_with_namespace: 'bobs/app',
+      visibility: 'public',
+      branches: [{ name: 'main', sha: 'a'.repeat(40), protected: true }],
+    },
+  ],
   mergeRequests: [{ iid: 4, title: 'Red pipeline', project: 'bobs/app', pipeline: 'FAILED' }],
   assignedIssues: [{ iid: 5, title: 'Bug', project: 'bobs/app' }],
 };
-const CAROL: FakeGitHubAccount = { token: CAROL_TOKEN, user: { id: 99, login: 'carol-ghe' }, repositories: [{ id: 1, full_name: 'corp/internal', private: true }] };
+const CAROL: FakeGitHubAccount = {
+  token: CAROL_TOKEN,
+  user: { id: 99, login: 'carol-ghe' },
+  repositories: [{ id: 1, full_name: 'corp/internal', private: true }],
+};
 
 let github: FakeGitHub;
 let enterprise: FakeGitHub;
 let gitlab: FakeGitLab;
 let h: Harness;
 
-async function storeTokens(key: string, tokens: Record<string, { token: string; host?: string | null }>): Promise<void> {
+async function storeTokens(
+  key: string,
+  tokens: Record<string, { token: string; host?: string | null }>,
+): Promise<void> {
   const r = await h.call('POST', '/api/add-git-providers', { key, body: { provider_tokens: tokens } });
   expect(r.status, r.text).toBe(200);
 }
@@ -60,7 +84,12 @@ beforeAll(async () => {
   enterprise = await startFakeGitHub([CAROL]);
   gitlab = await startFakeGitLab([BOB]);
   h = await startHarness({
-    gitProviders: createGitProviders({ github: { apiUrl: github.apiUrl }, gitlab: { apiUrl: gitlab.apiUrl }, allowHttp: true, allowedHosts: [enterprise.host] }),
+    gitProviders: createGitProviders({
+      github: { apiUrl: github.apiUrl },
+      gitlab: { apiUrl: gitlab.apiUrl },
+      allowHttp: true,
+      allowedHosts: [enterprise.host],
+    }),
     moreKeys: { [KEY_C]: 'carol', [KEY_D]: 'dave' },
   });
   await storeTokens(KEY_A, { github: { token: ALICE_TOKEN } });
@@ -79,7 +108,11 @@ beforeEach(() => {
 });
 
 /** Follows next_page_id to the end, checking each page against the 1.11 model. */
-async function allPages(path: string, model: string, key = KEY_A): Promise<{ items: Record<string, unknown>[]; pageIds: (string | null)[] }> {
+async function allPages(
+  path: string,
+  model: string,
+  key = KEY_A,
+): Promise<{ items: Record<string, unknown>[]; pageIds: (string | null)[] }> {
   const all: unknown[] = [];
   const pageIds: (string | null)[] = [];
   let pageId: string | null = null;
@@ -97,7 +130,10 @@ async function allPages(path: string, model: string, key = KEY_A): Promise<{ ite
 
 describe('GET /api/v1/git/installations/search', () => {
   it('pages the installation ids by offset, as 1.11 does', async () => {
-    const { items: ids, pageIds } = await allPages('/api/v1/git/installations/search?provider=github&limit=2', 'InstallationPage');
+    const { items: ids, pageIds } = await allPages(
+      '/api/v1/git/installations/search?provider=github&limit=2',
+      'InstallationPage',
+    );
     expect(ids).toEqual(['1', '2', '3', '4', '5']);
     expect(pageIds).toEqual(['Mg', 'NA', null]);
   });
@@ -110,8 +146,17 @@ describe('GET /api/v1/git/installations/search', () => {
 
 describe('GET /api/v1/git/repositories/search', () => {
   it("lists the user's repositories, most recently pushed first, page by page without gaps", async () => {
-    const { items: repos, pageIds } = await allPages('/api/v1/git/repositories/search?provider=github&limit=2', 'RepositoryPage');
-    expect(repos.map((r) => r.full_name)).toEqual(['acme/widget-4', 'acme/widget-3', 'acme/widget-2', 'alice/widget-1', 'alice/widget-0']);
+    const { items: repos, pageIds } = await allPages(
+      '/api/v1/git/repositories/search?provider=github&limit=2',
+      'RepositoryPage',
+    );
+    expect(repos.map((r) => r.full_name)).toEqual([
+      'acme/widget-4',
+      'acme/widget-3',
+      'acme/widget-2',
+      'alice/widget-1',
+      'alice/widget-0',
+    ]);
     expect(pageIds).toEqual(['Mg', 'Mw', null]);
     expect(repos[4]).toEqual({
       id: '1',
@@ -127,9 +172,14 @@ describe('GET /api/v1/git/repositories/search', () => {
   });
 
   it('searches with the sort order asked for, and pages the search', async () => {
-    const { items: repos } = await allPages('/api/v1/git/repositories/search?provider=github&query=widget&sort_order=stars-asc&limit=3', 'RepositoryPage');
+    const { items: repos } = await allPages(
+      '/api/v1/git/repositories/search?provider=github&query=widget&sort_order=stars-asc&limit=3',
+      'RepositoryPage',
+    );
     expect(repos.map((r) => r.stargazers_count)).toEqual([0, 10, 20, 30, 40]);
-    expect(github.requests.find((r) => r.path === '/search/repositories')!.query.get('q')).toBe('widget in:name user:alice org:acme');
+    expect(github.requests.find((r) => r.path === '/search/repositories')!.query.get('q')).toBe(
+      'widget in:name user:alice org:acme',
+    );
   });
 
   it("lists one installation's repositories", async () => {
@@ -155,14 +205,25 @@ describe('GET /api/v1/git/repositories/search', () => {
 
 describe('GET /api/v1/git/branches/search', () => {
   it('lists every branch for an empty query, page by page', async () => {
-    const { items: branches, pageIds } = await allPages('/api/v1/git/branches/search?provider=github&repository=acme/widget-4&query=&limit=2', 'BranchPage');
+    const { items: branches, pageIds } = await allPages(
+      '/api/v1/git/branches/search?provider=github&repository=acme/widget-4&query=&limit=2',
+      'BranchPage',
+    );
     expect(branches.map((b) => b.name)).toEqual(['branch-0', 'branch-1', 'branch-2', 'branch-3', 'branch-4']);
-    expect(branches[0]).toEqual({ name: 'branch-0', commit_sha: '0'.repeat(40), protected: true, last_push_date: null });
+    expect(branches[0]).toEqual({
+      name: 'branch-0',
+      commit_sha: '0'.repeat(40),
+      protected: true,
+      last_push_date: null,
+    });
     expect(pageIds).toEqual(['Mg', 'Mw', null]);
   });
 
   it('searches by name, and pages a search too (1.11 refuses a second page)', async () => {
-    const { items: branches } = await allPages('/api/v1/git/branches/search?provider=github&repository=acme/widget-4&query=branch-&limit=3', 'BranchPage');
+    const { items: branches } = await allPages(
+      '/api/v1/git/branches/search?provider=github&repository=acme/widget-4&query=branch-&limit=3',
+      'BranchPage',
+    );
     expect(branches.map((b) => b.name)).toEqual(['branch-0', 'branch-1', 'branch-2', 'branch-3', 'branch-4']);
   });
 
@@ -180,7 +241,13 @@ describe('GET /api/v1/git/suggested-tasks/search', () => {
   it("suggests from the user's pull requests and issues, page by page", async () => {
     const { items: tasks, pageIds } = await allPages('/api/v1/git/suggested-tasks/search?limit=2', 'SuggestedTaskPage');
     expect(tasks).toEqual([
-      { git_provider: 'github', task_type: 'MERGE_CONFLICTS', repo: 'acme/widget-4', issue_number: 1, title: 'Conflict' },
+      {
+        git_provider: 'github',
+        task_type: 'MERGE_CONFLICTS',
+        repo: 'acme/widget-4',
+        issue_number: 1,
+        title: 'Conflict',
+      },
       { git_provider: 'github', task_type: 'FAILING_CHECKS', repo: 'acme/widget-4', issue_number: 2, title: 'Failing' },
       { git_provider: 'github', task_type: 'OPEN_ISSUE', repo: 'acme/widget-3', issue_number: 9, title: 'An issue' },
     ]);
@@ -208,7 +275,14 @@ describe('GET /api/v1/users/git-info', () => {
     const alice = await h.call('GET', '/api/v1/users/git-info');
     expect(alice.status, alice.text).toBe(200);
     expectOpenHandsShape('UserGitInfo', alice.body);
-    expect(alice.body).toEqual({ id: '42', login: 'alice', avatar_url: 'https://avatars.githubusercontent.com/u/42?v=4', company: null, name: 'Alice', email: 'alice@example.com' });
+    expect(alice.body).toEqual({
+      id: '42',
+      login: 'alice',
+      avatar_url: 'https://avatars.githubusercontent.com/u/42?v=4',
+      company: null,
+      name: 'Alice',
+      email: 'alice@example.com',
+    });
     const bob = await h.call('GET', '/api/v1/users/git-info', { key: KEY_B });
     expectOpenHandsShape('UserGitInfo', bob.body);
     expect(obj(bob.body).login).toBe('bob');
@@ -253,9 +327,24 @@ describe('provider failures are clear 4xx/502 answers, never 500, never the toke
 
   it.each([
     [{ status: 500, body: { message: 'Server Error' } }, 502, 'GIT_PROVIDER_UNAVAILABLE'],
-    [{ status: 403, body: { message: 'API rate limit exceeded' }, headers: { 'x-ratelimit-remaining': '0' } }, 429, 'GIT_PROVIDER_RATE_LIMITED'],
-    [{ status: 403, body: { message: 'Resource not accessible by personal access token' } }, 403, 'GIT_PROVIDER_FORBIDDEN'],
-    [{ status: 422, body: { message: 'Validation Failed', errors: [{ message: 'The search is longer than 256 characters.' }] } }, 400, 'GIT_PROVIDER_REJECTED_REQUEST'],
+    [
+      { status: 403, body: { message: 'API rate limit exceeded' }, headers: { 'x-ratelimit-remaining': '0' } },
+      429,
+      'GIT_PROVIDER_RATE_LIMITED',
+    ],
+    [
+      { status: 403, body: { message: 'Resource not accessible by personal access token' } },
+      403,
+      'GIT_PROVIDER_FORBIDDEN',
+    ],
+    [
+      {
+        status: 422,
+        body: { message: 'Validation Failed', errors: [{ message: 'The search is longer than 256 characters.' }] },
+      },
+      400,
+      'GIT_PROVIDER_REJECTED_REQUEST',
+    ],
     [{ status: 200, body: '<html>' }, 502, 'GIT_PROVIDER_UNAVAILABLE'],
   ] as const)('provider answers %j → %i %s', async (reply, status, code) => {
     github.intercept({ match: (r) => r.path === '/user/repos', reply: { ...reply }, times: 1 });
@@ -295,7 +384,11 @@ describe('per-user isolation and hosts', () => {
     const repos = await h.call('GET', '/api/v1/git/repositories/search?provider=github', { key: KEY_C });
     expectOpenHandsShape('RepositoryPage', repos.body);
     expect(items(repos.body).map((r) => r.full_name)).toEqual(['corp/internal']);
-    expect(enterprise.requests.map((r) => r.rawPath)).toEqual(['/api/v3/user', '/api/v3/user/emails', '/api/v3/user/repos']);
+    expect(enterprise.requests.map((r) => r.rawPath)).toEqual([
+      '/api/v3/user',
+      '/api/v3/user/emails',
+      '/api/v3/user/repos',
+    ]);
     expect(github.requests).toEqual([]);
 
     await storeTokens(KEY_C, { github: { token: CAROL_TOKEN, host: 'ghe.elsewhere.example' } });

@@ -1,7 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
-import { createAgentConversationService, type AgentConversationService, type AgentConversationServiceOptions, type AgentConversationServicePorts } from '@acs/core';
+import {
+  createAgentConversationService,
+  type AgentConversationService,
+  type AgentConversationServiceOptions,
+  type AgentConversationServicePorts,
+} from '@acs/core';
 import { manualClock, systemClock, type Clock, type GitProviders, type Logger } from '@acs/core/ports';
 import { createMemoryPorts, type MemoryPortsOptions } from '@acs/testing';
 import { createAcsRouter, type AcsRouterOptions } from '@acs/adapter-express';
@@ -81,11 +86,22 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const ports = createMemoryPorts(options.ports);
   const clock = options.clock === 'manual' ? manualClock() : systemClock;
   const service = createAgentConversationService(
-    { agent: createAgent(), ...ports, ...options.storage, ...(options.gitProviders ? { gitProviders: options.gitProviders } : {}), clock, logger },
+    {
+      agent: createAgent(),
+      ...ports,
+      ...options.storage,
+      ...(options.gitProviders ? { gitProviders: options.gitProviders } : {}),
+      clock,
+      logger,
+    },
     { pollIntervalMs: 1, ...options.service },
   );
   const app = express();
-  const router = createAcsRouter(service, { ...options.router, apiKeys: { ...options.moreKeys, [KEY_A]: 'alice', [KEY_B]: 'bob' }, logger });
+  const router = createAcsRouter(service, {
+    ...options.router,
+    apiKeys: { ...options.moreKeys, [KEY_A]: 'alice', [KEY_B]: 'bob' },
+    logger,
+  });
   app.use(router);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -133,10 +149,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 }
 
 /** Settings that allow conversations to start. */
-export const LLM_SETTINGS = { llm_model: 'anthropic/claude-sonnet-4', llm_api_key: 'sk-test-llm-key-000000000000' } as const;
+export const LLM_SETTINGS = {
+  llm_model: 'anthropic/claude-sonnet-4',
+  llm_api_key: 'sk-test-llm-key-000000000000',
+} as const;
 
 /** Stores settings for the user of `key` and fails the test unless they are stored. */
-export async function storeSettings(h: Harness, settings: Record<string, unknown> = LLM_SETTINGS, key: string = KEY_A): Promise<void> {
+export async function storeSettings(
+  h: Harness,
+  settings: Record<string, unknown> = LLM_SETTINGS,
+  key: string = KEY_A,
+): Promise<void> {
   const r = await h.call('POST', '/api/settings', { key, body: settings });
   if (r.status !== 200) throw new Error(`storing settings failed: ${r.status} ${r.text}`);
 }
@@ -145,7 +168,8 @@ export const HEX32 = /^[0-9a-f]{32}$/;
 
 /** A JSON object view of a response body (throws when it is not an object). */
 export function obj(value: unknown): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`expected a JSON object, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`expected a JSON object, got ${JSON.stringify(value)}`);
   return value as Record<string, unknown>;
 }
 
@@ -162,26 +186,39 @@ export function items(value: unknown): Record<string, unknown>[] {
 /** Asserts the common error body and returns its code. */
 export function errorCode(value: unknown): string {
   const body = obj(value);
-  if (typeof body.code !== 'string' || typeof body.message !== 'string') throw new Error(`not an error body: ${JSON.stringify(value)}`);
+  if (typeof body.code !== 'string' || typeof body.message !== 'string')
+    throw new Error(`not an error body: ${JSON.stringify(value)}`);
   return body.code;
 }
 
 /** Creates a V0 conversation for the user of `key` and returns its id. */
-export async function createConversation(h: Harness, body: Record<string, unknown> = {}, key: string = KEY_A): Promise<string> {
+export async function createConversation(
+  h: Harness,
+  body: Record<string, unknown> = {},
+  key: string = KEY_A,
+): Promise<string> {
   const r = await h.call('POST', '/api/conversations', { key, body });
   if (r.status !== 200) throw new Error(`create conversation failed: ${r.status} ${r.text}`);
   return obj(r.body).conversation_id as string;
 }
 
 /** Starts a V1 app conversation and returns its start task. */
-export async function startAppConversation(h: Harness, body: Record<string, unknown> = {}, key: string = KEY_A): Promise<Record<string, unknown>> {
+export async function startAppConversation(
+  h: Harness,
+  body: Record<string, unknown> = {},
+  key: string = KEY_A,
+): Promise<Record<string, unknown>> {
   const r = await h.call('POST', '/api/v1/app-conversations', { key, body });
   if (r.status !== 200) throw new Error(`start app conversation failed: ${r.status} ${r.text}`);
   return obj(r.body);
 }
 
 /** Starts a sandbox and returns its record. */
-export async function startSandbox(h: Harness, key: string = KEY_A, path = '/api/v1/sandboxes'): Promise<Record<string, unknown>> {
+export async function startSandbox(
+  h: Harness,
+  key: string = KEY_A,
+  path = '/api/v1/sandboxes',
+): Promise<Record<string, unknown>> {
   const r = await h.call('POST', path, { key });
   if (r.status !== 200) throw new Error(`start sandbox failed: ${r.status} ${r.text}`);
   return obj(r.body);

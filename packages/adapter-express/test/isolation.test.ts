@@ -62,7 +62,9 @@ describe('cross-user isolation', () => {
     expect(foreign.status).not.toBe(403);
     if (foreign.status >= 400) {
       expect(errorCode(foreign.body)).toBe(errorCode(unknown.body));
-      expect(String(obj(foreign.body).message).replaceAll(aliceId, 'ID')).toBe(String(obj(unknown.body).message).replaceAll(UNKNOWN, 'ID'));
+      expect(String(obj(foreign.body).message).replaceAll(aliceId, 'ID')).toBe(
+        String(obj(unknown.body).message).replaceAll(UNKNOWN, 'ID'),
+      );
     } else {
       expect(foreign.body).toEqual(unknown.body);
     }
@@ -75,7 +77,10 @@ describe('cross-user isolation', () => {
       llm_model: 'anthropic/claude-sonnet-4',
       llm_api_key: 'alice-llm-key-000000',
       language: 'en',
-      secrets_store: { provider_tokens: { github: { token: 'ghp_alice', host: null } }, custom_secrets: { ALICE_SECRET: { secret: 's' } } },
+      secrets_store: {
+        provider_tokens: { github: { token: 'ghp_alice', host: null } },
+        custom_secrets: { ALICE_SECRET: { secret: 's' } },
+      },
     });
     v0 = await createConversation(h);
     task = await startAppConversation(h, { title: 'Alice V1' });
@@ -108,10 +113,19 @@ describe('cross-user isolation', () => {
     expect((await bob('GET', '/api/conversations')).body).toEqual({ results: [], next_page_id: null });
     expect((await bob('GET', '/api/v1/app-conversations')).body).toEqual({ items: [], next_page_id: null });
     expect((await bob('GET', '/api/v1/app-conversations/search')).body).toEqual({ items: [], next_page_id: null });
-    expect((await bob('GET', '/api/v1/app-conversations/search?title__contains=Alice')).body).toEqual({ items: [], next_page_id: null });
+    expect((await bob('GET', '/api/v1/app-conversations/search?title__contains=Alice')).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
     expect((await bob('GET', '/api/v1/app-conversations/count')).body).toBe(0);
-    expect((await bob('GET', '/api/v1/app-conversations/start-tasks/search')).body).toEqual({ items: [], next_page_id: null });
-    expect((await bob('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${v1}`)).body).toEqual({ items: [], next_page_id: null });
+    expect((await bob('GET', '/api/v1/app-conversations/start-tasks/search')).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
+    expect((await bob('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${v1}`)).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
     expect((await bob('GET', '/api/v1/app-conversations/start-tasks/count')).body).toBe(0);
     expect((await bob('GET', `/api/v1/app-conversations/start-tasks/count?conversation_id__eq=${v1}`)).body).toBe(0);
     expect((await bob('GET', '/api/v1/sandboxes/search')).body).toEqual({ items: [], next_page_id: null });
@@ -120,7 +134,11 @@ describe('cross-user isolation', () => {
   it("Bob's batch gets return null for Alice's ids", async () => {
     expect((await bob('GET', `/api/v1/app-conversations?ids=${v0}&ids=${v1}`)).body).toEqual([null, null]);
     expect((await bob('GET', `/api/v1/app-conversations/start-tasks?ids=${task.id as string}`)).body).toEqual([null]);
-    expect((await bob('GET', `/api/v1/sandboxes?id=${sandboxV0}&id=${spare}&id=${paused}`)).body).toEqual([null, null, null]);
+    expect((await bob('GET', `/api/v1/sandboxes?id=${sandboxV0}&id=${spare}&id=${paused}`)).body).toEqual([
+      null,
+      null,
+      null,
+    ]);
   });
 
   it("Alice's page ids do not open her records to Bob", async () => {
@@ -165,7 +183,9 @@ describe('cross-user isolation', () => {
     expect(inSandbox.status).toBe(404);
     expect(errorCode(inSandbox.body)).toBe('SANDBOX_NOT_FOUND');
     expect(inUnknown.status).toBe(404);
-    expect(String(obj(inSandbox.body).message).replaceAll(spare, 'ID')).toBe(String(obj(inUnknown.body).message).replaceAll(UNKNOWN, 'ID'));
+    expect(String(obj(inSandbox.body).message).replaceAll(spare, 'ID')).toBe(
+      String(obj(inUnknown.body).message).replaceAll(UNKNOWN, 'ID'),
+    );
     const underParent = await bob('POST', '/api/v1/app-conversations', { parent_conversation_id: v1 });
     const underUnknown = await bob('POST', '/api/v1/app-conversations', { parent_conversation_id: UNKNOWN });
     expect(underParent.status).toBe(422);

@@ -25,14 +25,20 @@ function serverModulesLoaded(transport: 'websocket' | 'polling'): { before: numb
     console.log(JSON.stringify({ before, after: count(), answer }));
     await h.close();
   `;
-  return runWithModuleLog<{ before: number; after: number; answer: string }>(program, { cwd: packageDir, match: /node_modules\/(socket\.io|engine\.io)\// });
+  return runWithModuleLog<{ before: number; after: number; answer: string }>(program, {
+    cwd: packageDir,
+    match: /node_modules\/(socket\.io|engine\.io)\//,
+  });
 }
 
 describe('the V0 channel (socket.io) is loaded when a client first comes', () => {
-  it.each(['websocket', 'polling'] as const)('over %s: nothing of socket.io before, then it answers the client (here refusing a missing key)', (transport) => {
-    const { before, after, answer } = serverModulesLoaded(transport);
-    expect(before).toBe(0);
-    expect(after).toBeGreaterThan(0);
-    expect(answer).toMatch(/^refused: /);
-  });
+  it.each(['websocket', 'polling'] as const)(
+    'over %s: nothing of socket.io before, then it answers the client (here refusing a missing key)',
+    (transport) => {
+      const { before, after, answer } = serverModulesLoaded(transport);
+      expect(before).toBe(0);
+      expect(after).toBeGreaterThan(0);
+      expect(answer).toMatch(/^refused: /);
+    },
+  );
 });

@@ -9,7 +9,15 @@ import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryBrowserSessions } from '@acs/adapter-express';
-import { createConversation, KEY_A, KEY_B, startHarness, storeSettings, type Harness, type HarnessOptions } from './harness.js';
+import {
+  createConversation,
+  KEY_A,
+  KEY_B,
+  startHarness,
+  storeSettings,
+  type Harness,
+  type HarnessOptions,
+} from './harness.js';
 
 const harnesses: Harness[] = [];
 const cleanups: (() => void)[] = [];
@@ -40,13 +48,25 @@ function openWs(h: Harness, id: string, options: { headers?: Record<string, stri
   const frames: Record<string, unknown>[] = [];
   ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>));
   ws.on('error', () => {});
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   cleanups.push(() => ws.terminate());
   return { ws, frames, closed };
 }
 
-function openSocketIo(h: Harness, id: string, headers: Record<string, string> = { 'X-Session-API-Key': KEY_A }): { socket: Socket; errors: string[]; connected: Promise<boolean> } {
-  const socket = io(h.baseUrl, { path: '/socket.io', transports: ['websocket'], reconnection: false, query: { conversation_id: id }, extraHeaders: headers });
+function openSocketIo(
+  h: Harness,
+  id: string,
+  headers: Record<string, string> = { 'X-Session-API-Key': KEY_A },
+): { socket: Socket; errors: string[]; connected: Promise<boolean> } {
+  const socket = io(h.baseUrl, {
+    path: '/socket.io',
+    transports: ['websocket'],
+    reconnection: false,
+    query: { conversation_id: id },
+    extraHeaders: headers,
+  });
   cleanups.push(() => socket.close());
   const errors: string[] = [];
   socket.on('oh_event', (event: { error?: boolean; message?: string }) => {
@@ -62,9 +82,16 @@ function openSocketIo(h: Harness, id: string, headers: Record<string, string> = 
   return { socket, errors, connected };
 }
 
-function openSse(h: Harness, id: string, headers: Record<string, string> = { 'X-Session-API-Key': KEY_A }): { response: Promise<Response>; abort(): void } {
+function openSse(
+  h: Harness,
+  id: string,
+  headers: Record<string, string> = { 'X-Session-API-Key': KEY_A },
+): { response: Promise<Response>; abort(): void } {
   const controller = new AbortController();
-  const response = fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/events/stream`, { headers, signal: controller.signal });
+  const response = fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/events/stream`, {
+    headers,
+    signal: controller.signal,
+  });
   cleanups.push(() => controller.abort());
   return { response, abort: () => controller.abort() };
 }
@@ -97,13 +124,19 @@ describe('connections per user', () => {
 
     // The fourth, whatever its channel, is refused saying why.
     const ws4 = openWs(h, id);
-    expect(await ws4.closed).toEqual({ code: 4029, reason: expect.stringContaining('too many live connections') as unknown });
+    expect(await ws4.closed).toEqual({
+      code: 4029,
+      reason: expect.stringContaining('too many live connections') as unknown,
+    });
     const sio4 = openSocketIo(h, id);
     expect(await sio4.connected).toBe(false);
     expect(sio4.errors.join()).toContain('too many live connections');
     const sse4 = await openSse(h, id).response;
     expect(sse4.status).toBe(429);
-    expect(await sse4.json()).toMatchObject({ code: 'TOO_MANY_CONNECTIONS', message: expect.stringContaining('at most 3') as unknown });
+    expect(await sse4.json()).toMatchObject({
+      code: 'TOO_MANY_CONNECTIONS',
+      message: expect.stringContaining('at most 3') as unknown,
+    });
 
     // Another user is not affected.
     const bobs = await createConversation(h, {}, KEY_B);
@@ -144,7 +177,10 @@ describe('one message limit', () => {
   it('refuses a message over the body limit on REST (413), the WebSocket (close 1009) and socket.io (disconnect), and takes one under it on each', async () => {
     const h = await harness({ router: { bodyLimit: limit } });
     const id = await createConversation(h);
-    const eventsNow = async () => (await h.service.conversations.searchEvents('alice', id, { after: 0, kinds: ['message'], limit: 100 }))._unsafeUnwrap().items.length;
+    const eventsNow = async () =>
+      (
+        await h.service.conversations.searchEvents('alice', id, { after: 0, kinds: ['message'], limit: 100 })
+      )._unsafeUnwrap().items.length;
     const before = await eventsNow();
 
     const rest = await h.call('POST', `/api/conversations/${id}/message`, { body: { message: text(limit) } });
@@ -202,7 +238,10 @@ describe('a replay paced by the client', () => {
     const id = await createConversation(h);
     // 48 messages of 512 KiB: 24 MiB of history.
     const chunk = 'y'.repeat(512 * 1024);
-    for (let i = 0; i < 48; i++) expect((await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `${i} ${chunk}` } })).status).toBe(200);
+    for (let i = 0; i < 48; i++)
+      expect(
+        (await h.call('POST', `/api/conversations/${id}/message`, { body: { message: `${i} ${chunk}` } })).status,
+      ).toBe(200);
     let read = 0;
     const search = h.service.conversations.searchEvents.bind(h.service.conversations);
     h.service.conversations.searchEvents = (userId, conversationId, query) =>
@@ -222,7 +261,15 @@ describe('a replay paced by the client', () => {
     await new Promise((r) => setTimeout(r, 2_000));
     const ended = new Promise<void>((resolve) => stalled.socket.once('close', () => resolve()));
     stalled.socket.resume();
-    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error(`still open after the stall deadline (${stalled.received()} bytes read)`)), 30_000))]);
+    await Promise.race([
+      ended,
+      new Promise((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`still open after the stall deadline (${stalled.received()} bytes read)`)),
+          30_000,
+        ),
+      ),
+    ]);
     expect(stalled.received()).toBeLessThan(24 * 1024 * 1024);
 
     // A client that reads gets every message, in order, once.
@@ -238,7 +285,10 @@ describe('a replay paced by the client', () => {
 
 describe('sign-out', () => {
   async function signIn(h: Harness): Promise<string> {
-    const response = await fetch(`${h.baseUrl}/conversations/x?key=${KEY_A}`, { redirect: 'manual', headers: { 'Sec-Fetch-Site': 'none' } });
+    const response = await fetch(`${h.baseUrl}/conversations/x?key=${KEY_A}`, {
+      redirect: 'manual',
+      headers: { 'Sec-Fetch-Site': 'none' },
+    });
     expect(response.status).toBe(303);
     return (response.headers.get('set-cookie') ?? '').split(';')[0]!;
   }

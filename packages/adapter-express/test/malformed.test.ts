@@ -46,7 +46,9 @@ describe('malformed requests', () => {
   const bodyRoutes = () =>
     operationsOf(doc)
       .filter(({ method, operation }) => method === 'post' && operation.requestBody)
-      .map(({ path }) => (path.includes('{conversation_id}') ? path.replace('{conversation_id}', conversationId) : concretePath(path)));
+      .map(({ path }) =>
+        path.includes('{conversation_id}') ? path.replace('{conversation_id}', conversationId) : concretePath(path),
+      );
 
   it('malformed JSON → 400 MALFORMED_JSON on every route that takes a body', async () => {
     const routes = bodyRoutes();
@@ -63,7 +65,10 @@ describe('malformed requests', () => {
   it('a body that is not JSON → 415 UNSUPPORTED_MEDIA_TYPE on every route that takes a body (but for a form on the OAuth endpoints, which take forms)', async () => {
     const formRoutes = ['/oauth/device/authorize', '/oauth/device/token'];
     for (const path of formRoutes) {
-      const r = await send(`${path} form`, 'POST', path, { rawBody: 'device_code=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+      const r = await send(`${path} form`, 'POST', path, {
+        rawBody: 'device_code=x',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      });
       expect(r.status, `${path}: ${r.text}`).not.toBe(415);
       expect(r.status, `${path}: ${r.text}`).toBeLessThan(500);
     }
@@ -74,28 +79,46 @@ describe('malformed requests', () => {
         ['multipart/form-data; boundary=x', '--x\r\n\r\n--x--'],
         ['application/xml', '<a/>'],
       ]) {
-        const r = await send(`${path} ${type}`, 'POST', path, { rawBody: raw, headers: { 'Content-Type': type as string } });
+        const r = await send(`${path} ${type}`, 'POST', path, {
+          rawBody: raw,
+          headers: { 'Content-Type': type as string },
+        });
         expect(r.status, `${path} ${type}: ${r.text}`).toBe(415);
         expect(errorCode(r.body)).toBe('UNSUPPORTED_MEDIA_TYPE');
       }
-      const untyped = await send(`${path} no content type`, 'POST', path, { rawBody: '{}' , headers: { 'Content-Type': '' } });
+      const untyped = await send(`${path} no content type`, 'POST', path, {
+        rawBody: '{}',
+        headers: { 'Content-Type': '' },
+      });
       expect(untyped.status, `${path} without a content type: ${untyped.text}`).toBe(415);
     }
   });
 
   it('a charset other than UTF-8, or an unknown content encoding → 415', async () => {
-    const latin1 = await send('latin1', 'POST', '/api/settings', { rawBody: '{}', headers: { 'Content-Type': 'application/json; charset=latin1' } });
+    const latin1 = await send('latin1', 'POST', '/api/settings', {
+      rawBody: '{}',
+      headers: { 'Content-Type': 'application/json; charset=latin1' },
+    });
     expect(latin1.status).toBe(415);
     expect(errorCode(latin1.body)).toBe('UNSUPPORTED_MEDIA_TYPE');
-    const compress = await send('compress', 'POST', '/api/settings', { rawBody: '{}', headers: { ...JSON_HEADERS, 'Content-Encoding': 'compress' } });
+    const compress = await send('compress', 'POST', '/api/settings', {
+      rawBody: '{}',
+      headers: { ...JSON_HEADERS, 'Content-Encoding': 'compress' },
+    });
     expect(compress.status).toBe(415);
   });
 
   it('a gzip body is accepted, and a body that claims gzip but is not → 400 (not 500)', async () => {
-    const good = await send('gzip', 'POST', '/api/settings', { rawBody: gzipSync('{"language":"de"}'), headers: { ...JSON_HEADERS, 'Content-Encoding': 'gzip' } });
+    const good = await send('gzip', 'POST', '/api/settings', {
+      rawBody: gzipSync('{"language":"de"}'),
+      headers: { ...JSON_HEADERS, 'Content-Encoding': 'gzip' },
+    });
     expect(good.status, good.text).toBe(200);
     expect(obj((await h.call('GET', '/api/settings')).body).language).toBe('de');
-    const bad = await send('bad gzip', 'POST', '/api/settings', { rawBody: '{"language":"fr"}', headers: { ...JSON_HEADERS, 'Content-Encoding': 'gzip' } });
+    const bad = await send('bad gzip', 'POST', '/api/settings', {
+      rawBody: '{"language":"fr"}',
+      headers: { ...JSON_HEADERS, 'Content-Encoding': 'gzip' },
+    });
     expect(bad.status, bad.text).toBe(400);
     expect(obj((await h.call('GET', '/api/settings')).body).language).toBe('de');
   });
@@ -142,7 +165,9 @@ describe('malformed requests', () => {
     expect(errorCode(await response.json())).toBe('PAYLOAD_TOO_LARGE');
     // Just under the limit is fine.
     const justUnder = JSON.stringify({ language: 'x', pad: 'y'.repeat(1024 * 1024 - 100) });
-    expect((await send('just under', 'POST', '/api/settings', { rawBody: justUnder, headers: JSON_HEADERS })).status).toBe(200);
+    expect(
+      (await send('just under', 'POST', '/api/settings', { rawBody: justUnder, headers: JSON_HEADERS })).status,
+    ).toBe(200);
   });
 
   it('JSON that is not an object (array, string, number, null, true) → 400 or 422, never 500', async () => {
@@ -210,7 +235,9 @@ describe('malformed requests', () => {
     expect(ops.length).toBeGreaterThanOrEqual(8);
     let sent = 0;
     for (const { path, operation } of ops) {
-      const concrete = path.includes('{conversation_id}') ? path.replace('{conversation_id}', conversationId) : concretePath(path);
+      const concrete = path.includes('{conversation_id}')
+        ? path.replace('{conversation_id}', conversationId)
+        : concretePath(path);
       const schema = operation.requestBody?.content['application/json']?.schema;
       const fields = Object.keys(schema?.properties ?? {});
       const bodies: unknown[] = [
@@ -259,7 +286,8 @@ describe('malformed requests', () => {
       expect((body.message as string).length, label).toBeGreaterThan(0);
       expect(body.detail, label).toBe(body.message);
       // The device token endpoint adds the OAuth fields (error, error_description = message, interval with slow_down).
-      for (const key of Object.keys(body)) expect(['code', 'message', 'detail', 'issues', 'error', 'error_description', 'interval'], label).toContain(key);
+      for (const key of Object.keys(body))
+        expect(['code', 'message', 'detail', 'issues', 'error', 'error_description', 'interval'], label).toContain(key);
       if (body.error !== undefined) expect(body.error_description, label).toBe(body.message);
       if (body.issues !== undefined) {
         expect(Array.isArray(body.issues), label).toBe(true);

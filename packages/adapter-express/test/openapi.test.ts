@@ -4,7 +4,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { answerClientErrors, buildOpenApiDocument, buildRoutes } from '@acs/adapter-express';
-import { fetchOpenApi, isAuthenticated, operationsOf, startHarness, type Harness, type JsonSchema, type OpenApiDoc } from './harness.js';
+import {
+  fetchOpenApi,
+  isAuthenticated,
+  operationsOf,
+  startHarness,
+  type Harness,
+  type JsonSchema,
+  type OpenApiDoc,
+} from './harness.js';
 
 /** Every operation the issue asks for. */
 const REQUIRED_OPERATIONS = [
@@ -66,7 +74,11 @@ describe('OpenAPI document', () => {
   });
 
   it('declares the X-Session-API-Key header and Bearer schemes and requires one of them by default', () => {
-    expect(doc.components?.securitySchemes?.SessionApiKey).toEqual({ type: 'apiKey', in: 'header', name: 'X-Session-API-Key' });
+    expect(doc.components?.securitySchemes?.SessionApiKey).toEqual({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Session-API-Key',
+    });
     expect(doc.components?.securitySchemes?.Bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ SessionApiKey: [] }, { Bearer: [] }]);
   });
@@ -84,16 +96,29 @@ describe('OpenAPI document', () => {
     const created = ['POST /api/v1/secrets', 'POST /api/v1/settings/profiles/{name}'];
     for (const { path, method, operation } of operationsOf(doc)) {
       const label = `${method.toUpperCase()} ${path}`;
-      expect(operation.responses[created.includes(label) || path.endsWith('/pending-messages') ? '201' : '200'], label).toBeDefined();
+      expect(
+        operation.responses[created.includes(label) || path.endsWith('/pending-messages') ? '201' : '200'],
+        label,
+      ).toBeDefined();
       if (isAuthenticated(doc, operation)) expect(operation.responses['401'], label).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
-        expect(response.content?.['application/json']?.schema.$ref, `${label} ${status}`).toBe('#/components/schemas/ErrorBody');
+        expect(response.content?.['application/json']?.schema.$ref, `${label} ${status}`).toBe(
+          '#/components/schemas/ErrorBody',
+        );
       }
     }
     const errorBody = doc.components?.schemas?.ErrorBody as JsonSchema;
     // error, error_description and interval: the OAuth fields of the device token endpoint's refusals.
-    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual(['code', 'detail', 'error', 'error_description', 'interval', 'issues', 'message']);
+    expect(Object.keys(errorBody.properties ?? {}).sort()).toEqual([
+      'code',
+      'detail',
+      'error',
+      'error_description',
+      'interval',
+      'issues',
+      'message',
+    ]);
     expect((errorBody.required as string[]).sort()).toEqual(['code', 'detail', 'message']);
   });
 
@@ -136,7 +161,9 @@ describe('OpenAPI document', () => {
     const formRoutes = ['/oauth/device/authorize', '/oauth/device/token'];
     for (const { path, operation } of operationsOf(doc)) {
       if (!operation.requestBody) continue;
-      expect(Object.keys(operation.requestBody.content), path).toEqual(formRoutes.includes(path) ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json']);
+      expect(Object.keys(operation.requestBody.content), path).toEqual(
+        formRoutes.includes(path) ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'],
+      );
     }
   });
 
@@ -157,15 +184,32 @@ describe('OpenAPI document', () => {
     const params = (path: string) => (doc.paths[path]?.get?.parameters ?? []).map((p) => p.name).sort();
     expect(params('/api/v1/sandboxes/search')).toEqual(['limit', 'page_id']);
     expect(params('/api/v1/app-conversations/search')).toEqual(
-      ['created_at__gte', 'created_at__lt', 'include_sub_conversations', 'limit', 'page_id', 'sandbox_id__eq', 'title__contains', 'updated_at__gte', 'updated_at__lt'].sort(),
+      [
+        'created_at__gte',
+        'created_at__lt',
+        'include_sub_conversations',
+        'limit',
+        'page_id',
+        'sandbox_id__eq',
+        'title__contains',
+        'updated_at__gte',
+        'updated_at__lt',
+      ].sort(),
     );
-    expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual(['conversation_id__eq', 'created_at__gte', 'limit', 'page_id', 'sort_order']);
+    expect(params('/api/v1/app-conversations/start-tasks/search')).toEqual([
+      'conversation_id__eq',
+      'created_at__gte',
+      'limit',
+      'page_id',
+      'sort_order',
+    ]);
     expect(params('/api/v1/sandboxes')).toEqual(['id']);
     expect(params('/api/v1/app-conversations/start-tasks')).toEqual(['ids']);
   });
 
   it('documents 431 on every operation, and answerClientErrors makes it the common JSON body (Node alone sends none)', async () => {
-    for (const { path, method, operation } of operationsOf(doc)) expect(operation.responses['431'], `${method.toUpperCase()} ${path}`).toBeDefined();
+    for (const { path, method, operation } of operationsOf(doc))
+      expect(operation.responses['431'], `${method.toUpperCase()} ${path}`).toBeDefined();
     const longPath = `/api/v1/sandboxes?${Array.from({ length: 200 }, (_, i) => `id=${'x'.repeat(100)}${i}`).join('&')}`;
     const answer = async (withHandler: boolean) => {
       const server: Server = createServer(express().use((_req, res) => res.json({})));

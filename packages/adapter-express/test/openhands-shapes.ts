@@ -15,7 +15,9 @@ const compiled = new Map<string, ValidateFunction>();
 function validatorOf(model: string): ValidateFunction {
   let validate = compiled.get(model);
   if (!validate) {
-    const schema = JSON.parse(readFileSync(new URL(`./openhands-1.11/schemas/${model}.json`, import.meta.url), 'utf8')) as object;
+    const schema = JSON.parse(
+      readFileSync(new URL(`./openhands-1.11/schemas/${model}.json`, import.meta.url), 'utf8'),
+    ) as object;
     validate = ajv.compile(schema);
     compiled.set(model, validate);
   }

@@ -9,7 +9,18 @@ import type { ConversationEvent } from '@acs/core/schemas';
 import { sendBodyStream } from '../src/body-stream.js';
 import { trajectoryZip } from '../src/views/trajectory-zip.js';
 import type { BodyStreamRouteDefinition } from '../src/route.js';
-import { arr, errorCode, KEY_A, KEY_B, obj, startAppConversation, startHarness, storeSettings, type Harness, type HarnessOptions } from './harness.js';
+import {
+  arr,
+  errorCode,
+  KEY_A,
+  KEY_B,
+  obj,
+  startAppConversation,
+  startHarness,
+  storeSettings,
+  type Harness,
+  type HarnessOptions,
+} from './harness.js';
 import { expectOpenHandsShape } from './openhands-shapes.js';
 
 /**
@@ -66,7 +77,10 @@ describe('POST /api/v1/app-conversations/stream-start', () => {
     const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/stream-start`, {
       method: 'POST',
       headers: { 'X-Session-API-Key': KEY_A, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ initial_message: { content: [{ type: 'text', text: 'hi' }] }, selected_repository: 'acme/widgets' }),
+      body: JSON.stringify({
+        initial_message: { content: [{ type: 'text', text: 'hi' }] },
+        selected_repository: 'acme/widgets',
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
@@ -82,13 +96,21 @@ describe('POST /api/v1/app-conversations/stream-start', () => {
     expect(all.endsWith(']')).toBe(true);
     const tasks = arr(JSON.parse(all));
     for (const task of tasks) expectOpenHandsShape('AppConversationStartTask', task);
-    expect(tasks.map((t) => obj(t).status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'STARTING_CONVERSATION', 'READY']);
+    expect(tasks.map((t) => obj(t).status)).toEqual([
+      'WORKING',
+      'WAITING_FOR_SANDBOX',
+      'PREPARING_REPOSITORY',
+      'STARTING_CONVERSATION',
+      'READY',
+    ]);
     expect(new Set(tasks.map((t) => obj(t).id)).size).toBe(1);
     // As OpenHands writes it: `[`, a newline, then snapshots separated by `,` and a newline.
     expect(all).toMatch(/^\[\n\{.*\},\n\{/s);
     const ready = obj(tasks.at(-1));
     await h.idle();
-    expect(obj(arr((await h.call('GET', `/api/v1/app-conversations?ids=${ready.app_conversation_id as string}`)).body)[0])).toMatchObject({ conversation_status: 'RUNNING' });
+    expect(
+      obj(arr((await h.call('GET', `/api/v1/app-conversations?ids=${ready.app_conversation_id as string}`)).body)[0]),
+    ).toMatchObject({ conversation_status: 'RUNNING' });
   });
 
   it('ends with ERROR when the start fails; a refused request is a JSON error and nothing streams', async () => {
@@ -97,7 +119,10 @@ describe('POST /api/v1/app-conversations/stream-start', () => {
     const r = await h.call('POST', '/api/v1/app-conversations/stream-start', { body: {} });
     expect(r.status).toBe(200);
     const tasks = arr(JSON.parse(r.text));
-    expect(obj(tasks.at(-1))).toMatchObject({ status: 'ERROR', detail: expect.stringContaining('no space left on device') as unknown });
+    expect(obj(tasks.at(-1))).toMatchObject({
+      status: 'ERROR',
+      detail: expect.stringContaining('no space left on device') as unknown,
+    });
 
     const bad = await h.call('POST', '/api/v1/app-conversations/stream-start', { body: { agent_type: 'evil' } });
     expect(bad.status).toBe(422);
@@ -134,7 +159,12 @@ async function conversationWithLog(h: Harness, events: number, size: number): Pr
   const id = task.app_conversation_id as string;
   const text = 'x'.repeat(size);
   for (let i = 0; i < events; i += 500) {
-    const batch = Array.from({ length: Math.min(500, events - i) }, () => ({ kind: 'message', source: 'user' as const, timestamp: new Date().toISOString(), payload: { text, image_urls: [] } }));
+    const batch = Array.from({ length: Math.min(500, events - i) }, () => ({
+      kind: 'message',
+      source: 'user' as const,
+      timestamp: new Date().toISOString(),
+      payload: { text, image_urls: [] },
+    }));
     expect((await h.ports.events.append('alice', id, batch)).isOk()).toBe(true);
   }
   return id;
@@ -144,10 +174,14 @@ describe('GET /api/v1/app-conversations/{id}/download', () => {
   it('is the trajectory as 1.11 exports it: meta.json (an AppConversationInfo) and one 1.11 Event per file, named by index and id', async () => {
     const h = await harness();
     h.ports.llm.push({ tool_calls: [{ name: 'think', arguments: { thought: 'plan' } }] }, { content: 'Done.' });
-    const task = await startAppConversation(h, { initial_message: { content: [{ type: 'text', text: 'go' }], run: true } });
+    const task = await startAppConversation(h, {
+      initial_message: { content: [{ type: 'text', text: 'go' }], run: true },
+    });
     await h.idle();
     const id = task.app_conversation_id as string;
-    const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/download`, { headers: { 'X-Session-API-Key': KEY_A } });
+    const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/download`, {
+      headers: { 'X-Session-API-Key': KEY_A },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/zip');
     const dashed = id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
@@ -176,10 +210,20 @@ describe('GET /api/v1/app-conversations/{id}/download', () => {
   it('more events than the limit → 413 EXPORT_TOO_LARGE before anything is sent; past the byte limit the archive ends with a note', async () => {
     const h = await harness({ router: { conversationExport: { maxEvents: 30, maxBytes: 4_000 } } });
     const small = await conversationWithLog(h, 20, 1_000);
-    const files = unzipSync(new Uint8Array(await (await fetch(`${h.baseUrl}/api/v1/app-conversations/${small}/download`, { headers: { 'X-Session-API-Key': KEY_A } })).arrayBuffer()));
+    const files = unzipSync(
+      new Uint8Array(
+        await (
+          await fetch(`${h.baseUrl}/api/v1/app-conversations/${small}/download`, {
+            headers: { 'X-Session-API-Key': KEY_A },
+          })
+        ).arrayBuffer(),
+      ),
+    );
     const names = Object.keys(files);
     expect(names.at(-1)).toBe('TRUNCATED.txt');
-    expect(decoder.decode(files['TRUNCATED.txt'])).toMatch(/^This export was cut: its events passed 4000 bytes of JSON at event \d+\. It holds the 3 events before that one/);
+    expect(decoder.decode(files['TRUNCATED.txt'])).toMatch(
+      /^This export was cut: its events passed 4000 bytes of JSON at event \d+\. It holds the 3 events before that one/,
+    );
     expect(names.filter((n) => n.startsWith('event_'))).toHaveLength(3);
 
     const large = await conversationWithLog(h, 31, 10);
@@ -203,7 +247,9 @@ describe('GET /api/v1/app-conversations/{id}/download', () => {
       expect(r.status).toBe(404);
       expect(errorCode(r.body)).toBe('CONVERSATION_NOT_FOUND');
     }
-    await expect(startHarness({ router: { conversationExport: { maxEvents: 0 } } })).rejects.toThrow('conversationExport.maxEvents must be a positive integer.');
+    await expect(startHarness({ router: { conversationExport: { maxEvents: 0 } } })).rejects.toThrow(
+      'conversationExport.maxEvents must be a positive integer.',
+    );
   });
 
   it('reads the log as the client reads the archive: a client that stops after the first chunk leaves the rest unread, and leaving ends it', async () => {
@@ -215,7 +261,9 @@ describe('GET /api/v1/app-conversations/{id}/download', () => {
       reads++;
       return readAfter(...args);
     };
-    const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/download`, { headers: { 'X-Session-API-Key': KEY_A } });
+    const response = await fetch(`${h.baseUrl}/api/v1/app-conversations/${id}/download`, {
+      headers: { 'X-Session-API-Key': KEY_A },
+    });
     const body = response.body!.getReader();
     expect((await body.read()).done).toBe(false);
     await body.cancel();
@@ -286,12 +334,23 @@ describe('a body written as it is made (sendBodyStream)', () => {
 
   it('the trajectory zip reads one page of events at a time, and only when the next file is wanted', async () => {
     let reads = 0;
-    const event = (id: number): ConversationEvent => ({ id, kind: 'message', source: 'user', timestamp: '2026-01-01T00:00:00.000Z', text: `m${id}`, image_urls: [] });
-    const zip = trajectoryZip({ id: 'c' }, (after) => {
-      reads++;
-      const items = Array.from({ length: Math.max(0, Math.min(100, 250 - after)) }, (_, i) => event(after + i + 1));
-      return okAsync({ items, next_after: after + items.length < 250 ? after + items.length : null });
-    }, { maxEvents: 10_000, maxBytes: 1 << 30 });
+    const event = (id: number): ConversationEvent => ({
+      id,
+      kind: 'message',
+      source: 'user',
+      timestamp: '2026-01-01T00:00:00.000Z',
+      text: `m${id}`,
+      image_urls: [],
+    });
+    const zip = trajectoryZip(
+      { id: 'c' },
+      (after) => {
+        reads++;
+        const items = Array.from({ length: Math.max(0, Math.min(100, 250 - after)) }, (_, i) => event(after + i + 1));
+        return okAsync({ items, next_after: after + items.length < 250 ? after + items.length : null });
+      },
+      { maxEvents: 10_000, maxBytes: 1 << 30 },
+    );
     expect((await zip.next()).done).toBe(false);
     expect(reads).toBe(0);
     let chunks = 1;

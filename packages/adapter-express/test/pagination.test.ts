@@ -16,7 +16,10 @@ type Paged = (typeof PAGED)[number];
 
 function pageOf(route: Pick<Paged, 'list' | 'id'>, body: unknown): { ids: string[]; next: string | null } {
   const page = obj(body);
-  return { ids: arr(page[route.list]).map((x) => obj(x)[route.id] as string), next: page.next_page_id as string | null };
+  return {
+    ids: arr(page[route.list]).map((x) => obj(x)[route.id] as string),
+    next: page.next_page_id as string | null,
+  };
 }
 
 const join = (path: string, query: string) => `${path}${path.includes('?') ? '&' : '?'}${query}`;
@@ -61,15 +64,24 @@ describe('limit and page_id validation', () => {
     expect((await h.call('GET', join(route.path, 'page_id='))).status).toBe(422);
   });
 
-  it.each(PAGED)('$path: any page_id of the documented form is taken: a place in the list (200), or for specs a spec that is not there (404)', async (route) => {
-    for (const pageId of [Buffer.from('{"x":1}').toString('base64url'), Buffer.from('not json').toString('base64url'), 'AAAAAAAA', '4_______', encodeCursor({ created_at: '2026-01-01T00:00:00.000Z', id: 'nothing' })]) {
-      const r = await h.call('GET', join(route.path, `page_id=${encodeURIComponent(pageId)}`));
-      if (route.path === '/api/v1/sandbox-specs/search') {
-        expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(404);
-        expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
-      } else expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(200);
-    }
-  });
+  it.each(PAGED)(
+    '$path: any page_id of the documented form is taken: a place in the list (200), or for specs a spec that is not there (404)',
+    async (route) => {
+      for (const pageId of [
+        Buffer.from('{"x":1}').toString('base64url'),
+        Buffer.from('not json').toString('base64url'),
+        'AAAAAAAA',
+        '4_______',
+        encodeCursor({ created_at: '2026-01-01T00:00:00.000Z', id: 'nothing' }),
+      ]) {
+        const r = await h.call('GET', join(route.path, `page_id=${encodeURIComponent(pageId)}`));
+        if (route.path === '/api/v1/sandbox-specs/search') {
+          expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(404);
+          expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
+        } else expect(r.status, `page_id=${pageId}: ${r.text}`).toBe(200);
+      }
+    },
+  );
 });
 
 describe('default page size', () => {
@@ -85,19 +97,29 @@ describe('default page size', () => {
     await h.close();
   });
 
-  it.each(PAGED.filter((r) => !r.path.includes('sandbox-specs')))('$path: 100 items by default, then the rest', async (route) => {
-    const first = pageOf(route, (await h.call('GET', route.path)).body);
-    expect(first.ids).toHaveLength(100);
-    expect(first.next).toEqual(expect.any(String));
-    const second = pageOf(route, (await h.call('GET', join(route.path, `page_id=${encodeURIComponent(first.next as string)}`))).body);
-    expect(second.ids).toHaveLength(1);
-    expect(second.next).toBeNull();
-    expect(new Set([...first.ids, ...second.ids]).size).toBe(101);
-  });
+  it.each(PAGED.filter((r) => !r.path.includes('sandbox-specs')))(
+    '$path: 100 items by default, then the rest',
+    async (route) => {
+      const first = pageOf(route, (await h.call('GET', route.path)).body);
+      expect(first.ids).toHaveLength(100);
+      expect(first.next).toEqual(expect.any(String));
+      const second = pageOf(
+        route,
+        (await h.call('GET', join(route.path, `page_id=${encodeURIComponent(first.next as string)}`))).body,
+      );
+      expect(second.ids).toHaveLength(1);
+      expect(second.next).toBeNull();
+      expect(new Set([...first.ids, ...second.ids]).size).toBe(101);
+    },
+  );
 
   it('a page that ends exactly at the last item has no next_page_id', async () => {
     const first = pageOf(PAGED[4], (await h.call('GET', '/api/v1/sandboxes/search?limit=100')).body);
-    const second = pageOf(PAGED[4], (await h.call('GET', `/api/v1/sandboxes/search?limit=1&page_id=${encodeURIComponent(first.next as string)}`)).body);
+    const second = pageOf(
+      PAGED[4],
+      (await h.call('GET', `/api/v1/sandboxes/search?limit=1&page_id=${encodeURIComponent(first.next as string)}`))
+        .body,
+    );
     expect(second.ids).toHaveLength(1);
     expect(second.next).toBeNull();
   });
@@ -140,7 +162,12 @@ describe('walking pages while new items are created', () => {
     return seen;
   }
 
-  const cases: { name: string; route: Pick<Paged, 'list' | 'id'>; path: string; originals: (h: Harness) => Promise<string[]> }[] = [
+  const cases: {
+    name: string;
+    route: Pick<Paged, 'list' | 'id'>;
+    path: string;
+    originals: (h: Harness) => Promise<string[]>;
+  }[] = [
     {
       name: 'V0 conversations',
       route: PAGED[0],
@@ -169,13 +196,18 @@ describe('walking pages while new items are created', () => {
       name: 'start tasks, newest first',
       route: PAGED[3],
       path: '/api/v1/app-conversations/start-tasks/search',
-      originals: async (hh) => pageOf(PAGED[3], (await hh.call('GET', '/api/v1/app-conversations/start-tasks/search')).body).ids,
+      originals: async (hh) =>
+        pageOf(PAGED[3], (await hh.call('GET', '/api/v1/app-conversations/start-tasks/search')).body).ids,
     },
     {
       name: 'start tasks, oldest first',
       route: PAGED[3],
       path: '/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT',
-      originals: async (hh) => pageOf(PAGED[3], (await hh.call('GET', '/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT')).body).ids,
+      originals: async (hh) =>
+        pageOf(
+          PAGED[3],
+          (await hh.call('GET', '/api/v1/app-conversations/start-tasks/search?sort_order=CREATED_AT')).body,
+        ).ids,
     },
   ];
 
@@ -185,7 +217,11 @@ describe('walking pages while new items are created', () => {
     expect(before).toHaveLength(50);
     const seen = await walk(route, path);
     expect(new Set(seen).size, 'no item is repeated').toBe(seen.length);
-    for (const id of before) expect(seen.filter((x) => x === id), `item ${id}`).toHaveLength(1);
+    for (const id of before)
+      expect(
+        seen.filter((x) => x === id),
+        `item ${id}`,
+      ).toHaveLength(1);
     // Items created during the walk may or may not appear; the originals keep their relative order.
     const originalOrder = seen.filter((id) => before.includes(id));
     expect(originalOrder).toEqual(before);
@@ -209,7 +245,10 @@ describe('walking pages while new items are created', () => {
       const seen: string[] = [];
       let next: string | null = null;
       do {
-        const r = await many.call('GET', `/api/v1/sandbox-specs/search?limit=1${next ? `&page_id=${encodeURIComponent(next)}` : ''}`);
+        const r = await many.call(
+          'GET',
+          `/api/v1/sandbox-specs/search?limit=1${next ? `&page_id=${encodeURIComponent(next)}` : ''}`,
+        );
         const page = pageOf(PAGED[5], r.body);
         seen.push(...page.ids);
         next = page.next;

@@ -1,6 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { settlesWithin } from '@acs/core/testing';
-import { arr, errorCode, KEY_A, KEY_B, obj, startAppConversation, startHarness, storeSettings, type CallResult, type Harness } from './harness.js';
+import {
+  arr,
+  errorCode,
+  KEY_A,
+  KEY_B,
+  obj,
+  startAppConversation,
+  startHarness,
+  storeSettings,
+  type CallResult,
+  type Harness,
+} from './harness.js';
 import { expectOpenHandsShape } from './openhands-shapes.js';
 
 /** `/api/v1/settings/profiles…` and `POST /api/v1/app-conversations/{id}/switch_profile`. */
@@ -26,7 +37,13 @@ async function call(method: string, path: string, body?: unknown, key: string = 
   return h.call(method, path, { key, ...(body !== undefined ? { body } : {}) });
 }
 
-async function ok(method: string, path: string, body?: unknown, key: string = KEY_A, status = 200): Promise<Record<string, unknown>> {
+async function ok(
+  method: string,
+  path: string,
+  body?: unknown,
+  key: string = KEY_A,
+  status = 200,
+): Promise<Record<string, unknown>> {
   const r = await call(method, path, body, key);
   expect(r.status, `${method} ${path}: ${r.text}`).toBe(status);
   return obj(r.body);
@@ -44,7 +61,8 @@ async function save(name: string, body?: unknown, key: string = KEY_A): Promise<
   expect(r).toEqual({ name, message: `Profile '${name}' saved` });
 }
 
-const activeModel = async (key: string = KEY_A) => obj(obj(obj((await call('GET', '/api/v1/settings', undefined, key)).body).agent_settings).llm).model;
+const activeModel = async (key: string = KEY_A) =>
+  obj(obj(obj((await call('GET', '/api/v1/settings', undefined, key)).body).agent_settings).llm).model;
 
 function expectCode(r: CallResult, status: number, code: string): void {
   expect(r.status, r.text).toBe(status);
@@ -52,7 +70,12 @@ function expectCode(r: CallResult, status: number, code: string): void {
 }
 
 async function storeV1Settings(key: string = KEY_A): Promise<void> {
-  const r = await call('POST', '/api/v1/settings', { agent_settings_diff: { llm: { model: 'anthropic/claude-sonnet-4', api_key: SETTINGS_KEY } } }, key);
+  const r = await call(
+    'POST',
+    '/api/v1/settings',
+    { agent_settings_diff: { llm: { model: 'anthropic/claude-sonnet-4', api_key: SETTINGS_KEY } } },
+    key,
+  );
   expect(r.status, r.text).toBe(200);
 }
 
@@ -61,9 +84,16 @@ describe('LLM profiles', () => {
     expect(await list()).toEqual({ profiles: [], active_profile: null });
     expectCode(await call('POST', '/api/v1/settings/profiles/fast'), 404, 'SETTINGS_NOT_FOUND');
     expectCode(await call('POST', '/api/v1/settings/profiles/fast/activate'), 404, 'PROFILE_NOT_FOUND');
-    expectCode(await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'quick' }), 404, 'SETTINGS_NOT_FOUND');
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'quick' }),
+      404,
+      'SETTINGS_NOT_FOUND',
+    );
     // Deleting nothing is fine, and creates no settings.
-    expect(await ok('DELETE', '/api/v1/settings/profiles/fast')).toEqual({ name: 'fast', message: "Profile 'fast' deleted" });
+    expect(await ok('DELETE', '/api/v1/settings/profiles/fast')).toEqual({
+      name: 'fast',
+      message: "Profile 'fast' deleted",
+    });
     expect((await call('GET', '/api/v1/settings')).status).toBe(404);
   });
 
@@ -71,7 +101,10 @@ describe('LLM profiles', () => {
     await storeV1Settings();
     await save('current'); // the settings' own model and key
     await save('fast', { llm: { model: 'openai/gpt-4o-mini', api_key: FAST_KEY } });
-    await save('local', { llm: { model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY }, include_secrets: false });
+    await save('local', {
+      llm: { model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY },
+      include_secrets: false,
+    });
     expect(await list()).toEqual({
       profiles: [
         { name: 'current', model: 'anthropic/claude-sonnet-4', base_url: null, api_key_set: true },
@@ -84,7 +117,11 @@ describe('LLM profiles', () => {
     const detail = await ok('GET', '/api/v1/settings/profiles/fast');
     expectOpenHandsShape('ProfileDetailResponse', detail);
     expectOpenHandsShape('LLM', detail.config);
-    expect(detail).toEqual({ name: 'fast', config: { model: 'openai/gpt-4o-mini', api_key: null, base_url: null, is_subscription: false }, api_key_set: true });
+    expect(detail).toEqual({
+      name: 'fast',
+      config: { model: 'openai/gpt-4o-mini', api_key: null, base_url: null, is_subscription: false },
+      api_key_set: true,
+    });
     expectCode(await call('GET', '/api/v1/settings/profiles/nope'), 404, 'PROFILE_NOT_FOUND');
 
     // Activating makes the profile's model the settings' own, and shows it active.
@@ -94,24 +131,42 @@ describe('LLM profiles', () => {
     expect(await activeModel()).toBe('openai/gpt-4o-mini');
     expect((await h.service.settings.loadWithSecrets('alice'))._unsafeUnwrap()?.llm_api_key).toBe(FAST_KEY);
     expect((await list()).active_profile).toBe('fast');
-    expect(obj(obj((await call('GET', '/api/v1/settings')).body).llm_profiles)).toMatchObject({ active: 'fast', profiles: { fast: { model: 'openai/gpt-4o-mini', api_key: null } } });
+    expect(obj(obj((await call('GET', '/api/v1/settings')).body).llm_profiles)).toMatchObject({
+      active: 'fast',
+      profiles: { fast: { model: 'openai/gpt-4o-mini', api_key: null } },
+    });
     expectCode(await call('POST', '/api/v1/settings/profiles/nope/activate'), 404, 'PROFILE_NOT_FOUND');
 
     // Renaming keeps the place, the key and the active flag; a taken name is 409.
-    expectCode(await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'local' }), 409, 'PROFILE_NAME_TAKEN');
-    expectCode(await call('POST', '/api/v1/settings/profiles/nope/rename', { new_name: 'x' }), 404, 'PROFILE_NOT_FOUND');
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'local' }),
+      409,
+      'PROFILE_NAME_TAKEN',
+    );
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/nope/rename', { new_name: 'x' }),
+      404,
+      'PROFILE_NOT_FOUND',
+    );
     const renamed = await ok('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'quick' });
     expectOpenHandsShape('ProfileMutationResponse', renamed);
     expect(renamed).toEqual({ name: 'quick', message: "Profile 'fast' renamed to 'quick'" });
-    expect(await list()).toMatchObject({ profiles: [{ name: 'current' }, { name: 'quick', api_key_set: true }, { name: 'local' }], active_profile: 'quick' });
+    expect(await list()).toMatchObject({
+      profiles: [{ name: 'current' }, { name: 'quick', api_key_set: true }, { name: 'local' }],
+      active_profile: 'quick',
+    });
 
     // Deleting the active one activates the first left.
     await ok('DELETE', '/api/v1/settings/profiles/quick');
-    expect(await list()).toMatchObject({ profiles: [{ name: 'current' }, { name: 'local' }], active_profile: 'current' });
+    expect(await list()).toMatchObject({
+      profiles: [{ name: 'current' }, { name: 'local' }],
+      active_profile: 'current',
+    });
     expect(await activeModel()).toBe('anthropic/claude-sonnet-4');
     expect((await h.service.settings.loadWithSecrets('alice'))._unsafeUnwrap()?.llm_api_key).toBe(SETTINGS_KEY);
 
-    for (const text of h.responses) for (const secret of [SETTINGS_KEY, FAST_KEY, LOCAL_KEY]) expect(text).not.toContain(secret);
+    for (const text of h.responses)
+      for (const secret of [SETTINGS_KEY, FAST_KEY, LOCAL_KEY]) expect(text).not.toContain(secret);
   });
 
   it('changing the settings’ model (V0 or V1) ends the active profile; overwriting keeps the stored key unless told otherwise', async () => {
@@ -123,7 +178,9 @@ describe('LLM profiles', () => {
     await ok('POST', '/api/v1/settings/profiles/fast/activate');
     await ok('POST', '/api/v1/settings', { conversation_settings_diff: { max_iterations: 5 } });
     expect((await list()).active_profile).toBe('fast');
-    await ok('POST', '/api/v1/settings', { agent_settings_diff: { llm: { base_url: 'https://other.example.com/v1' } } });
+    await ok('POST', '/api/v1/settings', {
+      agent_settings_diff: { llm: { base_url: 'https://other.example.com/v1' } },
+    });
     expect((await list()).active_profile).toBeNull();
 
     // Overwrite without a key: the stored one stays (the GET → edit → POST round trip).
@@ -133,7 +190,10 @@ describe('LLM profiles', () => {
       return settings?.llm_profiles.profiles.find((p) => p.name === 'fast') ?? null;
     };
     expect(await stored()).toMatchObject({ model: 'openai/gpt-4.1-mini', api_key: FAST_KEY });
-    await save('fast', { llm: { model: 'openai/gpt-4.1-mini', api_key: 'sk-new-fast' }, preserve_existing_api_key: true });
+    await save('fast', {
+      llm: { model: 'openai/gpt-4.1-mini', api_key: 'sk-new-fast' },
+      preserve_existing_api_key: true,
+    });
     expect((await stored())?.api_key).toBe(FAST_KEY);
     await save('fast', { llm: { model: 'openai/gpt-4.1-mini', api_key: '' } });
     expect((await stored())?.api_key).toBeNull();
@@ -142,7 +202,11 @@ describe('LLM profiles', () => {
   it('keeps at most 10 profiles (409 PROFILE_LIMIT_REACHED), and takes overwrites at the limit', async () => {
     await storeV1Settings();
     for (let i = 0; i < 10; i++) await save(`p${i}`, { llm: { model: `openai/m${i}` } });
-    expectCode(await call('POST', '/api/v1/settings/profiles/p10', { llm: { model: 'openai/m10' } }), 409, 'PROFILE_LIMIT_REACHED');
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/p10', { llm: { model: 'openai/m10' } }),
+      409,
+      'PROFILE_LIMIT_REACHED',
+    );
     await save('p3', { llm: { model: 'openai/other' } });
     expect(arr((await list()).profiles)).toHaveLength(10);
   });
@@ -153,10 +217,26 @@ describe('LLM profiles', () => {
       const r = await call('POST', `/api/v1/settings/profiles/${name}`, {});
       expect(r.status, `${name}: ${r.text}`).toBe(422);
     }
-    expectCode(await call('POST', '/api/v1/settings/profiles/ok', { llm: { model: 'x', custom_header: 'y' } }), 422, 'VALIDATION_FAILED');
-    expectCode(await call('POST', '/api/v1/settings/profiles/ok', { llm: { base_url: 'not a url' } }), 422, 'VALIDATION_FAILED');
-    expectCode(await call('POST', '/api/v1/settings/profiles/ok', { include_secrets: 'yes' }), 422, 'VALIDATION_FAILED');
-    expectCode(await call('POST', '/api/v1/settings/profiles/ok/rename', { new_name: 'has space' }), 422, 'VALIDATION_FAILED');
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/ok', { llm: { model: 'x', custom_header: 'y' } }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/ok', { llm: { base_url: 'not a url' } }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/ok', { include_secrets: 'yes' }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/ok/rename', { new_name: 'has space' }),
+      422,
+      'VALIDATION_FAILED',
+    );
     expectCode(await call('POST', '/api/v1/settings/profiles/ok/rename', {}), 422, 'VALIDATION_FAILED');
     // 1.11's computed field and the LLM fields this service ignores are taken.
     await save('ok', { llm: { model: 'openai/gpt-4o', is_subscription: false, temperature: 0.1, usage_id: 'agent' } });
@@ -169,8 +249,16 @@ describe('LLM profiles', () => {
     await save('fast', { llm: { model: 'openai/gpt-4o-mini', api_key: FAST_KEY } });
     expect(await list(KEY_B)).toEqual({ profiles: [], active_profile: null });
     expectCode(await call('GET', '/api/v1/settings/profiles/fast', undefined, KEY_B), 404, 'PROFILE_NOT_FOUND');
-    expectCode(await call('POST', '/api/v1/settings/profiles/fast/activate', undefined, KEY_B), 404, 'PROFILE_NOT_FOUND');
-    expectCode(await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'mine' }, KEY_B), 404, 'PROFILE_NOT_FOUND');
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/fast/activate', undefined, KEY_B),
+      404,
+      'PROFILE_NOT_FOUND',
+    );
+    expectCode(
+      await call('POST', '/api/v1/settings/profiles/fast/rename', { new_name: 'mine' }, KEY_B),
+      404,
+      'PROFILE_NOT_FOUND',
+    );
     await ok('DELETE', '/api/v1/settings/profiles/fast', undefined, KEY_B);
     expect(arr((await list()).profiles)).toHaveLength(1);
     expect(await activeModel(KEY_B)).toBe('anthropic/claude-sonnet-4');
@@ -198,9 +286,13 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
 
   it('the next model calls of a running conversation use the profile’s model, base URL and key', async () => {
     await storeV1Settings();
-    await save('local', { llm: { model: 'openai/qwen-local', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY } });
+    await save('local', {
+      llm: { model: 'openai/qwen-local', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY },
+    });
     const first = holdFirstCall();
-    const task = await startAppConversation(h, { initial_message: { role: 'user', content: [{ type: 'text', text: 'work' }], run: true } });
+    const task = await startAppConversation(h, {
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'work' }], run: true },
+    });
     const id = task.app_conversation_id as string;
     await settlesWithin(first.called, 'the first model call');
 
@@ -217,7 +309,11 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
     );
     const [before, after] = h.ports.llm.requests;
     expect(before?.credentials).toEqual({ model: 'anthropic/claude-sonnet-4', api_key: SETTINGS_KEY, base_url: null });
-    expect(after?.credentials).toEqual({ model: 'openai/qwen-local', api_key: LOCAL_KEY, base_url: 'http://127.0.0.1:11434/v1' });
+    expect(after?.credentials).toEqual({
+      model: 'openai/qwen-local',
+      api_key: LOCAL_KEY,
+      base_url: 'http://127.0.0.1:11434/v1',
+    });
     expect(obj((await call('GET', `/api/v1/app-conversations/${id}`)).body).llm_model).toBe('openai/qwen-local');
     // The settings themselves are unchanged.
     expect(await activeModel()).toBe('anthropic/claude-sonnet-4');
@@ -225,14 +321,21 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
 
   it('a profile without a key uses the settings’ key; a rename keeps the switch; a deleted profile leaves the conversation on its model with the settings’ key', async () => {
     await storeV1Settings();
-    await save('keyless', { llm: { model: 'openai/gpt-4o-mini', base_url: 'https://proxy.example.com/v1' }, include_secrets: false });
+    await save('keyless', {
+      llm: { model: 'openai/gpt-4o-mini', base_url: 'https://proxy.example.com/v1' },
+      include_secrets: false,
+    });
     h.ports.llm.respondWith(() => ({ content: 'Done.' }));
     const task = await startAppConversation(h, {});
     const id = task.app_conversation_id as string;
     await h.idle();
     const sendAndGetCredentials = async () => {
       const before = h.ports.llm.requests.length;
-      const r = await call('POST', `/api/v1/app-conversations/${id}/send-message`, { role: 'user', content: [{ type: 'text', text: 'again' }], run: true });
+      const r = await call('POST', `/api/v1/app-conversations/${id}/send-message`, {
+        role: 'user',
+        content: [{ type: 'text', text: 'again' }],
+        run: true,
+      });
       expect(r.status, r.text).toBe(200);
       await settlesWithin(
         (async () => {
@@ -244,15 +347,27 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
     };
 
     await ok('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: 'keyless' });
-    expect(await sendAndGetCredentials()).toEqual({ model: 'openai/gpt-4o-mini', api_key: SETTINGS_KEY, base_url: 'https://proxy.example.com/v1' });
+    expect(await sendAndGetCredentials()).toEqual({
+      model: 'openai/gpt-4o-mini',
+      api_key: SETTINGS_KEY,
+      base_url: 'https://proxy.example.com/v1',
+    });
     await h.idle();
 
     await ok('POST', '/api/v1/settings/profiles/keyless/rename', { new_name: 'renamed' });
-    expect(await sendAndGetCredentials()).toEqual({ model: 'openai/gpt-4o-mini', api_key: SETTINGS_KEY, base_url: 'https://proxy.example.com/v1' });
+    expect(await sendAndGetCredentials()).toEqual({
+      model: 'openai/gpt-4o-mini',
+      api_key: SETTINGS_KEY,
+      base_url: 'https://proxy.example.com/v1',
+    });
     await h.idle();
 
     await ok('DELETE', '/api/v1/settings/profiles/renamed');
-    expect(await sendAndGetCredentials()).toEqual({ model: 'openai/gpt-4o-mini', api_key: SETTINGS_KEY, base_url: null });
+    expect(await sendAndGetCredentials()).toEqual({
+      model: 'openai/gpt-4o-mini',
+      api_key: SETTINGS_KEY,
+      base_url: null,
+    });
     await h.idle();
   });
 
@@ -261,17 +376,39 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
     await storeSettings(h);
     const id = (await startAppConversation(h, {})).app_conversation_id as string;
     await h.idle();
-    expectCode(await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: 'nope' }), 404, 'PROFILE_NOT_FOUND');
-    expectCode(await call('POST', `/api/v1/app-conversations/${'f'.repeat(32)}/switch_profile`, { profile_name: 'nope' }), 404, 'CONVERSATION_NOT_FOUND');
+    expectCode(
+      await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: 'nope' }),
+      404,
+      'PROFILE_NOT_FOUND',
+    );
+    expectCode(
+      await call('POST', `/api/v1/app-conversations/${'f'.repeat(32)}/switch_profile`, { profile_name: 'nope' }),
+      404,
+      'CONVERSATION_NOT_FOUND',
+    );
     await save('fast', { llm: { model: 'openai/gpt-4o-mini', api_key: FAST_KEY } });
-    expectCode(await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: 'fast' }, KEY_B), 404, 'CONVERSATION_NOT_FOUND');
-    expectCode(await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: '' }), 422, 'VALIDATION_FAILED');
+    expectCode(
+      await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: 'fast' }, KEY_B),
+      404,
+      'CONVERSATION_NOT_FOUND',
+    );
+    expectCode(
+      await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, { profile_name: '' }),
+      422,
+      'VALIDATION_FAILED',
+    );
     expectCode(await call('POST', `/api/v1/app-conversations/${id}/switch_profile`, {}), 422, 'VALIDATION_FAILED');
     // Bob's own conversation cannot be switched to Alice's profile.
     await storeSettings(h, undefined, KEY_B);
     const bobs = (await startAppConversation(h, {}, KEY_B)).app_conversation_id as string;
     await h.idle();
-    expectCode(await call('POST', `/api/v1/app-conversations/${bobs}/switch_profile`, { profile_name: 'fast' }, KEY_B), 404, 'PROFILE_NOT_FOUND');
-    expect(obj((await call('GET', `/api/v1/app-conversations/${id}`)).body).llm_model).toBe('anthropic/claude-sonnet-4');
+    expectCode(
+      await call('POST', `/api/v1/app-conversations/${bobs}/switch_profile`, { profile_name: 'fast' }, KEY_B),
+      404,
+      'PROFILE_NOT_FOUND',
+    );
+    expect(obj((await call('GET', `/api/v1/app-conversations/${id}`)).body).llm_model).toBe(
+      'anthropic/claude-sonnet-4',
+    );
   });
 });

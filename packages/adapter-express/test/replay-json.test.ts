@@ -15,8 +15,18 @@ afterEach(async () => {
 });
 
 /** OpenHands V0 event dicts, written by hand. */
-const user = (content: string) => ({ id: 0, source: 'user', action: 'message', message: content, args: { content, image_urls: [], file_urls: [], wait_for_response: false } });
-const agent = (action: string, args: Record<string, unknown>) => ({ source: 'agent', action, args: { thought: '', ...args } });
+const user = (content: string) => ({
+  id: 0,
+  source: 'user',
+  action: 'message',
+  message: content,
+  args: { content, image_urls: [], file_urls: [], wait_for_response: false },
+});
+const agent = (action: string, args: Record<string, unknown>) => ({
+  source: 'agent',
+  action,
+  args: { thought: '', ...args },
+});
 
 describe('POST /api/conversations with replay_json', () => {
   it('replays a trajectory without settings: files written, no model call, finished', async () => {

@@ -1,7 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { manualClock } from '@acs/core/ports';
 import type { ScriptedTurn } from '@acs/testing';
-import { arr, createConversation, errorCode, obj, startAppConversation, startHarness, storeSettings, type Harness } from './harness.js';
+import {
+  arr,
+  createConversation,
+  errorCode,
+  obj,
+  startAppConversation,
+  startHarness,
+  storeSettings,
+  type Harness,
+} from './harness.js';
 
 /**
  * Resources follow use (issue 27) through real HTTP: at the per-user limit a start pauses the
@@ -28,7 +37,9 @@ async function appConversation(harness: Harness, id: string): Promise<Record<str
 
 /** Starts a V1 conversation with a first message and waits until its agent has finished. */
 async function finishedAppConversation(harness: Harness, text: string): Promise<{ id: string; sandboxId: string }> {
-  const task = await startAppConversation(harness, { initial_message: { role: 'user', content: [{ type: 'text', text }] } });
+  const task = await startAppConversation(harness, {
+    initial_message: { role: 'user', content: [{ type: 'text', text }] },
+  });
   await harness.idle();
   const id = task.app_conversation_id as string;
   const conversation = await appConversation(harness, id);
@@ -51,10 +62,15 @@ describe('at the sandbox limit, over HTTP', () => {
     const second = await finishedAppConversation(h, 'second task');
     advance(h, 10 * SECOND);
 
-    const third = await h.call('POST', '/api/v1/app-conversations', { body: { initial_message: { role: 'user', content: [{ type: 'text', text: 'third task' }] } } });
+    const third = await h.call('POST', '/api/v1/app-conversations', {
+      body: { initial_message: { role: 'user', content: [{ type: 'text', text: 'third task' }] } },
+    });
     expect(third.status, third.text).toBe(200);
     await h.idle();
-    expect(await appConversation(h, obj(third.body).app_conversation_id as string)).toMatchObject({ execution_status: 'finished', sandbox_status: 'RUNNING' });
+    expect(await appConversation(h, obj(third.body).app_conversation_id as string)).toMatchObject({
+      execution_status: 'finished',
+      sandbox_status: 'RUNNING',
+    });
     expect(await sandboxStatus(h, first.sandboxId)).toBe('PAUSED');
     expect(await sandboxStatus(h, second.sandboxId)).toBe('RUNNING');
     // V0 clients see the paused one's conversation STOPPED, as after any pause.
@@ -63,14 +79,19 @@ describe('at the sandbox limit, over HTTP', () => {
     // A message to the paused one resumes its sandbox (pausing the next least recently used to
     // stay within the limit) and its agent answers at once.
     advance(h, 10 * SECOND);
-    const sent = await h.call('POST', `/api/v1/app-conversations/${first.id}/send-message`, { body: { role: 'user', content: [{ type: 'text', text: 'one more thing' }] } });
+    const sent = await h.call('POST', `/api/v1/app-conversations/${first.id}/send-message`, {
+      body: { role: 'user', content: [{ type: 'text', text: 'one more thing' }] },
+    });
     expect(sent.status, sent.text).toBe(200);
     expect(sent.body).toMatchObject({ success: true, sandbox_status: 'RUNNING', message: null });
     await h.idle();
     expect(await sandboxStatus(h, first.sandboxId)).toBe('RUNNING');
     expect(await sandboxStatus(h, second.sandboxId)).toBe('PAUSED');
     expect(JSON.stringify(h.ports.llm.requests.at(-1)!.messages)).toContain('one more thing');
-    expect(await appConversation(h, first.id)).toMatchObject({ execution_status: 'finished', conversation_status: 'RUNNING' });
+    expect(await appConversation(h, first.id)).toMatchObject({
+      execution_status: 'finished',
+      conversation_status: 'RUNNING',
+    });
   });
 
   it('a running agent is never paused for another: 429 SANDBOX_LIMIT_REACHED saying why', async () => {
@@ -84,7 +105,8 @@ describe('at the sandbox limit, over HTTP', () => {
     });
     const working = await createConversation(h, { initial_user_msg: 'a long task' });
     const harness = h;
-    for (let i = 0; i < 2_000 && (await appConversation(harness, working)).execution_status !== 'running'; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 2_000 && (await appConversation(harness, working)).execution_status !== 'running'; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await appConversation(h, working)).execution_status).toBe('running');
     advance(h, 60 * 60 * SECOND);
 
@@ -104,7 +126,10 @@ describe('at the sandbox limit, over HTTP', () => {
     advance(h, 60 * SECOND);
     const refused = await h.call('POST', '/api/v1/app-conversations', { body: {} });
     expect(refused.status).toBe(429);
-    expect(obj(refused.body)).toMatchObject({ code: 'SANDBOX_LIMIT_REACHED', message: 'You already have 1 running sandbox, the most allowed at once; pause or delete one, then try again.' });
+    expect(obj(refused.body)).toMatchObject({
+      code: 'SANDBOX_LIMIT_REACHED',
+      message: 'You already have 1 running sandbox, the most allowed at once; pause or delete one, then try again.',
+    });
     expect(await sandboxStatus(h, first.sandboxId)).toBe('RUNNING');
   });
 });

@@ -31,7 +31,13 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify(req.url === '/health' ? { status: 'ok' } : ({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body } satisfies Seen)));
+      res.end(
+        JSON.stringify(
+          req.url === '/health'
+            ? { status: 'ok' }
+            : ({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body } satisfies Seen),
+        ),
+      );
     });
   });
   const sockets = new WebSocketServer({ server: upstream });
@@ -74,25 +80,41 @@ afterEach(async () => {
 });
 
 /** A request to the router with the Host of a sandbox's URL (this machine resolves no `*.localhost`). */
-function viaHost(url: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+function viaHost(
+  url: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const { host } = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request(`${h.baseUrl}${path}`, { method: options.method ?? 'GET', headers: { ...options.headers, host } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
-    });
+    const req = request(
+      `${h.baseUrl}${path}`,
+      { method: options.method ?? 'GET', headers: { ...options.headers, host } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
 }
 
 /** Opens a WebSocket to a sandbox's URL; resolves with its first message, or the handshake's refusal. */
-function socketVia(url: string, path: string, headers: Record<string, string> = {}): Promise<{ opened: true; first: Record<string, unknown>; socket: WebSocket } | { opened: false; status: number }> {
+function socketVia(
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ opened: true; first: Record<string, unknown>; socket: WebSocket } | { opened: false; status: number }> {
   const { host } = new URL(url);
   const socket = new WebSocket(`${h.baseUrl.replace('http://', 'ws://')}${path}`, { headers: { ...headers, host } });
   return new Promise((resolve, reject) => {
-    socket.once('message', (data: Buffer) => resolve({ opened: true, first: JSON.parse(data.toString()) as Record<string, unknown>, socket }));
+    socket.once('message', (data: Buffer) =>
+      resolve({ opened: true, first: JSON.parse(data.toString()) as Record<string, unknown>, socket }),
+    );
     socket.once('unexpected-response', (_req, res) => {
       resolve({ opened: false, status: res.statusCode ?? 0 });
       socket.terminate();
@@ -103,7 +125,10 @@ function socketVia(url: string, path: string, headers: Record<string, string> = 
 
 /** Starts alice's sandbox with no spec named (the standalone spec), and waits until it is RUNNING. */
 async function runningSandbox(): Promise<{ id: string; key: string; url: string; info: Record<string, unknown> }> {
-  const started = await h.call('POST', '/api/v1/sandboxes', { key: null, headers: { Authorization: `Bearer ${KEY_A}` } });
+  const started = await h.call('POST', '/api/v1/sandboxes', {
+    key: null,
+    headers: { Authorization: `Bearer ${KEY_A}` },
+  });
   expect(started.status).toBe(200);
   expectOpenHandsShape('SandboxInfo', started.body);
   const { id } = obj(started.body) as { id: string };
@@ -111,7 +136,10 @@ async function runningSandbox(): Promise<{ id: string; key: string; url: string;
   const listed = await h.call('GET', `/api/v1/sandboxes?id=${id}`);
   const [info] = listed.body as Record<string, unknown>[];
   if (!info) throw new Error('the sandbox is not listed');
-  const { session_api_key: key, exposed_urls: urls } = info as { session_api_key: string; exposed_urls: { url: string }[] };
+  const { session_api_key: key, exposed_urls: urls } = info as {
+    session_api_key: string;
+    exposed_urls: { url: string }[];
+  };
   return { id, key, url: urls[0]?.url ?? '', info };
 }
 
@@ -122,7 +150,9 @@ describe('the openhands-agent-server spec through the 1.11 sandbox routes', () =
     const port = new URL(h.baseUrl).port;
     expect(info).toMatchObject({ sandbox_spec_id: 'openhands-agent-server', status: 'RUNNING' });
     expect(key).toMatch(/^acss_[A-Za-z0-9_-]{43}$/);
-    expect(info.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: `http://agent-server-${id}.localhost:${port}`, port: 8000 }]);
+    expect(info.exposed_urls).toEqual([
+      { name: 'AGENT_SERVER', url: `http://agent-server-${id}.localhost:${port}`, port: 8000 },
+    ]);
     expect(h.ports.runtime.peek(id)?.request.env).toEqual({ OH_SESSION_API_KEYS_0: key });
     expect(url).not.toContain(upstreamUrl);
 
@@ -143,7 +173,10 @@ describe('the openhands-agent-server spec through the 1.11 sandbox routes', () =
   it('deletes by the query parameter OpenHands clients send, for the owner only', async () => {
     const { id, url } = await runningSandbox();
     expect((await h.call('DELETE', `/api/v1/sandboxes?sandbox_id=${id}`, { key: KEY_B })).status).toBe(404);
-    const deleted = await h.call('DELETE', `/api/v1/sandboxes?sandbox_id=${id}`, { key: null, headers: { Authorization: `Bearer ${KEY_A}` } });
+    const deleted = await h.call('DELETE', `/api/v1/sandboxes?sandbox_id=${id}`, {
+      key: null,
+      headers: { Authorization: `Bearer ${KEY_A}` },
+    });
     expect(deleted.status).toBe(200);
     expectOpenHandsShape('Success', deleted.body);
     expect((await h.call('GET', `/api/v1/sandboxes?id=${id}`)).body).toEqual([null]);
@@ -157,7 +190,13 @@ describe('the proxy of a sandbox exposed URL', () => {
     const { key, url } = await runningSandbox();
     expect(await viaHost(url, '/health')).toEqual({ status: 200, body: { status: 'ok' } });
     expect((await viaHost(url, '/api/conversations/search')).status).toBe(401);
-    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': 'acss_not-this-sandbox-key-0000000000000000000000' } })).status).toBe(401);
+    expect(
+      (
+        await viaHost(url, '/api/conversations/search', {
+          headers: { 'X-Session-API-Key': 'acss_not-this-sandbox-key-0000000000000000000000' },
+        })
+      ).status,
+    ).toBe(401);
 
     const withKey = await viaHost(url, '/api/conversations/search?limit=5', { headers: { 'X-Session-API-Key': key } });
     expect(withKey.status).toBe(200);
@@ -165,7 +204,11 @@ describe('the proxy of a sandbox exposed URL', () => {
     expect((withKey.body.headers as IncomingHttpHeaders)['x-session-api-key']).toBe(key);
 
     // The owner's API key opens it too; the agent-server gets the sandbox key, never the API key or a cookie.
-    const asOwner = await viaHost(url, '/api/conversations', { method: 'POST', headers: { Authorization: `Bearer ${KEY_A}`, Cookie: 'a=b', 'Content-Type': 'application/json' }, body: '{"x":1}' });
+    const asOwner = await viaHost(url, '/api/conversations', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${KEY_A}`, Cookie: 'a=b', 'Content-Type': 'application/json' },
+      body: '{"x":1}',
+    });
     expect(asOwner.status).toBe(200);
     expect(asOwner.body).toMatchObject({ method: 'POST', url: '/api/conversations', body: '{"x":1}' });
     const sent = asOwner.body.headers as IncomingHttpHeaders;
@@ -176,15 +219,28 @@ describe('the proxy of a sandbox exposed URL', () => {
 
   it('keeps bob out of alice’s sandbox, with his API key or a key in the socket URL', async () => {
     const { id, url } = await runningSandbox();
-    expect((await viaHost(url, '/api/conversations/search', { headers: { Authorization: `Bearer ${KEY_B}` } })).status).toBe(404);
-    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': KEY_B } })).status).toBe(404);
-    expect(await socketVia(url, `/sockets/events/${id}?session_api_key=${KEY_B}`)).toEqual({ opened: false, status: 401 });
-    expect(await socketVia(url, `/sockets/events/${id}`, { 'X-Session-API-Key': KEY_B })).toEqual({ opened: false, status: 404 });
+    expect(
+      (await viaHost(url, '/api/conversations/search', { headers: { Authorization: `Bearer ${KEY_B}` } })).status,
+    ).toBe(404);
+    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': KEY_B } })).status).toBe(
+      404,
+    );
+    expect(await socketVia(url, `/sockets/events/${id}?session_api_key=${KEY_B}`)).toEqual({
+      opened: false,
+      status: 401,
+    });
+    expect(await socketVia(url, `/sockets/events/${id}`, { 'X-Session-API-Key': KEY_B })).toEqual({
+      opened: false,
+      status: 404,
+    });
   });
 
   it('proxies WebSockets opened with the sandbox key in the query, giving the agent-server its key in a header', async () => {
     const { key, url } = await runningSandbox();
-    const opened = await socketVia(url, `/sockets/events/abc?resend_all=true&session_api_key=${encodeURIComponent(key)}`);
+    const opened = await socketVia(
+      url,
+      `/sockets/events/abc?resend_all=true&session_api_key=${encodeURIComponent(key)}`,
+    );
     if (!opened.opened) throw new Error(`refused with ${opened.status}`);
     expect(opened.first.url).toBe('/sockets/events/abc?resend_all=true');
     expect((opened.first.headers as IncomingHttpHeaders)['x-session-api-key']).toBe(key);
@@ -206,7 +262,10 @@ describe('the proxy of a sandbox exposed URL', () => {
     const paused = await viaHost(url, '/health');
     expect(paused.status).toBe(503);
     expect(paused.body).toMatchObject({ code: 'SANDBOX_PAUSED' });
-    expect(await socketVia(url, `/sockets/events/abc?session_api_key=${encodeURIComponent(key)}`)).toEqual({ opened: false, status: 503 });
+    expect(await socketVia(url, `/sockets/events/abc?session_api_key=${encodeURIComponent(key)}`)).toEqual({
+      opened: false,
+      status: 503,
+    });
     await h.call('POST', `/api/v1/sandboxes/${id}/resume`);
     await h.idle();
     expect((await viaHost(url, '/health')).status).toBe(200);
@@ -217,7 +276,15 @@ describe('the proxy of a sandbox exposed URL', () => {
     h = await startHarness({
       clock: 'manual',
       ports: {
-        specs: [{ id: 'agent', image: 'x', working_dir: '/workspace', exposed_ports: [{ name: 'AGENT_SERVER', port: 8000 }], session_api_key_variable: 'OH_SESSION_API_KEYS_0' }],
+        specs: [
+          {
+            id: 'agent',
+            image: 'x',
+            working_dir: '/workspace',
+            exposed_ports: [{ name: 'AGENT_SERVER', port: 8000 }],
+            session_api_key_variable: 'OH_SESSION_API_KEYS_0',
+          },
+        ],
         runtime: { portUrl: () => upstreamUrl },
       },
       service: { idlePauseAfterMs: 60_000, maintenanceIntervalMs: 3_600_000, reconcileIntervalMs: 0 },
@@ -225,12 +292,16 @@ describe('the proxy of a sandbox exposed URL', () => {
     const clock = h.clock as typeof h.clock & { advance(ms: number): void };
     const { id, key, url } = await runningSandbox();
     clock.advance(50_000);
-    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': key } })).status).toBe(200);
+    expect((await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': key } })).status).toBe(
+      200,
+    );
     clock.advance(50_000);
     expect(await h.service.sandboxes.pauseIdle()).toBe(0);
     clock.advance(20_000);
     expect(await h.service.sandboxes.pauseIdle()).toBe(1);
-    expect(((await h.call('GET', `/api/v1/sandboxes?id=${id}`)).body as { status: string }[])[0]?.status).toBe('PAUSED');
+    expect(((await h.call('GET', `/api/v1/sandboxes?id=${id}`)).body as { status: string }[])[0]?.status).toBe(
+      'PAUSED',
+    );
   });
 
   it('says which sandbox did not answer when its server is down', async () => {
@@ -240,7 +311,9 @@ describe('the proxy of a sandbox exposed URL', () => {
     await once(closed, 'listening');
     const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise((resolve) => closed.close(resolve));
-    await h.ports.sandboxes.update('alice', id, (r) => ok({ ...r, exposed_urls: [{ name: 'AGENT_SERVER', url: deadUrl, port: 8000 }] }));
+    await h.ports.sandboxes.update('alice', id, (r) =>
+      ok({ ...r, exposed_urls: [{ name: 'AGENT_SERVER', url: deadUrl, port: 8000 }] }),
+    );
     const answer = await viaHost(url, '/api/conversations/search', { headers: { 'X-Session-API-Key': key } });
     expect(answer.status).toBe(502);
     expect(answer.body).toMatchObject({ code: 'SANDBOX_UNREACHABLE' });

@@ -15,7 +15,11 @@ afterEach(async () => {
 });
 
 async function start(options: { body?: unknown; query?: string } = {}): Promise<Record<string, unknown>> {
-  const r = await h.call('POST', `/api/v1/sandboxes${options.query ?? ''}`, options.body !== undefined ? { body: options.body } : {});
+  const r = await h.call(
+    'POST',
+    `/api/v1/sandboxes${options.query ?? ''}`,
+    options.body !== undefined ? { body: options.body } : {},
+  );
   expect(r.status, r.text).toBe(200);
   return obj(r.body);
 }
@@ -55,8 +59,12 @@ describe('POST /api/v1/sandboxes', () => {
   it('takes the spec from the body, or from the query; the body wins', async () => {
     expect((await start({ body: { sandbox_spec_id: 'alpine' } })).sandbox_spec_id).toBe('alpine');
     expect((await start({ query: '?sandbox_spec_id=alpine' })).sandbox_spec_id).toBe('alpine');
-    expect((await start({ body: { sandbox_spec_id: 'bookworm' }, query: '?sandbox_spec_id=alpine' })).sandbox_spec_id).toBe('bookworm');
-    expect((await start({ body: { sandbox_spec_id: null }, query: '?sandbox_spec_id=alpine' })).sandbox_spec_id).toBe('alpine');
+    expect(
+      (await start({ body: { sandbox_spec_id: 'bookworm' }, query: '?sandbox_spec_id=alpine' })).sandbox_spec_id,
+    ).toBe('bookworm');
+    expect((await start({ body: { sandbox_spec_id: null }, query: '?sandbox_spec_id=alpine' })).sandbox_spec_id).toBe(
+      'alpine',
+    );
     expect((await start({ body: {} })).sandbox_spec_id).toBe('bookworm');
     await h.idle();
     const specs = items((await h.call('GET', '/api/v1/sandboxes/search')).body).map((b) => b.sandbox_spec_id as string);
@@ -65,7 +73,11 @@ describe('POST /api/v1/sandboxes', () => {
 
   it('an unknown spec → 404 SANDBOX_SPEC_NOT_FOUND, in body or query, and nothing is created', async () => {
     for (const options of [{ body: { sandbox_spec_id: 'nope' } }, { query: '?sandbox_spec_id=nope' }]) {
-      const r = await h.call('POST', `/api/v1/sandboxes${options.query ?? ''}`, 'body' in options ? { body: options.body } : {});
+      const r = await h.call(
+        'POST',
+        `/api/v1/sandboxes${options.query ?? ''}`,
+        'body' in options ? { body: options.body } : {},
+      );
       expect(r.status).toBe(404);
       expect(errorCode(r.body)).toBe('SANDBOX_SPEC_NOT_FOUND');
     }
@@ -140,7 +152,9 @@ describe('pause, resume, delete', () => {
     expect(await status(id)).toBe('RUNNING');
 
     // The idempotent repeats did not call the runtime again.
-    const ops = h.ports.runtime.calls.filter((c) => c.operation === 'pause' || c.operation === 'resume').map((c) => c.operation);
+    const ops = h.ports.runtime.calls
+      .filter((c) => c.operation === 'pause' || c.operation === 'resume')
+      .map((c) => c.operation);
     expect(ops).toEqual(['pause', 'resume']);
   });
 
@@ -304,7 +318,14 @@ describe('sandbox specs', () => {
     expect(r.status).toBe(200);
     const specs = items(r.body);
     expect(specs.map((s) => s.id)).toEqual(['bookworm', 'alpine']);
-    expect(specs[1]).toMatchObject({ id: 'alpine', image: 'acs-sandbox:alpine', working_dir: '/work', description: 'Alpine', command: null, initial_env: {} });
+    expect(specs[1]).toMatchObject({
+      id: 'alpine',
+      image: 'acs-sandbox:alpine',
+      working_dir: '/work',
+      description: 'Alpine',
+      command: null,
+      initial_env: {},
+    });
     expect(obj(r.body).next_page_id).toBeNull();
 
     const first = await h.call('GET', '/api/v1/sandbox-specs/search?limit=1');

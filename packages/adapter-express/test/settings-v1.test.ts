@@ -54,7 +54,11 @@ async function v0(key: string = KEY_A): Promise<Record<string, unknown>> {
 async function expect422(r: CallResult, path?: string): Promise<void> {
   expect(r.status, r.text).toBe(422);
   expect(errorCode(r.body)).toBe('VALIDATION_FAILED');
-  if (path !== undefined) expect(arr(obj(r.body).issues).map((i) => obj(i).path), r.text).toContain(path);
+  if (path !== undefined)
+    expect(
+      arr(obj(r.body).issues).map((i) => obj(i).path),
+      r.text,
+    ).toContain(path);
   await Promise.resolve();
 }
 
@@ -64,7 +68,13 @@ describe('GET /api/v1/settings', () => {
     expect(none.status).toBe(404);
     expect(errorCode(none.body)).toBe('SETTINGS_NOT_FOUND');
 
-    await stored({ language: 'en', agent_settings_diff: { llm: { model: 'openai/gpt-4o-mini', api_key: LLM_KEY, base_url: 'http://127.0.0.1:9/v1' } }, conversation_settings_diff: { max_iterations: 50 } });
+    await stored({
+      language: 'en',
+      agent_settings_diff: {
+        llm: { model: 'openai/gpt-4o-mini', api_key: LLM_KEY, base_url: 'http://127.0.0.1:9/v1' },
+      },
+      conversation_settings_diff: { max_iterations: 50 },
+    });
     const s = await v1();
     expect(s).toMatchObject({
       language: 'en',
@@ -75,9 +85,23 @@ describe('GET /api/v1/settings', () => {
       llm_profiles: { profiles: {}, active: null },
       v1_enabled: true,
     });
-    expect(obj(s.agent_settings)).toMatchObject({ agent_kind: 'openhands', agent: 'CodeActAgent', condenser: { enabled: true, condenser_kind: 'llm_summarizing' } });
-    expect(llmOf(s)).toEqual({ model: 'openai/gpt-4o-mini', api_key: null, base_url: 'http://127.0.0.1:9/v1', is_subscription: false });
-    expect(conversationOf(s)).toEqual({ schema_version: 1, max_iterations: 50, confirmation_mode: false, security_analyzer: 'none' });
+    expect(obj(s.agent_settings)).toMatchObject({
+      agent_kind: 'openhands',
+      agent: 'CodeActAgent',
+      condenser: { enabled: true, condenser_kind: 'llm_summarizing' },
+    });
+    expect(llmOf(s)).toEqual({
+      model: 'openai/gpt-4o-mini',
+      api_key: null,
+      base_url: 'http://127.0.0.1:9/v1',
+      is_subscription: false,
+    });
+    expect(conversationOf(s)).toEqual({
+      schema_version: 1,
+      max_iterations: 50,
+      confirmation_mode: false,
+      security_analyzer: 'none',
+    });
     for (const text of h.responses) expect(text).not.toContain(LLM_KEY);
   });
 
@@ -117,30 +141,61 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
   });
 
   it('changes only what the diff names, in every nested object', async () => {
-    await stored({ agent_settings_diff: { llm: { model: 'openai/gpt-4o' } }, conversation_settings_diff: { max_iterations: 7 } });
+    await stored({
+      agent_settings_diff: { llm: { model: 'openai/gpt-4o' } },
+      conversation_settings_diff: { max_iterations: 7 },
+    });
     const s = await v1();
-    expect(llmOf(s)).toEqual({ model: 'openai/gpt-4o', api_key: null, base_url: 'https://llm.example.com/v1', is_subscription: false });
+    expect(llmOf(s)).toEqual({
+      model: 'openai/gpt-4o',
+      api_key: null,
+      base_url: 'https://llm.example.com/v1',
+      is_subscription: false,
+    });
     expect(s.llm_api_key_set).toBe(true);
-    expect(conversationOf(s)).toEqual({ schema_version: 1, max_iterations: 7, confirmation_mode: true, security_analyzer: 'llm' });
-    expect(obj(obj(s.agent_settings).condenser)).toEqual({ enabled: true, max_size: 80, condenser_kind: 'llm_summarizing' });
+    expect(conversationOf(s)).toEqual({
+      schema_version: 1,
+      max_iterations: 7,
+      confirmation_mode: true,
+      security_analyzer: 'llm',
+    });
+    expect(obj(obj(s.agent_settings).condenser)).toEqual({
+      enabled: true,
+      max_size: 80,
+      condenser_kind: 'llm_summarizing',
+    });
     expect(s).toMatchObject({ git_user_name: 'Alice', search_api_key_set: true });
     expect(Object.keys(obj(obj(s.agent_settings).mcp_config)).sort()).toEqual(['fetch', 'mcp.example.com']);
   });
 
   it('null puts a field back to unset: the key is removed, the condenser and limits go back to the defaults', async () => {
-    await stored({ agent_settings_diff: { llm: { api_key: null }, condenser: null }, conversation_settings_diff: { max_iterations: null, security_analyzer: null } });
+    await stored({
+      agent_settings_diff: { llm: { api_key: null }, condenser: null },
+      conversation_settings_diff: { max_iterations: null, security_analyzer: null },
+    });
     const s = await v1();
     expect(s.llm_api_key_set).toBe(false);
     expect(llmOf(s).model).toBe('anthropic/claude-sonnet-4');
-    expect(obj(obj(s.agent_settings).condenser)).toEqual({ enabled: true, max_size: h.service.agent.settingsDefaults.condenser_max_size, condenser_kind: 'llm_summarizing' });
-    expect(conversationOf(s)).toMatchObject({ max_iterations: h.service.agent.settingsDefaults.max_iterations, confirmation_mode: true, security_analyzer: 'none' });
+    expect(obj(obj(s.agent_settings).condenser)).toEqual({
+      enabled: true,
+      max_size: h.service.agent.settingsDefaults.condenser_max_size,
+      condenser_kind: 'llm_summarizing',
+    });
+    expect(conversationOf(s)).toMatchObject({
+      max_iterations: h.service.agent.settingsDefaults.max_iterations,
+      confirmation_mode: true,
+      security_analyzer: 'none',
+    });
     // llm: null empties the whole model configuration.
     await stored({ agent_settings_diff: { llm: null } });
     expect(llmOf(await v1())).toEqual({ model: null, api_key: null, base_url: null, is_subscription: false });
   });
 
   it('"" removes the keys; a no_op condenser turns condensing off', async () => {
-    await stored({ agent_settings_diff: { llm: { api_key: '' }, condenser: { condenser_kind: 'no_op' } }, search_api_key: '' });
+    await stored({
+      agent_settings_diff: { llm: { api_key: '' }, condenser: { condenser_kind: 'no_op' } },
+      search_api_key: '',
+    });
     const s = await v1();
     expect(s).toMatchObject({ llm_api_key_set: false, search_api_key_set: false });
     expect(obj(obj(s.agent_settings).condenser).enabled).toBe(false);
@@ -148,7 +203,14 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
   });
 
   it('replaces mcp_config whole; a remote server sent without auth keeps the stored key of its URL', async () => {
-    await stored({ agent_settings_diff: { mcp_config: { 'mcp.example.com': { url: 'https://mcp.example.com/mcp', transport: 'http', timeout: 30 }, events: { url: 'https://sse.example.com/sse' } } } });
+    await stored({
+      agent_settings_diff: {
+        mcp_config: {
+          'mcp.example.com': { url: 'https://mcp.example.com/mcp', transport: 'http', timeout: 30 },
+          events: { url: 'https://sse.example.com/sse' },
+        },
+      },
+    });
     const view = obj(obj((await v1()).agent_settings).mcp_config);
     expect(view).toEqual({
       'mcp.example.com': { url: 'https://mcp.example.com/mcp', transport: 'http', timeout: 30 },
@@ -166,7 +228,11 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
     const before = await v1();
     const { agent_settings, conversation_settings, search_api_key: _s, sandbox_api_key: _b, ...rest } = before;
     const { api_key: _k, ...llm } = llmOf(before);
-    await stored({ ...rest, agent_settings_diff: { ...obj(agent_settings), llm }, conversation_settings_diff: conversation_settings });
+    await stored({
+      ...rest,
+      agent_settings_diff: { ...obj(agent_settings), llm },
+      conversation_settings_diff: conversation_settings,
+    });
     expect(await v1()).toEqual(before);
     // As in 1.11, a null key in the answer sent back as is removes it.
     await stored({ search_api_key: null, agent_settings_diff: { llm: { api_key: null } } });
@@ -180,11 +246,23 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
       disabled_skills: ['x'],
       registered_marketplaces: [{ name: 'm', source: 'github:o/r' }],
       something_else: 1,
-      agent_settings_diff: { enable_sub_agents: true, tools: [], llm: { temperature: 0.2, num_retries: 2 }, condenser: { keep_first: 9 }, verification: { critic_enabled: true } },
+      agent_settings_diff: {
+        enable_sub_agents: true,
+        tools: [],
+        llm: { temperature: 0.2, num_retries: 2 },
+        condenser: { keep_first: 9 },
+        verification: { critic_enabled: true },
+      },
       user_version: 3,
     });
     const s = await v1();
-    expect(s).toMatchObject({ git_full_clone: false, sandbox_grouping_strategy: 'NO_GROUPING', disabled_skills: null, registered_marketplaces: [], user_version: 3 });
+    expect(s).toMatchObject({
+      git_full_clone: false,
+      sandbox_grouping_strategy: 'NO_GROUPING',
+      disabled_skills: null,
+      registered_marketplaces: [],
+      user_version: 3,
+    });
     expect(obj(s.agent_settings)).not.toHaveProperty('enable_sub_agents');
     expect(llmOf(s)).not.toHaveProperty('temperature');
   });
@@ -194,14 +272,35 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
     await expect422(await post({ agent_settings: { llm: { model: 'x' } } }), 'agent_settings');
     await expect422(await post({ conversation_settings: {} }), 'conversation_settings');
     await expect422(await post({ agent_settings_diff: { agent_kind: 'acp' } }), 'agent_settings_diff.agent_kind');
-    await expect422(await post({ agent_settings_diff: { condenser: { max_size: 10 } } }), 'agent_settings_diff.condenser.max_size');
-    await expect422(await post({ agent_settings_diff: { llm: { base_url: 'ftp://x' } } }), 'agent_settings_diff.llm.base_url');
-    await expect422(await post({ agent_settings_diff: { mcp_config: { x: { command: 'npx', cwd: '/tmp' } } } }), 'agent_settings_diff.mcp_config.x.cwd');
-    await expect422(await post({ agent_settings_diff: { mcp_config: { x: { url: 'https://a.example.com', auth: 'oauth' } } } }), 'agent_settings_diff.mcp_config.x.auth');
+    await expect422(
+      await post({ agent_settings_diff: { condenser: { max_size: 10 } } }),
+      'agent_settings_diff.condenser.max_size',
+    );
+    await expect422(
+      await post({ agent_settings_diff: { llm: { base_url: 'ftp://x' } } }),
+      'agent_settings_diff.llm.base_url',
+    );
+    await expect422(
+      await post({ agent_settings_diff: { mcp_config: { x: { command: 'npx', cwd: '/tmp' } } } }),
+      'agent_settings_diff.mcp_config.x.cwd',
+    );
+    await expect422(
+      await post({ agent_settings_diff: { mcp_config: { x: { url: 'https://a.example.com', auth: 'oauth' } } } }),
+      'agent_settings_diff.mcp_config.x.auth',
+    );
     await expect422(await post({ agent_settings_diff: { mcp_config: { x: { url: 'gopher://a' } } } }));
-    await expect422(await post({ agent_settings_diff: { mcp_config: { x: {} } } }), 'agent_settings_diff.mcp_config.x.command');
-    await expect422(await post({ conversation_settings_diff: { security_analyzer: 'bogus' } }), 'conversation_settings_diff.security_analyzer');
-    await expect422(await post({ conversation_settings_diff: { max_iterations: 0 } }), 'conversation_settings_diff.max_iterations');
+    await expect422(
+      await post({ agent_settings_diff: { mcp_config: { x: {} } } }),
+      'agent_settings_diff.mcp_config.x.command',
+    );
+    await expect422(
+      await post({ conversation_settings_diff: { security_analyzer: 'bogus' } }),
+      'conversation_settings_diff.security_analyzer',
+    );
+    await expect422(
+      await post({ conversation_settings_diff: { max_iterations: 0 } }),
+      'conversation_settings_diff.max_iterations',
+    );
     // 1.11 stores this and then cannot load its own settings again (its GET answers 500).
     await expect422(await post({ max_budget_per_task: 'abc' }), 'max_budget_per_task');
     await expect422(await post([1]));
@@ -223,7 +322,10 @@ describe('one settings record for V0 and V1', () => {
         security_analyzer: 'rules',
         enable_default_condenser: false,
         condenser_max_size: 60,
-        mcp_config: { stdio_servers: [{ name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'] }], shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: MCP_KEY }] },
+        mcp_config: {
+          stdio_servers: [{ name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'] }],
+          shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: MCP_KEY }],
+        },
         git_user_name: 'Alice',
         git_user_email: 'alice@example.com',
         max_budget_per_task: 2.5,
@@ -235,12 +337,25 @@ describe('one settings record for V0 and V1', () => {
     const s = await h.call('GET', '/api/v1/settings');
     // The security analyzer "rules" is this service's own (1.11 knows llm and none only), so this body is checked field by field.
     const body = obj(s.body);
-    expect(llmOf(body)).toEqual({ model: 'openai/gpt-4o', api_key: null, base_url: 'https://proxy.example.com/v1', is_subscription: false });
-    expect(conversationOf(body)).toEqual({ schema_version: 1, max_iterations: 33, confirmation_mode: true, security_analyzer: 'rules' });
+    expect(llmOf(body)).toEqual({
+      model: 'openai/gpt-4o',
+      api_key: null,
+      base_url: 'https://proxy.example.com/v1',
+      is_subscription: false,
+    });
+    expect(conversationOf(body)).toEqual({
+      schema_version: 1,
+      max_iterations: 33,
+      confirmation_mode: true,
+      security_analyzer: 'rules',
+    });
     expect(obj(body.agent_settings)).toMatchObject({
       agent: 'CodeActAgent',
       condenser: { enabled: false, max_size: 60 },
-      mcp_config: { fetch: { command: 'uvx', args: ['mcp-server-fetch'], env: {} }, 'mcp.example.com': { url: 'https://mcp.example.com/mcp', transport: 'http', timeout: 60 } },
+      mcp_config: {
+        fetch: { command: 'uvx', args: ['mcp-server-fetch'], env: {} },
+        'mcp.example.com': { url: 'https://mcp.example.com/mcp', transport: 'http', timeout: 60 },
+      },
     });
     expect(body).toMatchObject({
       git_user_name: 'Alice',
@@ -250,7 +365,8 @@ describe('one settings record for V0 and V1', () => {
       search_api_key_set: true,
       provider_tokens_set: { github: 'github.example.com' },
     });
-    for (const text of h.responses) for (const secret of [LLM_KEY, MCP_KEY, SEARCH_KEY, 'ghp_v0token']) expect(text).not.toContain(secret);
+    for (const text of h.responses)
+      for (const secret of [LLM_KEY, MCP_KEY, SEARCH_KEY, 'ghp_v0token']) expect(text).not.toContain(secret);
   });
 
   it('what V1 stores, V0 shows', async () => {
@@ -259,7 +375,10 @@ describe('one settings record for V0 and V1', () => {
         agent: 'CodeActAgent',
         llm: { model: 'openai/gpt-4o', api_key: LLM_KEY, base_url: 'https://proxy.example.com/v1' },
         condenser: { enabled: false, max_size: 50 },
-        mcp_config: { fetch: { command: 'uvx', args: ['mcp-server-fetch'] }, live: { url: 'https://sse.example.com/sse', auth: MCP_KEY } },
+        mcp_config: {
+          fetch: { command: 'uvx', args: ['mcp-server-fetch'] },
+          live: { url: 'https://sse.example.com/sse', auth: MCP_KEY },
+        },
       },
       conversation_settings_diff: { max_iterations: 12, confirmation_mode: true, security_analyzer: 'ensemble' },
       language: 'fr',
@@ -283,14 +402,19 @@ describe('one settings record for V0 and V1', () => {
       git_user_email: 'alice@example.com',
       search_api_key_set: true,
       enable_sound_notifications: true,
-      mcp_config: { stdio_servers: [{ name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'], env: {} }], sse_servers: [{ url: 'https://sse.example.com/sse', api_key: null }], shttp_servers: [] },
+      mcp_config: {
+        stdio_servers: [{ name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'], env: {} }],
+        sse_servers: [{ url: 'https://sse.example.com/sse', api_key: null }],
+        shttp_servers: [],
+      },
     });
     const secrets = (await h.service.settings.loadWithSecrets('alice'))._unsafeUnwrap()!;
     expect(secrets).toMatchObject({ llm_api_key: LLM_KEY, search_api_key: SEARCH_KEY });
     expect(secrets.mcp_config.sse_servers[0]?.api_key).toBe(MCP_KEY);
     // And the engine runs on it: a conversation starts with the V1 settings alone.
     expect((await h.call('POST', '/api/v1/app-conversations', { body: {} })).status).toBe(200);
-    for (const text of h.responses) for (const secret of [LLM_KEY, MCP_KEY, SEARCH_KEY]) expect(text).not.toContain(secret);
+    for (const text of h.responses)
+      for (const secret of [LLM_KEY, MCP_KEY, SEARCH_KEY]) expect(text).not.toContain(secret);
   });
 });
 
@@ -298,7 +422,9 @@ describe('the settings forms', () => {
   /** The keys 1.11's SettingsSchema has at each level (its exported examples). */
   async function expectSchemaFormat(path: string, example: string): Promise<Record<string, unknown>> {
     const { readFile } = await import('node:fs/promises');
-    const theirs = JSON.parse(await readFile(new URL(`./openhands-1.11/schemas/${example}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+    const theirs = JSON.parse(
+      await readFile(new URL(`./openhands-1.11/schemas/${example}`, import.meta.url), 'utf8'),
+    ) as Record<string, unknown>;
     const r = await h.call('GET', path);
     expect(r.status, r.text).toBe(200);
     const ours = obj(r.body);
@@ -308,21 +434,42 @@ describe('the settings forms', () => {
     expect(ours.model_name).toBe(theirs.model_name);
     expect(Object.keys(firstSection(ours)).sort()).toEqual(Object.keys(firstSection(theirs)).sort());
     for (const section of arr(ours.sections).map(obj)) {
-      for (const field of arr(section.fields).map(obj)) expect(Object.keys(field).sort(), String(field.key)).toEqual(Object.keys(firstField(theirs)).sort());
+      for (const field of arr(section.fields).map(obj))
+        expect(Object.keys(field).sort(), String(field.key)).toEqual(Object.keys(firstField(theirs)).sort());
     }
     return ours;
   }
 
-  const fieldsOf = (schema: Record<string, unknown>) => arr(schema.sections).flatMap((s) => arr(obj(s).fields).map(obj));
+  const fieldsOf = (schema: Record<string, unknown>) =>
+    arr(schema.sections).flatMap((s) => arr(obj(s).fields).map(obj));
 
   it('agent-schema: 1.11’s format, listing what this service acts on; each key is taken by agent_settings_diff', async () => {
     const schema = await expectSchemaFormat('/api/v1/settings/agent-schema', 'AgentSettingsSchema.example.json');
     const fields = fieldsOf(schema);
-    expect(fields.map((f) => f.key)).toEqual(['agent', 'mcp_config', 'llm.model', 'llm.api_key', 'llm.base_url', 'condenser.enabled', 'condenser.max_size']);
+    expect(fields.map((f) => f.key)).toEqual([
+      'agent',
+      'mcp_config',
+      'llm.model',
+      'llm.api_key',
+      'llm.base_url',
+      'condenser.enabled',
+      'condenser.max_size',
+    ]);
     expect(fields.find((f) => f.key === 'llm.api_key')).toMatchObject({ secret: true });
-    expect(fields.find((f) => f.key === 'condenser.max_size')).toMatchObject({ default: h.service.agent.settingsDefaults.condenser_max_size, depends_on: ['condenser.enabled'] });
+    expect(fields.find((f) => f.key === 'condenser.max_size')).toMatchObject({
+      default: h.service.agent.settingsDefaults.condenser_max_size,
+      depends_on: ['condenser.enabled'],
+    });
     // Setting every field by its key shows up in GET.
-    const values: Record<string, unknown> = { agent: 'CodeActAgent', mcp_config: {}, 'llm.model': 'openai/gpt-4o', 'llm.api_key': LLM_KEY, 'llm.base_url': 'https://proxy.example.com/v1', 'condenser.enabled': false, 'condenser.max_size': 90 };
+    const values: Record<string, unknown> = {
+      agent: 'CodeActAgent',
+      mcp_config: {},
+      'llm.model': 'openai/gpt-4o',
+      'llm.api_key': LLM_KEY,
+      'llm.base_url': 'https://proxy.example.com/v1',
+      'condenser.enabled': false,
+      'condenser.max_size': 90,
+    };
     const diff: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(values)) {
       const [head, tail] = key.split('.') as [string, string | undefined];
@@ -331,18 +478,32 @@ describe('the settings forms', () => {
     }
     await stored({ agent_settings_diff: diff });
     const agent = obj((await v1()).agent_settings);
-    expect(agent).toMatchObject({ agent: 'CodeActAgent', mcp_config: {}, llm: { model: 'openai/gpt-4o', base_url: 'https://proxy.example.com/v1' }, condenser: { enabled: false, max_size: 90 } });
+    expect(agent).toMatchObject({
+      agent: 'CodeActAgent',
+      mcp_config: {},
+      llm: { model: 'openai/gpt-4o', base_url: 'https://proxy.example.com/v1' },
+      condenser: { enabled: false, max_size: 90 },
+    });
   });
 
   it('conversation-schema: 1.11’s format, with this service’s analyzers', async () => {
-    const schema = await expectSchemaFormat('/api/v1/settings/conversation-schema', 'ConversationSettingsSchema.example.json');
+    const schema = await expectSchemaFormat(
+      '/api/v1/settings/conversation-schema',
+      'ConversationSettingsSchema.example.json',
+    );
     const fields = fieldsOf(schema);
     expect(fields.map((f) => f.key)).toEqual(['max_iterations', 'confirmation_mode', 'security_analyzer']);
     expect(arr(fields[2]?.choices).map((c) => obj(c).value)).toEqual(['llm', 'rules', 'ensemble', 'none']);
     expect(fields[0]?.default).toBe(h.service.agent.settingsDefaults.max_iterations);
     for (const analyzer of ['llm', 'rules', 'ensemble', 'none']) {
-      await stored({ conversation_settings_diff: { security_analyzer: analyzer, max_iterations: 9, confirmation_mode: true } });
-      expect(conversationOf(obj((await h.call('GET', '/api/v1/settings')).body))).toMatchObject({ security_analyzer: analyzer, max_iterations: 9, confirmation_mode: true });
+      await stored({
+        conversation_settings_diff: { security_analyzer: analyzer, max_iterations: 9, confirmation_mode: true },
+      });
+      expect(conversationOf(obj((await h.call('GET', '/api/v1/settings')).body))).toMatchObject({
+        security_analyzer: analyzer,
+        max_iterations: 9,
+        confirmation_mode: true,
+      });
     }
   });
 });

@@ -120,7 +120,9 @@ describe('Load Settings', () => {
   it('after an empty store, returns all 26 fields and the three _set fields with their defaults', async () => {
     await store({});
     const view = await load();
-    expect(Object.keys(view).sort()).toEqual([...SETTINGS_FIELDS, 'llm_api_key_set', 'provider_tokens_set', 'search_api_key_set'].sort());
+    expect(Object.keys(view).sort()).toEqual(
+      [...SETTINGS_FIELDS, 'llm_api_key_set', 'provider_tokens_set', 'search_api_key_set'].sort(),
+    );
     expect(view).toEqual(DEFAULT_VIEW);
   });
 
@@ -147,7 +149,11 @@ describe('Load Settings', () => {
       user_consents_to_analytics: true,
       sandbox_base_container_image: 'base:1',
       sandbox_runtime_container_image: 'runtime:1',
-      mcp_config: { sse_servers: [{ url: 'https://sse.example.com/sse', api_key: `${MARK}mcp` }], stdio_servers: [], shttp_servers: [] },
+      mcp_config: {
+        sse_servers: [{ url: 'https://sse.example.com/sse', api_key: `${MARK}mcp` }],
+        stdio_servers: [],
+        shttp_servers: [],
+      },
       search_api_key: `${MARK}search`,
       sandbox_api_key: `${MARK}sandbox`,
       max_budget_per_task: 12.5,
@@ -166,7 +172,11 @@ describe('Load Settings', () => {
         provider_tokens: { github: { host: 'github.example.com', user_id: 'u1' } },
         custom_secrets: { MY_TOKEN: { description: 'for tests' } },
       },
-      mcp_config: { sse_servers: [{ url: 'https://sse.example.com/sse', api_key: null }], stdio_servers: [], shttp_servers: [] },
+      mcp_config: {
+        sse_servers: [{ url: 'https://sse.example.com/sse', api_key: null }],
+        stdio_servers: [],
+        shttp_servers: [],
+      },
       llm_api_key_set: true,
       provider_tokens_set: { github: 'github.example.com' },
       search_api_key_set: true,
@@ -186,7 +196,10 @@ describe('Load Settings', () => {
       llm_api_key: `${MARK}k`,
       search_api_key: `${MARK}s`,
       sandbox_api_key: `${MARK}sb`,
-      secrets_store: { provider_tokens: { gitlab: { token: `${MARK}gl`, host: null } }, custom_secrets: { A: { secret: `${MARK}a`, description: null } } },
+      secrets_store: {
+        provider_tokens: { gitlab: { token: `${MARK}gl`, host: null } },
+        custom_secrets: { A: { secret: `${MARK}a`, description: null } },
+      },
       mcp_config: { shttp_servers: [{ url: 'https://mcp.example.com', api_key: `${MARK}m`, timeout: 30 }] },
     });
     const before = await stored();
@@ -237,22 +250,25 @@ describe('Store Settings merge rules', () => {
     ['enable_solvability_analysis', true],
   ];
 
-  it.each(booleans)('%s: default %s, absent keeps, present writes, null is 422 naming the field and changes nothing', async (field, byDefault) => {
-    await store({});
-    expect((await load())[field]).toBe(byDefault);
-    await store({ [field]: !byDefault });
-    expect((await load())[field]).toBe(!byDefault);
-    await store({ language: 'en' });
-    expect((await load())[field]).toBe(!byDefault);
-    await rejected({ [field]: null, language: 'fr' }, field);
-    const view = await load();
-    expect(view[field]).toBe(!byDefault);
-    expect(view.language).toBe('en'); // a refused body writes nothing at all
-    await rejected({ [field]: 'true' }, field);
-    await rejected({ [field]: 1 }, field);
-    await store({ [field]: byDefault });
-    expect((await load())[field]).toBe(byDefault);
-  });
+  it.each(booleans)(
+    '%s: default %s, absent keeps, present writes, null is 422 naming the field and changes nothing',
+    async (field, byDefault) => {
+      await store({});
+      expect((await load())[field]).toBe(byDefault);
+      await store({ [field]: !byDefault });
+      expect((await load())[field]).toBe(!byDefault);
+      await store({ language: 'en' });
+      expect((await load())[field]).toBe(!byDefault);
+      await rejected({ [field]: null, language: 'fr' }, field);
+      const view = await load();
+      expect(view[field]).toBe(!byDefault);
+      expect(view.language).toBe('en'); // a refused body writes nothing at all
+      await rejected({ [field]: 'true' }, field);
+      await rejected({ [field]: 1 }, field);
+      await store({ [field]: byDefault });
+      expect((await load())[field]).toBe(byDefault);
+    },
+  );
 
   it.each([
     ['llm_model', 'openai/gpt-4o', 'anthropic/claude-sonnet-4'],
@@ -311,7 +327,10 @@ describe('Store Settings merge rules', () => {
   });
 
   it('rejects wrong types with 422 VALIDATION_FAILED naming each field', async () => {
-    const paths = await rejected({ max_iterations: 1.5, language: 42, llm_api_key: 123, email_verified: 'yes' }, 'max_iterations');
+    const paths = await rejected(
+      { max_iterations: 1.5, language: 42, llm_api_key: 123, email_verified: 'yes' },
+      'max_iterations',
+    );
     expect(paths).toEqual(expect.arrayContaining(['max_iterations', 'language', 'llm_api_key', 'email_verified']));
     await rejected({ max_iterations: '10' }, 'max_iterations');
     await rejected({ max_budget_per_task: 'cheap' }, 'max_budget_per_task');
@@ -340,7 +359,11 @@ describe('Store Settings merge rules', () => {
   it('concurrent stores merge one after the other: no update is lost', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `NAME_${i}`);
     const results = await Promise.all(
-      names.map((name, i) => h.call('POST', '/api/settings', { body: { secrets_store: { custom_secrets: { [name]: { secret: `${MARK}${i}` } } } } })),
+      names.map((name, i) =>
+        h.call('POST', '/api/settings', {
+          body: { secrets_store: { custom_secrets: { [name]: { secret: `${MARK}${i}` } } } },
+        }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(names.map(() => 200));
     expect(Object.keys(obj((await load()).secrets_store).custom_secrets as object).sort()).toEqual([...names].sort());
@@ -378,7 +401,11 @@ describe('secrets_store', () => {
 
     // Another provider: the first two stay.
     await store({ secrets_store: { provider_tokens: { bitbucket: { token: `${MARK}bb`, host: 'bitbucket.org' } } } });
-    expect((await load()).provider_tokens_set).toEqual({ github: null, gitlab: 'gitlab.example.com', bitbucket: 'bitbucket.org' });
+    expect((await load()).provider_tokens_set).toEqual({
+      github: null,
+      gitlab: 'gitlab.example.com',
+      bitbucket: 'bitbucket.org',
+    });
 
     // Token null keeps it, the host is updated.
     await store({ secrets_store: { provider_tokens: { github: { token: null, host: 'ghe.example.com' } } } });
@@ -411,17 +438,35 @@ describe('secrets_store', () => {
   });
 
   it('a provider with only a user id counts as set; enterprise_sso is a provider', async () => {
-    await store({ secrets_store: { provider_tokens: { enterprise_sso: { token: `${MARK}sso`, host: 'sso.example.com' }, gitlab: { user_id: 'u-7' } } } });
+    await store({
+      secrets_store: {
+        provider_tokens: {
+          enterprise_sso: { token: `${MARK}sso`, host: 'sso.example.com' },
+          gitlab: { user_id: 'u-7' },
+        },
+      },
+    });
     expect((await load()).provider_tokens_set).toEqual({ enterprise_sso: 'sso.example.com', gitlab: null });
     expect(obj(obj((await load()).secrets_store).provider_tokens).gitlab).toEqual({ host: null, user_id: 'u-7' });
   });
 
   it('an unknown provider is 422 and stores nothing', async () => {
     await store({ secrets_store: { provider_tokens: { github: { token: `${MARK}gh` } } } });
-    await rejected({ secrets_store: { provider_tokens: { sourceforge: { token: `${MARK}x` } } } }, 'secrets_store.provider_tokens');
-    await rejected({ secrets_store: { provider_tokens: { GitHub: { token: `${MARK}x` } } } }, 'secrets_store.provider_tokens');
-    await rejected({ secrets_store: { provider_tokens: { github: { token: 42 } } } }, 'secrets_store.provider_tokens.github');
-    expect((await stored()).secrets_store.provider_tokens).toEqual({ github: { token: `${MARK}gh`, host: null, user_id: null } });
+    await rejected(
+      { secrets_store: { provider_tokens: { sourceforge: { token: `${MARK}x` } } } },
+      'secrets_store.provider_tokens',
+    );
+    await rejected(
+      { secrets_store: { provider_tokens: { GitHub: { token: `${MARK}x` } } } },
+      'secrets_store.provider_tokens',
+    );
+    await rejected(
+      { secrets_store: { provider_tokens: { github: { token: 42 } } } },
+      'secrets_store.provider_tokens.github',
+    );
+    expect((await stored()).secrets_store.provider_tokens).toEqual({
+      github: { token: `${MARK}gh`, host: null, user_id: null },
+    });
   });
 
   it('custom secrets merge per name; null removes; secret null or absent keeps; "" removes', async () => {
@@ -430,7 +475,10 @@ describe('secrets_store', () => {
     expect(obj((await load()).secrets_store).custom_secrets).toEqual({ MY_TOKEN: { description: 'first' } });
 
     await store({ secrets_store: { custom_secrets: { _OTHER2: { secret: `${MARK}c2` } } } });
-    expect(await secrets()).toEqual({ MY_TOKEN: { secret: `${MARK}c1`, description: 'first' }, _OTHER2: { secret: `${MARK}c2`, description: null } });
+    expect(await secrets()).toEqual({
+      MY_TOKEN: { secret: `${MARK}c1`, description: 'first' },
+      _OTHER2: { secret: `${MARK}c2`, description: null },
+    });
 
     await store({ secrets_store: { custom_secrets: { MY_TOKEN: { secret: null, description: 'renamed' } } } });
     expect((await secrets()).MY_TOKEN).toEqual({ secret: `${MARK}c1`, description: 'renamed' });
@@ -451,7 +499,10 @@ describe('secrets_store', () => {
 
   it('a custom secret name must be a valid environment variable name', async () => {
     for (const name of ['1ABC', 'has space', 'has-dash', 'dot.ted', '', 'ÄRGER']) {
-      await rejected({ secrets_store: { custom_secrets: { [name]: { secret: `${MARK}x` } } } }, 'secrets_store.custom_secrets');
+      await rejected(
+        { secrets_store: { custom_secrets: { [name]: { secret: `${MARK}x` } } } },
+        'secrets_store.custom_secrets',
+      );
     }
     expect((await h.call('GET', '/api/settings')).status).toBe(404);
   });
@@ -463,11 +514,20 @@ describe('mcp_config', () => {
       mcp_config: {
         sse_servers: ['https://sse.example.com/sse', { url: '  wss://ws.example.com/mcp  ', api_key: `${MARK}sse` }],
         stdio_servers: [
-          { name: 'fs-server_1', command: 'npx', args: `-y "@scope/server fs" --root '/tmp/a b'`, env: 'A=1, B_2=two=2' },
+          {
+            name: 'fs-server_1',
+            command: 'npx',
+            args: `-y "@scope/server fs" --root '/tmp/a b'`,
+            env: 'A=1, B_2=two=2',
+          },
           { name: 'plain', command: 'uvx', args: ['mcp-server-fetch'], env: { TOKEN_NAME: 'x', N: 5, FLAG: true } },
           { name: 'bare', command: '/usr/bin/mcp' },
         ],
-        shttp_servers: ['http://h1.example.com/mcp', { url: 'https://h2.example.com/mcp', timeout: 3600 }, { url: 'https://h3.example.com', timeout: 1 }],
+        shttp_servers: [
+          'http://h1.example.com/mcp',
+          { url: 'https://h2.example.com/mcp', timeout: 3600 },
+          { url: 'https://h3.example.com', timeout: 1 },
+        ],
       },
     });
     expect((await load()).mcp_config).toEqual({
@@ -476,7 +536,12 @@ describe('mcp_config', () => {
         { url: 'wss://ws.example.com/mcp', api_key: null },
       ],
       stdio_servers: [
-        { name: 'fs-server_1', command: 'npx', args: ['-y', '@scope/server fs', '--root', '/tmp/a b'], env: { A: '1', B_2: 'two=2' } },
+        {
+          name: 'fs-server_1',
+          command: 'npx',
+          args: ['-y', '@scope/server fs', '--root', '/tmp/a b'],
+          env: { A: '1', B_2: 'two=2' },
+        },
         { name: 'plain', command: 'uvx', args: ['mcp-server-fetch'], env: { TOKEN_NAME: 'x', N: '5', FLAG: 'true' } },
         { name: 'bare', command: '/usr/bin/mcp', args: [], env: {} },
       ],
@@ -494,22 +559,75 @@ describe('mcp_config', () => {
     ['sse url without host', { sse_servers: [{ url: 'http://' }] }, 'mcp_config.sse_servers.0'],
     ['sse url that is not a URL', { sse_servers: ['just text'] }, 'mcp_config.sse_servers.0'],
     ['shttp url with javascript scheme', { shttp_servers: ['javascript:alert(1)'] }, 'mcp_config.shttp_servers.0'],
-    ['stdio name with a space', { stdio_servers: [{ name: 'my server', command: 'npx' }] }, 'mcp_config.stdio_servers.0'],
+    [
+      'stdio name with a space',
+      { stdio_servers: [{ name: 'my server', command: 'npx' }] },
+      'mcp_config.stdio_servers.0',
+    ],
     ['stdio name with a dot', { stdio_servers: [{ name: 'my.server', command: 'npx' }] }, 'mcp_config.stdio_servers.0'],
     ['stdio without a name', { stdio_servers: [{ command: 'npx' }] }, 'mcp_config.stdio_servers.0'],
-    ['stdio command with spaces', { stdio_servers: [{ name: 'a', command: 'npx -y server' }] }, 'mcp_config.stdio_servers.0'],
+    [
+      'stdio command with spaces',
+      { stdio_servers: [{ name: 'a', command: 'npx -y server' }] },
+      'mcp_config.stdio_servers.0',
+    ],
     ['stdio without a command', { stdio_servers: [{ name: 'a' }] }, 'mcp_config.stdio_servers.0'],
-    ['stdio args with an unterminated quote', { stdio_servers: [{ name: 'a', command: 'x', args: '"oops' }] }, 'mcp_config.stdio_servers.0'],
-    ['stdio env pair without =', { stdio_servers: [{ name: 'a', command: 'x', env: 'NOVALUE' }] }, 'mcp_config.stdio_servers.0'],
-    ['stdio env with a bad key', { stdio_servers: [{ name: 'a', command: 'x', env: { '1BAD': 'v' } }] }, 'mcp_config.stdio_servers.0'],
-    ['stdio env string with a bad key', { stdio_servers: [{ name: 'a', command: 'x', env: 'GOOD=1,BAD-KEY=2' }] }, 'mcp_config.stdio_servers.0'],
-    ['duplicate stdio names', { stdio_servers: [{ name: 'a', command: 'x' }, { name: 'a', command: 'y' }] }, 'mcp_config.stdio_servers.1'],
-    ['shttp timeout 0', { shttp_servers: [{ url: 'https://h.example.com', timeout: 0 }] }, 'mcp_config.shttp_servers.0'],
-    ['shttp timeout 3601', { shttp_servers: [{ url: 'https://h.example.com', timeout: 3601 }] }, 'mcp_config.shttp_servers.0'],
-    ['shttp timeout negative', { shttp_servers: [{ url: 'https://h.example.com', timeout: -5 }] }, 'mcp_config.shttp_servers.0'],
-    ['shttp timeout fractional', { shttp_servers: [{ url: 'https://h.example.com', timeout: 1.5 }] }, 'mcp_config.shttp_servers.0'],
+    [
+      'stdio args with an unterminated quote',
+      { stdio_servers: [{ name: 'a', command: 'x', args: '"oops' }] },
+      'mcp_config.stdio_servers.0',
+    ],
+    [
+      'stdio env pair without =',
+      { stdio_servers: [{ name: 'a', command: 'x', env: 'NOVALUE' }] },
+      'mcp_config.stdio_servers.0',
+    ],
+    [
+      'stdio env with a bad key',
+      { stdio_servers: [{ name: 'a', command: 'x', env: { '1BAD': 'v' } }] },
+      'mcp_config.stdio_servers.0',
+    ],
+    [
+      'stdio env string with a bad key',
+      { stdio_servers: [{ name: 'a', command: 'x', env: 'GOOD=1,BAD-KEY=2' }] },
+      'mcp_config.stdio_servers.0',
+    ],
+    [
+      'duplicate stdio names',
+      {
+        stdio_servers: [
+          { name: 'a', command: 'x' },
+          { name: 'a', command: 'y' },
+        ],
+      },
+      'mcp_config.stdio_servers.1',
+    ],
+    [
+      'shttp timeout 0',
+      { shttp_servers: [{ url: 'https://h.example.com', timeout: 0 }] },
+      'mcp_config.shttp_servers.0',
+    ],
+    [
+      'shttp timeout 3601',
+      { shttp_servers: [{ url: 'https://h.example.com', timeout: 3601 }] },
+      'mcp_config.shttp_servers.0',
+    ],
+    [
+      'shttp timeout negative',
+      { shttp_servers: [{ url: 'https://h.example.com', timeout: -5 }] },
+      'mcp_config.shttp_servers.0',
+    ],
+    [
+      'shttp timeout fractional',
+      { shttp_servers: [{ url: 'https://h.example.com', timeout: 1.5 }] },
+      'mcp_config.shttp_servers.0',
+    ],
     ['unknown key in mcp_config', { sse_servers: [], extra: true }, 'mcp_config'],
-    ['unknown key in a server', { sse_servers: [{ url: 'https://a.example.com', headers: {} }] }, 'mcp_config.sse_servers.0'],
+    [
+      'unknown key in a server',
+      { sse_servers: [{ url: 'https://a.example.com', headers: {} }] },
+      'mcp_config.sse_servers.0',
+    ],
   ])('%s → 422', async (_label, mcp, path) => {
     await rejected({ mcp_config: mcp }, path);
     expect((await h.call('GET', '/api/settings')).status).toBe(404);
@@ -520,7 +638,10 @@ describe('mcp_config', () => {
       (await stored()).mcp_config[kind].find((s) => s.url === url)?.api_key;
     await store({
       mcp_config: {
-        sse_servers: [{ url: 'https://a.example.com/sse', api_key: `${MARK}a` }, { url: 'https://b.example.com/sse', api_key: `${MARK}b` }],
+        sse_servers: [
+          { url: 'https://a.example.com/sse', api_key: `${MARK}a` },
+          { url: 'https://b.example.com/sse', api_key: `${MARK}b` },
+        ],
         shttp_servers: [{ url: 'https://c.example.com/mcp', api_key: `${MARK}c` }],
       },
     });
@@ -534,7 +655,10 @@ describe('mcp_config', () => {
     // A null key does not borrow the key of another URL; a dropped server is gone; "" clears; a new key replaces.
     await store({
       mcp_config: {
-        sse_servers: [{ url: 'https://a.example.com/sse', api_key: '' }, { url: 'https://new.example.com/sse', api_key: null }],
+        sse_servers: [
+          { url: 'https://a.example.com/sse', api_key: '' },
+          { url: 'https://new.example.com/sse', api_key: null },
+        ],
         shttp_servers: [{ url: 'https://c.example.com/mcp', api_key: `${MARK}c2` }],
       },
     });
@@ -557,7 +681,11 @@ describe('secrets never leave the server', () => {
   it('not in validation errors that quote the body, nor in conversation or sandbox responses, nor in logs', async () => {
     // A refused body that carries secrets next to the bad field.
     const refused = await h.call('POST', '/api/settings', {
-      body: { llm_api_key: `${MARK}refused`, max_iterations: 'x', secrets_store: { custom_secrets: { 'bad name': { secret: `${MARK}refused2` } } } },
+      body: {
+        llm_api_key: `${MARK}refused`,
+        max_iterations: 'x',
+        secrets_store: { custom_secrets: { 'bad name': { secret: `${MARK}refused2` } } },
+      },
     });
     expect(refused.status).toBe(422);
     // A secret that is itself invalid (too long) is not echoed either.
@@ -576,10 +704,15 @@ describe('secrets never leave the server', () => {
       mcp_config: { sse_servers: [{ url: 'https://m.example.com', api_key: `${MARK}mcp` }] },
     });
     const created = await h.call('POST', '/api/conversations', {
-      body: { initial_user_msg: 'hello', mcp_config: { shttp_servers: [{ url: 'https://x.example.com', api_key: `${MARK}conv-mcp` }] } },
+      body: {
+        initial_user_msg: 'hello',
+        mcp_config: { shttp_servers: [{ url: 'https://x.example.com', api_key: `${MARK}conv-mcp` }] },
+      },
     });
     expect(created.status).toBe(200);
-    const task = await h.call('POST', '/api/v1/app-conversations', { body: { initial_message: { content: [{ type: 'text', text: 'hi' }] } } });
+    const task = await h.call('POST', '/api/v1/app-conversations', {
+      body: { initial_message: { content: [{ type: 'text', text: 'hi' }] } },
+    });
     expect(task.status).toBe(200);
     await h.idle();
     const id = obj(created.body).conversation_id as string;

@@ -25,15 +25,30 @@ interface Raw {
 }
 
 /** A request with the path sent exactly as written (fetch would normalise it). */
-function raw(h: Harness, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Raw> {
+function raw(
+  h: Harness,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Raw> {
   const { port } = new URL(h.baseUrl);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { ...headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -92,7 +107,12 @@ describe('sign-in from another site', () => {
     // A page elsewhere posting the form: refused.
     const form = 'sign_in=bob';
     const formHeaders = { 'Content-Type': 'application/x-www-form-urlencoded', cookie: alice };
-    const forgeries: Record<string, string>[] = [{ 'Sec-Fetch-Site': 'cross-site' }, { 'Sec-Fetch-Site': 'same-site' }, { Origin: 'http://evil.example' }, {}];
+    const forgeries: Record<string, string>[] = [
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { 'Sec-Fetch-Site': 'same-site' },
+      { Origin: 'http://evil.example' },
+      {},
+    ];
     for (const forged of forgeries) {
       const r = await raw(h, 'POST', `/console/?key=${KEY_B}`, { ...formHeaders, ...forged }, form);
       expect(r.status, JSON.stringify(forged)).toBe(403);
@@ -100,13 +120,23 @@ describe('sign-in from another site', () => {
     }
     expect(await userOf(h, alice)).toBe('signed-in');
     // The user presses the button (a same-origin post): now Bob, and Alice's session is over.
-    const confirmed = await raw(h, 'POST', `/console/?key=${KEY_B}`, { ...formHeaders, 'Sec-Fetch-Site': 'same-origin', Origin: h.baseUrl }, form);
+    const confirmed = await raw(
+      h,
+      'POST',
+      `/console/?key=${KEY_B}`,
+      { ...formHeaders, 'Sec-Fetch-Site': 'same-origin', Origin: h.baseUrl },
+      form,
+    );
     expect(confirmed.status).toBe(303);
     expect(confirmed.headers.location).toBe('/console/');
     const bob = cookieOf(confirmed)!.split(';')[0]!;
     expect(bob).not.toBe(alice);
     expect(await userOf(h, alice)).toBeNull();
-    const bobsSettings = await h.call('POST', '/api/settings', { key: null, body: { llm_model: 'openai/x' }, headers: { cookie: bob, Origin: h.baseUrl } });
+    const bobsSettings = await h.call('POST', '/api/settings', {
+      key: null,
+      body: { llm_model: 'openai/x' },
+      headers: { cookie: bob, Origin: h.baseUrl },
+    });
     expect(bobsSettings.status).toBe(200);
     expect((await h.call('GET', '/api/settings', { key: KEY_B })).body).toMatchObject({ llm_model: 'openai/x' });
   });
@@ -117,13 +147,26 @@ describe('sign-in from another site', () => {
     const again = await raw(h, 'GET', `/console/?key=${KEY_A}`, { 'Sec-Fetch-Site': 'cross-site', cookie: alice });
     expect(again.status).toBe(303);
     expect(cookieOf(again)).toBeUndefined();
-    const mismatch = await raw(h, 'POST', `/?key=${KEY_A}`, { 'Content-Type': 'application/x-www-form-urlencoded', 'Sec-Fetch-Site': 'same-origin' }, 'sign_in=bob');
+    const mismatch = await raw(
+      h,
+      'POST',
+      `/?key=${KEY_A}`,
+      { 'Content-Type': 'application/x-www-form-urlencoded', 'Sec-Fetch-Site': 'same-origin' },
+      'sign_in=bob',
+    );
     expect(mismatch.status).toBe(400);
   });
 });
 
 describe('the sign-in redirect', () => {
-  it.each(['/.//evil.com/', '/%2e//evil.com/', '/console/..//evil.com/', '/./\\evil.com/', '//evil.com/', '/\\/evil.com/'])('for %s stays on this site', async (path) => {
+  it.each([
+    '/.//evil.com/',
+    '/%2e//evil.com/',
+    '/console/..//evil.com/',
+    '/./\\evil.com/',
+    '//evil.com/',
+    '/\\/evil.com/',
+  ])('for %s stays on this site', async (path) => {
     const h = await harness();
     const r = await raw(h, 'GET', `${path}?key=${KEY_A}`, TYPED);
     expect(r.status).toBe(303);
@@ -141,9 +184,17 @@ describe('behind a proxy', () => {
     const signIn = await raw(h, 'GET', `/?key=${KEY_A}`, { ...TYPED, ...forwarded });
     expect(cookieOf(signIn)).toContain('; Secure');
     const cookie = cookieOf(signIn)!.split(';')[0]!;
-    const post = await h.call('POST', '/api/settings', { key: null, body: { llm_model: 'openai/x' }, headers: { cookie, Origin: 'https://acs.example', ...forwarded } });
+    const post = await h.call('POST', '/api/settings', {
+      key: null,
+      body: { llm_model: 'openai/x' },
+      headers: { cookie, Origin: 'https://acs.example', ...forwarded },
+    });
     expect(post.status).toBe(200);
-    const other = await h.call('POST', '/api/settings', { key: null, body: { llm_model: 'openai/y' }, headers: { cookie, Origin: 'http://acs.example', ...forwarded } });
+    const other = await h.call('POST', '/api/settings', {
+      key: null,
+      body: { llm_model: 'openai/y' },
+      headers: { cookie, Origin: 'http://acs.example', ...forwarded },
+    });
     expect(other.status).toBe(403);
   });
 
@@ -152,7 +203,11 @@ describe('behind a proxy', () => {
     const signIn = await raw(h, 'GET', `/?key=${KEY_A}`, { ...TYPED, ...forwarded });
     expect(cookieOf(signIn)).not.toContain('Secure');
     const cookie = cookieOf(signIn)!.split(';')[0]!;
-    const post = await h.call('POST', '/api/settings', { key: null, body: { llm_model: 'openai/x' }, headers: { cookie, Origin: 'https://acs.example', ...forwarded } });
+    const post = await h.call('POST', '/api/settings', {
+      key: null,
+      body: { llm_model: 'openai/x' },
+      headers: { cookie, Origin: 'https://acs.example', ...forwarded },
+    });
     expect(post.status).toBe(403);
   });
 });

@@ -1,5 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { arr, createConversation, errorCode, KEY_B, LLM_SETTINGS, obj, startHarness, storeSettings, type Harness } from './harness.js';
+import {
+  arr,
+  createConversation,
+  errorCode,
+  KEY_B,
+  LLM_SETTINGS,
+  obj,
+  startHarness,
+  storeSettings,
+  type Harness,
+} from './harness.js';
 
 /**
  * The routes the OpenHands web UI calls besides settings and conversations: options, custom
@@ -50,14 +60,16 @@ async function conversationWithFiles(h: Harness) {
   h.ports.runtime.onExec('git', (request) => {
     gitCalls.push([...request.command]);
     const args = request.command.slice(3); // git -C <dir> …
-    if (args[0] === 'status') return { stdout: ' M src/app.ts\0?? src/new.ts\0R  docs/new-name.md\0docs/old-name.md\0 D gone.txt\0' };
+    if (args[0] === 'status')
+      return { stdout: ' M src/app.ts\0?? src/new.ts\0R  docs/new-name.md\0docs/old-name.md\0 D gone.txt\0' };
     return { exit_code: 0 };
   });
   // The HEAD side of a diff: a fixed script with the directory, the object and a byte limit as arguments.
   h.ports.runtime.onExec('sh', (request) => {
     const [, , , , dir, object, limit] = request.command;
     gitCalls.push([...request.command]);
-    if (object === 'HEAD:unbounded.log') return { stdout: `${Buffer.byteLength(HEAD_FILES.get('HEAD:big.log')!)}\n${HEAD_FILES.get('HEAD:big.log')!}` };
+    if (object === 'HEAD:unbounded.log')
+      return { stdout: `${Buffer.byteLength(HEAD_FILES.get('HEAD:big.log')!)}\n${HEAD_FILES.get('HEAD:big.log')!}` };
     const committed = dir === '/workspace' ? HEAD_FILES.get(object ?? '') : undefined;
     if (committed === undefined) return { exit_code: 1, stderr: `fatal: path '${object}' does not exist in 'HEAD'\n` };
     // As `head -c` cuts it: at most `limit` bytes (this text is ASCII).
@@ -84,9 +96,14 @@ describe('options', () => {
   });
 
   it('models: the host’s list, sorted, each once', async () => {
-    const h = await startHarness({ router: { models: () => ['openai/local-coder', 'anthropic/claude-sonnet-4', 'openai/local-coder'] } });
+    const h = await startHarness({
+      router: { models: () => ['openai/local-coder', 'anthropic/claude-sonnet-4', 'openai/local-coder'] },
+    });
     harnesses.push(h);
-    expect((await h.call('GET', '/api/options/models')).body).toEqual(['anthropic/claude-sonnet-4', 'openai/local-coder']);
+    expect((await h.call('GET', '/api/options/models')).body).toEqual([
+      'anthropic/claude-sonnet-4',
+      'openai/local-coder',
+    ]);
   });
 });
 
@@ -95,17 +112,25 @@ describe('custom secrets', () => {
     const h = await harness();
     const value = 'ghp_value-that-must-never-be-shown-0001';
     expect((await h.call('GET', '/api/secrets')).body).toEqual({ custom_secrets: [] });
-    const created = await h.call('POST', '/api/secrets', { body: { name: 'DEPLOY_TOKEN', value, description: 'for the staging deploy' } });
+    const created = await h.call('POST', '/api/secrets', {
+      body: { name: 'DEPLOY_TOKEN', value, description: 'for the staging deploy' },
+    });
     expect(created.status).toBe(200);
-    expect((await h.call('GET', '/api/secrets')).body).toEqual({ custom_secrets: [{ name: 'DEPLOY_TOKEN', description: 'for the staging deploy' }] });
+    expect((await h.call('GET', '/api/secrets')).body).toEqual({
+      custom_secrets: [{ name: 'DEPLOY_TOKEN', description: 'for the staging deploy' }],
+    });
 
     const taken = await h.call('POST', '/api/secrets', { body: { name: 'DEPLOY_TOKEN', value: 'other' } });
     expect(taken.status).toBe(409);
     expect(errorCode(taken.body)).toBe('SECRET_NAME_TAKEN');
 
-    const renamed = await h.call('PUT', '/api/secrets/DEPLOY_TOKEN', { body: { name: 'STAGING_TOKEN', description: null } });
+    const renamed = await h.call('PUT', '/api/secrets/DEPLOY_TOKEN', {
+      body: { name: 'STAGING_TOKEN', description: null },
+    });
     expect(renamed.status).toBe(200);
-    expect((await h.call('GET', '/api/secrets')).body).toEqual({ custom_secrets: [{ name: 'STAGING_TOKEN', description: null }] });
+    expect((await h.call('GET', '/api/secrets')).body).toEqual({
+      custom_secrets: [{ name: 'STAGING_TOKEN', description: null }],
+    });
     // The settings show it as set, by name, and the value survives the rename.
     const settings = obj((await h.call('GET', '/api/settings')).body);
     expect(obj(obj(settings.secrets_store).custom_secrets)).toEqual({ STAGING_TOKEN: { description: null } });
@@ -127,7 +152,13 @@ describe('custom secrets', () => {
 
   it('refuses bad names and bodies with 422 and stores nothing', async () => {
     const h = await harness();
-    for (const body of [{ name: 'has space', value: 'v' }, { name: 'OK', value: '' }, { name: 'OK' }, { name: 'OK', value: 'v', extra: 1 }, { name: '1ABC', value: 'v' }]) {
+    for (const body of [
+      { name: 'has space', value: 'v' },
+      { name: 'OK', value: '' },
+      { name: 'OK' },
+      { name: 'OK', value: 'v', extra: 1 },
+      { name: '1ABC', value: 'v' },
+    ]) {
       const r = await h.call('POST', '/api/secrets', { body });
       expect(r.status, JSON.stringify(body)).toBe(422);
     }
@@ -137,7 +168,13 @@ describe('custom secrets', () => {
   it('git provider tokens: stored write-only, shown as set, removed all at once', async () => {
     const h = await harness();
     const token = 'ghp_provider-token-never-shown-000000';
-    expect((await h.call('POST', '/api/add-git-providers', { body: { provider_tokens: { github: { token, host: 'github.com' } } } })).status).toBe(200);
+    expect(
+      (
+        await h.call('POST', '/api/add-git-providers', {
+          body: { provider_tokens: { github: { token, host: 'github.com' } } },
+        })
+      ).status,
+    ).toBe(200);
     const settings = obj((await h.call('GET', '/api/settings')).body);
     expect(obj(settings.provider_tokens_set)).toHaveProperty('github');
     expect((await h.call('POST', '/api/unset-provider-tokens')).status).toBe(200);
@@ -160,7 +197,9 @@ describe('rename', () => {
       expect((await h.call('PATCH', `/api/conversations/${id}`, { body })).status, JSON.stringify(body)).toBe(422);
     }
     await storeSettings(h, LLM_SETTINGS, KEY_B);
-    expect((await h.call('PATCH', `/api/conversations/${id}`, { key: KEY_B, body: { title: 'mine now' } })).status).toBe(404);
+    expect(
+      (await h.call('PATCH', `/api/conversations/${id}`, { key: KEY_B, body: { title: 'mine now' } })).status,
+    ).toBe(404);
     expect(obj((await h.call('GET', `/api/conversations/${id}`)).body).title).toBe('Fix the login page');
   });
 });
@@ -169,7 +208,10 @@ describe('panels', () => {
   it('config, list-files, select-file from the sandbox', async () => {
     const h = await harness();
     const { id, sandboxId } = await conversationWithFiles(h);
-    expect((await h.call('GET', `/api/conversations/${id}/config`)).body).toEqual({ runtime_id: sandboxId, session_id: id });
+    expect((await h.call('GET', `/api/conversations/${id}/config`)).body).toEqual({
+      runtime_id: sandboxId,
+      session_id: id,
+    });
 
     const root = arr((await h.call('GET', `/api/conversations/${id}/list-files`)).body);
     expect(root).toEqual(expect.arrayContaining(['README.md', 'src/']));
@@ -177,7 +219,9 @@ describe('panels', () => {
     expect([...src].sort()).toEqual(['src/app.ts', 'src/new.ts']);
     expect((await h.call('GET', `/api/conversations/${id}/list-files?path=nowhere`)).body).toEqual([]);
 
-    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=src/app.ts`)).body).toEqual({ code: 'export const answer = 42;\n' });
+    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=src/app.ts`)).body).toEqual({
+      code: 'export const answer = 42;\n',
+    });
     const missing = await h.call('GET', `/api/conversations/${id}/select-file?file=nope.txt`);
     expect(missing.status).toBe(404);
     expect(errorCode(missing.body)).toBe('FILE_NOT_FOUND');
@@ -201,9 +245,25 @@ describe('panels', () => {
       original: 'export const answer = 41;\n',
       modified: 'export const answer = 42;\n',
     });
-    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src/new.ts`)).body).toEqual({ original: '', modified: 'export {};\n' });
-    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=gone.txt`)).body).toEqual({ original: '', modified: '' });
-    expect(gitCalls.filter((c) => c.includes('HEAD:src/app.ts'))).toEqual([['sh', '-c', expect.stringContaining('cat-file blob "$2" | head -c "$3"'), 'sh', '/workspace', 'HEAD:src/app.ts', String(MIB)]]);
+    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src/new.ts`)).body).toEqual({
+      original: '',
+      modified: 'export {};\n',
+    });
+    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=gone.txt`)).body).toEqual({
+      original: '',
+      modified: '',
+    });
+    expect(gitCalls.filter((c) => c.includes('HEAD:src/app.ts'))).toEqual([
+      [
+        'sh',
+        '-c',
+        expect.stringContaining('cat-file blob "$2" | head -c "$3"'),
+        'sh',
+        '/workspace',
+        'HEAD:src/app.ts',
+        String(MIB),
+      ],
+    ]);
   });
 
   it('git/diff shows the first MiB of each side of a large file, saying how large it is, and a note for binary content', async () => {
@@ -213,20 +273,31 @@ describe('panels', () => {
     const current = 'current line\n'.repeat(3 * 65_536);
     expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/big.log', bytes(current))).isOk()).toBe(true);
     const diff = obj((await h.call('GET', `/api/conversations/${id}/git/diff?path=big.log`)).body);
-    expect(diff.original).toBe(`${'committed line\n'.repeat(3 * 65_536).slice(0, MIB)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`);
-    expect(diff.modified).toBe(`${current.slice(0, MIB)}\n[… clipped: the first ${MIB} of ${current.length} bytes are shown]`);
+    expect(diff.original).toBe(
+      `${'committed line\n'.repeat(3 * 65_536).slice(0, MIB)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`,
+    );
+    expect(diff.modified).toBe(
+      `${current.slice(0, MIB)}\n[… clipped: the first ${MIB} of ${current.length} bytes are shown]`,
+    );
     // A sandbox whose `head` does not cut: the runtime keeps what the service asked for, and the note is the service's.
     const unbounded = obj((await h.call('GET', `/api/conversations/${id}/git/diff?path=unbounded.log`)).body);
-    expect(unbounded.original).toBe(`${'committed line\n'.repeat(3 * 65_536).slice(0, MIB + 32 - `${committedSize}\n`.length)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`);
+    expect(unbounded.original).toBe(
+      `${'committed line\n'.repeat(3 * 65_536).slice(0, MIB + 32 - `${committedSize}\n`.length)}\n[… clipped: the first ${MIB} of ${committedSize} bytes are shown]`,
+    );
 
-    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 1, 2, 3]);
+    const png = new Uint8Array([
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 1, 2, 3,
+    ]);
     expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/image.png', png)).isOk()).toBe(true);
     expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=image.png`)).body).toEqual({
       original: `[binary file, ${Buffer.byteLength(HEAD_FILES.get('HEAD:image.png')!)} bytes: not shown]`,
       modified: '[binary file, 19 bytes: not shown]',
     });
     // A directory has no diff of its own: both sides are empty, as for a file that is not there.
-    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src`)).body).toEqual({ original: '', modified: '' });
+    expect((await h.call('GET', `/api/conversations/${id}/git/diff?path=src`)).body).toEqual({
+      original: '',
+      modified: '',
+    });
   });
 
   it('select-file: a directory is a 400 pointing to list-files, a large file is clipped with its size, binary content is a note', async () => {
@@ -247,8 +318,12 @@ describe('panels', () => {
     const clipped = obj((await h.call('GET', `/api/conversations/${id}/select-file?file=large.txt`)).body).code;
     expect(clipped).toBe(`${'x'.repeat(MIB - 1)}\n[… clipped: the first ${MIB} of ${MIB + 2 + MIB} bytes are shown]`);
 
-    expect((await h.ports.runtime.writeFile(sandboxId, '/workspace/data.bin', new Uint8Array([1, 2, 0, 3]))).isOk()).toBe(true);
-    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=data.bin`)).body).toEqual({ code: '[binary file, 4 bytes: not shown]' });
+    expect(
+      (await h.ports.runtime.writeFile(sandboxId, '/workspace/data.bin', new Uint8Array([1, 2, 0, 3]))).isOk(),
+    ).toBe(true);
+    expect((await h.call('GET', `/api/conversations/${id}/select-file?file=data.bin`)).body).toEqual({
+      code: '[binary file, 4 bytes: not shown]',
+    });
     // The runtime was asked for no more than the panel shows.
     expect(readFile.mock.calls.map(([, path, options]) => [path, options])).toEqual([
       ...['/workspace/src', '/workspace', '/'].map((path) => [path, { maxBytes: MIB }]),
@@ -260,14 +335,19 @@ describe('panels', () => {
   it('select-file follows symbolic links in the sandbox; a dangling link or a loop is a 404', async () => {
     const h = await harness();
     const { id, sandboxId } = await conversationWithFiles(h);
-    const ln = async (target: string, link: string) => expect((await h.ports.runtime.exec(sandboxId, { command: ['ln', '-s', target, link] }))._unsafeUnwrap().exit_code).toBe(0);
+    const ln = async (target: string, link: string) =>
+      expect(
+        (await h.ports.runtime.exec(sandboxId, { command: ['ln', '-s', target, link] }))._unsafeUnwrap().exit_code,
+      ).toBe(0);
     await ln('app.ts', 'src/current.ts');
     await ln('/workspace/src', 'source');
     await ln('nowhere', 'dangling');
     await ln('loop-b', 'loop-a');
     await ln('loop-a', 'loop-b');
     for (const file of ['src/current.ts', 'source/app.ts', 'source/current.ts']) {
-      expect((await h.call('GET', `/api/conversations/${id}/select-file?file=${file}`)).body, file).toEqual({ code: 'export const answer = 42;\n' });
+      expect((await h.call('GET', `/api/conversations/${id}/select-file?file=${file}`)).body, file).toEqual({
+        code: 'export const answer = 42;\n',
+      });
     }
     for (const file of ['dangling', 'loop-a']) {
       const r = await h.call('GET', `/api/conversations/${id}/select-file?file=${file}`);
@@ -281,8 +361,12 @@ describe('panels', () => {
     const h = await harness();
     const { id } = await conversationWithFiles(h);
     expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/`)).body).toEqual(['/workspace/']);
-    expect([...arr((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace/src`)).body)].sort()).toEqual(['src/app.ts', 'src/new.ts']);
-    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace`)).body).toEqual(expect.arrayContaining(['README.md', 'src/']));
+    expect(
+      [...arr((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace/src`)).body)].sort(),
+    ).toEqual(['src/app.ts', 'src/new.ts']);
+    expect((await h.call('GET', `/api/conversations/${id}/list-files?path=/workspace`)).body).toEqual(
+      expect.arrayContaining(['README.md', 'src/']),
+    );
   });
 
   it('trajectory is the V0 form of the whole log; microagents, web-hosts and vscode-url answer cleanly', async () => {
@@ -290,7 +374,9 @@ describe('panels', () => {
     const { id } = await conversationWithFiles(h);
     const trajectory = arr(obj((await h.call('GET', `/api/conversations/${id}/trajectory`)).body).trajectory).map(obj);
     expect(trajectory.map((e) => e.id)).toEqual([...trajectory.map((e) => e.id)].sort((a, b) => Number(a) - Number(b)));
-    expect(trajectory.find((e) => e.source === 'user' && e.action === 'message')).toMatchObject({ message: 'look around' });
+    expect(trajectory.find((e) => e.source === 'user' && e.action === 'message')).toMatchObject({
+      message: 'look around',
+    });
     expect(trajectory.find((e) => e.source === 'agent' && e.action === 'message')).toMatchObject({ message: 'Ready.' });
 
     expect((await h.call('GET', `/api/conversations/${id}/microagents`)).body).toEqual({ microagents: [] });
@@ -302,7 +388,15 @@ describe('panels', () => {
     const h = await harness();
     const { id } = await conversationWithFiles(h);
     await storeSettings(h, LLM_SETTINGS, KEY_B);
-    for (const path of ['list-files', 'select-file?file=README.md', 'git/changes', 'git/diff?path=README.md', 'config', 'trajectory', 'microagents']) {
+    for (const path of [
+      'list-files',
+      'select-file?file=README.md',
+      'git/changes',
+      'git/diff?path=README.md',
+      'config',
+      'trajectory',
+      'microagents',
+    ]) {
       const r = await h.call('GET', `/api/conversations/${id}/${path}`, { key: KEY_B });
       expect(r.status, path).toBe(404);
       expect(errorCode(r.body)).toBe('CONVERSATION_NOT_FOUND');
@@ -310,7 +404,8 @@ describe('panels', () => {
 
     expect((await h.call('POST', `/api/conversations/${id}/stop`)).status).toBe(200);
     await h.idle();
-    const looks = () => h.ports.runtime.calls.filter((c) => ['exec', 'readFile', 'listDirectory'].includes(c.operation)).length;
+    const looks = () =>
+      h.ports.runtime.calls.filter((c) => ['exec', 'readFile', 'listDirectory'].includes(c.operation)).length;
     const before = looks();
     for (const path of ['list-files', 'select-file?file=README.md', 'git/changes', 'git/diff?path=README.md']) {
       const r = await h.call('GET', `/api/conversations/${id}/${path}`);
@@ -334,19 +429,28 @@ describe("a conversation's own key", () => {
     await h.idle();
 
     expect((await h.call('GET', `/api/conversations/${id}/git/changes`, { key: conversationKey })).status).toBe(200);
-    expect((await h.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: conversationKey })).status).toBe(200);
+    expect(
+      (await h.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: conversationKey })).status,
+    ).toBe(200);
     // The agent-server form of the git routes names no conversation: the key says which.
-    const v1Changes = await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`, { key: conversationKey });
+    const v1Changes = await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`, {
+      key: conversationKey,
+    });
     expect(v1Changes.body).toEqual([
       { status: 'UPDATED', path: 'src/app.ts' },
       { status: 'ADDED', path: 'src/new.ts' },
       { status: 'MOVED', path: 'docs/new-name.md' },
       { status: 'DELETED', path: 'gone.txt' },
     ]);
-    const v1Diff = await h.call('GET', `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`, { key: conversationKey });
+    const v1Diff = await h.call('GET', `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`, {
+      key: conversationKey,
+    });
     expect(obj(v1Diff.body).modified).toBe('export const answer = 42;\n');
     // With the user's key those two cannot know the conversation: only its own key opens them (401, as the document says).
-    for (const path of [`/api/git/changes/${encodeURIComponent('/workspace/project')}`, `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`]) {
+    for (const path of [
+      `/api/git/changes/${encodeURIComponent('/workspace/project')}`,
+      `/api/git/diff/${encodeURIComponent('/workspace/project/src/app.ts')}`,
+    ]) {
       const ambiguous = await h.call('GET', path);
       expect(ambiguous.status, path).toBe(401);
       expect(errorCode(ambiguous.body)).toBe('UNAUTHENTICATED');
@@ -367,10 +471,14 @@ describe("a conversation's own key", () => {
       expect([401, 403], `${method} ${path}`).toContain(r.status);
     }
     // A forged key for the same conversation with a changed signature is refused.
-    expect((await h.call('GET', `/api/conversations/${id}/config`, { key: `${conversationKey.slice(0, -2)}xx` })).status).toBe(401);
+    expect(
+      (await h.call('GET', `/api/conversations/${id}/config`, { key: `${conversationKey.slice(0, -2)}xx` })).status,
+    ).toBe(401);
     // As a Bearer token (OpenHands 1.x) it opens the same, and no more.
     const bearer = { key: null, headers: { Authorization: `Bearer ${conversationKey}` } };
-    expect((await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`, bearer)).status).toBe(200);
+    expect((await h.call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project')}`, bearer)).status).toBe(
+      200,
+    );
     expect((await h.call('GET', `/api/conversations/${id}/config`, bearer)).status).toBe(200);
     expect((await h.call('GET', `/api/conversations/${other}/config`, bearer)).status).toBe(401);
   });
@@ -382,7 +490,8 @@ describe("a conversation's own key", () => {
     const id = await createConversation(h, { initial_user_msg: 'take your time' });
     const info = obj((await h.call('GET', `/api/conversations/${id}`)).body);
     const key = info.session_api_key as string;
-    const execution = async () => obj(arr((await h.call('GET', `/api/v1/app-conversations?ids=${id}`)).body)[0]).execution_status;
+    const execution = async () =>
+      obj(arr((await h.call('GET', `/api/v1/app-conversations?ids=${id}`)).body)[0]).execution_status;
     const deadline = Date.now() + 60_000;
     while (h.ports.llm.calls === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(h.ports.llm.calls, 'the model was never called').toBe(1);

@@ -24,7 +24,11 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'assets'));
   writeFileSync(join(dir, 'assets', 'app-3f2a9c.js'), 'console.log("app")');
   const app = express();
-  app.use(createAcsRouter(createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() }), { apiKeys: { [KEY_A]: 'alice' } }));
+  app.use(
+    createAcsRouter(createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() }), {
+      apiKeys: { [KEY_A]: 'alice' },
+    }),
+  );
   app.use(serveUi(dir));
   server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));

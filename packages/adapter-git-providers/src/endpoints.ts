@@ -34,7 +34,12 @@ const API_PATH = { github: '/api/v3', gitlab: '/api/v4' } as const;
  * An API path given with the host (`…/api/v3`) is taken off first. Refused: a host that is not a
  * host, one with credentials, http:// unless allowed, and one outside the allowed list.
  */
-export function resolveEndpoints(provider: 'github' | 'gitlab', host: string | null, publicEndpoints: PublicEndpoints, policy: HostPolicy): EndpointsOutcome {
+export function resolveEndpoints(
+  provider: 'github' | 'gitlab',
+  host: string | null,
+  publicEndpoints: PublicEndpoints,
+  policy: HostPolicy,
+): EndpointsOutcome {
   const text = host?.trim() ?? '';
   const publicOnly = { ok: true as const, endpoints: { ...publicEndpoints, webPrefix: '' } };
   if (text === '') return publicOnly;
@@ -44,20 +49,50 @@ export function resolveEndpoints(provider: 'github' | 'gitlab', host: string | n
   } catch {
     return { ok: false, reason: `The stored ${provider} host "${text}" is not a host name or URL.` };
   }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.search || url.hash || !url.hostname) {
-    return { ok: false, reason: `The stored ${provider} host "${text}" must be a host name or an http(s) URL without credentials, query or fragment.` };
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash ||
+    !url.hostname
+  ) {
+    return {
+      ok: false,
+      reason: `The stored ${provider} host "${text}" must be a host name or an http(s) URL without credentials, query or fragment.`,
+    };
   }
   const prefix = url.pathname.replace(/\/+$/, '').replace(/\/api\/(?:v\d+|graphql)$/, '');
   const hostPort = url.host.toLowerCase();
-  if (url.protocol === 'https:' && prefix === '' && (hostPort === publicEndpoints.webHost || hostPort === `api.${publicEndpoints.webHost}`)) return publicOnly;
+  if (
+    url.protocol === 'https:' &&
+    prefix === '' &&
+    (hostPort === publicEndpoints.webHost || hostPort === `api.${publicEndpoints.webHost}`)
+  )
+    return publicOnly;
   if (url.protocol === 'http:' && !policy.allowHttp) {
-    return { ok: false, reason: `The stored ${provider} host "${text}" is plain http://; this server calls git providers over https only.` };
+    return {
+      ok: false,
+      reason: `The stored ${provider} host "${text}" is plain http://; this server calls git providers over https only.`,
+    };
   }
-  if (policy.allowedHosts && !policy.allowedHosts.has(hostPort) && !policy.allowedHosts.has(url.hostname.toLowerCase())) {
+  if (
+    policy.allowedHosts &&
+    !policy.allowedHosts.has(hostPort) &&
+    !policy.allowedHosts.has(url.hostname.toLowerCase())
+  ) {
     return { ok: false, reason: `The stored ${provider} host "${url.host}" is not one this server may call.` };
   }
   const base = `${url.origin}${prefix}`;
-  return { ok: true, endpoints: { api: `${base}${API_PATH[provider]}`, graphql: `${base}/api/graphql`, webHost: hostPort, webPrefix: prefix } };
+  return {
+    ok: true,
+    endpoints: {
+      api: `${base}${API_PATH[provider]}`,
+      graphql: `${base}/api/graphql`,
+      webHost: hostPort,
+      webPrefix: prefix,
+    },
+  };
 }
 
 /** The GraphQL endpoint next to a REST base: `…/api/v3` or `…/api/v4` → `…/api/graphql`, else `<base>/graphql` (api.github.com). */

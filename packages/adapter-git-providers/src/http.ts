@@ -45,9 +45,13 @@ export const failure = (type: GitProviderFailureType, message: string): GitProvi
 export class ProviderHttp {
   constructor(private readonly settings: HttpSettings) {}
 
-  get(url: string, params: Record<string, string | number | boolean | undefined> = {}): ResultAsync<JsonAnswer, GitProviderFailure> {
+  get(
+    url: string,
+    params: Record<string, string | number | boolean | undefined> = {},
+  ): ResultAsync<JsonAnswer, GitProviderFailure> {
     const target = new URL(url);
-    for (const [key, value] of Object.entries(params)) if (value !== undefined) target.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(params))
+      if (value !== undefined) target.searchParams.set(key, String(value));
     return this.request(target, { method: 'GET' });
   }
 
@@ -61,11 +65,21 @@ export class ProviderHttp {
     if (parsed.success) return okAsync(parsed.data);
     const issue = parsed.error.issues[0];
     const at = issue && issue.path.length > 0 ? ` (at ${issue.path.join('.')})` : '';
-    return errAsync(failure('unavailable', `${this.settings.providerName} answered ${what} in a shape this server does not read${at}.`));
+    return errAsync(
+      failure(
+        'unavailable',
+        `${this.settings.providerName} answered ${what} in a shape this server does not read${at}.`,
+      ),
+    );
   }
 
   /** GET, then the body as `schema` reads it (see parse), with the answer's headers for paging. */
-  read<T>(schema: z.ZodType<T>, what: string, url: string, params: Record<string, string | number | boolean | undefined> = {}): ResultAsync<ParsedAnswer<T>, GitProviderFailure> {
+  read<T>(
+    schema: z.ZodType<T>,
+    what: string,
+    url: string,
+    params: Record<string, string | number | boolean | undefined> = {},
+  ): ResultAsync<ParsedAnswer<T>, GitProviderFailure> {
     return resultAsync(this.parsed(this.get(url, params), schema, what));
   }
 
@@ -74,7 +88,11 @@ export class ProviderHttp {
     return resultAsync(this.parsed(this.post(url, body), schema, what)).map((answer) => answer.body);
   }
 
-  private async parsed<T>(request: ResultAsync<JsonAnswer, GitProviderFailure>, schema: z.ZodType<T>, what: string): Promise<Result<ParsedAnswer<T>, GitProviderFailure>> {
+  private async parsed<T>(
+    request: ResultAsync<JsonAnswer, GitProviderFailure>,
+    schema: z.ZodType<T>,
+    what: string,
+  ): Promise<Result<ParsedAnswer<T>, GitProviderFailure>> {
     const answer = await request;
     if (answer.isErr()) return err(answer.error);
     const body = await this.parse(schema, answer.value, what);
@@ -82,17 +100,29 @@ export class ProviderHttp {
     return ok({ body: body.value, headers: answer.value.headers });
   }
 
-  private request(url: URL, init: { method: string; body?: string; contentType?: string }): ResultAsync<JsonAnswer, GitProviderFailure> {
+  private request(
+    url: URL,
+    init: { method: string; body?: string; contentType?: string },
+  ): ResultAsync<JsonAnswer, GitProviderFailure> {
     return resultAsync(this.requestOf(url, init));
   }
 
-  private async requestOf(url: URL, init: { method: string; body?: string; contentType?: string }): Promise<Result<JsonAnswer, GitProviderFailure>> {
+  private async requestOf(
+    url: URL,
+    init: { method: string; body?: string; contentType?: string },
+  ): Promise<Result<JsonAnswer, GitProviderFailure>> {
     // fetch rejects (no answer, a deadline passed): that is caught here, at the foreign boundary, into a failure.
-    const outcome = await this.exchange(url, init).catch((error: unknown) => ({ ok: false as const, failure: this.failureOf(error) }));
+    const outcome = await this.exchange(url, init).catch((error: unknown) => ({
+      ok: false as const,
+      failure: this.failureOf(error),
+    }));
     return outcome.ok ? ok(outcome.answer) : err(outcome.failure);
   }
 
-  private async exchange(url: URL, init: { method: string; body?: string; contentType?: string }): Promise<{ ok: true; answer: JsonAnswer } | { ok: false; failure: GitProviderFailure }> {
+  private async exchange(
+    url: URL,
+    init: { method: string; body?: string; contentType?: string },
+  ): Promise<{ ok: true; answer: JsonAnswer } | { ok: false; failure: GitProviderFailure }> {
     const signal = AbortSignal.timeout(this.settings.timeoutMs);
     const headers: Record<string, string> = {
       Authorization: `Bearer ${this.settings.token}`,
@@ -103,21 +133,55 @@ export class ProviderHttp {
     };
     let target = url;
     for (let hop = 0; ; hop++) {
-      const response = await fetch(target, { method: init.method, headers, redirect: 'manual', signal, ...(init.body !== undefined ? { body: init.body } : {}) });
+      const response = await fetch(target, {
+        method: init.method,
+        headers,
+        redirect: 'manual',
+        signal,
+        ...(init.body !== undefined ? { body: init.body } : {}),
+      });
       const location = response.headers.get('location');
       if (response.status >= 300 && response.status < 400 && location) {
         await response.body?.cancel();
         const next = new URL(location, target);
-        if (next.origin !== target.origin) return { ok: false, failure: failure('unavailable', `${this.settings.providerName} redirected the request to another host (${next.host}); it was not followed.`) };
-        if (hop >= MAX_REDIRECTS) return { ok: false, failure: failure('unavailable', `${this.settings.providerName} redirected the request more than ${MAX_REDIRECTS} times.`) };
+        if (next.origin !== target.origin)
+          return {
+            ok: false,
+            failure: failure(
+              'unavailable',
+              `${this.settings.providerName} redirected the request to another host (${next.host}); it was not followed.`,
+            ),
+          };
+        if (hop >= MAX_REDIRECTS)
+          return {
+            ok: false,
+            failure: failure(
+              'unavailable',
+              `${this.settings.providerName} redirected the request more than ${MAX_REDIRECTS} times.`,
+            ),
+          };
         target = next;
         continue;
       }
       const text = await this.readBody(response);
-      if (text === null) return { ok: false, failure: failure('unavailable', `${this.settings.providerName} answered with more than ${this.settings.maxResponseBytes} bytes; the answer was not read.`) };
+      if (text === null)
+        return {
+          ok: false,
+          failure: failure(
+            'unavailable',
+            `${this.settings.providerName} answered with more than ${this.settings.maxResponseBytes} bytes; the answer was not read.`,
+          ),
+        };
       const body = parseJson(text);
       if (response.ok) {
-        if (body === undefined) return { ok: false, failure: failure('unavailable', `${this.settings.providerName} answered ${response.status} with something that is not JSON.`) };
+        if (body === undefined)
+          return {
+            ok: false,
+            failure: failure(
+              'unavailable',
+              `${this.settings.providerName} answered ${response.status} with something that is not JSON.`,
+            ),
+          };
         return { ok: true, answer: { body, headers: response.headers } };
       }
       return { ok: false, failure: this.statusFailure(response, body) };
@@ -153,13 +217,23 @@ export class ProviderHttp {
 
   private failureOf(error: unknown): GitProviderFailure {
     const name = error instanceof Error ? error.name : '';
-    const deadline = this.settings.timeoutMs < 1000 ? `${this.settings.timeoutMs} ms` : `${Math.round(this.settings.timeoutMs / 1000)} s`;
+    const deadline =
+      this.settings.timeoutMs < 1000
+        ? `${this.settings.timeoutMs} ms`
+        : `${Math.round(this.settings.timeoutMs / 1000)} s`;
     if (name === 'TimeoutError' || name === 'AbortError') return failure('timeout', `no answer within ${deadline}`);
-    const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+    const cause =
+      error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
     const code = typeof cause?.code === 'string' ? cause.code : null;
-    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return failure('timeout', `no answer within ${deadline}`);
-    const detail = code ?? (typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error));
-    return failure('unavailable', `${this.settings.providerName} could not be reached (${this.sanitize(detail) ?? 'connection failed'}).`);
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+      return failure('timeout', `no answer within ${deadline}`);
+    const detail =
+      code ??
+      (typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error));
+    return failure(
+      'unavailable',
+      `${this.settings.providerName} could not be reached (${this.sanitize(detail) ?? 'connection failed'}).`,
+    );
   }
 
   /** A provider's words made safe to show: one line, at most 300 characters, the token masked. */
@@ -167,7 +241,8 @@ export class ProviderHttp {
     if (!text) return null;
     // eslint-disable-next-line no-control-regex -- control characters are what is being removed.
     let line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
-    for (const secret of new Set([this.settings.token, encodeURIComponent(this.settings.token)])) if (secret.length >= 4) line = line.split(secret).join('****');
+    for (const secret of new Set([this.settings.token, encodeURIComponent(this.settings.token)]))
+      if (secret.length >= 4) line = line.split(secret).join('****');
     if (line.length > MAX_MESSAGE_CHARS) line = `${line.slice(0, MAX_MESSAGE_CHARS)}…`;
     return line === '' ? null : line;
   }
@@ -184,7 +259,11 @@ function parseJson(text: string): unknown {
 
 /** GitHub says a 403 is its rate limit with `x-ratelimit-remaining: 0`, `retry-after`, or in its message. */
 function isRateLimit(response: Response, message: string | null): boolean {
-  return response.headers.get('x-ratelimit-remaining') === '0' || response.headers.has('retry-after') || /rate limit/i.test(message ?? '');
+  return (
+    response.headers.get('x-ratelimit-remaining') === '0' ||
+    response.headers.has('retry-after') ||
+    /rate limit/i.test(message ?? '')
+  );
 }
 
 /** The `rel="next"` URL of a Link header, if there is one. */

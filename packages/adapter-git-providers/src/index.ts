@@ -54,7 +54,9 @@ function gitHubMessage(body: unknown): string | null {
   if (typeof body !== 'object' || body === null) return null;
   const { message, errors } = body as { message?: unknown; errors?: unknown };
   const details = Array.isArray(errors)
-    ? (errors as unknown[]).map((e): unknown => (typeof e === 'object' && e !== null ? (e as { message?: unknown }).message : e)).filter((m): m is string => typeof m === 'string')
+    ? (errors as unknown[])
+        .map((e): unknown => (typeof e === 'object' && e !== null ? (e as { message?: unknown }).message : e))
+        .filter((m): m is string => typeof m === 'string')
     : [];
   const parts = [typeof message === 'string' ? message : null, ...details].filter((p): p is string => Boolean(p));
   return parts.length > 0 ? parts.join(': ') : null;
@@ -68,14 +70,17 @@ function gitLabMessage(body: unknown): string | null {
   if (typeof message === 'object' && message !== null) return JSON.stringify(message);
   if (typeof description === 'string') return description;
   if (typeof error === 'string') return error;
-  if (Array.isArray(errors) && typeof (errors[0] as { message?: unknown } | undefined)?.message === 'string') return (errors[0] as { message: string }).message;
+  if (Array.isArray(errors) && typeof (errors[0] as { message?: unknown } | undefined)?.message === 'string')
+    return (errors[0] as { message: string }).message;
   return null;
 }
 
 /** The port over GitHub and GitLab; other providers get no client (null). */
 export function createGitProviders(options: GitProvidersOptions = {}): GitProviders {
   const policy: HostPolicy = {
-    allowedHosts: options.allowedHosts ? new Set(options.allowedHosts.map((h) => h.trim().toLowerCase()).filter(Boolean)) : null,
+    allowedHosts: options.allowedHosts
+      ? new Set(options.allowedHosts.map((h) => h.trim().toLowerCase()).filter(Boolean))
+      : null,
     allowHttp: options.allowHttp ?? false,
   };
   const publicOf = (provider: 'github' | 'gitlab'): PublicEndpoints => {
@@ -85,7 +90,12 @@ export function createGitProviders(options: GitProvidersOptions = {}): GitProvid
     return { api, graphql: given.graphqlUrl ?? graphqlNextTo(api), webHost: webHost.toLowerCase() };
   };
   const publicEndpoints = { github: publicOf('github'), gitlab: publicOf('gitlab') };
-  const http = (providerName: string, token: string, messageOf: (body: unknown) => string | null, headers: Record<string, string>) =>
+  const http = (
+    providerName: string,
+    token: string,
+    messageOf: (body: unknown) => string | null,
+    headers: Record<string, string>,
+  ) =>
     new ProviderHttp({
       providerName,
       token,
@@ -102,8 +112,17 @@ export function createGitProviders(options: GitProvidersOptions = {}): GitProvid
       const resolved = resolveEndpoints(provider, credentials.host, publicEndpoints[provider], policy);
       if (!resolved.ok) return refusingClient({ type: 'host_not_allowed', message: resolved.reason });
       return provider === 'github'
-        ? createGitHubClient({ endpoints: resolved.endpoints, http: http('GitHub', credentials.token, gitHubMessage, { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28' }) })
-        : createGitLabClient({ endpoints: resolved.endpoints, http: http('GitLab', credentials.token, gitLabMessage, {}) });
+        ? createGitHubClient({
+            endpoints: resolved.endpoints,
+            http: http('GitHub', credentials.token, gitHubMessage, {
+              Accept: 'application/vnd.github+json',
+              'X-GitHub-Api-Version': '2022-11-28',
+            }),
+          })
+        : createGitLabClient({
+            endpoints: resolved.endpoints,
+            http: http('GitLab', credentials.token, gitLabMessage, {}),
+          });
     },
   };
 }
@@ -111,5 +130,12 @@ export function createGitProviders(options: GitProvidersOptions = {}): GitProvid
 /** A client whose every call fails the same way (a host this server may not call). */
 function refusingClient(reason: GitProviderFailure): GitProviderClient {
   const refuse = () => errAsync(reason);
-  return { user: refuse, installations: refuse, repositories: refuse, searchRepositories: refuse, branches: refuse, suggestedTasks: refuse };
+  return {
+    user: refuse,
+    installations: refuse,
+    repositories: refuse,
+    searchRepositories: refuse,
+    branches: refuse,
+    suggestedTasks: refuse,
+  };
 }

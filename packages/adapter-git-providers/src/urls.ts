@@ -8,7 +8,10 @@ import type { ProviderEndpoints } from './endpoints.js';
  * - the path's segments (`['owner', 'name', 'tree', 'main']`, `['group', 'sub', 'name']`): the
  *   provider takes the repository out of them.
  */
-export function repositoryPathOfUrl(query: string, endpoints: Pick<ProviderEndpoints, 'webHost' | 'webPrefix'>): string[] | null | undefined {
+export function repositoryPathOfUrl(
+  query: string,
+  endpoints: Pick<ProviderEndpoints, 'webHost' | 'webPrefix'>,
+): string[] | null | undefined {
   if (!/^https?:\/\//i.test(query)) return undefined;
   let url: URL;
   try {

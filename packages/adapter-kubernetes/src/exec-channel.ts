@@ -53,7 +53,9 @@ const ExecStatusSchema = z.object({
   status: z.string().optional(),
   message: z.string().optional(),
   reason: z.string().optional(),
-  details: z.object({ causes: z.array(z.object({ reason: z.string().optional(), message: z.string().optional() })).optional() }).optional(),
+  details: z
+    .object({ causes: z.array(z.object({ reason: z.string().optional(), message: z.string().optional() })).optional() })
+    .optional(),
 });
 
 /** The exit code a status message carries: 0 for Success, the ExitCode cause for NonZeroExitCode. */
@@ -77,7 +79,12 @@ export function exitCodeOf(raw: string): ExecEnd {
  * addresses the pod itself. Rejects with ExecOpenFailure (with the API's words) when the session
  * cannot be opened.
  */
-export async function openExec(kubeConfig: KubeConfig, target: ExecTarget, argv: readonly string[], options: { stdin: boolean; tty: boolean }): Promise<ExecChannel> {
+export async function openExec(
+  kubeConfig: KubeConfig,
+  target: ExecTarget,
+  argv: readonly string[],
+  options: { stdin: boolean; tty: boolean },
+): Promise<ExecChannel> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new ExecOpenFailure('the kubeconfig names no current cluster', 0);
   const query = new URLSearchParams();
@@ -91,7 +98,10 @@ export async function openExec(kubeConfig: KubeConfig, target: ExecTarget, argv:
   const url = `${server}/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec?${query.toString()}`;
   const socketOptions: WebSocket.ClientOptions = {};
   await kubeConfig.applyToHTTPSOptions(socketOptions);
-  const socket = new WebSocket(url, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], { ...socketOptions, perMessageDeflate: false });
+  const socket = new WebSocket(url, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], {
+    ...socketOptions,
+    perMessageDeflate: false,
+  });
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('unexpected-response', (_request, response) => {
@@ -99,8 +109,21 @@ export async function openExec(kubeConfig: KubeConfig, target: ExecTarget, argv:
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const said = z.object({ message: z.string() }).safeParse((() => { try { return JSON.parse(body) as unknown; } catch { return null; } })());
-        reject(new ExecOpenFailure(said.success ? said.data.message : body.trim().slice(0, 500) || `HTTP ${response.statusCode}`, response.statusCode ?? 0));
+        const said = z.object({ message: z.string() }).safeParse(
+          (() => {
+            try {
+              return JSON.parse(body) as unknown;
+            } catch {
+              return null;
+            }
+          })(),
+        );
+        reject(
+          new ExecOpenFailure(
+            said.success ? said.data.message : body.trim().slice(0, 500) || `HTTP ${response.statusCode}`,
+            response.statusCode ?? 0,
+          ),
+        );
       });
       response.on('error', (error: Error) => reject(new ExecOpenFailure(error.message, response.statusCode ?? 0)));
     });
@@ -148,7 +171,8 @@ class SocketExecChannel implements ExecChannel {
 
   async write(data: Uint8Array): Promise<void> {
     if (data.length === 0) return this.#send(null);
-    for (let offset = 0; offset < data.length; offset += FRAME_BYTES) await this.#send(Buffer.concat([Buffer.of(STDIN), data.subarray(offset, offset + FRAME_BYTES)]));
+    for (let offset = 0; offset < data.length; offset += FRAME_BYTES)
+      await this.#send(Buffer.concat([Buffer.of(STDIN), data.subarray(offset, offset + FRAME_BYTES)]));
   }
 
   closeStdin(): void {
@@ -164,7 +188,8 @@ class SocketExecChannel implements ExecChannel {
 
   /** Sends one frame (null: nothing, only checks that stdin is still open). */
   #send(frame: Buffer | null): Promise<void> {
-    if (this.#closed || this.socket.readyState !== WebSocket.OPEN) return Promise.reject(new Error('the process has ended; its stdin is closed'));
+    if (this.#closed || this.socket.readyState !== WebSocket.OPEN)
+      return Promise.reject(new Error('the process has ended; its stdin is closed'));
     if (frame === null) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.socket.send(frame, (error) => {

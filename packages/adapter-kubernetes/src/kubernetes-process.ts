@@ -59,7 +59,11 @@ export interface KubernetesProcessOptions {
  */
 export async function startKubernetesProcess(options: KubernetesProcessOptions): Promise<SandboxProcess> {
   const nonce = randomBytes(8).toString('hex');
-  const channel = await options.open([...options.prefix, 'sh', '-c', SPAWN_WRAPPER, 'acs-spawn', nonce, ...options.command], true, options.tty);
+  const channel = await options.open(
+    [...options.prefix, 'sh', '-c', SPAWN_WRAPPER, 'acs-spawn', nonce, ...options.command],
+    true,
+    options.tty,
+  );
   const spawned = new KubernetesProcess(options, channel, nonce);
   await spawned.started();
   return spawned;
@@ -120,7 +124,8 @@ class KubernetesProcess implements SandboxProcess {
   }
 
   write(data: Uint8Array | string): Promise<void> {
-    if (this.#ended || this.#killing) return Promise.reject(new Error(`${this.#what()} has ended; its stdin is closed`));
+    if (this.#ended || this.#killing)
+      return Promise.reject(new Error(`${this.#what()} has ended; its stdin is closed`));
     return this.channel.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data).catch((error: unknown) => {
       throw new Error(`cannot write to ${this.#what()}: ${(error as Error).message}`);
     });
@@ -142,7 +147,8 @@ class KubernetesProcess implements SandboxProcess {
   async #kill(): Promise<void> {
     if (this.#ended) return;
     if (this.#pid !== null) await this.#signalGroup(this.#pid).catch(() => undefined);
-    if (!this.#ended) await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, STREAM_END_WAIT_MS))]);
+    if (!this.#ended)
+      await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, STREAM_END_WAIT_MS))]);
     // Something outside the group may still hold the session's output open; the process is gone either way.
     this.channel.destroy();
     await this.exited;
@@ -150,7 +156,11 @@ class KubernetesProcess implements SandboxProcess {
 
   /** Runs the killer script in a second exec beside the process, and waits for it. */
   async #signalGroup(pid: number): Promise<void> {
-    const killer = await this.options.open(['sh', '-c', KILLER, 'acs-kill', String(pid), String(Math.ceil(KILL_GRACE_MS / 100))], false, false);
+    const killer = await this.options.open(
+      ['sh', '-c', KILLER, 'acs-kill', String(pid), String(Math.ceil(KILL_GRACE_MS / 100))],
+      false,
+      false,
+    );
     const timer = setTimeout(() => killer.destroy(), KILL_GRACE_MS + 5_000);
     await killer.ended;
     clearTimeout(timer);
@@ -165,13 +175,20 @@ class KubernetesProcess implements SandboxProcess {
     const newline = seen.indexOf(0x0a);
     if (newline < 0) {
       this.#preamble = seen;
-      if (seen.length > 256) this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`));
+      if (seen.length > 256)
+        this.#failStartup(
+          new ProcessStartFailure(
+            `cannot start ${this.#what()}: unexpected output ${JSON.stringify(seen.subarray(0, 200).toString('utf8'))}`,
+          ),
+        );
       return;
     }
     // On a terminal the line ends in \r\n.
     const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)\r?$`).exec(seen.subarray(0, newline).toString('utf8'));
     if (!match) {
-      this.#failStartup(new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`));
+      this.#failStartup(
+        new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`),
+      );
       return;
     }
     this.#preamble = null;

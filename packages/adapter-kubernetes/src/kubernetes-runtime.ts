@@ -2,7 +2,17 @@
 // (lifecycle on a StatefulSet of one, labels and adoption, exec, files as tar through exec,
 // spawn), each method short; manifests, pod readings, the exec channel and processes are their own files.
 import { PassThrough } from 'node:stream';
-import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig, type V1Pod, type V1StatefulSet } from '@kubernetes/client-node';
+import {
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1Pod,
+  type V1StatefulSet,
+} from '@kubernetes/client-node';
 import { ResultAsync } from 'neverthrow';
 import {
   clippedOutputNote,
@@ -25,7 +35,18 @@ import {
 } from '@acs/core/ports';
 import { ExecOpenFailure, openExec, type ExecChannel } from './exec-channel.js';
 import { ProcessStartFailure, startKubernetesProcess } from './kubernetes-process.js';
-import { ANNOTATIONS, CONTAINER, LABELS, WORKSPACE_VOLUME, labelValue, resourcesFor, sandboxStatefulSet, setName, type KubernetesPlacement, type KubernetesResources } from './manifest.js';
+import {
+  ANNOTATIONS,
+  CONTAINER,
+  LABELS,
+  WORKSPACE_VOLUME,
+  labelValue,
+  resourcesFor,
+  sandboxStatefulSet,
+  setName,
+  type KubernetesPlacement,
+  type KubernetesResources,
+} from './manifest.js';
 import { latestEvent, readPod } from './observe.js';
 import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
 
@@ -125,7 +146,13 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
         const notes = set.metadata?.annotations ?? {};
         const sandboxId = labels[LABELS.sandbox];
         const userId = notes[ANNOTATIONS.user];
-        if (notes[ANNOTATIONS.installation] !== installationId || !sandboxId || !userId || set.metadata?.name !== this.setName(sandboxId)) return [];
+        if (
+          notes[ANNOTATIONS.installation] !== installationId ||
+          !sandboxId ||
+          !userId ||
+          set.metadata?.name !== this.setName(sandboxId)
+        )
+          return [];
         // One being deleted (its pod still ending) is gone for adoption, as `inspect` says.
         if (set.metadata?.deletionTimestamp) return [];
         const image = set.spec?.template.spec?.containers.find((c) => c.name === CONTAINER)?.image ?? '';
@@ -146,7 +173,9 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   create(request: RuntimeCreateRequest): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#attempt('create', async () => {
       if ((request.spec.exposed_ports ?? []).length > 0) {
-        throw new RuntimeFailure(`spec ${request.spec.id} exposes ports; the Kubernetes runtime does not offer exposed URLs yet (use the Docker runtime for this spec)`);
+        throw new RuntimeFailure(
+          `spec ${request.spec.id} exposes ports; the Kubernetes runtime does not offer exposed URLs yet (use the Docker runtime for this spec)`,
+        );
       }
       const placement = this.#options.placementBySpec?.[request.spec.id] ?? this.#options.placement ?? {};
       const manifest = sandboxStatefulSet(request, {
@@ -179,9 +208,21 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     const patch = { containers: [{ name: CONTAINER, resources }] };
     return this.#attempt('resize', async () => {
       const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-      await this.#apps.patchNamespacedStatefulSet({ name: this.setName(sandboxId), namespace: this.namespace, body: { spec: { template: { spec: patch } } } }, strategic);
-      const pod = await orNull(this.#core.patchNamespacedPodResize({ name: this.podName(sandboxId), namespace: this.namespace, body: { spec: patch } }, strategic));
-      if (!pod) throw new RuntimeFailure(`sandbox ${sandboxId} has no pod to resize (paused or gone); its next pod has the new limits`, 'not_found');
+      await this.#apps.patchNamespacedStatefulSet(
+        { name: this.setName(sandboxId), namespace: this.namespace, body: { spec: { template: { spec: patch } } } },
+        strategic,
+      );
+      const pod = await orNull(
+        this.#core.patchNamespacedPodResize(
+          { name: this.podName(sandboxId), namespace: this.namespace, body: { spec: patch } },
+          strategic,
+        ),
+      );
+      if (!pod)
+        throw new RuntimeFailure(
+          `sandbox ${sandboxId} has no pod to resize (paused or gone); its next pod has the new limits`,
+          'not_found',
+        );
     });
   }
 
@@ -189,7 +230,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#attempt('pause', async () => {
       const set = await this.#readSet(sandboxId);
-      if (!set) throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
+      if (!set)
+        throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
       if (set.spec?.replicas !== 0) await this.#scale(sandboxId, 0);
       this.#answered.delete(sandboxId);
       return this.#observe(sandboxId);
@@ -200,7 +242,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     return this.#attempt('resume', async () => {
       const set = await this.#readSet(sandboxId);
-      if (!set) throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
+      if (!set)
+        throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
       if (set.spec?.replicas === 0) await this.#scale(sandboxId, 1);
       return this.#observe(sandboxId);
     });
@@ -212,7 +255,13 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
       this.#answered.delete(sandboxId);
       this.#workingDirs.delete(sandboxId);
       const namespace = this.namespace;
-      await gone(this.#apps.deleteNamespacedStatefulSet({ name: this.setName(sandboxId), namespace, propagationPolicy: 'Background' }));
+      await gone(
+        this.#apps.deleteNamespacedStatefulSet({
+          name: this.setName(sandboxId),
+          namespace,
+          propagationPolicy: 'Background',
+        }),
+      );
       await gone(this.#core.deleteNamespacedPod({ name: this.podName(sandboxId), namespace, gracePeriodSeconds: 1 }));
       await gone(this.#core.deleteNamespacedPersistentVolumeClaim({ name: this.claimName(sandboxId), namespace }));
     });
@@ -223,8 +272,19 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
       const cwd = await this.#resolve(sandboxId, request.cwd ?? '.');
       const timeoutMs = request.timeoutMs ?? 120_000;
       // coreutils and busybox `timeout` both kill the command's whole process group when time is up.
-      const command = [...this.#prefixFor(cwd, request.env ?? {}), 'timeout', '-s', 'KILL', String(Math.max(1, Math.ceil(timeoutMs / 1000))), ...request.command];
-      return this.#run(sandboxId, command, { hostDeadlineMs: timeoutMs + 10_000, timeoutMs, maxOutputBytes: request.maxOutputBytes });
+      const command = [
+        ...this.#prefixFor(cwd, request.env ?? {}),
+        'timeout',
+        '-s',
+        'KILL',
+        String(Math.max(1, Math.ceil(timeoutMs / 1000))),
+        ...request.command,
+      ];
+      return this.#run(sandboxId, command, {
+        hostDeadlineMs: timeoutMs + 10_000,
+        timeoutMs,
+        maxOutputBytes: request.maxOutputBytes,
+      });
     });
   }
 
@@ -233,19 +293,36 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
    * its first header and `maxBytes` of content; then the session is cut. A symbolic link comes
    * back as itself: its target is read in turn, resolved against the link's directory.
    */
-  readFile(sandboxId: string, path: string, options: ReadFileOptions = {}): ResultAsync<FileContent, SandboxRuntimeError> {
+  readFile(
+    sandboxId: string,
+    path: string,
+    options: ReadFileOptions = {},
+  ): ResultAsync<FileContent, SandboxRuntimeError> {
     const maxBytes = Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES));
     return this.#attempt('readFile', async () => {
       const asked = await this.#resolve(sandboxId, path);
       let target = asked;
       for (let links = 0; ; links++) {
         const entry = await this.#firstArchiveEntry(sandboxId, target, maxBytes, asked);
-        if (entry.type === 'file') return { bytes: new Uint8Array(entry.content), size: entry.size, truncated: entry.size > entry.content.length };
+        if (entry.type === 'file')
+          return {
+            bytes: new Uint8Array(entry.content),
+            size: entry.size,
+            truncated: entry.size > entry.content.length,
+          };
         if (entry.type === 'directory') throw new RuntimeFailure(`${asked} is a directory`, 'is_directory');
         if (entry.type === 'other') throw new RuntimeFailure(`${asked} is not a regular file`);
-        if (links === MAX_SYMLINK_HOPS) throw new RuntimeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
+        if (links === MAX_SYMLINK_HOPS)
+          throw new RuntimeFailure(
+            `${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`,
+            'not_found',
+          );
         const next = resolveSandboxPath(parentOf(target), entry.target);
-        if (!next) throw new RuntimeFailure(`${asked} is a symbolic link to "${entry.target}", which is not a path`, 'not_found');
+        if (!next)
+          throw new RuntimeFailure(
+            `${asked} is a symbolic link to "${entry.target}", which is not a path`,
+            'not_found',
+          );
         target = next;
       }
     });
@@ -253,7 +330,12 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
 
   async #firstArchiveEntry(sandboxId: string, path: string, maxBytes: number, asked: string): Promise<TarHead> {
     const script = 'tar -C / --no-recursion -cf - -- "$1" | head -c "$2"';
-    const channel = await this.#open(sandboxId, ['sh', '-c', script, 'acs-read', path === '/' ? '.' : path.slice(1), String(maxBytes + TAR_METADATA_ALLOWANCE)], false, false);
+    const channel = await this.#open(
+      sandboxId,
+      ['sh', '-c', script, 'acs-read', path === '/' ? '.' : path.slice(1), String(maxBytes + TAR_METADATA_ALLOWANCE)],
+      false,
+      false,
+    );
     const stdout = new PassThrough();
     let stderr = '';
     channel.onStdout((chunk) => stdout.write(chunk));
@@ -274,7 +356,10 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     }
     if (entry) return entry;
     if (/No such file|Too many levels of symbolic links|Not a directory/i.test(stderr) || stderr.trim() === '') {
-      throw new RuntimeFailure(path === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${path}, which does not exist`, 'not_found');
+      throw new RuntimeFailure(
+        path === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${path}, which does not exist`,
+        'not_found',
+      );
     }
     throw new RuntimeFailure(`cannot read ${asked}: ${stderr.trim().replace(/^tar: /, '')}`);
   }
@@ -294,7 +379,10 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
         await channel.write(padded);
         channel.closeStdin();
         const end = await channel.ended;
-        if (end.exitCode !== 0) throw new RuntimeFailure(`cannot write ${resolved}: ${stderr.trim().replace(/^tar: /, '') || end.message || `tar exited with ${end.exitCode}`}`);
+        if (end.exitCode !== 0)
+          throw new RuntimeFailure(
+            `cannot write ${resolved}: ${stderr.trim().replace(/^tar: /, '') || end.message || `tar exited with ${end.exitCode}`}`,
+          );
       } finally {
         clearTimeout(timer);
         channel.destroy();
@@ -305,7 +393,11 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   listDirectory(sandboxId: string, path: string): ResultAsync<DirectoryEntry[], SandboxRuntimeError> {
     return this.#attempt('listDirectory', async () => {
       const dir = await this.#resolve(sandboxId, path);
-      const result = await this.#run(sandboxId, ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%s\\t%f\\0'], { hostDeadlineMs: 30_000, timeoutMs: 30_000 });
+      const result = await this.#run(
+        sandboxId,
+        ['find', dir, '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%s\\t%f\\0'],
+        { hostDeadlineMs: 30_000, timeoutMs: 30_000 },
+      );
       if (result.exit_code !== 0) {
         const reason = result.stderr.trim() || `find exited with ${result.exit_code}`;
         throw new RuntimeFailure(`cannot list ${dir}: ${reason}`, /No such file/.test(reason) ? 'not_found' : 'failed');
@@ -331,12 +423,21 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
    */
   spawn(sandboxId: string, request: SpawnRequest): ResultAsync<SandboxProcess, SandboxRuntimeError> {
     return this.#attempt('spawn', async () => {
-      if (request.command.length === 0 || request.command[0] === '') throw new RuntimeFailure('cannot start a process: the command is empty');
+      if (request.command.length === 0 || request.command[0] === '')
+        throw new RuntimeFailure('cannot start a process: the command is empty');
       const cwd = await this.#resolve(sandboxId, request.cwd ?? '.');
       const observed = await this.#observe(sandboxId);
-      if (observed.state === 'missing') throw new RuntimeFailure(`sandbox ${sandboxId} does not exist (${observed.detail ?? 'no StatefulSet'})`, 'not_found');
-      if (observed.state === 'paused') throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
-      if (observed.state !== 'running') throw new RuntimeFailure(`sandbox ${sandboxId} is not running (${observed.state}${observed.detail ? `: ${observed.detail}` : ''})`);
+      if (observed.state === 'missing')
+        throw new RuntimeFailure(
+          `sandbox ${sandboxId} does not exist (${observed.detail ?? 'no StatefulSet'})`,
+          'not_found',
+        );
+      if (observed.state === 'paused')
+        throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it before starting a process`);
+      if (observed.state !== 'running')
+        throw new RuntimeFailure(
+          `sandbox ${sandboxId} is not running (${observed.state}${observed.detail ? `: ${observed.detail}` : ''})`,
+        );
       return startKubernetesProcess({
         sandboxId,
         command: request.command,
@@ -361,25 +462,44 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   /** Exec has no working directory or environment of its own: a small `sh` prefix sets them, then execs the command (same pid). */
   #prefixFor(cwd: string, env: Readonly<Record<string, string>>): string[] {
     const variables = Object.entries(env).map(([key, value]) => `${key}=${value}`);
-    return ['sh', '-c', 'cd -- "$1" || exit 126; shift; exec "$@"', 'acs-exec', cwd, ...(variables.length > 0 ? ['env', ...variables] : [])];
+    return [
+      'sh',
+      '-c',
+      'cd -- "$1" || exit 126; shift; exec "$@"',
+      'acs-exec',
+      cwd,
+      ...(variables.length > 0 ? ['env', ...variables] : []),
+    ];
   }
 
   /** Opens an exec session in the sandbox's pod; a pod that is not there or not running is explained from its state. */
   async #open(sandboxId: string, argv: readonly string[], stdin: boolean, tty: boolean): Promise<ExecChannel> {
     try {
-      return await openExec(this.#kubeConfig, { namespace: this.namespace, pod: this.podName(sandboxId), container: CONTAINER }, argv, { stdin, tty });
+      return await openExec(
+        this.#kubeConfig,
+        { namespace: this.namespace, pod: this.podName(sandboxId), container: CONTAINER },
+        argv,
+        { stdin, tty },
+      );
     } catch (error) {
       if (!(error instanceof ExecOpenFailure)) throw error;
       if (error.status === 0) throw error;
       const observed = await this.#observe(sandboxId).catch(() => null);
-      if (observed?.state === 'missing') throw new RuntimeFailure(`sandbox ${sandboxId} does not exist (${observed.detail ?? 'no pod'})`, 'not_found');
+      if (observed?.state === 'missing')
+        throw new RuntimeFailure(`sandbox ${sandboxId} does not exist (${observed.detail ?? 'no pod'})`, 'not_found');
       if (observed?.state === 'paused') throw new RuntimeFailure(`sandbox ${sandboxId} is paused; resume it first`);
-      throw new RuntimeFailure(`cannot run a command in sandbox ${sandboxId}${observed ? ` (${observed.state}${observed.detail ? `: ${observed.detail}` : ''})` : ''}: ${error.message}`);
+      throw new RuntimeFailure(
+        `cannot run a command in sandbox ${sandboxId}${observed ? ` (${observed.state}${observed.detail ? `: ${observed.detail}` : ''})` : ''}: ${error.message}`,
+      );
     }
   }
 
   /** Runs argv to its end with stdout and stderr kept apart; bounded in time and size. */
-  async #run(sandboxId: string, argv: readonly string[], options: { hostDeadlineMs: number; timeoutMs: number; maxOutputBytes?: number | undefined }): Promise<ExecResult> {
+  async #run(
+    sandboxId: string,
+    argv: readonly string[],
+    options: { hostDeadlineMs: number; timeoutMs: number; maxOutputBytes?: number | undefined },
+  ): Promise<ExecResult> {
     const started = Date.now();
     const channel = await this.#open(sandboxId, argv, false, false);
     const keep = Math.max(0, Math.floor(options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES));
@@ -395,7 +515,10 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     const end = await channel.ended.finally(() => clearTimeout(timer));
     const duration = Date.now() - started;
     const timedOut = hostTimeout || duration >= options.timeoutMs;
-    if (!hostTimeout && end.exitCode === null && !timedOut) throw new RuntimeFailure(`the command in sandbox ${sandboxId} ended without an exit code: ${end.message ?? 'unknown'}`);
+    if (!hostTimeout && end.exitCode === null && !timedOut)
+      throw new RuntimeFailure(
+        `the command in sandbox ${sandboxId} ended without an exit code: ${end.message ?? 'unknown'}`,
+      );
     return {
       exit_code: timedOut && (end.exitCode === 137 || end.exitCode === null) ? null : end.exitCode,
       stdout: stdout.text(),
@@ -417,7 +540,9 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   }
 
   async #events(name: string): Promise<CoreV1Event[]> {
-    const list = await this.#core.listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.name=${name}` }).catch(() => null);
+    const list = await this.#core
+      .listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.name=${name}` })
+      .catch(() => null);
     return list?.items ?? [];
   }
 
@@ -428,15 +553,26 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
       return { state: 'missing', detail: 'its StatefulSet no longer exists', exposed_urls: [] };
     }
     if (set.spec?.replicas === 0) return { state: 'paused', detail: null, exposed_urls: [] };
-    const pod: V1Pod | null = await orNull(this.#core.readNamespacedPod({ name: this.podName(sandboxId), namespace: this.namespace }));
+    const pod: V1Pod | null = await orNull(
+      this.#core.readNamespacedPod({ name: this.podName(sandboxId), namespace: this.namespace }),
+    );
     if (!pod) {
       this.#answered.delete(sandboxId);
       const latest = latestEvent(await this.#events(this.setName(sandboxId)));
       const why = latest?.type === 'Warning' ? `: ${latest.reason ?? ''} ${latest.message ?? ''}`.trimEnd() : '';
-      return { state: 'starting', detail: `waiting for the StatefulSet controller to create its pod${why}`, exposed_urls: [] };
+      return {
+        state: 'starting',
+        detail: `waiting for the StatefulSet controller to create its pod${why}`,
+        exposed_urls: [],
+      };
     }
     const needsEvents = !pod.status?.containerStatuses?.some((c) => c.name === CONTAINER && c.state?.running);
-    const reading = readPod(pod, needsEvents ? await this.#events(this.podName(sandboxId)) : [], Date.now(), this.#options.unschedulableAfterMs ?? 60_000);
+    const reading = readPod(
+      pod,
+      needsEvents ? await this.#events(this.podName(sandboxId)) : [],
+      Date.now(),
+      this.#options.unschedulableAfterMs ?? 60_000,
+    );
     if (reading.state !== 'ready') {
       this.#answered.delete(sandboxId);
       return { state: reading.state, detail: reading.detail, exposed_urls: [] };
@@ -444,7 +580,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     const podUid = pod.metadata?.uid ?? '';
     if (this.#answered.get(sandboxId) === podUid) return { state: 'running', detail: null, exposed_urls: [] };
     const probe = await this.#run(sandboxId, ['true'], { hostDeadlineMs: 10_000, timeoutMs: 10_000 }).catch(() => null);
-    if (probe?.exit_code !== 0) return { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
+    if (probe?.exit_code !== 0)
+      return { state: 'starting', detail: 'waiting for the container to answer', exposed_urls: [] };
     this.#answered.set(sandboxId, podUid);
     return { state: 'running', detail: null, exposed_urls: [] };
   }
@@ -453,8 +590,12 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     let workingDir = this.#workingDirs.get(sandboxId);
     if (!workingDir) {
       const set = await this.#readSet(sandboxId);
-      if (!set) throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
-      workingDir = set.metadata?.annotations?.[ANNOTATIONS.workingDir] ?? set.spec?.template.spec?.containers.find((c) => c.name === CONTAINER)?.workingDir ?? '/';
+      if (!set)
+        throw new RuntimeFailure(`sandbox ${sandboxId} has no StatefulSet in namespace ${this.namespace}`, 'not_found');
+      workingDir =
+        set.metadata?.annotations?.[ANNOTATIONS.workingDir] ??
+        set.spec?.template.spec?.containers.find((c) => c.name === CONTAINER)?.workingDir ??
+        '/';
       this.#workingDirs.set(sandboxId, workingDir);
     }
     const resolved = resolveSandboxPath(workingDir, path);
@@ -492,11 +633,28 @@ async function gone(deletion: Promise<unknown>): Promise<void> {
   await orNull(deletion);
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EPIPE', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EACCES',
+  'EPIPE',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 
 /** The first error code in an error's cause chain (undici's fetch puts the socket's under `cause`). */
 function codeOf(error: unknown): string | undefined {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e.code === 'string') return e.code;
   }
   return undefined;
@@ -513,7 +671,8 @@ function apiMessage(error: ApiException<unknown>): string {
       return body.slice(0, 500) || error.message;
     }
   }
-  if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') return (body as { message: string }).message;
+  if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string')
+    return (body as { message: string }).message;
   return error.message;
 }
 
@@ -522,14 +681,23 @@ function toRuntimeError(operation: string, error: unknown, namespace: string): S
   if (error instanceof ApiException) {
     const message = apiMessage(error);
     if (error.code === 404) return { type: 'not_found', message };
-    if (error.code === 401) return { type: 'unavailable', message: `the Kubernetes API refused the credentials (401): ${message}` };
-    if (error.code === 403) return { type: 'failed', message: `the Kubernetes API forbids ${operation} in namespace ${namespace} (check the service account's Role): ${message}` };
-    if (error.code >= 500) return { type: 'unavailable', message: `the Kubernetes API failed (${error.code}): ${message}` };
+    if (error.code === 401)
+      return { type: 'unavailable', message: `the Kubernetes API refused the credentials (401): ${message}` };
+    if (error.code === 403)
+      return {
+        type: 'failed',
+        message: `the Kubernetes API forbids ${operation} in namespace ${namespace} (check the service account's Role): ${message}`,
+      };
+    if (error.code >= 500)
+      return { type: 'unavailable', message: `the Kubernetes API failed (${error.code}): ${message}` };
     return { type: 'failed', message };
   }
   const code = codeOf(error);
   if (code !== undefined && UNREACHABLE.has(code)) {
-    return { type: 'unavailable', message: `the Kubernetes API cannot be reached (${code}); check the kubeconfig or that the cluster is up` };
+    return {
+      type: 'unavailable',
+      message: `the Kubernetes API cannot be reached (${code}); check the kubeconfig or that the cluster is up`,
+    };
   }
   return { type: 'failed', message: (error as Error).message ?? String(error) };
 }

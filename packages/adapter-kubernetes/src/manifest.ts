@@ -26,7 +26,18 @@ export const CONTAINER = 'sandbox';
 export const WORKSPACE_VOLUME = 'workspace';
 
 /** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped, as on Docker. */
-export const SANDBOX_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'AUDIT_WRITE'] as const;
+export const SANDBOX_CAPABILITIES = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'NET_BIND_SERVICE',
+  'SYS_CHROOT',
+  'AUDIT_WRITE',
+] as const;
 
 export interface KubernetesResources {
   /** CPUs a sandbox may use (its limit; default 1). */
@@ -44,7 +55,12 @@ export interface KubernetesPlacement {
   runtimeClassName?: string;
   nodeSelector?: Record<string, string>;
   /** Tolerations for tainted node pools, as the API takes them. */
-  tolerations?: { key?: string; operator?: 'Exists' | 'Equal'; value?: string; effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }[];
+  tolerations?: {
+    key?: string;
+    operator?: 'Exists' | 'Equal';
+    value?: string;
+    effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  }[];
 }
 
 export interface ManifestOptions {
@@ -84,7 +100,10 @@ export function resourcesFor(resources: Required<KubernetesResources>, factor: n
   const memory = resources.memoryBytes * factor;
   return {
     limits: { cpu: cpuQuantity(cpus), memory: bytesQuantity(memory) },
-    requests: { cpu: cpuQuantity(cpus * resources.requestShare), memory: bytesQuantity(memory * resources.requestShare) },
+    requests: {
+      cpu: cpuQuantity(cpus * resources.requestShare),
+      memory: bytesQuantity(memory * resources.requestShare),
+    },
   };
 }
 
@@ -109,7 +128,9 @@ export function sandboxStatefulSet(request: RuntimeCreateRequest, options: Manif
     [ANNOTATIONS.spec]: spec.id,
     [ANNOTATIONS.workingDir]: spec.working_dir,
   };
-  const writable = options.readOnlyRootFilesystem ? options.writablePaths.filter((path) => path !== spec.working_dir) : [];
+  const writable = options.readOnlyRootFilesystem
+    ? options.writablePaths.filter((path) => path !== spec.working_dir)
+    : [];
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -136,7 +157,9 @@ export function sandboxStatefulSet(request: RuntimeCreateRequest, options: Manif
           restartPolicy: 'Always',
           ...(options.placement.runtimeClassName ? { runtimeClassName: options.placement.runtimeClassName } : {}),
           ...(options.placement.nodeSelector ? { nodeSelector: { ...options.placement.nodeSelector } } : {}),
-          ...(options.placement.tolerations ? { tolerations: options.placement.tolerations.map((t) => ({ ...t })) } : {}),
+          ...(options.placement.tolerations
+            ? { tolerations: options.placement.tolerations.map((t) => ({ ...t })) }
+            : {}),
           securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
           containers: [
             {

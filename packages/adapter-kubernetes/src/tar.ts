@@ -90,7 +90,8 @@ export async function readFirstTarEntry(stream: AsyncIterable<unknown>, maxBytes
       const type = String.fromCharCode(header[156] ?? 0);
       const size = numeric(header.subarray(124, 136));
       if (type === 'x' || type === 'g' || type === 'L' || type === 'K') {
-        if (size > MAX_METADATA_BYTES) throw new Error(`the archive has a ${size}-byte metadata entry; expected a small one`);
+        if (size > MAX_METADATA_BYTES)
+          throw new Error(`the archive has a ${size}-byte metadata entry; expected a small one`);
         const body = await bytes.take(size);
         await bytes.skip(padding(size));
         if (type === 'L') longName = cString(body);
@@ -105,7 +106,8 @@ export async function readFirstTarEntry(stream: AsyncIterable<unknown>, maxBytes
         const whole = pax.size ? Number(pax.size) : size;
         return { type: 'file', path, size: whole, content: await bytes.take(Math.min(whole, maxBytes)) };
       }
-      if (type === '2') return { type: 'symlink', path, target: pax.linkpath ?? longLink ?? cString(header.subarray(157, 257)) };
+      if (type === '2')
+        return { type: 'symlink', path, target: pax.linkpath ?? longLink ?? cString(header.subarray(157, 257)) };
       return type === '5' ? { type: 'directory', path } : { type: 'other', path };
     }
   } finally {

@@ -9,9 +9,16 @@ import { KubernetesSandboxRuntime, type KubernetesRuntimeOptions } from '@acs/ad
 export const KUBECONFIG_PATH = process.env.ACS_KUBECONFIG ?? '/var/lib/acs-k8s/admin.kubeconfig';
 /** The image .ci/run builds with scripts/build-sandbox-image.sh and the cluster script imports. */
 const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
-export const bookworm = specFixture({ id: 'bookworm', image: SANDBOX_IMAGE, working_dir: '/workspace', command: null, initial_env: { LANG: 'C.UTF-8' } });
+export const bookworm = specFixture({
+  id: 'bookworm',
+  image: SANDBOX_IMAGE,
+  working_dir: '/workspace',
+  command: null,
+  initial_env: { LANG: 'C.UTF-8' },
+});
 
-const HOW_TO = 'bring one up with `bash scripts/k8s-cluster.sh up` (builds Kubernetes once per machine, ~10 min; then ~10 s), or point ACS_KUBECONFIG at a cluster';
+const HOW_TO =
+  'bring one up with `bash scripts/k8s-cluster.sh up` (builds Kubernetes once per machine, ~10 min; then ~10 s), or point ACS_KUBECONFIG at a cluster';
 
 /** Whether a cluster answers with this kubeconfig (within 10 s), and why not. */
 async function probe(): Promise<{ ok: true; kubeConfig: KubeConfig } | { ok: false; why: string }> {
@@ -20,7 +27,10 @@ async function probe(): Promise<{ ok: true; kubeConfig: KubeConfig } | { ok: fal
   try {
     kubeConfig.loadFromFile(KUBECONFIG_PATH);
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    await Promise.race([core.listNode(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 10 s')), 10_000).unref())]);
+    await Promise.race([
+      core.listNode(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 10 s')), 10_000).unref()),
+    ]);
     return { ok: true, kubeConfig };
   } catch (error) {
     return { ok: false, why: `the cluster of ${KUBECONFIG_PATH} does not answer: ${(error as Error).message}` };
@@ -67,7 +77,10 @@ export async function testNamespace(kc: KubeConfig): Promise<string> {
   for (;;) {
     const account = await core.readNamespacedServiceAccount({ name: 'default', namespace: name }).catch(() => null);
     if (account) break;
-    if (Date.now() > deadline) throw new Error(`namespace ${name} has no default service account after 60 s (is kube-controller-manager running? see /var/lib/acs-k8s/logs)`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `namespace ${name} has no default service account after 60 s (is kube-controller-manager running? see /var/lib/acs-k8s/logs)`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   afterAll(async () => {
@@ -78,7 +91,11 @@ export async function testNamespace(kc: KubeConfig): Promise<string> {
 }
 
 /** A runtime on the test cluster in `namespace` (images come from the node: no registry here). */
-export function kubernetesRuntime(kc: KubeConfig, namespace: string, options: Partial<Omit<KubernetesRuntimeOptions, 'kubeConfig' | 'namespace'>> = {}): KubernetesSandboxRuntime {
+export function kubernetesRuntime(
+  kc: KubeConfig,
+  namespace: string,
+  options: Partial<Omit<KubernetesRuntimeOptions, 'kubeConfig' | 'namespace'>> = {},
+): KubernetesSandboxRuntime {
   return new KubernetesSandboxRuntime({
     kubeConfig: kc,
     namespace,

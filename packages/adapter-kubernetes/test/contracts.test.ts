@@ -1,4 +1,8 @@
-import { describeSandboxExecContract, describeSandboxRuntimeContract, describeSandboxShellContract } from '@acs/core/testing';
+import {
+  describeSandboxExecContract,
+  describeSandboxRuntimeContract,
+  describeSandboxShellContract,
+} from '@acs/core/testing';
 import { bookworm, kubernetesRuntime, onCluster, testNamespace } from './cluster.js';
 
 onCluster('the runtime contracts on Kubernetes', (kubeConfig) => {

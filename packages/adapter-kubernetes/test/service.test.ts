@@ -15,12 +15,20 @@ onCluster('sandbox service on Kubernetes', (kubeConfig) => {
   /** A service on the cluster with memory stores; `stores` lets a second service share them (a restart). */
   async function compose(options: AgentConversationServiceOptions = {}, stores = createMemoryPorts({ specs })) {
     const runtime = kubernetesRuntime(kubeConfig, await namespace);
-    const service = createAgentConversationService({ agent: createAgent(), ...stores, runtime }, { pollIntervalMs: 100, ...options });
+    const service = createAgentConversationService(
+      { agent: createAgent(), ...stores, runtime },
+      { pollIntervalMs: 100, ...options },
+    );
     return { service, runtime, stores };
   }
 
-  const replicasOf = async (name: string) => (await apps.readNamespacedStatefulSet({ name, namespace: await namespace })).spec?.replicas;
-  const setExists = async (name: string) => apps.readNamespacedStatefulSet({ name, namespace: await namespace }).then(() => true, () => false);
+  const replicasOf = async (name: string) =>
+    (await apps.readNamespacedStatefulSet({ name, namespace: await namespace })).spec?.replicas;
+  const setExists = async (name: string) =>
+    apps.readNamespacedStatefulSet({ name, namespace: await namespace }).then(
+      () => true,
+      () => false,
+    );
 
   /** Waits (60 s) for a condition, failing with what it last saw. */
   async function eventually<T>(what: string, read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
@@ -46,15 +54,33 @@ onCluster('sandbox service on Kubernetes', (kubeConfig) => {
         expect(await replicasOf(runtime.setName(box.id))).toBe(0);
         await expectOk(service.sandboxes.resume('alice', box.id));
         expect((await service.sandboxes.whenSettled('alice', box.id))?.status).toBe('RUNNING');
-        await eventually('the sandbox to run again', async () => (await expectOk(service.sandboxes.get('alice', box.id))).status, (s) => s === 'RUNNING');
-        expect(new TextDecoder().decode((await expectOk(runtime.readFile(box.id, 'mine.txt'))).bytes)).toBe('still here');
+        await eventually(
+          'the sandbox to run again',
+          async () => (await expectOk(service.sandboxes.get('alice', box.id))).status,
+          (s) => s === 'RUNNING',
+        );
+        expect(new TextDecoder().decode((await expectOk(runtime.readFile(box.id, 'mine.txt'))).bytes)).toBe(
+          'still here',
+        );
         await expectOk(service.sandboxes.delete('alice', box.id));
         const ns = await namespace;
-        await eventually('the StatefulSet, pod and claim to be gone', async () => ({
-          set: await setExists(runtime.setName(box.id)),
-          pod: await core.readNamespacedPod({ name: runtime.podName(box.id), namespace: ns }).then(() => true, () => false),
-          claim: await core.readNamespacedPersistentVolumeClaim({ name: runtime.claimName(box.id), namespace: ns }).then(() => true, () => false),
-        }), (left) => !left.set && !left.pod && !left.claim);
+        await eventually(
+          'the StatefulSet, pod and claim to be gone',
+          async () => ({
+            set: await setExists(runtime.setName(box.id)),
+            pod: await core.readNamespacedPod({ name: runtime.podName(box.id), namespace: ns }).then(
+              () => true,
+              () => false,
+            ),
+            claim: await core
+              .readNamespacedPersistentVolumeClaim({ name: runtime.claimName(box.id), namespace: ns })
+              .then(
+                () => true,
+                () => false,
+              ),
+          }),
+          (left) => !left.set && !left.pod && !left.claim,
+        );
       } finally {
         await service.close();
       }
@@ -92,20 +118,35 @@ onCluster('sandbox service on Kubernetes', (kubeConfig) => {
     it('adopts its sandboxes after a restart: running, paused, pod deleted (comes back), set deleted (missing), and unknown ones', async () => {
       const before = await compose();
       const ns = await namespace;
-      const [running, paused, podless, vanished] = await Promise.all(Array.from({ length: 4 }, () => expectOk(before.service.sandboxes.start('alice'))));
+      const [running, paused, podless, vanished] = await Promise.all(
+        Array.from({ length: 4 }, () => expectOk(before.service.sandboxes.start('alice'))),
+      );
       await before.service.idle();
-      for (const box of [running, paused, podless, vanished]) expect((await expectOk(before.service.sandboxes.get('alice', box!.id))).status).toBe('RUNNING');
+      for (const box of [running, paused, podless, vanished])
+        expect((await expectOk(before.service.sandboxes.get('alice', box!.id))).status).toBe('RUNNING');
       await expectOk(before.runtime.writeFile(podless!.id, 'survives.txt', new TextEncoder().encode('on the claim')));
       await expectOk(before.service.sandboxes.pause('alice', paused!.id));
       await before.service.close();
       // While the service is down, behind its back: one pod is deleted (its StatefulSet makes it
       // again, on the same claim), one StatefulSet is deleted with its pod.
-      const podUid = (await core.readNamespacedPod({ name: before.runtime.podName(podless!.id), namespace: ns })).metadata?.uid;
-      await core.deleteNamespacedPod({ name: before.runtime.podName(podless!.id), namespace: ns, gracePeriodSeconds: 0 });
-      await apps.deleteNamespacedStatefulSet({ name: before.runtime.setName(vanished!.id), namespace: ns, propagationPolicy: 'Foreground' });
+      const podUid = (await core.readNamespacedPod({ name: before.runtime.podName(podless!.id), namespace: ns }))
+        .metadata?.uid;
+      await core.deleteNamespacedPod({
+        name: before.runtime.podName(podless!.id),
+        namespace: ns,
+        gracePeriodSeconds: 0,
+      });
+      await apps.deleteNamespacedStatefulSet({
+        name: before.runtime.setName(vanished!.id),
+        namespace: ns,
+        propagationPolicy: 'Foreground',
+      });
 
       const after = await compose({}, before.stores);
-      const amnesiacStores = createMemoryPorts({ specs, installationId: await expectOk(before.stores.installation.identity()) });
+      const amnesiacStores = createMemoryPorts({
+        specs,
+        installationId: await expectOk(before.stores.installation.identity()),
+      });
       const amnesiac = await compose({}, amnesiacStores);
       const stranger = await compose();
       try {
@@ -114,13 +155,27 @@ onCluster('sandbox service on Kubernetes', (kubeConfig) => {
         const status = async (id: string) => expectOk(after.service.sandboxes.get('alice', id));
         expect((await status(running!.id)).status).toBe('RUNNING');
         expect((await status(paused!.id)).status).toBe('PAUSED');
-        expect(await eventually('the vanished sandbox to be MISSING', () => status(vanished!.id), (s) => s.status === 'MISSING')).toMatchObject({
+        expect(
+          await eventually(
+            'the vanished sandbox to be MISSING',
+            () => status(vanished!.id),
+            (s) => s.status === 'MISSING',
+          ),
+        ).toMatchObject({
           status_detail: expect.stringMatching(/StatefulSet no longer exists/) as unknown,
         });
         // The deleted pod comes back (a new one, on the same claim): STARTING, then RUNNING with its files.
-        await eventually('the deleted pod to come back', () => status(podless!.id), (s) => s.status === 'RUNNING');
-        expect((await core.readNamespacedPod({ name: before.runtime.podName(podless!.id), namespace: ns })).metadata?.uid).not.toBe(podUid);
-        expect(new TextDecoder().decode((await expectOk(after.runtime.readFile(podless!.id, 'survives.txt'))).bytes)).toBe('on the claim');
+        await eventually(
+          'the deleted pod to come back',
+          () => status(podless!.id),
+          (s) => s.status === 'RUNNING',
+        );
+        expect(
+          (await core.readNamespacedPod({ name: before.runtime.podName(podless!.id), namespace: ns })).metadata?.uid,
+        ).not.toBe(podUid);
+        expect(
+          new TextDecoder().decode((await expectOk(after.runtime.readFile(podless!.id, 'survives.txt'))).bytes),
+        ).toBe('on the claim');
 
         // Another installation on the same namespace adopts none of them.
         expect((await expectOk(stranger.service.sandboxes.reconcile())).adopted).toBe(0);

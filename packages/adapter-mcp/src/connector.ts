@@ -1,4 +1,12 @@
-import type { McpCallResult, McpConnection, McpConnector, McpFailure, McpServerTarget, McpToolInfo, SandboxProcess } from '@acs/core/ports';
+import type {
+  McpCallResult,
+  McpConnection,
+  McpConnector,
+  McpFailure,
+  McpServerTarget,
+  McpToolInfo,
+  SandboxProcess,
+} from '@acs/core/ports';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -109,10 +117,15 @@ class Session {
     // The SSE session lives on its GET stream: once that fails the session is gone.
     if (error instanceof SseError) {
       const detail = error.message.replace(/^SSE error: /, '');
-      this.lost(detail === 'undefined' || detail === '' ? 'the server ended the SSE stream' : `the SSE stream failed: ${clip(detail)}`);
+      this.lost(
+        detail === 'undefined' || detail === ''
+          ? 'the server ended the SSE stream'
+          : `the SSE stream failed: ${clip(detail)}`,
+      );
     }
     // Streamable HTTP gives up on its GET stream after its reconnection attempts.
-    else if (/Maximum reconnection attempts/.test(error.message)) this.lost('the server stopped answering (its event stream could not be reopened)');
+    else if (/Maximum reconnection attempts/.test(error.message))
+      this.lost('the server stopped answering (its event stream could not be reopened)');
   }
 
   logError(message: string, error: unknown): void {
@@ -132,26 +145,39 @@ class Connection implements McpConnection {
     readonly tools: readonly McpToolInfo[],
   ) {}
 
-  call(tool: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }): ResultAsync<McpCallResult, McpFailure> {
+  call(
+    tool: string,
+    args: Record<string, unknown>,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): ResultAsync<McpCallResult, McpFailure> {
     return ResultAsync.fromPromise(this.callTool(tool, args, options), (error) =>
       error instanceof McpFailureError ? error.failure : toFailure(error, { ...this.session.context, phase: 'call' }),
     );
   }
 
-  private async callTool(tool: string, args: Record<string, unknown>, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }): Promise<McpCallResult> {
+  private async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number },
+  ): Promise<McpCallResult> {
     const { server } = this.session.context;
     if (this.closed !== null) throw failure('closed', `the connection to ${server} was closed`);
-    if (this.session.lostReason !== null) throw failure('closed', `the connection to ${server} was lost: ${this.session.lostReason}`);
+    if (this.session.lostReason !== null)
+      throw failure('closed', `the connection to ${server} was lost: ${this.session.lostReason}`);
     if (signal.aborted) throw failure('cancelled', `the call of '${tool}' on ${server} was cancelled`);
     try {
-      const result = await this.client.callTool({ name: tool, arguments: args }, CallToolResultSchema, { signal, timeout: Math.max(1, timeoutMs) });
+      const result = await this.client.callTool({ name: tool, arguments: args }, CallToolResultSchema, {
+        signal,
+        timeout: Math.max(1, timeoutMs),
+      });
       if (isCallToolResult(result)) return flattenCallResult(result);
       // A server from before 2024-11 answers `toolResult`: pass it on as JSON.
       return { content: JSON.stringify(result['toolResult'] ?? null), is_error: false };
     } catch (error) {
       if (signal.aborted) throw failure('cancelled', `the call of '${tool}' on ${server} was cancelled`);
       const mapped = toFailure(error, { ...this.session.context, phase: 'call' });
-      if (mapped.type === 'timeout') throw failure('timeout', `the tool '${tool}' on ${server} did not answer within ${timeoutMs} ms`);
+      if (mapped.type === 'timeout')
+        throw failure('timeout', `the tool '${tool}' on ${server} did not answer within ${timeoutMs} ms`);
       if (mapped.type === 'closed') this.session.lost(mapped.message);
       throw new McpFailureError(mapped);
     }
@@ -206,12 +232,19 @@ function httpTransport(target: Extract<McpServerTarget, { transport: 'sse' | 'sh
   return new SSEClientTransport(url, { requestInit: { headers } });
 }
 
-async function startProcess(session: Session, target: Extract<McpServerTarget, { transport: 'stdio' }>, abandoned: AbortSignal): Promise<SandboxProcessTransport> {
+async function startProcess(
+  session: Session,
+  target: Extract<McpServerTarget, { transport: 'stdio' }>,
+  abandoned: AbortSignal,
+): Promise<SandboxProcessTransport> {
   let started: Awaited<ReturnType<typeof target.start>>;
   try {
     started = await target.start();
   } catch (error) {
-    throw failure('unreachable', `could not start the ${session.context.server}: ${error instanceof Error ? error.message : String(error)}`);
+    throw failure(
+      'unreachable',
+      `could not start the ${session.context.server}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   if (started.isErr()) {
     throw failure('unreachable', `could not start the ${session.context.server}: ${started.error.message}`);
@@ -234,10 +267,17 @@ async function startProcess(session: Session, target: Extract<McpServerTarget, {
   return transport;
 }
 
-async function establish(session: Session, settings: Required<Omit<McpConnectorOptions, 'logger'>>, deadline: { signal: AbortSignal; at: number }): Promise<Connection> {
+async function establish(
+  session: Session,
+  settings: Required<Omit<McpConnectorOptions, 'logger'>>,
+  deadline: { signal: AbortSignal; at: number },
+): Promise<Connection> {
   const { target } = session;
   const remaining = () => Math.max(1, deadline.at - Date.now());
-  const transport = target.transport === 'stdio' ? await startProcess(session, target, deadline.signal) : httpTransport(target, session.context.server);
+  const transport =
+    target.transport === 'stdio'
+      ? await startProcess(session, target, deadline.signal)
+      : httpTransport(target, session.context.server);
   session.transport = transport;
   if (deadline.signal.aborted) throw failure('cancelled', 'gave up');
 
@@ -247,7 +287,9 @@ async function establish(session: Session, settings: Required<Omit<McpConnectorO
     const exit = transport instanceof SandboxProcessTransport ? transport.exit : null;
     if (exit === null) return session.lost('the connection closed');
     const stderr = session.stderrTail.trim();
-    session.lost(`the process exited${exit.exit_code !== null ? ` with code ${exit.exit_code}` : ''}${stderr !== '' ? `; its last output on stderr: ${clip(stderr.slice(-300))}` : ''}`);
+    session.lost(
+      `the process exited${exit.exit_code !== null ? ` with code ${exit.exit_code}` : ''}${stderr !== '' ? `; its last output on stderr: ${clip(stderr.slice(-300))}` : ''}`,
+    );
   };
   client.onerror = (error) => session.transportError(error);
 
@@ -256,8 +298,15 @@ async function establish(session: Session, settings: Required<Omit<McpConnectorO
   const tools: McpToolInfo[] = [];
   let cursor: string | undefined;
   for (let page = 0; ; page++) {
-    if (page >= settings.maxToolPages) throw failure('protocol', `${session.context.server} kept paginating its tool list (more than ${settings.maxToolPages} pages)`);
-    const listed = await client.listTools(cursor !== undefined ? { cursor } : undefined, { signal: deadline.signal, timeout: remaining() });
+    if (page >= settings.maxToolPages)
+      throw failure(
+        'protocol',
+        `${session.context.server} kept paginating its tool list (more than ${settings.maxToolPages} pages)`,
+      );
+    const listed = await client.listTools(cursor !== undefined ? { cursor } : undefined, {
+      signal: deadline.signal,
+      timeout: remaining(),
+    });
     tools.push(...listed.tools.map(toToolInfo));
     if (listed.nextCursor === undefined || listed.nextCursor === '' || listed.nextCursor === cursor) break;
     cursor = listed.nextCursor;
@@ -269,12 +318,17 @@ async function establish(session: Session, settings: Required<Omit<McpConnectorO
   return connection;
 }
 
-async function connect(target: McpServerTarget, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }, settings: McpConnectorOptions): Promise<McpConnection> {
+async function connect(
+  target: McpServerTarget,
+  { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number },
+  settings: McpConnectorOptions,
+): Promise<McpConnection> {
   const log = settings.logger ?? (() => undefined);
   const session = new Session(target, log);
   const { server } = session.context;
   const cancelled = () => failure('cancelled', `connecting to ${server} was cancelled`);
-  const timedOut = () => failure('timeout', `${server} did not complete the MCP handshake and tool listing within ${timeoutMs} ms`);
+  const timedOut = () =>
+    failure('timeout', `${server} did not complete the MCP handshake and tool listing within ${timeoutMs} ms`);
   if (signal.aborted) throw cancelled();
 
   const giveUp = new AbortController();
@@ -287,7 +341,9 @@ async function connect(target: McpServerTarget, { signal, timeoutMs }: { signal:
   const onAbort = () => stop('cancelled');
   signal.addEventListener('abort', onAbort, { once: true });
   const stopped = new Promise<never>((_, reject) => {
-    giveUp.signal.addEventListener('abort', () => reject(why === 'cancelled' ? cancelled() : timedOut()), { once: true });
+    giveUp.signal.addEventListener('abort', () => reject(why === 'cancelled' ? cancelled() : timedOut()), {
+      once: true,
+    });
   });
   stopped.catch(() => undefined);
 
@@ -295,7 +351,11 @@ async function connect(target: McpServerTarget, { signal, timeoutMs }: { signal:
     return await Promise.race([
       establish(
         session,
-        { clientName: settings.clientName ?? 'agent-conversation-service', clientVersion: settings.clientVersion ?? '0.1.0', maxToolPages: settings.maxToolPages ?? 50 },
+        {
+          clientName: settings.clientName ?? 'agent-conversation-service',
+          clientVersion: settings.clientVersion ?? '0.1.0',
+          maxToolPages: settings.maxToolPages ?? 50,
+        },
         { signal: giveUp.signal, at: Date.now() + timeoutMs },
       ),
       stopped,
@@ -323,8 +383,17 @@ export function createMcpConnector(options: McpConnectorOptions = {}): McpConnec
     connect: (target, connectOptions) =>
       ResultAsync.fromPromise(connect(target, connectOptions, options), (error) =>
         error instanceof McpFailureError
-          ? { type: error.failure.type, message: redact(error.failure.message, target.transport === 'stdio' ? null : target.api_key) }
-          : { type: 'protocol' as const, message: redact(`connecting to ${describeTarget(target)} failed: ${String(error)}`, target.transport === 'stdio' ? null : target.api_key) },
+          ? {
+              type: error.failure.type,
+              message: redact(error.failure.message, target.transport === 'stdio' ? null : target.api_key),
+            }
+          : {
+              type: 'protocol' as const,
+              message: redact(
+                `connecting to ${describeTarget(target)} failed: ${String(error)}`,
+                target.transport === 'stdio' ? null : target.api_key,
+              ),
+            },
       ),
   };
 }

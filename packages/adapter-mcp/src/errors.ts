@@ -54,7 +54,9 @@ function networkReason(error: unknown): string | null {
       const known = NETWORK_CODES[code];
       if (known !== undefined) return known;
     }
-    const match = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE)\b/.exec(current.message);
+    const match = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE)\b/.exec(
+      current.message,
+    );
     if (match?.[1] !== undefined) return NETWORK_CODES[match[1]] ?? match[1];
     if (current.message === 'fetch failed' && !(current.cause instanceof Error)) return 'the request failed';
     current = current.cause;
@@ -64,7 +66,12 @@ function networkReason(error: unknown): string | null {
 
 /** The HTTP status an SDK transport error carries, if any. */
 function httpStatus(error: unknown): number | null {
-  if ((error instanceof StreamableHTTPError || error instanceof SseError) && typeof error.code === 'number' && error.code >= 100) return error.code;
+  if (
+    (error instanceof StreamableHTTPError || error instanceof SseError) &&
+    typeof error.code === 'number' &&
+    error.code >= 100
+  )
+    return error.code;
   if (error instanceof Error) {
     // The SSE transport's POST failures are plain Errors: "Error POSTing to endpoint (HTTP 401): …"
     const match = /\(HTTP (\d{3})\)/.exec(error.message);
@@ -115,9 +122,15 @@ function classifyRaw(error: unknown, { server, phase, lostReason }: ClassifyCont
   if (error instanceof McpError) {
     if (error.code === TIMEOUT_CODE) return { type: 'timeout', message: `${server} did not answer in time` };
     if (error.code === CLOSED_CODE) {
-      return { type: 'closed', message: `the connection to ${server} closed${lostReason !== null ? `: ${lostReason}` : ''}` };
+      return {
+        type: 'closed',
+        message: `the connection to ${server} closed${lostReason !== null ? `: ${lostReason}` : ''}`,
+      };
     }
-    return { type: 'protocol', message: `${server} answered with an error: ${clip(detailOf(error))} (code ${error.code})` };
+    return {
+      type: 'protocol',
+      message: `${server} answered with an error: ${clip(detailOf(error))} (code ${error.code})`,
+    };
   }
   const status = httpStatus(error);
   if (status !== null) {
@@ -127,16 +140,25 @@ function classifyRaw(error: unknown, { server, phase, lostReason }: ClassifyCont
   }
   const network = networkReason(error);
   if (network !== null) {
-    return { type: phase === 'connect' ? 'unreachable' : 'closed', message: `${server} could not be reached: ${network}` };
+    return {
+      type: phase === 'connect' ? 'unreachable' : 'closed',
+      message: `${server} could not be reached: ${network}`,
+    };
   }
   if (error instanceof SseError) {
-    return { type: phase === 'connect' ? 'unreachable' : 'closed', message: `the SSE stream of ${server} failed: ${clip(detailOf(error))}` };
+    return {
+      type: phase === 'connect' ? 'unreachable' : 'closed',
+      message: `the SSE stream of ${server} failed: ${clip(detailOf(error))}`,
+    };
   }
   if (error instanceof Error && error.name === 'ZodError') {
     return { type: 'protocol', message: `${server} sent an answer that is not valid MCP: ${clip(error.message)}` };
   }
   if (error instanceof Error && /not connected/i.test(error.message)) {
-    return { type: 'closed', message: `the connection to ${server} is closed${lostReason !== null ? `: ${lostReason}` : ''}` };
+    return {
+      type: 'closed',
+      message: `the connection to ${server} is closed${lostReason !== null ? `: ${lostReason}` : ''}`,
+    };
   }
   return { type: 'protocol', message: `${server} failed: ${clip(detailOf(error))}` };
 }

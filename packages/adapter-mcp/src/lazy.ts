@@ -17,10 +17,15 @@ export function createLazyMcpConnector(options: McpConnectorOptions = {}): McpCo
   const load = () => (loading ??= import('./connector.js').then((module) => module.createMcpConnector(options)));
   return {
     connect: (target, connectOptions) =>
-      ResultAsync.fromPromise(load(), (error) => error).orElse((error) => {
-        // A failed load is tried again at the next connection (a package being installed, say).
-        loading = null;
-        return errAsync({ type: 'protocol' as const, message: `could not load the MCP client: ${error instanceof Error ? error.message : String(error)}` });
-      }).andThen((connector) => connector.connect(target, connectOptions)),
+      ResultAsync.fromPromise(load(), (error) => error)
+        .orElse((error) => {
+          // A failed load is tried again at the next connection (a package being installed, say).
+          loading = null;
+          return errAsync({
+            type: 'protocol' as const,
+            message: `could not load the MCP client: ${error instanceof Error ? error.message : String(error)}`,
+          });
+        })
+        .andThen((connector) => connector.connect(target, connectOptions)),
   };
 }

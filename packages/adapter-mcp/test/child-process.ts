@@ -7,14 +7,25 @@ export interface HostProcess extends SandboxProcess {
 }
 
 /** A SandboxProcess over a host child process (what a sandbox runtime's `spawn` gives, minus the sandbox). */
-export function spawnHostProcess(command: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ResultAsync<HostProcess, SandboxRuntimeError> {
+export function spawnHostProcess(
+  command: readonly string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): ResultAsync<HostProcess, SandboxRuntimeError> {
   const [program, ...args] = command;
   if (program === undefined) return errAsync({ type: 'failed', message: 'empty command' });
-  const child = spawn(program, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(program, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const started = new Promise<HostProcess | SandboxRuntimeError>((resolve) => {
-    child.once('error', (error) => resolve({ type: 'failed', message: `could not start ${program}: ${error.message}` }));
+    child.once('error', (error) =>
+      resolve({ type: 'failed', message: `could not start ${program}: ${error.message}` }),
+    );
     child.once('spawn', () => {
-      const exited = new Promise<{ exit_code: number | null }>((done) => child.once('close', (code) => done({ exit_code: code })));
+      const exited = new Promise<{ exit_code: number | null }>((done) =>
+        child.once('close', (code) => done({ exit_code: code })),
+      );
       child.stdin.on('error', () => undefined);
       resolve({
         pid: child.pid ?? -1,

@@ -17,7 +17,11 @@ function track<T extends TestHttpServer | { stop: () => Promise<void> }>(server:
   return server;
 }
 
-async function connect(target: McpServerTarget, timeoutMs = 60_000, signal = new AbortController().signal): Promise<McpConnection> {
+async function connect(
+  target: McpServerTarget,
+  timeoutMs = 60_000,
+  signal = new AbortController().signal,
+): Promise<McpConnection> {
   const connection = (await connector.connect(target, { signal, timeoutMs })).match(
     (ok) => ok,
     (failure) => {
@@ -47,15 +51,30 @@ describe.each([
       input_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
       annotations: {},
     });
-    expect(connection.tools.find((t) => t.name === 'lookup')?.annotations).toEqual({ read_only: true, open_world: false });
+    expect(connection.tools.find((t) => t.name === 'lookup')?.annotations).toEqual({
+      read_only: true,
+      open_world: false,
+    });
 
-    expect((await connection.call('echo', { text: 'hello' }, callOptions()))._unsafeUnwrap()).toEqual({ content: 'hello', is_error: false });
-    expect((await connection.call('add', { a: 2, b: 40 }, callOptions()))._unsafeUnwrap()).toEqual({ content: '42', is_error: false });
-    expect((await connection.call('fail', {}, callOptions()))._unsafeUnwrap()).toEqual({ content: 'it failed on purpose', is_error: true });
+    expect((await connection.call('echo', { text: 'hello' }, callOptions()))._unsafeUnwrap()).toEqual({
+      content: 'hello',
+      is_error: false,
+    });
+    expect((await connection.call('add', { a: 2, b: 40 }, callOptions()))._unsafeUnwrap()).toEqual({
+      content: '42',
+      is_error: false,
+    });
+    expect((await connection.call('fail', {}, callOptions()))._unsafeUnwrap()).toEqual({
+      content: 'it failed on purpose',
+      is_error: true,
+    });
     expect((await connection.call('media', {}, callOptions()))._unsafeUnwrap().content).toBe(
       'here it is\n[image: image/png, 4 bytes]\n[resource: file:///tmp/report.txt]\n[resource: file:///tmp/notes.txt]\nthe notes',
     );
-    expect((await connection.call('structured', {}, callOptions()))._unsafeUnwrap()).toEqual({ content: '{"answer":42}', is_error: false });
+    expect((await connection.call('structured', {}, callOptions()))._unsafeUnwrap()).toEqual({
+      content: '{"answer":42}',
+      is_error: false,
+    });
     // Bad arguments: the SDK server reports them as a failed call.
     expect((await connection.call('add', { a: 'x' }, callOptions()))._unsafeUnwrap().is_error).toBe(true);
 
@@ -68,7 +87,9 @@ describe.each([
   it('sends the api_key as a bearer token on every request', async () => {
     const server = track(await start({ token: KEY }));
     const connection = await connect({ transport, url: server.url, api_key: KEY }, 60_000, never());
-    expect((await connection.call('echo', { text: 'with key' }, callOptions()))._unsafeUnwrap().content).toBe('with key');
+    expect((await connection.call('echo', { text: 'with key' }, callOptions()))._unsafeUnwrap().content).toBe(
+      'with key',
+    );
     expect(server.requests.length).toBeGreaterThanOrEqual(3);
     expect(server.requests.every((r) => r.authorization === `Bearer ${KEY}`)).toBe(true);
     // The GET event stream (opened after the handshake for shttp) carries it too.
@@ -79,7 +100,10 @@ describe.each([
 
   it('fails as unreachable with the status, never the key, when the key is wrong or missing', async () => {
     const server = track(await start({ token: 'the-right-key' }));
-    const wrong = await connector.connect({ transport, url: server.url, api_key: KEY }, { signal: never(), timeoutMs: 60_000 });
+    const wrong = await connector.connect(
+      { transport, url: server.url, api_key: KEY },
+      { signal: never(), timeoutMs: 60_000 },
+    );
     const failure = wrong._unsafeUnwrapErr();
     expect(failure.type).toBe('unreachable');
     expect(failure.message).toContain('401');
@@ -87,7 +111,10 @@ describe.each([
     // The server echoed the header back; it must have been redacted, not just absent.
     expect(server.requests.some((r) => r.authorization === `Bearer ${KEY}`)).toBe(true);
 
-    const missing = await connector.connect({ transport, url: server.url, api_key: null }, { signal: never(), timeoutMs: 60_000 });
+    const missing = await connector.connect(
+      { transport, url: server.url, api_key: null },
+      { signal: never(), timeoutMs: 60_000 },
+    );
     expect(missing._unsafeUnwrapErr()).toMatchObject({ type: 'unreachable' });
     expect(missing._unsafeUnwrapErr().message).toContain('401');
   });
@@ -109,7 +136,9 @@ describe.each([
     expect(sleeps.finished).toBe(before.finished);
 
     // The connection is still usable afterwards.
-    expect((await connection.call('echo', { text: 'still here' }, callOptions()))._unsafeUnwrap().content).toBe('still here');
+    expect((await connection.call('echo', { text: 'still here' }, callOptions()))._unsafeUnwrap().content).toBe(
+      'still here',
+    );
   });
 
   it('fails a call quickly once the server is gone, and reports the connection lost', async () => {
@@ -134,7 +163,10 @@ describe('connection failures', () => {
     const port = await closedPort();
     for (const transport of ['shttp', 'sse'] as const) {
       // Not 'timeout': refused at once, long before the 100 s limit.
-      const result = await connector.connect({ transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY }, { signal: never(), timeoutMs: 100_000 });
+      const result = await connector.connect(
+        { transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY },
+        { signal: never(), timeoutMs: 100_000 },
+      );
       expect(result._unsafeUnwrapErr().type).toBe('unreachable');
       expect(result._unsafeUnwrapErr().message).toMatch(/connection refused/);
       expect(result._unsafeUnwrapErr().message).not.toContain(KEY);
@@ -145,7 +177,10 @@ describe('connection failures', () => {
     const silent = track(await startSilentServer());
     for (const transport of ['shttp', 'sse'] as const) {
       const started = Date.now();
-      const result = await connector.connect({ transport, url: silent.url, api_key: null }, { signal: never(), timeoutMs: 400 });
+      const result = await connector.connect(
+        { transport, url: silent.url, api_key: null },
+        { signal: never(), timeoutMs: 400 },
+      );
       expect(result._unsafeUnwrapErr().type).toBe('timeout');
       expect(result._unsafeUnwrapErr().message).toContain('400 ms');
       // The silent server never answers: only our own timer can end this, and not before it is due.
@@ -155,30 +190,44 @@ describe('connection failures', () => {
 
   it('is cancelled by the signal, before or during the attempt', async () => {
     const silent = track(await startSilentServer());
-    const before = await connector.connect({ transport: 'shttp', url: silent.url, api_key: null }, { signal: AbortSignal.abort(), timeoutMs: 5_000 });
+    const before = await connector.connect(
+      { transport: 'shttp', url: silent.url, api_key: null },
+      { signal: AbortSignal.abort(), timeoutMs: 5_000 },
+    );
     expect(before._unsafeUnwrapErr().type).toBe('cancelled');
 
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
     // Not 'timeout': the signal ended it, long before the 100 s limit.
-    const during = await connector.connect({ transport: 'sse', url: silent.url, api_key: null }, { signal: abort.signal, timeoutMs: 100_000 });
+    const during = await connector.connect(
+      { transport: 'sse', url: silent.url, api_key: null },
+      { signal: abort.signal, timeoutMs: 100_000 },
+    );
     expect(during._unsafeUnwrapErr().type).toBe('cancelled');
   });
 
   it('rejects a url that is not http(s)', async () => {
-    const result = await connector.connect({ transport: 'shttp', url: 'not a url', api_key: KEY }, { signal: never(), timeoutMs: 1_000 });
+    const result = await connector.connect(
+      { transport: 'shttp', url: 'not a url', api_key: KEY },
+      { signal: never(), timeoutMs: 1_000 },
+    );
     expect(result._unsafeUnwrapErr().type).toBe('unreachable');
   });
 
   it('fails as unreachable with the status on an HTTP error page, key redacted', async () => {
     const { createServer } = await import('node:http');
-    const http = createServer((req, res) => res.writeHead(502, { 'content-type': 'text/plain' }).end(`bad gateway for ${req.headers.authorization ?? ''}`));
+    const http = createServer((req, res) =>
+      res.writeHead(502, { 'content-type': 'text/plain' }).end(`bad gateway for ${req.headers.authorization ?? ''}`),
+    );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     cleanups.push(() => new Promise((resolve) => http.close(() => resolve())));
     const address = http.address();
     const port = typeof address === 'object' && address !== null ? address.port : 0;
     for (const transport of ['shttp', 'sse'] as const) {
-      const result = await connector.connect({ transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY }, { signal: never(), timeoutMs: 60_000 });
+      const result = await connector.connect(
+        { transport, url: `http://127.0.0.1:${port}/mcp`, api_key: KEY },
+        { signal: never(), timeoutMs: 60_000 },
+      );
       const failure = result._unsafeUnwrapErr();
       expect(failure.type).toBe('unreachable');
       expect(failure.message).toContain('502');

@@ -6,11 +6,18 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
 /** The modules of @modelcontextprotocol/sdk a fresh Node process has loaded after running `script` (an ES module body). */
 const sdkModulesLoadedBy = (script: string): string[] =>
-  runWithModuleLog<string[]>(`${script}\nconsole.log(JSON.stringify(loaded()));`, { cwd: packageDir, match: /@modelcontextprotocol/ });
+  runWithModuleLog<string[]>(`${script}\nconsole.log(JSON.stringify(loaded()));`, {
+    cwd: packageDir,
+    match: /@modelcontextprotocol/,
+  });
 
 describe('createLazyMcpConnector', () => {
   it('loads nothing of the MCP SDK until a connection is made; the eager entry does', () => {
-    expect(sdkModulesLoadedBy(`const { createLazyMcpConnector } = await import('@acs/adapter-mcp/lazy'); createLazyMcpConnector();`)).toEqual([]);
+    expect(
+      sdkModulesLoadedBy(
+        `const { createLazyMcpConnector } = await import('@acs/adapter-mcp/lazy'); createLazyMcpConnector();`,
+      ),
+    ).toEqual([]);
     expect(sdkModulesLoadedBy(`await import('@acs/adapter-mcp');`).length).toBeGreaterThan(0);
   });
 

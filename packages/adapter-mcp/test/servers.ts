@@ -19,10 +19,17 @@ function buildMcpServer(): McpServer {
   server.registerTool('echo', { description: 'Echoes the text', inputSchema: { text: z.string() } }, ({ text }) => ({
     content: [{ type: 'text', text }],
   }));
-  server.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } }, ({ a, b }) => ({
-    content: [{ type: 'text', text: String(a + b) }],
+  server.registerTool(
+    'add',
+    { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+    ({ a, b }) => ({
+      content: [{ type: 'text', text: String(a + b) }],
+    }),
+  );
+  server.registerTool('fail', { description: 'Always fails' }, () => ({
+    content: [{ type: 'text', text: 'it failed on purpose' }],
+    isError: true,
   }));
-  server.registerTool('fail', { description: 'Always fails' }, () => ({ content: [{ type: 'text', text: 'it failed on purpose' }], isError: true }));
   server.registerTool('sleep', { description: 'Sleeps', inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
     sleeps.started++;
     await new Promise<void>((resolve) => {
@@ -40,7 +47,11 @@ function buildMcpServer(): McpServer {
   });
   server.registerTool(
     'lookup',
-    { description: 'Reads only', inputSchema: { key: z.string() }, annotations: { readOnlyHint: true, openWorldHint: false, title: 'Look up' } },
+    {
+      description: 'Reads only',
+      inputSchema: { key: z.string() },
+      annotations: { readOnlyHint: true, openWorldHint: false, title: 'Look up' },
+    },
     ({ key }) => ({ content: [{ type: 'text', text: `value of ${key}` }] }),
   );
   server.registerTool('media', { description: 'Returns an image and resources' }, () => ({
@@ -94,7 +105,9 @@ function stopper(server: Server, cleanup: () => Promise<void>): () => Promise<vo
 /** Refuses requests without the token, echoing what it got (so redaction can be tested). */
 function authorized(req: IncomingMessage, res: ServerResponse, token: string | undefined): boolean {
   if (token === undefined || req.headers.authorization === `Bearer ${token}`) return true;
-  res.writeHead(401, { 'content-type': 'text/plain' }).end(`unauthorized: you sent ${req.headers.authorization ?? 'nothing'}`);
+  res
+    .writeHead(401, { 'content-type': 'text/plain' })
+    .end(`unauthorized: you sent ${req.headers.authorization ?? 'nothing'}`);
   return false;
 }
 
@@ -187,7 +200,9 @@ export async function startSilentServer(): Promise<{ url: string; stop: () => Pr
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
   });
-  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
+  );
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     stop: async () => {

@@ -21,7 +21,10 @@ afterEach(async () => {
 });
 
 /** A stdio target over a host process; `processes` collects what it started. */
-function target(command: readonly string[], env?: Record<string, string>): { target: McpServerTarget; processes: HostProcess[] } {
+function target(
+  command: readonly string[],
+  env?: Record<string, string>,
+): { target: McpServerTarget; processes: HostProcess[] } {
   const processes: HostProcess[] = [];
   return {
     processes,
@@ -50,13 +53,26 @@ describe('stdio, an SDK server run with node', () => {
     const { target: t } = target([process.execPath, NODE_SERVER]);
     const connection = await connect(t);
     expect(connection.tools.map((tool) => tool.name).sort()).toEqual(['add', 'crash', 'echo']);
-    expect(connection.tools.find((tool) => tool.name === 'add')?.input_schema).toMatchObject({ type: 'object', required: ['a', 'b'] });
+    expect(connection.tools.find((tool) => tool.name === 'add')?.input_schema).toMatchObject({
+      type: 'object',
+      required: ['a', 'b'],
+    });
 
     // The echo tool writes a JSON-RPC-looking line to stderr: it must not reach the client.
-    expect((await connection.call('echo', { text: 'hi' }, callOptions()))._unsafeUnwrap()).toEqual({ content: 'hi', is_error: false });
+    expect((await connection.call('echo', { text: 'hi' }, callOptions()))._unsafeUnwrap()).toEqual({
+      content: 'hi',
+      is_error: false,
+    });
     expect((await connection.call('add', { a: 1, b: 2 }, callOptions()))._unsafeUnwrap().content).toBe('3');
     await expect
-      .poll(() => logs.filter((l) => l.message === 'MCP server stderr').map((l) => String(l.fields['text'])).join(''), { timeout: 60_000 })
+      .poll(
+        () =>
+          logs
+            .filter((l) => l.message === 'MCP server stderr')
+            .map((l) => String(l.fields['text']))
+            .join(''),
+        { timeout: 60_000 },
+      )
       .toContain('echoing hi');
   });
 
@@ -95,17 +111,28 @@ describe('stdio, an SDK server run with node', () => {
   });
 
   it('fails as unreachable when the process cannot be started', async () => {
-    const t: McpServerTarget = { transport: 'stdio', name: 'broken', start: () => errAsync({ type: 'failed', message: 'no such program: mcp-server-nope' }) };
+    const t: McpServerTarget = {
+      transport: 'stdio',
+      name: 'broken',
+      start: () => errAsync({ type: 'failed', message: 'no such program: mcp-server-nope' }),
+    };
     const result = await connector.connect(t, { signal: never(), timeoutMs: 60_000 });
     expect(result._unsafeUnwrapErr().type).toBe('unreachable');
     expect(result._unsafeUnwrapErr().message).toContain('mcp-server-nope');
 
-    const missing = await connector.connect(target(['/nonexistent/mcp-server']).target, { signal: never(), timeoutMs: 60_000 });
+    const missing = await connector.connect(target(['/nonexistent/mcp-server']).target, {
+      signal: never(),
+      timeoutMs: 60_000,
+    });
     expect(missing._unsafeUnwrapErr().type).toBe('unreachable');
   });
 
   it('fails as closed, quoting stderr, when the process exits during the handshake', async () => {
-    const { target: t, processes } = target([process.execPath, '-e', 'process.stderr.write("missing config file\\n"); process.exit(2)']);
+    const { target: t, processes } = target([
+      process.execPath,
+      '-e',
+      'process.stderr.write("missing config file\\n"); process.exit(2)',
+    ]);
     const result = await connector.connect(t, { signal: never(), timeoutMs: 60_000 });
     expect(result._unsafeUnwrapErr().type).toBe('closed');
     expect(result._unsafeUnwrapErr().message).toContain('code 2');
@@ -127,7 +154,15 @@ describe('stdio, an SDK server run with node', () => {
     const late: McpServerTarget = {
       transport: 'stdio',
       name: 'late',
-      start: () => okAsync(undefined).andThen(() => new ResultAsync(new Promise((resolve) => setTimeout(resolve, 400)).then(() => slow.transport === 'stdio' ? slow.start() : errAsync({ type: 'failed' as const, message: 'unused' })))),
+      start: () =>
+        okAsync(undefined).andThen(
+          () =>
+            new ResultAsync(
+              new Promise((resolve) => setTimeout(resolve, 400)).then(() =>
+                slow.transport === 'stdio' ? slow.start() : errAsync({ type: 'failed' as const, message: 'unused' }),
+              ),
+            ),
+        ),
     };
     const result = await connector.connect(late, { signal: never(), timeoutMs: 100 });
     expect(result._unsafeUnwrapErr().type).toBe('timeout');
@@ -140,7 +175,9 @@ describe('stdio, an SDK server run with node', () => {
     const script = `process.stdout.write('banner: not json\\n'); await import(${JSON.stringify(NODE_SERVER)});`;
     const { target: t } = target([process.execPath, '--input-type=module', '-e', script]);
     const connection = await connect(t);
-    expect((await connection.call('echo', { text: 'after banner' }, callOptions()))._unsafeUnwrap().content).toBe('after banner');
+    expect((await connection.call('echo', { text: 'after banner' }, callOptions()))._unsafeUnwrap().content).toBe(
+      'after banner',
+    );
     expect(logs.some((l) => l.message.includes('not JSON-RPC'))).toBe(true);
   });
 });
@@ -151,8 +188,13 @@ describe('stdio, the python3 stdlib server', () => {
     const connection = await connect(t);
     expect(connection.tools.map((tool) => tool.name)).toEqual(['echo', 'whoami', 'crash']);
     expect(connection.tools.find((tool) => tool.name === 'whoami')?.annotations).toEqual({ read_only: true });
-    expect((await connection.call('echo', { text: 'py' }, callOptions()))._unsafeUnwrap()).toEqual({ content: 'py', is_error: false });
-    expect((await connection.call('whoami', {}, callOptions()))._unsafeUnwrap().content).toBe(`greeting=hello from env\ncwd=${FIXTURES}`);
+    expect((await connection.call('echo', { text: 'py' }, callOptions()))._unsafeUnwrap()).toEqual({
+      content: 'py',
+      is_error: false,
+    });
+    expect((await connection.call('whoami', {}, callOptions()))._unsafeUnwrap().content).toBe(
+      `greeting=hello from env\ncwd=${FIXTURES}`,
+    );
     const unknown = await connection.call('nope', {}, callOptions());
     expect(unknown._unsafeUnwrapErr().type).toBe('protocol');
     expect(unknown._unsafeUnwrapErr().message).toContain('-32602');
@@ -172,12 +214,24 @@ describe('stdio, the python3 stdlib server', () => {
     transport.onmessage = (message) => messages.push(message);
     const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
     await transport.start();
-    await transport.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await transport.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
     await transport.send({ jsonrpc: '2.0', id: 3, method: 'resources/list' });
     await expect.poll(() => messages.length, { timeout: 60_000 }).toBe(3);
-    expect(messages[0]).toMatchObject({ id: 1, result: { protocolVersion: '2025-03-26', capabilities: { tools: {} }, serverInfo: { name: 'python-stdio-test-server' } } });
+    expect(messages[0]).toMatchObject({
+      id: 1,
+      result: {
+        protocolVersion: '2025-03-26',
+        capabilities: { tools: {} },
+        serverInfo: { name: 'python-stdio-test-server' },
+      },
+    });
     expect(messages[1]).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
     expect(messages[2]).toMatchObject({ id: 3, error: { code: -32601 } });
     await transport.close();

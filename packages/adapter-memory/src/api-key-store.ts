@@ -12,7 +12,9 @@ export class MemoryApiKeyStore implements ApiKeyStore {
   }
 
   list(userId: string): ResultAsync<StoredApiKey[], StoreFailure> {
-    const keys = this.#ofUser(userId).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+    const keys = this.#ofUser(userId).sort((a, b) =>
+      a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1,
+    );
     return okAsync(keys.map((k) => ({ ...k })));
   }
 

@@ -1,17 +1,27 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type ConversationFilter, type ConversationStore, type StoreFailure } from '@acs/core/ports';
+import {
+  type Page,
+  type PageRequest,
+  compareOldestFirst,
+  pageInMemory,
+  type ConversationFilter,
+  type ConversationStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
 /** Whether a conversation passes a search filter (the reference semantics SQL adapters reproduce). */
 export function matchesConversationFilter(record: ConversationRecord, filter: ConversationFilter): boolean {
   if (!filter.include_sub_conversations && record.parent_conversation_id !== null) return false;
-  if (filter.title_contains !== undefined && !record.title.toLowerCase().includes(filter.title_contains.toLowerCase())) return false;
+  if (filter.title_contains !== undefined && !record.title.toLowerCase().includes(filter.title_contains.toLowerCase()))
+    return false;
   if (filter.created_at_gte !== undefined && record.created_at < filter.created_at_gte) return false;
   if (filter.created_at_lt !== undefined && record.created_at >= filter.created_at_lt) return false;
   if (filter.updated_at_gte !== undefined && record.updated_at < filter.updated_at_gte) return false;
   if (filter.updated_at_lt !== undefined && record.updated_at >= filter.updated_at_lt) return false;
-  if (filter.selected_repository !== undefined && record.selected_repository !== filter.selected_repository) return false;
+  if (filter.selected_repository !== undefined && record.selected_repository !== filter.selected_repository)
+    return false;
   if (filter.trigger !== undefined && record.trigger !== filter.trigger) return false;
   if (filter.sandbox_id !== undefined && record.sandbox_id !== filter.sandbox_id) return false;
   return true;
@@ -47,8 +57,17 @@ export class MemoryConversationStore implements ConversationStore {
     return okAsync(this.#records.delete(userId, id));
   }
 
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure> {
-    return okAsync(pageInMemory(this.#records.ofUser(userId).filter((r) => matchesConversationFilter(r, filter)), page));
+  search(
+    userId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): ResultAsync<Page<ConversationRecord>, StoreFailure> {
+    return okAsync(
+      pageInMemory(
+        this.#records.ofUser(userId).filter((r) => matchesConversationFilter(r, filter)),
+        page,
+      ),
+    );
   }
 
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure> {
@@ -61,7 +80,12 @@ export class MemoryConversationStore implements ConversationStore {
 
   listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure> {
     const wanted = new Set<string | null>(statuses);
-    return okAsync(this.#records.all().filter((r) => wanted.has(r.execution_status)).sort(compareOldestFirst));
+    return okAsync(
+      this.#records
+        .all()
+        .filter((r) => wanted.has(r.execution_status))
+        .sort(compareOldestFirst),
+    );
   }
 
   childrenOf(userId: string, parentIds: readonly string[]): ResultAsync<Map<string, string[]>, StoreFailure> {
@@ -69,7 +93,10 @@ export class MemoryConversationStore implements ConversationStore {
     const children = new Map<string, string[]>();
     for (const record of this.#records.ofUser(userId).sort(compareOldestFirst)) {
       if (record.parent_conversation_id !== null && wanted.has(record.parent_conversation_id)) {
-        children.set(record.parent_conversation_id, [...(children.get(record.parent_conversation_id) ?? []), record.id]);
+        children.set(record.parent_conversation_id, [
+          ...(children.get(record.parent_conversation_id) ?? []),
+          record.id,
+        ]);
       }
     }
     return okAsync(children);

@@ -6,8 +6,12 @@ export class MemoryDeviceGrantStore implements DeviceGrantStore {
   readonly #byDeviceCode = new Map<string, DeviceGrant>();
   readonly #failures = new Map<string, { opened: number; count: number }>();
 
-  insert(grant: DeviceGrant, limits: { now: string; maxLive: number; dropExpiredBefore: string }): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
-    for (const [hash, stored] of this.#byDeviceCode) if (stored.expires_at < limits.dropExpiredBefore) this.#byDeviceCode.delete(hash);
+  insert(
+    grant: DeviceGrant,
+    limits: { now: string; maxLive: number; dropExpiredBefore: string },
+  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+    for (const [hash, stored] of this.#byDeviceCode)
+      if (stored.expires_at < limits.dropExpiredBefore) this.#byDeviceCode.delete(hash);
     const stored = [...this.#byDeviceCode.values()];
     if (stored.filter((g) => g.expires_at > limits.now).length >= limits.maxLive) return okAsync('full');
     if (stored.some((g) => g.user_code === grant.user_code)) return okAsync('user_code_taken');
@@ -15,8 +19,14 @@ export class MemoryDeviceGrantStore implements DeviceGrantStore {
     return okAsync('inserted');
   }
 
-  update(key: DeviceGrantKey, change: (current: DeviceGrant | null) => DeviceGrant | null): ResultAsync<DeviceGrant | null, StoreFailure> {
-    const current = 'device_code_hash' in key ? this.#byDeviceCode.get(key.device_code_hash) : [...this.#byDeviceCode.values()].find((g) => g.user_code === key.user_code);
+  update(
+    key: DeviceGrantKey,
+    change: (current: DeviceGrant | null) => DeviceGrant | null,
+  ): ResultAsync<DeviceGrant | null, StoreFailure> {
+    const current =
+      'device_code_hash' in key
+        ? this.#byDeviceCode.get(key.device_code_hash)
+        : [...this.#byDeviceCode.values()].find((g) => g.user_code === key.user_code);
     const given = current ? { ...current } : null;
     const next = change(given);
     if (next === given) return okAsync(given ? { ...given } : null);

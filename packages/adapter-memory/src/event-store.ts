@@ -19,7 +19,12 @@ export class MemoryEventStore implements EventStore {
     return `${userId}\u0000${conversationId}`;
   }
 
-  append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
+  append(
+    userId: string,
+    conversationId: string,
+    events: readonly NewEvent[],
+    fence?: LeaseFence,
+  ): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
     const refused = fence && this.#leases ? this.#leases.refuse(userId, conversationId, fence) : null;
     if (refused) return errAsync(refused);
     const key = MemoryEventStore.#key(userId, conversationId);
@@ -30,7 +35,12 @@ export class MemoryEventStore implements EventStore {
     return okAsync(cloneData(stored));
   }
 
-  readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
+  readAfter(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+    limit: number,
+  ): ResultAsync<StoredEvent[], StoreFailure> {
     const log = this.#logs.get(MemoryEventStore.#key(userId, conversationId)) ?? [];
     // Ids are 1…n without gaps, so event n sits at index n - 1.
     return okAsync(cloneData(log.slice(Math.max(0, afterId), Math.max(0, afterId) + limit)));

@@ -33,7 +33,16 @@ export { MemoryStartTaskStore } from './start-task-store.js';
 /** The stores the service keeps its records in, all in memory: one installation, nothing survives the process. */
 export type MemoryStores = Pick<
   AgentConversationServicePorts,
-  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'events' | 'sandboxes' | 'installation' | 'conversationLeases' | 'locks'
+  | 'settings'
+  | 'apiKeys'
+  | 'deviceGrants'
+  | 'conversations'
+  | 'startTasks'
+  | 'events'
+  | 'sandboxes'
+  | 'installation'
+  | 'conversationLeases'
+  | 'locks'
 >;
 
 /**

@@ -54,4 +54,3 @@ export class KeyedRecords<R extends { id: string; user_id: string }> {
     return okAsync(cloneData(next.value));
   }
 }
-

@@ -1,5 +1,13 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { ConversationLease, ConversationLeaseStore, HeldLease, LeaseFence, LeaseHolder, LeaseLost, StoreFailure } from '@acs/core/ports';
+import type {
+  ConversationLease,
+  ConversationLeaseStore,
+  HeldLease,
+  LeaseFence,
+  LeaseHolder,
+  LeaseLost,
+  StoreFailure,
+} from '@acs/core/ports';
 import { leaseLost } from '@acs/core/ports';
 
 interface Row {
@@ -34,7 +42,12 @@ export class MemoryConversationLeaseStore implements ConversationLeaseStore {
     return row !== undefined && row.owner !== null && row.expires > this.#now();
   }
 
-  acquire(userId: string, conversationId: string, owner: string, ttlMs: number): ResultAsync<ConversationLease | null, StoreFailure> {
+  acquire(
+    userId: string,
+    conversationId: string,
+    owner: string,
+    ttlMs: number,
+  ): ResultAsync<ConversationLease | null, StoreFailure> {
     const key = MemoryConversationLeaseStore.#key(userId, conversationId);
     const row = this.#rows.get(key);
     if (this.#live(row) && row.owner !== owner) return okAsync(null);
@@ -56,7 +69,12 @@ export class MemoryConversationLeaseStore implements ConversationLeaseStore {
     for (const row of this.#rows.values()) {
       if (row.owner !== owner) continue;
       row.expires = this.#now() + ttlMs;
-      held.push({ user_id: row.user_id, conversation_id: row.conversation_id, epoch: row.epoch, stop_requested: row.stop });
+      held.push({
+        user_id: row.user_id,
+        conversation_id: row.conversation_id,
+        epoch: row.epoch,
+        stop_requested: row.stop,
+      });
     }
     return okAsync(held);
   }

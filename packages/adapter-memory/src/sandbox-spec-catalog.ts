@@ -19,7 +19,8 @@ export class StaticSandboxSpecCatalog implements SandboxSpecCatalog {
   readonly #specs: SandboxSpec[];
 
   constructor(presets: readonly SandboxSpecPreset[] = [DEFAULT_MEMORY_SPEC], createdAt = new Date().toISOString()) {
-    if (presets.length === 0) throw new Error('A sandbox spec catalog needs at least one spec (the first is the default).');
+    if (presets.length === 0)
+      throw new Error('A sandbox spec catalog needs at least one spec (the first is the default).');
     const ids = new Set<string>();
     this.#specs = presets.map((p) => {
       if (ids.has(p.id)) throw new Error(`Sandbox spec id "${p.id}" is listed twice.`);
@@ -32,7 +33,9 @@ export class StaticSandboxSpecCatalog implements SandboxSpecCatalog {
         initial_env: { ...(p.initial_env ?? {}) },
         description: p.description ?? null,
         created_at: p.created_at ?? createdAt,
-        ...(p.exposed_ports && p.exposed_ports.length > 0 ? { exposed_ports: p.exposed_ports.map((port) => ({ ...port })) } : {}),
+        ...(p.exposed_ports && p.exposed_ports.length > 0
+          ? { exposed_ports: p.exposed_ports.map((port) => ({ ...port })) }
+          : {}),
         ...(p.session_api_key_variable ? { session_api_key_variable: p.session_api_key_variable } : {}),
       };
     });

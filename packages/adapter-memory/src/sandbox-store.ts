@@ -1,5 +1,12 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { type Page, type PageRequest, compareOldestFirst, pageInMemory, type SandboxStore, type StoreFailure } from '@acs/core/ports';
+import {
+  type Page,
+  type PageRequest,
+  compareOldestFirst,
+  pageInMemory,
+  type SandboxStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 import { cloneData } from './clone.js';
@@ -33,7 +40,10 @@ export class MemorySandboxStore implements SandboxStore {
     return this.#records.update(userId, id, mutate);
   }
 
-  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
+  listByStatus(
+    userId: string | null,
+    statuses: readonly SandboxLifecycleStatus[],
+  ): ResultAsync<SandboxRecord[], StoreFailure> {
     const wanted = new Set(statuses);
     const records = userId === null ? this.#records.all() : this.#records.ofUser(userId);
     return okAsync(records.filter((r) => wanted.has(r.status)).sort(compareOldestFirst));
@@ -53,6 +63,11 @@ export class MemorySandboxStore implements SandboxStore {
   }
 
   search(userId: string, page: PageRequest): ResultAsync<Page<SandboxRecord>, StoreFailure> {
-    return okAsync(pageInMemory(this.#records.ofUser(userId).filter((r) => r.status !== 'DELETED'), page));
+    return okAsync(
+      pageInMemory(
+        this.#records.ofUser(userId).filter((r) => r.status !== 'DELETED'),
+        page,
+      ),
+    );
   }
 }

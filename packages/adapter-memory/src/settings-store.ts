@@ -12,7 +12,10 @@ export class MemorySettingsStore implements SettingsStore {
     return okAsync(stored ? cloneData(stored) : null);
   }
 
-  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
+  update(
+    userId: string,
+    mutate: (current: StoredSettings | null) => StoredSettings,
+  ): ResultAsync<StoredSettings, StoreFailure> {
     const current = this.#byUser.get(userId);
     const next = mutate(current ? cloneData(current) : null);
     this.#byUser.set(userId, cloneData(next));

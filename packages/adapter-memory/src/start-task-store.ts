@@ -1,5 +1,12 @@
 import { okAsync, type Result, type ResultAsync } from 'neverthrow';
-import { type Page, type PageRequest, pageInMemory, type StartTaskFilter, type StartTaskStore, type StoreFailure } from '@acs/core/ports';
+import {
+  type Page,
+  type PageRequest,
+  pageInMemory,
+  type StartTaskFilter,
+  type StartTaskStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { StartTaskRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
 
@@ -38,7 +45,13 @@ export class MemoryStartTaskStore implements StartTaskStore {
     page: PageRequest,
     order: 'newest_first' | 'oldest_first',
   ): ResultAsync<Page<StartTaskRecord>, StoreFailure> {
-    return okAsync(pageInMemory(this.#records.ofUser(userId).filter((t) => matches(t, filter)), page, order));
+    return okAsync(
+      pageInMemory(
+        this.#records.ofUser(userId).filter((t) => matches(t, filter)),
+        page,
+        order,
+      ),
+    );
   }
 
   count(userId: string, filter: StartTaskFilter): ResultAsync<number, StoreFailure> {

@@ -1,6 +1,13 @@
 import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import { classifyError, classifyStatus, redact, toLlmError, type AnswerHeaders, type AttemptFailure } from './errors.js';
+import {
+  classifyError,
+  classifyStatus,
+  redact,
+  toLlmError,
+  type AnswerHeaders,
+  type AttemptFailure,
+} from './errors.js';
 import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
@@ -37,7 +44,12 @@ const nonNegative = (value: number | undefined, fallback: number) =>
   value !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
 
 /** The backoff before retry number `retry` (1-based): exponential with up to 25% jitter off, or the server's wish; both capped. */
-export function backoffMs(retry: number, serverWishMs: number | null, options: { initialBackoffMs: number; maxBackoffMs: number }, random = Math.random): number {
+export function backoffMs(
+  retry: number,
+  serverWishMs: number | null,
+  options: { initialBackoffMs: number; maxBackoffMs: number },
+  random = Math.random,
+): number {
   if (serverWishMs !== null) return Math.min(serverWishMs, options.maxBackoffMs);
   const exponential = Math.min(options.initialBackoffMs * 2 ** (retry - 1), options.maxBackoffMs);
   return Math.round(exponential * (1 - random() * 0.25));
@@ -60,8 +72,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
 }
 
 type Attempt =
-  | { ok: true; data: unknown; headers: AnswerHeaders; status: number }
-  | { ok: false; failure: AttemptFailure };
+  { ok: true; data: unknown; headers: AnswerHeaders; status: number } | { ok: false; failure: AttemptFailure };
 
 const USER_AGENT = 'acs-adapter-openai';
 
@@ -93,7 +104,10 @@ export function createOpenAiLlmClient(options: OpenAiLlmClientOptions = {}): Llm
         complete(settings, request).catch((error: unknown) =>
           err<LlmResponse, LlmError>({
             type: 'provider_error',
-            message: redact(`Unexpected failure in the LLM adapter: ${error instanceof Error ? error.message : String(error)}`, request.credentials.api_key),
+            message: redact(
+              `Unexpected failure in the LLM adapter: ${error instanceof Error ? error.message : String(error)}`,
+              request.credentials.api_key,
+            ),
             status: null,
             retryable: false,
             attempts: 0,
@@ -126,19 +140,47 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
       maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
     },
     timeoutMs,
-    prices: Object.fromEntries(Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price])),
+    prices: Object.fromEntries(
+      Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]),
+    ),
     extraHeaders: { ...options.headers },
     send: options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport,
-    cancelled: { code: 'cancelled', detail: 'the request was aborted', status: null, retry: false, retryableLater: false, retryAfterMs: null },
-    timedOut: { code: 'timeout', detail: `no answer within ${timeoutMs} ms`, status: null, retry: true, retryableLater: true, retryAfterMs: null },
+    cancelled: {
+      code: 'cancelled',
+      detail: 'the request was aborted',
+      status: null,
+      retry: false,
+      retryableLater: false,
+      retryAfterMs: null,
+    },
+    timedOut: {
+      code: 'timeout',
+      detail: `no answer within ${timeoutMs} ms`,
+      status: null,
+      retry: true,
+      retryableLater: true,
+      retryAfterMs: null,
+    },
   };
 }
 
 /** One HTTP attempt: the answer, or why there was none (classified for the retry loop). */
-async function attempt(settings: ClientSettings, url: string, apiKey: string, body: ChatCompletionRequest, signal: AbortSignal | undefined): Promise<Attempt> {
+async function attempt(
+  settings: ClientSettings,
+  url: string,
+  apiKey: string,
+  body: ChatCompletionRequest,
+  signal: AbortSignal | undefined,
+): Promise<Attempt> {
   const exchange = await settings.send({
     url,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'User-Agent': USER_AGENT, ...settings.extraHeaders, Authorization: `Bearer ${apiKey}` },
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'User-Agent': USER_AGENT,
+      ...settings.extraHeaders,
+      Authorization: `Bearer ${apiKey}`,
+    },
     body: JSON.stringify(body),
     signal,
     // One timer covers the whole attempt, reading the answer included.
@@ -154,7 +196,8 @@ async function attempt(settings: ClientSettings, url: string, apiKey: string, bo
     case 'answered': {
       const data = parseBody(exchange.text);
       const headers = { get: exchange.header };
-      if (exchange.status < 200 || exchange.status > 299) return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
+      if (exchange.status < 200 || exchange.status > 299)
+        return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
       return { ok: true, data, headers, status: exchange.status };
     }
   }
@@ -169,18 +212,32 @@ interface CallContext {
   started: number;
 }
 
-const failWith = (call: CallContext, failure: AttemptFailure, attempts: number) => err(toLlmError(failure, { apiKey: call.apiKey, attempts, model: call.model }));
+const failWith = (call: CallContext, failure: AttemptFailure, attempts: number) =>
+  err(toLlmError(failure, { apiKey: call.apiKey, attempts, model: call.model }));
 
 async function complete(settings: ClientSettings, request: LlmRequest): Promise<Result<LlmResponse, LlmError>> {
   const { credentials, signal } = request;
   const apiKey = credentials.api_key?.trim() ? credentials.api_key.trim() : null;
   const resolved = resolveModel(credentials);
-  const call: CallContext = { apiKey, model: credentials.model, resolvedModel: resolved.model, started: performance.now() };
-  const refuse = (detail: string) => failWith(call, { code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null }, 0);
+  const call: CallContext = {
+    apiKey,
+    model: credentials.model,
+    resolvedModel: resolved.model,
+    started: performance.now(),
+  };
+  const refuse = (detail: string) =>
+    failWith(
+      call,
+      { code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null },
+      0,
+    );
   if (resolved.baseUrl === null) {
-    return refuse(`"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`);
+    return refuse(
+      `"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`,
+    );
   }
-  if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? '')) return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
+  if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? ''))
+    return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
   if (resolved.model === '') return refuse('llm_model is empty');
 
   const url = `${resolved.baseUrl.replace(/\/+$/, '')}/chat/completions`;
@@ -196,27 +253,61 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
     const { failure } = outcome;
     if (failure.code === 'cancelled') return failWith(call, failure, attempts);
     if (!failure.retry || attempts > settings.maxRetries) return failWith(call, failure, attempts);
-    if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, settings.backoff), signal))) return failWith(call, settings.cancelled, attempts);
+    if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, settings.backoff), signal)))
+      return failWith(call, settings.cancelled, attempts);
   }
 }
 
 /** A 2xx answer as the port's response: parsed, its cost from the proxy's header or the price table. */
-function answer(settings: ClientSettings, call: CallContext, outcome: Extract<Attempt, { ok: true }>, attempts: number): Result<LlmResponse, LlmError> {
+function answer(
+  settings: ClientSettings,
+  call: CallContext,
+  outcome: Extract<Attempt, { ok: true }>,
+  attempts: number,
+): Result<LlmResponse, LlmError> {
   const parsed = parseCompletion(outcome.data);
   const status = outcome.status;
   if (!parsed) {
-    const shape = typeof outcome.data === 'string' ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}` : 'JSON without choices';
-    return failWith(call, { code: 'provider_error', detail: `the answer is not a chat completion (${shape})`, status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+    const shape =
+      typeof outcome.data === 'string'
+        ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}`
+        : 'JSON without choices';
+    return failWith(
+      call,
+      {
+        code: 'provider_error',
+        detail: `the answer is not a chat completion (${shape})`,
+        status,
+        retry: false,
+        retryableLater: false,
+        retryAfterMs: null,
+      },
+      attempts,
+    );
   }
   if (parsed.finish_reason === 'content_filter' && parsed.content === null && parsed.tool_calls.length === 0) {
-    return failWith(call, { code: 'content_refused', detail: 'finish_reason content_filter with no content', status, retry: false, retryableLater: false, retryAfterMs: null }, attempts);
+    return failWith(
+      call,
+      {
+        code: 'content_refused',
+        detail: 'finish_reason content_filter with no content',
+        status,
+        retry: false,
+        retryableLater: false,
+        retryAfterMs: null,
+      },
+      attempts,
+    );
   }
   const tokens = parsed.usage ?? { prompt_tokens: 0, completion_tokens: 0, cached_prompt_tokens: 0 };
   const header = outcome.headers.get(LITELLM_COST_HEADER)?.trim();
   const reported = header ? Number(header) : Number.NaN;
   let cost_usd: number | null = null;
   if (Number.isFinite(reported) && reported >= 0) cost_usd = reported;
-  else if (parsed.usage) cost_usd = costOf(call.resolvedModel, tokens, settings.prices) ?? (parsed.model ? costOf(parsed.model, tokens, settings.prices) : null);
+  else if (parsed.usage)
+    cost_usd =
+      costOf(call.resolvedModel, tokens, settings.prices) ??
+      (parsed.model ? costOf(parsed.model, tokens, settings.prices) : null);
   return ok({
     id: parsed.id,
     model: parsed.model ?? call.resolvedModel,

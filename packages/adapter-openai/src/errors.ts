@@ -25,7 +25,12 @@ export const RETRIED_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502
 const CONTEXT_CODES = new Set(['context_length_exceeded', 'string_above_max_length', 'context_window_exceeded']);
 const CONTEXT_WORDS =
   /maximum context length|context[ _-]?length|context[ _-]?window|too many tokens|prompt is too long|input is too long|exceeds? the maximum number of tokens|reduce the length of the messages/i;
-const CONTENT_CODES = new Set(['content_filter', 'content_policy_violation', 'content_filtered', 'responsibleaipolicyviolation']);
+const CONTENT_CODES = new Set([
+  'content_filter',
+  'content_policy_violation',
+  'content_filtered',
+  'responsibleaipolicyviolation',
+]);
 /** LiteLLM proxies name the exception class in the message (`litellm.ContentPolicyViolationError: …`). */
 const CONTENT_WORDS = /ContentPolicyViolationError/;
 /** A LiteLLM proxy answers an unknown model with 400 `Invalid model name passed in model=…`. */
@@ -95,7 +100,8 @@ export function classifyStatus(status: number, body: unknown, headers: AnswerHea
   if (status >= 500) return failure('provider_error', RETRIED_STATUSES.has(status), true);
   if (has(CONTENT_CODES) || CONTENT_WORDS.test(message)) return failure('content_refused', false);
   if (has(CONTEXT_CODES) || CONTEXT_WORDS.test(message)) return failure('context_too_long', false);
-  if (status === 404 || codes.includes('model_not_found') || MODEL_WORDS.test(message)) return failure('model_not_found', false);
+  if (status === 404 || codes.includes('model_not_found') || MODEL_WORDS.test(message))
+    return failure('model_not_found', false);
   return failure('bad_request', false);
 }
 
@@ -109,10 +115,22 @@ export function classifyError(error: unknown, stage: 'connecting' | 'reading'): 
     return { ...base, code: 'unreachable', detail: connectionDetail(error), retry: true, retryableLater: true };
   }
   if (isDroppedConnection(error)) {
-    return { ...base, code: 'unreachable', detail: `the connection dropped while reading the answer (${chainText(error)})`, retry: true, retryableLater: true };
+    return {
+      ...base,
+      code: 'unreachable',
+      detail: `the connection dropped while reading the answer (${chainText(error)})`,
+      retry: true,
+      retryableLater: true,
+    };
   }
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return { ...base, code: 'provider_error', detail: `the answer is not a chat completion (${detail})`, retry: false, retryableLater: false };
+  return {
+    ...base,
+    code: 'provider_error',
+    detail: `the answer is not a chat completion (${detail})`,
+    retry: false,
+    retryableLater: false,
+  };
 }
 
 const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
@@ -122,7 +140,11 @@ function isDroppedConnection(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; current instanceof Error && depth < 4; depth++) {
     const code = (current as Error & { code?: unknown }).code;
-    if ((typeof code === 'string' && SOCKET_CODES.has(code)) || (current.name === 'TypeError' && current.message === 'terminated')) return true;
+    if (
+      (typeof code === 'string' && SOCKET_CODES.has(code)) ||
+      (current.name === 'TypeError' && current.message === 'terminated')
+    )
+      return true;
     current = current.cause;
   }
   return false;
@@ -173,16 +195,21 @@ const ADVICE: Record<LlmErrorCode, string> = {
   timeout: 'The LLM provider did not answer in time; try again later.',
   context_too_long: "The conversation no longer fits the model's context window; condense it or start a new one.",
   content_refused: "The LLM provider's content filter refused the request or the answer.",
-  model_not_found: 'The LLM provider does not know this model; check llm_model (and that llm_base_url points at an OpenAI-compatible API, usually ending in /v1).',
+  model_not_found:
+    'The LLM provider does not know this model; check llm_model (and that llm_base_url points at an OpenAI-compatible API, usually ending in /v1).',
   bad_request: 'The LLM provider rejected the request.',
   provider_error: 'The LLM provider failed to answer.',
   cancelled: 'The LLM call was cancelled.',
 };
 
-const QUOTA_ADVICE = 'The LLM provider says the quota or credit of this key is exhausted; top it up or use another key.';
+const QUOTA_ADVICE =
+  'The LLM provider says the quota or credit of this key is exhausted; top it up or use another key.';
 
 /** The `LlmError` for a final failure: advice first, then the provider's words, redacted and shortened. */
-export function toLlmError(failure: AttemptFailure, context: { apiKey: string | null; attempts: number; model: string }): LlmError {
+export function toLlmError(
+  failure: AttemptFailure,
+  context: { apiKey: string | null; attempts: number; model: string },
+): LlmError {
   const advice = failure.code === 'rate_limited' && !failure.retryableLater ? QUOTA_ADVICE : ADVICE[failure.code];
   const where = failure.status === null ? '' : `HTTP ${failure.status}, `;
   const tries = context.attempts > 1 ? `, after ${context.attempts} attempts` : '';

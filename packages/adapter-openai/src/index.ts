@@ -9,8 +9,22 @@
  * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime, llm });
  * ```
  */
-export { backoffMs, createOpenAiLlmClient, LITELLM_COST_HEADER, PLACEHOLDER_API_KEY, type OpenAiLlmClientOptions } from './client.js';
-export { classifyError, classifyStatus, redact, retryAfterMs, RETRIED_STATUSES, toLlmError, type AttemptFailure } from './errors.js';
+export {
+  backoffMs,
+  createOpenAiLlmClient,
+  LITELLM_COST_HEADER,
+  PLACEHOLDER_API_KEY,
+  type OpenAiLlmClientOptions,
+} from './client.js';
+export {
+  classifyError,
+  classifyStatus,
+  redact,
+  retryAfterMs,
+  RETRIED_STATUSES,
+  toLlmError,
+  type AttemptFailure,
+} from './errors.js';
 export {
   normaliseFinishReason,
   parseCompletion,
@@ -23,5 +37,21 @@ export {
   type ChatCompletionToolCall,
   type ParsedCompletion,
 } from './mapping.js';
-export { NATIVE_PROVIDER_BASE_URLS, OLLAMA_BASE_URL, OPENAI_BASE_URL, OPENROUTER_BASE_URL, resolveModel, type ResolvedModel } from './models.js';
-export { costOf, DEFAULT_PRICES, knownModels, priceFor, priceKeys, type ModelPrice, type PriceTable, type TokenUsage } from './prices.js';
+export {
+  NATIVE_PROVIDER_BASE_URLS,
+  OLLAMA_BASE_URL,
+  OPENAI_BASE_URL,
+  OPENROUTER_BASE_URL,
+  resolveModel,
+  type ResolvedModel,
+} from './models.js';
+export {
+  costOf,
+  DEFAULT_PRICES,
+  knownModels,
+  priceFor,
+  priceKeys,
+  type ModelPrice,
+  type PriceTable,
+  type TokenUsage,
+} from './prices.js';

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { LlmFinishReason, LlmMessage, LlmToolCall, LlmToolDefinition } from '@acs/core/ports';
 
 /** A content part of a user message in the chat-completions request. */
-export type ChatCompletionContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+export type ChatCompletionContentPart =
+  { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
 /** A function tool call of an assistant message in the chat-completions request. */
 export interface ChatCompletionToolCall {
@@ -43,9 +44,10 @@ export function toChatMessages(messages: readonly LlmMessage[]): ChatCompletionM
           content:
             typeof message.content === 'string'
               ? message.content
-              : message.content.map(
-                  (part): ChatCompletionContentPart =>
-                    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: part.url } },
+              : message.content.map((part): ChatCompletionContentPart =>
+                  part.type === 'text'
+                    ? { type: 'text', text: part.text }
+                    : { type: 'image_url', image_url: { url: part.url } },
                 ),
         };
       case 'assistant':
@@ -77,7 +79,8 @@ export function toChatTools(tools: readonly LlmToolDefinition[]): ChatCompletion
 const asRecord = (value: unknown): Record<string, unknown> | null =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 
-const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
+const count = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 
 /**
  * The words OpenAI-compatible servers use for why the model stopped, lower-cased: OpenAI's own,
@@ -148,7 +151,10 @@ export function parseCompletion(data: unknown): ParsedCompletion | null {
     if (!call || !fn) continue; // custom (non-function) tool calls are not part of the port
     const args = fn['arguments'];
     tool_calls.push({
-      id: typeof call['id'] === 'string' && call['id'] !== '' ? call['id'] : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+      id:
+        typeof call['id'] === 'string' && call['id'] !== ''
+          ? call['id']
+          : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
       name: typeof fn['name'] === 'string' ? fn['name'] : '',
       arguments: typeof args === 'string' ? args : args === undefined || args === null ? '{}' : JSON.stringify(args),
     });

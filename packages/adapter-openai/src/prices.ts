@@ -92,7 +92,9 @@ export function costOf(model: string, usage: TokenUsage, prices: PriceTable = {}
   if (!price) return null;
   const cached = Math.min(Math.max(usage.cached_prompt_tokens, 0), usage.prompt_tokens);
   const uncached = usage.prompt_tokens - cached;
-  const usd = (uncached * price.input + cached * (price.cached_input ?? price.input) + usage.completion_tokens * price.output) / 1_000_000;
+  const usd =
+    (uncached * price.input + cached * (price.cached_input ?? price.input) + usage.completion_tokens * price.output) /
+    1_000_000;
   // Round away float noise (0.1 + 0.2) at a precision far below a cent.
   return Math.round(usd * 1e10) / 1e10;
 }

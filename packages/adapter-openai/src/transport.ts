@@ -55,43 +55,57 @@ export const nodeHttpTransport: Transport = (post) =>
     const onAbort = () => stop({ outcome: 'cancelled' });
     const timer = setTimeout(() => stop({ outcome: 'timed_out' }), post.timeoutMs);
     const headers = { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) };
-    const request = (secure ? https : http).request(url, { method: 'POST', headers, agent: secure ? agents.https : agents.http }, (response) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
-        const received = response.headers;
-        const header = (name: string) => {
-          const value = received[name.toLowerCase()];
-          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
-        };
-        settle({ outcome: 'answered', status: response.statusCode ?? 0, header, text });
-      });
-      response.on('error', (error) => settle({ outcome: 'failed', stage: 'reading', error: dropped(error) }));
-      response.on('close', () => {
-        if (!response.complete) settle({ outcome: 'failed', stage: 'reading', error: dropped(null) });
-      });
-    });
+    const request = (secure ? https : http).request(
+      url,
+      { method: 'POST', headers, agent: secure ? agents.https : agents.http },
+      (response) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+          const received = response.headers;
+          const header = (name: string) => {
+            const value = received[name.toLowerCase()];
+            return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+          };
+          settle({ outcome: 'answered', status: response.statusCode ?? 0, header, text });
+        });
+        response.on('error', (error) => settle({ outcome: 'failed', stage: 'reading', error: dropped(error) }));
+        response.on('close', () => {
+          if (!response.complete) settle({ outcome: 'failed', stage: 'reading', error: dropped(null) });
+        });
+      },
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
     // As undici's fetch fails to connect: a TypeError whose cause says why (what the error classification reads).
     request.on('error', (error) =>
-      settle(answered ? { outcome: 'failed', stage: 'reading', error: dropped(error) } : { outcome: 'failed', stage: 'connecting', error: new TypeError('fetch failed', { cause: error }) }),
+      settle(
+        answered
+          ? { outcome: 'failed', stage: 'reading', error: dropped(error) }
+          : { outcome: 'failed', stage: 'connecting', error: new TypeError('fetch failed', { cause: error }) },
+      ),
     );
     request.end(post.body);
   });
 
 /** The answer ended early: said in the words (and with the code) the error classification knows. */
 function dropped(error: Error | null): Error {
-  return Object.assign(new Error(`the connection dropped while reading the answer${error ? ` (${error.message})` : ''}`), { code: 'ECONNRESET' });
+  return Object.assign(
+    new Error(`the connection dropped while reading the answer${error ? ` (${error.message})` : ''}`),
+    { code: 'ECONNRESET' },
+  );
 }
 
 /** A transport over a fetch the host gives (a proxy-aware one, say): its timer and cancellation as an AbortSignal. */
-export function fetchTransport(fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>): Transport {
+export function fetchTransport(
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>,
+): Transport {
   return async (post) => {
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), post.timeoutMs);
-    const stopped = (): Exchange | null => (post.signal?.aborted ? { outcome: 'cancelled' } : timer.signal.aborted ? { outcome: 'timed_out' } : null);
+    const stopped = (): Exchange | null =>
+      post.signal?.aborted ? { outcome: 'cancelled' } : timer.signal.aborted ? { outcome: 'timed_out' } : null;
     try {
       let response: Response;
       try {

@@ -22,7 +22,9 @@ const TOOLS: LlmToolDefinition[] = [
   },
 ];
 
-const request = (overrides: Partial<LlmRequest> & { model?: string; api_key?: string | null; base_url?: string | null } = {}): LlmRequest => ({
+const request = (
+  overrides: Partial<LlmRequest> & { model?: string; api_key?: string | null; base_url?: string | null } = {},
+): LlmRequest => ({
   credentials: {
     model: overrides.model ?? 'gpt-4o',
     api_key: overrides.api_key === undefined ? KEY : overrides.api_key,
@@ -52,7 +54,12 @@ describe('answers', () => {
         status: 200,
         body: completion({
           content: 'Hello there',
-          usage: { prompt_tokens: 2000, completion_tokens: 500, total_tokens: 2500, prompt_tokens_details: { cached_tokens: 1000 } },
+          usage: {
+            prompt_tokens: 2000,
+            completion_tokens: 500,
+            total_tokens: 2500,
+            prompt_tokens_details: { cached_tokens: 1000 },
+          },
         }),
       },
     ]);
@@ -96,7 +103,16 @@ describe('answers', () => {
 
   it('reports an answer cut off by the token limit as finish_reason length, with its call as written', async () => {
     const cut = '{"command": "create", "path": "/workspace/big.py", "file_text": "print(1)\\nprint(';
-    fake.script([{ status: 200, body: completion({ content: null, tool_calls: [{ id: 'call_cut', type: 'function', function: { name: 'str_replace_editor', arguments: cut } }], finish_reason: 'length' }) }]);
+    fake.script([
+      {
+        status: 200,
+        body: completion({
+          content: null,
+          tool_calls: [{ id: 'call_cut', type: 'function', function: { name: 'str_replace_editor', arguments: cut } }],
+          finish_reason: 'length',
+        }),
+      },
+    ]);
     const response = await succeed(FAST, request());
     expect(response.finish_reason).toBe('length');
     expect(response.tool_calls).toEqual([{ id: 'call_cut', name: 'str_replace_editor', arguments: cut }]);
@@ -137,7 +153,11 @@ describe('answers', () => {
           { type: 'image_url', url: 'data:image/png;base64,iVBORw0KGgo=' },
         ],
       },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', name: 'execute_bash', arguments: '{"command":"ls"}' }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', name: 'execute_bash', arguments: '{"command":"ls"}' }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: 'README.md' },
       { role: 'assistant', content: 'There is a README.', tool_calls: [] },
       { role: 'user', content: 'Thanks' },
@@ -169,7 +189,13 @@ describe('answers', () => {
           { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
         ],
       },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'execute_bash', arguments: '{"command":"ls"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'execute_bash', arguments: '{"command":"ls"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: 'README.md' },
       { role: 'assistant', content: 'There is a README.' },
       { role: 'user', content: 'Thanks' },
@@ -186,7 +212,10 @@ describe('answers', () => {
 
   it('reaches an Ollama server root under /v1 with the prefix stripped', async () => {
     fake.script([{ status: 200, body: completion({ model: 'llama3.1:8b' }) }]);
-    const response = await succeed(FAST, request({ model: 'ollama_chat/llama3.1:8b', base_url: fake.root, api_key: null }));
+    const response = await succeed(
+      FAST,
+      request({ model: 'ollama_chat/llama3.1:8b', base_url: fake.root, api_key: null }),
+    );
     expect(fake.requests[0]?.path).toBe('/v1/chat/completions');
     expect(fake.requests[0]?.body['model']).toBe('llama3.1:8b');
     expect(response.usage.cost_usd).toBeNull();
@@ -211,7 +240,10 @@ describe('answers', () => {
 
   it('lets the embedder price a model', async () => {
     fake.script([{ status: 200, body: completion({ model: 'my-private-model' }) }]);
-    const response = await succeed({ ...FAST, prices: { 'My-Private-Model': { input: 1, output: 2 } } }, request({ model: 'my-private-model' }));
+    const response = await succeed(
+      { ...FAST, prices: { 'My-Private-Model': { input: 1, output: 2 } } },
+      request({ model: 'my-private-model' }),
+    );
     expect(response.usage.cost_usd).toBeCloseTo((1000 * 1 + 100 * 2) / 1e6, 12);
   });
 });
@@ -219,7 +251,11 @@ describe('answers', () => {
 describe('retries', () => {
   it('honours retry-after on 429, then succeeds on the second attempt', async () => {
     fake.script([
-      { status: 429, body: errorBody('Rate limit reached', 'requests', 'rate_limit_exceeded'), headers: { 'retry-after': '1' } },
+      {
+        status: 429,
+        body: errorBody('Rate limit reached', 'requests', 'rate_limit_exceeded'),
+        headers: { 'retry-after': '1' },
+      },
       { status: 200, body: completion() },
     ]);
     const response = await succeed({ ...FAST, initialBackoffMs: 10, maxBackoffMs: 5_000 }, request());
@@ -266,7 +302,9 @@ describe('retries', () => {
   });
 
   it('does not retry a 429 for an exhausted quota', async () => {
-    fake.script([{ status: 429, body: errorBody('You exceeded your current quota.', 'insufficient_quota', 'insufficient_quota') }]);
+    fake.script([
+      { status: 429, body: errorBody('You exceeded your current quota.', 'insufficient_quota', 'insufficient_quota') },
+    ]);
     const error = await fail(FAST, request());
     expect(error).toMatchObject({ type: 'rate_limited', status: 429, retryable: false, attempts: 1 });
     expect(error.message).toMatch(/quota/);
@@ -278,7 +316,11 @@ describe('errors', () => {
   it('maps 401 to auth_failed without retrying, and never leaks the key even when the server echoes it', async () => {
     fake.script((req) => ({
       status: 401,
-      body: errorBody(`Incorrect API key provided. You sent: ${String(req.headers.authorization)} (key ${KEY})`, 'invalid_request_error', 'invalid_api_key'),
+      body: errorBody(
+        `Incorrect API key provided. You sent: ${String(req.headers.authorization)} (key ${KEY})`,
+        'invalid_request_error',
+        'invalid_api_key',
+      ),
     }));
     const error = await fail(FAST, request());
     expect(error).toMatchObject({ type: 'auth_failed', status: 401, retryable: false, attempts: 1 });
@@ -298,12 +340,30 @@ describe('errors', () => {
   });
 
   it('maps 403 to auth_failed', async () => {
-    fake.script([{ status: 403, body: errorBody('Country, region, or territory not supported', 'request_forbidden', 'unsupported_country_region_territory') }]);
+    fake.script([
+      {
+        status: 403,
+        body: errorBody(
+          'Country, region, or territory not supported',
+          'request_forbidden',
+          'unsupported_country_region_territory',
+        ),
+      },
+    ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'auth_failed', status: 403, attempts: 1 });
   });
 
   it('maps 404 to model_not_found', async () => {
-    fake.script([{ status: 404, body: errorBody('The model `gpt-9` does not exist or you do not have access to it.', 'invalid_request_error', 'model_not_found') }]);
+    fake.script([
+      {
+        status: 404,
+        body: errorBody(
+          'The model `gpt-9` does not exist or you do not have access to it.',
+          'invalid_request_error',
+          'model_not_found',
+        ),
+      },
+    ]);
     const error = await fail(FAST, request({ model: 'gpt-9' }));
     expect(error).toMatchObject({ type: 'model_not_found', status: 404, retryable: false, attempts: 1 });
     expect(error.message).toContain('gpt-9');
@@ -315,7 +375,12 @@ describe('errors', () => {
     expect(ollama).toMatchObject({ type: 'model_not_found', status: 404 });
     expect(ollama.message).toContain("model 'llama9' not found");
 
-    fake.script([{ status: 400, body: { object: 'error', message: 'temperature must be positive', type: 'BadRequestError', code: 400 } }]);
+    fake.script([
+      {
+        status: 400,
+        body: { object: 'error', message: 'temperature must be positive', type: 'BadRequestError', code: 400 },
+      },
+    ]);
     expect((await fail(FAST, request())).message).toContain('temperature must be positive');
 
     fake.script([{ status: 422, body: { detail: [{ loc: ['body', 'messages'], msg: 'field required' }] } }]);
@@ -323,31 +388,88 @@ describe('errors', () => {
     expect(vllm).toMatchObject({ type: 'bad_request', status: 422 });
     expect(vllm.message).toContain('field required');
 
-    fake.script([{ status: 400, body: { error: { message: 'litellm.ContextWindowExceededError: litellm.BadRequestError: prompt too big', type: null, param: null, code: '400' } } }]);
+    fake.script([
+      {
+        status: 400,
+        body: {
+          error: {
+            message: 'litellm.ContextWindowExceededError: litellm.BadRequestError: prompt too big',
+            type: null,
+            param: null,
+            code: '400',
+          },
+        },
+      },
+    ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400 });
 
-    fake.script([{ status: 400, body: { error: { message: '/chat/completions: Invalid model name passed in model=foo. Call `/v1/models` to view available models for your key.', type: 'None', param: 'None', code: '400' } } }]);
-    expect(await fail(FAST, request({ model: 'litellm_proxy/foo' }))).toMatchObject({ type: 'model_not_found', status: 400 });
+    fake.script([
+      {
+        status: 400,
+        body: {
+          error: {
+            message:
+              '/chat/completions: Invalid model name passed in model=foo. Call `/v1/models` to view available models for your key.',
+            type: 'None',
+            param: 'None',
+            code: '400',
+          },
+        },
+      },
+    ]);
+    expect(await fail(FAST, request({ model: 'litellm_proxy/foo' }))).toMatchObject({
+      type: 'model_not_found',
+      status: 400,
+    });
   });
 
   it('maps a 400 context_length_exceeded, or a prompt-too-long message, to context_too_long', async () => {
     fake.script([
       {
         status: 400,
-        body: errorBody("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", 'invalid_request_error', 'context_length_exceeded'),
+        body: errorBody(
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+          'invalid_request_error',
+          'context_length_exceeded',
+        ),
       },
     ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400, attempts: 1 });
 
-    fake.script([{ status: 400, body: { error: { message: 'prompt is too long: 208310 tokens > 200000 maximum', type: 'invalid_request_error' } } }]);
+    fake.script([
+      {
+        status: 400,
+        body: {
+          error: { message: 'prompt is too long: 208310 tokens > 200000 maximum', type: 'invalid_request_error' },
+        },
+      },
+    ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'context_too_long', status: 400 });
   });
 
   it('maps a content-filter rejection, or a filtered empty answer, to content_refused', async () => {
-    fake.script([{ status: 400, body: errorBody('Your request was rejected as a result of our safety system.', 'invalid_request_error', 'content_policy_violation') }]);
+    fake.script([
+      {
+        status: 400,
+        body: errorBody(
+          'Your request was rejected as a result of our safety system.',
+          'invalid_request_error',
+          'content_policy_violation',
+        ),
+      },
+    ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'content_refused', status: 400, attempts: 1 });
 
-    fake.script([{ status: 400, body: errorBody('The response was filtered due to the prompt triggering content management policy.', null, 'content_filter') }]);
+    fake.script([
+      {
+        status: 400,
+        body: errorBody(
+          'The response was filtered due to the prompt triggering content management policy.',
+          null,
+          'content_filter',
+        ),
+      },
+    ]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'content_refused', status: 400 });
 
     fake.script([{ status: 200, body: completion({ content: null, finish_reason: 'content_filter' }) }]);
@@ -356,11 +478,23 @@ describe('errors', () => {
 
   it('returns a filtered answer that has content as an answer', async () => {
     fake.script([{ status: 200, body: completion({ content: 'Partial answer', finish_reason: 'content_filter' }) }]);
-    expect(await succeed(FAST, request())).toMatchObject({ content: 'Partial answer', finish_reason: 'content_filter' });
+    expect(await succeed(FAST, request())).toMatchObject({
+      content: 'Partial answer',
+      finish_reason: 'content_filter',
+    });
   });
 
   it('maps another 4xx to bad_request with the provider words', async () => {
-    fake.script([{ status: 400, body: errorBody("Invalid schema for function 'execute_bash'", 'invalid_request_error', 'invalid_function_parameters') }]);
+    fake.script([
+      {
+        status: 400,
+        body: errorBody(
+          "Invalid schema for function 'execute_bash'",
+          'invalid_request_error',
+          'invalid_function_parameters',
+        ),
+      },
+    ]);
     const error = await fail(FAST, request());
     expect(error).toMatchObject({ type: 'bad_request', status: 400, retryable: false, attempts: 1 });
     expect(error.message).toContain("Invalid schema for function 'execute_bash'");
@@ -368,7 +502,12 @@ describe('errors', () => {
 
   it('maps an answer that is not a chat completion to provider_error', async () => {
     fake.script([{ status: 200, body: '<html>Welcome to nginx</html>' }]);
-    expect(await fail(FAST, request())).toMatchObject({ type: 'provider_error', status: 200, retryable: false, attempts: 1 });
+    expect(await fail(FAST, request())).toMatchObject({
+      type: 'provider_error',
+      status: 200,
+      retryable: false,
+      attempts: 1,
+    });
 
     fake.script([{ status: 200, body: { hello: 'world' } }]);
     expect(await fail(FAST, request())).toMatchObject({ type: 'provider_error', status: 200 });
@@ -426,7 +565,10 @@ describe('cancellation', () => {
     setTimeout(() => controller.abort(), 150);
     // The backoff is 20 minutes: if the abort did not end the wait, the 60 s race below would.
     const outcome = await Promise.race([
-      fail({ maxRetries: 4, initialBackoffMs: 1_200_000, maxBackoffMs: 1_200_000 }, request({ signal: controller.signal })),
+      fail(
+        { maxRetries: 4, initialBackoffMs: 1_200_000, maxBackoffMs: 1_200_000 },
+        request({ signal: controller.signal }),
+      ),
       new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 60_000).unref()),
     ]);
     expect(outcome).toMatchObject({ type: 'cancelled', attempts: 1 });

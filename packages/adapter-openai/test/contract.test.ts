@@ -17,12 +17,32 @@ describeLlmClientContract('OpenAI-compatible client', async () => {
                 status: 200,
                 body: completion({
                   content: null,
-                  tool_calls: [{ id: 'call_1', type: 'function', function: { name: turn.toolCall.name, arguments: JSON.stringify(turn.toolCall.arguments) } }],
+                  tool_calls: [
+                    {
+                      id: 'call_1',
+                      type: 'function',
+                      function: { name: turn.toolCall.name, arguments: JSON.stringify(turn.toolCall.arguments) },
+                    },
+                  ],
                 }),
               }
             : turn.fail === 'auth_failed'
-              ? { status: 401, body: errorBody('Incorrect API key provided: sk-contr*****6789.', 'invalid_request_error', 'invalid_api_key') }
-              : { status: 404, body: errorBody('The model `gpt-4o` does not exist or you do not have access to it.', 'invalid_request_error', 'model_not_found') },
+              ? {
+                  status: 401,
+                  body: errorBody(
+                    'Incorrect API key provided: sk-contr*****6789.',
+                    'invalid_request_error',
+                    'invalid_api_key',
+                  ),
+                }
+              : {
+                  status: 404,
+                  body: errorBody(
+                    'The model `gpt-4o` does not exist or you do not have access to it.',
+                    'invalid_request_error',
+                    'model_not_found',
+                  ),
+                },
       ]),
     close: () => fake.close(),
   };

@@ -39,7 +39,9 @@ describe('redact', () => {
     const key = 'my-secret-key-123';
     expect(redact(`got ${key} twice: ${key}`, key)).toBe('got [REDACTED] twice: [REDACTED]');
     expect(redact('Authorization: Bearer abc.def-ghi (sent)', null)).toBe('Authorization: Bearer [REDACTED] (sent)');
-    expect(redact('Incorrect API key provided: sk-proj-abcd****wxyz.', null)).toBe('Incorrect API key provided: sk-[REDACTED]');
+    expect(redact('Incorrect API key provided: sk-proj-abcd****wxyz.', null)).toBe(
+      'Incorrect API key provided: sk-[REDACTED]',
+    );
     expect(redact('GET /v1?key=AIzaSyXYZ&alt=json', null)).toBe('GET /v1?key=[REDACTED]&alt=json');
     expect(redact(`(Bearer ${key})`, key)).toBe('(Bearer [REDACTED])');
     expect(redact('llm_base_url "ftp://bob:hunter2@host/v1"', null)).toBe('llm_base_url "ftp://[REDACTED]@host/v1"');
@@ -52,7 +54,10 @@ describe('parseCompletion', () => {
       choices: [
         {
           message: {
-            content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }],
+            content: [
+              { type: 'text', text: 'a' },
+              { type: 'text', text: 'b' },
+            ],
             tool_calls: [
               { id: 'x', function: { name: 'f', arguments: { a: 1 } } },
               { id: 'y', function: { name: 'g' } },

@@ -20,12 +20,30 @@ describe('resolveModel', () => {
     ['ollama/llama3.1', 'http://gpu-box:11434', 'llama3.1', 'http://gpu-box:11434/v1', 'ollama'],
     ['ollama/llama3.1', 'http://gpu-box:11434/', 'llama3.1', 'http://gpu-box:11434/v1', 'ollama'],
     ['ollama/llama3.1', 'http://gpu-box:11434/v1', 'llama3.1', 'http://gpu-box:11434/v1', 'ollama'],
-    ['anthropic/claude-sonnet-4-20250514', null, 'claude-sonnet-4-20250514', 'https://api.anthropic.com/v1', 'anthropic'],
+    [
+      'anthropic/claude-sonnet-4-20250514',
+      null,
+      'claude-sonnet-4-20250514',
+      'https://api.anthropic.com/v1',
+      'anthropic',
+    ],
     ['anthropic/claude-sonnet-4-20250514', GATEWAY, 'anthropic/claude-sonnet-4-20250514', GATEWAY, 'custom'],
-    ['anthropic/claude-sonnet-4-20250514', 'https://api.anthropic.com/v1/', 'claude-sonnet-4-20250514', 'https://api.anthropic.com/v1', 'anthropic'],
+    [
+      'anthropic/claude-sonnet-4-20250514',
+      'https://api.anthropic.com/v1/',
+      'claude-sonnet-4-20250514',
+      'https://api.anthropic.com/v1',
+      'anthropic',
+    ],
     ['deepseek/deepseek-chat', null, 'deepseek-chat', 'https://api.deepseek.com/v1', 'deepseek'],
     ['deepseek/deepseek-chat', GATEWAY, 'deepseek/deepseek-chat', GATEWAY, 'custom'],
-    ['gemini/gemini-2.5-pro', null, 'gemini-2.5-pro', 'https://generativelanguage.googleapis.com/v1beta/openai', 'gemini'],
+    [
+      'gemini/gemini-2.5-pro',
+      null,
+      'gemini-2.5-pro',
+      'https://generativelanguage.googleapis.com/v1beta/openai',
+      'gemini',
+    ],
     ['meta-llama/Llama-3.3-70B-Instruct', GATEWAY, 'meta-llama/Llama-3.3-70B-Instruct', GATEWAY, 'custom'],
     ['meta-llama/Llama-3.3-70B-Instruct', null, 'meta-llama/Llama-3.3-70B-Instruct', null, 'custom'],
   ] as const)('%s with base_url %s → %s at %s (%s)', (model, base_url, sent, baseUrl, provider) => {
@@ -33,12 +51,26 @@ describe('resolveModel', () => {
   });
 
   it('treats an empty or blank base_url as none, and trims', () => {
-    expect(resolveModel({ model: ' gpt-4o ', base_url: '' })).toEqual({ model: 'gpt-4o', baseUrl: OPENAI_BASE_URL, provider: 'openai' });
-    expect(resolveModel({ model: 'gpt-4o', base_url: '   ' })).toEqual({ model: 'gpt-4o', baseUrl: OPENAI_BASE_URL, provider: 'openai' });
-    expect(resolveModel({ model: 'gpt-4o', base_url: 'http://localhost:4000/v1///' }).baseUrl).toBe('http://localhost:4000/v1');
+    expect(resolveModel({ model: ' gpt-4o ', base_url: '' })).toEqual({
+      model: 'gpt-4o',
+      baseUrl: OPENAI_BASE_URL,
+      provider: 'openai',
+    });
+    expect(resolveModel({ model: 'gpt-4o', base_url: '   ' })).toEqual({
+      model: 'gpt-4o',
+      baseUrl: OPENAI_BASE_URL,
+      provider: 'openai',
+    });
+    expect(resolveModel({ model: 'gpt-4o', base_url: 'http://localhost:4000/v1///' }).baseUrl).toBe(
+      'http://localhost:4000/v1',
+    );
   });
 
   it('matches prefixes case-insensitively and keeps the rest as written', () => {
-    expect(resolveModel({ model: 'OpenAI/GPT-4o', base_url: null })).toEqual({ model: 'GPT-4o', baseUrl: OPENAI_BASE_URL, provider: 'openai' });
+    expect(resolveModel({ model: 'OpenAI/GPT-4o', base_url: null })).toEqual({
+      model: 'GPT-4o',
+      baseUrl: OPENAI_BASE_URL,
+      provider: 'openai',
+    });
   });
 });

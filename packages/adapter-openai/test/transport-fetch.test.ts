@@ -24,7 +24,11 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const call = (): LlmRequest => ({ credentials: { model: 'gpt-4o', api_key: 'sk-test', base_url: fake.baseUrl }, messages: [{ role: 'user', content: 'Hi' }], tools: [] });
+const call = (): LlmRequest => ({
+  credentials: { model: 'gpt-4o', api_key: 'sk-test', base_url: fake.baseUrl },
+  messages: [{ role: 'user', content: 'Hi' }],
+  tools: [],
+});
 
 describe('the transport', () => {
   it('sends through a fetch the host gives, when it gives one', async () => {
@@ -55,7 +59,10 @@ describe('the transport', () => {
   describe.each(transports)('over %s', (_, send) => {
     it('answers with the status, the headers by name in any case, and the whole body', async () => {
       const big = 'x'.repeat(200_000);
-      fake.script([{ status: 200, body: { ok: true, big }, headers: { 'x-litellm-response-cost': '0.5' } }, { status: 204, body: '' }]);
+      fake.script([
+        { status: 200, body: { ok: true, big }, headers: { 'x-litellm-response-cost': '0.5' } },
+        { status: 204, body: '' },
+      ]);
       const answer = await send(post());
       expect(answer).toMatchObject({ outcome: 'answered', status: 200 });
       if (answer.outcome !== 'answered') return;
@@ -74,7 +81,11 @@ describe('the transport', () => {
       expect(await send(post({ signal: AbortSignal.abort() }))).toEqual({ outcome: 'cancelled' });
       expect(await send(post({ timeoutMs: 50 }))).toEqual({ outcome: 'timed_out' });
       const refused = await send(post({ url: `http://127.0.0.1:${await closedPort()}/v1/chat/completions` }));
-      expect(refused).toMatchObject({ outcome: 'failed', stage: 'connecting', error: { name: 'TypeError', message: 'fetch failed', cause: { code: 'ECONNREFUSED' } } });
+      expect(refused).toMatchObject({
+        outcome: 'failed',
+        stage: 'connecting',
+        error: { name: 'TypeError', message: 'fetch failed', cause: { code: 'ECONNREFUSED' } },
+      });
     });
   });
 });

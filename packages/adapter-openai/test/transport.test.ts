@@ -19,7 +19,7 @@ const call = (key: string | null, base_url = fake.baseUrl): LlmRequest => ({
 });
 
 describe('the HTTP transport', () => {
-  it("sends each call with its own key, whatever was called before, to the same endpoint with or without a trailing slash", async () => {
+  it('sends each call with its own key, whatever was called before, to the same endpoint with or without a trailing slash', async () => {
     const llm = createOpenAiLlmClient();
     const keys = ['key-a', 'key-b', 'key-a', 'key-c'];
     for (const key of keys) expect((await llm.complete(call(key))).isOk()).toBe(true);
@@ -31,7 +31,9 @@ describe('the HTTP transport', () => {
   });
 
   it('sends the configured extra headers, but never lets them replace the key', async () => {
-    const llm = createOpenAiLlmClient({ headers: { 'HTTP-Referer': 'https://acs.example', 'X-Title': 'ACS', Authorization: 'Bearer someone-else' } });
+    const llm = createOpenAiLlmClient({
+      headers: { 'HTTP-Referer': 'https://acs.example', 'X-Title': 'ACS', Authorization: 'Bearer someone-else' },
+    });
     await llm.complete(call('key-h'));
     const seen = fake.requests.at(-1);
     expect(seen?.headers['http-referer']).toBe('https://acs.example');

@@ -40,8 +40,13 @@ export class PostgresApiKeyStore implements ApiKeyStore {
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure> {
     return run('add an API key', () =>
       this.db.transaction(async (tx) => {
-        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [`acs.api_keys:${this.t.schema ?? ''}`, key.user_id]);
-        const held = await tx.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t.apiKeys} WHERE user_id = $1`, [key.user_id]);
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [
+          `acs.api_keys:${this.t.schema ?? ''}`,
+          key.user_id,
+        ]);
+        const held = await tx.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t.apiKeys} WHERE user_id = $1`, [
+          key.user_id,
+        ]);
         if (Number(held.rows[0]?.n ?? 0) >= maxPerUser) return 'limit_reached' as const;
         await tx.query(`INSERT INTO ${this.t.apiKeys} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
           key.id,
@@ -58,21 +63,29 @@ export class PostgresApiKeyStore implements ApiKeyStore {
 
   list(userId: string): ResultAsync<StoredApiKey[], StoreFailure> {
     return run('list API keys', async () => {
-      const rows = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM ${this.t.apiKeys} WHERE user_id = $1 ORDER BY created_at, id`, [userId]);
+      const rows = await this.db.query<ApiKeyRow>(
+        `SELECT ${COLUMNS} FROM ${this.t.apiKeys} WHERE user_id = $1 ORDER BY created_at, id`,
+        [userId],
+      );
       return rows.rows.map(keyOf);
     });
   }
 
   delete(userId: string, keyId: string): ResultAsync<boolean, StoreFailure> {
     return run('revoke an API key', async () => {
-      const rows = await this.db.query(`DELETE FROM ${this.t.apiKeys} WHERE user_id = $1 AND id = $2 RETURNING id`, [userId, keyId]);
+      const rows = await this.db.query(`DELETE FROM ${this.t.apiKeys} WHERE user_id = $1 AND id = $2 RETURNING id`, [
+        userId,
+        keyId,
+      ]);
       return rows.rows.length > 0;
     });
   }
 
   findByHash(keyHash: string): ResultAsync<StoredApiKey | null, StoreFailure> {
     return run('look up an API key', async () => {
-      const rows = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM ${this.t.apiKeys} WHERE key_hash = $1`, [keyHash]);
+      const rows = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM ${this.t.apiKeys} WHERE key_hash = $1`, [
+        keyHash,
+      ]);
       const row = rows.rows[0];
       return row ? keyOf(row) : null;
     });
@@ -80,7 +93,10 @@ export class PostgresApiKeyStore implements ApiKeyStore {
 
   recordUse(keyId: string, at: string): ResultAsync<void, StoreFailure> {
     return run('note an API key’s use', async () => {
-      await this.db.query(`UPDATE ${this.t.apiKeys} SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz)`, [keyId, at]);
+      await this.db.query(
+        `UPDATE ${this.t.apiKeys} SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz)`,
+        [keyId, at],
+      );
     });
   }
 }

@@ -15,8 +15,26 @@ export class PostgresConversationStore implements ConversationStore {
     private readonly t: Tables,
   ) {
     this.table = new RecordTable(db, t.conversations, {
-      names: ['title', 'status', 'sandbox_id', 'parent_conversation_id', 'selected_repository', 'trigger', 'created_at', 'updated_at'],
-      values: (r) => [r.title, r.status, r.sandbox_id, r.parent_conversation_id, r.selected_repository, r.trigger, r.created_at, r.updated_at],
+      names: [
+        'title',
+        'status',
+        'sandbox_id',
+        'parent_conversation_id',
+        'selected_repository',
+        'trigger',
+        'created_at',
+        'updated_at',
+      ],
+      values: (r) => [
+        r.title,
+        r.status,
+        r.sandbox_id,
+        r.parent_conversation_id,
+        r.selected_repository,
+        r.trigger,
+        r.created_at,
+        r.updated_at,
+      ],
     });
   }
 
@@ -32,7 +50,11 @@ export class PostgresConversationStore implements ConversationStore {
     return run('get conversations', () => this.table.getMany(userId, ids));
   }
 
-  update<E>(userId: string, id: string, mutate: (current: ConversationRecord) => Result<ConversationRecord, E>): ResultAsync<ConversationRecord | null, E | StoreFailure> {
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: ConversationRecord) => Result<ConversationRecord, E>,
+  ): ResultAsync<ConversationRecord | null, E | StoreFailure> {
     return run('update conversation', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
@@ -40,7 +62,11 @@ export class PostgresConversationStore implements ConversationStore {
     return run('delete conversation', () => this.table.delete(userId, id));
   }
 
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure> {
+  search(
+    userId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): ResultAsync<Page<ConversationRecord>, StoreFailure> {
     return run('search conversations', async () => {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
@@ -49,14 +75,20 @@ export class PostgresConversationStore implements ConversationStore {
         `SELECT record FROM ${this.t.conversations} WHERE ${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(rows.rows.map((r) => r.record), page.limit);
+      return toPage(
+        rows.rows.map((r) => r.record),
+        page.limit,
+      );
     });
   }
 
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure> {
     return run('count conversations', async () => {
       const params = new Params();
-      const rows = await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.t.conversations} WHERE ${this.filterSql(userId, filter, params)}`, params.values);
+      const rows = await this.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${this.t.conversations} WHERE ${this.filterSql(userId, filter, params)}`,
+        params.values,
+      );
       return Number(rows.rows[0]?.n ?? 0);
     });
   }
@@ -89,7 +121,8 @@ export class PostgresConversationStore implements ConversationStore {
         `SELECT parent_conversation_id, id FROM ${this.t.conversations} WHERE user_id = $1 AND parent_conversation_id = ANY($2::text[]) ORDER BY created_at, id`,
         [userId, [...parentIds]],
       );
-      for (const row of rows.rows) children.set(row.parent_conversation_id, [...(children.get(row.parent_conversation_id) ?? []), row.id]);
+      for (const row of rows.rows)
+        children.set(row.parent_conversation_id, [...(children.get(row.parent_conversation_id) ?? []), row.id]);
       return children;
     });
   }
@@ -97,12 +130,18 @@ export class PostgresConversationStore implements ConversationStore {
   private filterSql(userId: string, filter: ConversationFilter, params: Params): string {
     const clauses = [`user_id = ${params.add(userId)}`];
     if (!filter.include_sub_conversations) clauses.push('parent_conversation_id IS NULL');
-    if (filter.title_contains !== undefined) clauses.push(`title ILIKE ${params.add(`%${likeEscape(filter.title_contains)}%`)}`);
-    if (filter.created_at_gte !== undefined) clauses.push(`created_at >= ${params.add(filter.created_at_gte)}::timestamptz`);
-    if (filter.created_at_lt !== undefined) clauses.push(`created_at < ${params.add(filter.created_at_lt)}::timestamptz`);
-    if (filter.updated_at_gte !== undefined) clauses.push(`updated_at >= ${params.add(filter.updated_at_gte)}::timestamptz`);
-    if (filter.updated_at_lt !== undefined) clauses.push(`updated_at < ${params.add(filter.updated_at_lt)}::timestamptz`);
-    if (filter.selected_repository !== undefined) clauses.push(`selected_repository = ${params.add(filter.selected_repository)}`);
+    if (filter.title_contains !== undefined)
+      clauses.push(`title ILIKE ${params.add(`%${likeEscape(filter.title_contains)}%`)}`);
+    if (filter.created_at_gte !== undefined)
+      clauses.push(`created_at >= ${params.add(filter.created_at_gte)}::timestamptz`);
+    if (filter.created_at_lt !== undefined)
+      clauses.push(`created_at < ${params.add(filter.created_at_lt)}::timestamptz`);
+    if (filter.updated_at_gte !== undefined)
+      clauses.push(`updated_at >= ${params.add(filter.updated_at_gte)}::timestamptz`);
+    if (filter.updated_at_lt !== undefined)
+      clauses.push(`updated_at < ${params.add(filter.updated_at_lt)}::timestamptz`);
+    if (filter.selected_repository !== undefined)
+      clauses.push(`selected_repository = ${params.add(filter.selected_repository)}`);
     if (filter.trigger !== undefined) clauses.push(`trigger = ${params.add(filter.trigger)}`);
     if (filter.sandbox_id !== undefined) clauses.push(`sandbox_id = ${params.add(filter.sandbox_id)}`);
     return clauses.join(' AND ');

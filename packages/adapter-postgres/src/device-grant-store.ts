@@ -16,12 +16,20 @@ export class PostgresDeviceGrantStore implements DeviceGrantStore {
     private readonly t: Tables,
   ) {}
 
-  insert(grant: DeviceGrant, limits: { now: string; maxLive: number; dropExpiredBefore: string }): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+  insert(
+    grant: DeviceGrant,
+    limits: { now: string; maxLive: number; dropExpiredBefore: string },
+  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
     return run('start a device sign-in', () =>
       this.db.transaction(async (tx) => {
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`acs.device_grants:${this.t.schema ?? ''}`]);
-        await tx.query(`DELETE FROM ${this.t.deviceGrants} WHERE expires_at < $1::timestamptz`, [limits.dropExpiredBefore]);
-        const live = await tx.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t.deviceGrants} WHERE expires_at > $1::timestamptz`, [limits.now]);
+        await tx.query(`DELETE FROM ${this.t.deviceGrants} WHERE expires_at < $1::timestamptz`, [
+          limits.dropExpiredBefore,
+        ]);
+        const live = await tx.query<{ n: string }>(
+          `SELECT count(*) AS n FROM ${this.t.deviceGrants} WHERE expires_at > $1::timestamptz`,
+          [limits.now],
+        );
         if (Number(live.rows[0]?.n ?? 0) >= limits.maxLive) return 'full' as const;
         const inserted = await tx.query(
           `INSERT INTO ${this.t.deviceGrants} (device_code_hash, user_code, expires_at, record) VALUES ($1, $2, $3, $4::jsonb)
@@ -33,11 +41,18 @@ export class PostgresDeviceGrantStore implements DeviceGrantStore {
     );
   }
 
-  update(key: DeviceGrantKey, change: (current: DeviceGrant | null) => DeviceGrant | null): ResultAsync<DeviceGrant | null, StoreFailure> {
-    const [column, value] = 'device_code_hash' in key ? ['device_code_hash', key.device_code_hash] : ['user_code', key.user_code];
+  update(
+    key: DeviceGrantKey,
+    change: (current: DeviceGrant | null) => DeviceGrant | null,
+  ): ResultAsync<DeviceGrant | null, StoreFailure> {
+    const [column, value] =
+      'device_code_hash' in key ? ['device_code_hash', key.device_code_hash] : ['user_code', key.user_code];
     return run('answer a device sign-in', () =>
       this.db.transaction(async (tx) => {
-        const rows = await tx.query<{ record: DeviceGrant }>(`SELECT record FROM ${this.t.deviceGrants} WHERE ${column} = $1 FOR UPDATE`, [value]);
+        const rows = await tx.query<{ record: DeviceGrant }>(
+          `SELECT record FROM ${this.t.deviceGrants} WHERE ${column} = $1 FOR UPDATE`,
+          [value],
+        );
         const current = rows.rows[0]?.record ?? null;
         const next = change(current);
         if (next === current) return current;
@@ -46,12 +61,12 @@ export class PostgresDeviceGrantStore implements DeviceGrantStore {
           await tx.query(`DELETE FROM ${this.t.deviceGrants} WHERE device_code_hash = $1`, [current.device_code_hash]);
           return null;
         }
-        if (next.device_code_hash !== current.device_code_hash || next.user_code !== current.user_code) throw new Error('A device grant update may not change its codes.');
-        await tx.query(`UPDATE ${this.t.deviceGrants} SET expires_at = $2, record = $3::jsonb WHERE device_code_hash = $1`, [
-          next.device_code_hash,
-          next.expires_at,
-          JSON.stringify(next),
-        ]);
+        if (next.device_code_hash !== current.device_code_hash || next.user_code !== current.user_code)
+          throw new Error('A device grant update may not change its codes.');
+        await tx.query(
+          `UPDATE ${this.t.deviceGrants} SET expires_at = $2, record = $3::jsonb WHERE device_code_hash = $1`,
+          [next.device_code_hash, next.expires_at, JSON.stringify(next)],
+        );
         return next;
       }),
     );

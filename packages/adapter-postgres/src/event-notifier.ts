@@ -44,9 +44,14 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 type PgModule = typeof pgModule;
 
 /** Connects and LISTENs before it resolves, so a wrong URL fails the start with the server's words. */
-export async function createPostgresEventNotifier(options: PostgresEventNotifierOptions): Promise<PostgresEventNotifier> {
+export async function createPostgresEventNotifier(
+  options: PostgresEventNotifierOptions,
+): Promise<PostgresEventNotifier> {
   const channel = options.channel ?? 'acs_events';
-  if (!CHANNEL.test(channel)) throw new Error(`createPostgresEventNotifier: channel must be a lower-case identifier (got ${JSON.stringify(channel)})`);
+  if (!CHANNEL.test(channel))
+    throw new Error(
+      `createPostgresEventNotifier: channel must be a lower-case identifier (got ${JSON.stringify(channel)})`,
+    );
   let pg: PgModule;
   try {
     pg = await import('pg');
@@ -68,7 +73,9 @@ export async function createPostgresEventNotifier(options: PostgresEventNotifier
   const send = (userId: string, conversationId: string, lastId: number) => {
     const current = client;
     if (!current) return keep(userId, conversationId, lastId);
-    current.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify([userId, conversationId, lastId])]).catch(() => keep(userId, conversationId, lastId));
+    current
+      .query('SELECT pg_notify($1, $2)', [channel, JSON.stringify([userId, conversationId, lastId])])
+      .catch(() => keep(userId, conversationId, lastId));
   };
 
   const onNotification = (message: Notification) => {
@@ -79,14 +86,23 @@ export async function createPostgresEventNotifier(options: PostgresEventNotifier
     } catch {
       return; // not one of ours
     }
-    if (!Array.isArray(parsed) || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string' || typeof parsed[2] !== 'number') return;
+    if (
+      !Array.isArray(parsed) ||
+      typeof parsed[0] !== 'string' ||
+      typeof parsed[1] !== 'string' ||
+      typeof parsed[2] !== 'number'
+    )
+      return;
     const [userId, conversationId, lastId] = parsed as [string, string, number];
     for (const listener of [...listeners]) listener.appended(userId, conversationId, lastId);
   };
 
   const open = async (): Promise<ListeningClient> => {
     // Named, so an operator sees the notifier's connection for what it is in pg_stat_activity.
-    const next = new pg.default.Client({ connectionString: options.connectionString, application_name: `acs-events ${channel}` }) as unknown as ListeningClient;
+    const next = new pg.default.Client({
+      connectionString: options.connectionString,
+      application_name: `acs-events ${channel}`,
+    }) as unknown as ListeningClient;
     next.on('error', (error) => options.onError?.(error));
     await next.connect();
     await next.query(`LISTEN ${channel}`);

@@ -1,6 +1,14 @@
 import type { ResultAsync } from 'neverthrow';
 import { errAsync, okAsync } from 'neverthrow';
-import { leaseLost, type EventStore, type LeaseFence, type LeaseLost, type NewEvent, type StoredEvent, type StoreFailure } from '@acs/core/ports';
+import {
+  leaseLost,
+  type EventStore,
+  type LeaseFence,
+  type LeaseLost,
+  type NewEvent,
+  type StoredEvent,
+  type StoreFailure,
+} from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -18,7 +26,12 @@ export class PostgresEventStore implements EventStore {
     private readonly t: Tables,
   ) {}
 
-  append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
+  append(
+    userId: string,
+    conversationId: string,
+    events: readonly NewEvent[],
+    fence?: LeaseFence,
+  ): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
     return run('append events', async (): Promise<StoredEvent[] | LeaseLost> => {
       if (events.length === 0) return [];
       if (!fence) {
@@ -65,10 +78,17 @@ export class PostgresEventStore implements EventStore {
         );
         return stored;
       });
-    }).andThen((result) => (Array.isArray(result) ? okAsync<StoredEvent[], LeaseLost>(result) : errAsync<StoredEvent[], LeaseLost>(result)));
+    }).andThen((result) =>
+      Array.isArray(result) ? okAsync<StoredEvent[], LeaseLost>(result) : errAsync<StoredEvent[], LeaseLost>(result),
+    );
   }
 
-  readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
+  readAfter(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+    limit: number,
+  ): ResultAsync<StoredEvent[], StoreFailure> {
     return run('read events', async () => {
       const rows = await this.db.query<{ event: StoredEvent }>(
         `SELECT event FROM ${this.t.events} WHERE user_id = $1 AND conversation_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
@@ -81,8 +101,14 @@ export class PostgresEventStore implements EventStore {
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
     return run('delete events', () =>
       this.db.transaction(async (tx) => {
-        const deleted = await tx.query(`DELETE FROM ${this.t.events} WHERE user_id = $1 AND conversation_id = $2 RETURNING id`, [userId, conversationId]);
-        await tx.query(`DELETE FROM ${this.t.eventCounters} WHERE user_id = $1 AND conversation_id = $2`, [userId, conversationId]);
+        const deleted = await tx.query(
+          `DELETE FROM ${this.t.events} WHERE user_id = $1 AND conversation_id = $2 RETURNING id`,
+          [userId, conversationId],
+        );
+        await tx.query(`DELETE FROM ${this.t.eventCounters} WHERE user_id = $1 AND conversation_id = $2`, [
+          userId,
+          conversationId,
+        ]);
         return deleted.rows.length;
       }),
     );

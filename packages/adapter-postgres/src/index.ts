@@ -8,10 +8,31 @@
  * const service = createAgentConversationService({ ...storage, sandboxSpecs, runtime });
  * ```
  */
-export { createPostgresEventNotifier, type PostgresEventNotifier, type PostgresEventNotifierOptions } from './event-notifier.js';
+export {
+  createPostgresEventNotifier,
+  type PostgresEventNotifier,
+  type PostgresEventNotifierOptions,
+} from './event-notifier.js';
 export { createPostgresStorage, type PostgresStorage, type PostgresStorageOptions } from './storage.js';
-export { migrate, appliedMigrations, MIGRATIONS, LATEST_SCHEMA_VERSION, type Migration, type MigrateOptions } from './migrations.js';
-export { fromPGlite, fromPgPool, toExecutor, type DatabaseInput, type PGliteLike, type PgPoolLike, type SqlExecutor, type SqlQueryable, type SqlSession } from './sql.js';
+export {
+  migrate,
+  appliedMigrations,
+  MIGRATIONS,
+  LATEST_SCHEMA_VERSION,
+  type Migration,
+  type MigrateOptions,
+} from './migrations.js';
+export {
+  fromPGlite,
+  fromPgPool,
+  toExecutor,
+  type DatabaseInput,
+  type PGliteLike,
+  type PgPoolLike,
+  type SqlExecutor,
+  type SqlQueryable,
+  type SqlSession,
+} from './sql.js';
 export { SecretKeyMismatchError, verifySecretKeys } from './secret-keys.js';
 export { PostgresApiKeyStore } from './api-key-store.js';
 export { PostgresConversationStore } from './conversation-store.js';

@@ -20,7 +20,9 @@ export class PostgresInstallationStore implements InstallationStore {
     return run('read the installation id', async () => {
       const existing = await this.db.query<{ id: string }>(`SELECT id FROM ${this.t.installation}`);
       if (existing.rows[0]) return existing.rows[0].id;
-      await this.db.query(`INSERT INTO ${this.t.installation} (id) VALUES ($1) ON CONFLICT (singleton) DO NOTHING`, [randomUUID().replaceAll('-', '')]);
+      await this.db.query(`INSERT INTO ${this.t.installation} (id) VALUES ($1) ON CONFLICT (singleton) DO NOTHING`, [
+        randomUUID().replaceAll('-', ''),
+      ]);
       const chosen = await this.db.query<{ id: string }>(`SELECT id FROM ${this.t.installation}`);
       const id = chosen.rows[0]?.id;
       if (!id) throw new Error('the installation id was written but cannot be read back');

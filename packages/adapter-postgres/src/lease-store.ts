@@ -16,7 +16,12 @@ export class PostgresConversationLeaseStore implements ConversationLeaseStore {
     private readonly t: Tables,
   ) {}
 
-  acquire(userId: string, conversationId: string, owner: string, ttlMs: number): ResultAsync<ConversationLease | null, StoreFailure> {
+  acquire(
+    userId: string,
+    conversationId: string,
+    owner: string,
+    ttlMs: number,
+  ): ResultAsync<ConversationLease | null, StoreFailure> {
     return run('take a conversation lease', async () => {
       const rows = await this.db.query<{ epoch: string }>(
         `INSERT INTO ${this.t.conversationLeases} AS l (user_id, conversation_id, owner, epoch, expires_at)
@@ -35,12 +40,22 @@ export class PostgresConversationLeaseStore implements ConversationLeaseStore {
 
   renew(owner: string, ttlMs: number): ResultAsync<HeldLease[], StoreFailure> {
     return run('renew conversation leases', async () => {
-      const rows = await this.db.query<{ user_id: string; conversation_id: string; epoch: string; stop_requested: boolean }>(
+      const rows = await this.db.query<{
+        user_id: string;
+        conversation_id: string;
+        epoch: string;
+        stop_requested: boolean;
+      }>(
         `UPDATE ${this.t.conversationLeases} SET expires_at = now() + $2 * interval '1 millisecond'
          WHERE owner = $1 RETURNING user_id, conversation_id, epoch, stop_requested`,
         [owner, ttlMs],
       );
-      return rows.rows.map((r) => ({ user_id: r.user_id, conversation_id: r.conversation_id, epoch: Number(r.epoch), stop_requested: r.stop_requested }));
+      return rows.rows.map((r) => ({
+        user_id: r.user_id,
+        conversation_id: r.conversation_id,
+        epoch: Number(r.epoch),
+        stop_requested: r.stop_requested,
+      }));
     });
   }
 
@@ -49,7 +64,10 @@ export class PostgresConversationLeaseStore implements ConversationLeaseStore {
       this.db.transaction(async (tx) => {
         const where = `WHERE user_id = $1 AND conversation_id = $2 AND owner = $3 AND epoch = $4`;
         const params = [lease.user_id, lease.conversation_id, owner, lease.epoch];
-        const held = await tx.query<{ wake_requested: boolean }>(`SELECT wake_requested FROM ${this.t.conversationLeases} ${where} FOR UPDATE`, params);
+        const held = await tx.query<{ wake_requested: boolean }>(
+          `SELECT wake_requested FROM ${this.t.conversationLeases} ${where} FOR UPDATE`,
+          params,
+        );
         const row = held.rows[0];
         if (!row) return 'lost' as const;
         if (row.wake_requested) {
@@ -57,7 +75,10 @@ export class PostgresConversationLeaseStore implements ConversationLeaseStore {
           await tx.query(`UPDATE ${this.t.conversationLeases} SET wake_requested = false ${where}`, params);
           return 'wake' as const;
         }
-        await tx.query(`UPDATE ${this.t.conversationLeases} SET owner = NULL, expires_at = NULL, stop_requested = false ${where}`, params);
+        await tx.query(
+          `UPDATE ${this.t.conversationLeases} SET owner = NULL, expires_at = NULL, stop_requested = false ${where}`,
+          params,
+        );
         return 'released' as const;
       }),
     );
@@ -90,7 +111,10 @@ export class PostgresConversationLeaseStore implements ConversationLeaseStore {
 
   forget(userId: string, conversationId: string): ResultAsync<void, StoreFailure> {
     return run('drop a conversation lease', async () => {
-      await this.db.query(`DELETE FROM ${this.t.conversationLeases} WHERE user_id = $1 AND conversation_id = $2`, [userId, conversationId]);
+      await this.db.query(`DELETE FROM ${this.t.conversationLeases} WHERE user_id = $1 AND conversation_id = $2`, [
+        userId,
+        conversationId,
+      ]);
     });
   }
 }

@@ -38,7 +38,10 @@ export class PostgresLocks implements Locks {
   #closed = false;
 
   constructor(db: SqlExecutor, options: PostgresLocksOptions = {}) {
-    if (!db.session) throw new Error('PostgresLocks needs a PostgreSQL server (a pool); PGlite is one process, where InProcessLocks do.');
+    if (!db.session)
+      throw new Error(
+        'PostgresLocks needs a PostgreSQL server (a pool); PGlite is one process, where InProcessLocks do.',
+      );
     this.#db = db;
     this.#waitMs = options.waitMs ?? 60_000;
     this.#namespace = options.namespace ?? '';
@@ -97,7 +100,7 @@ export class PostgresLocks implements Locks {
   }
 
   /** Polls for the lock until it is this session's (then it keeps a use of the session), or fails after `waitMs`. */
-/** Takes the advisory lock, runs `work`, and lets the lock go whatever `work` did. */
+  /** Takes the advisory lock, runs `work`, and lets the lock go whatever `work` did. */
   async #underLock<T, E>(id: string, key: string, work: () => ResultAsync<T, E>): Promise<Result<T, E | StoreFailure>> {
     const session = await this.#take(id, key);
     if (session.isErr()) return err(session.error);
@@ -131,7 +134,9 @@ export class PostgresLocks implements Locks {
   }
 
   async #tryLock(session: SqlSession, id: string): Promise<boolean> {
-    const rows = await session.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got', [id]);
+    const rows = await session.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got', [
+      id,
+    ]);
     return rows.rows[0]?.got === true;
   }
 

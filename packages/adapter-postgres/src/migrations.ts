@@ -80,7 +80,9 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: 'conversations by agent status',
     // The engine looks up running conversations across users when the service starts.
-    statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_conversations_by_execution_status ON ${t.conversations} ((record->>'execution_status'))`],
+    statements: (t) => [
+      `CREATE INDEX IF NOT EXISTS acs_conversations_by_execution_status ON ${t.conversations} ((record->>'execution_status'))`,
+    ],
   },
   {
     version: 3,
@@ -176,13 +178,20 @@ export async function migrate(db: SqlExecutor, options: MigrateOptions = {}): Pr
   return db.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`acs.migrate:${t.schema ?? ''}`]);
     if (t.schema) await tx.query(`CREATE SCHEMA IF NOT EXISTS "${t.schema}"`);
-    await tx.query(`CREATE TABLE IF NOT EXISTS ${t.migrations} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM ${t.migrations}`)).rows.map((r) => Number(r.version)));
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS ${t.migrations} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = new Set(
+      (await tx.query<{ version: number }>(`SELECT version FROM ${t.migrations}`)).rows.map((r) => Number(r.version)),
+    );
     const applied: number[] = [];
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue;
       for (const statement of migration.statements(t)) await tx.query(statement);
-      await tx.query(`INSERT INTO ${t.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+      await tx.query(`INSERT INTO ${t.migrations} (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
       applied.push(migration.version);
     }
     return applied;

@@ -3,7 +3,10 @@ import { type Page, type PageRequest, encodeCursor, storeUnavailable, type Store
 
 /** Runs database work as a ResultAsync: a failing query is a StoreUnavailable, never a throw. */
 export function run<T>(operation: string, work: () => Promise<T>): ResultAsync<T, StoreFailure> {
-  return ResultAsync.fromPromise(Promise.resolve().then(work), (cause) => storeUnavailable(operation, cause) as StoreFailure);
+  return ResultAsync.fromPromise(
+    Promise.resolve().then(work),
+    (cause) => storeUnavailable(operation, cause) as StoreFailure,
+  );
 }
 
 /** Collects positional parameters while a query is assembled. */
@@ -16,7 +19,11 @@ export class Params {
 }
 
 /** The keyset condition and order for (created_at, id) paging. */
-export function keyset(page: PageRequest, params: Params, order: 'newest_first' | 'oldest_first' = 'newest_first'): { where: string; orderBy: string } {
+export function keyset(
+  page: PageRequest,
+  params: Params,
+  order: 'newest_first' | 'oldest_first' = 'newest_first',
+): { where: string; orderBy: string } {
   const desc = order === 'newest_first';
   const where = page.after
     ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(page.after.created_at)}::timestamptz, ${params.add(page.after.id)})`
@@ -28,7 +35,10 @@ export function keyset(page: PageRequest, params: Params, order: 'newest_first' 
 export function toPage<R extends { created_at: string; id: string }>(records: R[], limit: number): Page<R> {
   const items = records.slice(0, limit);
   const last = items.at(-1);
-  return { items, next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null };
+  return {
+    items,
+    next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+  };
 }
 
 /** `%`, `_` and `\` taken literally inside ILIKE. */

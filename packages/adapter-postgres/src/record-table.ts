@@ -28,17 +28,26 @@ export class RecordTable<R extends { id: string; user_id: string }> {
 
   /** False when this user already has a record with that id (nothing is written then). */
   async insert(record: R): Promise<boolean> {
-    const rows = await this.db.query(`${this.insertSql} ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, this.params(record));
+    const rows = await this.db.query(
+      `${this.insertSql} ON CONFLICT (user_id, id) DO NOTHING RETURNING id`,
+      this.params(record),
+    );
     return rows.rows.length > 0;
   }
 
   async get(userId: string, id: string): Promise<R | null> {
-    const rows = await this.db.query<{ record: R }>(`SELECT record FROM ${this.name} WHERE user_id = $1 AND id = $2`, [userId, id]);
+    const rows = await this.db.query<{ record: R }>(`SELECT record FROM ${this.name} WHERE user_id = $1 AND id = $2`, [
+      userId,
+      id,
+    ]);
     return rows.rows[0]?.record ?? null;
   }
 
   async getMany(userId: string, ids: readonly string[]): Promise<(R | null)[]> {
-    const rows = await this.db.query<{ record: R }>(`SELECT record FROM ${this.name} WHERE user_id = $1 AND id = ANY($2::text[])`, [userId, [...ids]]);
+    const rows = await this.db.query<{ record: R }>(
+      `SELECT record FROM ${this.name} WHERE user_id = $1 AND id = ANY($2::text[])`,
+      [userId, [...ids]],
+    );
     const byId = new Map(rows.rows.map((r) => [r.record.id, r.record]));
     return ids.map((id) => byId.get(id) ?? null);
   }
@@ -46,19 +55,26 @@ export class RecordTable<R extends { id: string; user_id: string }> {
   /** Runs `mutate` on the row locked FOR UPDATE; writes only when it returns a different record. */
   update<E>(userId: string, id: string, mutate: (current: R) => Result<R, E>): Promise<Result<R | null, E>> {
     return this.db.transaction(async (tx) => {
-      const rows = await tx.query<{ record: R }>(`SELECT record FROM ${this.name} WHERE user_id = $1 AND id = $2 FOR UPDATE`, [userId, id]);
+      const rows = await tx.query<{ record: R }>(
+        `SELECT record FROM ${this.name} WHERE user_id = $1 AND id = $2 FOR UPDATE`,
+        [userId, id],
+      );
       const current = rows.rows[0]?.record;
       if (!current) return ok(null);
       const next = mutate(current);
       if (next.isErr() || next.value === current) return next;
-      if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
+      if (next.value.id !== id || next.value.user_id !== userId)
+        throw new Error('A store update may not change the id or the owner of a record.');
       await tx.query(this.updateSql, this.params(next.value));
       return ok(next.value);
     });
   }
 
   async delete(userId: string, id: string): Promise<boolean> {
-    const rows = await this.db.query(`DELETE FROM ${this.name} WHERE user_id = $1 AND id = $2 RETURNING id`, [userId, id]);
+    const rows = await this.db.query(`DELETE FROM ${this.name} WHERE user_id = $1 AND id = $2 RETURNING id`, [
+      userId,
+      id,
+    ]);
     return rows.rows.length > 0;
   }
 }

@@ -14,7 +14,10 @@ export class PostgresSandboxStore implements SandboxStore {
     private readonly db: SqlExecutor,
     private readonly t: Tables,
   ) {
-    this.table = new RecordTable(db, t.sandboxes, { names: ['status', 'created_at'], values: (r) => [r.status, r.created_at] });
+    this.table = new RecordTable(db, t.sandboxes, {
+      names: ['status', 'created_at'],
+      values: (r) => [r.status, r.created_at],
+    });
   }
 
   insert(record: SandboxRecord): ResultAsync<void, StoreFailure> {
@@ -29,7 +32,10 @@ export class PostgresSandboxStore implements SandboxStore {
 
   ownerOf(id: string): ResultAsync<string | null, StoreFailure> {
     return run('find the owner of a sandbox', async () => {
-      const rows = await this.db.query<{ user_id: string }>(`SELECT user_id FROM ${this.t.sandboxes} WHERE id = $1 AND status <> 'DELETED' LIMIT 1`, [id]);
+      const rows = await this.db.query<{ user_id: string }>(
+        `SELECT user_id FROM ${this.t.sandboxes} WHERE id = $1 AND status <> 'DELETED' LIMIT 1`,
+        [id],
+      );
       return rows.rows[0]?.user_id ?? null;
     });
   }
@@ -38,11 +44,18 @@ export class PostgresSandboxStore implements SandboxStore {
     return run('get sandboxes', () => this.table.getMany(userId, ids));
   }
 
-  update<E>(userId: string, id: string, mutate: (current: SandboxRecord) => Result<SandboxRecord, E>): ResultAsync<SandboxRecord | null, E | StoreFailure> {
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: SandboxRecord) => Result<SandboxRecord, E>,
+  ): ResultAsync<SandboxRecord | null, E | StoreFailure> {
     return run('update sandbox', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
-  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
+  listByStatus(
+    userId: string | null,
+    statuses: readonly SandboxLifecycleStatus[],
+  ): ResultAsync<SandboxRecord[], StoreFailure> {
     return run('list sandboxes by status', async () => {
       const rows = await this.db.query<{ record: SandboxRecord }>(
         `SELECT record FROM ${this.t.sandboxes} WHERE ($1::text IS NULL OR user_id = $1) AND status = ANY($2::text[]) ORDER BY created_at, id`,
@@ -79,7 +92,10 @@ export class PostgresSandboxStore implements SandboxStore {
         `SELECT record FROM ${this.t.sandboxes} WHERE user_id = ${user} AND status <> 'DELETED' AND ${where} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(rows.rows.map((r) => r.record), page.limit);
+      return toPage(
+        rows.rows.map((r) => r.record),
+        page.limit,
+      );
     });
   }
 }

@@ -13,8 +13,13 @@ export { SecretKeyMismatchError } from '@acs/core';
  * never touched. Finally records the current key, so the next start can check it.
  */
 export async function verifySecretKeys(db: SqlExecutor, t: Tables, cipher: SecretCipher): Promise<void> {
-  const rows = await db.query<{ key_id: string; check_value: string }>(`SELECT key_id, check_value FROM ${t.secretKeys} ORDER BY created_at`);
+  const rows = await db.query<{ key_id: string; check_value: string }>(
+    `SELECT key_id, check_value FROM ${t.secretKeys} ORDER BY created_at`,
+  );
   checkSecretKeys(rows.rows, cipher);
   const current = secretKeyCheckValue(cipher);
-  await db.query(`INSERT INTO ${t.secretKeys} (key_id, check_value) VALUES ($1, $2) ON CONFLICT (key_id) DO NOTHING`, [current.key_id, current.check_value]);
+  await db.query(`INSERT INTO ${t.secretKeys} (key_id, check_value) VALUES ($1, $2) ON CONFLICT (key_id) DO NOTHING`, [
+    current.key_id,
+    current.check_value,
+  ]);
 }

@@ -26,17 +26,29 @@ export class PostgresSettingsStore implements SettingsStore {
 
   get(userId: string): ResultAsync<StoredSettings | null, StoreFailure> {
     return run('load settings', async () => {
-      const rows = await this.db.query<{ data: StoredSettings }>(`SELECT data FROM ${this.t.settings} WHERE user_id = $1`, [userId]);
+      const rows = await this.db.query<{ data: StoredSettings }>(
+        `SELECT data FROM ${this.t.settings} WHERE user_id = $1`,
+        [userId],
+      );
       const data = rows.rows[0]?.data;
       return data ? this.open(data, userId) : null;
     });
   }
 
-  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
+  update(
+    userId: string,
+    mutate: (current: StoredSettings | null) => StoredSettings,
+  ): ResultAsync<StoredSettings, StoreFailure> {
     return run('store settings', () =>
       this.db.transaction(async (tx) => {
-        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [`acs.settings:${this.t.schema ?? ''}`, userId]);
-        const rows = await tx.query<{ data: StoredSettings }>(`SELECT data FROM ${this.t.settings} WHERE user_id = $1`, [userId]);
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [
+          `acs.settings:${this.t.schema ?? ''}`,
+          userId,
+        ]);
+        const rows = await tx.query<{ data: StoredSettings }>(
+          `SELECT data FROM ${this.t.settings} WHERE user_id = $1`,
+          [userId],
+        );
         const stored = rows.rows[0]?.data;
         const current = stored ? this.open(stored, userId) : null;
         const next = mutate(current);

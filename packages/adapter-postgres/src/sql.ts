@@ -45,7 +45,9 @@ interface PgClientLike {
 /** The shape of a PGlite instance we use. */
 export interface PGliteLike {
   query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-  transaction<T>(work: (tx: { query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>): Promise<T>;
+  transaction<T>(
+    work: (tx: { query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }> }) => Promise<T>,
+  ): Promise<T>;
   close(): Promise<void>;
   readonly waitReady: Promise<void>;
 }
@@ -53,19 +55,24 @@ export interface PGliteLike {
 /** What `createPostgresStorage` accepts as its database. */
 export type DatabaseInput = PgPoolLike | PGliteLike | SqlExecutor | string;
 
-const isExecutor = (db: object): db is SqlExecutor => 'kind' in db && 'transaction' in db && 'close' in db && !('waitReady' in db);
+const isExecutor = (db: object): db is SqlExecutor =>
+  'kind' in db && 'transaction' in db && 'close' in db && !('waitReady' in db);
 const isPGlite = (db: object): db is PGliteLike => 'waitReady' in db && 'transaction' in db;
 const isPgPool = (db: object): db is PgPoolLike => 'connect' in db && 'end' in db && 'query' in db;
 
 export function fromPgPool(pool: PgPoolLike, owned = false): SqlExecutor {
   return {
     kind: 'pg',
-    query: async <R>(text: string, params: readonly unknown[] = []) => (await pool.query(text, [...params])) as { rows: R[] },
+    query: async <R>(text: string, params: readonly unknown[] = []) =>
+      (await pool.query(text, [...params])) as { rows: R[] },
     async transaction(work) {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const result = await work({ query: async <R>(text: string, params: readonly unknown[] = []) => (await client.query(text, [...params])) as { rows: R[] } });
+        const result = await work({
+          query: async <R>(text: string, params: readonly unknown[] = []) =>
+            (await client.query(text, [...params])) as { rows: R[] },
+        });
         await client.query('COMMIT');
         client.release();
         return result;
@@ -199,13 +206,19 @@ export function fromPGlite(db: PGliteLike, owned = false): SqlExecutor {
   pgliteTurns.set(db, queue);
   return {
     kind: 'pglite',
-    query: <R>(text: string, params: readonly unknown[] = []) => queue.run(async () => (await db.query(text, [...params])) as { rows: R[] }),
+    query: <R>(text: string, params: readonly unknown[] = []) =>
+      queue.run(async () => (await db.query(text, [...params])) as { rows: R[] }),
     // The whole transaction is one entry: its statements (on `tx`) run inside it, never queued
     // behind it. (A statement on this executor from inside `work` would wait for the transaction
     // to end, forever, as it would on PGlite itself: transactions use `tx` only.)
     transaction: (work) =>
       queue.run(() =>
-        db.transaction((tx) => work({ query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query(text, [...params])) as { rows: R[] } })),
+        db.transaction((tx) =>
+          work({
+            query: async <R>(text: string, params: readonly unknown[] = []) =>
+              (await tx.query(text, [...params])) as { rows: R[] },
+          }),
+        ),
       ),
     close: async () => {
       if (owned) await db.close();

@@ -34,11 +34,20 @@ export class PostgresStartTaskStore implements StartTaskStore {
     return run('get start tasks', () => this.table.getMany(userId, ids));
   }
 
-  update<E>(userId: string, id: string, mutate: (current: StartTaskRecord) => Result<StartTaskRecord, E>): ResultAsync<StartTaskRecord | null, E | StoreFailure> {
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: StartTaskRecord) => Result<StartTaskRecord, E>,
+  ): ResultAsync<StartTaskRecord | null, E | StoreFailure> {
     return run('update start task', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
-  search(userId: string, filter: StartTaskFilter, page: PageRequest, order: 'newest_first' | 'oldest_first'): ResultAsync<Page<StartTaskRecord>, StoreFailure> {
+  search(
+    userId: string,
+    filter: StartTaskFilter,
+    page: PageRequest,
+    order: 'newest_first' | 'oldest_first',
+  ): ResultAsync<Page<StartTaskRecord>, StoreFailure> {
     return run('search start tasks', async () => {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
@@ -47,29 +56,40 @@ export class PostgresStartTaskStore implements StartTaskStore {
         `SELECT record FROM ${this.t.startTasks} WHERE ${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(rows.rows.map((r) => r.record), page.limit);
+      return toPage(
+        rows.rows.map((r) => r.record),
+        page.limit,
+      );
     });
   }
 
   count(userId: string, filter: StartTaskFilter): ResultAsync<number, StoreFailure> {
     return run('count start tasks', async () => {
       const params = new Params();
-      const rows = await this.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.t.startTasks} WHERE ${this.filterSql(userId, filter, params)}`, params.values);
+      const rows = await this.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${this.t.startTasks} WHERE ${this.filterSql(userId, filter, params)}`,
+        params.values,
+      );
       return Number(rows.rows[0]?.n ?? 0);
     });
   }
 
   deleteByConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
     return run('delete start tasks', async () => {
-      const rows = await this.db.query(`DELETE FROM ${this.t.startTasks} WHERE user_id = $1 AND app_conversation_id = $2 RETURNING id`, [userId, conversationId]);
+      const rows = await this.db.query(
+        `DELETE FROM ${this.t.startTasks} WHERE user_id = $1 AND app_conversation_id = $2 RETURNING id`,
+        [userId, conversationId],
+      );
       return rows.rows.length;
     });
   }
 
   private filterSql(userId: string, filter: StartTaskFilter, params: Params): string {
     const clauses = [`user_id = ${params.add(userId)}`];
-    if (filter.app_conversation_id !== undefined) clauses.push(`app_conversation_id = ${params.add(filter.app_conversation_id)}`);
-    if (filter.created_at_gte !== undefined) clauses.push(`created_at >= ${params.add(filter.created_at_gte)}::timestamptz`);
+    if (filter.app_conversation_id !== undefined)
+      clauses.push(`app_conversation_id = ${params.add(filter.app_conversation_id)}`);
+    if (filter.created_at_gte !== undefined)
+      clauses.push(`created_at >= ${params.add(filter.created_at_gte)}::timestamptz`);
     return clauses.join(' AND ');
   }
 }

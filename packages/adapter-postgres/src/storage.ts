@@ -30,8 +30,10 @@ export interface PostgresStorageOptions {
 }
 
 /** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
-export interface PostgresStorage
-  extends Pick<AgentConversationServicePorts, 'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
+export interface PostgresStorage extends Pick<
+  AgentConversationServicePorts,
+  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'
+> {
   /**
    * Which replica runs each conversation's agent. Pass it (with `createPostgresEventNotifier`)
    * when several processes share this database; one process leaves it out.

@@ -20,7 +20,9 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export function tablesIn(schema: string | null = null): Tables {
   if (schema !== null && !SCHEMA_NAME.test(schema)) {
-    throw new Error(`Schema name "${schema}" must be lowercase letters, digits and _ (up to 63 characters, not starting with a digit).`);
+    throw new Error(
+      `Schema name "${schema}" must be lowercase letters, digits and _ (up to 63 characters, not starting with a digit).`,
+    );
   }
   const t = (name: string) => (schema ? `"${schema}".acs_${name}` : `acs_${name}`);
   return {

@@ -29,7 +29,15 @@ for (const db of DATABASES) {
     return {
       store: storage.installation,
       // A second storage over the same schema: what a restarted process sees.
-      reopen: async () => (await createPostgresStorage({ db: await db.executor(), cipher: testCipher(), schema: storage.schema, migrations: 'check' })).installation,
+      reopen: async () =>
+        (
+          await createPostgresStorage({
+            db: await db.executor(),
+            cipher: testCipher(),
+            schema: storage.schema,
+            migrations: 'check',
+          })
+        ).installation,
     };
   });
 }

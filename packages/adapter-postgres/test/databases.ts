@@ -4,7 +4,13 @@ import pg from 'pg';
 import { afterAll } from 'vitest';
 import { createAesGcmCipher } from '@acs/core';
 import type { SecretCipher } from '@acs/core/ports';
-import { createPostgresStorage, fromPGlite, fromPgPool, type PostgresStorage, type SqlExecutor } from '@acs/adapter-postgres';
+import {
+  createPostgresStorage,
+  fromPGlite,
+  fromPgPool,
+  type PostgresStorage,
+  type SqlExecutor,
+} from '@acs/adapter-postgres';
 
 /** The PostgreSQL server the tests use. .ci/run creates this role and database. */
 export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test';
@@ -64,12 +70,16 @@ export function freshSchema(db: TestDatabase): string {
   return schema;
 }
 
-export const testCipher = (keyId = 'k1', key: Uint8Array = KEY_1): SecretCipher => createAesGcmCipher({ keys: { [keyId]: key }, currentKeyId: keyId });
+export const testCipher = (keyId = 'k1', key: Uint8Array = KEY_1): SecretCipher =>
+  createAesGcmCipher({ keys: { [keyId]: key }, currentKeyId: keyId });
 export const KEY_1 = randomBytes(32);
 export const KEY_2 = randomBytes(32);
 
 /** Storage in a fresh schema of `db`, migrated. */
-export async function freshStorage(db: TestDatabase, cipher: SecretCipher = testCipher()): Promise<PostgresStorage & { schema: string }> {
+export async function freshStorage(
+  db: TestDatabase,
+  cipher: SecretCipher = testCipher(),
+): Promise<PostgresStorage & { schema: string }> {
   const schema = freshSchema(db);
   const storage = await createPostgresStorage({ db: await db.executor(), cipher, schema, migrations: 'auto' });
   return Object.assign(storage, { schema });

@@ -25,11 +25,26 @@ const until = async (what: string, ok: () => boolean, timeoutMs = 60_000) => {
   }
 };
 
-async function replicas(channel: string): Promise<{ a: AgentConversationService; b: AgentConversationService; notifiers: PostgresEventNotifier[] }> {
+async function replicas(
+  channel: string,
+): Promise<{ a: AgentConversationService; b: AgentConversationService; notifiers: PostgresEventNotifier[] }> {
   const first = await freshStorage(postgresDatabase);
-  const second = await createPostgresStorage({ db: await postgresDatabase.executor(), cipher: testCipher(), schema: first.schema });
-  const notifiers = await Promise.all([0, 1].map(() => createPostgresEventNotifier({ connectionString: DATABASE_URL, channel, reconnectDelayMs: 100 })));
-  const [a, b] = [first, second].map((storage, i) => createAgentConversationService({ ...createMemoryPorts(), ...storage, eventNotifier: notifiers[i]!, agent: createAgent() }));
+  const second = await createPostgresStorage({
+    db: await postgresDatabase.executor(),
+    cipher: testCipher(),
+    schema: first.schema,
+  });
+  const notifiers = await Promise.all(
+    [0, 1].map(() => createPostgresEventNotifier({ connectionString: DATABASE_URL, channel, reconnectDelayMs: 100 })),
+  );
+  const [a, b] = [first, second].map((storage, i) =>
+    createAgentConversationService({
+      ...createMemoryPorts(),
+      ...storage,
+      eventNotifier: notifiers[i]!,
+      agent: createAgent(),
+    }),
+  );
   cleanup.push(async () => {
     await a!.close();
     await b!.close();
@@ -46,21 +61,31 @@ describe('replicas on one PostgreSQL', () => {
     await a.idle();
     const seen: number[] = [];
     const arrived = new Map<number, number>();
-    await expectOk(b.conversations.subscribeEvents('alice', id, 0, (e) => {
-      seen.push(e.id);
-      arrived.set(e.id, performance.now());
-    }));
+    await expectOk(
+      b.conversations.subscribeEvents('alice', id, 0, (e) => {
+        seen.push(e.id);
+        arrived.set(e.id, performance.now());
+      }),
+    );
     const before = seen.length;
     const sentAt = new Map<number, number>();
     for (let i = 0; i < 50; i++) {
       const started = performance.now();
-      const event = await expectOk(a.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: `message ${i}` }], run: false }));
+      const event = await expectOk(
+        a.conversations.sendMessage('alice', id, {
+          role: 'user',
+          content: [{ type: 'text', text: `message ${i}` }],
+          run: false,
+        }),
+      );
       sentAt.set(event.id, started);
     }
     await until('the 50 messages on the other replica', () => seen.length === before + 50);
     expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => i + 1));
     const latencies = [...sentAt].map(([eventId, t]) => arrived.get(eventId)! - t).sort((x, y) => x - y);
-    console.info(`cross-replica delivery over LISTEN/NOTIFY: p50 ${latencies[24]!.toFixed(1)} ms, max ${latencies[49]!.toFixed(1)} ms (50 appends, this machine)`);
+    console.info(
+      `cross-replica delivery over LISTEN/NOTIFY: p50 ${latencies[24]!.toFixed(1)} ms, max ${latencies[49]!.toFixed(1)} ms (50 appends, this machine)`,
+    );
   });
 
   it('loses nothing when the listening connection drops: after reconnecting, the stream catches up', async () => {
@@ -73,17 +98,36 @@ describe('replicas on one PostgreSQL', () => {
     await expectOk(b.conversations.subscribeEvents('alice', id, 0, (e) => seen.push(e.id)));
     const start = seen.length;
     // Cut both replicas' listening connections; append while they are gone.
-    const cut = await postgresDatabase.raw<{ cut: boolean }>(`SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE application_name = $1`, [`acs-events ${channel}`]);
+    const cut = await postgresDatabase.raw<{ cut: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE application_name = $1`,
+      [`acs-events ${channel}`],
+    );
     expect(cut.length).toBe(2);
-    await expectOk(a.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'while cut' }], run: false }));
+    await expectOk(
+      a.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'while cut' }],
+        run: false,
+      }),
+    );
     await until('the event appended during the cut', () => seen.length === start + 1);
-    await expectOk(a.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'after' }], run: false }));
+    await expectOk(
+      a.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'after' }],
+        run: false,
+      }),
+    );
     await until('the next one', () => seen.length === start + 2);
     expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => i + 1));
   });
 
   it('refuses a channel that is not an identifier, and a database that does not answer, at once', async () => {
-    await expect(createPostgresEventNotifier({ connectionString: DATABASE_URL, channel: 'Bad; DROP' })).rejects.toThrow(/lower-case identifier/);
-    await expect(createPostgresEventNotifier({ connectionString: 'postgres://nobody:none@127.0.0.1:1/none' })).rejects.toThrow();
+    await expect(createPostgresEventNotifier({ connectionString: DATABASE_URL, channel: 'Bad; DROP' })).rejects.toThrow(
+      /lower-case identifier/,
+    );
+    await expect(
+      createPostgresEventNotifier({ connectionString: 'postgres://nobody:none@127.0.0.1:1/none' }),
+    ).rejects.toThrow();
   });
 });

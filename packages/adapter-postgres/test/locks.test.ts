@@ -38,8 +38,11 @@ describe('PostgresLocks', () => {
     // Two connections in all: one for the locks' session, one for the work. Waiters hold none.
     const pool = poolOf(2);
     const locks = new PostgresLocks(fromPgPool(pool), { namespace: `t${Math.random()}` });
-    const work = (n: number) => () => ResultAsync.fromSafePromise(pool.query<{ n: number }>('SELECT $1::int AS n', [n]).then((r) => r.rows[0]!.n));
-    const results = await Promise.all(Array.from({ length: 30 }, (_, n) => locks.withLock(n % 3 === 0 ? 'shared' : `own ${n}`, work(n))));
+    const work = (n: number) => () =>
+      ResultAsync.fromSafePromise(pool.query<{ n: number }>('SELECT $1::int AS n', [n]).then((r) => r.rows[0]!.n));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, n) => locks.withLock(n % 3 === 0 ? 'shared' : `own ${n}`, work(n))),
+    );
     expect(results.map((r) => r._unsafeUnwrap())).toEqual(Array.from({ length: 30 }, (_, n) => n));
     // Nothing held: the session went back to the pool.
     expect(pool.totalCount - pool.idleCount).toBe(0);
@@ -48,8 +51,18 @@ describe('PostgresLocks', () => {
 
   it('keeps installations in different schemas apart: each leads its own maintenance', async () => {
     await postgresDatabase.executor();
-    const one = await createPostgresStorage({ db: fromPgPool(poolOf(3)), cipher: testCipher(), schema: freshSchema(postgresDatabase), migrations: 'auto' });
-    const two = await createPostgresStorage({ db: fromPgPool(poolOf(3)), cipher: testCipher(), schema: freshSchema(postgresDatabase), migrations: 'auto' });
+    const one = await createPostgresStorage({
+      db: fromPgPool(poolOf(3)),
+      cipher: testCipher(),
+      schema: freshSchema(postgresDatabase),
+      migrations: 'auto',
+    });
+    const two = await createPostgresStorage({
+      db: fromPgPool(poolOf(3)),
+      cipher: testCipher(),
+      schema: freshSchema(postgresDatabase),
+      migrations: 'auto',
+    });
     expect((await one.locks.lead('maintenance', 'A'))._unsafeUnwrap()).toBe(true);
     expect((await two.locks.lead('maintenance', 'B'))._unsafeUnwrap()).toBe(true);
     await one.close();

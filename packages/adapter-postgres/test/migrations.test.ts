@@ -1,6 +1,14 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { appliedMigrations, createPostgresStorage, fromPgPool, LATEST_SCHEMA_VERSION, migrate, MIGRATIONS, tablesIn } from '@acs/adapter-postgres';
+import {
+  appliedMigrations,
+  createPostgresStorage,
+  fromPgPool,
+  LATEST_SCHEMA_VERSION,
+  migrate,
+  MIGRATIONS,
+  tablesIn,
+} from '@acs/adapter-postgres';
 import { expectOk, conversationFixture } from '@acs/core/testing';
 import { DATABASE_URL, DATABASES, freshSchema, postgresDatabase, testCipher } from './databases.js';
 
@@ -41,7 +49,9 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(pools.map((pool) => migrate(fromPgPool(pool), { schema })));
       expect(results.flat()).toEqual(MIGRATIONS.map((m) => m.version));
-      const rows = await postgresDatabase.raw<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".acs_migrations`);
+      const rows = await postgresDatabase.raw<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${schema}".acs_migrations`,
+      );
       expect(rows[0]?.n).toBe(MIGRATIONS.length);
     } finally {
       await Promise.all(pools.map((p) => p.end()));

@@ -23,16 +23,24 @@ import { createAgent } from '@acs/agent';
 const DEADLINE_MS = 60_000;
 const BURST = 50;
 
-const KEYS = { 'alice-key-0123456789abcdef': 'alice', 'bob-key-0123456789abcdef-b': 'bob', 'carol-key-0123456789abcdef': 'carol' };
+const KEYS = {
+  'alice-key-0123456789abcdef': 'alice',
+  'bob-key-0123456789abcdef-b': 'bob',
+  'carol-key-0123456789abcdef': 'carol',
+};
 
 /** A POST on a connection of its own (as a client elsewhere would send it); resolves to the status. */
 function postOnNewConnection(url: string, key: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: false, headers: { 'X-Session-API-Key': key, 'Content-Type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent: false, headers: { 'X-Session-API-Key': key, 'Content-Type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -44,7 +52,10 @@ for (const db of DATABASES) {
       `answers ${BURST} concurrent POST /api/v1/sandboxes while settings and conversation writes keep the database busy`,
       async () => {
         const storage = await freshStorage(db);
-        const service = createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), ...storage }, { pollIntervalMs: 1 });
+        const service = createAgentConversationService(
+          { agent: createAgent(), ...createMemoryPorts(), ...storage },
+          { pollIntervalMs: 1 },
+        );
         const app = express();
         app.use(createAcsRouter(service, { apiKeys: KEYS }));
         const server: Server = app.listen(0, '127.0.0.1');
@@ -75,7 +86,11 @@ for (const db of DATABASES) {
           };
           const writers = [settingsWriter(), settingsWriter(), conversationWriter(), conversationWriter()];
 
-          const statuses = await Promise.all(Array.from({ length: BURST }, () => postOnNewConnection(`${base}/api/v1/sandboxes`, 'alice-key-0123456789abcdef', {})));
+          const statuses = await Promise.all(
+            Array.from({ length: BURST }, () =>
+              postOnNewConnection(`${base}/api/v1/sandboxes`, 'alice-key-0123456789abcdef', {}),
+            ),
+          );
           const inTime = performance.now() < stopAt;
           burstAnswered = true;
           await Promise.all(writers);
@@ -120,8 +135,13 @@ describe('PGlite statements and the event loop', () => {
 
   it('gives timers a turn while a backlog of concurrent statements runs', async () => {
     const db = await executor();
-    const atTimer = await finishedWhenTimerFired((finished) => Promise.all(Array.from({ length: 2_000 }, () => db.query('SELECT 1').then(finished))));
-    expect(atTimer, 'the timer fired only after all 2,000 statements: PGlite kept the event loop to itself').not.toBeNull();
+    const atTimer = await finishedWhenTimerFired((finished) =>
+      Promise.all(Array.from({ length: 2_000 }, () => db.query('SELECT 1').then(finished))),
+    );
+    expect(
+      atTimer,
+      'the timer fired only after all 2,000 statements: PGlite kept the event loop to itself',
+    ).not.toBeNull();
     expect(atTimer).toBeLessThan(2_000);
   });
 

@@ -1,7 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ResultAsync } from 'neverthrow';
-import { createAgentConversationService, type AgentConversationService, type AgentConversationServiceOptions } from '@acs/core';
+import {
+  createAgentConversationService,
+  type AgentConversationService,
+  type AgentConversationServiceOptions,
+} from '@acs/core';
 import { InProcessLocks, type SandboxStore } from '@acs/core/ports';
 import type { SandboxLifecycleStatus } from '@acs/core/schemas';
 import { expectOk } from '@acs/core/testing';
@@ -24,7 +28,12 @@ async function cluster(options: AgentConversationServiceOptions, override: { loc
   const add = async () => {
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 4 });
     pool.on('error', () => {});
-    const storage = await createPostgresStorage({ db: fromPgPool(pool), cipher: testCipher(), schema, migrations: 'auto' });
+    const storage = await createPostgresStorage({
+      db: fromPgPool(pool),
+      cipher: testCipher(),
+      schema,
+      migrations: 'auto',
+    });
     const locks = override.locks ? new InProcessLocks() : storage.locks;
     // Counts the scans of every user's sandboxes (what a maintenance round does first).
     const scans = { count: 0 };
@@ -34,14 +43,21 @@ async function cluster(options: AgentConversationServiceOptions, override: { loc
         return storage.sandboxes.listByStatus(userId, statuses);
       },
     });
-    const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent(), ...storage, sandboxes, locks, runtime }, { pollIntervalMs: 5, ...options });
+    const service = createAgentConversationService(
+      { ...createMemoryPorts(), agent: createAgent(), ...storage, sandboxes, locks, runtime },
+      { pollIntervalMs: 5, ...options },
+    );
     opened.push({ service, storage, pool });
     return { service, storage, scans };
   };
   return { runtime, add };
 }
 
-async function replicas(count: number, options: AgentConversationServiceOptions, override: { locks?: 'per-process memory' } = {}) {
+async function replicas(
+  count: number,
+  options: AgentConversationServiceOptions,
+  override: { locks?: 'per-process memory' } = {},
+) {
   const { runtime, add } = await cluster(options, override);
   const made = [];
   for (let i = 0; i < count; i++) made.push(await add());
@@ -75,10 +91,14 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     Promise.all(Array.from({ length: n }, (_, i) => services[i % services.length]!.sandboxes.start('alice')));
 
   it('holds the per-user limit under concurrent starts spread over three replicas', async () => {
-    const { replicas: [a, b, c] } = await replicas(3, { maxRunningSandboxesPerUser: 3 });
+    const {
+      replicas: [a, b, c],
+    } = await replicas(3, { maxRunningSandboxesPerUser: 3 });
     const results = await startsAcross([a!.service, b!.service, c!.service], 24);
     expect(results.filter((r) => r.isOk())).toHaveLength(3);
-    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr().type)).toEqual(Array(21).fill('SandboxCapReached'));
+    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr().type)).toEqual(
+      Array(21).fill('SandboxCapReached'),
+    );
     const stored = await expectOk(a!.storage.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']));
     expect(stored).toHaveLength(3);
   });
@@ -87,15 +107,23 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     // The control of the test above: the same starts with per-process locks slip past the limit.
     let worst = 0;
     for (let round = 0; round < 5 && worst <= 3; round++) {
-      const { replicas: [a, b, c] } = await replicas(3, { maxRunningSandboxesPerUser: 3 }, { locks: 'per-process memory' });
+      const {
+        replicas: [a, b, c],
+      } = await replicas(3, { maxRunningSandboxesPerUser: 3 }, { locks: 'per-process memory' });
       await startsAcross([a!.service, b!.service, c!.service], 24);
-      worst = Math.max(worst, (await expectOk(a!.storage.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']))).length);
+      worst = Math.max(
+        worst,
+        (await expectOk(a!.storage.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']))).length,
+      );
     }
     expect(worst).toBeGreaterThan(3);
   });
 
   it('holds the limit for resumes on different replicas too', async () => {
-    const { runtime, replicas: [a, b] } = await replicas(2, { maxRunningSandboxesPerUser: 1 });
+    const {
+      runtime,
+      replicas: [a, b],
+    } = await replicas(2, { maxRunningSandboxesPerUser: 1 });
     const one = await expectOk(a!.service.sandboxes.start('alice'));
     await a!.service.idle();
     await expectOk(a!.service.sandboxes.pause('alice', one.id));
@@ -105,13 +133,18 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     // The engine takes a while to bring a sandbox back: the count must wait for it, not only for the check.
     const resume = runtime.resume.bind(runtime);
     runtime.resume = (id) => new ResultAsync(sleep(200).then(() => resume(id)));
-    const resumed = await Promise.all([a!.service.sandboxes.resume('alice', one.id), b!.service.sandboxes.resume('alice', two.id)]);
+    const resumed = await Promise.all([
+      a!.service.sandboxes.resume('alice', one.id),
+      b!.service.sandboxes.resume('alice', two.id),
+    ]);
     expect(resumed.filter((r) => r.isOk())).toHaveLength(1);
     expect(resumed.find((r) => r.isErr())?._unsafeUnwrapErr().type).toBe('SandboxCapReached');
   });
 
   it('makes room from finished conversations under the same lock: concurrent creates over three replicas get exactly one sandbox per finished one', async () => {
-    const { replicas: [a, b, c] } = await replicas(3, { maxRunningSandboxesPerUser: 3, reconcileIntervalMs: 0 });
+    const {
+      replicas: [a, b, c],
+    } = await replicas(3, { maxRunningSandboxesPerUser: 3, reconcileIntervalMs: 0 });
     await expectOk(a!.service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
     // Three conversations that finish at once (the scripted model's text reply), on replica A.
     const finished: string[] = [];
@@ -126,9 +159,15 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     await sleep(5_200);
 
     const services = [a!.service, b!.service, c!.service];
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => services[i % 3]!.conversations.create('alice', { initial_user_msg: `at once ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        services[i % 3]!.conversations.create('alice', { initial_user_msg: `at once ${i}` }),
+      ),
+    );
     expect(results.filter((r) => r.isOk())).toHaveLength(3);
-    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr())).toEqual(Array(9).fill({ type: 'SandboxCapReached', limit: 3, why: 'none_at_rest' }));
+    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr())).toEqual(
+      Array(9).fill({ type: 'SandboxCapReached', limit: 3, why: 'none_at_rest' }),
+    );
     await Promise.all(services.map((s) => s.idle()));
     for (const id of finished) expect((await expectOk(a!.storage.sandboxes.get('alice', id)))?.status).toBe('PAUSED');
     expect(await expectOk(a!.storage.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']))).toHaveLength(3);
@@ -136,7 +175,11 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
   });
 
   it('pauses idle sandboxes from one replica only, sees use recorded on another, and hands the lead over when the leader goes', async () => {
-    const { runtime, add } = await cluster({ idlePauseAfterMs: 400, maintenanceIntervalMs: 25, reconcileIntervalMs: 0 });
+    const { runtime, add } = await cluster({
+      idlePauseAfterMs: 400,
+      maintenanceIntervalMs: 25,
+      reconcileIntervalMs: 0,
+    });
     const a = await add();
     const used = await expectOk(a.service.sandboxes.start('alice'));
     const unused = await expectOk(a.service.sandboxes.start('alice'));
@@ -161,12 +204,19 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     // but can no longer lead); B leads now and pauses what nobody uses any more.
     expect(a.storage.locks).toBeInstanceOf(PostgresLocks);
     (a.storage.locks as PostgresLocks).close();
-    await eventually('the used sandbox is paused once nobody uses it', () => expectOk(b.service.sandboxes.get('alice', used.id)), (s) => s.status === 'PAUSED');
+    await eventually(
+      'the used sandbox is paused once nobody uses it',
+      () => expectOk(b.service.sandboxes.get('alice', used.id)),
+      (s) => s.status === 'PAUSED',
+    );
     expect(b.scans.count).toBeGreaterThan(0);
   });
 
   it('leaves a sandbox another replica is still bringing up alone when it reconciles or reads it', async () => {
-    const { runtime, replicas: [a, b] } = await replicas(2, { reconcileIntervalMs: 0 });
+    const {
+      runtime,
+      replicas: [a, b],
+    } = await replicas(2, { reconcileIntervalMs: 0 });
     const spec = await expectOk(a!.service.sandboxes.defaultSpec());
     // A has written the record but not created the container yet (a conversation start writes its other records first).
     const reservation = await expectOk(a!.service.sandboxes.reserve('alice', spec));
@@ -175,24 +225,34 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     expect((await expectOk(b!.storage.sandboxes.get('alice', reservation.record.id)))?.status).toBe('STARTING');
     // Nor does a read through B (a conversation list refreshes its sandboxes): the benchmark caught that one.
     expect((await expectOk(b!.service.sandboxes.get('alice', reservation.record.id))).status).toBe('STARTING');
-    expect((await expectOk(b!.service.sandboxes.liveRecords('alice', [reservation.record.id]))).get(reservation.record.id)?.status).toBe('STARTING');
+    expect(
+      (await expectOk(b!.service.sandboxes.liveRecords('alice', [reservation.record.id]))).get(reservation.record.id)
+        ?.status,
+    ).toBe('STARTING');
     reservation.commit();
     expect((await a!.service.sandboxes.whenSettled('alice', reservation.record.id))?.status).toBe('RUNNING');
   });
 
   it('shares one warm pool: filled once under the shared lock, each pooled sandbox claimed by one start only', async () => {
     const pool = { sandboxPool: { bookworm: 3 }, sandboxPoolRefillDelayMs: 0, sandboxPoolCheckIntervalMs: 0 };
-    const { runtime, replicas: [a, b, c] } = await replicas(3, pool);
+    const {
+      runtime,
+      replicas: [a, b, c],
+    } = await replicas(3, pool);
     const services = [a!.service, b!.service, c!.service];
     await Promise.all(services.map((s) => s.sandboxes.fillPool()));
     const ready = async () => (await expectOk(a!.service.sandboxes.poolStatus())).bookworm;
     await eventually('three ready pooled sandboxes', ready, (p) => p?.ready === 3);
     expect(await ready()).toEqual({ size: 3, ready: 3, filling: 0 });
-    const pooled = new Set((await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['RUNNING']))).map((r) => r.id));
+    const pooled = new Set(
+      (await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['RUNNING']))).map((r) => r.id),
+    );
     const created = runtime.calls.filter((call) => call.operation === 'create').length;
     expect(created).toBe(3);
 
-    const starts = await Promise.all(Array.from({ length: 12 }, (_, i) => services[i % 3]!.sandboxes.start(`user-${i}`)));
+    const starts = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => services[i % 3]!.sandboxes.start(`user-${i}`)),
+    );
     const infos = starts.map((r) => r._unsafeUnwrap());
     expect(new Set(infos.map((s) => s.id)).size).toBe(12);
     const claimed = infos.filter((s) => pooled.has(s.id));
@@ -203,6 +263,8 @@ describe('sandboxes of several replicas on one PostgreSQL', () => {
     await Promise.all(services.map((s) => s.idle()));
     await Promise.all(services.map((s) => s.sandboxes.fillPool()));
     await eventually('the pool refilled', ready, (p) => p?.ready === 3);
-    expect((await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['STARTING', 'RUNNING']))).length).toBe(3);
+    expect(
+      (await expectOk(a!.storage.sandboxes.listByStatus('acs:sandbox-pool', ['STARTING', 'RUNNING']))).length,
+    ).toBe(3);
   });
 });

@@ -4,12 +4,16 @@ import { EVERY_SECRET as SECRETS, expectOk, settingsWithEverySecret } from '@acs
 import { createPostgresStorage, SecretKeyMismatchError } from '@acs/adapter-postgres';
 import { DATABASES, freshSchema, KEY_1, KEY_2, testCipher } from './databases.js';
 
-
 for (const db of DATABASES) {
   describe(`secrets at rest on ${db.name}`, () => {
     it('stores no secret in plain text, and reads every one back', async () => {
       const schema = freshSchema(db);
-      const storage = await createPostgresStorage({ db: await db.executor(), cipher: testCipher(), schema, migrations: 'auto' });
+      const storage = await createPostgresStorage({
+        db: await db.executor(),
+        cipher: testCipher(),
+        schema,
+        migrations: 'auto',
+      });
       const written = settingsWithEverySecret();
       await expectOk(storage.settings.update('alice', () => written));
 
@@ -17,7 +21,9 @@ for (const db of DATABASES) {
       for (const value of Object.values(SECRETS)) expect(raw).not.toContain(value);
       expect(raw).toContain('acs1.k1.');
       expect(raw).toContain('gitlab.example.com');
-      const [row] = await db.raw<{ key_ids: string[] }>(`SELECT key_ids FROM "${schema}".acs_settings WHERE user_id = 'alice'`);
+      const [row] = await db.raw<{ key_ids: string[] }>(
+        `SELECT key_ids FROM "${schema}".acs_settings WHERE user_id = 'alice'`,
+      );
       expect(row?.key_ids).toEqual(['k1']);
 
       expect(await expectOk(storage.settings.get('alice'))).toEqual(written);
@@ -25,9 +31,16 @@ for (const db of DATABASES) {
 
     it('binds each value to its user: a row copied to another user does not decrypt', async () => {
       const schema = freshSchema(db);
-      const storage = await createPostgresStorage({ db: await db.executor(), cipher: testCipher(), schema, migrations: 'auto' });
+      const storage = await createPostgresStorage({
+        db: await db.executor(),
+        cipher: testCipher(),
+        schema,
+        migrations: 'auto',
+      });
       await expectOk(storage.settings.update('alice', () => settingsWithEverySecret()));
-      await db.raw(`INSERT INTO "${schema}".acs_settings (user_id, data, key_ids) SELECT 'mallory', data, key_ids FROM "${schema}".acs_settings WHERE user_id = 'alice'`);
+      await db.raw(
+        `INSERT INTO "${schema}".acs_settings (user_id, data, key_ids) SELECT 'mallory', data, key_ids FROM "${schema}".acs_settings WHERE user_id = 'alice'`,
+      );
       const stolen = await storage.settings.get('mallory');
       expect(stolen.isErr() && stolen.error).toMatchObject({ type: 'StoreUnavailable' });
       expect(stolen.isErr() && stolen.error.message).toMatch(/cannot decrypt llm_api_key of user mallory/);
@@ -35,7 +48,12 @@ for (const db of DATABASES) {
 
     it('rotates keys: old values stay readable, new writes use the new key', async () => {
       const schema = freshSchema(db);
-      const first = await createPostgresStorage({ db: await db.executor(), cipher: testCipher('old', KEY_1), schema, migrations: 'auto' });
+      const first = await createPostgresStorage({
+        db: await db.executor(),
+        cipher: testCipher('old', KEY_1),
+        schema,
+        migrations: 'auto',
+      });
       await expectOk(first.settings.update('alice', () => settingsWithEverySecret()));
       await expectOk(first.settings.update('bob', () => settingsWithEverySecret()));
 
@@ -43,18 +61,27 @@ for (const db of DATABASES) {
       const second = await createPostgresStorage({ db: await db.executor(), cipher: rotated, schema });
       expect((await expectOk(second.settings.get('alice')))?.llm_api_key).toBe(SECRETS.llm);
       await expectOk(second.settings.update('alice', (c) => ({ ...c!, language: 'de' })));
-      const rows = await db.raw<{ user_id: string; key_ids: string[]; data: unknown }>(`SELECT user_id, key_ids, data FROM "${schema}".acs_settings ORDER BY user_id`);
+      const rows = await db.raw<{ user_id: string; key_ids: string[]; data: unknown }>(
+        `SELECT user_id, key_ids, data FROM "${schema}".acs_settings ORDER BY user_id`,
+      );
       expect(rows.map((r) => [r.user_id, r.key_ids])).toEqual([
         ['alice', ['new']],
         ['bob', ['old']],
       ]);
       expect(JSON.stringify(rows[0]?.data)).not.toContain('acs1.old.');
-      expect((await expectOk(second.settings.get('bob')))?.secrets_store.custom_secrets['DEPLOY_TOKEN']?.secret).toBe(SECRETS.custom);
+      expect((await expectOk(second.settings.get('bob')))?.secrets_store.custom_secrets['DEPLOY_TOKEN']?.secret).toBe(
+        SECRETS.custom,
+      );
     });
 
     it('refuses to start without the key that encrypted the stored secrets, and changes nothing', async () => {
       const schema = freshSchema(db);
-      const first = await createPostgresStorage({ db: await db.executor(), cipher: testCipher('k1', KEY_1), schema, migrations: 'auto' });
+      const first = await createPostgresStorage({
+        db: await db.executor(),
+        cipher: testCipher('k1', KEY_1),
+        schema,
+        migrations: 'auto',
+      });
       await expectOk(first.settings.update('alice', () => settingsWithEverySecret()));
       const before = JSON.stringify(await db.raw(`SELECT * FROM "${schema}".acs_settings`));
 

@@ -32,7 +32,10 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure> {
     return run(this.db, 'add an API key', () =>
       this.db.transaction(() => {
-        const held = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_api_keys WHERE user_id = ?`, key.user_id);
+        const held = this.db.get<{ n: number }>(
+          `SELECT count(*) AS n FROM acs_api_keys WHERE user_id = ?`,
+          key.user_id,
+        );
         if (Number(held?.n ?? 0) >= maxPerUser) return 'limit_reached' as const;
         insertApiKey(this.db, key);
         return 'inserted' as const;
@@ -41,11 +44,19 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   }
 
   list(userId: string): ResultAsync<StoredApiKey[], StoreFailure> {
-    return run(this.db, 'list API keys', () => this.db.all<StoredApiKey>(`SELECT ${COLUMNS} FROM acs_api_keys WHERE user_id = ? ORDER BY created_at, id`, userId).map(plain));
+    return run(this.db, 'list API keys', () =>
+      this.db
+        .all<StoredApiKey>(`SELECT ${COLUMNS} FROM acs_api_keys WHERE user_id = ? ORDER BY created_at, id`, userId)
+        .map(plain),
+    );
   }
 
   delete(userId: string, keyId: string): ResultAsync<boolean, StoreFailure> {
-    return run(this.db, 'revoke an API key', () => this.db.run(`DELETE FROM acs_api_keys WHERE user_id = ? AND id = ?`, userId, keyId) > 0);
+    return run(
+      this.db,
+      'revoke an API key',
+      () => this.db.run(`DELETE FROM acs_api_keys WHERE user_id = ? AND id = ?`, userId, keyId) > 0,
+    );
   }
 
   findByHash(keyHash: string): ResultAsync<StoredApiKey | null, StoreFailure> {
@@ -58,7 +69,11 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   recordUse(keyId: string, at: string): ResultAsync<void, StoreFailure> {
     return run(this.db, 'note an API key’s use', () => {
       // ISO 8601 with milliseconds in UTC sorts as the instants do.
-      this.db.run(`UPDATE acs_api_keys SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)`, keyId, iso(at));
+      this.db.run(
+        `UPDATE acs_api_keys SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)`,
+        keyId,
+        iso(at),
+      );
     });
   }
 }

@@ -8,7 +8,17 @@ import { RecordTable } from './record-table.js';
 /** The conversations table: the record and the columns filtered and sorted on. */
 export const conversationTable = (db: Sqlite) =>
   new RecordTable<ConversationRecord>(db, 'acs_conversations', {
-    names: ['title_folded', 'status', 'execution_status', 'sandbox_id', 'parent_conversation_id', 'selected_repository', 'trigger', 'created_at', 'updated_at'],
+    names: [
+      'title_folded',
+      'status',
+      'execution_status',
+      'sandbox_id',
+      'parent_conversation_id',
+      'selected_repository',
+      'trigger',
+      'created_at',
+      'updated_at',
+    ],
     values: (r) => [
       r.title.toLowerCase(),
       r.status,
@@ -46,7 +56,11 @@ export class SqliteConversationStore implements ConversationStore {
     return run(this.db, 'get conversations', () => this.table.getMany(userId, ids));
   }
 
-  update<E>(userId: string, id: string, mutate: (current: ConversationRecord) => Result<ConversationRecord, E>): ResultAsync<ConversationRecord | null, E | StoreFailure> {
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: ConversationRecord) => Result<ConversationRecord, E>,
+  ): ResultAsync<ConversationRecord | null, E | StoreFailure> {
     return run(this.db, 'update conversation', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
@@ -54,12 +68,19 @@ export class SqliteConversationStore implements ConversationStore {
     return run(this.db, 'delete conversation', () => this.table.delete(userId, id));
   }
 
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure> {
+  search(
+    userId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): ResultAsync<Page<ConversationRecord>, StoreFailure> {
     return run(this.db, 'search conversations', () => {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
       const { where: after, orderBy } = keyset(page, params);
-      const records = this.table.select(`${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`, params.values);
+      const records = this.table.select(
+        `${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
+        params.values,
+      );
       return toPage(records, page.limit);
     });
   }
@@ -67,18 +88,25 @@ export class SqliteConversationStore implements ConversationStore {
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure> {
     return run(this.db, 'count conversations', () => {
       const params = new Params();
-      const row = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_conversations WHERE ${this.filterSql(userId, filter, params)}`, ...params.values);
+      const row = this.db.get<{ n: number }>(
+        `SELECT count(*) AS n FROM acs_conversations WHERE ${this.filterSql(userId, filter, params)}`,
+        ...params.values,
+      );
       return Number(row?.n ?? 0);
     });
   }
 
   listBySandbox(userId: string, sandboxId: string): ResultAsync<ConversationRecord[], StoreFailure> {
-    return run(this.db, 'list conversations of a sandbox', () => this.table.select(`user_id = ? AND sandbox_id = ? ORDER BY created_at, id`, [userId, sandboxId]));
+    return run(this.db, 'list conversations of a sandbox', () =>
+      this.table.select(`user_id = ? AND sandbox_id = ? ORDER BY created_at, id`, [userId, sandboxId]),
+    );
   }
 
   listByExecutionStatus(statuses: readonly ExecutionStatus[]): ResultAsync<ConversationRecord[], StoreFailure> {
     return run(this.db, 'list conversations by execution status', () =>
-      this.table.select(`execution_status IN (SELECT value FROM json_each(?)) ORDER BY created_at, id`, [jsonList(statuses)]),
+      this.table.select(`execution_status IN (SELECT value FROM json_each(?)) ORDER BY created_at, id`, [
+        jsonList(statuses),
+      ]),
     );
   }
 
@@ -91,7 +119,8 @@ export class SqliteConversationStore implements ConversationStore {
         userId,
         jsonList(parentIds),
       );
-      for (const row of rows) children.set(row.parent_conversation_id, [...(children.get(row.parent_conversation_id) ?? []), row.id]);
+      for (const row of rows)
+        children.set(row.parent_conversation_id, [...(children.get(row.parent_conversation_id) ?? []), row.id]);
       return children;
     });
   }
@@ -99,12 +128,16 @@ export class SqliteConversationStore implements ConversationStore {
   private filterSql(userId: string, filter: ConversationFilter, params: Params): string {
     const clauses = [`user_id = ${params.add(userId)}`];
     if (!filter.include_sub_conversations) clauses.push('parent_conversation_id IS NULL');
-    if (filter.title_contains !== undefined) clauses.push(`instr(title_folded, ${params.add(filter.title_contains.toLowerCase())}) > 0`);
-    if (filter.created_at_gte !== undefined) clauses.push(`created_at >= ${params.add(instant(filter.created_at_gte))}`);
+    if (filter.title_contains !== undefined)
+      clauses.push(`instr(title_folded, ${params.add(filter.title_contains.toLowerCase())}) > 0`);
+    if (filter.created_at_gte !== undefined)
+      clauses.push(`created_at >= ${params.add(instant(filter.created_at_gte))}`);
     if (filter.created_at_lt !== undefined) clauses.push(`created_at < ${params.add(instant(filter.created_at_lt))}`);
-    if (filter.updated_at_gte !== undefined) clauses.push(`updated_at >= ${params.add(instant(filter.updated_at_gte))}`);
+    if (filter.updated_at_gte !== undefined)
+      clauses.push(`updated_at >= ${params.add(instant(filter.updated_at_gte))}`);
     if (filter.updated_at_lt !== undefined) clauses.push(`updated_at < ${params.add(instant(filter.updated_at_lt))}`);
-    if (filter.selected_repository !== undefined) clauses.push(`selected_repository = ${params.add(filter.selected_repository)}`);
+    if (filter.selected_repository !== undefined)
+      clauses.push(`selected_repository = ${params.add(filter.selected_repository)}`);
     if (filter.trigger !== undefined) clauses.push(`"trigger" = ${params.add(filter.trigger)}`);
     if (filter.sandbox_id !== undefined) clauses.push(`sandbox_id = ${params.add(filter.sandbox_id)}`);
     return clauses.join(' AND ');

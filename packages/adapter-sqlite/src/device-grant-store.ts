@@ -13,11 +13,17 @@ const windowStart = (now: string, windowMs: number) => instant(new Date(Date.par
 export class SqliteDeviceGrantStore implements DeviceGrantStore {
   constructor(private readonly db: Sqlite) {}
 
-  insert(grant: DeviceGrant, limits: { now: string; maxLive: number; dropExpiredBefore: string }): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+  insert(
+    grant: DeviceGrant,
+    limits: { now: string; maxLive: number; dropExpiredBefore: string },
+  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
     return run(this.db, 'start a device sign-in', () =>
       this.db.transaction(() => {
         this.db.run(`DELETE FROM acs_device_grants WHERE expires_at < ?`, instant(limits.dropExpiredBefore));
-        const live = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM acs_device_grants WHERE expires_at > ?`, instant(limits.now));
+        const live = this.db.get<{ n: number }>(
+          `SELECT count(*) AS n FROM acs_device_grants WHERE expires_at > ?`,
+          instant(limits.now),
+        );
         if (Number(live?.n ?? 0) >= limits.maxLive) return 'full' as const;
         const inserted = this.db.run(
           `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -31,8 +37,12 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
     );
   }
 
-  update(key: DeviceGrantKey, change: (current: DeviceGrant | null) => DeviceGrant | null): ResultAsync<DeviceGrant | null, StoreFailure> {
-    const [column, value] = 'device_code_hash' in key ? ['device_code_hash', key.device_code_hash] : ['user_code', key.user_code];
+  update(
+    key: DeviceGrantKey,
+    change: (current: DeviceGrant | null) => DeviceGrant | null,
+  ): ResultAsync<DeviceGrant | null, StoreFailure> {
+    const [column, value] =
+      'device_code_hash' in key ? ['device_code_hash', key.device_code_hash] : ['user_code', key.user_code];
     return run(this.db, 'answer a device sign-in', () =>
       this.db.transaction(() => {
         const row = this.db.get<{ record: string }>(`SELECT record FROM acs_device_grants WHERE ${column} = ?`, value);
@@ -44,8 +54,14 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
           this.db.run(`DELETE FROM acs_device_grants WHERE device_code_hash = ?`, current.device_code_hash);
           return null;
         }
-        if (next.device_code_hash !== current.device_code_hash || next.user_code !== current.user_code) throw new Error('A device grant update may not change its codes.');
-        this.db.run(`UPDATE acs_device_grants SET expires_at = ?, record = ? WHERE device_code_hash = ?`, instant(next.expires_at), JSON.stringify(next), next.device_code_hash);
+        if (next.device_code_hash !== current.device_code_hash || next.user_code !== current.user_code)
+          throw new Error('A device grant update may not change its codes.');
+        this.db.run(
+          `UPDATE acs_device_grants SET expires_at = ?, record = ? WHERE device_code_hash = ?`,
+          instant(next.expires_at),
+          JSON.stringify(next),
+          next.device_code_hash,
+        );
         return structuredClone(next);
       }),
     );
@@ -69,7 +85,11 @@ export class SqliteDeviceGrantStore implements DeviceGrantStore {
 
   failures(userId: string, now: string, windowMs: number): ResultAsync<number, StoreFailure> {
     return run(this.db, 'read failed user codes', () => {
-      const row = this.db.get<{ failures: number }>(`SELECT failures FROM acs_device_code_failures WHERE user_id = ? AND opened_at > ?`, userId, windowStart(now, windowMs));
+      const row = this.db.get<{ failures: number }>(
+        `SELECT failures FROM acs_device_code_failures WHERE user_id = ? AND opened_at > ?`,
+        userId,
+        windowStart(now, windowMs),
+      );
       return Number(row?.failures ?? 0);
     });
   }

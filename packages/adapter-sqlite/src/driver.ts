@@ -24,9 +24,12 @@ export interface SqliteDatabase {
  */
 export async function openNodeSqlite(path: string): Promise<SqliteDatabase> {
   const sqlite = await import('node:sqlite').catch((error: unknown) => {
-    throw new Error(`node:sqlite is not available in Node ${process.versions.node} (it needs Node 22.13 or later); or pass a better-sqlite3 Database as \`db\``, {
-      cause: error,
-    });
+    throw new Error(
+      `node:sqlite is not available in Node ${process.versions.node} (it needs Node 22.13 or later); or pass a better-sqlite3 Database as \`db\``,
+      {
+        cause: error,
+      },
+    );
   });
   return new sqlite.DatabaseSync(path);
 }
@@ -94,8 +97,12 @@ export class Sqlite {
   #enqueue<T>(work: () => T, alone: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // A call that failed rejects with what its work threw, as it was thrown (the store's run() turns it into a StoreFailure).
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-      this.#queue.push({ work, alone, settle: (outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error)) });
+      this.#queue.push({
+        work,
+        alone,
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        settle: (outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error)),
+      });
       if (this.#draining) return;
       // After the I/O callbacks of this turn of the event loop: the calls they make join one group.
       this.#draining = true;

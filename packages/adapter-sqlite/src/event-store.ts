@@ -12,30 +12,62 @@ import { run } from './query-helpers.js';
 export class SqliteEventStore implements EventStore {
   constructor(private readonly db: Sqlite) {}
 
-  append(userId: string, conversationId: string, events: readonly NewEvent[], _fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
+  append(
+    userId: string,
+    conversationId: string,
+    events: readonly NewEvent[],
+    _fence?: LeaseFence,
+  ): ResultAsync<StoredEvent[], StoreFailure | LeaseLost> {
     return run(this.db, 'append events', () => {
       if (events.length === 0) return [];
       return this.db.transaction(() => {
-        const last = this.db.get<{ last: number | null }>(`SELECT max(id) AS last FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId);
+        const last = this.db.get<{ last: number | null }>(
+          `SELECT max(id) AS last FROM acs_events WHERE user_id = ? AND conversation_id = ?`,
+          userId,
+          conversationId,
+        );
         const first = Number(last?.last ?? 0) + 1;
-        const stored = events.map((e, i): StoredEvent => ({ ...structuredClone(e), id: first + i, conversation_id: conversationId }));
+        const stored = events.map((e, i): StoredEvent => ({
+          ...structuredClone(e),
+          id: first + i,
+          conversation_id: conversationId,
+        }));
         for (const event of stored) {
-          this.db.run(`INSERT INTO acs_events (user_id, conversation_id, id, event) VALUES (?, ?, ?, ?)`, userId, conversationId, event.id, JSON.stringify(event));
+          this.db.run(
+            `INSERT INTO acs_events (user_id, conversation_id, id, event) VALUES (?, ?, ?, ?)`,
+            userId,
+            conversationId,
+            event.id,
+            JSON.stringify(event),
+          );
         }
         return stored;
       });
     });
   }
 
-  readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure> {
+  readAfter(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+    limit: number,
+  ): ResultAsync<StoredEvent[], StoreFailure> {
     return run(this.db, 'read events', () =>
       this.db
-        .all<{ event: string }>(`SELECT event FROM acs_events WHERE user_id = ? AND conversation_id = ? AND id > ? ORDER BY id LIMIT ?`, userId, conversationId, afterId, limit)
+        .all<{ event: string }>(
+          `SELECT event FROM acs_events WHERE user_id = ? AND conversation_id = ? AND id > ? ORDER BY id LIMIT ?`,
+          userId,
+          conversationId,
+          afterId,
+          limit,
+        )
         .map((r) => JSON.parse(r.event) as StoredEvent),
     );
   }
 
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure> {
-    return run(this.db, 'delete events', () => this.db.run(`DELETE FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId));
+    return run(this.db, 'delete events', () =>
+      this.db.run(`DELETE FROM acs_events WHERE user_id = ? AND conversation_id = ?`, userId, conversationId),
+    );
   }
 }

@@ -72,26 +72,59 @@ export function importBatch(db: Sqlite, batch: ImportBatch): void {
   const sandboxes = sandboxTable(db);
   db.transaction(() => {
     for (const s of batch.settings ?? []) {
-      db.run(`INSERT INTO acs_settings (user_id, data, key_ids, updated_at) VALUES (?, ?, ?, ?)`, s.user_id, JSON.stringify(s.data), JSON.stringify(s.key_ids), s.updated_at);
+      db.run(
+        `INSERT INTO acs_settings (user_id, data, key_ids, updated_at) VALUES (?, ?, ?, ?)`,
+        s.user_id,
+        JSON.stringify(s.data),
+        JSON.stringify(s.key_ids),
+        s.updated_at,
+      );
     }
     // The current key's check value was recorded when the storage opened; the source has one for it too.
     for (const k of batch.secretKeys ?? []) {
-      db.run(`INSERT INTO acs_secret_keys (key_id, check_value, created_at) VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING`, k.key_id, k.check_value, k.created_at);
+      db.run(
+        `INSERT INTO acs_secret_keys (key_id, check_value, created_at) VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING`,
+        k.key_id,
+        k.check_value,
+        k.created_at,
+      );
     }
     for (const key of batch.apiKeys ?? []) insertApiKey(db, key);
     for (const g of batch.deviceGrants ?? []) {
-      db.run(`INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?)`, g.device_code_hash, g.user_code, instant(g.expires_at), JSON.stringify(g));
+      db.run(
+        `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?)`,
+        g.device_code_hash,
+        g.user_code,
+        instant(g.expires_at),
+        JSON.stringify(g),
+      );
     }
     for (const f of batch.deviceCodeFailures ?? []) {
-      db.run(`INSERT INTO acs_device_code_failures (user_id, opened_at, failures) VALUES (?, ?, ?)`, f.user_id, instant(f.opened_at), f.failures);
+      db.run(
+        `INSERT INTO acs_device_code_failures (user_id, opened_at, failures) VALUES (?, ?, ?)`,
+        f.user_id,
+        instant(f.opened_at),
+        f.failures,
+      );
     }
     for (const c of batch.conversations ?? []) insertOrFail(conversations.insert(c), 'conversation', c.id);
     for (const t of batch.startTasks ?? []) insertOrFail(startTasks.insert(t), 'start task', t.id);
     for (const s of batch.sandboxes ?? []) insertOrFail(sandboxes.insert(s), 'sandbox', s.id);
     for (const { user_id, event } of batch.events ?? []) {
-      db.run(`INSERT INTO acs_events (user_id, conversation_id, id, event) VALUES (?, ?, ?, ?)`, user_id, event.conversation_id, event.id, JSON.stringify(event));
+      db.run(
+        `INSERT INTO acs_events (user_id, conversation_id, id, event) VALUES (?, ?, ?, ?)`,
+        user_id,
+        event.conversation_id,
+        event.id,
+        JSON.stringify(event),
+      );
     }
-    if (batch.installation) db.run(`INSERT INTO acs_installation (singleton, id, created_at) VALUES (1, ?, ?)`, batch.installation.id, batch.installation.created_at);
+    if (batch.installation)
+      db.run(
+        `INSERT INTO acs_installation (singleton, id, created_at) VALUES (1, ?, ?)`,
+        batch.installation.id,
+        batch.installation.created_at,
+      );
   });
 }
 

@@ -16,7 +16,11 @@ export class SqliteInstallationStore implements InstallationStore {
       const existing = this.db.get<{ id: string }>(`SELECT id FROM acs_installation`);
       if (existing) return existing.id;
       return this.db.transaction(() => {
-        this.db.run(`INSERT INTO acs_installation (singleton, id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING`, randomUUID().replaceAll('-', ''), new Date().toISOString());
+        this.db.run(
+          `INSERT INTO acs_installation (singleton, id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING`,
+          randomUUID().replaceAll('-', ''),
+          new Date().toISOString(),
+        );
         const row = this.db.get<{ id: string }>(`SELECT id FROM acs_installation`);
         if (!row) throw new Error('the installation id was written but cannot be read back');
         return row.id;

@@ -113,9 +113,13 @@ const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS acs_migrations (version INT
 
 /** Versions applied so far (empty on a fresh database). */
 export function appliedMigrations(db: Sqlite): number[] {
-  const table = db.get<{ n: number }>(`SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table' AND name = 'acs_migrations'`);
+  const table = db.get<{ n: number }>(
+    `SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table' AND name = 'acs_migrations'`,
+  );
   if (!table?.n) return [];
-  return db.all<{ version: number }>(`SELECT version FROM acs_migrations ORDER BY version`).map((r) => Number(r.version));
+  return db
+    .all<{ version: number }>(`SELECT version FROM acs_migrations ORDER BY version`)
+    .map((r) => Number(r.version));
 }
 
 /**
@@ -126,12 +130,19 @@ export function appliedMigrations(db: Sqlite): number[] {
 export function migrate(db: Sqlite): number[] {
   return db.transaction(() => {
     db.db.exec(MIGRATIONS_TABLE);
-    const done = new Set(db.all<{ version: number }>(`SELECT version FROM acs_migrations`).map((r) => Number(r.version)));
+    const done = new Set(
+      db.all<{ version: number }>(`SELECT version FROM acs_migrations`).map((r) => Number(r.version)),
+    );
     const applied: number[] = [];
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue;
       for (const statement of migration.statements) db.db.exec(statement);
-      db.run(`INSERT INTO acs_migrations (version, name, applied_at) VALUES (?, ?, ?)`, migration.version, migration.name, new Date().toISOString());
+      db.run(
+        `INSERT INTO acs_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+        migration.version,
+        migration.name,
+        new Date().toISOString(),
+      );
       applied.push(migration.version);
     }
     return applied;

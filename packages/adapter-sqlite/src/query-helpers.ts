@@ -32,9 +32,15 @@ export class Params {
 }
 
 /** The keyset condition and order for (created_at, id) paging. */
-export function keyset(page: PageRequest, params: Params, order: 'newest_first' | 'oldest_first' = 'newest_first'): { where: string; orderBy: string } {
+export function keyset(
+  page: PageRequest,
+  params: Params,
+  order: 'newest_first' | 'oldest_first' = 'newest_first',
+): { where: string; orderBy: string } {
   const desc = order === 'newest_first';
-  const where = page.after ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(instant(page.after.created_at))}, ${params.add(page.after.id)})` : '1';
+  const where = page.after
+    ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(instant(page.after.created_at))}, ${params.add(page.after.id)})`
+    : '1';
   return { where, orderBy: desc ? 'created_at DESC, id DESC' : 'created_at ASC, id ASC' };
 }
 
@@ -42,7 +48,10 @@ export function keyset(page: PageRequest, params: Params, order: 'newest_first' 
 export function toPage<R extends { created_at: string; id: string }>(records: R[], limit: number): Page<R> {
   const items = records.slice(0, limit);
   const last = items.at(-1);
-  return { items, next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null };
+  return {
+    items,
+    next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+  };
 }
 
 /** A list as one parameter: `column IN (SELECT value FROM json_each(?))` with this. */

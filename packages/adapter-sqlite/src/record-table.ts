@@ -24,16 +24,26 @@ export class RecordTable<R extends { id: string; user_id: string }> {
 
   /** False when this user already has a record with that id (nothing is written then). */
   insert(record: R): boolean {
-    return this.db.run(this.insertSql, record.user_id, record.id, ...this.columns.values(record), JSON.stringify(record)) > 0;
+    return (
+      this.db.run(this.insertSql, record.user_id, record.id, ...this.columns.values(record), JSON.stringify(record)) > 0
+    );
   }
 
   get(userId: string, id: string): R | null {
-    const row = this.db.get<{ record: string }>(`SELECT record FROM ${this.name} WHERE user_id = ? AND id = ?`, userId, id);
+    const row = this.db.get<{ record: string }>(
+      `SELECT record FROM ${this.name} WHERE user_id = ? AND id = ?`,
+      userId,
+      id,
+    );
     return row ? (JSON.parse(row.record) as R) : null;
   }
 
   getMany(userId: string, ids: readonly string[]): (R | null)[] {
-    const rows = this.db.all<{ record: string }>(`SELECT record FROM ${this.name} WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))`, userId, jsonList(ids));
+    const rows = this.db.all<{ record: string }>(
+      `SELECT record FROM ${this.name} WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))`,
+      userId,
+      jsonList(ids),
+    );
     const byId = new Map(rows.map((r) => JSON.parse(r.record) as R).map((r) => [r.id, r]));
     return ids.map((id) => byId.get(id) ?? null);
   }
@@ -45,7 +55,8 @@ export class RecordTable<R extends { id: string; user_id: string }> {
       if (!current) return ok(null);
       const next = mutate(current);
       if (next.isErr() || next.value === current) return next;
-      if (next.value.id !== id || next.value.user_id !== userId) throw new Error('A store update may not change the id or the owner of a record.');
+      if (next.value.id !== id || next.value.user_id !== userId)
+        throw new Error('A store update may not change the id or the owner of a record.');
       this.db.run(this.updateSql, ...this.columns.values(next.value), JSON.stringify(next.value), userId, id);
       return ok(structuredClone(next.value));
     });
@@ -57,7 +68,9 @@ export class RecordTable<R extends { id: string; user_id: string }> {
 
   /** Records of a query on this table (`SELECT record FROM … WHERE …`). */
   select(whereAndOrder: string, params: readonly SqliteValue[]): R[] {
-    return this.db.all<{ record: string }>(`SELECT record FROM ${this.name} WHERE ${whereAndOrder}`, ...params).map((r) => JSON.parse(r.record) as R);
+    return this.db
+      .all<{ record: string }>(`SELECT record FROM ${this.name} WHERE ${whereAndOrder}`, ...params)
+      .map((r) => JSON.parse(r.record) as R);
   }
 }
 

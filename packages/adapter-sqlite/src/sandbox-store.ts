@@ -6,7 +6,11 @@ import { instant, jsonList, keyset, Params, run, toPage } from './query-helpers.
 import { RecordTable } from './record-table.js';
 
 /** The sandboxes table: the record and the columns filtered and sorted on. */
-export const sandboxTable = (db: Sqlite) => new RecordTable<SandboxRecord>(db, 'acs_sandboxes', { names: ['status', 'created_at'], values: (r) => [r.status, instant(r.created_at)] });
+export const sandboxTable = (db: Sqlite) =>
+  new RecordTable<SandboxRecord>(db, 'acs_sandboxes', {
+    names: ['status', 'created_at'],
+    values: (r) => [r.status, instant(r.created_at)],
+  });
 
 /** Sandbox records in SQLite; DELETED tombstones stay readable by id but are never listed. */
 export class SqliteSandboxStore implements SandboxStore {
@@ -27,20 +31,38 @@ export class SqliteSandboxStore implements SandboxStore {
   }
 
   ownerOf(id: string): ResultAsync<string | null, StoreFailure> {
-    return run(this.db, 'find the owner of a sandbox', () => this.db.get<{ user_id: string }>(`SELECT user_id FROM acs_sandboxes WHERE id = ? AND status <> 'DELETED' LIMIT 1`, id)?.user_id ?? null);
+    return run(
+      this.db,
+      'find the owner of a sandbox',
+      () =>
+        this.db.get<{ user_id: string }>(
+          `SELECT user_id FROM acs_sandboxes WHERE id = ? AND status <> 'DELETED' LIMIT 1`,
+          id,
+        )?.user_id ?? null,
+    );
   }
 
   getMany(userId: string, ids: readonly string[]): ResultAsync<(SandboxRecord | null)[], StoreFailure> {
     return run(this.db, 'get sandboxes', () => this.table.getMany(userId, ids));
   }
 
-  update<E>(userId: string, id: string, mutate: (current: SandboxRecord) => Result<SandboxRecord, E>): ResultAsync<SandboxRecord | null, E | StoreFailure> {
+  update<E>(
+    userId: string,
+    id: string,
+    mutate: (current: SandboxRecord) => Result<SandboxRecord, E>,
+  ): ResultAsync<SandboxRecord | null, E | StoreFailure> {
     return run(this.db, 'update sandbox', () => this.table.update(userId, id, mutate)).andThen((result) => result);
   }
 
-  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure> {
+  listByStatus(
+    userId: string | null,
+    statuses: readonly SandboxLifecycleStatus[],
+  ): ResultAsync<SandboxRecord[], StoreFailure> {
     return run(this.db, 'list sandboxes by status', () =>
-      this.table.select(`(?1 IS NULL OR user_id = ?1) AND status IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id`, [userId, jsonList(statuses)]),
+      this.table.select(
+        `(?1 IS NULL OR user_id = ?1) AND status IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id`,
+        [userId, jsonList(statuses)],
+      ),
     );
   }
 
@@ -55,7 +77,13 @@ export class SqliteSandboxStore implements SandboxStore {
         );
         if (!pooled) return null;
         const claimed: SandboxRecord = { ...pooled, user_id: userId, updated_at: claimedAt, last_active_at: claimedAt };
-        this.db.run(`UPDATE acs_sandboxes SET user_id = ?, record = ? WHERE user_id = ? AND id = ?`, userId, JSON.stringify(claimed), POOLED_SANDBOX_OWNER, pooled.id);
+        this.db.run(
+          `UPDATE acs_sandboxes SET user_id = ?, record = ? WHERE user_id = ? AND id = ?`,
+          userId,
+          JSON.stringify(claimed),
+          POOLED_SANDBOX_OWNER,
+          pooled.id,
+        );
         return claimed;
       }),
     );
@@ -66,7 +94,13 @@ export class SqliteSandboxStore implements SandboxStore {
       const params = new Params();
       const user = params.add(userId);
       const { where, orderBy } = keyset(page, params);
-      return toPage(this.table.select(`user_id = ${user} AND status <> 'DELETED' AND ${where} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`, params.values), page.limit);
+      return toPage(
+        this.table.select(
+          `user_id = ${user} AND status <> 'DELETED' AND ${where} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
+          params.values,
+        ),
+        page.limit,
+      );
     });
   }
 }

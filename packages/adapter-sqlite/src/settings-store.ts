@@ -28,7 +28,10 @@ export class SqliteSettingsStore implements SettingsStore {
     return run(this.db, 'load settings', () => this.read(userId));
   }
 
-  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure> {
+  update(
+    userId: string,
+    mutate: (current: StoredSettings | null) => StoredSettings,
+  ): ResultAsync<StoredSettings, StoreFailure> {
     return run(this.db, 'store settings', () =>
       this.db.transaction(() => {
         const next = mutate(this.read(userId));

@@ -43,8 +43,10 @@ export type SqliteStorageOptions = (
 };
 
 /** The store ports backed by one SQLite database, ready for createAgentConversationService. */
-export interface SqliteStorage
-  extends Pick<AgentConversationServicePorts, 'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'> {
+export interface SqliteStorage extends Pick<
+  AgentConversationServicePorts,
+  'settings' | 'apiKeys' | 'deviceGrants' | 'conversations' | 'startTasks' | 'sandboxes' | 'events' | 'installation'
+> {
   /** In-process locks: a SQLite database is one process's (see the README). */
   readonly locks: InProcessLocks;
   /** Copies records in as they are, in one transaction (settings stay sealed, events keep their ids). */

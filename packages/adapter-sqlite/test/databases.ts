@@ -9,7 +9,8 @@ import { createSqliteStorage, type SqliteStorage } from '@acs/adapter-sqlite';
 
 export const KEY_1 = randomBytes(32);
 export const KEY_2 = randomBytes(32);
-export const testCipher = (keyId = 'k1', key: Uint8Array = KEY_1): SecretCipher => createAesGcmCipher({ keys: { [keyId]: key }, currentKeyId: keyId });
+export const testCipher = (keyId = 'k1', key: Uint8Array = KEY_1): SecretCipher =>
+  createAesGcmCipher({ keys: { [keyId]: key }, currentKeyId: keyId });
 
 const directory = mkdtempSync(join(tmpdir(), 'acs-sqlite-test-'));
 const opened: SqliteStorage[] = [];
@@ -18,12 +19,19 @@ const opened: SqliteStorage[] = [];
 export const freshPath = () => join(directory, `${randomBytes(6).toString('hex')}.sqlite`);
 
 /** Storage on a new database file, migrated; closed after the file's tests. */
-export async function freshStorage(cipher: SecretCipher = testCipher(), path = freshPath()): Promise<SqliteStorage & { path: string }> {
+export async function freshStorage(
+  cipher: SecretCipher = testCipher(),
+  path = freshPath(),
+): Promise<SqliteStorage & { path: string }> {
   return Object.assign(await openStorage(path, cipher, 'auto'), { path });
 }
 
 /** Storage on the file at `path`; closed after the file's tests. */
-export async function openStorage(path: string, cipher: SecretCipher = testCipher(), migrations: 'auto' | 'check' = 'check'): Promise<SqliteStorage> {
+export async function openStorage(
+  path: string,
+  cipher: SecretCipher = testCipher(),
+  migrations: 'auto' | 'check' = 'check',
+): Promise<SqliteStorage> {
   const storage = await createSqliteStorage({ path, cipher, migrations });
   opened.push(storage);
   return storage;

@@ -11,10 +11,14 @@ const DEADLINE_MS = 60_000;
 describe('sqlite durability', () => {
   it('keeps every write whose promise resolved when the process is killed with SIGKILL', async () => {
     const path = freshPath();
-    const child = spawn(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', 'test/durable-writer.ts', path, KEY_1.toString('hex')], {
-      cwd: packageDir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@acs/source', '--import', 'tsx', 'test/durable-writer.ts', path, KEY_1.toString('hex')],
+      {
+        cwd: packageDir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const exited = once(child, 'exit');
     let out = '';
     let err = '';
@@ -26,13 +30,20 @@ describe('sqlite durability', () => {
       // Until it has acknowledged a few hundred rounds of writes (or it died, or the deadline passed).
       const deadline = Date.now() + DEADLINE_MS;
       while (lastAck() < 300) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the writer ended (${child.exitCode ?? child.signalCode}) before it had written enough\n${output()}`);
-        if (Date.now() > deadline) throw new Error(`the writer acknowledged ${lastAck()} rounds in ${DEADLINE_MS / 1000} s, not 300\n${output()}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(
+            `the writer ended (${child.exitCode ?? child.signalCode}) before it had written enough\n${output()}`,
+          );
+        if (Date.now() > deadline)
+          throw new Error(
+            `the writer acknowledged ${lastAck()} rounds in ${DEADLINE_MS / 1000} s, not 300\n${output()}`,
+          );
         await new Promise((r) => setTimeout(r, 20));
       }
       child.kill('SIGKILL');
       const killed = await Promise.race([exited, new Promise((r) => setTimeout(() => r('deadline'), DEADLINE_MS))]);
-      if (killed === 'deadline') throw new Error(`the writer did not end within ${DEADLINE_MS / 1000} s of SIGKILL\n${output()}`);
+      if (killed === 'deadline')
+        throw new Error(`the writer did not end within ${DEADLINE_MS / 1000} s of SIGKILL\n${output()}`);
     } finally {
       child.kill('SIGKILL');
     }
@@ -41,9 +52,13 @@ describe('sqlite durability', () => {
     const storage = await openStorage(path, testCipher());
     const events = await expectOk(storage.events.readAfter('alice', 'c1', 0, 1_000_000));
     expect(events.length, output()).toBeGreaterThanOrEqual(acknowledged);
-    expect(events.slice(0, acknowledged).map((e) => (e.payload as { n: number }).n)).toEqual(Array.from({ length: acknowledged }, (_, i) => i + 1));
+    expect(events.slice(0, acknowledged).map((e) => (e.payload as { n: number }).n)).toEqual(
+      Array.from({ length: acknowledged }, (_, i) => i + 1),
+    );
     expect(await expectOk(storage.conversations.count('alice', {}))).toBeGreaterThanOrEqual(acknowledged);
-    expect(await expectOk(storage.conversations.get('alice', `conversation-${acknowledged}`))).toMatchObject({ title: `n=${acknowledged}` });
+    expect(await expectOk(storage.conversations.get('alice', `conversation-${acknowledged}`))).toMatchObject({
+      title: `n=${acknowledged}`,
+    });
     const settings = await expectOk(storage.settings.get('alice'));
     expect(settings?.max_iterations).toBeGreaterThanOrEqual(acknowledged);
     expect(settings?.llm_api_key).toBe(`sk-${settings?.max_iterations}`);

@@ -13,9 +13,17 @@ const cipher = createAesGcmCipher({ keys: { k1: Buffer.from(keyHex, 'hex') }, cu
 const storage = await createSqliteStorage({ path, cipher, migrations: 'auto' });
 process.stdout.write('ready\n');
 for (let n = 1; ; n++) {
-  const appended = await storage.events.append('alice', 'c1', [{ kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { n } }]);
-  const inserted = await storage.conversations.insert(conversationFixture({ id: `conversation-${n}`, title: `n=${n}` }));
-  const updated = await storage.settings.update('alice', (current) => ({ ...(current ?? settingsFixture()), max_iterations: n, llm_api_key: `sk-${n}` }));
+  const appended = await storage.events.append('alice', 'c1', [
+    { kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { n } },
+  ]);
+  const inserted = await storage.conversations.insert(
+    conversationFixture({ id: `conversation-${n}`, title: `n=${n}` }),
+  );
+  const updated = await storage.settings.update('alice', (current) => ({
+    ...(current ?? settingsFixture()),
+    max_iterations: n,
+    llm_api_key: `sk-${n}`,
+  }));
   if (appended.isErr() || inserted.isErr() || updated.isErr()) throw new Error(`write ${n} failed`);
   process.stdout.write(`ack ${n}\n`);
 }

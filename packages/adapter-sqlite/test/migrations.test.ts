@@ -7,7 +7,10 @@ import { freshPath, openStorage, testCipher } from './databases.js';
 const applied = (path: string) => {
   const db = new DatabaseSync(path);
   try {
-    return db.prepare('SELECT version FROM acs_migrations ORDER BY version').all().map((r) => Number(r['version']));
+    return db
+      .prepare('SELECT version FROM acs_migrations ORDER BY version')
+      .all()
+      .map((r) => Number(r['version']));
   } finally {
     db.close();
   }
@@ -48,7 +51,11 @@ describe('sqlite migrations', () => {
   it('take a database a host opened (node:sqlite here; better-sqlite3 has the same shape) and leave it open', async () => {
     const db = new DatabaseSync(freshPath());
     const storage = await createSqliteStorage({ db, cipher: testCipher(), migrations: 'auto' });
-    await expectOk(storage.events.append('alice', 'c1', [{ kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: {} }]));
+    await expectOk(
+      storage.events.append('alice', 'c1', [
+        { kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: {} },
+      ]),
+    );
     await storage.close();
     expect(db.prepare('SELECT count(*) AS n FROM acs_events').get()).toEqual({ n: 1 });
     expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });

@@ -7,7 +7,8 @@ import { createSqliteStorage, SecretKeyMismatchError } from '@acs/adapter-sqlite
 import { freshPath, freshStorage, KEY_1, KEY_2, openStorage, testCipher } from './databases.js';
 
 /** Every byte SQLite wrote: the database file and its write-ahead log. */
-const fileBytes = (path: string) => Buffer.concat([readFileSync(path), ...(existsSync(`${path}-wal`) ? [readFileSync(`${path}-wal`)] : [])]);
+const fileBytes = (path: string) =>
+  Buffer.concat([readFileSync(path), ...(existsSync(`${path}-wal`) ? [readFileSync(`${path}-wal`)] : [])]);
 
 const rows = (path: string, sql: string) => {
   const db = new DatabaseSync(path);
@@ -32,7 +33,9 @@ describe('secrets at rest on sqlite', () => {
     await storage.close();
     // After the last connection closed, SQLite folded the log into the file.
     for (const value of Object.values(SECRETS)) expect(readFileSync(storage.path).includes(value), value).toBe(false);
-    expect(rows(storage.path, `SELECT key_ids FROM acs_settings WHERE user_id = 'alice'`)).toEqual([{ key_ids: '["k1"]' }]);
+    expect(rows(storage.path, `SELECT key_ids FROM acs_settings WHERE user_id = 'alice'`)).toEqual([
+      { key_ids: '["k1"]' },
+    ]);
 
     const again = await openStorage(storage.path);
     expect(await expectOk(again.settings.get('alice'))).toEqual({ ...written, language: 'de' });
@@ -42,7 +45,9 @@ describe('secrets at rest on sqlite', () => {
     const storage = await freshStorage();
     await expectOk(storage.settings.update('alice', () => settingsWithEverySecret()));
     const db = new DatabaseSync(storage.path);
-    db.exec(`INSERT INTO acs_settings (user_id, data, key_ids, updated_at) SELECT 'mallory', data, key_ids, updated_at FROM acs_settings WHERE user_id = 'alice'`);
+    db.exec(
+      `INSERT INTO acs_settings (user_id, data, key_ids, updated_at) SELECT 'mallory', data, key_ids, updated_at FROM acs_settings WHERE user_id = 'alice'`,
+    );
     db.close();
     const stolen = await storage.settings.get('mallory');
     expect(stolen.isErr() && stolen.error).toMatchObject({ type: 'StoreUnavailable' });
@@ -63,7 +68,9 @@ describe('secrets at rest on sqlite', () => {
       { user_id: 'alice', key_ids: '["new"]' },
       { user_id: 'bob', key_ids: '["old"]' },
     ]);
-    expect((await expectOk(second.settings.get('bob')))?.secrets_store.custom_secrets['DEPLOY_TOKEN']?.secret).toBe(SECRETS.custom);
+    expect((await expectOk(second.settings.get('bob')))?.secrets_store.custom_secrets['DEPLOY_TOKEN']?.secret).toBe(
+      SECRETS.custom,
+    );
   });
 
   it('refuses to start without the key that encrypted the stored secrets, or with a different key under its id, and changes nothing', async () => {
@@ -87,6 +94,8 @@ describe('secrets at rest on sqlite', () => {
     const path = freshPath();
     const first = await openStorage(path, testCipher('k1', KEY_1), 'auto');
     await first.close();
-    await expect(createSqliteStorage({ path, cipher: testCipher('k1', KEY_2) })).rejects.toBeInstanceOf(SecretKeyMismatchError);
+    await expect(createSqliteStorage({ path, cipher: testCipher('k1', KEY_2) })).rejects.toBeInstanceOf(
+      SecretKeyMismatchError,
+    );
   });
 });

@@ -12,9 +12,11 @@ describe('sqlite store calls in turns', () => {
     setImmediate(() => (turnSeenAfter = finished.length));
     await Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        expectOk(storage.events.append('alice', 'c1', [{ kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { i } }])).then(() =>
-          finished.push(i),
-        ),
+        expectOk(
+          storage.events.append('alice', 'c1', [
+            { kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { i } },
+          ]),
+        ).then(() => finished.push(i)),
       ),
     );
     // 300 fsynced commits take far more than one 2 ms slice: the turn came in between.
@@ -50,7 +52,11 @@ describe('sqlite store calls committed in groups', () => {
     try {
       const before = counts.commits;
       const appends = Array.from({ length: 100 }, (_, i) =>
-        expectOk(storage.events.append('alice', `c${i % 10}`, [{ kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { i } }])),
+        expectOk(
+          storage.events.append('alice', `c${i % 10}`, [
+            { kind: 'MessageEvent', source: 'user', timestamp: new Date().toISOString(), payload: { i } },
+          ]),
+        ),
       );
       await Promise.all(appends);
       // A handful of groups (one per 2 ms turn, at most 64 calls each), not 100 commits.

@@ -15,8 +15,8 @@ export const CUT_OFF_ANSWER_NOTE =
   'Your last answer was cut off at the output token limit. Answer in smaller pieces: say less at once, or call a tool for one small step.';
 
 /** Said after an answer with neither text nor calls. */
-export const EMPTY_ANSWER_NOTE = 'Your last answer was empty. Call a tool to continue the work, or call finish with a message for the user.';
-
+export const EMPTY_ANSWER_NOTE =
+  'Your last answer was empty. Call a tool to continue the work, or call finish with a message for the user.';
 
 /**
  * Whether the model has been given this note and has shown nothing since (no message, call or

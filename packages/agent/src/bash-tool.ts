@@ -8,7 +8,16 @@ const MAX_COMMAND_WAIT_SECONDS = 600;
 
 /** Some models send booleans as strings ("true"), as OpenHands' V0 schema asked them to. */
 const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
-const looseSeconds = z.union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().min(0));
+const looseSeconds = z
+  .union([
+    z.number(),
+    z
+      .string()
+      .trim()
+      .regex(/^\d+(\.\d+)?$/)
+      .transform(Number),
+  ])
+  .pipe(z.number().min(0));
 
 const BashArguments = z.object({
   command: z.string(),
@@ -56,9 +65,13 @@ export const executeBashTool: AgentTool<typeof BashArguments> = {
       properties: {
         command: {
           type: 'string',
-          description: 'The command to run. Empty to wait for more output of a running command. With is_input=true: text for the running command, or a key like C-c, C-d, C-z.',
+          description:
+            'The command to run. Empty to wait for more output of a running command. With is_input=true: text for the running command, or a key like C-c, C-d, C-z.',
         },
-        is_input: { type: 'boolean', description: 'Send `command` to the running command as input instead of running it. Default false.' },
+        is_input: {
+          type: 'boolean',
+          description: 'Send `command` to the running command as input instead of running it. Default false.',
+        },
         timeout: {
           type: 'number',
           description: `Seconds to wait for the command before returning while it keeps running (default ${DEFAULT_COMMAND_WAIT_SECONDS}, at most ${MAX_COMMAND_WAIT_SECONDS}).`,
@@ -74,15 +87,29 @@ export const executeBashTool: AgentTool<typeof BashArguments> = {
     if (shell.isErr()) return runtimeFailure('could not open a shell in the sandbox', shell.error);
     const sh = shell.value;
     if (args.is_input) {
-      if (args.command === '') return failure('is_input=true needs text or a key to send; to wait for output, send an empty command with is_input=false.');
+      if (args.command === '')
+        return failure(
+          'is_input=true needs text or a key to send; to wait for output, send an empty command with is_input=false.',
+        );
       const key = controlKey(args.command);
-      const result = key === '\u0003' ? await sh.interrupt() : await sh.sendInput(key ?? `${args.command}\n`, Math.min(wait, 5) * 1000);
-      if (result.isErr()) return failure(`could not send input: ${result.error.message}`, result.error.type === 'failed' ? {} : { sandboxFailure: result.error });
+      const result =
+        key === '\u0003'
+          ? await sh.interrupt()
+          : await sh.sendInput(key ?? `${args.command}\n`, Math.min(wait, 5) * 1000);
+      if (result.isErr())
+        return failure(
+          `could not send input: ${result.error.message}`,
+          result.error.type === 'failed' ? {} : { sandboxFailure: result.error },
+        );
       return render(result.value, Math.min(wait, 5));
     }
     if (args.command.trim() === '') {
       const result = await sh.wait(wait * 1000);
-      if (result.isErr()) return failure(`nothing to wait for: ${result.error.message}`, result.error.type === 'failed' ? {} : { sandboxFailure: result.error });
+      if (result.isErr())
+        return failure(
+          `nothing to wait for: ${result.error.message}`,
+          result.error.type === 'failed' ? {} : { sandboxFailure: result.error },
+        );
       return render(result.value, wait);
     }
     let result = await sh.run(args.command, { softTimeoutMs: wait * 1000 });

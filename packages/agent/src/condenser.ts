@@ -26,7 +26,8 @@ const DEFAULT_MAX_EVENT_CHARS = 4_000;
 
 type Shown = Extract<ConversationEvent, { kind: 'message' | 'action' | 'observation' }>;
 
-const isShown = (e: ConversationEvent): e is Shown => e.kind === 'message' || e.kind === 'action' || e.kind === 'observation';
+const isShown = (e: ConversationEvent): e is Shown =>
+  e.kind === 'message' || e.kind === 'action' || e.kind === 'observation';
 
 /** What the condenser's bounds count of one event of the view: 1 and its size if the model is shown it, else nothing. */
 export const shownSize = (e: ConversationEvent): number | null => (isShown(e) ? sizeOf(e) : null);
@@ -36,13 +37,24 @@ export const shownSize = (e: ConversationEvent): number | null => (isShown(e) ? 
  * within the condenser's bounds: planCondensation (unforced) plans nothing then. Lets a caller
  * that keeps these counts skip the planning (which reads the whole log) on most steps.
  */
-export function withinCondenserBounds(shownEvents: number, shownChars: number, options: CondenserOptions = {}): boolean {
-  return shownEvents <= (options.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS) && shownChars <= (options.maxPromptChars ?? DEFAULT_CONDENSER_MAX_PROMPT_CHARS);
+export function withinCondenserBounds(
+  shownEvents: number,
+  shownChars: number,
+  options: CondenserOptions = {},
+): boolean {
+  return (
+    shownEvents <= (options.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS) &&
+    shownChars <= (options.maxPromptChars ?? DEFAULT_CONDENSER_MAX_PROMPT_CHARS)
+  );
 }
 
 /** The text size of an event as the model would see it (roughly; for the bound only). */
 const sizeOf = (e: Shown): number =>
-  e.kind === 'message' ? e.text.length + e.image_urls.length * 1_000 : e.kind === 'action' ? e.raw_arguments.length + (e.thought?.length ?? 0) + e.tool_name.length : e.content.length;
+  e.kind === 'message'
+    ? e.text.length + e.image_urls.length * 1_000
+    : e.kind === 'action'
+      ? e.raw_arguments.length + (e.thought?.length ?? 0) + e.tool_name.length
+      : e.content.length;
 
 /**
  * Positions i (0..n) in the shown events where a cut between shown[i-1] and shown[i] separates
@@ -112,7 +124,11 @@ export interface CondensationPlan {
  * bounds (or nothing can be cut). `force` (the model said its context was too long) condenses
  * whatever the bounds say and keeps a smaller window.
  */
-export function planCondensation(events: readonly ConversationEvent[], options: CondenserOptions = {}, force = false): CondensationPlan | null {
+export function planCondensation(
+  events: readonly ConversationEvent[],
+  options: CondenserOptions = {},
+  force = false,
+): CondensationPlan | null {
   const maxEvents = options.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS;
   const maxChars = options.maxPromptChars ?? DEFAULT_CONDENSER_MAX_PROMPT_CHARS;
   const keepFirst = options.keepFirst ?? DEFAULT_CONDENSER_KEEP_FIRST;
@@ -172,7 +188,9 @@ export function planCondensation(events: readonly ConversationEvent[], options: 
 }
 
 const clip = (text: string, max: number): string =>
-  text.length <= max ? text : `${text.slice(0, Math.floor(max * 0.4))}\n[… ${text.length - max} characters left out …]\n${text.slice(text.length - Math.ceil(max * 0.6))}`;
+  text.length <= max
+    ? text
+    : `${text.slice(0, Math.floor(max * 0.4))}\n[… ${text.length - max} characters left out …]\n${text.slice(text.length - Math.ceil(max * 0.6))}`;
 
 function describe(e: Shown, maxChars: number): string {
   switch (e.kind) {
@@ -202,7 +220,9 @@ export function summaryRequest(plan: CondensationPlan, options: CondenserOptions
   const body = [
     plan.previousSummary ? `<PREVIOUS_SUMMARY>\n${plan.previousSummary}\n</PREVIOUS_SUMMARY>` : null,
     `<EVENTS>\n${plan.toSummarise.map((e) => describe(e, maxEventChars)).join('\n')}\n</EVENTS>`,
-    plan.previousSummary ? 'Write one summary covering the previous summary and these events.' : 'Write the summary of these events.',
+    plan.previousSummary
+      ? 'Write one summary covering the previous summary and these events.'
+      : 'Write the summary of these events.',
   ]
     .filter((part): part is string => part !== null)
     .join('\n\n');

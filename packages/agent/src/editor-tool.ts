@@ -9,14 +9,40 @@ const MAX_VIEW_CHARS = 16_000;
 const SNIPPET_LINES = 4;
 const UNDO_DEPTH = 10;
 
-const lineNumber = z.union([z.int(), z.string().trim().regex(/^-?\d+$/).transform(Number)]);
+const lineNumber = z.union([
+  z.int(),
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/)
+    .transform(Number),
+]);
 
 const EditorArguments = z.discriminatedUnion('command', [
-  z.object({ command: z.literal('view'), path: z.string().min(1), view_range: z.tuple([lineNumber, lineNumber]).optional() }),
+  z.object({
+    command: z.literal('view'),
+    path: z.string().min(1),
+    view_range: z.tuple([lineNumber, lineNumber]).optional(),
+  }),
   // overwrite: internal (not offered to the model): a replayed OpenHands `write` replaces the file.
-  z.object({ command: z.literal('create'), path: z.string().min(1), file_text: z.string(), overwrite: z.boolean().optional() }),
-  z.object({ command: z.literal('str_replace'), path: z.string().min(1), old_str: z.string().min(1), new_str: z.string().optional().default('') }),
-  z.object({ command: z.literal('insert'), path: z.string().min(1), insert_line: lineNumber.pipe(z.int().min(0)), new_str: z.string() }),
+  z.object({
+    command: z.literal('create'),
+    path: z.string().min(1),
+    file_text: z.string(),
+    overwrite: z.boolean().optional(),
+  }),
+  z.object({
+    command: z.literal('str_replace'),
+    path: z.string().min(1),
+    old_str: z.string().min(1),
+    new_str: z.string().optional().default(''),
+  }),
+  z.object({
+    command: z.literal('insert'),
+    path: z.string().min(1),
+    insert_line: lineNumber.pipe(z.int().min(0)),
+    new_str: z.string(),
+  }),
   z.object({ command: z.literal('undo_edit'), path: z.string().min(1) }),
 ]);
 type EditorArgs = z.output<typeof EditorArguments>;
@@ -41,14 +67,26 @@ async function load(context: ToolContext, path: string): Promise<Loaded> {
     if (read.error.type === 'not_found') {
       return { ok: false, missing: true, outcome: failure(`${path} does not exist.`) };
     }
-    if (read.error.type === 'is_directory') return { ok: false, missing: false, outcome: failure(`${path} is a directory; view it to see its files.`) };
+    if (read.error.type === 'is_directory')
+      return { ok: false, missing: false, outcome: failure(`${path} is a directory; view it to see its files.`) };
     return { ok: false, missing: false, outcome: runtimeFailure(`could not read ${path}`, read.error) };
   }
   if (read.value.truncated) {
-    return { ok: false, missing: false, outcome: failure(`${path} is ${read.value.size} bytes, more than the editor handles (${MAX_FILE_BYTES}); use execute_bash (sed, head, grep).`) };
+    return {
+      ok: false,
+      missing: false,
+      outcome: failure(
+        `${path} is ${read.value.size} bytes, more than the editor handles (${MAX_FILE_BYTES}); use execute_bash (sed, head, grep).`,
+      ),
+    };
   }
   const text = textOf(read.value.bytes);
-  if (text === null) return { ok: false, missing: false, outcome: failure(`${path} is not a UTF-8 text file; inspect it with execute_bash (file, xxd).`) };
+  if (text === null)
+    return {
+      ok: false,
+      missing: false,
+      outcome: failure(`${path} is not a UTF-8 text file; inspect it with execute_bash (file, xxd).`),
+    };
   return { ok: true, text };
 }
 
@@ -63,7 +101,12 @@ function textOf(bytes: Uint8Array): string | null {
   return text.includes('\u0000') ? null : text;
 }
 
-async function save(context: ToolContext, path: string, before: string | null, after: string): Promise<ToolOutcome | null> {
+async function save(
+  context: ToolContext,
+  path: string,
+  before: string | null,
+  after: string,
+): Promise<ToolOutcome | null> {
   const written = await context.runtime.writeFile(context.sandboxId, path, encoder.encode(after));
   if (written.isErr()) return runtimeFailure(`could not write ${path}`, written.error);
   if (before !== null) {
@@ -83,7 +126,11 @@ const snippet = (text: string, fromLine: number, toLine: number): string => {
   return numbered(lines.slice(start - 1, end), start);
 };
 
-async function view(context: ToolContext, path: string, range: readonly [number, number] | undefined): Promise<ToolOutcome> {
+async function view(
+  context: ToolContext,
+  path: string,
+  range: readonly [number, number] | undefined,
+): Promise<ToolOutcome> {
   const listing = await context.runtime.listDirectory(context.sandboxId, path);
   if (listing.isOk()) {
     if (range) return failure('view_range applies to files; this is a directory.');
@@ -92,10 +139,15 @@ async function view(context: ToolContext, path: string, range: readonly [number,
       lines.push(entry.type === 'directory' ? `${entry.path}/` : entry.path);
       if (entry.type !== 'directory') continue;
       const inner = await context.runtime.listDirectory(context.sandboxId, entry.path);
-      if (inner.isOk()) for (const child of inner.value.filter((e) => !e.name.startsWith('.'))) lines.push(child.type === 'directory' ? `${child.path}/` : child.path);
+      if (inner.isOk())
+        for (const child of inner.value.filter((e) => !e.name.startsWith('.')))
+          lines.push(child.type === 'directory' ? `${child.path}/` : child.path);
     }
     const body = lines.length > 0 ? lines.join('\n') : '(empty)';
-    return outcome(clipView(`Files and directories up to 2 levels deep in ${path}, hidden ones left out:\n${body}`, path), { details: { path, kind: 'directory' } });
+    return outcome(
+      clipView(`Files and directories up to 2 levels deep in ${path}, hidden ones left out:\n${body}`, path),
+      { details: { path, kind: 'directory' } },
+    );
   }
   const file = await load(context, path);
   if (!file.ok) return file.outcome;
@@ -106,29 +158,43 @@ async function view(context: ToolContext, path: string, range: readonly [number,
   if (range) {
     [start, end] = range;
     if (end === -1) end = lines.length;
-    if (start < 1 || start > Math.max(lines.length, 1)) return failure(`view_range start ${start} is outside the file's lines 1–${lines.length}.`);
-    if (end < start || end > lines.length) return failure(`view_range end ${range[1]} must be -1 or between ${start} and ${lines.length}.`);
+    if (start < 1 || start > Math.max(lines.length, 1))
+      return failure(`view_range start ${start} is outside the file's lines 1–${lines.length}.`);
+    if (end < start || end > lines.length)
+      return failure(`view_range end ${range[1]} must be -1 or between ${start} and ${lines.length}.`);
   }
   const shown = numbered(lines.slice(start - 1, end), start);
-  return outcome(clipView(`Here is the result of running \`cat -n\` on ${path}:\n${shown}`, path), { details: { path, kind: 'file', lines: lines.length } });
+  return outcome(clipView(`Here is the result of running \`cat -n\` on ${path}:\n${shown}`, path), {
+    details: { path, kind: 'file', lines: lines.length },
+  });
 }
 
-async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: 'view' }>, path: string): Promise<ToolOutcome> {
+async function edit(
+  context: ToolContext,
+  args: Exclude<EditorArgs, { command: 'view' }>,
+  path: string,
+): Promise<ToolOutcome> {
   switch (args.command) {
     case 'create': {
       const existing = await load(context, path);
       if (args.overwrite === true && (existing.ok || !existing.missing)) {
         const replaced = await save(context, path, existing.ok ? existing.text : null, args.file_text);
         if (replaced) return replaced;
-        return outcome(`File written successfully at: ${path} (it existed and was overwritten)`, { details: { path, new_content_chars: args.file_text.length, overwritten: true } });
+        return outcome(`File written successfully at: ${path} (it existed and was overwritten)`, {
+          details: { path, new_content_chars: args.file_text.length, overwritten: true },
+        });
       }
       if (existing.ok || !existing.missing) {
-        return failure(`${path} already exists; change it with str_replace or insert, or remove it with execute_bash first.`);
+        return failure(
+          `${path} already exists; change it with str_replace or insert, or remove it with execute_bash first.`,
+        );
       }
       const saved = await save(context, path, null, args.file_text);
       if (saved) return saved;
       context.editHistory.set(path, []);
-      return outcome(`File created successfully at: ${path}`, { details: { path, new_content_chars: args.file_text.length } });
+      return outcome(`File created successfully at: ${path}`, {
+        details: { path, new_content_chars: args.file_text.length },
+      });
     }
     case 'str_replace': {
       const file = await load(context, path);
@@ -139,11 +205,17 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
         oldStr = oldStr.trim();
         count = file.text.split(oldStr).length - 1;
       }
-      if (count === 0) return failure(`No replacement was performed: old_str does not appear verbatim in ${path}. View the file and copy the text exactly, including whitespace.`);
+      if (count === 0)
+        return failure(
+          `No replacement was performed: old_str does not appear verbatim in ${path}. View the file and copy the text exactly, including whitespace.`,
+        );
       if (count > 1) {
         const lines: number[] = [];
-        for (let at = file.text.indexOf(oldStr); at !== -1; at = file.text.indexOf(oldStr, at + 1)) lines.push(file.text.slice(0, at).split('\n').length);
-        return failure(`No replacement was performed: old_str appears ${count} times in ${path} (lines ${lines.join(', ')}). Include more context so it is unique.`);
+        for (let at = file.text.indexOf(oldStr); at !== -1; at = file.text.indexOf(oldStr, at + 1))
+          lines.push(file.text.slice(0, at).split('\n').length);
+        return failure(
+          `No replacement was performed: old_str appears ${count} times in ${path} (lines ${lines.join(', ')}). Include more context so it is unique.`,
+        );
       }
       const at = file.text.indexOf(oldStr);
       const after = file.text.slice(0, at) + args.new_str + file.text.slice(at + oldStr.length);
@@ -151,9 +223,12 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
       if (saved) return saved;
       const firstLine = file.text.slice(0, at).split('\n').length;
       const lastLine = firstLine + args.new_str.split('\n').length - 1;
-      return outcome(`The file ${path} has been edited. A snippet of the result:\n${snippet(after, firstLine, lastLine)}\nCheck that the change is as intended; edit again if not.`, {
-        details: { path },
-      });
+      return outcome(
+        `The file ${path} has been edited. A snippet of the result:\n${snippet(after, firstLine, lastLine)}\nCheck that the change is as intended; edit again if not.`,
+        {
+          details: { path },
+        },
+      );
     }
     case 'insert': {
       const file = await load(context, path);
@@ -161,7 +236,10 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
       const lines = file.text.split('\n');
       const trailingNewline = file.text.endsWith('\n');
       if (trailingNewline) lines.pop();
-      if (args.insert_line > lines.length) return failure(`insert_line ${args.insert_line} is past the end of ${path}, which has ${lines.length} lines (0 inserts at the top).`);
+      if (args.insert_line > lines.length)
+        return failure(
+          `insert_line ${args.insert_line} is past the end of ${path}, which has ${lines.length} lines (0 inserts at the top).`,
+        );
       const inserted = args.new_str.replace(/\n$/, '').split('\n');
       lines.splice(args.insert_line, 0, ...inserted);
       const after = lines.join('\n') + (trailingNewline || file.text === '' ? '\n' : '');
@@ -175,10 +253,16 @@ async function edit(context: ToolContext, args: Exclude<EditorArgs, { command: '
     case 'undo_edit': {
       const history = context.editHistory.get(path);
       const previous = history?.pop();
-      if (previous === undefined) return failure(`There is no edit of ${path} to undo (edit history is kept per conversation, for this service process).`);
+      if (previous === undefined)
+        return failure(
+          `There is no edit of ${path} to undo (edit history is kept per conversation, for this service process).`,
+        );
       const written = await context.runtime.writeFile(context.sandboxId, path, encoder.encode(previous));
       if (written.isErr()) return runtimeFailure(`could not write ${path}`, written.error);
-      return outcome(`Last edit to ${path} undone. Its content is now:\n${clipView(numbered(previous.split('\n'), 1), path)}`, { details: { path } });
+      return outcome(
+        `Last edit to ${path} undone. Its content is now:\n${clipView(numbered(previous.split('\n'), 1), path)}`,
+        { details: { path } },
+      );
     }
   }
 }
@@ -199,11 +283,21 @@ function editorDefinition(example: string | null): LlmToolDefinition {
     parameters: {
       type: 'object',
       properties: {
-        command: { type: 'string', enum: ['view', 'create', 'str_replace', 'insert', 'undo_edit'], description: 'What to do.' },
-        path: { type: 'string', description: `Absolute path of the file or directory${example ? `, e.g. ${example}` : ''}.` },
+        command: {
+          type: 'string',
+          enum: ['view', 'create', 'str_replace', 'insert', 'undo_edit'],
+          description: 'What to do.',
+        },
+        path: {
+          type: 'string',
+          description: `Absolute path of the file or directory${example ? `, e.g. ${example}` : ''}.`,
+        },
         file_text: { type: 'string', description: 'create: the content of the new file.' },
         old_str: { type: 'string', description: 'str_replace: the exact text to replace.' },
-        new_str: { type: 'string', description: 'str_replace: the replacement (empty deletes old_str). insert: the text to insert.' },
+        new_str: {
+          type: 'string',
+          description: 'str_replace: the replacement (empty deletes old_str). insert: the text to insert.',
+        },
         insert_line: { type: 'integer', description: 'insert: new_str goes after this line.' },
         view_range: {
           type: 'array',

@@ -48,7 +48,8 @@ export function parseFrontMatter(text: string): FrontMatter {
       } else if (rest.trim() !== '') {
         triggers.push(unquote(rest));
       } else {
-        while (i + 1 < lines.length && /^\s*-\s+/.test(lines[i + 1]!)) triggers.push(unquote(lines[++i]!.replace(/^\s*-\s+/, '')));
+        while (i + 1 < lines.length && /^\s*-\s+/.test(lines[i + 1]!))
+          triggers.push(unquote(lines[++i]!.replace(/^\s*-\s+/, '')));
       }
     }
   }
@@ -62,7 +63,9 @@ export function parseFrontMatter(text: string): FrontMatter {
 
 /** Keeps a guidance file to a size the prompt can afford. */
 export function clipGuidance(text: string, max = MAX_GUIDANCE_FILE_CHARS): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n[… cut: the file has ${text.length} characters; read it in the repository for the rest]`;
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}\n[… cut: the file has ${text.length} characters; read it in the repository for the rest]`;
 }
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -74,7 +77,11 @@ export function mentionsTrigger(text: string, trigger: string): boolean {
 }
 
 /** The knowledge files a message triggers, each at most once per conversation (`seen` is updated). */
-export function triggeredKnowledge(text: string, knowledge: readonly KnowledgeFile[], seen: Set<string>): { file: KnowledgeFile; trigger: string }[] {
+export function triggeredKnowledge(
+  text: string,
+  knowledge: readonly KnowledgeFile[],
+  seen: Set<string>,
+): { file: KnowledgeFile; trigger: string }[] {
   const matched: { file: KnowledgeFile; trigger: string }[] = [];
   for (const file of knowledge) {
     if (seen.has(file.path)) continue;

@@ -61,7 +61,13 @@ const publicUrl = (url: string): string => {
   }
 };
 
-export function planMcpServers(config: McpConfig, sandboxId: string, workingDir: string, runtime: SandboxRuntime, connectTimeoutMs = DEFAULT_MCP_CONNECT_TIMEOUT_MS): McpServerPlan[] {
+export function planMcpServers(
+  config: McpConfig,
+  sandboxId: string,
+  workingDir: string,
+  runtime: SandboxRuntime,
+  connectTimeoutMs = DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+): McpServerPlan[] {
   const used = new Set<string>();
   const unique = (label: string): string => {
     let candidate = label;
@@ -75,14 +81,28 @@ export function planMcpServers(config: McpConfig, sandboxId: string, workingDir:
       label: unique(sanitize(s.name).slice(0, 40)),
       describe: `stdio: ${s.command.slice(0, 200)}`,
       timeoutMs: connectTimeoutMs,
-      target: { transport: 'stdio', name: s.name, start: () => runtime.spawn(sandboxId, { command: [s.command, ...s.args], cwd: workingDir, env: s.env }) },
+      target: {
+        transport: 'stdio',
+        name: s.name,
+        start: () => runtime.spawn(sandboxId, { command: [s.command, ...s.args], cwd: workingDir, env: s.env }),
+      },
     });
   }
   for (const s of config.shttp_servers) {
-    plans.push({ label: unique(labelOfUrl(s.url)), describe: publicUrl(s.url), timeoutMs: s.timeout * 1000, target: { transport: 'shttp', url: s.url, api_key: s.api_key } });
+    plans.push({
+      label: unique(labelOfUrl(s.url)),
+      describe: publicUrl(s.url),
+      timeoutMs: s.timeout * 1000,
+      target: { transport: 'shttp', url: s.url, api_key: s.api_key },
+    });
   }
   for (const s of config.sse_servers) {
-    plans.push({ label: unique(labelOfUrl(s.url)), describe: publicUrl(s.url), timeoutMs: connectTimeoutMs, target: { transport: 'sse', url: s.url, api_key: s.api_key } });
+    plans.push({
+      label: unique(labelOfUrl(s.url)),
+      describe: publicUrl(s.url),
+      timeoutMs: connectTimeoutMs,
+      target: { transport: 'sse', url: s.url, api_key: s.api_key },
+    });
   }
   return plans;
 }
@@ -136,9 +156,16 @@ export async function openMcpSession(options: OpenMcpSessionOptions): Promise<Mc
   const lostQueue: McpServerProblem[] = [];
   await Promise.all(
     options.plans.map(async (plan) => {
-      const result = await options.connector.connect(plan.target, { signal: options.signal, timeoutMs: plan.timeoutMs });
+      const result = await options.connector.connect(plan.target, {
+        signal: options.signal,
+        timeoutMs: plan.timeoutMs,
+      });
       if (result.isErr()) {
-        failures.push({ server: plan.label, describe: plan.describe, reason: `${result.error.type}: ${result.error.message}` });
+        failures.push({
+          server: plan.label,
+          describe: plan.describe,
+          reason: `${result.error.type}: ${result.error.message}`,
+        });
         return;
       }
       const entry: Connected = { plan, connection: result.value, lost: null };
@@ -153,7 +180,8 @@ export async function openMcpSession(options: OpenMcpSessionOptions): Promise<Mc
   // Configuration order, whatever order the connections finished in.
   connected.sort((a, b) => options.plans.indexOf(a.plan) - options.plans.indexOf(b.plan));
 
-  const toolsOf = (entry: Connected): AgentTool[] => entry.connection.tools.map((info) => mcpTool(entry, info, callTimeoutMs));
+  const toolsOf = (entry: Connected): AgentTool[] =>
+    entry.connection.tools.map((info) => mcpTool(entry, info, callTimeoutMs));
   return {
     tools: () => {
       const seen = new Set<string>();
@@ -185,17 +213,26 @@ function mcpTool(entry: Connected, info: McpToolInfo, callTimeoutMs: number): Ag
     mcp: { server, tool: info.name, annotations: info.annotations },
     run: async (args, context) => {
       if (entry.lost !== null) {
-        return failure(`The MCP server ${server} is not available (${entry.lost}), so ${info.name} was not run. Its tools cannot be used until the conversation runs again.`, {
-          details: { mcp_server: server, mcp_tool: info.name },
-        });
+        return failure(
+          `The MCP server ${server} is not available (${entry.lost}), so ${info.name} was not run. Its tools cannot be used until the conversation runs again.`,
+          {
+            details: { mcp_server: server, mcp_tool: info.name },
+          },
+        );
       }
       const result = await entry.connection.call(info.name, args, { signal: context.signal, timeoutMs: callTimeoutMs });
       if (result.isErr()) {
-        return failure(`${info.name} on the MCP server ${server} failed (${result.error.type}): ${result.error.message}`, {
-          details: { mcp_server: server, mcp_tool: info.name, mcp_failure: result.error.type },
-        });
+        return failure(
+          `${info.name} on the MCP server ${server} failed (${result.error.type}): ${result.error.message}`,
+          {
+            details: { mcp_server: server, mcp_tool: info.name, mcp_failure: result.error.type },
+          },
+        );
       }
-      return outcome(result.value.content, { is_error: result.value.is_error, details: { mcp_server: server, mcp_tool: info.name } });
+      return outcome(result.value.content, {
+        is_error: result.value.is_error,
+        details: { mcp_server: server, mcp_tool: info.name },
+      });
     },
   };
 }

@@ -52,14 +52,21 @@ export function systemPrompt(context: PromptContext): string {
   }
   if (context.riskGuidance) sections.push(context.riskGuidance);
   if (context.instructions?.trim()) {
-    sections.push(`Instructions for this conversation, from the user:\n<CONVERSATION_INSTRUCTIONS>\n${context.instructions.trim()}\n</CONVERSATION_INSTRUCTIONS>`);
+    sections.push(
+      `Instructions for this conversation, from the user:\n<CONVERSATION_INSTRUCTIONS>\n${context.instructions.trim()}\n</CONVERSATION_INSTRUCTIONS>`,
+    );
   }
   sections.push(`The conversation started at ${context.startedAt}.`);
   return sections.join('\n\n');
 }
 
 const userContent = (text: string, imageUrls: readonly string[]): string | LlmContentPart[] =>
-  imageUrls.length === 0 ? text : [...(text ? [{ type: 'text' as const, text }] : []), ...imageUrls.map((url) => ({ type: 'image_url' as const, url }))];
+  imageUrls.length === 0
+    ? text
+    : [
+        ...(text ? [{ type: 'text' as const, text }] : []),
+        ...imageUrls.map((url) => ({ type: 'image_url' as const, url })),
+      ];
 
 /** What the model is told when a tool call has no recorded result (it can only come from an old or foreign log). */
 export const MISSING_RESULT = 'No result was recorded for this call; assume it did not run.';
@@ -69,9 +76,13 @@ export const MISSING_RESULT = 'No result was recorded for this call; assume it d
  * exactly one tool message for it, whatever order the log holds (a user message that
  * arrived while tools ran comes after their results); results without a call are dropped.
  */
-export function projectMessages(events: readonly ConversationEvent[], knowledge: readonly KnowledgeFile[] = []): LlmMessage[] {
+export function projectMessages(
+  events: readonly ConversationEvent[],
+  knowledge: readonly KnowledgeFile[] = [],
+): LlmMessage[] {
   const results = new Map<string, string>();
-  for (const e of events) if (e.kind === 'observation' && !results.has(e.tool_call_id)) results.set(e.tool_call_id, e.content);
+  for (const e of events)
+    if (e.kind === 'observation' && !results.has(e.tool_call_id)) results.set(e.tool_call_id, e.content);
 
   const messages: LlmMessage[] = [];
   const answered = new Set<string>();
@@ -80,7 +91,14 @@ export function projectMessages(events: readonly ConversationEvent[], knowledge:
     const e = events[i]!;
     if (e.kind === 'message') {
       if (e.source === 'agent') messages.push({ role: 'assistant', content: e.text, tool_calls: [] });
-      else messages.push({ role: 'user', content: userContent(withKnowledge(e.text, e.source === 'user' ? triggeredKnowledge(e.text, knowledge, recalled) : []), e.image_urls) });
+      else
+        messages.push({
+          role: 'user',
+          content: userContent(
+            withKnowledge(e.text, e.source === 'user' ? triggeredKnowledge(e.text, knowledge, recalled) : []),
+            e.image_urls,
+          ),
+        });
       continue;
     }
     if (e.kind !== 'action') continue;
@@ -101,7 +119,11 @@ export function projectMessages(events: readonly ConversationEvent[], knowledge:
     });
     for (const a of calls) {
       answered.add(a.tool_call_id);
-      messages.push({ role: 'tool', tool_call_id: a.tool_call_id, content: results.get(a.tool_call_id) ?? MISSING_RESULT });
+      messages.push({
+        role: 'tool',
+        tool_call_id: a.tool_call_id,
+        content: results.get(a.tool_call_id) ?? MISSING_RESULT,
+      });
     }
   }
   return mergeAdjacentUserMessages(messages);
@@ -152,11 +174,14 @@ function mergeAdjacentUserMessages(messages: LlmMessage[]): LlmMessage[] {
 function pushMerged(merged: LlmMessage[], m: LlmMessage): void {
   const last = merged[merged.length - 1];
   if (m.role === 'user' && last?.role === 'user') {
-    const parts = (c: string | LlmContentPart[]): LlmContentPart[] => (typeof c === 'string' ? [{ type: 'text', text: c }] : c);
+    const parts = (c: string | LlmContentPart[]): LlmContentPart[] =>
+      typeof c === 'string' ? [{ type: 'text', text: c }] : c;
     const combined = [...parts(last.content), ...parts(m.content)];
     merged[merged.length - 1] = {
       role: 'user',
-      content: combined.every((p) => p.type === 'text') ? combined.map((p) => (p as { text: string }).text).join('\n\n') : combined,
+      content: combined.every((p) => p.type === 'text')
+        ? combined.map((p) => (p as { text: string }).text).join('\n\n')
+        : combined,
     };
     return;
   }
@@ -196,7 +221,8 @@ export class IncrementalProjection {
 
   add(event: ConversationEvent): void {
     this.#events.push(event);
-    if (event.kind === 'observation' && !this.#results.has(event.tool_call_id)) this.#results.set(event.tool_call_id, event.content);
+    if (event.kind === 'observation' && !this.#results.has(event.tool_call_id))
+      this.#results.set(event.tool_call_id, event.content);
   }
 
   /**
@@ -210,28 +236,56 @@ export class IncrementalProjection {
       // The unsettled tail, over copies of what it would change.
       const answered = new Set<string>();
       const recalled = new Set(this.#recalled);
-      this.#project(this.#settled, out, (id) => this.#answered.has(id) || answered.has(id), (id) => answered.add(id), recalled, false);
+      this.#project(
+        this.#settled,
+        out,
+        (id) => this.#answered.has(id) || answered.has(id),
+        (id) => answered.add(id),
+        recalled,
+        false,
+      );
     }
     return out;
   }
 
   /** Moves the settled point forward as far as it can go. */
   #settle(): void {
-    this.#settled = this.#project(this.#settled, this.#messages, (id) => this.#answered.has(id), (id) => this.#answered.add(id), this.#recalled, true);
+    this.#settled = this.#project(
+      this.#settled,
+      this.#messages,
+      (id) => this.#answered.has(id),
+      (id) => this.#answered.add(id),
+      this.#recalled,
+      true,
+    );
   }
 
   /**
    * Projects events from `from` into `out` (as projectMessages does); with `settle`, stops before
    * the first response that may still change and returns where it stopped.
    */
-  #project(from: number, out: LlmMessage[], isAnswered: (id: string) => boolean, answer: (id: string) => void, recalled: Set<string>, settle: boolean): number {
+  #project(
+    from: number,
+    out: LlmMessage[],
+    isAnswered: (id: string) => boolean,
+    answer: (id: string) => void,
+    recalled: Set<string>,
+    settle: boolean,
+  ): number {
     const events = this.#events;
     let i = from;
     for (; i < events.length; i++) {
       const e = events[i]!;
       if (e.kind === 'message') {
         if (e.source === 'agent') pushMerged(out, { role: 'assistant', content: e.text, tool_calls: [] });
-        else pushMerged(out, { role: 'user', content: userContent(withKnowledge(e.text, e.source === 'user' ? triggeredKnowledge(e.text, this.#knowledge, recalled) : []), e.image_urls) });
+        else
+          pushMerged(out, {
+            role: 'user',
+            content: userContent(
+              withKnowledge(e.text, e.source === 'user' ? triggeredKnowledge(e.text, this.#knowledge, recalled) : []),
+              e.image_urls,
+            ),
+          });
         continue;
       }
       if (e.kind !== 'action') continue;
@@ -241,8 +295,15 @@ export class IncrementalProjection {
         if (next.kind !== 'action' || next.response_id !== e.response_id) break;
         end++;
       }
-      const calls = events.slice(i, end).filter((a): a is ActionEvent => a.kind === 'action' && !isAnswered(a.tool_call_id));
-      if (settle && calls.length > 0 && (end === events.length || calls.some((a) => !this.#results.has(a.tool_call_id)))) return i;
+      const calls = events
+        .slice(i, end)
+        .filter((a): a is ActionEvent => a.kind === 'action' && !isAnswered(a.tool_call_id));
+      if (
+        settle &&
+        calls.length > 0 &&
+        (end === events.length || calls.some((a) => !this.#results.has(a.tool_call_id)))
+      )
+        return i;
       i = end - 1;
       if (calls.length === 0) continue;
       out.push({
@@ -252,7 +313,11 @@ export class IncrementalProjection {
       });
       for (const a of calls) {
         answer(a.tool_call_id);
-        out.push({ role: 'tool', tool_call_id: a.tool_call_id, content: this.#results.get(a.tool_call_id) ?? MISSING_RESULT });
+        out.push({
+          role: 'tool',
+          tool_call_id: a.tool_call_id,
+          content: this.#results.get(a.tool_call_id) ?? MISSING_RESULT,
+        });
       }
     }
     return i;

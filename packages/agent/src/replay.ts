@@ -13,7 +13,8 @@ export const replayCallId = (step: ReplayStep) => `replay_${step.index}`;
 export function nextReplayStep(events: readonly ConversationEvent[]): number {
   let next = 0;
   for (const e of events) {
-    if ((e.kind === 'action' || e.kind === 'message') && e.replay_step !== undefined) next = Math.max(next, e.replay_step + 1);
+    if ((e.kind === 'action' || e.kind === 'message') && e.replay_step !== undefined)
+      next = Math.max(next, e.replay_step + 1);
   }
   return next;
 }

@@ -1,5 +1,11 @@
 import { SECURITY_ANALYZERS, type SecurityAnalyzerName, type StoredSettings } from '@acs/core/schemas';
-import { highestRisk, type AssessedAction, type RiskAssessment, type RuleContext, type SecurityRisk } from './security/risk.js';
+import {
+  highestRisk,
+  type AssessedAction,
+  type RiskAssessment,
+  type RuleContext,
+  type SecurityRisk,
+} from './security/risk.js';
 import { assessByRules } from './security/rules.js';
 
 /**
@@ -18,10 +24,17 @@ export const SECURITY_RISK_ARGUMENT = 'security_risk';
 /** Tools that change nothing: never rated, never confirmed. */
 const HARMLESS_TOOLS = new Set(['think', 'finish']);
 
-export function securityPolicyOf(settings: Pick<StoredSettings, 'confirmation_mode' | 'security_analyzer'> | null): SecurityPolicy {
+export function securityPolicyOf(
+  settings: Pick<StoredSettings, 'confirmation_mode' | 'security_analyzer'> | null,
+): SecurityPolicy {
   const named = settings?.security_analyzer?.trim().toLowerCase() || null;
   // A stored name we no longer know (written by an older version) gets the strictest analyzer.
-  const analyzer = named === null ? null : ((SECURITY_ANALYZERS as readonly string[]).includes(named) ? (named as SecurityAnalyzerName) : 'ensemble');
+  const analyzer =
+    named === null
+      ? null
+      : (SECURITY_ANALYZERS as readonly string[]).includes(named)
+        ? (named as SecurityAnalyzerName)
+        : 'ensemble';
   const confirm = settings?.confirmation_mode === true ? (analyzer === null ? 'always' : 'risky') : 'never';
   return { analyzer, confirm };
 }
@@ -30,12 +43,20 @@ export function securityPolicyOf(settings: Pick<StoredSettings, 'confirmation_mo
 function modelRisk(args: Record<string, unknown> | null): RiskAssessment {
   const raw = args?.[SECURITY_RISK_ARGUMENT];
   const level = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
-  if (level === 'low' || level === 'medium' || level === 'high') return { risk: level, reasons: [`model: rated ${level}`] };
-  return { risk: 'unknown', reasons: raw === undefined ? [] : [`model: gave no usable rating (${JSON.stringify(raw).slice(0, 40)})`] };
+  if (level === 'low' || level === 'medium' || level === 'high')
+    return { risk: level, reasons: [`model: rated ${level}`] };
+  return {
+    risk: 'unknown',
+    reasons: raw === undefined ? [] : [`model: gave no usable rating (${JSON.stringify(raw).slice(0, 40)})`],
+  };
 }
 
 /** How risky one action is under the policy's analyzer; null when no analyzer is configured. */
-export function assessAction(policy: SecurityPolicy, action: AssessedAction, context: RuleContext): RiskAssessment | null {
+export function assessAction(
+  policy: SecurityPolicy,
+  action: AssessedAction,
+  context: RuleContext,
+): RiskAssessment | null {
   if (policy.analyzer === null) return null;
   if (HARMLESS_TOOLS.has(action.tool_name)) return { risk: 'low', reasons: [] };
   switch (policy.analyzer) {
@@ -49,7 +70,10 @@ export function assessAction(policy: SecurityPolicy, action: AssessedAction, con
 }
 
 /** Whether a model response's actions wait for the user. A response that only thinks or finishes never does. */
-export function needsConfirmation(policy: SecurityPolicy, actions: readonly { tool_name: string; risk: SecurityRisk | null }[]): boolean {
+export function needsConfirmation(
+  policy: SecurityPolicy,
+  actions: readonly { tool_name: string; risk: SecurityRisk | null }[],
+): boolean {
   const consequential = actions.filter((a) => !HARMLESS_TOOLS.has(a.tool_name));
   if (policy.confirm === 'never' || consequential.length === 0) return false;
   if (policy.confirm === 'always') return true;

@@ -29,21 +29,34 @@ export function detectStuck(events: readonly ConversationEvent[]): StuckVerdict 
   const steps: Step[] = recent
     .filter((e): e is ActionEvent => e.kind === 'action' && e.tool_name !== 'think' && e.tool_name !== 'finish')
     .map((action) => ({ action, observation: observations.get(action.tool_call_id) ?? null }));
-  const nudged = recent.some((e) => e.kind === 'message' && e.source === 'environment' && e.text.startsWith(NUDGE_PREFIX));
+  const nudged = recent.some(
+    (e) => e.kind === 'message' && e.source === 'environment' && e.text.startsWith(NUDGE_PREFIX),
+  );
 
   const tail = (n: number) => (steps.length >= n ? steps.slice(-n) : null);
   const same = (list: Step[], key: (s: Step) => string) => list.every((s) => key(s) === key(list[0]!));
 
   const repeated = tail(STUCK_THRESHOLDS.repeatedAction);
   if (repeated && same(repeated, (s) => actionKey(s.action)) && same(repeated, (s) => observationKey(s.observation))) {
-    return { kind: 'stuck', reason: `the agent made the same ${repeated[0]!.action.tool_name} call ${repeated.length} times in a row and got the same result each time` };
+    return {
+      kind: 'stuck',
+      reason: `the agent made the same ${repeated[0]!.action.tool_name} call ${repeated.length} times in a row and got the same result each time`,
+    };
   }
 
   const errors = tail(STUCK_THRESHOLDS.repeatedError);
   if (errors && same(errors, (s) => actionKey(s.action)) && errors.every((s) => s.observation?.is_error)) {
     const afterNudge = tail(STUCK_THRESHOLDS.repeatedError + 1);
-    if (nudged && afterNudge && same(afterNudge, (s) => actionKey(s.action)) && afterNudge.every((s) => s.observation?.is_error)) {
-      return { kind: 'stuck', reason: `the agent kept repeating a failing ${errors[0]!.action.tool_name} call after being told to change approach` };
+    if (
+      nudged &&
+      afterNudge &&
+      same(afterNudge, (s) => actionKey(s.action)) &&
+      afterNudge.every((s) => s.observation?.is_error)
+    ) {
+      return {
+        kind: 'stuck',
+        reason: `the agent kept repeating a failing ${errors[0]!.action.tool_name} call after being told to change approach`,
+      };
     }
     if (!nudged) {
       return {
@@ -58,8 +71,14 @@ export function detectStuck(events: readonly ConversationEvent[]): StuckVerdict 
     const [a, b] = [alternating[0]!, alternating[1]!];
     const keyA = actionKey(a.action) + observationKey(a.observation);
     const keyB = actionKey(b.action) + observationKey(b.observation);
-    if (keyA !== keyB && alternating.every((s, i) => actionKey(s.action) + observationKey(s.observation) === (i % 2 === 0 ? keyA : keyB))) {
-      return { kind: 'stuck', reason: `the agent alternated between the same two calls (${a.action.tool_name}, ${b.action.tool_name}) ${alternating.length / 2} times each with the same results` };
+    if (
+      keyA !== keyB &&
+      alternating.every((s, i) => actionKey(s.action) + observationKey(s.observation) === (i % 2 === 0 ? keyA : keyB))
+    ) {
+      return {
+        kind: 'stuck',
+        reason: `the agent alternated between the same two calls (${a.action.tool_name}, ${b.action.tool_name}) ${alternating.length / 2} times each with the same results`,
+      };
     }
   }
   return { kind: 'ok' };

@@ -41,7 +41,11 @@ export interface AgentTool<S extends z.ZodType = z.ZodType> {
    */
   definitionIn?(workingDir: string): LlmToolDefinition;
   /** Set for a tool of an MCP server: its schema is passed as the server gave it, and the security analyzer reads the server's hints. */
-  readonly mcp?: { server: string; tool: string; annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean } };
+  readonly mcp?: {
+    server: string;
+    tool: string;
+    annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean };
+  };
   /** Validates (and lightly coerces) the model's arguments. */
   readonly arguments: S;
   run(args: z.output<S>, context: ToolContext): Promise<ToolOutcome>;
@@ -55,10 +59,14 @@ export const outcome = (content: string, extra: Partial<ToolOutcome> = {}): Tool
   ...extra,
 });
 
-export const failure = (content: string, extra: Partial<ToolOutcome> = {}): ToolOutcome => outcome(content, { is_error: true, ...extra });
+export const failure = (content: string, extra: Partial<ToolOutcome> = {}): ToolOutcome =>
+  outcome(content, { is_error: true, ...extra });
 
 /** A runtime error as the tool's result; the engine stops the agent if the sandbox turns out to be gone. */
 export function runtimeFailure(what: string, error: SandboxRuntimeError): ToolOutcome {
   // Only an engine that is down or a sandbox that is gone is the sandbox's failure; a bad path is the call's.
-  return failure(`${what}: ${error.message}`, error.type === 'failed' || error.type === 'is_directory' ? {} : { sandboxFailure: error });
+  return failure(
+    `${what}: ${error.message}`,
+    error.type === 'failed' || error.type === 'is_directory' ? {} : { sandboxFailure: error },
+  );
 }

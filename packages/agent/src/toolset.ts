@@ -6,7 +6,12 @@ import { SECURITY_RISK_ARGUMENT, SECURITY_RISK_PARAMETER } from './security.js';
 import { failure, type AgentTool, type ToolContext, type ToolOutcome } from './tool.js';
 
 /** The tools every conversation has, with OpenHands' CodeAct names and parameters. */
-export const BUILTIN_TOOLS: readonly AgentTool[] = [executeBashTool, strReplaceEditorTool, thinkTool, finishTool] as AgentTool[];
+export const BUILTIN_TOOLS: readonly AgentTool[] = [
+  executeBashTool,
+  strReplaceEditorTool,
+  thinkTool,
+  finishTool,
+] as AgentTool[];
 
 /** A tool call's arguments parsed as far as they go: a JSON object, or null with why not. */
 export function parseToolArguments(raw: string): { value: Record<string, unknown> | null; error: string | null } {
@@ -17,13 +22,16 @@ export function parseToolArguments(raw: string): { value: Record<string, unknown
   } catch {
     try {
       // Models sometimes put raw newlines or tabs inside JSON strings.
-      // eslint-disable-next-line no-control-regex -- matching control characters is the point
-      parsed = JSON.parse(text.replace(/[\u0000-\u001f]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : '')));
+      parsed = JSON.parse(
+        // eslint-disable-next-line no-control-regex -- matching control characters is the point
+        text.replace(/[\u0000-\u001f]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : '')),
+      );
     } catch (error) {
       return { value: null, error: `the arguments are not valid JSON (${(error as Error).message})` };
     }
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { value: null, error: 'the arguments must be a JSON object' };
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    return { value: null, error: 'the arguments must be a JSON object' };
   // null means "not given" for every parameter of ours.
   const value = Object.fromEntries(Object.entries(parsed as Record<string, unknown>).filter(([, v]) => v !== null));
   return { value, error: null };
@@ -57,20 +65,33 @@ export class Toolset {
    * Runs one call. An unknown tool or arguments that do not fit come back as an error
    * observation that says what was wrong, so the model can correct itself.
    */
-  async run(call: LlmToolCall, args: Record<string, unknown> | null, argsError: string | null, context: ToolContext): Promise<ToolOutcome> {
+  async run(
+    call: LlmToolCall,
+    args: Record<string, unknown> | null,
+    argsError: string | null,
+    context: ToolContext,
+  ): Promise<ToolOutcome> {
     const tool = this.#tools.get(call.name);
     if (!tool) {
-      return failure(`There is no tool named ${JSON.stringify(call.name)}. The tools are: ${[...this.#tools.keys()].join(', ')}.`, {
-        details: { invalid_call: true },
-      });
+      return failure(
+        `There is no tool named ${JSON.stringify(call.name)}. The tools are: ${[...this.#tools.keys()].join(', ')}.`,
+        {
+          details: { invalid_call: true },
+        },
+      );
     }
     if (args === null) return failure(invalidArgumentsResult(call, argsError), { details: { invalid_call: true } });
     const parsed = tool.arguments.safeParse(ratesRisk(tool) ? withoutRisk(args) : args);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
-      return failure(`The call to ${call.name} was not run: ${problems}. Check the tool's parameters and call it again.`, {
-        details: { invalid_call: true },
-      });
+      const problems = parsed.error.issues
+        .map((i) => `${i.path.length > 0 ? i.path.join('.') : 'arguments'}: ${i.message}`)
+        .join('; ');
+      return failure(
+        `The call to ${call.name} was not run: ${problems}. Check the tool's parameters and call it again.`,
+        {
+          details: { invalid_call: true },
+        },
+      );
     }
     try {
       return await tool.run(parsed.data, context);
@@ -101,11 +122,18 @@ function quoted(text: string): string {
   return `${text.slice(0, half)}\n[… ${text.length - MAX_QUOTED_ARGUMENTS_CHARS} characters left out …]\n${text.slice(-half)}`;
 }
 
-const ratesRisk = (tool: AgentTool): boolean => !tool.mcp && tool.definition.name !== 'think' && tool.definition.name !== 'finish';
+const ratesRisk = (tool: AgentTool): boolean =>
+  !tool.mcp && tool.definition.name !== 'think' && tool.definition.name !== 'finish';
 
 function withRiskParameter(definition: LlmToolDefinition): LlmToolDefinition {
   const properties = (definition.parameters.properties ?? {}) as Record<string, unknown>;
-  return { ...definition, parameters: { ...definition.parameters, properties: { ...properties, [SECURITY_RISK_ARGUMENT]: SECURITY_RISK_PARAMETER } } };
+  return {
+    ...definition,
+    parameters: {
+      ...definition.parameters,
+      properties: { ...properties, [SECURITY_RISK_ARGUMENT]: SECURITY_RISK_PARAMETER },
+    },
+  };
 }
 
 function withoutRisk(args: Record<string, unknown>): Record<string, unknown> {

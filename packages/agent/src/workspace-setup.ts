@@ -1,5 +1,16 @@
 import type { GitProvider, StoredSettings } from '@acs/core/schemas';
-import { millisOf, type Clock, type ExecRequest, type ExecResult, type SandboxRuntime, type WorkspaceRequest, type WorkspaceResult, type GuidanceFile, type KnowledgeFile, type RepositoryGuidance } from '@acs/core/ports';
+import {
+  millisOf,
+  type Clock,
+  type ExecRequest,
+  type ExecResult,
+  type SandboxRuntime,
+  type WorkspaceRequest,
+  type WorkspaceResult,
+  type GuidanceFile,
+  type KnowledgeFile,
+  type RepositoryGuidance,
+} from '@acs/core/ports';
 import { err, ok, type Result } from 'neverthrow';
 import { clipGuidance, MAX_MICROAGENT_FILES, parseFrontMatter } from './guidance.js';
 
@@ -87,13 +98,21 @@ export function scrubSecrets(text: string, secrets: readonly (string | null | un
 }
 
 /** Which provider, host and token a repository is fetched with. */
-export function resolveRemote(repository: string, provider: GitProvider | null, settings: StoredSettings | null): { ok: true; remote: RepositoryRemote } | { ok: false; reason: string } {
+export function resolveRemote(
+  repository: string,
+  provider: GitProvider | null,
+  settings: StoredSettings | null,
+): { ok: true; remote: RepositoryRemote } | { ok: false; reason: string } {
   const tokens = settings?.secrets_store.provider_tokens ?? {};
   const withToken = (Object.keys(tokens) as GitProvider[]).filter((p) => tokens[p]?.token);
   const chosen: GitProvider = provider ?? (withToken.length === 1 ? withToken[0]! : 'github');
   const entry = tokens[chosen];
   const hostText = entry?.host?.trim() || PROVIDER_HOSTS[chosen];
-  if (!hostText) return { ok: false, reason: `the ${chosen} provider has no default host: store one in secrets_store.provider_tokens.${chosen}.host` };
+  if (!hostText)
+    return {
+      ok: false,
+      reason: `the ${chosen} provider has no default host: store one in secrets_store.provider_tokens.${chosen}.host`,
+    };
   let base: URL;
   try {
     // A host given with a scheme keeps it (http:// for a server on the local network); otherwise https.
@@ -102,7 +121,10 @@ export function resolveRemote(repository: string, provider: GitProvider | null, 
     return { ok: false, reason: `the ${chosen} host "${hostText}" is not a host name or URL` };
   }
   if ((base.protocol !== 'https:' && base.protocol !== 'http:') || base.username || base.password || !base.hostname) {
-    return { ok: false, reason: `the ${chosen} host "${hostText}" must be a host name or an http(s) URL without credentials` };
+    return {
+      ok: false,
+      reason: `the ${chosen} host "${hostText}" must be a host name or an http(s) URL without credentials`,
+    };
   }
   const prefix = base.pathname.replace(/\/+$/, '');
   const token = entry?.token?.trim() || null;
@@ -143,7 +165,11 @@ function credentialHelperScript(credentialDir: string): string {
 /** The file name the helper looks up for a host (`127.0.0.1:8080` → `127.0.0.1_8080`). */
 const credentialFileName = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
 
-const repositoryName = (repository: string): string => repository.split('/').at(-1)!.replace(/\.git$/, '');
+const repositoryName = (repository: string): string =>
+  repository
+    .split('/')
+    .at(-1)!
+    .replace(/\.git$/, '');
 
 /** Where a repository is cloned: `<working_dir>/<name>`. */
 function repositoryDir(workingDir: string, repository: string): string {
@@ -151,14 +177,20 @@ function repositoryDir(workingDir: string, repository: string): string {
 }
 
 /** A work branch name for a conversation without one. */
-const workBranchName = (conversationId: string): string => `openhands-workspace-${conversationId.replace(/-/g, '').slice(0, 8)}`;
+const workBranchName = (conversationId: string): string =>
+  `openhands-workspace-${conversationId.replace(/-/g, '').slice(0, 8)}`;
 
 const clip = (text: string, max = MAX_SETUP_OUTPUT_CHARS): string =>
-  text.length <= max ? text : `${text.slice(0, max / 2)}\n[… ${text.length - max} characters cut …]\n${text.slice(-max / 2)}`;
+  text.length <= max
+    ? text
+    : `${text.slice(0, max / 2)}\n[… ${text.length - max} characters cut …]\n${text.slice(-max / 2)}`;
 
 /** The line of git's stderr that says what went wrong. */
 const gitReason = (stderr: string): string => {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const fatal = lines.filter((l) => /^(fatal|error|remote):/i.test(l));
   return (fatal.length > 0 ? fatal : lines).slice(-2).join(' ').slice(0, 500) || 'git gave no reason';
 };
@@ -189,7 +221,10 @@ const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' };
 
 /** Runs a command in the sandbox (git never prompts); a command the sandbox did not run is a failed step. */
 async function exec(setup: Setup, request: ExecRequest, what: string): Promise<Step<ExecResult>> {
-  const result = await setup.input.runtime.exec(setup.input.sandboxId, { ...request, env: { ...GIT_ENV, ...request.env } });
+  const result = await setup.input.runtime.exec(setup.input.sandboxId, {
+    ...request,
+    env: { ...GIT_ENV, ...request.env },
+  });
   if (result.isErr()) return err(`${what}: the sandbox did not run the command (${setup.scrub(result.error.message)})`);
   return ok(result.value);
 }
@@ -198,7 +233,8 @@ async function exec(setup: Setup, request: ExecRequest, what: string): Promise<S
 async function mustExec(setup: Setup, request: ExecRequest, what: string): Promise<Step<ExecResult>> {
   const result = await exec(setup, request, what);
   if (result.isErr()) return result;
-  if (result.value.exit_code !== 0) return err(`${what}: ${setup.scrub(gitReason(result.value.stderr || result.value.stdout))}`);
+  if (result.value.exit_code !== 0)
+    return err(`${what}: ${setup.scrub(gitReason(result.value.stderr || result.value.stdout))}`);
   return result;
 }
 
@@ -217,17 +253,28 @@ export async function prepareRepository(input: PrepareRepositoryInput): Promise<
   const resolved = resolveRemote(repository, input.provider, input.settings);
   if (!resolved.ok) return { ok: false, reason: `cannot clone ${repository}: ${resolved.reason}` };
   const remote = resolved.remote;
-  const scrub = (text: string) => scrubSecrets(text, [remote.token, input.settings?.secrets_store.provider_tokens[remote.provider]?.token]);
+  const scrub = (text: string) =>
+    scrubSecrets(text, [remote.token, input.settings?.secrets_store.provider_tokens[remote.provider]?.token]);
   try {
     await input.onStep?.('PREPARING_REPOSITORY');
-    const setup: Setup = { input, options: input.options ?? {}, remote, dir: repositoryDir(input.workingDir, repository), scrub, started: millisOf(input.clock) };
+    const setup: Setup = {
+      input,
+      options: input.options ?? {},
+      remote,
+      dir: repositoryDir(input.workingDir, repository),
+      scrub,
+      started: millisOf(input.clock),
+    };
     const prepared = await prepare(setup);
     if (prepared.isErr()) return { ok: false, reason: scrub(prepared.error) };
     const guidance = await loadGuidance(input.runtime, input.sandboxId, setup.dir);
     return { ok: true, workspace: { repository, repository_dir: setup.dir, branch: prepared.value, guidance } };
   } catch (error) {
     // A port that broke its promise and threw: still said in words, with the token masked.
-    return { ok: false, reason: scrub(`could not prepare ${repository}: ${error instanceof Error ? error.message : String(error)}`) };
+    return {
+      ok: false,
+      reason: scrub(`could not prepare ${repository}: ${error instanceof Error ? error.message : String(error)}`),
+    };
   }
 }
 
@@ -236,13 +283,31 @@ async function prepare(setup: Setup): Promise<Step<string>> {
   // Identity: the user's, or a default so commits work at all.
   const settings = setup.input.settings;
   const identity = await mustExecAll(setup, [
-    [{ command: ['git', 'config', '--global', 'user.name', settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME] }, 'could not set the git user name'],
-    [{ command: ['git', 'config', '--global', 'user.email', settings?.git_user_email?.trim() || DEFAULT_GIT_USER_EMAIL] }, 'could not set the git user email'],
+    [
+      { command: ['git', 'config', '--global', 'user.name', settings?.git_user_name?.trim() || DEFAULT_GIT_USER_NAME] },
+      'could not set the git user name',
+    ],
+    [
+      {
+        command: [
+          'git',
+          'config',
+          '--global',
+          'user.email',
+          settings?.git_user_email?.trim() || DEFAULT_GIT_USER_EMAIL,
+        ],
+      },
+      'could not set the git user email',
+    ],
   ]);
   if (identity.isErr()) return err(identity.error);
   const credentials = await installCredentials(setup);
   if (credentials.isErr()) return err(credentials.error);
-  const present = await exec(setup, { command: ['git', '-C', setup.dir, 'rev-parse', '--show-toplevel'] }, 'could not look for an existing clone');
+  const present = await exec(
+    setup,
+    { command: ['git', '-C', setup.dir, 'rev-parse', '--show-toplevel'] },
+    'could not look for an existing clone',
+  );
   if (present.isErr()) return err(present.error);
   if (present.value.exit_code === 0 && present.value.stdout.trim() === setup.dir) return keepClone(setup);
   return cloneAndSetUp(setup);
@@ -261,24 +326,47 @@ async function installCredentials(setup: Setup): Promise<Step> {
     return removed.isErr() ? err(removed.error) : ok(undefined);
   }
   // The directories first, so the secret is never readable by others, not even for a moment.
-  const made = await mustExec(setup, { command: ['mkdir', '-p', '-m', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not create the git credentials directory');
+  const made = await mustExec(
+    setup,
+    { command: ['mkdir', '-p', '-m', '0700', credentialDir, `${credentialDir}/credentials`] },
+    'could not create the git credentials directory',
+  );
   if (made.isErr()) return err(made.error);
-  const written = await runtime.writeFile(sandboxId, helper, new TextEncoder().encode(credentialHelperScript(credentialDir)));
+  const written = await runtime.writeFile(
+    sandboxId,
+    helper,
+    new TextEncoder().encode(credentialHelperScript(credentialDir)),
+  );
   if (written.isErr()) return err(`could not install the git credential helper: ${written.error.message}`);
-  const secret = await runtime.writeFile(sandboxId, secretFile, new TextEncoder().encode(`username=${remote.username}\npassword=${remote.token}\n`));
-  if (secret.isErr()) return err(`could not store the git credentials in the sandbox: ${setup.scrub(secret.error.message)}`);
+  const secret = await runtime.writeFile(
+    sandboxId,
+    secretFile,
+    new TextEncoder().encode(`username=${remote.username}\npassword=${remote.token}\n`),
+  );
+  if (secret.isErr())
+    return err(`could not store the git credentials in the sandbox: ${setup.scrub(secret.error.message)}`);
   return mustExecAll(setup, [
-    [{ command: ['chmod', '0700', credentialDir, `${credentialDir}/credentials`] }, 'could not protect the git credentials'],
+    [
+      { command: ['chmod', '0700', credentialDir, `${credentialDir}/credentials`] },
+      'could not protect the git credentials',
+    ],
     [{ command: ['chmod', '0600', secretFile] }, 'could not protect the git credentials'],
     [{ command: ['chmod', '0700', helper] }, 'could not install the git credential helper'],
-    [{ command: ['git', 'config', '--global', `credential.${remote.origin}.helper`, helper] }, 'could not configure the git credential helper'],
+    [
+      { command: ['git', 'config', '--global', `credential.${remote.origin}.helper`, helper] },
+      'could not configure the git credential helper',
+    ],
   ]);
 }
 
 /** A restart in the same sandbox: the clone (and whatever work is in it) is kept as it is. */
 async function keepClone(setup: Setup): Promise<Step<string>> {
   const { input, dir } = setup;
-  const head = await exec(setup, { command: ['git', '-C', dir, 'rev-parse', '--abbrev-ref', 'HEAD'] }, 'could not read the current branch');
+  const head = await exec(
+    setup,
+    { command: ['git', '-C', dir, 'rev-parse', '--abbrev-ref', 'HEAD'] },
+    'could not read the current branch',
+  );
   if (head.isErr()) return err(head.error);
   const branch = head.value.stdout.trim() || input.branch || 'HEAD';
   await input.onReport?.({
@@ -296,7 +384,11 @@ async function keepClone(setup: Setup): Promise<Step<string>> {
 async function cloneAndSetUp(setup: Setup): Promise<Step<string>> {
   const { input, dir, remote } = setup;
   const cloneTimeoutMs = setup.options.cloneTimeoutMs ?? DEFAULT_CLONE_TIMEOUT_MS;
-  const cloned = await exec(setup, { command: ['git', 'clone', '--', remote.url, dir], cwd: input.workingDir, timeoutMs: cloneTimeoutMs }, 'could not clone');
+  const cloned = await exec(
+    setup,
+    { command: ['git', 'clone', '--', remote.url, dir], cwd: input.workingDir, timeoutMs: cloneTimeoutMs },
+    'could not clone',
+  );
   if (cloned.isErr()) return err(cloned.error);
   const failure = cloneFailure(setup, cloned.value, cloneTimeoutMs);
   if (failure) return err(failure);
@@ -318,7 +410,8 @@ async function cloneAndSetUp(setup: Setup): Promise<Step<string>> {
 function cloneFailure(setup: Setup, cloned: ExecResult, timeoutMs: number): string | null {
   const { repository } = setup.input;
   const { remote } = setup;
-  if (cloned.timed_out) return `could not clone ${repository} from ${remote.origin}: the clone took longer than ${Math.round(timeoutMs / 1000)} s`;
+  if (cloned.timed_out)
+    return `could not clone ${repository} from ${remote.origin}: the clone took longer than ${Math.round(timeoutMs / 1000)} s`;
   if (cloned.exit_code === 0) return null;
   const why = setup.scrub(gitReason(cloned.stderr || cloned.stdout));
   const hint = /authentication failed|could not read username|403|401|terminal prompts disabled/i.test(why)
@@ -334,14 +427,26 @@ async function checkOut(setup: Setup): Promise<Step<string>> {
   const { input, dir } = setup;
   if (!input.branch) {
     const branch = workBranchName(input.conversationId);
-    const created = await mustExec(setup, { command: ['git', '-C', dir, 'checkout', '-b', branch] }, `could not create the work branch "${branch}"`);
+    const created = await mustExec(
+      setup,
+      { command: ['git', '-C', dir, 'checkout', '-b', branch] },
+      `could not create the work branch "${branch}"`,
+    );
     return created.isErr() ? err(created.error) : ok(branch);
   }
   const branch = input.branch;
-  const known = await exec(setup, { command: ['git', '-C', dir, 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`] }, 'could not look up the branch');
+  const known = await exec(
+    setup,
+    { command: ['git', '-C', dir, 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`] },
+    'could not look up the branch',
+  );
   if (known.isErr()) return err(known.error);
   if (known.value.exit_code !== 0) return err(`branch "${branch}" does not exist in ${input.repository}`);
-  const checkedOut = await mustExec(setup, { command: ['git', '-C', dir, 'checkout', branch, '--'] }, `could not check out branch "${branch}"`);
+  const checkedOut = await mustExec(
+    setup,
+    { command: ['git', '-C', dir, 'checkout', branch, '--'] },
+    `could not check out branch "${branch}"`,
+  );
   return checkedOut.isErr() ? err(checkedOut.error) : ok(branch);
 }
 
@@ -356,10 +461,18 @@ async function runSetupScript(setup: Setup): Promise<Step> {
   if (script.isErr()) return ok(undefined);
   await input.onStep?.('RUNNING_SETUP_SCRIPT');
   const timeoutMs = setup.options.setupScriptTimeoutMs ?? DEFAULT_SETUP_SCRIPT_TIMEOUT_MS;
-  const ran = await exec(setup, { command: ['bash', '-c', 'bash .openhands/setup.sh 2>&1'], cwd: dir, timeoutMs }, 'could not run .openhands/setup.sh');
+  const ran = await exec(
+    setup,
+    { command: ['bash', '-c', 'bash .openhands/setup.sh 2>&1'], cwd: dir, timeoutMs },
+    'could not run .openhands/setup.sh',
+  );
   if (ran.isErr()) return err(ran.error);
   const { exit_code, timed_out } = ran.value;
-  const outcome = timed_out ? `was stopped after ${Math.round(timeoutMs / 1000)} s` : exit_code === 0 ? 'succeeded' : `failed with exit code ${exit_code}`;
+  const outcome = timed_out
+    ? `was stopped after ${Math.round(timeoutMs / 1000)} s`
+    : exit_code === 0
+      ? 'succeeded'
+      : `failed with exit code ${exit_code}`;
   await input.onReport?.({
     step: 'setup_script',
     summary: `.openhands/setup.sh ${outcome}`,
@@ -381,7 +494,9 @@ async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: str
   const knowledge: KnowledgeFile[] = [];
 
   const root = await runtime.listDirectory(sandboxId, dir);
-  const agentsFile = root.isOk() ? root.value.find((e) => e.type === 'file' && /^agents?\.md$/i.test(e.name)) : undefined;
+  const agentsFile = root.isOk()
+    ? root.value.find((e) => e.type === 'file' && /^agents?\.md$/i.test(e.name))
+    : undefined;
   if (agentsFile) {
     const text = await read(agentsFile.name);
     if (text?.trim()) instructions.push({ path: agentsFile.name, content: clipGuidance(text.trim()) });
@@ -402,7 +517,12 @@ async function loadGuidance(runtime: SandboxRuntime, sandboxId: string, dir: str
     const body = parsed.body.trim();
     if (!body) continue;
     if (parsed.triggers.length > 0 && entry.name !== 'repo.md') {
-      knowledge.push({ path, name: parsed.name ?? entry.name.replace(/\.md$/, ''), triggers: parsed.triggers, content: clipGuidance(body) });
+      knowledge.push({
+        path,
+        name: parsed.name ?? entry.name.replace(/\.md$/, ''),
+        triggers: parsed.triggers,
+        content: clipGuidance(body),
+      });
     } else {
       instructions.push({ path, content: clipGuidance(body) });
     }

@@ -31,16 +31,25 @@ function longTask(steps: number, extra: (request: LlmRequest, agentCall: number)
 async function run(settings: SettingsInput, responder: (request: LlmRequest) => ScriptedTurn | Promise<ScriptedTurn>) {
   const ports = createMemoryPorts();
   ports.llm.respondWith(responder);
-  ports.runtime.onExec((argv) => argv[0] === 'bash', (request) => ({ stdout: `${request.command[2]}\n${'x'.repeat(200)}\n`, exit_code: 0 }));
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  ports.runtime.onExec(
+    (argv) => argv[0] === 'bash',
+    (request) => ({ stdout: `${request.command[2]}\n${'x'.repeat(200)}\n`, exit_code: 0 }),
+  );
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+    { pollIntervalMs: 1 },
+  );
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
-  const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'run the steps one by one' }));
+  const created = await expectOk(
+    service.conversations.create('alice', { initial_user_msg: 'run the steps one by one' }),
+  );
   await service.idle();
   return { service, llm: ports.llm, id: created.conversation_id };
 }
 
 async function allEvents(service: AgentConversationService, id: string): Promise<ConversationEvent[]> {
-  return (await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 10_000 }))).items;
+  return (await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 10_000 })))
+    .items;
 }
 
 /** Every tool message answers a call of the assistant message before it, and every call is answered. */
@@ -88,7 +97,11 @@ describe('default condenser', () => {
     const events = await allEvents(service, id);
     const condensations = events.filter((e) => e.kind === 'condensation');
     expect(condensations).toHaveLength(summaryRequests.length);
-    expect(condensations[0]).toMatchObject({ kept_head_through: expect.any(Number), summary: 'SUMMARY-1: the agent ran steps so far.', reason: expect.stringContaining('more than 20') });
+    expect(condensations[0]).toMatchObject({
+      kept_head_through: expect.any(Number),
+      summary: 'SUMMARY-1: the agent ran steps so far.',
+      reason: expect.stringContaining('more than 20'),
+    });
     // Summaries are model calls (cost counts) but not agent steps.
     const calls = events.filter((e) => e.kind === 'llm_call');
     expect(calls.filter((c) => c.purpose === 'condenser')).toHaveLength(summaryRequests.length);
@@ -107,10 +120,14 @@ describe('default condenser', () => {
     let refused = 0;
     const { service, id } = await run(
       { condenser_max_size: 40 },
-      longTask(20, (_, n) => (n === 15 && refused++ === 0 ? { error: 'context_too_long', message: 'maximum context length exceeded' } : null)),
+      longTask(20, (_, n) =>
+        n === 15 && refused++ === 0 ? { error: 'context_too_long', message: 'maximum context length exceeded' } : null,
+      ),
     );
     const events = await allEvents(service, id);
-    const forced = events.filter((e) => e.kind === 'condensation' && e.reason === 'the model said the prompt was too long');
+    const forced = events.filter(
+      (e) => e.kind === 'condensation' && e.reason === 'the model said the prompt was too long',
+    );
     expect(forced).toHaveLength(1);
     expect(events.some((e) => e.kind === 'error')).toBe(false);
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
@@ -119,10 +136,14 @@ describe('default condenser', () => {
   it('a second refusal after condensing stops the agent with llm_context_too_long', async () => {
     const { service, id } = await run(
       { condenser_max_size: 40 },
-      longTask(20, (_, n) => (n >= 15 ? { error: 'context_too_long', message: 'maximum context length exceeded' } : null)),
+      longTask(20, (_, n) =>
+        n >= 15 ? { error: 'context_too_long', message: 'maximum context length exceeded' } : null,
+      ),
     );
     const events = await allEvents(service, id);
-    expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'llm_context_too_long', fatal: true })]);
+    expect(events.filter((e) => e.kind === 'error')).toEqual([
+      expect.objectContaining({ code: 'llm_context_too_long', fatal: true }),
+    ]);
     expect((await conversationOf(service, id)).record.execution_status).toBe('error');
   });
 
@@ -133,7 +154,9 @@ describe('default condenser', () => {
       return { tool_calls: [{ name: 'execute_bash', arguments: { command: `echo ${ports.n++}` } }] };
     });
     const events = await allEvents(service, id);
-    expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'llm_rate_limited', message: expect.stringContaining('Summarising') })]);
+    expect(events.filter((e) => e.kind === 'error')).toEqual([
+      expect.objectContaining({ code: 'llm_rate_limited', message: expect.stringContaining('Summarising') }),
+    ]);
     expect((await conversationOf(service, id)).record.execution_status).toBe('error');
   });
 });
@@ -142,14 +165,38 @@ describe('planCondensation', () => {
   const at = '2026-11-21T10:00:00.000Z';
   /** A log of `responses` responses of `width` parallel calls each, after one user message. */
   function log(responses: number, width: number): ConversationEvent[] {
-    const events: ConversationEvent[] = [{ id: 1, kind: 'message', source: 'user', timestamp: at, text: 'task', image_urls: [] }];
+    const events: ConversationEvent[] = [
+      { id: 1, kind: 'message', source: 'user', timestamp: at, text: 'task', image_urls: [] },
+    ];
     for (let r = 0; r < responses; r++) {
       const ids = Array.from({ length: width }, (_, i) => `c${r}_${i}`);
       for (const [i, call] of ids.entries()) {
-        events.push({ id: events.length + 1, kind: 'action', source: 'agent', timestamp: at, tool_call_id: call, tool_name: 'execute_bash', arguments: {}, raw_arguments: '{}', thought: i === 0 ? 't' : null, response_id: `r${r}` });
+        events.push({
+          id: events.length + 1,
+          kind: 'action',
+          source: 'agent',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'execute_bash',
+          arguments: {},
+          raw_arguments: '{}',
+          thought: i === 0 ? 't' : null,
+          response_id: `r${r}`,
+        });
       }
       for (const call of ids) {
-        events.push({ id: events.length + 1, kind: 'observation', source: 'environment', timestamp: at, tool_call_id: call, tool_name: 'execute_bash', content: 'ok', is_error: false, exit_code: 0, details: {} });
+        events.push({
+          id: events.length + 1,
+          kind: 'observation',
+          source: 'environment',
+          timestamp: at,
+          tool_call_id: call,
+          tool_name: 'execute_bash',
+          content: 'ok',
+          is_error: false,
+          exit_code: 0,
+          details: {},
+        });
       }
     }
     return events;
@@ -162,7 +209,17 @@ describe('planCondensation', () => {
       expect(plan, `maxEvents ${maxEvents}`).not.toBeNull();
       const withSummary: ConversationEvent[] = [
         ...events,
-        { id: events.length + 1, kind: 'condensation', source: 'environment', timestamp: at, summary: 's', kept_head_through: plan!.keptHeadThrough, forgotten_through: plan!.forgottenThrough, forgotten_events: plan!.forgottenCount, reason: 'test' },
+        {
+          id: events.length + 1,
+          kind: 'condensation',
+          source: 'environment',
+          timestamp: at,
+          summary: 's',
+          kept_head_through: plan!.keptHeadThrough,
+          forgotten_through: plan!.forgottenThrough,
+          forgotten_events: plan!.forgottenCount,
+          reason: 'test',
+        },
       ];
       const view = condensedView(withSummary).events;
       const calls = new Set(view.flatMap((e) => (e.kind === 'action' ? [e.tool_call_id] : [])));
@@ -170,7 +227,10 @@ describe('planCondensation', () => {
       expect([...calls].sort()).toEqual([...results].sort());
       expectPairedCalls(projectMessages(view));
       // Within the bound whenever the bound leaves room for the head and one response.
-      if (maxEvents >= 4 + 4 * width) expect(view.filter((e) => e.kind !== 'message' || e.source !== 'environment').length).toBeLessThanOrEqual(maxEvents);
+      if (maxEvents >= 4 + 4 * width)
+        expect(view.filter((e) => e.kind !== 'message' || e.source !== 'environment').length).toBeLessThanOrEqual(
+          maxEvents,
+        );
     }
   });
 
@@ -187,6 +247,8 @@ describe('planCondensation', () => {
   it('is null while the view is within its bounds, and counts only what is shown', () => {
     expect(planCondensation(log(5, 1), { maxEvents: 11 })).toBeNull();
     expect(planCondensation(log(5, 1), { maxEvents: 10 })).not.toBeNull();
-    expect(planCondensation(log(5, 1), { maxEvents: 1000, maxPromptChars: 5 })).toMatchObject({ reason: expect.stringContaining('characters') });
+    expect(planCondensation(log(5, 1), { maxEvents: 1000, maxPromptChars: 5 })).toMatchObject({
+      reason: expect.stringContaining('characters'),
+    });
   });
 });

@@ -15,30 +15,52 @@ type Ports = ReturnType<typeof createMemoryPorts>;
 
 async function setup(settings: SettingsInput = {}, turns: ScriptedTurn[] = [], ports: Ports = createMemoryPorts()) {
   ports.llm.push(...turns);
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+    { pollIntervalMs: 1 },
+  );
   await expectOk(service.settings.store('alice', { ...LLM, ...settings }));
   return { service, ports, llm: ports.llm, runtime: ports.runtime };
 }
 
-async function converse(service: AgentConversationService, message = 'please do the task', extra: Record<string, unknown> = {}) {
+async function converse(
+  service: AgentConversationService,
+  message = 'please do the task',
+  extra: Record<string, unknown> = {},
+) {
   const created = await expectOk(service.conversations.create('alice', { initial_user_msg: message, ...extra }));
   await service.idle();
   return created.conversation_id;
 }
 
-const call = (name: string, args: Record<string, unknown> | string): ScriptedTurn => ({ tool_calls: [{ name, arguments: args }] });
-const kinds = (events: ConversationEvent[]) => events.map((e) => (e.kind === 'status' ? `status:${e.execution_status}` : e.kind === 'message' ? `message:${e.source}` : e.kind));
+const call = (name: string, args: Record<string, unknown> | string): ScriptedTurn => ({
+  tool_calls: [{ name, arguments: args }],
+});
+const kinds = (events: ConversationEvent[]) =>
+  events.map((e) =>
+    e.kind === 'status' ? `status:${e.execution_status}` : e.kind === 'message' ? `message:${e.source}` : e.kind,
+  );
 const observations = (events: ConversationEvent[]) => events.filter((e) => e.kind === 'observation');
 const errors = (events: ConversationEvent[]) => events.filter((e) => e.kind === 'error');
 
 describe('agent engine: tools', () => {
   it('writes a file with the editor, runs it with bash, finishes, and records each step in order', async () => {
     const { service, runtime, llm } = await setup({}, [
-      call('str_replace_editor', { command: 'create', path: `${WORKDIR}/hello.sh`, file_text: 'echo hello from the agent\n' }),
+      call('str_replace_editor', {
+        command: 'create',
+        path: `${WORKDIR}/hello.sh`,
+        file_text: 'echo hello from the agent\n',
+      }),
       call('execute_bash', { command: 'bash hello.sh' }),
-      { content: 'Done: the script prints hello.', tool_calls: [{ name: 'finish', arguments: { message: 'hello.sh written and run' } }] },
+      {
+        content: 'Done: the script prints hello.',
+        tool_calls: [{ name: 'finish', arguments: { message: 'hello.sh written and run' } }],
+      },
     ]);
-    runtime.onExec((argv) => argv.join(' ') === 'bash -c bash hello.sh', () => ({ stdout: 'hello from the agent\n', exit_code: 0 }));
+    runtime.onExec(
+      (argv) => argv.join(' ') === 'bash -c bash hello.sh',
+      () => ({ stdout: 'hello from the agent\n', exit_code: 0 }),
+    );
     const id = await converse(service, 'write and run a hello script');
 
     const events = await eventsOf(service, id);
@@ -68,8 +90,16 @@ describe('agent engine: tools', () => {
     // The model saw each result before its next call, paired with its call.
     const second = llm.requests[1]!.messages;
     expect(second.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ name: 'str_replace_editor' }] });
-    expect(second.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('File created successfully') });
-    expect(llm.requests[0]!.tools.map((t) => t.name)).toEqual(['execute_bash', 'str_replace_editor', 'think', 'finish']);
+    expect(second.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining('File created successfully'),
+    });
+    expect(llm.requests[0]!.tools.map((t) => t.name)).toEqual([
+      'execute_bash',
+      'str_replace_editor',
+      'think',
+      'finish',
+    ]);
   });
 
   it('edits with str_replace, insert, view and undo_edit', async () => {
@@ -86,7 +116,9 @@ describe('agent engine: tools', () => {
       call('finish', { message: 'ok' }),
     ]);
     const id = await converse(service);
-    const results = observations(await eventsOf(service, id)).map((o) => (o.kind === 'observation' ? { error: o.is_error, content: o.content } : null));
+    const results = observations(await eventsOf(service, id)).map((o) =>
+      o.kind === 'observation' ? { error: o.is_error, content: o.content } : null,
+    );
     expect(results[1]).toMatchObject({ error: false, content: expect.stringContaining('b = 20') });
     expect(results[3]).toMatchObject({ error: false, content: expect.stringMatching(/2\ta = 1\n\s+3\tb = 20/) });
     expect(results[4]).toMatchObject({ error: false });
@@ -94,7 +126,9 @@ describe('agent engine: tools', () => {
     expect(results[6]).toMatchObject({ error: true, content: expect.stringContaining('already exists') });
     expect(results[7]).toMatchObject({ error: false, content: expect.stringContaining(`${WORKDIR}/app.py`) });
     const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
-    expect(new TextDecoder().decode((await expectOk(runtime.readFile(sandboxId, path))).bytes)).toBe('a = 1\nb = 20\nc = 3\n');
+    expect(new TextDecoder().decode((await expectOk(runtime.readFile(sandboxId, path))).bytes)).toBe(
+      'a = 1\nb = 20\nc = 3\n',
+    );
   });
 
   it('reads no more of a file than the editor handles, and says a directory is one', async () => {
@@ -108,8 +142,13 @@ describe('agent engine: tools', () => {
     ]);
     const readFile = vi.spyOn(runtime, 'readFile');
     const id = await converse(service);
-    const results = observations(await eventsOf(service, id)).map((o) => (o.kind === 'observation' ? { error: o.is_error, content: o.content } : null));
-    expect(results[1]).toEqual({ error: true, content: expect.stringContaining(`${big} is 10485761 bytes, more than the editor handles (10485760)`) });
+    const results = observations(await eventsOf(service, id)).map((o) =>
+      o.kind === 'observation' ? { error: o.is_error, content: o.content } : null,
+    );
+    expect(results[1]).toEqual({
+      error: true,
+      content: expect.stringContaining(`${big} is 10485761 bytes, more than the editor handles (10485760)`),
+    });
     expect(results[3]).toEqual({ error: true, content: expect.stringContaining(`${WORKDIR}/src is a directory`) });
     expect(readFile.mock.calls.map(([, path, options]) => [path, options])).toEqual(
       [big, big, `${WORKDIR}/src/app.py`, `${WORKDIR}/src`].map((path) => [path, { maxBytes: 10 * 1024 * 1024 }]),
@@ -129,7 +168,9 @@ describe('agent engine: tools', () => {
     const results = observations(events);
     expect(results).toHaveLength(4);
     expect(results.every((o) => o.kind === 'observation' && o.is_error)).toBe(true);
-    expect(results[0]!.kind === 'observation' && results[0]!.content).toMatch(/no tool named "open_browser".*execute_bash/);
+    expect(results[0]!.kind === 'observation' && results[0]!.content).toMatch(
+      /no tool named "open_browser".*execute_bash/,
+    );
     expect(results[1]!.kind === 'observation' && results[1]!.content).toContain('not valid JSON');
     expect(results[2]!.kind === 'observation' && results[2]!.content).toContain('command');
     expect(results[3]!.kind === 'observation' && results[3]!.content).toContain('command');
@@ -139,7 +180,10 @@ describe('agent engine: tools', () => {
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'I will stop here.' });
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
     expect(llm.requests).toHaveLength(5);
-    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('no tool named') });
+    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining('no tool named'),
+    });
   });
 
   it('runs only the calls before finish in a response that has more', async () => {
@@ -188,7 +232,8 @@ describe('agent engine: what a small model gets wrong', () => {
     const events = await eventsOf(service, id);
     expect(ran).toEqual([]);
     const [first, second] = observations(events);
-    for (const o of [first, second]) expect(o).toMatchObject({ is_error: true, content: expect.stringContaining('output token limit') });
+    for (const o of [first, second])
+      expect(o).toMatchObject({ is_error: true, content: expect.stringContaining('output token limit') });
     expect(second!.kind === 'observation' && second!.content).toContain('smaller pieces');
     const sandboxId = (await conversationOf(service, id)).record.sandbox_id!;
     expect((await runtime.readFile(sandboxId, `${WORKDIR}/big.py`)).isErr()).toBe(true);
@@ -200,7 +245,10 @@ describe('agent engine: what a small model gets wrong', () => {
   });
 
   it('keeps the text of a reply cut off at the output token limit, tells the model, and goes on', async () => {
-    const { service, llm } = await setup({}, [{ content: 'Here is the plan: 1. read main.py 2. fix the', finish_reason: 'length' }, { content: 'the bug in parse(); done.' }]);
+    const { service, llm } = await setup({}, [
+      { content: 'Here is the plan: 1. read main.py 2. fix the', finish_reason: 'length' },
+      { content: 'the bug in parse(); done.' },
+    ]);
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && [e.source, e.text])).toEqual([
@@ -209,12 +257,19 @@ describe('agent engine: what a small model gets wrong', () => {
       ['environment', expect.stringContaining('cut off at the output token limit')],
       ['agent', 'the bug in parse(); done.'],
     ]);
-    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('smaller pieces') });
+    expect(llm.requests[1]!.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('smaller pieces'),
+    });
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('notes a run of cut-off answers without calls once, not once per answer in the same user turn', async () => {
-    const { service, llm } = await setup({}, [{ content: null, finish_reason: 'length' }, { content: null, finish_reason: 'length' }, { content: 'short now' }]);
+    const { service, llm } = await setup({}, [
+      { content: null, finish_reason: 'length' },
+      { content: null, finish_reason: 'length' },
+      { content: 'short now' },
+    ]);
     await converse(service);
     const last = llm.requests[2]!.messages.at(-1)!;
     expect(last.role).toBe('user');
@@ -229,7 +284,9 @@ describe('agent engine: what a small model gets wrong', () => {
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(events.some((e) => e.kind === 'action' && e.requires_confirmation)).toBe(false);
-    expect(observations(events)).toEqual([expect.objectContaining({ is_error: true, content: expect.stringContaining('output token limit') })]);
+    expect(observations(events)).toEqual([
+      expect.objectContaining({ is_error: true, content: expect.stringContaining('output token limit') }),
+    ]);
     expect(llm.calls).toBe(2);
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
@@ -272,12 +329,24 @@ describe('agent engine: limits', () => {
     const id = await converse(service);
     let events = await eventsOf(service, id);
     expect(events.filter((e) => e.kind === 'llm_call')).toHaveLength(3);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'max_iterations_reached', fatal: true, message: expect.stringContaining('Send a message') })]);
+    expect(errors(events)).toEqual([
+      expect.objectContaining({
+        code: 'max_iterations_reached',
+        fatal: true,
+        message: expect.stringContaining('Send a message'),
+      }),
+    ]);
     expect(events.at(-1)).toMatchObject({ kind: 'status', execution_status: 'idle' });
     expect((await conversationOf(service, id)).record.execution_status).toBe('idle');
 
     llm.respondWith(null).push(call('think', { thought: 'again' }), { content: 'continuing, then done' });
-    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'go on' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'go on' }],
+        run: true,
+      }),
+    );
     await service.idle();
     events = await eventsOf(service, id);
     expect(llm.calls).toBe(5);
@@ -289,7 +358,9 @@ describe('agent engine: limits', () => {
     const { service, llm } = await setup();
     llm.respondWith((_, i) => call('think', { thought: `step ${i}` }));
     const id = await converse(service);
-    const calls = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: ['llm_call'], limit: 1000 }));
+    const calls = await expectOk(
+      service.conversations.searchEvents('alice', id, { after: 0, kinds: ['llm_call'], limit: 1000 }),
+    );
     // 100 agent steps; the condenser's summaries on the way are not steps.
     expect(calls.items.filter((e) => e.kind === 'llm_call' && e.purpose === 'agent')).toHaveLength(100);
     expect(llm.calls).toBe(calls.items.length);
@@ -303,7 +374,9 @@ describe('agent engine: limits', () => {
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(llm.calls).toBe(2);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_exceeded', fatal: true, message: expect.stringContaining('0.8000 USD') })]);
+    expect(errors(events)).toEqual([
+      expect.objectContaining({ code: 'budget_exceeded', fatal: true, message: expect.stringContaining('0.8000 USD') }),
+    ]);
     const { record } = await conversationOf(service, id);
     expect(record.execution_status).toBe('error');
     expect(record.metrics).toMatchObject({ accumulated_cost: 0.8, max_budget_per_task: 1 });
@@ -311,7 +384,11 @@ describe('agent engine: limits', () => {
   });
 
   it('warns once that a budget cannot be enforced when the model price is unknown, and counts tokens', async () => {
-    const { service } = await setup({ max_budget_per_task: 1 }, [call('think', { thought: 'a' }), call('think', { thought: 'b' }), { content: 'done' }]);
+    const { service } = await setup({ max_budget_per_task: 1 }, [
+      call('think', { thought: 'a' }),
+      call('think', { thought: 'b' }),
+      { content: 'done' },
+    ]);
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'budget_unenforceable', fatal: false })]);
@@ -323,12 +400,17 @@ describe('agent engine: limits', () => {
 
   it('ends in stuck with an explanation when the same call keeps giving the same result', async () => {
     const { service, llm, runtime } = await setup();
-    runtime.onExec((argv) => argv[2] === 'ls', () => ({ stdout: 'a.txt\n', exit_code: 0 }));
+    runtime.onExec(
+      (argv) => argv[2] === 'ls',
+      () => ({ stdout: 'a.txt\n', exit_code: 0 }),
+    );
     llm.respondWith(() => call('execute_bash', { command: 'ls' }));
     const id = await converse(service);
     const events = await eventsOf(service, id);
     expect(llm.calls).toBe(4);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'stuck', message: expect.stringContaining('same execute_bash call 4 times') })]);
+    expect(errors(events)).toEqual([
+      expect.objectContaining({ code: 'stuck', message: expect.stringContaining('same execute_bash call 4 times') }),
+    ]);
     expect((await conversationOf(service, id)).record.execution_status).toBe('stuck');
   });
 
@@ -340,7 +422,10 @@ describe('agent engine: limits', () => {
     const nudge = events.find((e) => e.kind === 'message' && e.source === 'environment');
     expect(nudge).toMatchObject({ text: expect.stringContaining('same str_replace_editor call 3 times') });
     expect(llm.calls).toBe(4);
-    expect(llm.requests[3]!.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('Do not repeat it') });
+    expect(llm.requests[3]!.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('Do not repeat it'),
+    });
     expect((await conversationOf(service, id)).record.execution_status).toBe('stuck');
   });
 
@@ -348,10 +433,18 @@ describe('agent engine: limits', () => {
     const { service, llm } = await setup({}, [{ error: 'auth_failed', message: 'the key was refused', status: 401 }]);
     const id = await converse(service);
     let events = await eventsOf(service, id);
-    expect(errors(events)).toEqual([expect.objectContaining({ code: 'llm_auth_failed', message: expect.stringContaining('HTTP 401') })]);
+    expect(errors(events)).toEqual([
+      expect.objectContaining({ code: 'llm_auth_failed', message: expect.stringContaining('HTTP 401') }),
+    ]);
     expect((await conversationOf(service, id)).record.execution_status).toBe('error');
     llm.push({ content: 'now it works' });
-    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'retry' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'retry' }],
+        run: true,
+      }),
+    );
     await service.idle();
     events = await eventsOf(service, id);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'now it works' });
@@ -380,19 +473,33 @@ describe('agent engine: conversation flow', () => {
   it('uses the conversation’s model with the user’s key and base URL', async () => {
     const { service, llm } = await setup({ llm_base_url: 'http://127.0.0.1:9/v1' });
     const start = await expectOk(
-      service.conversations.startApp('alice', { initial_message: { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true }, llm_model: 'ollama/qwen3' }),
+      service.conversations.startApp('alice', {
+        initial_message: { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true },
+        llm_model: 'ollama/qwen3',
+      }),
     );
     await service.idle();
     expect(start.app_conversation_id).toBeTruthy();
-    expect(llm.requests[0]!.credentials).toEqual({ model: 'ollama/qwen3', api_key: 'sk-test-key', base_url: 'http://127.0.0.1:9/v1' });
+    expect(llm.requests[0]!.credentials).toEqual({
+      model: 'ollama/qwen3',
+      api_key: 'sk-test-key',
+      base_url: 'http://127.0.0.1:9/v1',
+    });
   });
 
   it('nudges a run of empty answers once, never with the same note twice in one message', async () => {
-    const { service, llm } = await setup({}, [{ content: null }, { content: '   ' }, { content: null }, call('finish', { message: 'done' })]);
+    const { service, llm } = await setup({}, [
+      { content: null },
+      { content: '   ' },
+      { content: null },
+      call('finish', { message: 'done' }),
+    ]);
     const id = await converse(service);
     expect(llm.calls).toBe(4);
     const nudgesIn = (request: (typeof llm.requests)[number]) =>
-      request.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content).split('Your last answer was empty').length - 1);
+      request.messages
+        .filter((m) => m.role === 'user')
+        .map((m) => JSON.stringify(m.content).split('Your last answer was empty').length - 1);
     expect(nudgesIn(llm.requests[0]!)).toEqual([0]);
     for (const request of llm.requests.slice(1)) expect(nudgesIn(request).reduce((a, b) => a + b, 0)).toBe(1);
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
@@ -404,17 +511,32 @@ describe('agent engine: conversation flow', () => {
     await service.idle();
     expect(llm.calls).toBe(0);
     expect((await conversationOf(service, created.conversation_id)).record.execution_status).toBe('idle');
-    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'hi' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', created.conversation_id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'hi' }],
+        run: true,
+      }),
+    );
     await service.idle();
     expect(llm.calls).toBe(1);
     expect((await conversationOf(service, created.conversation_id)).record.execution_status).toBe('finished');
   });
 
   it('takes a message sent while the agent works into its next step', async () => {
-    const { service, llm } = await setup({}, [{ ...call('think', { thought: 'working' }), delayMs: 150 }, { content: 'saw both' }]);
+    const { service, llm } = await setup({}, [
+      { ...call('think', { thought: 'working' }), delayMs: 150 },
+      { content: 'saw both' },
+    ]);
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'first' }));
     while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
-    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'second' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', created.conversation_id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'second' }],
+        run: true,
+      }),
+    );
     await service.idle();
     const prompt = llm.requests[1]!.messages;
     expect(JSON.stringify(llm.requests[0]!.messages)).not.toContain('second');
@@ -429,31 +551,64 @@ describe('agent engine: conversation flow', () => {
     const { service, llm } = await setup({}, [{ content: 'first answer', delayMs: 100 }, { content: 'second answer' }]);
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
-    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'two' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', created.conversation_id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'two' }],
+        run: true,
+      }),
+    );
     await service.idle();
     expect(llm.calls).toBe(2);
     const events = await eventsOf(service, created.conversation_id);
-    expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && e.text)).toEqual(['one', 'two', 'first answer', 'second answer']);
+    expect(events.filter((e) => e.kind === 'message').map((e) => e.kind === 'message' && e.text)).toEqual([
+      'one',
+      'two',
+      'first answer',
+      'second answer',
+    ]);
   });
 
   it('rejects messages that are not from the user or are empty, and unknown conversations', async () => {
     const { service } = await setup();
     const id = await converse(service);
     // The request schema admits only "user"; a caller that skips it is refused by the service all the same.
-    const asAgent = await service.conversations.sendMessage('alice', id, { role: 'assistant' as unknown as 'user', content: [{ type: 'text', text: 'x' }], run: true });
+    const asAgent = await service.conversations.sendMessage('alice', id, {
+      role: 'assistant' as unknown as 'user',
+      content: [{ type: 'text', text: 'x' }],
+      run: true,
+    });
     expect(asAgent.isErr() && asAgent.error.type).toBe('ValidationFailed');
-    const empty = await service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: '  ' }], run: true });
+    const empty = await service.conversations.sendMessage('alice', id, {
+      role: 'user',
+      content: [{ type: 'text', text: '  ' }],
+      run: true,
+    });
     expect(empty.isErr() && empty.error.type).toBe('ValidationFailed');
-    const missing = await service.conversations.sendMessage('bob', id, { role: 'user', content: [{ type: 'text', text: 'x' }], run: true });
+    const missing = await service.conversations.sendMessage('bob', id, {
+      role: 'user',
+      content: [{ type: 'text', text: 'x' }],
+      run: true,
+    });
     expect(missing.isErr() && missing.error.type).toBe('ConversationNotFound');
   });
 
   it('pauses on stop, interrupting a slow model call, and resumes on start', async () => {
     // The model takes 20 minutes: a stop that waited for it would not settle within 60 s.
-    const { service, llm } = await setup({}, [{ ...call('think', { thought: 'slow' }), delayMs: 1_200_000 }, { content: 'finished after resume' }]);
+    const { service, llm } = await setup({}, [
+      { ...call('think', { thought: 'slow' }), delayMs: 1_200_000 },
+      { content: 'finished after resume' },
+    ]);
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'go' }));
     while (llm.calls === 0) await new Promise((r) => setTimeout(r, 5));
-    expect((await settlesWithin(service.conversations.stop('alice', created.conversation_id), 'the stop (the model call should have been aborted)')).isOk()).toBe(true);
+    expect(
+      (
+        await settlesWithin(
+          service.conversations.stop('alice', created.conversation_id),
+          'the stop (the model call should have been aborted)',
+        )
+      ).isOk(),
+    ).toBe(true);
     await service.idle();
     let conversation = await conversationOf(service, created.conversation_id);
     expect(conversation.record.execution_status).toBe('paused');
@@ -464,11 +619,22 @@ describe('agent engine: conversation flow', () => {
     conversation = await conversationOf(service, created.conversation_id);
     expect(conversation.record.execution_status).toBe('finished');
     const events = await eventsOf(service, created.conversation_id);
-    expect(kinds(events)).toEqual(['message:user', 'status:running', 'status:paused', 'status:running', 'llm_call', 'message:agent', 'status:finished']);
+    expect(kinds(events)).toEqual([
+      'message:user',
+      'status:running',
+      'status:paused',
+      'status:running',
+      'llm_call',
+      'message:agent',
+      'status:finished',
+    ]);
   });
 
   it('closes a tool call cut short by stop with an error observation', async () => {
-    const { service, llm, runtime } = await setup({}, [call('execute_bash', { command: 'sleep 100', timeout: 60 }), { content: 'ok' }]);
+    const { service, llm, runtime } = await setup({}, [
+      call('execute_bash', { command: 'sleep 100', timeout: 60 }),
+      { content: 'ok' },
+    ]);
     runtime.onExec(
       (argv) => argv[2] === 'sleep 100',
       (_req, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ exit_code: 130 }))),
@@ -484,7 +650,10 @@ describe('agent engine: conversation flow', () => {
     await service.idle();
     const events = await eventsOf(service, id);
     const observation = observations(events)[0];
-    expect(observation).toMatchObject({ is_error: true, content: expect.stringContaining('paused while this call was running') });
+    expect(observation).toMatchObject({
+      is_error: true,
+      content: expect.stringContaining('paused while this call was running'),
+    });
     expect(llm.calls).toBe(1);
   });
 
@@ -495,7 +664,11 @@ describe('agent engine: conversation flow', () => {
       return text === 'slow' ? { content: 'slow done', delayMs: 1_500 } : { content: `${text} done` };
     });
     const slow = await expectOk(service.conversations.create('alice', { initial_user_msg: 'slow' }));
-    const fast = await Promise.all(Array.from({ length: 20 }, (_, i) => expectOk(service.conversations.create('alice', { initial_user_msg: `fast ${i}` }))));
+    const fast = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        expectOk(service.conversations.create('alice', { initial_user_msg: `fast ${i}` })),
+      ),
+    );
     const started = Date.now();
     for (;;) {
       const records = await Promise.all(fast.map((f) => conversationOf(service, f.conversation_id)));
@@ -526,7 +699,10 @@ describe('agent engine: durability', () => {
     // First process: the agent starts a command that never returns, then the process "dies"
     // (its service is dropped without stop or close, so nothing gets to clean up).
     const first = await setup({}, [call('execute_bash', { command: 'make build', timeout: 600 })], ports);
-    ports.runtime.onExec((argv) => argv[2] === 'make build', () => new Promise(() => {}));
+    ports.runtime.onExec(
+      (argv) => argv[2] === 'make build',
+      () => new Promise(() => {}),
+    );
     const created = await expectOk(first.service.conversations.create('alice', { initial_user_msg: 'build it' }));
     const id = created.conversation_id;
     for (;;) {
@@ -539,13 +715,20 @@ describe('agent engine: durability', () => {
     // Second process over the same stores and sandboxes.
     const secondLlm = ports.llm;
     secondLlm.push({ content: 'recovered and done' });
-    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService(
+      { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+      { pollIntervalMs: 1 },
+    );
     const report = await expectOk(second.recover());
     expect(report).toEqual({ resumed: 1, interrupted_calls: 1 });
     await second.idle();
     const events = await eventsOf(second, id);
     const interrupted = observations(events)[0];
-    expect(interrupted).toMatchObject({ tool_name: 'execute_bash', is_error: true, content: expect.stringContaining('service restarted') });
+    expect(interrupted).toMatchObject({
+      tool_name: 'execute_bash',
+      is_error: true,
+      content: expect.stringContaining('service restarted'),
+    });
     expect(errors(events)).toEqual([expect.objectContaining({ code: 'restart_interrupted', fatal: false })]);
     expect(events.at(-2)).toMatchObject({ kind: 'message', source: 'agent', text: 'recovered and done' });
     expect((await conversationOf(second, id)).record.execution_status).toBe('finished');
@@ -566,7 +749,10 @@ describe('agent engine: shutdown', () => {
     expect((await conversationOf(first.service, created.conversation_id)).record.execution_status).toBe('running');
 
     ports.llm.push({ content: 'picked up again' });
-    const second = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+    const second = createAgentConversationService(
+      { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+      { pollIntervalMs: 1 },
+    );
     expect(await expectOk(second.recover())).toMatchObject({ resumed: 1 });
     await second.idle();
     const events = await eventsOf(second, created.conversation_id);
@@ -577,7 +763,11 @@ describe('agent engine: shutdown', () => {
 
 describe('event log', () => {
   it('pages events after an id and filters by kind', async () => {
-    const { service } = await setup({}, [call('think', { thought: 'a' }), call('think', { thought: 'b' }), { content: 'done' }]);
+    const { service } = await setup({}, [
+      call('think', { thought: 'a' }),
+      call('think', { thought: 'b' }),
+      { content: 'done' },
+    ]);
     const id = await converse(service);
     const all = await eventsOf(service, id);
     const first = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 3 }));
@@ -586,7 +776,9 @@ describe('event log', () => {
     const rest = await expectOk(service.conversations.searchEvents('alice', id, { after: 3, kinds: null, limit: 100 }));
     expect([...first.items, ...rest.items]).toEqual(all);
     expect(rest.next_after).toBeNull();
-    const actions = await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: ['action', 'message'], limit: 100 }));
+    const actions = await expectOk(
+      service.conversations.searchEvents('alice', id, { after: 0, kinds: ['action', 'message'], limit: 100 }),
+    );
     expect(actions.items.map((e) => e.kind)).toEqual(['message', 'action', 'action', 'message']);
   });
 
@@ -595,7 +787,15 @@ describe('event log', () => {
     const id = await converse(service);
     const ends: string[] = [];
     const seen: number[] = [];
-    const sub = await expectOk(service.conversations.subscribeEvents('alice', id, 0, (e) => seen.push(e.id), (why) => ends.push(why)));
+    const sub = await expectOk(
+      service.conversations.subscribeEvents(
+        'alice',
+        id,
+        0,
+        (e) => seen.push(e.id),
+        (why) => ends.push(why),
+      ),
+    );
     expect(seen.length).toBeGreaterThan(0);
     await expectOk(service.conversations.delete('alice', id));
     expect(ends).toEqual(['the conversation was deleted']);
@@ -619,7 +819,9 @@ describe('event log', () => {
     sub.close();
     const resumedFrom = sub.lastId;
     const again: number[] = [];
-    const sub2 = await expectOk(service.conversations.subscribeEvents('alice', id, resumedFrom, (e) => again.push(e.id)));
+    const sub2 = await expectOk(
+      service.conversations.subscribeEvents('alice', id, resumedFrom, (e) => again.push(e.id)),
+    );
     await service.idle();
     const total = (await eventsOf(service, id)).length;
     sub2.close();

@@ -2,8 +2,21 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import { createAgentConversationService, type AgentConversationService } from '@acs/core';
-import { NewConversationRequestSchema, SettingsInputSchema, type ConversationEvent, type SettingsInput } from '@acs/core/schemas';
-import { sequentialIdGenerator, type McpCallResult, type McpConnection, type McpConnector, type McpFailure, type McpServerTarget, type McpToolInfo } from '@acs/core/ports';
+import {
+  NewConversationRequestSchema,
+  SettingsInputSchema,
+  type ConversationEvent,
+  type SettingsInput,
+} from '@acs/core/schemas';
+import {
+  sequentialIdGenerator,
+  type McpCallResult,
+  type McpConnection,
+  type McpConnector,
+  type McpFailure,
+  type McpServerTarget,
+  type McpToolInfo,
+} from '@acs/core/ports';
 import { createAgent } from '../src/index.js';
 import { mergeMcpConfigs, namespacedToolName } from '../src/mcp-session.js';
 import { expectOk } from '@acs/core/testing';
@@ -22,7 +35,12 @@ interface FakeServer {
 const tool = (name: string, extra: Partial<McpToolInfo> = {}): McpToolInfo => ({
   name,
   description: `The ${name} tool.`,
-  input_schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+  input_schema: {
+    type: 'object',
+    properties: { text: { type: 'string' } },
+    required: ['text'],
+    additionalProperties: false,
+  },
   annotations: {},
   ...extra,
 });
@@ -50,7 +68,10 @@ class FakeConnector implements McpConnector {
       tools: server.tools,
       call: (name, args) => {
         this.calls.push({ server: key, tool: name, args });
-        const answer = server.call?.(name, args) ?? { content: `${name} says ${JSON.stringify(args)}`, is_error: false };
+        const answer = server.call?.(name, args) ?? {
+          content: `${name} says ${JSON.stringify(args)}`,
+          is_error: false,
+        };
         return 'type' in answer ? errAsync(answer) : okAsync(answer);
       },
       onLost: (listener) => void this.#lost.set(key, listener),
@@ -63,26 +84,46 @@ class FakeConnector implements McpConnector {
   }
 }
 
-async function setup(connector: FakeConnector | null, settings: Record<string, unknown>, responder: (tools: string[], n: number) => ScriptedTurn) {
+async function setup(
+  connector: FakeConnector | null,
+  settings: Record<string, unknown>,
+  responder: (tools: string[], n: number) => ScriptedTurn,
+) {
   const ports = createMemoryPorts();
   let n = 0;
-  ports.llm.respondWith((request) => responder(request.tools.map((t) => t.name), n++));
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator(), ...(connector ? { mcp: connector } : {}) }, { pollIntervalMs: 1 });
+  ports.llm.respondWith((request) =>
+    responder(
+      request.tools.map((t) => t.name),
+      n++,
+    ),
+  );
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ids: sequentialIdGenerator(), ...(connector ? { mcp: connector } : {}) },
+    { pollIntervalMs: 1 },
+  );
   await expectOk(service.settings.store('alice', SettingsInputSchema.parse({ ...LLM, ...settings })));
   return { service, llm: ports.llm, ports };
 }
 
 async function converse(service: AgentConversationService, extra: Record<string, unknown> = {}) {
-  const created = await expectOk(service.conversations.create('alice', NewConversationRequestSchema.parse({ initial_user_msg: 'use the tools', ...extra })));
+  const created = await expectOk(
+    service.conversations.create(
+      'alice',
+      NewConversationRequestSchema.parse({ initial_user_msg: 'use the tools', ...extra }),
+    ),
+  );
   await service.idle();
   return created.conversation_id;
 }
 
 async function allEvents(service: AgentConversationService, id: string): Promise<ConversationEvent[]> {
-  return (await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 1000 }))).items;
+  return (await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: null, limit: 1000 })))
+    .items;
 }
 
-const callTool = (name: string, args: Record<string, unknown>): ScriptedTurn => ({ tool_calls: [{ name, arguments: args }] });
+const callTool = (name: string, args: Record<string, unknown>): ScriptedTurn => ({
+  tool_calls: [{ name, arguments: args }],
+});
 const finish: ScriptedTurn = { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] };
 const SEARCH_URL = 'http://127.0.0.1:8931/mcp';
 const DOCS_URL = 'https://docs.example.com/sse';
@@ -95,14 +136,35 @@ describe('MCP tools in conversations', () => {
     });
     const { service, llm } = await setup(
       connector,
-      { mcp_config: { shttp_servers: [{ url: SEARCH_URL, api_key: 'mcp-key' }], stdio_servers: [{ name: 'files', command: 'mcp-files', args: ['--root', '.'], env: { MODE: 'ro' } }] } },
-      (_, n) => (n === 0 ? callTool('127_0_0_1_8931__echo', { text: 'hi' }) : n === 1 ? callTool('files__echo', { path: 'a.txt' }) : finish),
+      {
+        mcp_config: {
+          shttp_servers: [{ url: SEARCH_URL, api_key: 'mcp-key' }],
+          stdio_servers: [{ name: 'files', command: 'mcp-files', args: ['--root', '.'], env: { MODE: 'ro' } }],
+        },
+      },
+      (_, n) =>
+        n === 0
+          ? callTool('127_0_0_1_8931__echo', { text: 'hi' })
+          : n === 1
+            ? callTool('files__echo', { path: 'a.txt' })
+            : finish,
     );
     const id = await converse(service);
 
     const offered = llm.requests[0]!.tools;
-    expect(offered.map((t) => t.name)).toEqual(['execute_bash', 'str_replace_editor', 'think', 'finish', 'files__echo', '127_0_0_1_8931__search', '127_0_0_1_8931__echo']);
-    expect(offered.find((t) => t.name === 'files__echo')!.parameters).toEqual({ type: 'object', properties: { path: { type: 'string' } } });
+    expect(offered.map((t) => t.name)).toEqual([
+      'execute_bash',
+      'str_replace_editor',
+      'think',
+      'finish',
+      'files__echo',
+      '127_0_0_1_8931__search',
+      '127_0_0_1_8931__echo',
+    ]);
+    expect(offered.find((t) => t.name === 'files__echo')!.parameters).toEqual({
+      type: 'object',
+      properties: { path: { type: 'string' } },
+    });
     expect(offered.find((t) => t.name === '127_0_0_1_8931__search')!.parameters).toEqual(tool('search').input_schema);
     expect(connector.calls).toEqual([
       { server: SEARCH_URL, tool: 'echo', args: { text: 'hi' } },
@@ -111,7 +173,12 @@ describe('MCP tools in conversations', () => {
     expect(connector.targets).toContainEqual({ transport: 'shttp', url: SEARCH_URL, api_key: 'mcp-key' });
     const events = await allEvents(service, id);
     expect(events.filter((e) => e.kind === 'observation')).toEqual([
-      expect.objectContaining({ tool_name: '127_0_0_1_8931__echo', content: 'echo says {"text":"hi"}', is_error: false, details: { mcp_server: '127_0_0_1_8931', mcp_tool: 'echo' } }),
+      expect.objectContaining({
+        tool_name: '127_0_0_1_8931__echo',
+        content: 'echo says {"text":"hi"}',
+        is_error: false,
+        details: { mcp_server: '127_0_0_1_8931', mcp_tool: 'echo' },
+      }),
       expect.objectContaining({ tool_name: 'files__echo', is_error: false }),
       expect.objectContaining({ tool_name: 'finish' }),
     ]);
@@ -123,13 +190,21 @@ describe('MCP tools in conversations', () => {
       [SEARCH_URL]: { tools: [tool('search')] },
       [DOCS_URL]: { tools: [tool('docs')], refuse: { type: 'timeout', message: 'no answer within 30 s' } },
     });
-    const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [SEARCH_URL], sse_servers: [DOCS_URL] } }, (_, n) =>
-      n === 0 ? callTool('127_0_0_1_8931__search', { text: 'q' }) : finish,
+    const { service, llm } = await setup(
+      connector,
+      { mcp_config: { shttp_servers: [SEARCH_URL], sse_servers: [DOCS_URL] } },
+      (_, n) => (n === 0 ? callTool('127_0_0_1_8931__search', { text: 'q' }) : finish),
     );
     const id = await converse(service);
     const events = await allEvents(service, id);
     expect(events.filter((e) => e.kind === 'error')).toEqual([
-      expect.objectContaining({ code: 'mcp_server_failed', fatal: false, message: expect.stringMatching(/docs_example_com \(https:\/\/docs\.example\.com\/sse\).*timeout: no answer within 30 s/) }),
+      expect.objectContaining({
+        code: 'mcp_server_failed',
+        fatal: false,
+        message: expect.stringMatching(
+          /docs_example_com \(https:\/\/docs\.example\.com\/sse\).*timeout: no answer within 30 s/,
+        ),
+      }),
     ]);
     expect(llm.requests[0]!.tools.map((t) => t.name)).toContain('127_0_0_1_8931__search');
     expect(llm.requests[0]!.tools.map((t) => t.name).some((n) => n.startsWith('docs_'))).toBe(false);
@@ -139,7 +214,10 @@ describe('MCP tools in conversations', () => {
 
   it('a server lost mid-conversation: its tools are withdrawn with an event, a failing call becomes an error observation, the rest goes on', async () => {
     const connector = new FakeConnector({
-      [SEARCH_URL]: { tools: [tool('search')], call: () => ({ type: 'closed', message: 'the server closed the connection' }) },
+      [SEARCH_URL]: {
+        tools: [tool('search')],
+        call: () => ({ type: 'closed', message: 'the server closed the connection' }),
+      },
       files: { tools: [tool('read')] },
     });
     const { service, llm } = await setup(
@@ -156,30 +234,57 @@ describe('MCP tools in conversations', () => {
     );
     const id = await converse(service);
     const events = await allEvents(service, id);
-    expect(events.find((e) => e.kind === 'observation')).toMatchObject({ is_error: true, content: expect.stringContaining('closed the connection') });
+    expect(events.find((e) => e.kind === 'observation')).toMatchObject({
+      is_error: true,
+      content: expect.stringContaining('closed the connection'),
+    });
     expect(events.filter((e) => e.kind === 'error')).toEqual([
-      expect.objectContaining({ code: 'mcp_server_failed', message: expect.stringContaining('stopped: the server process exited (code 1)') }),
+      expect.objectContaining({
+        code: 'mcp_server_failed',
+        message: expect.stringContaining('stopped: the server process exited (code 1)'),
+      }),
     ]);
-    expect(llm.requests[2]!.tools.map((t) => t.name)).toEqual(['execute_bash', 'str_replace_editor', 'think', 'finish', 'files__read']);
+    expect(llm.requests[2]!.tools.map((t) => t.name)).toEqual([
+      'execute_bash',
+      'str_replace_editor',
+      'think',
+      'finish',
+      'files__read',
+    ]);
     expect((await conversationOf(service, id)).record.execution_status).toBe('finished');
   });
 
   it('the request’s mcp_config extends the user’s; a server with the same URL is replaced', async () => {
-    const connector = new FakeConnector({ [SEARCH_URL]: { tools: [tool('search')] }, [DOCS_URL]: { tools: [tool('docs')] } });
-    const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [{ url: SEARCH_URL, api_key: 'user-key' }] } }, () => finish);
-    await converse(service, { mcp_config: { shttp_servers: [{ url: SEARCH_URL, api_key: 'conversation-key' }], sse_servers: [DOCS_URL] } });
+    const connector = new FakeConnector({
+      [SEARCH_URL]: { tools: [tool('search')] },
+      [DOCS_URL]: { tools: [tool('docs')] },
+    });
+    const { service, llm } = await setup(
+      connector,
+      { mcp_config: { shttp_servers: [{ url: SEARCH_URL, api_key: 'user-key' }] } },
+      () => finish,
+    );
+    await converse(service, {
+      mcp_config: { shttp_servers: [{ url: SEARCH_URL, api_key: 'conversation-key' }], sse_servers: [DOCS_URL] },
+    });
     expect(connector.targets).toEqual([
       { transport: 'shttp', url: SEARCH_URL, api_key: 'conversation-key' },
       { transport: 'sse', url: DOCS_URL, api_key: null },
     ]);
-    expect(llm.requests[0]!.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['127_0_0_1_8931__search', 'docs_example_com__docs']));
+    expect(llm.requests[0]!.tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['127_0_0_1_8931__search', 'docs_example_com__docs']),
+    );
   });
 
   it('without a connector, configured servers give one warning and the conversation runs with the built-in tools', async () => {
     const { service, llm } = await setup(null, { mcp_config: { shttp_servers: [SEARCH_URL] } }, () => finish);
     const id = await converse(service);
     expect((await allEvents(service, id)).filter((e) => e.kind === 'error')).toEqual([
-      expect.objectContaining({ code: 'mcp_server_failed', fatal: false, message: expect.stringContaining('without an MCP connector') }),
+      expect.objectContaining({
+        code: 'mcp_server_failed',
+        fatal: false,
+        message: expect.stringContaining('without an MCP connector'),
+      }),
     ]);
     expect(llm.requests[0]!.tools).toHaveLength(4);
   });
@@ -191,7 +296,13 @@ describe('MCP tools in conversations', () => {
     await expectOk(service.conversations.stop('alice', id));
     await service.idle();
     expect(connector.closed).toBe(1);
-    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'again' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'again' }],
+        run: true,
+      }),
+    );
     await expectOk(service.conversations.start('alice', id));
     await service.idle();
     expect(connector.targets).toHaveLength(2);
@@ -201,10 +312,14 @@ describe('MCP tools in conversations', () => {
 describe('MCP connections over the life of a conversation', () => {
   it('follows the settings: servers removed are closed and their tools withdrawn; a lost server is connected again on the next run', async () => {
     const connector = new FakeConnector({ [SEARCH_URL]: { tools: [tool('search')] } });
-    const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [SEARCH_URL] } }, () => ({ content: 'ok' }));
+    const { service, llm } = await setup(connector, { mcp_config: { shttp_servers: [SEARCH_URL] } }, () => ({
+      content: 'ok',
+    }));
     const id = await converse(service);
     const say = async (text: string) => {
-      await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text }], run: true }));
+      await expectOk(
+        service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text }], run: true }),
+      );
       await service.idle();
     };
     connector.lose(SEARCH_URL, 'the server restarted');
@@ -253,8 +368,16 @@ describe('MCP naming and merging', () => {
 
   it('merges configs: the request adds servers and replaces those with the same URL or stdio name', () => {
     const merged = mergeMcpConfigs(
-      { sse_servers: [{ url: 'http://a', api_key: null }], shttp_servers: [], stdio_servers: [{ name: 'fs', command: 'old', args: [], env: {} }] },
-      { sse_servers: [{ url: 'http://b', api_key: null }], shttp_servers: [], stdio_servers: [{ name: 'fs', command: 'new', args: [], env: {} }] },
+      {
+        sse_servers: [{ url: 'http://a', api_key: null }],
+        shttp_servers: [],
+        stdio_servers: [{ name: 'fs', command: 'old', args: [], env: {} }],
+      },
+      {
+        sse_servers: [{ url: 'http://b', api_key: null }],
+        shttp_servers: [],
+        stdio_servers: [{ name: 'fs', command: 'new', args: [], env: {} }],
+      },
     );
     expect(merged.sse_servers.map((s) => s.url)).toEqual(['http://a', 'http://b']);
     expect(merged.stdio_servers).toEqual([{ name: 'fs', command: 'new', args: [], env: {} }]);

@@ -4,8 +4,22 @@ import { MISSING_RESULT, projectMessages, systemPrompt } from '../src/prompt.js'
 
 let nextId = 1;
 const ts = '2026-01-01T00:00:00.000Z';
-const user = (text: string, image_urls: string[] = []): ConversationEvent => ({ id: nextId++, timestamp: ts, kind: 'message', source: 'user', text, image_urls });
-const agent = (text: string): ConversationEvent => ({ id: nextId++, timestamp: ts, kind: 'message', source: 'agent', text, image_urls: [] });
+const user = (text: string, image_urls: string[] = []): ConversationEvent => ({
+  id: nextId++,
+  timestamp: ts,
+  kind: 'message',
+  source: 'user',
+  text,
+  image_urls,
+});
+const agent = (text: string): ConversationEvent => ({
+  id: nextId++,
+  timestamp: ts,
+  kind: 'message',
+  source: 'agent',
+  text,
+  image_urls: [],
+});
 const action = (callId: string, response: string, thought: string | null = null): ConversationEvent => ({
   id: nextId++,
   timestamp: ts,
@@ -30,11 +44,26 @@ const result = (callId: string, content: string): ConversationEvent => ({
   exit_code: 0,
   details: {},
 });
-const status: ConversationEvent = { id: 999, timestamp: ts, kind: 'status', source: 'environment', execution_status: 'running', reason: null };
+const status: ConversationEvent = {
+  id: 999,
+  timestamp: ts,
+  kind: 'status',
+  source: 'environment',
+  execution_status: 'running',
+  reason: null,
+};
 
 describe('projectMessages', () => {
   it('turns one response’s actions into one assistant message followed by each result, in call order', () => {
-    const messages = projectMessages([user('go'), status, action('a', 'r1', 'thinking'), action('b', 'r1'), result('b', 'B'), result('a', 'A'), agent('done')]);
+    const messages = projectMessages([
+      user('go'),
+      status,
+      action('a', 'r1', 'thinking'),
+      action('b', 'r1'),
+      result('b', 'B'),
+      result('a', 'A'),
+      agent('done'),
+    ]);
     expect(messages).toEqual([
       { role: 'user', content: 'go' },
       {
@@ -52,7 +81,13 @@ describe('projectMessages', () => {
   });
 
   it('keeps results next to their calls when a user message was logged in between, and merges adjacent user turns', () => {
-    const messages = projectMessages([user('first'), action('a', 'r1'), user('second'), result('a', 'A'), user('third')]);
+    const messages = projectMessages([
+      user('first'),
+      action('a', 'r1'),
+      user('second'),
+      result('a', 'A'),
+      user('third'),
+    ]);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
     expect(messages[3]).toEqual({ role: 'user', content: 'second\n\nthird' });
   });
@@ -61,7 +96,11 @@ describe('projectMessages', () => {
     const messages = projectMessages([user('go'), action('a', 'r1'), result('zzz', 'orphan')]);
     expect(messages).toEqual([
       { role: 'user', content: 'go' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'a', name: 'execute_bash', arguments: '{"command":"ls"}' }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'a', name: 'execute_bash', arguments: '{"command":"ls"}' }],
+      },
       { role: 'tool', tool_call_id: 'a', content: MISSING_RESULT },
     ]);
   });
@@ -85,7 +124,9 @@ describe('projectMessages', () => {
       call('empty', '', {}),
       result('empty', 'E'),
     ];
-    const sent = projectMessages(events).flatMap((m) => (m.role === 'assistant' ? m.tool_calls.map((c) => [c.id, c.arguments]) : []));
+    const sent = projectMessages(events).flatMap((m) =>
+      m.role === 'assistant' ? m.tool_calls.map((c) => [c.id, c.arguments]) : [],
+    );
     expect(Object.fromEntries(sent)).toEqual({
       valid: '{"command": "ls -la"}', // as written, so the prompt prefix stays the same
       broken: '{}',
@@ -97,7 +138,13 @@ describe('projectMessages', () => {
 
   it('sends images as image parts', () => {
     expect(projectMessages([user('look', ['data:image/png;base64,AAAA'])])).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', url: 'data:image/png;base64,AAAA' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image_url', url: 'data:image/png;base64,AAAA' },
+        ],
+      },
     ]);
   });
 });
@@ -108,6 +155,8 @@ describe('systemPrompt', () => {
     expect(a).toContain('/workspace/project');
     expect(a).toContain('<CONVERSATION_INSTRUCTIONS>\nUse tabs.\n</CONVERSATION_INSTRUCTIONS>');
     expect(systemPrompt({ workingDir: '/workspace/project', instructions: 'Use tabs.', startedAt: ts })).toBe(a);
-    expect(systemPrompt({ workingDir: '/w', instructions: null, startedAt: ts })).not.toContain('CONVERSATION_INSTRUCTIONS');
+    expect(systemPrompt({ workingDir: '/w', instructions: null, startedAt: ts })).not.toContain(
+      'CONVERSATION_INSTRUCTIONS',
+    );
   });
 });

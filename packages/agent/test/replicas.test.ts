@@ -14,7 +14,10 @@ import { conversationOf, eventsOf } from './conversation-reads.js';
  */
 const TIMINGS = { pollIntervalMs: 1, leaseTtlMs: 400, leaseRenewMs: 50, takeoverScanMs: 50 };
 const LLM = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' };
-const think = (thought: string, delayMs = 0): ScriptedTurn => ({ tool_calls: [{ name: 'think', arguments: { thought } }], delayMs });
+const think = (thought: string, delayMs = 0): ScriptedTurn => ({
+  tool_calls: [{ name: 'think', arguments: { thought } }],
+  delayMs,
+});
 
 /** A lease store whose renewals can be frozen: the process believes it still holds its leases, the store lets them expire (a paused or partitioned replica). */
 function freezable(store: ConversationLeaseStore) {
@@ -49,13 +52,20 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((s) => s.close()));
 });
 
-function replica(ports: ReturnType<typeof createMemoryPorts>, leases: ConversationLeaseStore = ports.conversationLeases!) {
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, conversationLeases: leases }, TIMINGS);
+function replica(
+  ports: ReturnType<typeof createMemoryPorts>,
+  leases: ConversationLeaseStore = ports.conversationLeases!,
+) {
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, conversationLeases: leases },
+    TIMINGS,
+  );
   services.push(service);
   return service;
 }
 
-const texts = (events: ConversationEvent[]) => events.flatMap((e) => (e.kind === 'message' && e.source === 'agent' ? [e.text] : []));
+const texts = (events: ConversationEvent[]) =>
+  events.flatMap((e) => (e.kind === 'message' && e.source === 'agent' ? [e.text] : []));
 
 describe('replicas on shared stores (conversation leases)', () => {
   it('takes over a conversation whose replica stopped renewing, and refuses that replica’s late writes', async () => {
@@ -66,12 +76,20 @@ describe('replicas on shared stores (conversation leases)', () => {
     await expectOk(b.recover());
     await expectOk(a.settings.store('alice', LLM));
     // A's second model call outlives its lease: B answers the third.
-    ports.llm.push(think('first step'), { content: 'late answer from A', delayMs: 2_000 }, { content: 'answer from B' });
+    ports.llm.push(
+      think('first step'),
+      { content: 'late answer from A', delayMs: 2_000 },
+      { content: 'answer from B' },
+    );
     const { conversation_id: id } = await expectOk(a.conversations.create('alice', { initial_user_msg: 'go' }));
     await waitUntil(() => ports.llm.calls >= 2, 'A to start its second model call');
     frozen.freeze();
 
-    await waitUntil(async () => (await conversationOf(b, id)).record.execution_status === 'finished', 'B to take over and finish the conversation', 60_000);
+    await waitUntil(
+      async () => (await conversationOf(b, id)).record.execution_status === 'finished',
+      'B to take over and finish the conversation',
+      60_000,
+    );
     await waitUntil(() => a.agent.activeLoops() === 0, "A's loop to stop once its late write was refused", 60_000);
     const events = await eventsOf(b, id);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
@@ -97,7 +115,10 @@ describe('replicas on shared stores (conversation leases)', () => {
     expect(a.agent.activeLoops()).toBe(0);
     expect((await conversationOf(b, id)).record.execution_status).toBe('paused');
     const events = await eventsOf(b, id);
-    expect(events.filter((e) => e.kind === 'status').map((e) => e.kind === 'status' && e.execution_status)).toEqual(['running', 'paused']);
+    expect(events.filter((e) => e.kind === 'status').map((e) => e.kind === 'status' && e.execution_status)).toEqual([
+      'running',
+      'paused',
+    ]);
   });
 
   it('runs a message sent through one replica while another holds the conversation, once', async () => {
@@ -108,9 +129,19 @@ describe('replicas on shared stores (conversation leases)', () => {
     ports.llm.push({ content: 'first answer', delayMs: 600 }, { content: 'second answer' });
     const { conversation_id: id } = await expectOk(a.conversations.create('alice', { initial_user_msg: 'go' }));
     await waitUntil(() => ports.llm.calls >= 1, 'A to call the model');
-    await expectOk(b.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'and then?' }], run: true }));
+    await expectOk(
+      b.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'and then?' }],
+        run: true,
+      }),
+    );
 
-    await waitUntil(async () => texts(await eventsOf(b, id)).length === 2 && a.agent.activeLoops() + b.agent.activeLoops() === 0, 'both answers', 60_000);
+    await waitUntil(
+      async () => texts(await eventsOf(b, id)).length === 2 && a.agent.activeLoops() + b.agent.activeLoops() === 0,
+      'both answers',
+      60_000,
+    );
     const events = await eventsOf(b, id);
     expect(texts(events)).toEqual(['first answer', 'second answer']);
     expect(ports.llm.calls).toBe(2);

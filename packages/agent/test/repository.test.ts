@@ -18,8 +18,14 @@ interface Options {
   /** Files the fake clone holds, relative to the repository root. */
   repoFiles?: Record<string, string>;
   /** Answers a git command before the default fake git does; return undefined to fall through. */
-  git?: (argv: readonly string[], ctx: FakeExecContext) => { exit_code?: number; stdout?: string; stderr?: string } | undefined;
-  setupScript?: (request: ExecRequest, ctx: FakeExecContext) => Promise<{ exit_code?: number; stdout?: string }> | { exit_code?: number; stdout?: string };
+  git?: (
+    argv: readonly string[],
+    ctx: FakeExecContext,
+  ) => { exit_code?: number; stdout?: string; stderr?: string } | undefined;
+  setupScript?: (
+    request: ExecRequest,
+    ctx: FakeExecContext,
+  ) => Promise<{ exit_code?: number; stdout?: string }> | { exit_code?: number; stdout?: string };
   turns?: ScriptedTurn[];
   setupScriptTimeoutMs?: number;
 }
@@ -43,16 +49,24 @@ async function setup(options: Options = {}) {
         const result = await git(request, ctx);
         if (argv[1] === 'clone' && result.exit_code === undefined) {
           const dir = argv.at(-1)!;
-          for (const [path, content] of Object.entries(options.repoFiles ?? {})) ctx.files.set(`${dir}/${path}`, enc(content));
+          for (const [path, content] of Object.entries(options.repoFiles ?? {}))
+            ctx.files.set(`${dir}/${path}`, enc(content));
         }
         return result;
       }
-      if (argv[0] === 'bash' && argv[2]?.includes('.openhands/setup.sh')) return options.setupScript ? options.setupScript(request, ctx) : { stdout: '' };
+      if (argv[0] === 'bash' && argv[2]?.includes('.openhands/setup.sh'))
+        return options.setupScript ? options.setupScript(request, ctx) : { stdout: '' };
       return { exit_code: 0 };
     },
   );
   const service = createAgentConversationService(
-    { ...ports, ids: sequentialIdGenerator(), agent: createAgent(options.setupScriptTimeoutMs ? { workspace: { setupScriptTimeoutMs: options.setupScriptTimeoutMs } } : {}) },
+    {
+      ...ports,
+      ids: sequentialIdGenerator(),
+      agent: createAgent(
+        options.setupScriptTimeoutMs ? { workspace: { setupScriptTimeoutMs: options.setupScriptTimeoutMs } } : {},
+      ),
+    },
     { pollIntervalMs: 1 },
   );
   await expectOk(
@@ -69,12 +83,19 @@ async function setup(options: Options = {}) {
 
 async function startV1(service: Awaited<ReturnType<typeof setup>>['service'], request: Record<string, unknown>) {
   const task = await expectOk(
-    service.conversations.startApp('alice', { initial_message: { role: 'user', content: [{ type: 'text', text: 'please deploy the fix' }], run: true }, ...request }),
+    service.conversations.startApp('alice', {
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'please deploy the fix' }], run: true },
+      ...request,
+    }),
   );
   await service.idle();
   const [done] = await expectOk(service.conversations.getStartTasks('alice', [task.id]));
   const [conversation] = await expectOk(service.conversations.getMany('alice', [task.app_conversation_id!]));
-  const events = (await expectOk(service.conversations.searchEvents('alice', task.app_conversation_id!, { after: 0, kinds: null, limit: 100 }))).items;
+  const events = (
+    await expectOk(
+      service.conversations.searchEvents('alice', task.app_conversation_id!, { after: 0, kinds: null, limit: 100 }),
+    )
+  ).items;
   return { task: done!, conversation: conversation!, events, id: task.app_conversation_id! };
 }
 
@@ -87,17 +108,26 @@ describe('repository preparation at conversation start', () => {
         'AGENTS.md': 'Run `make check` before you commit.',
         '.openhands/setup.sh': 'echo installing\n',
         '.openhands/microagents/repo.md': '---\nname: repo\n---\nThe API lives in src/api.',
-        '.openhands/microagents/deploy.md': '---\nname: deploying\ntype: knowledge\ntriggers:\n- deploy\n- release\n---\nDeploy with `make ship`.',
+        '.openhands/microagents/deploy.md':
+          '---\nname: deploying\ntype: knowledge\ntriggers:\n- deploy\n- release\n---\nDeploy with `make ship`.',
         '.openhands/microagents/db.md': '---\ntriggers: [postgres, database]\n---\nMigrations are in db/.',
       },
       setupScript: () => ({ stdout: 'installing\nsetup done\n' }),
     });
-    const { task, conversation, events, id } = await startV1(service, { selected_repository: 'acme/widgets', selected_branch: 'dev', git_provider: 'github' });
+    const { task, conversation, events, id } = await startV1(service, {
+      selected_repository: 'acme/widgets',
+      selected_branch: 'dev',
+      git_provider: 'github',
+    });
 
     expect(task).toMatchObject({ status: 'READY', detail: null });
     expect(conversation.status).toBe('RUNNING');
     const record = expectOk(ports.conversations.get('alice', id));
-    expect((await record)?.workspace).toMatchObject({ repository: 'acme/widgets', repository_dir: '/workspace/widgets', branch: 'dev' });
+    expect((await record)?.workspace).toMatchObject({
+      repository: 'acme/widgets',
+      repository_dir: '/workspace/widgets',
+      branch: 'dev',
+    });
 
     const argvs = commands.map((c) => c.command.join(' '));
     expect(argvs).toContain('git config --global user.name Alice Example');
@@ -121,7 +151,12 @@ describe('repository preparation at conversation start', () => {
     expect(setupRun).toMatchObject({ cwd: '/workspace/widgets', timeoutMs: 600_000 });
     const steps = setupEvents(events);
     expect(steps.map((e) => e.kind === 'setup' && e.step)).toEqual(['repository', 'setup_script']);
-    expect(steps[1]).toMatchObject({ summary: '.openhands/setup.sh succeeded', output: 'installing\nsetup done\n', exit_code: 0, timed_out: false });
+    expect(steps[1]).toMatchObject({
+      summary: '.openhands/setup.sh succeeded',
+      output: 'installing\nsetup done\n',
+      exit_code: 0,
+      timed_out: false,
+    });
     expect(JSON.stringify(events)).not.toContain(TOKEN);
     expect(JSON.stringify(task)).not.toContain(TOKEN);
 
@@ -142,12 +177,19 @@ describe('repository preparation at conversation start', () => {
   });
 
   it('a missing branch is a clear error: task ERROR with detail, conversation STOPPED, an error event, no model call', async () => {
-    const { service, ports } = await setup({ git: (argv) => (argv.includes('--verify') ? { exit_code: 1 } : undefined) });
-    const { task, conversation, events } = await startV1(service, { selected_repository: 'acme/widgets', selected_branch: 'no-such-branch' });
+    const { service, ports } = await setup({
+      git: (argv) => (argv.includes('--verify') ? { exit_code: 1 } : undefined),
+    });
+    const { task, conversation, events } = await startV1(service, {
+      selected_repository: 'acme/widgets',
+      selected_branch: 'no-such-branch',
+    });
     expect(task.status).toBe('ERROR');
     expect(task.detail).toBe('branch "no-such-branch" does not exist in acme/widgets');
     expect(conversation).toMatchObject({ status: 'STOPPED', status_detail: task.detail });
-    expect(events.filter((e) => e.kind === 'error')).toEqual([expect.objectContaining({ code: 'repository_setup_failed', message: task.detail })]);
+    expect(events.filter((e) => e.kind === 'error')).toEqual([
+      expect.objectContaining({ code: 'repository_setup_failed', message: task.detail }),
+    ]);
     expect(ports.llm.requests).toHaveLength(0);
     await service.close();
   });
@@ -156,7 +198,10 @@ describe('repository preparation at conversation start', () => {
     const { service } = await setup({
       git: (argv) =>
         argv[1] === 'clone'
-          ? { exit_code: 128, stderr: `Cloning into 'widgets'...\nremote: Invalid username or password.\nfatal: Authentication failed for 'https://x-access-token:${TOKEN}@github.com/acme/widgets.git/'\n` }
+          ? {
+              exit_code: 128,
+              stderr: `Cloning into 'widgets'...\nremote: Invalid username or password.\nfatal: Authentication failed for 'https://x-access-token:${TOKEN}@github.com/acme/widgets.git/'\n`,
+            }
           : undefined,
     });
     const { task, conversation, events } = await startV1(service, { selected_repository: 'acme/widgets' });
@@ -173,11 +218,19 @@ describe('repository preparation at conversation start', () => {
 
   it('without a branch creates a work branch; V0 create with repository works the same way', async () => {
     const { service, commands, ports } = await setup();
-    const created = await expectOk(service.conversations.create('alice', { repository: 'acme/widgets', git_provider: 'github', initial_user_msg: 'hi' }));
+    const created = await expectOk(
+      service.conversations.create('alice', {
+        repository: 'acme/widgets',
+        git_provider: 'github',
+        initial_user_msg: 'hi',
+      }),
+    );
     await service.idle();
     const branch = commands.map((c) => c.command.join(' ')).find((a) => a.includes('checkout -b'));
     expect(branch).toMatch(/^git -C \/workspace\/widgets checkout -b openhands-workspace-[0-9a-f]{8}$/);
-    expect((await expectOk(ports.conversations.get('alice', created.conversation_id)))?.workspace?.branch).toMatch(/^openhands-workspace-/);
+    expect((await expectOk(ports.conversations.get('alice', created.conversation_id)))?.workspace?.branch).toMatch(
+      /^openhands-workspace-/,
+    );
     expect((await expectOk(service.conversations.get('alice', created.conversation_id))).status).toBe('RUNNING');
     await service.close();
   });
@@ -186,11 +239,17 @@ describe('repository preparation at conversation start', () => {
     const { service, commands, files } = await setup({
       settings: { secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: 'http://127.0.0.1:8929' } } } },
     });
-    const { task } = await startV1(service, { selected_repository: 'group/sub/widgets', selected_branch: 'main', git_provider: 'gitlab' });
+    const { task } = await startV1(service, {
+      selected_repository: 'group/sub/widgets',
+      selected_branch: 'main',
+      git_provider: 'gitlab',
+    });
     expect(task.status).toBe('READY');
     const argvs = commands.map((c) => c.command.join(' '));
     expect(argvs).toContain('git clone -- http://127.0.0.1:8929/group/sub/widgets.git /workspace/widgets');
-    expect(argvs).toContain('git config --global credential.http://127.0.0.1:8929.helper /opt/acs-git/credential-helper');
+    expect(argvs).toContain(
+      'git config --global credential.http://127.0.0.1:8929.helper /opt/acs-git/credential-helper',
+    );
     expect(dec(files().get('/opt/acs-git/credentials/127.0.0.1_8929'))).toBe(`username=oauth2\npassword=${TOKEN}\n`);
     await service.close();
   });
@@ -198,17 +257,26 @@ describe('repository preparation at conversation start', () => {
   it('stops a setup script that runs too long, records that, and still starts the conversation', async () => {
     const { service } = await setup({
       repoFiles: { '.openhands/setup.sh': 'sleep 1000\n' },
-      setupScript: (_request, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ exit_code: 137 }))),
+      setupScript: (_request, ctx) =>
+        new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({ exit_code: 137 }))),
       setupScriptTimeoutMs: 50,
     });
     const { task, events } = await startV1(service, { selected_repository: 'acme/widgets' });
     expect(task.status).toBe('READY');
-    expect(setupEvents(events)[1]).toMatchObject({ step: 'setup_script', timed_out: true, exit_code: null, summary: '.openhands/setup.sh was stopped after 0 s' });
+    expect(setupEvents(events)[1]).toMatchObject({
+      step: 'setup_script',
+      timed_out: true,
+      exit_code: null,
+      summary: '.openhands/setup.sh was stopped after 0 s',
+    });
     await service.close();
   });
 
   it('started again in the same sandbox, keeps the clone (no second clone, no second setup run) and refreshes the credentials', async () => {
-    const { service, commands } = await setup({ repoFiles: { '.openhands/setup.sh': 'echo hi\n' }, setupScript: () => ({ stdout: 'hi\n' }) });
+    const { service, commands } = await setup({
+      repoFiles: { '.openhands/setup.sh': 'echo hi\n' },
+      setupScript: () => ({ stdout: 'hi\n' }),
+    });
     const { id, task } = await startV1(service, { selected_repository: 'acme/widgets', selected_branch: 'dev' });
     expect(task.status).toBe('READY');
     await expectOk(service.conversations.stop('alice', id));
@@ -220,8 +288,13 @@ describe('repository preparation at conversation start', () => {
     expect(argvs.filter((a) => a.startsWith('git clone'))).toHaveLength(1);
     expect(argvs.filter((a) => a.includes('setup.sh'))).toHaveLength(1);
     expect(argvs.filter((a) => a.includes('credential.https://github.com.helper'))).toHaveLength(2);
-    const events = (await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: ['setup'], limit: 100 }))).items;
-    expect(events.at(-1)).toMatchObject({ step: 'repository', summary: expect.stringContaining('already cloned') as unknown });
+    const events = (
+      await expectOk(service.conversations.searchEvents('alice', id, { after: 0, kinds: ['setup'], limit: 100 }))
+    ).items;
+    expect(events.at(-1)).toMatchObject({
+      step: 'repository',
+      summary: expect.stringContaining('already cloned') as unknown,
+    });
     await service.close();
   });
 
@@ -238,7 +311,9 @@ describe('repository preparation at conversation start', () => {
     const seen: string[] = [];
     let service: Awaited<ReturnType<typeof setup>>['service'] | null = null;
     const taskStatus = async () => {
-      const page = await expectOk(service!.conversations.searchStartTasks('alice', {}, { limit: 10, after: null }, 'newest_first'));
+      const page = await expectOk(
+        service!.conversations.searchStartTasks('alice', {}, { limit: 10, after: null }, 'newest_first'),
+      );
       return page.items[0]!.status;
     };
     ({ service } = await setup({
@@ -274,25 +349,52 @@ describe('repository helpers', () => {
   });
 
   it('resolves provider hosts, the only stored provider, bitbucket user:password tokens and bad hosts', () => {
-    expect(resolveRemote('a/b', 'github', null)).toMatchObject({ ok: true, remote: { url: 'https://github.com/a/b.git', token: null } });
-    expect(resolveRemote('a/b', null, withTokens({ gitlab: { token: 't0ken', host: null, user_id: null } }))).toMatchObject({
+    expect(resolveRemote('a/b', 'github', null)).toMatchObject({
+      ok: true,
+      remote: { url: 'https://github.com/a/b.git', token: null },
+    });
+    expect(
+      resolveRemote('a/b', null, withTokens({ gitlab: { token: 't0ken', host: null, user_id: null } })),
+    ).toMatchObject({
       ok: true,
       remote: { provider: 'gitlab', url: 'https://gitlab.com/a/b.git', username: 'oauth2', token: 't0ken' },
     });
-    expect(resolveRemote('a/b', 'bitbucket', withTokens({ bitbucket: { token: 'me:app-pass', host: null, user_id: null } }))).toMatchObject({
+    expect(
+      resolveRemote('a/b', 'bitbucket', withTokens({ bitbucket: { token: 'me:app-pass', host: null, user_id: null } })),
+    ).toMatchObject({
       ok: true,
       remote: { username: 'me', token: 'app-pass', url: 'https://bitbucket.org/a/b.git' },
     });
-    expect(resolveRemote('a/b', 'github', withTokens({ github: { token: 'x', host: 'git.corp.example:8443/prefix/', user_id: null } }))).toMatchObject({
+    expect(
+      resolveRemote(
+        'a/b',
+        'github',
+        withTokens({ github: { token: 'x', host: 'git.corp.example:8443/prefix/', user_id: null } }),
+      ),
+    ).toMatchObject({
       ok: true,
-      remote: { url: 'https://git.corp.example:8443/prefix/a/b.git', origin: 'https://git.corp.example:8443', host: 'git.corp.example:8443' },
+      remote: {
+        url: 'https://git.corp.example:8443/prefix/a/b.git',
+        origin: 'https://git.corp.example:8443',
+        host: 'git.corp.example:8443',
+      },
     });
-    expect(resolveRemote('a/b', 'enterprise_sso', null)).toMatchObject({ ok: false, reason: expect.stringContaining('no default host') as unknown });
-    expect(resolveRemote('a/b', 'github', withTokens({ github: { token: 'x', host: 'ftp://h', user_id: null } })).ok).toBe(false);
+    expect(resolveRemote('a/b', 'enterprise_sso', null)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('no default host') as unknown,
+    });
+    expect(
+      resolveRemote('a/b', 'github', withTokens({ github: { token: 'x', host: 'ftp://h', user_id: null } })).ok,
+    ).toBe(false);
   });
 
   it('parses microagent front matter and matches triggers as whole words', () => {
-    expect(parseFrontMatter('---\nname: "deploy"\ntriggers: [Deploy, "ship it"]\n---\nbody\n')).toEqual({ name: 'deploy', type: null, triggers: ['deploy', 'ship it'], body: 'body\n' });
+    expect(parseFrontMatter('---\nname: "deploy"\ntriggers: [Deploy, "ship it"]\n---\nbody\n')).toEqual({
+      name: 'deploy',
+      type: null,
+      triggers: ['deploy', 'ship it'],
+      body: 'body\n',
+    });
     expect(parseFrontMatter('---\ntriggers:\n  - a\n  - b\n---\nx')).toMatchObject({ triggers: ['a', 'b'], body: 'x' });
     expect(parseFrontMatter('no front matter')).toMatchObject({ triggers: [], body: 'no front matter' });
     expect(mentionsTrigger('Please DEPLOY now', 'deploy')).toBe(true);

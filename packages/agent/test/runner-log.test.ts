@@ -38,7 +38,7 @@ const knowledge: KnowledgeFile[] = [
 /** A log of `length` events of every kind the engine writes (and some only a foreign log holds), with ids 1…n. */
 function randomLog(seed: number, length: number): ConversationEvent[] {
   const next = random(seed);
-  const pick = <T,>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const events: ConversationEvent[] = [];
   const open: string[] = [];
   const called: string[] = [];
@@ -53,8 +53,18 @@ function randomLog(seed: number, length: number): ConversationEvent[] {
       response++;
       const cost = next() < 0.2 ? null : Math.round(next() * 1e4) / 1e6;
       add({
-        kind: 'llm_call', source: 'environment', timestamp: ts, response_id: `r${response}`, model: pick(['m1', 'm2']), prompt_tokens: Math.floor(next() * 1000),
-        completion_tokens: Math.floor(next() * 100), cached_prompt_tokens: Math.floor(next() * 10), cost_usd: cost, latency_ms: 1, attempts: 1, purpose: next() < 0.1 ? 'condenser' : 'agent',
+        kind: 'llm_call',
+        source: 'environment',
+        timestamp: ts,
+        response_id: `r${response}`,
+        model: pick(['m1', 'm2']),
+        prompt_tokens: Math.floor(next() * 1000),
+        completion_tokens: Math.floor(next() * 100),
+        cached_prompt_tokens: Math.floor(next() * 10),
+        cost_usd: cost,
+        latency_ms: 1,
+        attempts: 1,
+        purpose: next() < 0.1 ? 'condenser' : 'agent',
       });
       const calls = 1 + Math.floor(next() * 3);
       for (let i = 0; i < calls; i++) {
@@ -62,31 +72,107 @@ function randomLog(seed: number, length: number): ConversationEvent[] {
         called.push(id);
         open.push(id);
         const raw = next() < 0.1 ? 'not json' : JSON.stringify({ command: `echo ${call}` });
-        add({ kind: 'action', source: 'agent', timestamp: ts, tool_call_id: id, tool_name: 'execute_bash', arguments: raw === 'not json' ? null : { command: `echo ${call}` }, raw_arguments: raw, thought: i === 0 && next() < 0.5 ? `thinking ${response}` : null, response_id: `r${response}` });
+        add({
+          kind: 'action',
+          source: 'agent',
+          timestamp: ts,
+          tool_call_id: id,
+          tool_name: 'execute_bash',
+          arguments: raw === 'not json' ? null : { command: `echo ${call}` },
+          raw_arguments: raw,
+          thought: i === 0 && next() < 0.5 ? `thinking ${response}` : null,
+          response_id: `r${response}`,
+        });
       }
     } else if (r < 0.6 && open.length > 0) {
       // A result, usually for the oldest open call, sometimes out of order or twice.
       const id = next() < 0.8 ? open.shift()! : open.splice(Math.floor(next() * open.length), 1)[0]!;
-      add({ kind: 'observation', source: 'environment', timestamp: ts, tool_call_id: id, tool_name: 'execute_bash', content: `output of ${id}`, is_error: next() < 0.2, exit_code: 0, details: {} });
-      if (next() < 0.05) add({ kind: 'observation', source: 'environment', timestamp: ts, tool_call_id: id, tool_name: 'execute_bash', content: `again ${id}`, is_error: false, exit_code: 0, details: {} });
+      add({
+        kind: 'observation',
+        source: 'environment',
+        timestamp: ts,
+        tool_call_id: id,
+        tool_name: 'execute_bash',
+        content: `output of ${id}`,
+        is_error: next() < 0.2,
+        exit_code: 0,
+        details: {},
+      });
+      if (next() < 0.05)
+        add({
+          kind: 'observation',
+          source: 'environment',
+          timestamp: ts,
+          tool_call_id: id,
+          tool_name: 'execute_bash',
+          content: `again ${id}`,
+          is_error: false,
+          exit_code: 0,
+          details: {},
+        });
     } else if (r < 0.65) {
-      add({ kind: 'observation', source: 'environment', timestamp: ts, tool_call_id: `orphan${events.length}`, tool_name: 'think', content: 'a result without a call', is_error: false, exit_code: null, details: {} });
+      add({
+        kind: 'observation',
+        source: 'environment',
+        timestamp: ts,
+        tool_call_id: `orphan${events.length}`,
+        tool_name: 'think',
+        content: 'a result without a call',
+        is_error: false,
+        exit_code: null,
+        details: {},
+      });
     } else if (r < 0.75) {
       const text = pick(['run pytest please', 'and deploy it', 'thanks', 'deploy again with pytest']);
-      add({ kind: 'message', source: 'user', timestamp: ts, text, image_urls: next() < 0.1 ? ['data:image/png;base64,AAAA'] : [] });
+      add({
+        kind: 'message',
+        source: 'user',
+        timestamp: ts,
+        text,
+        image_urls: next() < 0.1 ? ['data:image/png;base64,AAAA'] : [],
+      });
     } else if (r < 0.8) {
-      add({ kind: 'message', source: pick(['agent', 'environment'] as const), timestamp: ts, text: `note ${events.length}`, image_urls: [] });
+      add({
+        kind: 'message',
+        source: pick(['agent', 'environment'] as const),
+        timestamp: ts,
+        text: `note ${events.length}`,
+        image_urls: [],
+      });
     } else if (r < 0.85) {
       add({ kind: 'status', source: 'environment', timestamp: ts, execution_status: 'running', reason: null });
     } else if (r < 0.9) {
-      add({ kind: 'error', source: 'environment', timestamp: ts, code: pick(['stuck', 'budget_unenforceable', 'internal_error'] as const), message: 'an error', fatal: false });
+      add({
+        kind: 'error',
+        source: 'environment',
+        timestamp: ts,
+        code: pick(['stuck', 'budget_unenforceable', 'internal_error'] as const),
+        message: 'an error',
+        fatal: false,
+      });
     } else if (r < 0.93) {
-      add({ kind: 'confirmation', source: 'user', timestamp: ts, accept: next() < 0.5, reason: null, tool_call_ids: open.slice(0, 1) });
+      add({
+        kind: 'confirmation',
+        source: 'user',
+        timestamp: ts,
+        accept: next() < 0.5,
+        reason: null,
+        tool_call_ids: open.slice(0, 1),
+      });
     } else if (r < 0.97 && events.length > 10) {
       // A condensation: the head kept, events up to a recent one forgotten.
       const keptHeadThrough = 1 + Math.floor(next() * 3);
       const forgottenThrough = keptHeadThrough + 1 + Math.floor(next() * (events.length - keptHeadThrough - 1));
-      add({ kind: 'condensation', source: 'environment', timestamp: ts, summary: `summary at ${events.length}`, kept_head_through: keptHeadThrough, forgotten_through: forgottenThrough, forgotten_events: forgottenThrough - keptHeadThrough, reason: 'test' });
+      add({
+        kind: 'condensation',
+        source: 'environment',
+        timestamp: ts,
+        summary: `summary at ${events.length}`,
+        kept_head_through: keptHeadThrough,
+        forgotten_through: forgottenThrough,
+        forgotten_events: forgottenThrough - keptHeadThrough,
+        reason: 'test',
+      });
     }
   }
   return events;
@@ -139,7 +225,9 @@ describe('RunnerLog: incremental prompt projection, running metrics, counts', ()
       for (let n = 1; n <= events.length; n++) {
         log.add([events[n - 1]!]);
         const prefix = events.slice(0, n);
-        expect(incremental(log, 1), `seed ${seed}, after event ${n} (${events[n - 1]!.kind})`).toEqual(scans(prefix, 1));
+        expect(incremental(log, 1), `seed ${seed}, after event ${n} (${events[n - 1]!.kind})`).toEqual(
+          scans(prefix, 1),
+        );
         const last = events[n - 1]!;
         if (last.kind === 'action') expect(log.hasAction(last.tool_call_id)).toBe(true);
         if (last.kind === 'error') expect(log.hasError(last.code)).toBe(true);
@@ -151,7 +239,9 @@ describe('RunnerLog: incremental prompt projection, running metrics, counts', ()
   it('covers condensations and duplicate results in the generated logs', () => {
     const all = Array.from({ length: 40 }, (_, i) => randomLog(i + 1, 160)).flat();
     expect(all.filter((e) => e.kind === 'condensation').length).toBeGreaterThan(20);
-    expect(all.filter((e) => e.kind === 'message' && e.source === 'user' && e.text.includes('deploy')).length).toBeGreaterThan(20);
+    expect(
+      all.filter((e) => e.kind === 'message' && e.source === 'user' && e.text.includes('deploy')).length,
+    ).toBeGreaterThan(20);
   });
 
   it('gives the same answers when the log arrives in batches, is read again after a restart, or is projected only now and then', () => {
@@ -199,16 +289,51 @@ describe('RunnerLog: incremental prompt projection, running metrics, counts', ()
 
 describe('IncrementalProjection', () => {
   const action = (id: number, callId: string, response: string): ConversationEvent => ({
-    id, timestamp: ts, kind: 'action', source: 'agent', tool_call_id: callId, tool_name: 'execute_bash', arguments: {}, raw_arguments: '{}', thought: null, response_id: response,
+    id,
+    timestamp: ts,
+    kind: 'action',
+    source: 'agent',
+    tool_call_id: callId,
+    tool_name: 'execute_bash',
+    arguments: {},
+    raw_arguments: '{}',
+    thought: null,
+    response_id: response,
   });
   const result = (id: number, callId: string): ConversationEvent => ({
-    id, timestamp: ts, kind: 'observation', source: 'environment', tool_call_id: callId, tool_name: 'execute_bash', content: `out ${callId}`, is_error: false, exit_code: 0, details: {},
+    id,
+    timestamp: ts,
+    kind: 'observation',
+    source: 'environment',
+    tool_call_id: callId,
+    tool_name: 'execute_bash',
+    content: `out ${callId}`,
+    is_error: false,
+    exit_code: 0,
+    details: {},
   });
-  const user = (id: number, text: string): ConversationEvent => ({ id, timestamp: ts, kind: 'message', source: 'user', text, image_urls: [] });
+  const user = (id: number, text: string): ConversationEvent => ({
+    id,
+    timestamp: ts,
+    kind: 'message',
+    source: 'user',
+    text,
+    image_urls: [],
+  });
 
   it('waits for a response’s last call and its results before keeping its messages', () => {
     const logs = [
-      [user(1, 'go'), action(2, 'a', 'r1'), user(3, 'also this'), action(4, 'b', 'r2'), action(5, 'c', 'r2'), result(6, 'a'), result(7, 'c'), user(8, 'more'), result(9, 'b')],
+      [
+        user(1, 'go'),
+        action(2, 'a', 'r1'),
+        user(3, 'also this'),
+        action(4, 'b', 'r2'),
+        action(5, 'c', 'r2'),
+        result(6, 'a'),
+        result(7, 'c'),
+        user(8, 'more'),
+        result(9, 'b'),
+      ],
       // A foreign log with a result before its call: the call's response may still grow by another call.
       [user(1, 'go'), result(2, 'a'), action(3, 'a', 'r1'), action(4, 'b', 'r1'), result(5, 'b'), user(6, 'next')],
     ];
@@ -227,7 +352,8 @@ describe('detectStuck reads a fixed window', () => {
   const guarded = (events: ConversationEvent[], window: number) =>
     new Proxy(events, {
       get(target, property, receiver) {
-        if (typeof property === 'string' && /^\d+$/.test(property) && Number(property) < target.length - window) throw new Error(`read event ${property}, outside the window`);
+        if (typeof property === 'string' && /^\d+$/.test(property) && Number(property) < target.length - window)
+          throw new Error(`read event ${property}, outside the window`);
         return Reflect.get(target, property, receiver) as unknown;
       },
     });
@@ -238,7 +364,9 @@ describe('detectStuck reads a fixed window', () => {
       for (const n of [25, 400, 3_000]) {
         const prefix = events.slice(0, n);
         expect(() => detectStuck(guarded(prefix, STUCK_THRESHOLDS.window))).not.toThrow();
-        expect(detectStuck(guarded(prefix, STUCK_THRESHOLDS.window))).toEqual(detectStuck(prefix.slice(-STUCK_THRESHOLDS.window)));
+        expect(detectStuck(guarded(prefix, STUCK_THRESHOLDS.window))).toEqual(
+          detectStuck(prefix.slice(-STUCK_THRESHOLDS.window)),
+        );
       }
     }
   });
@@ -247,8 +375,30 @@ describe('detectStuck reads a fixed window', () => {
     const events = randomLog(9, 1_000);
     let id = events.length;
     for (let i = 0; i < STUCK_THRESHOLDS.repeatedAction; i++) {
-      events.push({ id: ++id, timestamp: ts, kind: 'action', source: 'agent', tool_call_id: `loop${i}`, tool_name: 'execute_bash', arguments: { command: 'ls' }, raw_arguments: '{"command":"ls"}', thought: null, response_id: `loop${i}` });
-      events.push({ id: ++id, timestamp: ts, kind: 'observation', source: 'environment', tool_call_id: `loop${i}`, tool_name: 'execute_bash', content: 'same', is_error: false, exit_code: 0, details: {} });
+      events.push({
+        id: ++id,
+        timestamp: ts,
+        kind: 'action',
+        source: 'agent',
+        tool_call_id: `loop${i}`,
+        tool_name: 'execute_bash',
+        arguments: { command: 'ls' },
+        raw_arguments: '{"command":"ls"}',
+        thought: null,
+        response_id: `loop${i}`,
+      });
+      events.push({
+        id: ++id,
+        timestamp: ts,
+        kind: 'observation',
+        source: 'environment',
+        tool_call_id: `loop${i}`,
+        tool_name: 'execute_bash',
+        content: 'same',
+        is_error: false,
+        exit_code: 0,
+        details: {},
+      });
     }
     expect(detectStuck(guarded(events, STUCK_THRESHOLDS.window)).kind).toBe('stuck');
   });
@@ -267,21 +417,47 @@ describe('the engine’s prompts', () => {
       if (n % 4 === 3) calls.push({ name: 'execute_bash', arguments: { command: `echo step ${n} again` } });
       return { content: `Step ${n}.`, tool_calls: calls };
     });
-    ports.runtime.onExec((argv) => argv[0] === 'bash', (request) => ({ stdout: `${request.command[2]}\n`, exit_code: 0 }));
-    const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
-    await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key', condenser_max_size: 24 }));
-    const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'run the steps, then deploy' }));
+    ports.runtime.onExec(
+      (argv) => argv[0] === 'bash',
+      (request) => ({ stdout: `${request.command[2]}\n`, exit_code: 0 }),
+    );
+    const service = createAgentConversationService(
+      { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+      { pollIntervalMs: 1 },
+    );
+    await expectOk(
+      service.settings.store('alice', {
+        llm_model: 'openai/gpt-4o',
+        llm_api_key: 'sk-test-key',
+        condenser_max_size: 24,
+      }),
+    );
+    const created = await expectOk(
+      service.conversations.create('alice', { initial_user_msg: 'run the steps, then deploy' }),
+    );
     await service.idle();
-    await expectOk(service.conversations.sendMessage('alice', created.conversation_id, { role: 'user', content: [{ type: 'text', text: 'and once more please' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', created.conversation_id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'and once more please' }],
+        run: true,
+      }),
+    );
     await service.idle();
-    const events = (await expectOk(service.conversations.searchEvents('alice', created.conversation_id, { after: 0, kinds: null, limit: 10_000 }))).items;
+    const events = (
+      await expectOk(
+        service.conversations.searchEvents('alice', created.conversation_id, { after: 0, kinds: null, limit: 10_000 }),
+      )
+    ).items;
     const agentRequests = ports.llm.requests.filter((r) => r.tools.length > 0);
     const agentCallEvents = events.filter((e) => e.kind === 'llm_call' && e.purpose === 'agent');
     expect(events.some((e) => e.kind === 'condensation')).toBe(true);
     expect(agentRequests.length).toBe(agentCallEvents.length);
     agentCallEvents.forEach((call, i) => {
       const before = events.filter((e) => e.id < call.id);
-      expect(agentRequests[i]!.messages.slice(1), `model call ${i + 1}`).toEqual(projectMessages(condensedView(before).events));
+      expect(agentRequests[i]!.messages.slice(1), `model call ${i + 1}`).toEqual(
+        projectMessages(condensedView(before).events),
+      );
     });
     await service.close();
   });

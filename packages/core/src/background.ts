@@ -27,7 +27,10 @@ export class BackgroundTasks {
     const task = Promise.resolve()
       .then(work)
       .catch((error: unknown) => {
-        this.#logger.error({ task: name, err: error instanceof Error ? error.message : String(error) }, 'background task failed');
+        this.#logger.error(
+          { task: name, err: error instanceof Error ? error.message : String(error) },
+          'background task failed',
+        );
       })
       .finally(() => {
         this.#running.delete(task);

@@ -17,13 +17,32 @@ export type DomainError =
   | { readonly type: 'SettingsRequired'; readonly missing: 'settings' | 'llm_model' | 'llm_api_key' }
   | { readonly type: 'ConversationNotFound'; readonly conversationId: string }
   | { readonly type: 'ConversationIdTaken'; readonly conversationId: string }
-  | { readonly type: 'IllegalConversationTransition'; readonly conversationId: string; readonly from: string; readonly event: string }
-  | { readonly type: 'ConfirmationNotPending'; readonly conversationId: string; readonly executionStatus: string | null }
+  | {
+      readonly type: 'IllegalConversationTransition';
+      readonly conversationId: string;
+      readonly from: string;
+      readonly event: string;
+    }
+  | {
+      readonly type: 'ConfirmationNotPending';
+      readonly conversationId: string;
+      readonly executionStatus: string | null;
+    }
   | { readonly type: 'StartTaskNotFound'; readonly taskId: string }
   | { readonly type: 'SandboxNotFound'; readonly sandboxId: string }
   | { readonly type: 'SandboxSpecNotFound'; readonly specId: string }
-  | { readonly type: 'IllegalSandboxTransition'; readonly sandboxId: string; readonly from: string; readonly action: string }
-  | { readonly type: 'SandboxRuntimeFailed'; readonly sandboxId: string; readonly operation: string; readonly message: string }
+  | {
+      readonly type: 'IllegalSandboxTransition';
+      readonly sandboxId: string;
+      readonly from: string;
+      readonly action: string;
+    }
+  | {
+      readonly type: 'SandboxRuntimeFailed';
+      readonly sandboxId: string;
+      readonly operation: string;
+      readonly message: string;
+    }
   | { readonly type: 'SandboxesUnavailable'; readonly reason: string }
   /**
    * `none_at_rest`: the service would have paused one of the user's sandboxes to make room, but
@@ -61,13 +80,28 @@ export type DomainError =
    * it (`unsupported`), the provider refused it as asked (`rejected`), or the token's host is one
    * this server may not call (`host_not_allowed`).
    */
-  | { readonly type: 'GitRequestRefused'; readonly provider: string; readonly reason: 'unsupported' | 'rejected' | 'host_not_allowed'; readonly message: string }
+  | {
+      readonly type: 'GitRequestRefused';
+      readonly provider: string;
+      readonly reason: 'unsupported' | 'rejected' | 'host_not_allowed';
+      readonly message: string;
+    }
   /** The git provider refused the user's token (`token_invalid`), or refused it this (`forbidden`). */
-  | { readonly type: 'GitProviderRefused'; readonly provider: string; readonly reason: 'token_invalid' | 'forbidden'; readonly message: string }
+  | {
+      readonly type: 'GitProviderRefused';
+      readonly provider: string;
+      readonly reason: 'token_invalid' | 'forbidden';
+      readonly message: string;
+    }
   | { readonly type: 'GitResourceNotFound'; readonly provider: string; readonly message: string }
   | { readonly type: 'GitProviderRateLimited'; readonly provider: string; readonly message: string }
   /** The git provider could not be reached, failed (5xx), answered something unreadable, or did not answer in time. */
-  | { readonly type: 'GitProviderUnavailable'; readonly provider: string; readonly reason: 'unavailable' | 'timeout'; readonly message: string }
+  | {
+      readonly type: 'GitProviderUnavailable';
+      readonly provider: string;
+      readonly reason: 'unavailable' | 'timeout';
+      readonly message: string;
+    }
   /** Ids a request names that no record can have, or more of them than one request may name. */
   | { readonly type: 'InvalidIds'; readonly field: string; readonly reason: string }
   /** A conversation already holds as many messages waiting for its agent as it may. */
@@ -86,7 +120,13 @@ export type DomainError =
 export type DomainErrorType = DomainError['type'];
 
 /** Why the token endpoint of a device sign-in gives no token (RFC 8628 §3.5, RFC 6749 §5.2). */
-export const DEVICE_TOKEN_REFUSALS = ['authorization_pending', 'slow_down', 'expired_token', 'access_denied', 'invalid_grant'] as const;
+export const DEVICE_TOKEN_REFUSALS = [
+  'authorization_pending',
+  'slow_down',
+  'expired_token',
+  'access_denied',
+  'invalid_grant',
+] as const;
 export type DeviceTokenRefusal = (typeof DEVICE_TOKEN_REFUSALS)[number];
 
 /** The domain errors of the given types: `DomainErrorOf<'SandboxNotFound' | 'StoreUnavailable'>`. */
@@ -171,7 +211,9 @@ export interface ErrorHints {
 }
 
 /** How each domain error is explained: its code and sentence, from the error and the caller's hints. */
-type Explainers = { readonly [K in DomainErrorType]: (error: DomainErrorOf<K>, hints: ErrorHints) => ExplainedDomainError };
+type Explainers = {
+  readonly [K in DomainErrorType]: (error: DomainErrorOf<K>, hints: ErrorHints) => ExplainedDomainError;
+};
 
 /** ` with <where>` when the caller said where, else nothing. */
 const via = (where: string | undefined) => (where ? ` with ${where}` : '');
@@ -280,7 +322,10 @@ const EXPLAINERS: Explainers = {
   GitRequestRefused: (e, hints) =>
     match<typeof e.reason, ExplainedDomainError>(e.reason)
       .with('unsupported', () => ({ code: 'GIT_REQUEST_UNSUPPORTED', message: e.message }))
-      .with('rejected', () => ({ code: 'GIT_PROVIDER_REJECTED_REQUEST', message: `${providerName(e.provider)} refused the request: ${e.message}` }))
+      .with('rejected', () => ({
+        code: 'GIT_PROVIDER_REJECTED_REQUEST',
+        message: `${providerName(e.provider)} refused the request: ${e.message}`,
+      }))
       .with('host_not_allowed', () => ({
         code: 'GIT_HOST_NOT_ALLOWED',
         message: `${e.message} Store the ${providerName(e.provider)} token with a host this server may call${via(hints.storeProviderTokens)}.`,
@@ -292,7 +337,10 @@ const EXPLAINERS: Explainers = {
           code: 'GIT_PROVIDER_TOKEN_INVALID' as const,
           message: `${providerName(e.provider)} refused the stored token (${e.message}): store a valid one${via(hints.storeProviderTokens)}.`,
         }
-      : { code: 'GIT_PROVIDER_FORBIDDEN' as const, message: `${providerName(e.provider)} does not allow this with the stored token: ${e.message}` },
+      : {
+          code: 'GIT_PROVIDER_FORBIDDEN' as const,
+          message: `${providerName(e.provider)} does not allow this with the stored token: ${e.message}`,
+        },
   GitResourceNotFound: (e) => ({
     code: 'GIT_RESOURCE_NOT_FOUND' as const,
     message: `${providerName(e.provider)} has no such resource for the stored token: ${e.message}`,
@@ -303,8 +351,14 @@ const EXPLAINERS: Explainers = {
   }),
   GitProviderUnavailable: (e) =>
     e.reason === 'timeout'
-      ? { code: 'GIT_PROVIDER_TIMEOUT' as const, message: `${providerName(e.provider)} did not answer in time: ${e.message}` }
-      : { code: 'GIT_PROVIDER_UNAVAILABLE' as const, message: `${providerName(e.provider)} could not be used: ${e.message}` },
+      ? {
+          code: 'GIT_PROVIDER_TIMEOUT' as const,
+          message: `${providerName(e.provider)} did not answer in time: ${e.message}`,
+        }
+      : {
+          code: 'GIT_PROVIDER_UNAVAILABLE' as const,
+          message: `${providerName(e.provider)} could not be used: ${e.message}`,
+        },
   InvalidIds: (e) => ({
     code: 'INVALID_IDS' as const,
     message: `${e.field}: ${e.reason}`,
@@ -371,15 +425,34 @@ export function explainDomainError(error: DomainError, hints: ErrorHints = {}): 
 function explainDeviceTokenRefusal(e: DomainErrorOf<'DeviceTokenRefused'>): ExplainedDomainError {
   const note = e.note ? ` ${e.note}` : '';
   return match<DeviceTokenRefusal, ExplainedDomainError>(e.reason)
-    .with('authorization_pending', () => ({ code: 'AUTHORIZATION_PENDING', message: `The sign-in has not been approved yet; poll again.${note}` }))
-    .with('slow_down', () => ({ code: 'SLOW_DOWN', message: `Polled too often: wait at least ${e.interval ?? 5} seconds between polls.${note}` }))
-    .with('expired_token', () => ({ code: 'EXPIRED_TOKEN', message: `The device code has expired; start the sign-in again.${note}` }))
+    .with('authorization_pending', () => ({
+      code: 'AUTHORIZATION_PENDING',
+      message: `The sign-in has not been approved yet; poll again.${note}`,
+    }))
+    .with('slow_down', () => ({
+      code: 'SLOW_DOWN',
+      message: `Polled too often: wait at least ${e.interval ?? 5} seconds between polls.${note}`,
+    }))
+    .with('expired_token', () => ({
+      code: 'EXPIRED_TOKEN',
+      message: `The device code has expired; start the sign-in again.${note}`,
+    }))
     .with('access_denied', () => ({ code: 'ACCESS_DENIED', message: `The sign-in was denied.${note}` }))
-    .with('invalid_grant', () => ({ code: 'INVALID_GRANT', message: `The device code is not one of a waiting sign-in (unknown, or already used).${note}` }))
+    .with('invalid_grant', () => ({
+      code: 'INVALID_GRANT',
+      message: `The device code is not one of a waiting sign-in (unknown, or already used).${note}`,
+    }))
     .exhaustive();
 }
 
-const PROVIDER_NAMES: Readonly<Record<string, string>> = { github: 'GitHub', gitlab: 'GitLab', bitbucket: 'Bitbucket', bitbucket_data_center: 'Bitbucket Data Center', forgejo: 'Forgejo', azure_devops: 'Azure DevOps' };
+const PROVIDER_NAMES: Readonly<Record<string, string>> = {
+  github: 'GitHub',
+  gitlab: 'GitLab',
+  bitbucket: 'Bitbucket',
+  bitbucket_data_center: 'Bitbucket Data Center',
+  forgejo: 'Forgejo',
+  azure_devops: 'Azure DevOps',
+};
 
 /** `github` → `GitHub`, for sentences. */
 const providerName = (provider: string): string => PROVIDER_NAMES[provider] ?? provider;
@@ -401,7 +474,10 @@ function pastTense(action: string): string {
   }
 }
 
-export const validationFailed = (issues: readonly FieldIssue[], message?: string): DomainErrorOf<'ValidationFailed'> => ({
+export const validationFailed = (
+  issues: readonly FieldIssue[],
+  message?: string,
+): DomainErrorOf<'ValidationFailed'> => ({
   type: 'ValidationFailed',
   message:
     message ??

@@ -35,7 +35,16 @@ export {
   type DeviceAuthorizationService,
   type StartedDeviceAuthorization,
 } from './access/device-authorization.js';
-export { SandboxServiceErrors, type ReconcileReport, type SandboxEndpoint, type SandboxReservation, type SandboxService, type SandboxServiceError, type SandboxServiceOptions, type SandboxUse } from './sandbox/service.js';
+export {
+  SandboxServiceErrors,
+  type ReconcileReport,
+  type SandboxEndpoint,
+  type SandboxReservation,
+  type SandboxService,
+  type SandboxServiceError,
+  type SandboxServiceOptions,
+  type SandboxUse,
+} from './sandbox/service.js';
 export { isSandboxKey } from './sandbox/keys.js';
 export {
   ConversationServiceErrors,
@@ -49,8 +58,21 @@ export {
   type CreatedConversation,
 } from './conversation/service.js';
 export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
-export { WorkspaceServiceErrors, type GitChange, type RepositorySkill, type WorkspaceDescription, type WorkspaceService, type WorkspaceServiceError } from './workspace/files.js';
-export { GitServiceErrors, type BranchSearch, type GitService, type InstallationSearch, type RepositorySearch } from './git/service.js';
+export {
+  WorkspaceServiceErrors,
+  type GitChange,
+  type RepositorySkill,
+  type WorkspaceDescription,
+  type WorkspaceService,
+  type WorkspaceServiceError,
+} from './workspace/files.js';
+export {
+  GitServiceErrors,
+  type BranchSearch,
+  type GitService,
+  type InstallationSearch,
+  type RepositorySearch,
+} from './git/service.js';
 export { decodeGitPageId, encodeGitPageId, GIT_PAGE_ID_PATTERN } from './git/page-id.js';
 export type { Page, PageRequest } from './pagination.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
@@ -80,7 +102,17 @@ export { checkSecretKeys, SecretKeyMismatchError, secretKeyCheckValue } from './
 
 // Domain rules an agent builds on.
 export { openSandboxShell } from './sandbox/persistent-shell.js';
-export { nextExecutionStatus, type ExecutionEvent, type IllegalExecutionEvent } from './conversation/execution-state.js';
-export { parseReplayTrajectory, MAX_REPLAY_EVENTS, type ReplayPlan, type ReplayStep, type ReplayUserMessage } from './conversation/replay-trajectory.js';
+export {
+  nextExecutionStatus,
+  type ExecutionEvent,
+  type IllegalExecutionEvent,
+} from './conversation/execution-state.js';
+export {
+  parseReplayTrajectory,
+  MAX_REPLAY_EVENTS,
+  type ReplayPlan,
+  type ReplayStep,
+  type ReplayUserMessage,
+} from './conversation/replay-trajectory.js';
 export { applySettingsInput } from './settings/merge.js';
 export { splitShellWords } from './mcp/shell-words.js';

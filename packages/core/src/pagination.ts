@@ -32,12 +32,14 @@ const TIME_BYTES = 6;
  * Canonical base64url of at least the 6 time bytes. The first character keeps the time below
  * 57 × 2^42 ms (year 9914), so it is always a date with a four-digit year.
  */
-export const PAGE_ID_PATTERN = '^[A-Za-z0-4][A-Za-z0-9_-]{7}(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048]|[A-Za-z0-9_-][AQgw])?$';
+export const PAGE_ID_PATTERN =
+  '^[A-Za-z0-4][A-Za-z0-9_-]{7}(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048]|[A-Za-z0-9_-][AQgw])?$';
 const PAGE_ID = new RegExp(PAGE_ID_PATTERN);
 
 export function encodeCursor(cursor: PageCursor): string {
   const ms = Date.parse(cursor.created_at);
-  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`cannot page after created_at ${JSON.stringify(cursor.created_at)}: not a date after 1970`);
+  if (!Number.isSafeInteger(ms) || ms < 0)
+    throw new Error(`cannot page after created_at ${JSON.stringify(cursor.created_at)}: not a date after 1970`);
   const time = Buffer.alloc(TIME_BYTES);
   time.writeUIntBE(ms, 0, TIME_BYTES);
   return Buffer.concat([time, Buffer.from(cursor.id, 'utf8')]).toString('base64url');

@@ -11,9 +11,21 @@ export type { ApiKeyStore, DeviceGrant, DeviceGrantKey, DeviceGrantStore, Stored
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export type { EventNotifier, EventNotifierListener } from './events/notifier.js';
-export type { ConversationLease, ConversationLeaseStore, HeldLease, LeaseFence, LeaseHolder, LeaseLost } from './events/lease.js';
+export type {
+  ConversationLease,
+  ConversationLeaseStore,
+  HeldLease,
+  LeaseFence,
+  LeaseHolder,
+  LeaseLost,
+} from './events/lease.js';
 export { leaseLost } from './events/lease.js';
-export { ConversationOwnership, type OwnedLease, type OwnershipEvents, type OwnershipOptions } from './conversation/ownership.js';
+export {
+  ConversationOwnership,
+  type OwnedLease,
+  type OwnershipEvents,
+  type OwnershipOptions,
+} from './conversation/ownership.js';
 export type { SandboxSpecCatalog, SandboxStore } from './sandbox/store.js';
 export type { InstallationStore } from './installation.js';
 export { InProcessLocks, type Locks } from './locks.js';
@@ -47,4 +59,15 @@ export { normalizeId, randomIdGenerator, sequentialIdGenerator, type IdGenerator
 export { silentLogger, type Logger } from './logger.js';
 export { storeUnavailable } from './errors.js';
 // Keyset pages, for stores: opaque cursors on (created_at, id), and paging an in-memory list.
-export { compareNewestFirst, compareOldestFirst, decodeCursor, encodeCursor, MAX_PAGE_SIZE, PAGE_ID_PATTERN, pageInMemory, type Page, type PageCursor, type PageRequest } from './pagination.js';
+export {
+  compareNewestFirst,
+  compareOldestFirst,
+  decodeCursor,
+  encodeCursor,
+  MAX_PAGE_SIZE,
+  PAGE_ID_PATTERN,
+  pageInMemory,
+  type Page,
+  type PageCursor,
+  type PageRequest,
+} from './pagination.js';

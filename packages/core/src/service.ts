@@ -4,7 +4,11 @@ import { EventLog } from './events/log.js';
 import type { LlmClient } from './llm/client.js';
 import type { McpConnector } from './mcp/port.js';
 import { systemClock, type Clock } from './clock.js';
-import { createConversationService, type ConversationService, type ConversationServiceOptions } from './conversation/service.js';
+import {
+  createConversationService,
+  type ConversationService,
+  type ConversationServiceOptions,
+} from './conversation/service.js';
 import type { ConversationStore, StartTaskStore } from './conversation/store.js';
 import type { EventNotifier } from './events/notifier.js';
 import type { ConversationLeaseStore } from './events/lease.js';
@@ -28,7 +32,11 @@ import { createGitService, type GitService } from './git/service.js';
 import type { GitProviders } from './git/port.js';
 import type { SettingsStore } from './settings/store.js';
 import { createApiKeyService, type ApiKeyService } from './access/api-keys.js';
-import { createDeviceAuthorizationService, type DeviceAuthorizationOptions, type DeviceAuthorizationService } from './access/device-authorization.js';
+import {
+  createDeviceAuthorizationService,
+  type DeviceAuthorizationOptions,
+  type DeviceAuthorizationService,
+} from './access/device-authorization.js';
 import type { ApiKeyStore, DeviceGrantStore } from './access/store.js';
 
 /** Everything the service needs from the outside world. Adapters provide these. */
@@ -82,7 +90,8 @@ export interface AgentConversationServicePorts {
 }
 
 /** Limits and timings of the domain services (the agent's own options go to `createAgent`). */
-export interface AgentConversationServiceOptions extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions, DeviceAuthorizationOptions {
+export interface AgentConversationServiceOptions
+  extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions, DeviceAuthorizationOptions {
   /** API keys one user may hold (default 100). */
   maxApiKeysPerUser?: number;
 }
@@ -96,7 +105,9 @@ export const SandboxSpecServiceErrors = {
 
 export interface SandboxSpecService {
   search(page: PageRequest): ResultAsync<Page<SandboxSpec>, ErrorsOf<typeof SandboxSpecServiceErrors.search>>;
-  getMany(ids: readonly string[]): ResultAsync<(SandboxSpec | null)[], ErrorsOf<typeof SandboxSpecServiceErrors.getMany>>;
+  getMany(
+    ids: readonly string[],
+  ): ResultAsync<(SandboxSpec | null)[], ErrorsOf<typeof SandboxSpecServiceErrors.getMany>>;
 }
 
 /** The whole domain, ready to be bound to HTTP (or anything else). */
@@ -137,7 +148,12 @@ export function createAgentConversationService(
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
   const settings = createSettingsService({ store: ports.settings, ids });
-  const apiKeys = createApiKeyService({ store: ports.apiKeys, clock, ids, ...(options.maxApiKeysPerUser !== undefined ? { maxPerUser: options.maxApiKeysPerUser } : {}) });
+  const apiKeys = createApiKeyService({
+    store: ports.apiKeys,
+    clock,
+    ids,
+    ...(options.maxApiKeysPerUser !== undefined ? { maxPerUser: options.maxApiKeysPerUser } : {}),
+  });
   const deviceAuthorization = createDeviceAuthorizationService({ store: ports.deviceGrants, apiKeys, clock, options });
 
   const ownership = new ConversationOwnership({ store: ports.conversationLeases, clock, logger }, options);
@@ -158,11 +174,14 @@ export function createAgentConversationService(
     shared: ownership.shared,
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
-    resourceFactorOf: async (userId) => (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
+    resourceFactorOf: async (userId) =>
+      (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
     useOf: (userId, sandboxId) => ports.conversations.listBySandbox(userId, sandboxId).map(sandboxUseOf),
   });
   // With neither a notifier nor leases this service is the only one appending to its logs (one process).
-  const log = new EventLog(ports.events, ports.eventNotifier, { soleWriter: !ports.eventNotifier && !ports.conversationLeases });
+  const log = new EventLog(ports.events, ports.eventNotifier, {
+    soleWriter: !ports.eventNotifier && !ports.conversationLeases,
+  });
   const agent = ports.agent({
     ownership,
     conversations: ports.conversations,
@@ -199,7 +218,10 @@ export function createAgentConversationService(
       return ports.sandboxSpecs.get(after.id).andThen((spec) =>
         spec
           ? ports.sandboxSpecs.list(page)
-          : errAsync<Page<SandboxSpec>, DomainErrorOf<'SandboxSpecNotFound'>>({ type: 'SandboxSpecNotFound', specId: after.id }),
+          : errAsync<Page<SandboxSpec>, DomainErrorOf<'SandboxSpecNotFound'>>({
+              type: 'SandboxSpecNotFound',
+              specId: after.id,
+            }),
       );
     },
     getMany: (idList) => ResultAsync.combine(idList.map((id) => ports.sandboxSpecs.get(id))),

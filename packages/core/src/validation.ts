@@ -46,6 +46,7 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 export const STORABLE_TEXT_PATTERN = '^[^\\u0000]*$';
 
 /** What a refused string is told. */
-export const UNSTORABLE_TEXT_MESSAGE = 'contains U+0000 (NUL) or an unpaired surrogate (invalid UTF-16); such text cannot be stored';
+export const UNSTORABLE_TEXT_MESSAGE =
+  'contains U+0000 (NUL) or an unpaired surrogate (invalid UTF-16); such text cannot be stored';
 
 const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);

@@ -1,13 +1,24 @@
 import { errAsync, ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, type AgentConversationServiceOptions, type AgentConversationServicePorts } from '../src/index.js';
-import { storeUnavailable, type RuntimeCreateRequest, type RuntimeObservation, type SandboxRuntimeError, type StoreFailure } from '../src/ports.js';
+import {
+  createAgentConversationService,
+  type AgentConversationServiceOptions,
+  type AgentConversationServicePorts,
+} from '../src/index.js';
+import {
+  storeUnavailable,
+  type RuntimeCreateRequest,
+  type RuntimeObservation,
+  type SandboxRuntimeError,
+  type StoreFailure,
+} from '../src/ports.js';
 import { expectOk } from '../src/testing/index.js';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 import { createAgent } from '@acs/agent';
 
 /** A store failure, as a database that refuses a value answers. */
-const refused = (operation: string) => errAsync<never, StoreFailure>(storeUnavailable(operation, new Error('invalid byte sequence')) as StoreFailure);
+const refused = (operation: string) =>
+  errAsync<never, StoreFailure>(storeUnavailable(operation, new Error('invalid byte sequence')) as StoreFailure);
 
 /** The store with some methods replaced (a Proxy, so the store's private fields keep working). */
 function overriding<T extends object>(target: T, overrides: { [K in keyof T]?: unknown }): T {
@@ -21,9 +32,15 @@ function overriding<T extends object>(target: T, overrides: { [K in keyof T]?: u
 }
 
 /** Memory ports with settings that let conversations start, and a service over them. */
-async function setup(options: AgentConversationServiceOptions = {}, tweak: (ports: ReturnType<typeof createMemoryPorts>) => Partial<AgentConversationServicePorts> = () => ({})) {
+async function setup(
+  options: AgentConversationServiceOptions = {},
+  tweak: (ports: ReturnType<typeof createMemoryPorts>) => Partial<AgentConversationServicePorts> = () => ({}),
+) {
   const ports = createMemoryPorts();
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ...tweak(ports) }, { pollIntervalMs: 1, ...options });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ...tweak(ports) },
+    { pollIntervalMs: 1, ...options },
+  );
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
   return { ports, service };
 }
@@ -34,7 +51,8 @@ async function leftovers({ ports, service }: Awaited<ReturnType<typeof setup>>) 
   return {
     conversations: await expectOk(service.conversations.count('alice', {})),
     tasks: await expectOk(service.conversations.countStartTasks('alice', {})),
-    activeSandboxRecords: (await expectOk(ports.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING', 'PAUSED']))).length,
+    activeSandboxRecords: (await expectOk(ports.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING', 'PAUSED'])))
+      .length,
     runtimeSandboxes: ports.runtime.size,
   };
 }
@@ -46,37 +64,48 @@ describe('a refused or failed create leaves nothing behind', () => {
     ['the conversation cannot be stored', 'conversations'],
     ['the first message cannot be stored', 'events'],
     ['the start task cannot be stored', 'startTasks'],
-  ] as const)('V1 create: when %s, no sandbox runs, no record stays, and the error is the storage error', async (_what, failing) => {
-    const world = await setup({}, (ports) => ({
-      [failing]:
-        failing === 'conversations'
-          ? overriding(ports.conversations, { insert: () => refused('insert conversation') })
-          : failing === 'events'
-            ? overriding(ports.events, { append: () => refused('append events') })
-            : overriding(ports.startTasks, { insert: () => refused('insert start task') }),
-    }));
-    const result = await world.service.conversations.startApp('alice', {
-      initial_message: { role: 'user', content: [{ type: 'text', text: 'hello' }], run: true },
-    });
-    expect(result._unsafeUnwrapErr().type).toBe('StoreUnavailable');
-    expect(await leftovers(world)).toEqual(nothing);
-    expect(world.ports.runtime.calls.filter((c) => c.operation === 'create')).toEqual([]);
-    await world.service.close();
-  });
+  ] as const)(
+    'V1 create: when %s, no sandbox runs, no record stays, and the error is the storage error',
+    async (_what, failing) => {
+      const world = await setup({}, (ports) => ({
+        [failing]:
+          failing === 'conversations'
+            ? overriding(ports.conversations, { insert: () => refused('insert conversation') })
+            : failing === 'events'
+              ? overriding(ports.events, { append: () => refused('append events') })
+              : overriding(ports.startTasks, { insert: () => refused('insert start task') }),
+      }));
+      const result = await world.service.conversations.startApp('alice', {
+        initial_message: { role: 'user', content: [{ type: 'text', text: 'hello' }], run: true },
+      });
+      expect(result._unsafeUnwrapErr().type).toBe('StoreUnavailable');
+      expect(await leftovers(world)).toEqual(nothing);
+      expect(world.ports.runtime.calls.filter((c) => c.operation === 'create')).toEqual([]);
+      await world.service.close();
+    },
+  );
 
   it('V0 create: a failed start task store gives back the sandbox, so the user can start the conversation they are allowed', async () => {
     let failTask = true;
     const world = await setup({ maxRunningSandboxesPerUser: 1 }, (ports) => ({
       startTasks: overriding(ports.startTasks, {
-        insert: (task: Parameters<typeof ports.startTasks.insert>[0]) => (failTask ? refused('insert start task') : ports.startTasks.insert(task)),
+        insert: (task: Parameters<typeof ports.startTasks.insert>[0]) =>
+          failTask ? refused('insert start task') : ports.startTasks.insert(task),
       }),
     }));
-    expect((await world.service.conversations.create('alice', { initial_user_msg: 'one' }))._unsafeUnwrapErr().type).toBe('StoreUnavailable');
+    expect(
+      (await world.service.conversations.create('alice', { initial_user_msg: 'one' }))._unsafeUnwrapErr().type,
+    ).toBe('StoreUnavailable');
     expect(await leftovers(world)).toEqual(nothing);
     failTask = false;
     // Not refused at the limit of 1: the failed create counted for nothing.
     await expectOk(world.service.conversations.create('alice', { initial_user_msg: 'two' }));
-    expect(await leftovers(world)).toEqual({ conversations: 1, tasks: 1, activeSandboxRecords: 1, runtimeSandboxes: 1 });
+    expect(await leftovers(world)).toEqual({
+      conversations: 1,
+      tasks: 1,
+      activeSandboxRecords: 1,
+      runtimeSandboxes: 1,
+    });
     await world.service.close();
   });
 
@@ -120,7 +149,9 @@ describe('a refused or failed create leaves nothing behind', () => {
     await service.idle();
     const creates = ports.runtime.calls.filter((c) => c.operation === 'create').length;
 
-    expect((await service.conversations.start('alice', lost.conversation_id))._unsafeUnwrapErr().type).toBe('SandboxCapReached');
+    expect((await service.conversations.start('alice', lost.conversation_id))._unsafeUnwrapErr().type).toBe(
+      'SandboxCapReached',
+    );
     const after = await expectOk(service.conversations.get('alice', lost.conversation_id));
     expect(after.status).toBe('STOPPED');
     expect(after.record.sandbox_id).toBe(before.record.sandbox_id);
@@ -133,7 +164,8 @@ describe('a refused or failed create leaves nothing behind', () => {
     let failTask = false;
     const world = await setup({}, (ports) => ({
       startTasks: overriding(ports.startTasks, {
-        insert: (task: Parameters<typeof ports.startTasks.insert>[0]) => (failTask ? refused('insert start task') : ports.startTasks.insert(task)),
+        insert: (task: Parameters<typeof ports.startTasks.insert>[0]) =>
+          failTask ? refused('insert start task') : ports.startTasks.insert(task),
       }),
     }));
     const { service, ports } = world;
@@ -143,23 +175,38 @@ describe('a refused or failed create leaves nothing behind', () => {
     ports.runtime.vanish(before.record.sandbox_id!);
     await expectOk(service.conversations.get('alice', created.conversation_id));
     failTask = true;
-    expect((await service.conversations.start('alice', created.conversation_id))._unsafeUnwrapErr().type).toBe('StoreUnavailable');
+    expect((await service.conversations.start('alice', created.conversation_id))._unsafeUnwrapErr().type).toBe(
+      'StoreUnavailable',
+    );
     const after = await expectOk(service.conversations.get('alice', created.conversation_id));
-    expect({ status: after.status, sandbox_id: after.record.sandbox_id }).toEqual({ status: 'STOPPED', sandbox_id: before.record.sandbox_id });
-    expect(await leftovers(world)).toEqual({ conversations: 1, tasks: 1, activeSandboxRecords: 0, runtimeSandboxes: 0 });
+    expect({ status: after.status, sandbox_id: after.record.sandbox_id }).toEqual({
+      status: 'STOPPED',
+      sandbox_id: before.record.sandbox_id,
+    });
+    expect(await leftovers(world)).toEqual({
+      conversations: 1,
+      tasks: 1,
+      activeSandboxRecords: 0,
+      runtimeSandboxes: 0,
+    });
     await service.close();
   });
 
   it('a client-chosen id that is taken gives back the sandbox reserved for it', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, allowClientConversationIds: true, maxRunningSandboxesPerUser: 2 });
+    const service = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, allowClientConversationIds: true, maxRunningSandboxesPerUser: 2 },
+    );
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
     const id = 'a'.repeat(32);
-    const results = await Promise.all([1, 2].map(() => service.conversations.create('alice', { conversation_id: id, initial_user_msg: 'hi' })));
+    const results = await Promise.all(
+      [1, 2].map(() => service.conversations.create('alice', { conversation_id: id, initial_user_msg: 'hi' })),
+    );
     expect(results.filter((r) => r.isOk())).toHaveLength(1);
     expect(results.find((r) => r.isErr())?._unsafeUnwrapErr().type).toBe('ConversationIdTaken');
     await service.idle();
-    expect((await expectOk(ports.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING'])))).toHaveLength(1);
+    expect(await expectOk(ports.sandboxes.listByStatus('alice', ['STARTING', 'RUNNING']))).toHaveLength(1);
     expect(ports.runtime.size).toBe(1);
     await service.close();
   });

@@ -4,7 +4,13 @@
  * and the switches over kinds are held exhaustive by the compiler: `event satisfies never`.)
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { CONVERSATION_EVENT_KINDS, ConversationEventKindSchema, ConversationEventSchema, type ConversationEvent, type ConversationEventKind } from '../src/schemas.js';
+import {
+  CONVERSATION_EVENT_KINDS,
+  ConversationEventKindSchema,
+  ConversationEventSchema,
+  type ConversationEvent,
+  type ConversationEventKind,
+} from '../src/schemas.js';
 
 const kindsOfTheUnion = ConversationEventSchema.options.map((schema) => schema.shape.kind.value);
 

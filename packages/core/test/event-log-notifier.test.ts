@@ -31,7 +31,13 @@ function bus() {
   return { notifier, state, resync: () => listeners.forEach((l) => l.resync()) };
 }
 
-const message = (text: string): ConversationEventDraft => ({ kind: 'message', source: 'user', timestamp: new Date().toISOString(), text, image_urls: [] });
+const message = (text: string): ConversationEventDraft => ({
+  kind: 'message',
+  source: 'user',
+  timestamp: new Date().toISOString(),
+  text,
+  image_urls: [],
+});
 const until = async (what: string, ok: () => boolean) => {
   const deadline = Date.now() + 60_000;
   while (!ok()) {

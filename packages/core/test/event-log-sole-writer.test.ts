@@ -11,7 +11,13 @@ import type { EventStore } from '../src/ports.js';
 import type { ConversationEventDraft } from '../src/schemas.js';
 import { expectOk } from '../src/testing/index.js';
 
-const message = (text: string): ConversationEventDraft => ({ kind: 'message', source: 'user', timestamp: new Date().toISOString(), text, image_urls: [] });
+const message = (text: string): ConversationEventDraft => ({
+  kind: 'message',
+  source: 'user',
+  timestamp: new Date().toISOString(),
+  text,
+  image_urls: [],
+});
 
 /** The store, with its reads counted. */
 function countedStore() {
@@ -43,7 +49,16 @@ describe('EventLog as the sole writer', () => {
 
   it('learns where a log it did not write ends from a read, and forgets a deleted log', async () => {
     const { store, counted, reads } = countedStore();
-    await expectOk(store.append('u', 'c', [{ kind: 'message', source: 'user', timestamp: new Date().toISOString(), payload: { text: 'written before this process', image_urls: [] } }]));
+    await expectOk(
+      store.append('u', 'c', [
+        {
+          kind: 'message',
+          source: 'user',
+          timestamp: new Date().toISOString(),
+          payload: { text: 'written before this process', image_urls: [] },
+        },
+      ]),
+    );
     const log = new EventLog(counted, undefined, { soleWriter: true });
     expect(await expectOk(log.readAll('u', 'c', 0))).toHaveLength(1);
     expect(await expectOk(log.readAll('u', 'c', 1))).toEqual([]);
@@ -74,7 +89,16 @@ describe('EventLog as the sole writer', () => {
       deleteConversation: (...args) => store.deleteConversation(...args),
     };
     const log = new EventLog(slow, undefined, { soleWriter: true });
-    await expectOk(store.append('u', 'c', [{ kind: 'message', source: 'user', timestamp: new Date().toISOString(), payload: { text: 'x', image_urls: [] } }]));
+    await expectOk(
+      store.append('u', 'c', [
+        {
+          kind: 'message',
+          source: 'user',
+          timestamp: new Date().toISOString(),
+          payload: { text: 'x', image_urls: [] },
+        },
+      ]),
+    );
     const reading = log.readAll('u', 'c', 0);
     await expectOk(log.append('u', 'c', [message('appended while the read was under way')]));
     release();
@@ -87,7 +111,16 @@ describe('EventLog as the sole writer', () => {
     const { store, counted, reads } = countedStore();
     const log = new EventLog(counted);
     const appended = await expectOk(log.append('u', 'c', [message('one')]));
-    await expectOk(store.append('u', 'c', [{ kind: 'message', source: 'user', timestamp: new Date().toISOString(), payload: { text: 'by another process', image_urls: [] } }]));
+    await expectOk(
+      store.append('u', 'c', [
+        {
+          kind: 'message',
+          source: 'user',
+          timestamp: new Date().toISOString(),
+          payload: { text: 'by another process', image_urls: [] },
+        },
+      ]),
+    );
     expect(await expectOk(log.readAll('u', 'c', appended[0]!.id))).toHaveLength(1);
     expect(reads.count).toBe(1);
   });

@@ -7,7 +7,10 @@ import { createAgent } from '@acs/agent';
 
 async function setup() {
   const ports = createMemoryPorts();
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1 });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+    { pollIntervalMs: 1 },
+  );
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-key' }));
   return { service, llm: ports.llm };
 }
@@ -20,7 +23,11 @@ const firstUserText = (messages: readonly { role: string; content: unknown }[]) 
 describe('first message of suggested tasks and microagent requests', () => {
   it('turns a suggested task into a first message about that issue and marks the trigger', async () => {
     const { service, llm } = await setup();
-    const created = await expectOk(service.conversations.create('alice', { suggested_task: { repo: 'acme/api', issue_number: 42, title: 'Login fails with SSO' } }));
+    const created = await expectOk(
+      service.conversations.create('alice', {
+        suggested_task: { repo: 'acme/api', issue_number: 42, title: 'Login fails with SSO' },
+      }),
+    );
     await service.idle();
     const text = firstUserText(llm.requests[0]!.messages);
     expect(text).toContain('issue #42 of the repository acme/api: "Login fails with SSO"');
@@ -32,14 +39,19 @@ describe('first message of suggested tasks and microagent requests', () => {
   it('turns a microagent request into a first message naming the file to write, with the user’s text after it', async () => {
     const { service, llm } = await setup();
     const created = await expectOk(
-      service.conversations.create('alice', { create_microagent: { repo: 'acme/web', title: 'release process' }, initial_user_msg: 'Keep it under 40 lines.' }),
+      service.conversations.create('alice', {
+        create_microagent: { repo: 'acme/web', title: 'release process' },
+        initial_user_msg: 'Keep it under 40 lines.',
+      }),
     );
     await service.idle();
     const text = firstUserText(llm.requests[0]!.messages);
     expect(text).toContain('microagent for the repository acme/web, about: "release process"');
     expect(text).toContain('triggers:');
     expect(text.indexOf('Also, from the user:\nKeep it under 40 lines.')).toBeGreaterThan(text.indexOf('acme/web'));
-    expect((await expectOk(service.conversations.get('alice', created.conversation_id))).record).toMatchObject({ trigger: 'microagent_management' });
+    expect((await expectOk(service.conversations.get('alice', created.conversation_id))).record).toMatchObject({
+      trigger: 'microagent_management',
+    });
   });
 
   it('asks for repo.md when the microagent request has no topic', async () => {

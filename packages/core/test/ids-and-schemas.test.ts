@@ -69,7 +69,11 @@ describe('NewConversationRequestSchema', () => {
     };
     expect(parse(full)).toEqual({
       ...full,
-      mcp_config: { sse_servers: [{ url: 'https://sse.example.com', api_key: null }], stdio_servers: [], shttp_servers: [] },
+      mcp_config: {
+        sse_servers: [{ url: 'https://sse.example.com', api_key: null }],
+        stdio_servers: [],
+        shttp_servers: [],
+      },
     });
   });
 
@@ -120,7 +124,9 @@ describe('NewConversationRequestSchema', () => {
   });
 
   it.each([1.5, '3', -1, null])('rejects suggested_task.issue_number %j', (issue_number) => {
-    expect(rejected({ suggested_task: { repo: 'o/n', issue_number, title: 't' } })).toEqual(['suggested_task.issue_number']);
+    expect(rejected({ suggested_task: { repo: 'o/n', issue_number, title: 't' } })).toEqual([
+      'suggested_task.issue_number',
+    ]);
   });
 
   it('rejects a suggested task without issue_number, and suggested_task null', () => {
@@ -144,7 +150,9 @@ describe('NewConversationRequestSchema', () => {
   );
 
   it('validates the repo of suggested_task and create_microagent the same way', () => {
-    expect(rejected({ suggested_task: { repo: 'nope', issue_number: 1, title: 't' } })).toEqual(['suggested_task.repo']);
+    expect(rejected({ suggested_task: { repo: 'nope', issue_number: 1, title: 't' } })).toEqual([
+      'suggested_task.repo',
+    ]);
     expect(rejected({ create_microagent: { repo: 'nope' } })).toEqual(['create_microagent.repo']);
   });
 
@@ -152,14 +160,26 @@ describe('NewConversationRequestSchema', () => {
     expect(rejected({ selected_branch })).toEqual(['selected_branch']);
   });
 
-  it.each(['-starts-with-dash', 'has space', 'a/b', '', 'count', 'SEARCH', 'start-tasks', 'Stream-Start'])('rejects conversation_id %j', (conversation_id) => {
-    expect(rejected({ conversation_id })).toEqual(['conversation_id']);
-  });
+  it.each(['-starts-with-dash', 'has space', 'a/b', '', 'count', 'SEARCH', 'start-tasks', 'Stream-Start'])(
+    'rejects conversation_id %j',
+    (conversation_id) => {
+      expect(rejected({ conversation_id })).toEqual(['conversation_id']);
+    },
+  );
 
   it('refuses a suggested task or microagent about another repository than `repository`', () => {
-    expect(rejected({ repository: 'acme/api', suggested_task: { repo: 'acme/web', issue_number: 1, title: 't' } })).toEqual(['suggested_task.repo']);
-    expect(rejected({ repository: 'acme/api', create_microagent: { repo: 'acme/web' } })).toEqual(['create_microagent.repo']);
-    expect(NewConversationRequestSchema.safeParse({ repository: 'acme/api', suggested_task: { repo: 'Acme/API', issue_number: 1, title: 't' } }).success).toBe(true);
+    expect(
+      rejected({ repository: 'acme/api', suggested_task: { repo: 'acme/web', issue_number: 1, title: 't' } }),
+    ).toEqual(['suggested_task.repo']);
+    expect(rejected({ repository: 'acme/api', create_microagent: { repo: 'acme/web' } })).toEqual([
+      'create_microagent.repo',
+    ]);
+    expect(
+      NewConversationRequestSchema.safeParse({
+        repository: 'acme/api',
+        suggested_task: { repo: 'Acme/API', issue_number: 1, title: 't' },
+      }).success,
+    ).toBe(true);
   });
 
   it('validates a nested mcp_config', () => {
@@ -173,7 +193,9 @@ describe('AppConversationStartRequestSchema', () => {
   const rejected = (body: unknown) => issuePaths(AppConversationStartRequestSchema, body);
 
   it('ignores (strips) unknown keys', () => {
-    expect(parse({ selected_repository: 'o/n', unknown_field: 1, sandbox_spec_id: 'x' })).toEqual({ selected_repository: 'o/n' });
+    expect(parse({ selected_repository: 'o/n', unknown_field: 1, sandbox_spec_id: 'x' })).toEqual({
+      selected_repository: 'o/n',
+    });
   });
 
   it('applies the message defaults: role user, run false', () => {
@@ -201,7 +223,9 @@ describe('AppConversationStartRequestSchema', () => {
   });
 
   it('rejects an unknown content type', () => {
-    expect(rejected({ initial_message: { content: [{ type: 'audio', url: 'x' }] } })).toEqual(['initial_message.content.0.type']);
+    expect(rejected({ initial_message: { content: [{ type: 'audio', url: 'x' }] } })).toEqual([
+      'initial_message.content.0.type',
+    ]);
   });
 
   it('rejects image content without urls or with a bad url', () => {
@@ -217,7 +241,11 @@ describe('AppConversationStartRequestSchema', () => {
     expect(rejected({ initial_message: { content: [{ type: 'text' }] } })).toEqual(['initial_message.content.0.text']);
     expect(rejected({ initial_message: { content: [{}] } })).toEqual(['initial_message.content.0.text']);
     expect(AppConversationStartRequestSchema.safeParse({ initial_message: { role: 'user' } }).success).toBe(true);
-    expect(AppConversationStartRequestSchema.parse({ initial_message: { content: [{ text: 'hi' }, { image_urls: ['https://example.com/a.png'] }] } }).initial_message?.content).toEqual([
+    expect(
+      AppConversationStartRequestSchema.parse({
+        initial_message: { content: [{ text: 'hi' }, { image_urls: ['https://example.com/a.png'] }] },
+      }).initial_message?.content,
+    ).toEqual([
       { type: 'text', text: 'hi' },
       { type: 'image', image_urls: ['https://example.com/a.png'] },
     ]);
@@ -227,12 +255,23 @@ describe('AppConversationStartRequestSchema', () => {
     expect(rejected({ plugins: [{ source: 'github:o/r' }] })).toEqual(['plugins']);
     expect(rejected({ secrets: { TOKEN: 'x' } })).toEqual(['secrets']);
     expect(rejected({ agent_profile_id: 'p1' })).toEqual(['agent_profile_id']);
-    expect(AppConversationStartRequestSchema.safeParse({ plugins: [], secrets: {}, agent_profile_id: null }).success).toBe(true);
+    expect(
+      AppConversationStartRequestSchema.safeParse({ plugins: [], secrets: {}, agent_profile_id: null }).success,
+    ).toBe(true);
     const task = { repo: 'o/r', issue_number: 1, title: 't', task_type: 'OPEN_ISSUE', git_provider: 'github' };
     expect(AppConversationStartRequestSchema.safeParse({ suggested_task: task }).success).toBe(true);
-    expect(rejected({ suggested_task: task, initial_message: { content: [{ type: 'text', text: 'x' }] } })).toEqual(['suggested_task']);
+    expect(rejected({ suggested_task: task, initial_message: { content: [{ type: 'text', text: 'x' }] } })).toEqual([
+      'suggested_task',
+    ]);
     expect(rejected({ conversation_id: 'not-a-uuid' })).toEqual(['conversation_id']);
-    expect(AppConversationStartRequestSchema.safeParse({ conversation_id: '3387d26a-07df-48e8-add9-d60b19695f1f', trigger: 'automation', public: true, system_message_suffix: 'Be brief.' }).success).toBe(true);
+    expect(
+      AppConversationStartRequestSchema.safeParse({
+        conversation_id: '3387d26a-07df-48e8-add9-d60b19695f1f',
+        trigger: 'automation',
+        public: true,
+        system_message_suffix: 'Be brief.',
+      }).success,
+    ).toBe(true);
   });
 
   it('rejects an unknown role', () => {
@@ -250,18 +289,37 @@ describe('AppConversationStartRequestSchema', () => {
 describe('explainDomainError', () => {
   /** One example of every variant; adding a variant to DomainError without one here fails to compile. */
   const EXAMPLES: { [K in DomainErrorType]: Extract<DomainError, { type: K }> } = {
-    ValidationFailed: { type: 'ValidationFailed', message: 'Invalid input: llm_model: too long', issues: [{ path: 'llm_model', message: 'too long' }] },
+    ValidationFailed: {
+      type: 'ValidationFailed',
+      message: 'Invalid input: llm_model: too long',
+      issues: [{ path: 'llm_model', message: 'too long' }],
+    },
     SettingsNotFound: { type: 'SettingsNotFound' },
     SettingsRequired: { type: 'SettingsRequired', missing: 'llm_api_key' },
     ConversationNotFound: { type: 'ConversationNotFound', conversationId: 'conv-123' },
     ConversationIdTaken: { type: 'ConversationIdTaken', conversationId: 'conv-123' },
     ConfirmationNotPending: { type: 'ConfirmationNotPending', conversationId: 'conv-123', executionStatus: 'running' },
-    IllegalConversationTransition: { type: 'IllegalConversationTransition', conversationId: 'conv-123', from: 'STOPPED', event: 'sandbox_ready' },
+    IllegalConversationTransition: {
+      type: 'IllegalConversationTransition',
+      conversationId: 'conv-123',
+      from: 'STOPPED',
+      event: 'sandbox_ready',
+    },
     StartTaskNotFound: { type: 'StartTaskNotFound', taskId: 'task-9' },
     SandboxNotFound: { type: 'SandboxNotFound', sandboxId: 'sbx-1' },
     SandboxSpecNotFound: { type: 'SandboxSpecNotFound', specId: 'spec-x' },
-    IllegalSandboxTransition: { type: 'IllegalSandboxTransition', sandboxId: 'sbx-1', from: 'DELETED', action: 'resume' },
-    SandboxRuntimeFailed: { type: 'SandboxRuntimeFailed', sandboxId: 'sbx-1', operation: 'pause', message: 'engine said no' },
+    IllegalSandboxTransition: {
+      type: 'IllegalSandboxTransition',
+      sandboxId: 'sbx-1',
+      from: 'DELETED',
+      action: 'resume',
+    },
+    SandboxRuntimeFailed: {
+      type: 'SandboxRuntimeFailed',
+      sandboxId: 'sbx-1',
+      operation: 'pause',
+      message: 'engine said no',
+    },
     SandboxesUnavailable: { type: 'SandboxesUnavailable', reason: 'docker is not running' },
     SandboxCapReached: { type: 'SandboxCapReached', limit: 3 },
     SecretNotFound: { type: 'SecretNotFound', name: 'DEPLOY_TOKEN' },
@@ -280,15 +338,35 @@ describe('explainDomainError', () => {
     UserCodeAttemptsExceeded: { type: 'UserCodeAttemptsExceeded', limit: 10, windowSeconds: 900 },
     DeviceAuthorizationAnswered: { type: 'DeviceAuthorizationAnswered', userCode: 'WDJB-MJHT' },
     GitProviderNotConnected: { type: 'GitProviderNotConnected', provider: 'gitlab' },
-    GitRequestRefused: { type: 'GitRequestRefused', provider: 'github', reason: 'rejected', message: 'Validation Failed' },
-    GitProviderRefused: { type: 'GitProviderRefused', provider: 'github', reason: 'token_invalid', message: 'Bad credentials' },
+    GitRequestRefused: {
+      type: 'GitRequestRefused',
+      provider: 'github',
+      reason: 'rejected',
+      message: 'Validation Failed',
+    },
+    GitProviderRefused: {
+      type: 'GitProviderRefused',
+      provider: 'github',
+      reason: 'token_invalid',
+      message: 'Bad credentials',
+    },
     GitResourceNotFound: { type: 'GitResourceNotFound', provider: 'gitlab', message: '404 Project Not Found' },
     GitProviderRateLimited: { type: 'GitProviderRateLimited', provider: 'github', message: 'API rate limit exceeded' },
-    GitProviderUnavailable: { type: 'GitProviderUnavailable', provider: 'github', reason: 'timeout', message: 'no answer within 15 s' },
+    GitProviderUnavailable: {
+      type: 'GitProviderUnavailable',
+      provider: 'github',
+      reason: 'timeout',
+      message: 'no answer within 15 s',
+    },
     InvalidIds: { type: 'InvalidIds', field: 'ids', reason: 'nope is not a UUID' },
     TooManyPendingMessages: { type: 'TooManyPendingMessages', conversationId: 'conv-123', limit: 10 },
     ExportTooLarge: { type: 'ExportTooLarge', conversationId: 'conv-123', limit: 10000 },
-    StoreUnavailable: { type: 'StoreUnavailable', operation: 'settings.save', message: 'connection refused', errorClass: 'Error ECONNREFUSED' },
+    StoreUnavailable: {
+      type: 'StoreUnavailable',
+      operation: 'settings.save',
+      message: 'connection refused',
+      errorClass: 'Error ECONNREFUSED',
+    },
   };
 
   const EXPECTED: Record<DomainErrorType, { code: string; mentions: string[] }> = {
@@ -313,17 +391,26 @@ describe('explainDomainError', () => {
     ProfileNameTaken: { code: 'PROFILE_NAME_TAKEN', mentions: ['fast', 'already exists'] },
     ProfileLimitReached: { code: 'PROFILE_LIMIT_REACHED', mentions: ['10 LLM profiles', 'delete one'] },
     WorkspaceFileNotFound: { code: 'FILE_NOT_FOUND', mentions: ['src/missing.ts', 'conv-123'] },
-    WorkspacePathIsDirectory: { code: 'PATH_IS_DIRECTORY', mentions: ['src', 'conv-123', 'is a directory', 'list its entries'] },
+    WorkspacePathIsDirectory: {
+      code: 'PATH_IS_DIRECTORY',
+      mentions: ['src', 'conv-123', 'is a directory', 'list its entries'],
+    },
     ApiKeyNotFound: { code: 'API_KEY_NOT_FOUND', mentions: ['key-7'] },
     ApiKeyLimitReached: { code: 'API_KEY_LIMIT_REACHED', mentions: ['100 API keys', 'revoke one'] },
     DeviceTokenRefused: { code: 'SLOW_DOWN', mentions: ['10 seconds'] },
     DeviceAuthorizationsFull: { code: 'DEVICE_AUTHORIZATIONS_FULL', mentions: ['1000'] },
     UserCodeNotFound: { code: 'USER_CODE_NOT_FOUND', mentions: ['WDJB-MJHT'] },
     UserCodeAttemptsExceeded: { code: 'USER_CODE_ATTEMPTS_EXCEEDED', mentions: ['10 within 15 minutes'] },
-    DeviceAuthorizationAnswered: { code: 'DEVICE_AUTHORIZATION_ANSWERED', mentions: ['WDJB-MJHT', 'already been answered'] },
+    DeviceAuthorizationAnswered: {
+      code: 'DEVICE_AUTHORIZATION_ANSWERED',
+      mentions: ['WDJB-MJHT', 'already been answered'],
+    },
     GitProviderNotConnected: { code: 'GIT_PROVIDER_NOT_CONNECTED', mentions: ['GitLab token'] },
     GitRequestRefused: { code: 'GIT_PROVIDER_REJECTED_REQUEST', mentions: ['GitHub', 'Validation Failed'] },
-    GitProviderRefused: { code: 'GIT_PROVIDER_TOKEN_INVALID', mentions: ['GitHub', 'Bad credentials', 'store a valid one'] },
+    GitProviderRefused: {
+      code: 'GIT_PROVIDER_TOKEN_INVALID',
+      mentions: ['GitHub', 'Bad credentials', 'store a valid one'],
+    },
     GitResourceNotFound: { code: 'GIT_RESOURCE_NOT_FOUND', mentions: ['GitLab', '404 Project Not Found'] },
     GitProviderRateLimited: { code: 'GIT_PROVIDER_RATE_LIMITED', mentions: ['GitHub', 'rate limit'] },
     GitProviderUnavailable: { code: 'GIT_PROVIDER_TIMEOUT', mentions: ['GitHub', 'in time'] },

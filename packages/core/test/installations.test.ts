@@ -19,7 +19,10 @@ describe('installations sharing one runtime', () => {
   it('never see, count, adopt, pause or delete each other’s sandboxes, also across restarts', async () => {
     const runtime = new FakeSandboxRuntime();
     const a = installation('installation-a', runtime);
-    const aBoxes = [await expectOk(a.service.sandboxes.start('default')), await expectOk(a.service.sandboxes.start('default'))];
+    const aBoxes = [
+      await expectOk(a.service.sandboxes.start('default')),
+      await expectOk(a.service.sandboxes.start('default')),
+    ];
     await a.service.idle();
     expect(runtime.peek(aBoxes[0]!.id)?.request.installation_id).toBe('installation-a');
 
@@ -33,7 +36,10 @@ describe('installations sharing one runtime', () => {
       expect((await b.service.sandboxes.pause('default', box.id))._unsafeUnwrapErr().type).toBe('SandboxNotFound');
     }
     // A's two running sandboxes do not count against B's limit of two.
-    const bBoxes = [await expectOk(b.service.sandboxes.start('default')), await expectOk(b.service.sandboxes.start('default'))];
+    const bBoxes = [
+      await expectOk(b.service.sandboxes.start('default')),
+      await expectOk(b.service.sandboxes.start('default')),
+    ];
     await b.service.idle();
     // B's idle pause only pauses B's.
     await new Promise((r) => setTimeout(r, 5));
@@ -45,13 +51,21 @@ describe('installations sharing one runtime', () => {
     await a.service.close();
     const aAgain = installation('installation-a', runtime, a.stores);
     expect(await expectOk(aAgain.service.sandboxes.reconcile())).toMatchObject({ checked: 2, adopted: 0 });
-    expect((await expectOk(aAgain.service.sandboxes.search('default', { limit: 100, after: null }))).items.map((s) => s.id).sort()).toEqual(aBoxes.map((s) => s.id).sort());
+    expect(
+      (await expectOk(aAgain.service.sandboxes.search('default', { limit: 100, after: null }))).items
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual(aBoxes.map((s) => s.id).sort());
 
     // A restarts having lost its records (same identity): it adopts exactly its own containers back.
     await aAgain.service.close();
     const aLost = installation('installation-a', runtime, createMemoryPorts({ installationId: 'installation-a' }));
     expect(await expectOk(aLost.service.sandboxes.reconcile())).toMatchObject({ adopted: 2 });
-    expect((await expectOk(aLost.service.sandboxes.search('default', { limit: 100, after: null }))).items.map((s) => s.id).sort()).toEqual(aBoxes.map((s) => s.id).sort());
+    expect(
+      (await expectOk(aLost.service.sandboxes.search('default', { limit: 100, after: null }))).items
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual(aBoxes.map((s) => s.id).sort());
 
     // B deletes all of its own; A's are untouched.
     for (const box of bBoxes) await expectOk(b.service.sandboxes.delete('default', box.id));
@@ -73,7 +87,9 @@ describe('installations sharing one runtime', () => {
           identity: () => {
             reads++;
             return failing
-              ? errAsync<string, StoreFailure>(storeUnavailable('read the installation id', new Error('database is down')) as StoreFailure)
+              ? errAsync<string, StoreFailure>(
+                  storeUnavailable('read the installation id', new Error('database is down')) as StoreFailure,
+                )
               : ports.installation.identity();
           },
         },

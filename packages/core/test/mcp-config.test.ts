@@ -37,7 +37,9 @@ describe('McpConfigSchema: top level', () => {
 
 describe('McpConfigSchema: sse and shttp servers', () => {
   it('normalises a bare sse URL to {url, api_key: null}', () => {
-    expect(parse({ sse_servers: ['https://a.example.com/sse'] }).sse_servers).toEqual([{ url: 'https://a.example.com/sse', api_key: null }]);
+    expect(parse({ sse_servers: ['https://a.example.com/sse'] }).sse_servers).toEqual([
+      { url: 'https://a.example.com/sse', api_key: null },
+    ]);
   });
 
   it('normalises a bare shttp URL to {url, api_key: null, timeout: 60}', () => {
@@ -47,20 +49,24 @@ describe('McpConfigSchema: sse and shttp servers', () => {
   });
 
   it('fills absent api_key and timeout in objects', () => {
-    expect(parse({ sse_servers: [{ url: 'https://a.example.com' }] }).sse_servers).toEqual([{ url: 'https://a.example.com', api_key: null }]);
-    expect(parse({ shttp_servers: [{ url: 'https://a.example.com', api_key: 'k', timeout: null }] }).shttp_servers).toEqual([
-      { url: 'https://a.example.com', api_key: 'k', timeout: 60 },
+    expect(parse({ sse_servers: [{ url: 'https://a.example.com' }] }).sse_servers).toEqual([
+      { url: 'https://a.example.com', api_key: null },
     ]);
+    expect(
+      parse({ shttp_servers: [{ url: 'https://a.example.com', api_key: 'k', timeout: null }] }).shttp_servers,
+    ).toEqual([{ url: 'https://a.example.com', api_key: 'k', timeout: 60 }]);
   });
 
-  it.each(['http://a.example.com/sse', 'https://a.example.com:8443/sse', 'ws://localhost:3001', 'wss://a.example.com/ws'])(
-    'accepts the URL %s for both kinds',
-    (url) => {
-      const parsed = parse({ sse_servers: [url], shttp_servers: [{ url }] });
-      expect(parsed.sse_servers[0]?.url).toBe(url);
-      expect(parsed.shttp_servers[0]?.url).toBe(url);
-    },
-  );
+  it.each([
+    'http://a.example.com/sse',
+    'https://a.example.com:8443/sse',
+    'ws://localhost:3001',
+    'wss://a.example.com/ws',
+  ])('accepts the URL %s for both kinds', (url) => {
+    const parsed = parse({ sse_servers: [url], shttp_servers: [{ url }] });
+    expect(parsed.sse_servers[0]?.url).toBe(url);
+    expect(parsed.shttp_servers[0]?.url).toBe(url);
+  });
 
   it.each([
     'ftp://a.example.com/x',
@@ -81,7 +87,10 @@ describe('McpConfigSchema: sse and shttp servers', () => {
   });
 
   it('trims the URL', () => {
-    const parsed = parse({ sse_servers: ['  https://a.example.com/sse \n'], shttp_servers: [{ url: '\thttps://b.example.com/mcp ' }] });
+    const parsed = parse({
+      sse_servers: ['  https://a.example.com/sse \n'],
+      shttp_servers: [{ url: '\thttps://b.example.com/mcp ' }],
+    });
     expect(parsed.sse_servers[0]?.url).toBe('https://a.example.com/sse');
     expect(parsed.shttp_servers[0]?.url).toBe('https://b.example.com/mcp');
   });
@@ -92,17 +101,27 @@ describe('McpConfigSchema: sse and shttp servers', () => {
   });
 
   it('rejects unknown keys in server objects', () => {
-    expect(McpConfigSchema.safeParse({ sse_servers: [{ url: 'https://a.example.com', token: 'x' }] }).success).toBe(false);
-    expect(McpConfigSchema.safeParse({ sse_servers: [{ url: 'https://a.example.com', timeout: 5 }] }).success).toBe(false);
-    expect(McpConfigSchema.safeParse({ shttp_servers: [{ url: 'https://a.example.com', headers: {} }] }).success).toBe(false);
+    expect(McpConfigSchema.safeParse({ sse_servers: [{ url: 'https://a.example.com', token: 'x' }] }).success).toBe(
+      false,
+    );
+    expect(McpConfigSchema.safeParse({ sse_servers: [{ url: 'https://a.example.com', timeout: 5 }] }).success).toBe(
+      false,
+    );
+    expect(McpConfigSchema.safeParse({ shttp_servers: [{ url: 'https://a.example.com', headers: {} }] }).success).toBe(
+      false,
+    );
   });
 
   it.each([1, 60, 3600])('accepts shttp timeout %d', (timeout) => {
-    expect(parse({ shttp_servers: [{ url: 'https://a.example.com', timeout }] }).shttp_servers[0]?.timeout).toBe(timeout);
+    expect(parse({ shttp_servers: [{ url: 'https://a.example.com', timeout }] }).shttp_servers[0]?.timeout).toBe(
+      timeout,
+    );
   });
 
   it.each([0, -5, 3601, 1.5, '60'])('rejects shttp timeout %j', (timeout) => {
-    expect(McpConfigSchema.safeParse({ shttp_servers: [{ url: 'https://a.example.com', timeout }] }).success).toBe(false);
+    expect(McpConfigSchema.safeParse({ shttp_servers: [{ url: 'https://a.example.com', timeout }] }).success).toBe(
+      false,
+    );
   });
 });
 
@@ -112,7 +131,12 @@ describe('McpConfigSchema: stdio servers', () => {
   });
 
   it('trims the name and command', () => {
-    expect(stdio({ name: '  my-server_1 ', command: ' npx\t' })).toEqual({ name: 'my-server_1', command: 'npx', args: [], env: {} });
+    expect(stdio({ name: '  my-server_1 ', command: ' npx\t' })).toEqual({
+      name: 'my-server_1',
+      command: 'npx',
+      args: [],
+      env: {},
+    });
   });
 
   it.each(['my server', 'a.b', 'srv/1', 'émoji', '', '   '])('rejects the name %j', (name) => {
@@ -129,7 +153,9 @@ describe('McpConfigSchema: stdio servers', () => {
   });
 
   it('rejects unknown keys in a stdio server', () => {
-    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', cwd: '/tmp' }] }).success).toBe(false);
+    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', cwd: '/tmp' }] }).success).toBe(
+      false,
+    );
   });
 
   it('keeps args given as an array verbatim', () => {
@@ -152,8 +178,12 @@ describe('McpConfigSchema: stdio servers', () => {
   });
 
   it('rejects args that are neither an array of strings nor a string', () => {
-    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', args: [1, 2] }] }).success).toBe(false);
-    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', args: { a: 1 } }] }).success).toBe(false);
+    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', args: [1, 2] }] }).success).toBe(
+      false,
+    );
+    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', args: { a: 1 } }] }).success).toBe(
+      false,
+    );
   });
 
   it('turns number and boolean env values into strings', () => {
@@ -175,16 +205,26 @@ describe('McpConfigSchema: stdio servers', () => {
     expect(stdio({ env: '' }).env).toEqual({});
   });
 
-  it.each([{ 'BAD-NAME': 'x' }, { '1ABC': 'x' }, { 'A B': 'x' }, { '': 'x' }, 'GOOD=1,BAD-NAME=2', '1ABC=x', 'NOVALUE', '=value'])(
-    'rejects the env %j',
-    (env) => {
-      expect(rejected({ stdio_servers: [{ name: 'n', command: 'c', env }] })).toEqual(['stdio_servers.0.env']);
-    },
-  );
+  it.each([
+    { 'BAD-NAME': 'x' },
+    { '1ABC': 'x' },
+    { 'A B': 'x' },
+    { '': 'x' },
+    'GOOD=1,BAD-NAME=2',
+    '1ABC=x',
+    'NOVALUE',
+    '=value',
+  ])('rejects the env %j', (env) => {
+    expect(rejected({ stdio_servers: [{ name: 'n', command: 'c', env }] })).toEqual(['stdio_servers.0.env']);
+  });
 
   it('rejects env values that are objects or null', () => {
-    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', env: { A: { b: 1 } } }] }).success).toBe(false);
-    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', env: { A: null } }] }).success).toBe(false);
+    expect(
+      McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', env: { A: { b: 1 } } }] }).success,
+    ).toBe(false);
+    expect(McpConfigSchema.safeParse({ stdio_servers: [{ name: 'n', command: 'c', env: { A: null } }] }).success).toBe(
+      false,
+    );
   });
 
   it('rejects duplicate stdio names, also after trimming, and names the duplicate', () => {
@@ -221,14 +261,14 @@ describe('splitShellWords', () => {
     ['"a b" c', ['a b', 'c']],
     ["''", ['']],
     ['"" x', ['', 'x']],
-    ["a'b c'\"d\"e", ['ab cde']],
+    ['a\'b c\'"d"e', ['ab cde']],
     ["'a\\\"b'", ['a\\"b']],
     ['"a\\"b"', ['a"b']],
     ['"a\\\\b"', ['a\\b']],
     ['"a\\nb"', ['a\\nb']],
     ['a\\ b', ['a b']],
     ['\\"x\\"', ['"x"']],
-    ["\"it's\"", ["it's"]],
+    ['"it\'s"', ["it's"]],
     ['--opt=value "--x=1 2"', ['--opt=value', '--x=1 2']],
   ])('splits %j into %j', (input, words) => {
     expect(splitShellWords(input)).toEqual(words);

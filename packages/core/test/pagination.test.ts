@@ -70,18 +70,35 @@ describe('encodeCursor / decodeCursor', () => {
     expect(() => encodeCursor({ created_at: '1969-12-31T23:59:59.999Z', id: 'a' })).toThrow(/created_at/);
   });
 
-  it.each(['', 'garbage', '!!!!', '%7B%7D', 'null', '{"c":"a","i":"b"}', '....', '🙂', '5AAAAAAA', 'AAAAAAAAA', 'AAAAAAAAAB', 'AAAAAAAAAAB'])(
-    'returns null for %j, which is not of the form PAGE_ID_PATTERN states',
-    (pageId) => {
-      expect(pageId).not.toMatch(new RegExp(PAGE_ID_PATTERN));
-      expect(decodeCursor(pageId)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    'garbage',
+    '!!!!',
+    '%7B%7D',
+    'null',
+    '{"c":"a","i":"b"}',
+    '....',
+    '🙂',
+    '5AAAAAAA',
+    'AAAAAAAAA',
+    'AAAAAAAAAB',
+    'AAAAAAAAAAB',
+  ])('returns null for %j, which is not of the form PAGE_ID_PATTERN states', (pageId) => {
+    expect(pageId).not.toMatch(new RegExp(PAGE_ID_PATTERN));
+    expect(decodeCursor(pageId)).toBeNull();
+  });
 
   it('returns null for strings outside the base64url alphabet, even when they would decode', () => {
     const valid = encodeCursor({ created_at: t(1), id: 'abc' });
     expect(decodeCursor(valid)).not.toBeNull();
-    for (const mangled of [`${valid}!`, `${valid.slice(0, 4)}*${valid.slice(4)}`, ` ${valid}`, `${valid}\n`, `${valid}.`, `${valid}==`]) {
+    for (const mangled of [
+      `${valid}!`,
+      `${valid.slice(0, 4)}*${valid.slice(4)}`,
+      ` ${valid}`,
+      `${valid}\n`,
+      `${valid}.`,
+      `${valid}==`,
+    ]) {
       expect(decodeCursor(mangled), JSON.stringify(mangled)).toBeNull();
     }
     // standard base64 (with + / =) is not what we issue
@@ -154,7 +171,10 @@ describe('pageInMemory', () => {
 
   it('returns an empty last page for an empty collection or a cursor past the end', () => {
     expect(pageInMemory([], { limit: 10, after: null })).toEqual({ items: [], next_page_id: null });
-    expect(pageInMemory(fixture(), { limit: 10, after: { created_at: t(0), id: '0' } })).toEqual({ items: [], next_page_id: null });
+    expect(pageInMemory(fixture(), { limit: 10, after: { created_at: t(0), id: '0' } })).toEqual({
+      items: [],
+      next_page_id: null,
+    });
   });
 
   it('starts strictly after a cursor that ties on created_at', () => {
@@ -205,6 +225,8 @@ describe('pageInMemory', () => {
 
   it('accepts any iterable', () => {
     const set = new Set(fixture());
-    expect(pageInMemory(set.values(), { limit: 2, after: null }).items.map((i) => i.label)).toEqual(NEWEST_FIRST.slice(0, 2));
+    expect(pageInMemory(set.values(), { limit: 2, after: null }).items.map((i) => i.label)).toEqual(
+      NEWEST_FIRST.slice(0, 2),
+    );
   });
 });

@@ -26,7 +26,20 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 /** Fence languages compiled here. */
 const TYPESCRIPT = new Set(['ts', 'typescript']);
 /** Fence languages that are not TypeScript; any other language fails the test rather than being skipped. */
-const NOT_TYPESCRIPT = new Set(['sh', 'bash', 'shell', 'console', 'text', 'json', 'jsonc', 'yaml', 'mermaid', 'http', 'diff', 'python']);
+const NOT_TYPESCRIPT = new Set([
+  'sh',
+  'bash',
+  'shell',
+  'console',
+  'text',
+  'json',
+  'jsonc',
+  'yaml',
+  'mermaid',
+  'http',
+  'diff',
+  'python',
+]);
 
 const CONTEXT = /^<!--\s*snippet-context:([\s\S]*?)-->$/;
 
@@ -104,9 +117,13 @@ function contextAbove(lines: string[], fence: number, readme: string): { context
   const context = (match[1] ?? '').trim();
   const parsed = ts.createSourceFile('context.ts', context, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   for (const statement of parsed.statements) {
-    const declared = ts.canHaveModifiers(statement) && (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.DeclareKeyword);
+    const declared =
+      ts.canHaveModifiers(statement) &&
+      (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.DeclareKeyword);
     if (!declared) {
-      throw new Error(`${readme}:${first + 1}: a snippet-context may only hold \`declare\` statements, not \`${statement.getText(parsed)}\``);
+      throw new Error(
+        `${readme}:${first + 1}: a snippet-context may only hold \`declare\` statements, not \`${statement.getText(parsed)}\``,
+      );
     }
   }
   return { context, contextLine: first + 1 };
@@ -114,12 +131,16 @@ function contextAbove(lines: string[], fence: number, readme: string): { context
 
 /** The repository's compiler options (tsconfig.json), for modules that exist only in memory. */
 function compilerOptions(): ts.CompilerOptions {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!parsed) throw new Error('cannot read tsconfig.json');
   return { ...parsed.options, noEmit: true, moduleDetection: ts.ModuleDetectionKind.Force };
 }
@@ -140,7 +161,9 @@ function compile(snippets: Snippet[]): { failures: Failure[]; global: string[] }
     readFile: (name) => sources.get(name) ?? disk.readFile(name),
     getSourceFile: (name, language, onError, fresh) => {
       const text = sources.get(name);
-      return text === undefined ? disk.getSourceFile(name, language, onError, fresh) : ts.createSourceFile(name, text, language, true);
+      return text === undefined
+        ? disk.getSourceFile(name, language, onError, fresh)
+        : ts.createSourceFile(name, text, language, true);
     },
   };
   const program = ts.createProgram({ rootNames: [...sources.keys()], options, host });
@@ -187,7 +210,8 @@ describe('README code blocks', () => {
   it.each([...snippetsByReadme.keys()])('%s: every TypeScript block compiles', (readme) => {
     const snippets = snippetsByReadme.get(readme) ?? [];
     // Every package README shows its use in code: finding no block means the extraction broke.
-    if (readme.startsWith('packages/') || readme === 'README.md') expect(snippets.length, `${readme}: no \`\`\`ts block found`).toBeGreaterThan(0);
+    if (readme.startsWith('packages/') || readme === 'README.md')
+      expect(snippets.length, `${readme}: no \`\`\`ts block found`).toBeGreaterThan(0);
     const problems = result.failures.filter((f) => f.snippet.readme === readme).map((f) => f.text);
     expect(problems, `${readme}: a code block does not compile:\n${problems.join('\n')}`).toEqual([]);
   });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createAgentConversationService, explainDomainError, type AgentConversationService, type AgentConversationServiceOptions } from '../src/index.js';
+import {
+  createAgentConversationService,
+  explainDomainError,
+  type AgentConversationService,
+  type AgentConversationServiceOptions,
+} from '../src/index.js';
 import { manualClock } from '../src/ports.js';
 import { MAKE_ROOM_GRACE_MS } from '../src/sandbox/room.js';
 import { expectOk } from '../src/testing/index.js';
@@ -18,7 +23,10 @@ async function world(options: AgentConversationServiceOptions = {}, settings: Re
   const ports = createMemoryPorts();
   const clock = manualClock();
   // Maintenance runs only when a test asks (pauseIdle), not on the clock's timer.
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, clock }, { pollIntervalMs: 1, maintenanceIntervalMs: 24 * 60 * MINUTE, reconcileIntervalMs: 0, ...options });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, clock },
+    { pollIntervalMs: 1, maintenanceIntervalMs: 24 * 60 * MINUTE, reconcileIntervalMs: 0, ...options },
+  );
   await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test', ...settings }));
   return { ports, clock, service };
 }
@@ -79,7 +87,9 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     await service.idle();
 
     expect(await sandboxStatus(service, boxes[0]!)).toBe('PAUSED');
-    expect((await expectOk(service.sandboxes.get('alice', boxes[0]!))).status_detail).toMatch(/to make room for another sandbox of yours/);
+    expect((await expectOk(service.sandboxes.get('alice', boxes[0]!))).status_detail).toMatch(
+      /to make room for another sandbox of yours/,
+    );
     for (const box of boxes.slice(1)) expect(await sandboxStatus(service, box)).toBe('RUNNING');
     expect((await conversation(service, sixth.conversation_id)).execution_status).toBe('finished');
     // The paused one's conversation shows STOPPED (its sandbox is paused), as after any pause.
@@ -94,7 +104,13 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     const second = await finishedConversation(service, 'two');
     clock.advance(1_000);
     // A follow-up to the first makes it the more recently used.
-    await expectOk(service.conversations.sendMessage('alice', first, { role: 'user', content: [{ type: 'text', text: 'and also this' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', first, {
+        role: 'user',
+        content: [{ type: 'text', text: 'and also this' }],
+        run: true,
+      }),
+    );
     await service.idle();
     clock.advance(MAKE_ROOM_GRACE_MS);
 
@@ -111,12 +127,18 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     clock.advance(MINUTE);
     const model = heldModel(ports);
     const working = await expectOk(service.conversations.create('alice', { initial_user_msg: 'a long task' }));
-    await until(async () => (await conversation(service, working.conversation_id)).execution_status === 'running', 'the agent to run');
+    await until(
+      async () => (await conversation(service, working.conversation_id)).execution_status === 'running',
+      'the agent to run',
+    );
     clock.advance(10 * MINUTE);
 
     // Room is made from the finished one, though the working one is the more idle sandbox.
     const third = await expectOk(service.conversations.create('alice', { initial_user_msg: 'a third' }));
-    await until(async () => (await conversation(service, third.conversation_id)).execution_status === 'running', 'the third agent to run');
+    await until(
+      async () => (await conversation(service, third.conversation_id)).execution_status === 'running',
+      'the third agent to run',
+    );
     expect(await sandboxStatus(service, await sandboxOf(service, older))).toBe('PAUSED');
     const workingBox = await sandboxOf(service, working.conversation_id);
     expect(await sandboxStatus(service, workingBox)).toBe('RUNNING');
@@ -138,7 +160,11 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
   it('does not take a conversation for finished in the seconds after it finished (its agent may be about to run again)', async () => {
     const { service, clock } = await world({ maxRunningSandboxesPerUser: 1 });
     const first = await finishedConversation(service, 'one');
-    expect((await service.conversations.create('alice', { initial_user_msg: 'two' }))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1, why: 'none_at_rest' });
+    expect((await service.conversations.create('alice', { initial_user_msg: 'two' }))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxCapReached',
+      limit: 1,
+      why: 'none_at_rest',
+    });
     clock.advance(MAKE_ROOM_GRACE_MS);
     await expectOk(service.conversations.create('alice', { initial_user_msg: 'two' }));
     await service.idle();
@@ -164,7 +190,11 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     const alone = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     clock.advance(60 * MINUTE);
-    expect((await service.conversations.create('alice', { initial_user_msg: 'one' }))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1, why: 'none_at_rest' });
+    expect((await service.conversations.create('alice', { initial_user_msg: 'one' }))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxCapReached',
+      limit: 1,
+      why: 'none_at_rest',
+    });
     expect(await sandboxStatus(service, alone.id)).toBe('RUNNING');
     await service.close();
   });
@@ -176,7 +206,9 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     ports.runtime.failNext('pause', { message: 'the engine refused to freeze it' });
     const refused = (await service.conversations.create('alice', { initial_user_msg: 'two' }))._unsafeUnwrapErr();
     expect(refused).toEqual({ type: 'SandboxCapReached', limit: 1, why: 'pause_failed' });
-    expect(explainDomainError(refused).message).toMatch(/pausing one whose conversations have finished, to make room, failed/);
+    expect(explainDomainError(refused).message).toMatch(
+      /pausing one whose conversations have finished, to make room, failed/,
+    );
     expect(await sandboxStatus(service, await sandboxOf(service, first))).toBe('RUNNING');
     expect(await expectOk(service.conversations.count('alice', {}))).toBe(1);
     await service.close();
@@ -187,9 +219,13 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     const ids: string[] = [];
     for (let i = 1; i <= 5; i++) ids.push(await finishedConversation(service, `quick task ${i}`));
     clock.advance(10 * MINUTE);
-    const refused = (await service.conversations.create('alice', { initial_user_msg: 'quick task 6' }))._unsafeUnwrapErr();
+    const refused = (
+      await service.conversations.create('alice', { initial_user_msg: 'quick task 6' })
+    )._unsafeUnwrapErr();
     expect(refused).toEqual({ type: 'SandboxCapReached', limit: 5 });
-    expect(explainDomainError(refused).message).toBe('You already have 5 running sandboxes, the most allowed at once; pause or delete one, then try again.');
+    expect(explainDomainError(refused).message).toBe(
+      'You already have 5 running sandboxes, the most allowed at once; pause or delete one, then try again.',
+    );
     for (const id of ids) expect(await sandboxStatus(service, await sandboxOf(service, id))).toBe('RUNNING');
     expect(await expectOk(service.conversations.count('alice', {}))).toBe(5);
     await service.close();
@@ -201,12 +237,18 @@ describe('at the per-user limit, a sandbox whose conversations finished makes ro
     for (let i = 1; i <= 3; i++) finished.push(await finishedConversation(service, `task ${i}`));
     clock.advance(MAKE_ROOM_GRACE_MS);
 
-    const results = await Promise.all(Array.from({ length: 7 }, (_, i) => service.conversations.create('alice', { initial_user_msg: `at once ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 7 }, (_, i) => service.conversations.create('alice', { initial_user_msg: `at once ${i}` })),
+    );
     expect(results.filter((r) => r.isOk())).toHaveLength(3);
-    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr())).toEqual(Array(4).fill({ type: 'SandboxCapReached', limit: 3, why: 'none_at_rest' }));
+    expect(results.filter((r) => r.isErr()).map((r) => r._unsafeUnwrapErr())).toEqual(
+      Array(4).fill({ type: 'SandboxCapReached', limit: 3, why: 'none_at_rest' }),
+    );
     await service.idle();
     for (const id of finished) expect(await sandboxStatus(service, await sandboxOf(service, id))).toBe('PAUSED');
-    const running = (await expectOk(service.sandboxes.search('alice', { limit: 100, after: null }))).items.filter((s) => s.status === 'RUNNING');
+    const running = (await expectOk(service.sandboxes.search('alice', { limit: 100, after: null }))).items.filter(
+      (s) => s.status === 'RUNNING',
+    );
     expect(running).toHaveLength(3);
     expect(await expectOk(service.conversations.count('alice', {}))).toBe(6);
     await service.close();
@@ -222,7 +264,10 @@ describe('a sandbox whose conversations finished is paused after idlePauseFinish
       clock.advance(3 * MINUTE);
       return { content: 'built' };
     });
-    ports.runtime.onExec((argv) => argv[0] === 'bash' && argv[2] === 'make', () => ({ stdout: 'ok\n', exit_code: 0 }));
+    ports.runtime.onExec(
+      (argv) => argv[0] === 'bash' && argv[2] === 'make',
+      () => ({ stdout: 'ok\n', exit_code: 0 }),
+    );
     const id = await finishedConversation(service, 'build it');
     const box = await sandboxOf(service, id);
 
@@ -232,12 +277,18 @@ describe('a sandbox whose conversations finished is paused after idlePauseFinish
     expect(await service.sandboxes.pauseIdle()).toBe(1);
     const paused = await expectOk(service.sandboxes.get('alice', box));
     expect(paused.status).toBe('PAUSED');
-    expect(paused.status_detail).toBe('paused 5 min after its conversations finished or began to wait for you, without use since');
+    expect(paused.status_detail).toBe(
+      'paused 5 min after its conversations finished or began to wait for you, without use since',
+    );
     await service.close();
   });
 
   it('runs on the maintenance timer with its own setting, apart from the general idle pause', async () => {
-    const { service, clock } = await world({ idlePauseFinishedAfterMs: 2 * MINUTE, idlePauseAfterMs: 30 * MINUTE, maintenanceIntervalMs: 30_000 });
+    const { service, clock } = await world({
+      idlePauseFinishedAfterMs: 2 * MINUTE,
+      idlePauseAfterMs: 30 * MINUTE,
+      maintenanceIntervalMs: 30_000,
+    });
     const id = await finishedConversation(service, 'one');
     const box = await sandboxOf(service, id);
     const alone = await expectOk(service.sandboxes.start('alice'));
@@ -260,7 +311,10 @@ describe('a sandbox whose conversations finished is paused after idlePauseFinish
     const held = await world();
     const model = heldModel(held.ports);
     const working = await expectOk(held.service.conversations.create('alice', { initial_user_msg: 'long' }));
-    await until(async () => (await conversation(held.service, working.conversation_id)).execution_status === 'running', 'the agent to run');
+    await until(
+      async () => (await conversation(held.service, working.conversation_id)).execution_status === 'running',
+      'the agent to run',
+    );
     held.clock.advance(60 * MINUTE);
     expect(await held.service.sandboxes.pauseIdle()).toBe(0);
     model.release();
@@ -284,7 +338,10 @@ describe('a sandbox whose conversations finished is paused after idlePauseFinish
         return { stdout: '', exit_code: 0 };
       },
     );
-    ports.llm.push({ tool_calls: [{ name: 'execute_bash', arguments: { command: 'touch approved' } }] }, { content: 'done' });
+    ports.llm.push(
+      { tool_calls: [{ name: 'execute_bash', arguments: { command: 'touch approved' } }] },
+      { content: 'done' },
+    );
     const created = await expectOk(service.conversations.create('alice', { initial_user_msg: 'touch a file' }));
     await service.idle();
     expect((await conversation(service, created.conversation_id)).execution_status).toBe('waiting_for_confirmation');
@@ -301,13 +358,22 @@ describe('a sandbox whose conversations finished is paused after idlePauseFinish
     expect((await conversation(service, created.conversation_id)).execution_status).toBe('finished');
     await service.close();
   });
-
 });
 
 describe('a paused sandbox comes back when its conversation is given work', () => {
   it('a new message resumes it, with the workspace as it was, and the agent answers', async () => {
     const { service, ports, clock } = await world();
-    ports.llm.push({ tool_calls: [{ name: 'str_replace_editor', arguments: { command: 'create', path: '/workspace/notes.txt', file_text: 'kept\n' } }] }, { content: 'written' });
+    ports.llm.push(
+      {
+        tool_calls: [
+          {
+            name: 'str_replace_editor',
+            arguments: { command: 'create', path: '/workspace/notes.txt', file_text: 'kept\n' },
+          },
+        ],
+      },
+      { content: 'written' },
+    );
     const id = await finishedConversation(service, 'write a note');
     const box = await sandboxOf(service, id);
     clock.advance(6 * MINUTE);
@@ -315,13 +381,21 @@ describe('a paused sandbox comes back when its conversation is given work', () =
     expect(await sandboxStatus(service, box)).toBe('PAUSED');
     const calls = ports.llm.calls;
 
-    await expectOk(service.conversations.sendMessage('alice', id, { role: 'user', content: [{ type: 'text', text: 'what did you write?' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', id, {
+        role: 'user',
+        content: [{ type: 'text', text: 'what did you write?' }],
+        run: true,
+      }),
+    );
     await service.idle();
     expect(await sandboxStatus(service, box)).toBe('RUNNING');
     expect(ports.llm.calls).toBe(calls + 1);
     expect(JSON.stringify(ports.llm.requests.at(-1)!.messages)).toContain('what did you write?');
     expect((await conversation(service, id)).execution_status).toBe('finished');
-    expect(new TextDecoder().decode((await expectOk(ports.runtime.readFile(box, '/workspace/notes.txt'))).bytes)).toBe('kept\n');
+    expect(new TextDecoder().decode((await expectOk(ports.runtime.readFile(box, '/workspace/notes.txt'))).bytes)).toBe(
+      'kept\n',
+    );
     await service.close();
   });
 
@@ -334,10 +408,22 @@ describe('a paused sandbox comes back when its conversation is given work', () =
     expect(await sandboxStatus(service, firstBox)).toBe('PAUSED');
     clock.advance(MAKE_ROOM_GRACE_MS);
 
-    await expectOk(service.conversations.sendMessage('alice', first, { role: 'user', content: [{ type: 'text', text: 'later' }], run: false }));
+    await expectOk(
+      service.conversations.sendMessage('alice', first, {
+        role: 'user',
+        content: [{ type: 'text', text: 'later' }],
+        run: false,
+      }),
+    );
     expect(await sandboxStatus(service, firstBox)).toBe('PAUSED');
 
-    await expectOk(service.conversations.sendMessage('alice', first, { role: 'user', content: [{ type: 'text', text: 'one more thing' }], run: true }));
+    await expectOk(
+      service.conversations.sendMessage('alice', first, {
+        role: 'user',
+        content: [{ type: 'text', text: 'one more thing' }],
+        run: true,
+      }),
+    );
     await service.idle();
     expect(await sandboxStatus(service, firstBox)).toBe('RUNNING');
     expect(await sandboxStatus(service, secondBox)).toBe('PAUSED');

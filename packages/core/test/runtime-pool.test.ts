@@ -6,7 +6,12 @@ import { expectOk } from '../src/testing/index.js';
 import { createAgent } from '@acs/agent';
 import { createMemoryPorts, FakeSandboxRuntime } from '@acs/testing';
 
-const engine = (name: string, runtime: FakeSandboxRuntime, maxRunning = 10): PooledRuntime => ({ name, runtime, maxRunning, running: () => okAsync(runtime.size) });
+const engine = (name: string, runtime: FakeSandboxRuntime, maxRunning = 10): PooledRuntime => ({
+  name,
+  runtime,
+  maxRunning,
+  running: () => okAsync(runtime.size),
+});
 
 describe('sandboxes over a pool of engines', () => {
   const setup = () => {
@@ -14,7 +19,10 @@ describe('sandboxes over a pool of engines', () => {
     const b = new FakeSandboxRuntime();
     const ports = createMemoryPorts();
     const runtime = createSandboxRuntimePool([engine('a', a, 2), engine('b', b, 2)]);
-    const service = createAgentConversationService({ ...ports, runtime, agent: createAgent() }, { pollIntervalMs: 1, reconcileIntervalMs: 0 });
+    const service = createAgentConversationService(
+      { ...ports, runtime, agent: createAgent() },
+      { pollIntervalMs: 1, reconcileIntervalMs: 0 },
+    );
     return { a, b, ports, runtime, service };
   };
 
@@ -24,18 +32,29 @@ describe('sandboxes over a pool of engines', () => {
     for (let i = 0; i < 4; i++) started.push(await expectOk(service.sandboxes.start('alice')));
     await service.idle();
     expect([a.size, b.size]).toEqual([2, 2]);
-    const locations = await Promise.all(started.map(async (s) => (await expectOk(ports.sandboxes.get('alice', s.id)))?.location));
+    const locations = await Promise.all(
+      started.map(async (s) => (await expectOk(ports.sandboxes.get('alice', s.id)))?.location),
+    );
     expect(locations.sort()).toEqual(['a', 'a', 'b', 'b']);
     const refused = (await service.sandboxes.start('alice'))._unsafeUnwrapErr();
     expect(refused).toMatchObject({ type: 'SandboxesUnavailable' });
-    expect(refused.type === 'SandboxesUnavailable' && refused.reason).toContain('every sandbox engine that answers is at its limit');
+    expect(refused.type === 'SandboxesUnavailable' && refused.reason).toContain(
+      'every sandbox engine that answers is at its limit',
+    );
     await service.close();
   });
 
   it('spreads concurrent starts over the engines (what this process is creating counts as taken)', async () => {
     const a = new FakeSandboxRuntime();
     const b = new FakeSandboxRuntime();
-    const service = createAgentConversationService({ ...createMemoryPorts(), runtime: createSandboxRuntimePool([engine('a', a), engine('b', b)]), agent: createAgent() }, { pollIntervalMs: 1, reconcileIntervalMs: 0 });
+    const service = createAgentConversationService(
+      {
+        ...createMemoryPorts(),
+        runtime: createSandboxRuntimePool([engine('a', a), engine('b', b)]),
+        agent: createAgent(),
+      },
+      { pollIntervalMs: 1, reconcileIntervalMs: 0 },
+    );
     // Eight users at once (one user's starts queue behind its lock; different users' do not).
     const started = await Promise.all(Array.from({ length: 8 }, (_, i) => service.sandboxes.start(`user-${i}`)));
     expect(started.every((r) => r.isOk())).toBe(true);
@@ -76,14 +95,20 @@ describe('sandboxes over a pool of engines', () => {
     const a = new FakeSandboxRuntime();
     const b = new FakeSandboxRuntime();
     const ports = createMemoryPorts();
-    const before = createAgentConversationService({ ...ports, runtime: createSandboxRuntimePool([engine('a', a), engine('b', b, 0)]), agent: createAgent() }, { pollIntervalMs: 1, reconcileIntervalMs: 0 });
+    const before = createAgentConversationService(
+      { ...ports, runtime: createSandboxRuntimePool([engine('a', a), engine('b', b, 0)]), agent: createAgent() },
+      { pollIntervalMs: 1, reconcileIntervalMs: 0 },
+    );
     const box = await expectOk(before.sandboxes.start('alice'));
     await before.idle();
     await before.close();
     // A new process (a new pool knows nothing yet); engine b is down, a is not asked anything but where the record says.
     b.setUnavailable('engine b is being upgraded');
     const pool = createSandboxRuntimePool([engine('a', a), engine('b', b)]);
-    const after = createAgentConversationService({ ...ports, runtime: pool, agent: createAgent() }, { pollIntervalMs: 1, reconcileIntervalMs: 0 });
+    const after = createAgentConversationService(
+      { ...ports, runtime: pool, agent: createAgent() },
+      { pollIntervalMs: 1, reconcileIntervalMs: 0 },
+    );
     expect((await expectOk(after.sandboxes.get('alice', box.id))).status).toBe('RUNNING');
     await expectOk(after.sandboxes.pause('alice', box.id));
     expect(a.peek(box.id)?.state).toBe('paused');

@@ -8,11 +8,18 @@ import { createAgent } from '@acs/agent';
 describe('sandbox limits and maintenance (memory adapters)', () => {
   it('counts starting and running sandboxes against the per-user limit, not paused or other users’ ones', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 });
+    const service = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, maxRunningSandboxesPerUser: 2 },
+    );
     const a = await expectOk(service.sandboxes.start('alice'));
     await expectOk(service.sandboxes.start('alice'));
     // Sandboxes without a conversation are never paused for another.
-    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 2, why: 'none_at_rest' });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxCapReached',
+      limit: 2,
+      why: 'none_at_rest',
+    });
     await expectOk(service.sandboxes.start('bob'));
     await service.idle();
     await expectOk(service.sandboxes.pause('alice', a.id));
@@ -24,7 +31,10 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
   });
 
   it('lets concurrent starts of one user never exceed the limit', async () => {
-    const service = createAgentConversationService({ ...createMemoryPorts(), agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 3 });
+    const service = createAgentConversationService(
+      { ...createMemoryPorts(), agent: createAgent() },
+      { pollIntervalMs: 1, maxRunningSandboxesPerUser: 3 },
+    );
     const results = await Promise.all(Array.from({ length: 10 }, () => service.sandboxes.start('alice')));
     expect(results.filter((r) => r.isOk())).toHaveLength(3);
     expect(results.filter((r) => r.isErr() && r.error.type === 'SandboxCapReached')).toHaveLength(7);
@@ -33,7 +43,10 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('refuses a conversation when its sandbox would exceed the limit, storing nothing', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1 });
+    const service = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1 },
+    );
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'k' }));
     await expectOk(service.conversations.create('alice', { initial_user_msg: 'one' }));
     const refused = await service.conversations.create('alice', { initial_user_msg: 'two' });
@@ -44,11 +57,17 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('with pause_oldest, a failed pause of the oldest is a refusal at the limit, never an error about that other sandbox', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1, atSandboxLimit: 'pause_oldest' });
+    const service = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, maxRunningSandboxesPerUser: 1, atSandboxLimit: 'pause_oldest' },
+    );
     const oldest = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     ports.runtime.failNext('pause', { message: 'the engine refused to freeze it' });
-    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1 });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxCapReached',
+      limit: 1,
+    });
     expect((await expectOk(service.sandboxes.get('alice', oldest.id))).status).toBe('RUNNING');
     // Once the pause works, the start makes room as configured.
     await expectOk(service.sandboxes.start('alice'));
@@ -59,15 +78,25 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
 
   it('answers 503-style SandboxesUnavailable at once when the runtime cannot take work, storing nothing', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ agent: createAgent(), ...ports, runtime: unavailableSandboxRuntime('no engine here') });
-    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxesUnavailable', reason: 'no engine here' });
+    const service = createAgentConversationService({
+      agent: createAgent(),
+      ...ports,
+      runtime: unavailableSandboxRuntime('no engine here'),
+    });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxesUnavailable',
+      reason: 'no engine here',
+    });
     expect((await expectOk(service.sandboxes.search('alice', { limit: 10, after: null }))).items).toEqual([]);
   });
 
   it('pauses running sandboxes idle longer than the limit, leaving recently used ones (time from the clock port)', async () => {
     const ports = createMemoryPorts();
     const clock = manualClock();
-    const service = createAgentConversationService({ agent: createAgent(), ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000 });
+    const service = createAgentConversationService(
+      { agent: createAgent(), ...ports, clock },
+      { pollIntervalMs: 1, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000 },
+    );
     const idle = await expectOk(service.sandboxes.start('alice'));
     const busy = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
@@ -84,7 +113,10 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
   it('runs idle pausing on the clock’s timer, and stops it on close', async () => {
     const ports = createMemoryPorts();
     const clock = manualClock();
-    const service = createAgentConversationService({ agent: createAgent(), ...ports, clock }, { pollIntervalMs: 1, idlePauseAfterMs: 60_000, maintenanceIntervalMs: 15_000 });
+    const service = createAgentConversationService(
+      { agent: createAgent(), ...ports, clock },
+      { pollIntervalMs: 1, idlePauseAfterMs: 60_000, maintenanceIntervalMs: 15_000 },
+    );
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     clock.advance(45_000);

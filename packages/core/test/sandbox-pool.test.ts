@@ -11,7 +11,10 @@ const OTHER_SPEC = { id: 'other', image: 'other:1', working_dir: '/workspace' };
 const SPECS = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/workspace' }, OTHER_SPEC];
 
 function compose(options: AgentConversationServiceOptions = {}, ports = createMemoryPorts({ specs: SPECS })) {
-  const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1, sandboxPool: { bookworm: 1 }, sandboxPoolRefillDelayMs: 0, ...options });
+  const service = createAgentConversationService(
+    { ...ports, agent: createAgent() },
+    { pollIntervalMs: 1, sandboxPool: { bookworm: 1 }, sandboxPoolRefillDelayMs: 0, ...options },
+  );
   return { ports, service };
 }
 
@@ -28,21 +31,35 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
       ['RUNNING', 'bookworm'],
     ]);
     // The runtime was asked for them on behalf of the pool, with the limits of factor 1.
-    for (const r of pooled) expect(ports.runtime.peek(r.id)?.request).toMatchObject({ user_id: POOLED_SANDBOX_OWNER, resource_factor: 1 });
+    for (const r of pooled)
+      expect(ports.runtime.peek(r.id)?.request).toMatchObject({ user_id: POOLED_SANDBOX_OWNER, resource_factor: 1 });
     expect(await expectOk(service.sandboxes.poolStatus())).toEqual({ bookworm: { size: 2, ready: 2, filling: 0 } });
     for (const user of ['alice', POOLED_SANDBOX_OWNER]) {
       expect((await expectOk(service.sandboxes.search(user, { limit: 100, after: null }))).items).toEqual(
         user === POOLED_SANDBOX_OWNER ? expect.any(Array) : [],
       );
     }
-    expect(await expectOk(service.sandboxes.getMany('alice', pooled.map((r) => r.id)))).toEqual([null, null]);
+    expect(
+      await expectOk(
+        service.sandboxes.getMany(
+          'alice',
+          pooled.map((r) => r.id),
+        ),
+      ),
+    ).toEqual([null, null]);
     expect((await service.sandboxes.get('alice', pooled[0]!.id))._unsafeUnwrapErr().type).toBe('SandboxNotFound');
     // Its exposed URLs lead nowhere while it is pooled.
-    expect((await service.sandboxes.endpoint(pooled[0]!.id, 'AGENT_SERVER'))._unsafeUnwrapErr().type).toBe('SandboxNotFound');
+    expect((await service.sandboxes.endpoint(pooled[0]!.id, 'AGENT_SERVER'))._unsafeUnwrapErr().type).toBe(
+      'SandboxNotFound',
+    );
     // Two pooled sandboxes and a limit of one: the user's count does not include the pool.
     const claimed = await expectOk(service.sandboxes.start('alice'));
     expect(claimed.status).toBe('RUNNING');
-    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({ type: 'SandboxCapReached', limit: 1, why: 'none_at_rest' });
+    expect((await service.sandboxes.start('alice'))._unsafeUnwrapErr()).toEqual({
+      type: 'SandboxCapReached',
+      limit: 1,
+      why: 'none_at_rest',
+    });
     await service.close();
   });
 
@@ -52,12 +69,19 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     const [warm] = await pooledRecords(ports);
     const created = ports.runtime.calls.filter((c) => c.operation === 'create').length;
     const info = await expectOk(service.sandboxes.start('alice'));
-    expect(info).toMatchObject({ id: warm!.id, status: 'RUNNING', created_by_user_id: 'alice', sandbox_spec_id: 'bookworm' });
+    expect(info).toMatchObject({
+      id: warm!.id,
+      status: 'RUNNING',
+      created_by_user_id: 'alice',
+      sandbox_spec_id: 'bookworm',
+    });
     const record = await expectOk(ports.sandboxes.get('alice', warm!.id));
     expect(record).toMatchObject({ user_id: 'alice', status: 'RUNNING', status_detail: warm!.status_detail });
     expect(record?.last_active_at).toBe(record?.updated_at);
     expect(await expectOk(ports.sandboxes.ownerOf(warm!.id))).toBe('alice');
-    expect((await expectOk(service.sandboxes.search('alice', { limit: 100, after: null }))).items.map((s) => s.id)).toEqual([warm!.id]);
+    expect(
+      (await expectOk(service.sandboxes.search('alice', { limit: 100, after: null }))).items.map((s) => s.id),
+    ).toEqual([warm!.id]);
     expect((await expectOk(service.sandboxes.search('bob', { limit: 100, after: null }))).items).toEqual([]);
     await service.idle();
     // One create for the refill, none for alice's start.
@@ -86,13 +110,17 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     await pooled.service.idle();
     expect((await expectOk(pooled.service.sandboxes.start('alice', 'other'))).status).toBe('STARTING');
     const adHoc = await expectOk(pooled.service.sandboxes.specForImage('acs-sandbox:bookworm'));
-    expect((await expectOk(pooled.service.sandboxes.startFromSpec('alice', { ...adHoc, id: 'bookworm' }))).status).toBe('STARTING');
+    expect((await expectOk(pooled.service.sandboxes.startFromSpec('alice', { ...adHoc, id: 'bookworm' }))).status).toBe(
+      'STARTING',
+    );
     expect((await pooledRecords(pooled.ports)).filter((r) => r.status === 'RUNNING')).toHaveLength(1);
     // Claimed while the refill is still starting: the next start creates.
     pooled.ports.runtime.hold();
     expect((await expectOk(pooled.service.sandboxes.start('alice'))).status).toBe('RUNNING');
     expect((await expectOk(pooled.service.sandboxes.start('alice'))).status).toBe('STARTING');
-    expect(await expectOk(pooled.service.sandboxes.poolStatus())).toEqual({ bookworm: { size: 1, ready: 0, filling: 1 } });
+    expect(await expectOk(pooled.service.sandboxes.poolStatus())).toEqual({
+      bookworm: { size: 1, ready: 0, filling: 1 },
+    });
     pooled.ports.runtime.release();
     await pooled.service.close();
   });
@@ -173,7 +201,9 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     await b.service.idle();
     // Both filled under one lock: three, not six.
     expect((await pooledRecords(ports)).filter((r) => r.status === 'RUNNING')).toHaveLength(3);
-    const starts = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).service.sandboxes.start(`user-${i}`)));
+    const starts = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).service.sandboxes.start(`user-${i}`)),
+    );
     const infos = starts.map((s) => s._unsafeUnwrap());
     expect(new Set(infos.map((s) => s.id)).size).toBe(8);
     expect(infos.filter((s) => s.status === 'RUNNING').length).toBeGreaterThanOrEqual(3);
@@ -195,7 +225,15 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     await first.service.close();
     // A container labelled for the pool that no record knows (its record was lost).
     const installation = await expectOk(ports.installation.identity());
-    await expectOk(ports.runtime.create({ sandbox_id: 'stray', user_id: POOLED_SANDBOX_OWNER, installation_id: installation, spec: { ...waiting!.spec }, env: {} }));
+    await expectOk(
+      ports.runtime.create({
+        sandbox_id: 'stray',
+        user_id: POOLED_SANDBOX_OWNER,
+        installation_id: installation,
+        spec: { ...waiting!.spec },
+        env: {},
+      }),
+    );
 
     const second = compose({ sandboxPoolCheckIntervalMs: 0 }, ports);
     const report = await expectOk(second.service.sandboxes.reconcile());
@@ -256,7 +294,13 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     const ports = createMemoryPorts({ specs: SPECS });
     const service = createAgentConversationService(
       { ...ports, clock, agent: createAgent() },
-      { pollIntervalMs: 1, sandboxPool: { bookworm: 2 }, idlePauseAfterMs: 10 * 60_000, maintenanceIntervalMs: 24 * 3_600_000, sandboxPoolCheckIntervalMs: 0 },
+      {
+        pollIntervalMs: 1,
+        sandboxPool: { bookworm: 2 },
+        idlePauseAfterMs: 10 * 60_000,
+        maintenanceIntervalMs: 24 * 3_600_000,
+        sandboxPoolCheckIntervalMs: 0,
+      },
     );
     await service.idle();
     clock.advance(60 * 60_000);
@@ -273,8 +317,12 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
 
   it('respects the engines’ capacity: fills only where there is room, and gives way to a user’s start of another spec', async () => {
     const fake = new FakeSandboxRuntime();
-    const runtime = createSandboxRuntimePool([{ name: 'only', runtime: fake, maxRunning: 2, running: () => okAsync(fake.size) }]);
-    const ports = { ...createMemoryPorts({ specs: SPECS }), runtime } as unknown as ReturnType<typeof createMemoryPorts>;
+    const runtime = createSandboxRuntimePool([
+      { name: 'only', runtime: fake, maxRunning: 2, running: () => okAsync(fake.size) },
+    ]);
+    const ports = { ...createMemoryPorts({ specs: SPECS }), runtime } as unknown as ReturnType<
+      typeof createMemoryPorts
+    >;
     const { service } = compose({ sandboxPool: { bookworm: 3 }, sandboxPoolCheckIntervalMs: 0 }, ports);
     await service.idle();
     // Room for two: the pool takes both places.

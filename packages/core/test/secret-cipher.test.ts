@@ -35,7 +35,9 @@ describe('AES-256-GCM secret cipher', () => {
     const parts = envelope.split('.');
     const flipped = Buffer.from(parts[3]!, 'base64url');
     flipped[0]! ^= 1;
-    expect(cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.'), 'ctx')._unsafeUnwrapErr().type).toBe('tampered_or_wrong_key');
+    expect(
+      cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.'), 'ctx')._unsafeUnwrapErr().type,
+    ).toBe('tampered_or_wrong_key');
     const impostor = createAesGcmCipher({ keys: { a: keyB }, currentKeyId: 'a' });
     expect(impostor.decrypt(envelope, 'ctx')._unsafeUnwrapErr().type).toBe('tampered_or_wrong_key');
     const other = createAesGcmCipher({ keys: { b: keyB }, currentKeyId: 'b' });
@@ -63,7 +65,13 @@ describe('AES-256-GCM secret cipher', () => {
     expect(parseSecretKey(keyA.toString('hex')).equals(keyA)).toBe(true);
     expect(parseSecretKey(keyA.toString('base64')).equals(keyA)).toBe(true);
     expect(parseSecretKey(` ${keyA.toString('base64url')}\n`).equals(keyA)).toBe(true);
-    for (const bad of ['', 'passphrase', randomBytes(16).toString('hex'), randomBytes(31).toString('base64'), 'g'.repeat(64)]) {
+    for (const bad of [
+      '',
+      'passphrase',
+      randomBytes(16).toString('hex'),
+      randomBytes(31).toString('base64'),
+      'g'.repeat(64),
+    ]) {
       expect(() => parseSecretKey(bad, 'ACS_SECRET_KEY')).toThrow(/ACS_SECRET_KEY must be 32 random bytes/);
     }
     expect(keyFingerprint(keyA)).toMatch(/^[0-9a-f]{12}$/);

@@ -10,7 +10,10 @@ const LLM: SettingsInput = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test-k
 
 async function setup(options: Parameters<typeof createAgentConversationService>[1] = {}, runtimeOptions = {}) {
   const ports = createMemoryPorts({ runtime: runtimeOptions });
-  const service = createAgentConversationService({ agent: createAgent(), ...ports, ids: sequentialIdGenerator() }, { pollIntervalMs: 1, ...options });
+  const service = createAgentConversationService(
+    { agent: createAgent(), ...ports, ids: sequentialIdGenerator() },
+    { pollIntervalMs: 1, ...options },
+  );
   await expectOk(service.settings.store('alice', LLM));
   return { service, runtime: ports.runtime, ports };
 }
@@ -35,7 +38,9 @@ describe('sandbox start-up', () => {
 
   it('reports a runtime that cannot create a sandbox as ERROR with the runtime message', async () => {
     const { service, runtime } = await setup();
-    runtime.failNext('create', { message: 'image acs-sandbox:nope not found; build it with scripts/build-sandbox-image.sh' });
+    runtime.failNext('create', {
+      message: 'image acs-sandbox:nope not found; build it with scripts/build-sandbox-image.sh',
+    });
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
     const after = await expectOk(service.sandboxes.get('alice', box.id));
@@ -59,7 +64,11 @@ describe('sandbox start-up', () => {
     await service.idle();
     await expectOk(service.sandboxes.delete('alice', box.id));
     const resumed = await service.sandboxes.resume('alice', box.id);
-    expect(resumed.isErr() && resumed.error).toMatchObject({ type: 'IllegalSandboxTransition', from: 'DELETED', action: 'resume' });
+    expect(resumed.isErr() && resumed.error).toMatchObject({
+      type: 'IllegalSandboxTransition',
+      from: 'DELETED',
+      action: 'resume',
+    });
     const deletedAgain = await service.sandboxes.delete('alice', box.id);
     expect(deletedAgain.isErr() && deletedAgain.error.type).toBe('SandboxNotFound');
   });
@@ -85,7 +94,14 @@ describe('conversation lifecycle', () => {
     await service.idle();
     const info = await expectOk(service.conversations.get('alice', created.conversation_id));
     expect(info.status).toBe('RUNNING');
-    const tasks = await expectOk(service.conversations.searchStartTasks('alice', { app_conversation_id: created.conversation_id }, { limit: 10, after: null }, 'newest_first'));
+    const tasks = await expectOk(
+      service.conversations.searchStartTasks(
+        'alice',
+        { app_conversation_id: created.conversation_id },
+        { limit: 10, after: null },
+        'newest_first',
+      ),
+    );
     expect(tasks.items.map((t) => t.status)).toEqual(['READY']);
   });
 
@@ -96,7 +112,9 @@ describe('conversation lifecycle', () => {
     await service.idle();
     const info = await expectOk(service.conversations.get('alice', created.conversation_id));
     expect(info.status).toBe('STOPPED');
-    const [task] = (await expectOk(service.conversations.searchStartTasks('alice', {}, { limit: 1, after: null }, 'newest_first'))).items;
+    const [task] = (
+      await expectOk(service.conversations.searchStartTasks('alice', {}, { limit: 1, after: null }, 'newest_first'))
+    ).items;
     expect(task?.status).toBe('ERROR');
     expect(task?.detail).toBe('the conversation was stopped while it was starting');
     expect(runtime.size).toBe(1);
@@ -148,11 +166,19 @@ describe('conversation lifecycle', () => {
   it('lets a child conversation inherit from its parent and lists it as a sub-conversation', async () => {
     const { service } = await setup();
     const parent = await startConversation(service);
-    const child = await expectOk(service.conversations.startApp('alice', { parent_conversation_id: parent.record.id, title: 'follow-up' }));
+    const child = await expectOk(
+      service.conversations.startApp('alice', { parent_conversation_id: parent.record.id, title: 'follow-up' }),
+    );
     await service.idle();
-    const [parentView, childView] = await expectOk(service.conversations.getMany('alice', [parent.record.id, child.app_conversation_id!]));
+    const [parentView, childView] = await expectOk(
+      service.conversations.getMany('alice', [parent.record.id, child.app_conversation_id!]),
+    );
     expect(parentView?.sub_conversation_ids).toEqual([child.app_conversation_id]);
-    expect(childView?.record).toMatchObject({ parent_conversation_id: parent.record.id, sandbox_id: parent.record.sandbox_id, title: 'follow-up' });
+    expect(childView?.record).toMatchObject({
+      parent_conversation_id: parent.record.id,
+      sandbox_id: parent.record.sandbox_id,
+      title: 'follow-up',
+    });
     const topLevel = await expectOk(service.conversations.search('alice', {}, { limit: 10, after: null }));
     expect(topLevel.items.map((c) => c.record.id)).toEqual([parent.record.id]);
   });

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryPorts } from '@acs/testing';
 import { applySettingsInput, createAgentConversationService } from '../src/index.js';
 import { toSettingsView } from '../src/settings/view.js';
-import { defaultSettings, SETTINGS_FIELDS, SettingsInputSchema, SettingsViewSchema, type SettingsInput, type StoredSettings } from '../src/schemas.js';
+import {
+  defaultSettings,
+  SETTINGS_FIELDS,
+  SettingsInputSchema,
+  SettingsViewSchema,
+  type SettingsInput,
+  type StoredSettings,
+} from '../src/schemas.js';
 import { deepFreeze, issuePaths, parseOk } from './helpers.js';
 import { createAgent } from '@acs/agent';
 
@@ -48,7 +55,12 @@ function storedSettings(): StoredSettings {
     email_verified: true,
     git_user_name: 'Alice',
     git_user_email: 'alice@example.com',
-    llm_profiles: { profiles: [{ id: 'p1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-stored-profile-key' }], active: null },
+    llm_profiles: {
+      profiles: [
+        { id: 'p1', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-stored-profile-key' },
+      ],
+      active: null,
+    },
     user_version: 3,
   };
 }
@@ -67,7 +79,8 @@ const SECRET_VALUES = [
 ];
 
 const parse = (body: unknown): SettingsInput => parseOk(SettingsInputSchema, body);
-const store = (current: StoredSettings | null, body: unknown): StoredSettings => applySettingsInput(current, parse(body));
+const store = (current: StoredSettings | null, body: unknown): StoredSettings =>
+  applySettingsInput(current, parse(body));
 
 type NullRule = 'keep' | 'write' | 'reject';
 
@@ -110,7 +123,10 @@ const SCALAR_CASES: FieldCase[] = [
 /** A body that changes every field, secrets_store and mcp_config included. */
 function bodyChangingEverything(): Record<string, unknown> {
   const body: Record<string, unknown> = Object.fromEntries(SCALAR_CASES.map((c) => [c.field, c.sent]));
-  body.secrets_store = { provider_tokens: { bitbucket: { token: 'bb-new' } }, custom_secrets: { NEW_SECRET: { secret: 'new' } } };
+  body.secrets_store = {
+    provider_tokens: { bitbucket: { token: 'bb-new' } },
+    custom_secrets: { NEW_SECRET: { secret: 'new' } },
+  };
   body.mcp_config = { sse_servers: ['https://other.example.com/sse'] };
   return body;
 }
@@ -118,7 +134,9 @@ function bodyChangingEverything(): Record<string, unknown> {
 describe('settings field table', () => {
   it('covers all 26 Settings fields', () => {
     expect(SETTINGS_FIELDS).toHaveLength(26);
-    expect([...SCALAR_CASES.map((c) => c.field), 'secrets_store', 'mcp_config'].sort()).toEqual([...SETTINGS_FIELDS].sort());
+    expect([...SCALAR_CASES.map((c) => c.field), 'secrets_store', 'mcp_config'].sort()).toEqual(
+      [...SETTINGS_FIELDS].sort(),
+    );
   });
 });
 
@@ -234,12 +252,18 @@ describe('SettingsInputSchema: unknown keys and value rules', () => {
     expect(parse({ max_budget_per_task: 0.01 }).max_budget_per_task).toBe(0.01);
   });
 
-  it.each(['ftp://llm.example.com', 'llm.example.com', 'javascript:alert(1)', 'file:///etc/passwd', 'http://', 'http:///v1', 'http:llm.example.com', 'not a url'])(
-    'rejects llm_base_url %j',
-    (value) => {
-      expect(issuePaths(SettingsInputSchema, { llm_base_url: value })).toEqual(['llm_base_url']);
-    },
-  );
+  it.each([
+    'ftp://llm.example.com',
+    'llm.example.com',
+    'javascript:alert(1)',
+    'file:///etc/passwd',
+    'http://',
+    'http:///v1',
+    'http:llm.example.com',
+    'not a url',
+  ])('rejects llm_base_url %j', (value) => {
+    expect(issuePaths(SettingsInputSchema, { llm_base_url: value })).toEqual(['llm_base_url']);
+  });
 
   it.each([
     ['http://localhost:4000', 'http://localhost:4000'],
@@ -250,13 +274,17 @@ describe('SettingsInputSchema: unknown keys and value rules', () => {
     expect(parse({ llm_base_url: value }).llm_base_url).toBe(parsed);
   });
 
-  it.each(['enable_default_condenser', 'confirmation_mode', 'email_verified'])('rejects a string for boolean %s', (field) => {
-    expect(issuePaths(SettingsInputSchema, { [field]: 'true' })).toEqual([field]);
-  });
+  it.each(['enable_default_condenser', 'confirmation_mode', 'email_verified'])(
+    'rejects a string for boolean %s',
+    (field) => {
+      expect(issuePaths(SettingsInputSchema, { [field]: 'true' })).toEqual([field]);
+    },
+  );
 });
 
 describe('applySettingsInput: secrets_store.provider_tokens', () => {
-  const tokens = (body: unknown) => store(storedSettings(), { secrets_store: { provider_tokens: body } }).secrets_store.provider_tokens;
+  const tokens = (body: unknown) =>
+    store(storedSettings(), { secrets_store: { provider_tokens: body } }).secrets_store.provider_tokens;
 
   it('removes a provider whose entry is null and keeps the others', () => {
     expect(tokens({ github: null })).toEqual({
@@ -281,7 +309,11 @@ describe('applySettingsInput: secrets_store.provider_tokens', () => {
   });
 
   it('clears the token with "" and keeps the entry while it still has a user_id', () => {
-    expect(tokens({ gitlab: { token: '' } }).gitlab).toEqual({ token: null, host: 'gitlab.example.com', user_id: 'u-7' });
+    expect(tokens({ gitlab: { token: '' } }).gitlab).toEqual({
+      token: null,
+      host: 'gitlab.example.com',
+      user_id: 'u-7',
+    });
   });
 
   it('drops an entry left with neither token nor user_id', () => {
@@ -307,32 +339,39 @@ describe('applySettingsInput: secrets_store.provider_tokens', () => {
   });
 
   it('stores host "" as null', () => {
-    expect(tokens({ gitlab: { host: '' } }).gitlab).toEqual({ token: 'glpat-storedGitlabToken', host: null, user_id: 'u-7' });
+    expect(tokens({ gitlab: { host: '' } }).gitlab).toEqual({
+      token: 'glpat-storedGitlabToken',
+      host: null,
+      user_id: 'u-7',
+    });
   });
 
   it('keeps everything for an empty secrets_store or empty maps', () => {
     expect(store(storedSettings(), { secrets_store: {} }).secrets_store).toEqual(storedSettings().secrets_store);
-    expect(store(storedSettings(), { secrets_store: { provider_tokens: {}, custom_secrets: {} } }).secrets_store).toEqual(
-      storedSettings().secrets_store,
-    );
+    expect(
+      store(storedSettings(), { secrets_store: { provider_tokens: {}, custom_secrets: {} } }).secrets_store,
+    ).toEqual(storedSettings().secrets_store);
   });
 
   it('rejects an unknown provider', () => {
-    expect(issuePaths(SettingsInputSchema, { secrets_store: { provider_tokens: { azure_devops: { token: 'x' } } } })).toEqual([
-      'secrets_store.provider_tokens',
-    ]);
+    expect(
+      issuePaths(SettingsInputSchema, { secrets_store: { provider_tokens: { azure_devops: { token: 'x' } } } }),
+    ).toEqual(['secrets_store.provider_tokens']);
   });
 });
 
 describe('applySettingsInput: secrets_store.custom_secrets', () => {
-  const secrets = (body: unknown) => store(storedSettings(), { secrets_store: { custom_secrets: body } }).secrets_store.custom_secrets;
+  const secrets = (body: unknown) =>
+    store(storedSettings(), { secrets_store: { custom_secrets: body } }).secrets_store.custom_secrets;
 
   it('removes a secret sent as null', () => {
     expect(secrets({ DB_PASSWORD: null })).toEqual({ NPM_TOKEN: { secret: 'npm-stored-secret', description: null } });
   });
 
   it('removes a secret whose value is ""', () => {
-    expect(secrets({ NPM_TOKEN: { secret: '' } })).toEqual({ DB_PASSWORD: { secret: 'hunter2-stored-db', description: 'database' } });
+    expect(secrets({ NPM_TOKEN: { secret: '' } })).toEqual({
+      DB_PASSWORD: { secret: 'hunter2-stored-db', description: 'database' },
+    });
   });
 
   it('updates a description alone and keeps the secret value', () => {
@@ -347,11 +386,17 @@ describe('applySettingsInput: secrets_store.custom_secrets', () => {
   });
 
   it('clears a description sent as null and keeps the secret', () => {
-    expect(secrets({ DB_PASSWORD: { description: null } }).DB_PASSWORD).toEqual({ secret: 'hunter2-stored-db', description: null });
+    expect(secrets({ DB_PASSWORD: { description: null } }).DB_PASSWORD).toEqual({
+      secret: 'hunter2-stored-db',
+      description: null,
+    });
   });
 
   it('replaces a value and keeps the description when it is absent', () => {
-    expect(secrets({ DB_PASSWORD: { secret: 'new-db-pass' } }).DB_PASSWORD).toEqual({ secret: 'new-db-pass', description: 'database' });
+    expect(secrets({ DB_PASSWORD: { secret: 'new-db-pass' } }).DB_PASSWORD).toEqual({
+      secret: 'new-db-pass',
+      description: 'database',
+    });
   });
 
   it('adds a new secret, but not a name sent with a description only', () => {
@@ -362,9 +407,9 @@ describe('applySettingsInput: secrets_store.custom_secrets', () => {
   });
 
   it.each(['BAD-NAME', '1ABC', 'HAS SPACE', '', 'a.b'])('rejects the secret name %j', (name) => {
-    expect(issuePaths(SettingsInputSchema, { secrets_store: { custom_secrets: { [name]: { secret: 'x' } } } })).toEqual([
-      `secrets_store.custom_secrets.${name}`,
-    ]);
+    expect(issuePaths(SettingsInputSchema, { secrets_store: { custom_secrets: { [name]: { secret: 'x' } } } })).toEqual(
+      [`secrets_store.custom_secrets.${name}`],
+    );
   });
 
   it('rejects the secret name __proto__ (as JSON sends it) instead of silently dropping it', () => {
@@ -442,13 +487,15 @@ describe('applySettingsInput: mcp_config', () => {
   });
 
   it('replaces stdio servers as sent', () => {
-    expect(mcp({ stdio_servers: [{ name: 'git', command: 'uvx', args: 'mcp-server-git --repo .' }] }).stdio_servers).toEqual([
-      { name: 'git', command: 'uvx', args: ['mcp-server-git', '--repo', '.'], env: {} },
-    ]);
+    expect(
+      mcp({ stdio_servers: [{ name: 'git', command: 'uvx', args: 'mcp-server-git --repo .' }] }).stdio_servers,
+    ).toEqual([{ name: 'git', command: 'uvx', args: ['mcp-server-git', '--repo', '.'], env: {} }]);
   });
 
   it('rejects an invalid mcp_config with the field path', () => {
-    expect(issuePaths(SettingsInputSchema, { mcp_config: { sse_servers: ['ftp://x.example.com'] } })).toEqual(['mcp_config.sse_servers.0']);
+    expect(issuePaths(SettingsInputSchema, { mcp_config: { sse_servers: ['ftp://x.example.com'] } })).toEqual([
+      'mcp_config.sse_servers.0',
+    ]);
   });
 });
 
@@ -487,7 +534,10 @@ describe('applySettingsInput: no mutation', () => {
   });
 
   it('does not mutate defaults between calls', () => {
-    const first = store(null, { secrets_store: { custom_secrets: { A: { secret: 'x' } } }, mcp_config: { sse_servers: ['http://a.example.com'] } });
+    const first = store(null, {
+      secrets_store: { custom_secrets: { A: { secret: 'x' } } },
+      mcp_config: { sse_servers: ['http://a.example.com'] },
+    });
     expect(first.secrets_store.custom_secrets).toEqual({ A: { secret: 'x', description: null } });
     expect(defaultSettings().secrets_store.custom_secrets).toEqual({});
     expect(store(null, {}).mcp_config.sse_servers).toEqual([]);
@@ -498,7 +548,16 @@ describe('toSettingsView', () => {
   it('shows every field with secrets nulled, _set flags and value-free secrets_store', () => {
     const view = toSettingsView(storedSettings());
     // The profiles and user_version are the V1 API's: Load Settings (V0) does not show them.
-    const { secrets_store: _s, mcp_config: _m, llm_api_key: _k, search_api_key: _sk, sandbox_api_key: _sb, llm_profiles: _p, user_version: _v, ...plain } = storedSettings();
+    const {
+      secrets_store: _s,
+      mcp_config: _m,
+      llm_api_key: _k,
+      search_api_key: _sk,
+      sandbox_api_key: _sb,
+      llm_profiles: _p,
+      user_version: _v,
+      ...plain
+    } = storedSettings();
     expect(view).toEqual({
       ...plain,
       llm_api_key: null,

@@ -13,7 +13,10 @@ class BuildingRuntime extends FakeSandboxRuntime {
   finishBuild(): void {
     this.#finish();
   }
-  override create(request: RuntimeCreateRequest, onProgress?: (detail: string) => void): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
+  override create(
+    request: RuntimeCreateRequest,
+    onProgress?: (detail: string) => void,
+  ): ResultAsync<RuntimeObservation, SandboxRuntimeError> {
     onProgress?.('waiting for the sandbox image to be built: step 1/4: choosing the build method');
     return new ResultAsync(
       (async () => {
@@ -39,7 +42,10 @@ const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean): P
 describe('a conversation whose sandbox is slow to start (its image is being built)', () => {
   it('waits, and its start task and sandbox say what is happening; once up, the detail is gone', async () => {
     const runtime = new BuildingRuntime();
-    const service = createAgentConversationService({ agent: createAgent(), ...createMemoryPorts(), runtime }, { pollIntervalMs: 1, startTimeoutMs: 1_000 });
+    const service = createAgentConversationService(
+      { agent: createAgent(), ...createMemoryPorts(), runtime },
+      { pollIntervalMs: 1, startTimeoutMs: 1_000 },
+    );
     await expectOk(service.settings.store('alice', { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' }));
     const task = await expectOk(service.conversations.startApp('alice', {}));
     const waiting = await until(
@@ -58,7 +64,10 @@ describe('a conversation whose sandbox is slow to start (its image is being buil
     await service.idle();
     const [ready] = await expectOk(service.conversations.getStartTasks('alice', [task.id]));
     expect({ status: ready!.status, detail: ready!.detail }).toEqual({ status: 'READY', detail: null });
-    expect(await expectOk(service.sandboxes.get('alice', waiting.sandbox_id!))).toMatchObject({ status: 'RUNNING', status_detail: null });
+    expect(await expectOk(service.sandboxes.get('alice', waiting.sandbox_id!))).toMatchObject({
+      status: 'RUNNING',
+      status_detail: null,
+    });
     await service.close();
   });
 });

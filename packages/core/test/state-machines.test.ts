@@ -1,19 +1,58 @@
 import { describe, expect, it } from 'vitest';
-import { effectiveConversationStatus, nextConversationStatus, type ConversationStatusEvent } from '../src/conversation/state.js';
+import {
+  effectiveConversationStatus,
+  nextConversationStatus,
+  type ConversationStatusEvent,
+} from '../src/conversation/state.js';
 import { isSandboxLost, planSandboxAction, statusAfterObservation, type SandboxAction } from '../src/sandbox/state.js';
-import { CONVERSATION_STATUSES, SANDBOX_STATUSES, type ConversationStatus, type SandboxLifecycleStatus } from '../src/schemas.js';
+import {
+  CONVERSATION_STATUSES,
+  SANDBOX_STATUSES,
+  type ConversationStatus,
+  type SandboxLifecycleStatus,
+} from '../src/schemas.js';
 import type { RuntimeObservation } from '../src/ports.js';
 
-const CONVERSATION_EVENTS = ['sandbox_ready', 'start_failed', 'sandbox_lost', 'stop', 'start'] as const satisfies readonly ConversationStatusEvent[];
+const CONVERSATION_EVENTS = [
+  'sandbox_ready',
+  'start_failed',
+  'sandbox_lost',
+  'stop',
+  'start',
+] as const satisfies readonly ConversationStatusEvent[];
 const LIFECYCLE: readonly SandboxLifecycleStatus[] = [...SANDBOX_STATUSES, 'DELETED'];
 const ACTIONS = ['pause', 'resume', 'delete', 'attach'] as const satisfies readonly SandboxAction[];
-const OBSERVED = ['starting', 'running', 'paused', 'error', 'missing'] as const satisfies readonly RuntimeObservation['state'][];
+const OBSERVED = [
+  'starting',
+  'running',
+  'paused',
+  'error',
+  'missing',
+] as const satisfies readonly RuntimeObservation['state'][];
 
 /** Every (state, event) pair spelled out: the next status, or 'error'. */
 const CONVERSATION_TABLE: Record<ConversationStatus, Record<ConversationStatusEvent, ConversationStatus | 'error'>> = {
-  STARTING: { sandbox_ready: 'RUNNING', start_failed: 'STOPPED', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'STARTING' },
-  RUNNING: { sandbox_ready: 'RUNNING', start_failed: 'error', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'RUNNING' },
-  STOPPED: { sandbox_ready: 'error', start_failed: 'STOPPED', sandbox_lost: 'STOPPED', stop: 'STOPPED', start: 'STARTING' },
+  STARTING: {
+    sandbox_ready: 'RUNNING',
+    start_failed: 'STOPPED',
+    sandbox_lost: 'STOPPED',
+    stop: 'STOPPED',
+    start: 'STARTING',
+  },
+  RUNNING: {
+    sandbox_ready: 'RUNNING',
+    start_failed: 'error',
+    sandbox_lost: 'STOPPED',
+    stop: 'STOPPED',
+    start: 'RUNNING',
+  },
+  STOPPED: {
+    sandbox_ready: 'error',
+    start_failed: 'STOPPED',
+    sandbox_lost: 'STOPPED',
+    stop: 'STOPPED',
+    start: 'STARTING',
+  },
 };
 
 const conversationPairs = CONVERSATION_STATUSES.flatMap((from) =>
@@ -45,7 +84,9 @@ describe('nextConversationStatus', () => {
   });
 
   it('follows the documented lifecycle STARTING → RUNNING → STOPPED → STARTING', () => {
-    const walk = (['sandbox_ready', 'stop', 'start', 'sandbox_ready', 'sandbox_lost'] as const).reduce<ConversationStatus[]>(
+    const walk = (['sandbox_ready', 'stop', 'start', 'sandbox_ready', 'sandbox_lost'] as const).reduce<
+      ConversationStatus[]
+    >(
       (trail, event) => [...trail, nextConversationStatus(trail.at(-1) ?? 'STARTING', event)._unsafeUnwrap()],
       ['STARTING'],
     );
@@ -55,9 +96,33 @@ describe('nextConversationStatus', () => {
 
 /** What a client sees: stored status × sandbox status (null = no sandbox). */
 const EFFECTIVE_TABLE: Record<ConversationStatus, Record<SandboxLifecycleStatus | 'none', ConversationStatus>> = {
-  STARTING: { STARTING: 'STARTING', RUNNING: 'STARTING', PAUSED: 'STARTING', ERROR: 'STARTING', MISSING: 'STARTING', DELETED: 'STARTING', none: 'STARTING' },
-  RUNNING: { STARTING: 'STARTING', RUNNING: 'RUNNING', PAUSED: 'STOPPED', ERROR: 'STOPPED', MISSING: 'STOPPED', DELETED: 'STOPPED', none: 'STOPPED' },
-  STOPPED: { STARTING: 'STOPPED', RUNNING: 'STOPPED', PAUSED: 'STOPPED', ERROR: 'STOPPED', MISSING: 'STOPPED', DELETED: 'STOPPED', none: 'STOPPED' },
+  STARTING: {
+    STARTING: 'STARTING',
+    RUNNING: 'STARTING',
+    PAUSED: 'STARTING',
+    ERROR: 'STARTING',
+    MISSING: 'STARTING',
+    DELETED: 'STARTING',
+    none: 'STARTING',
+  },
+  RUNNING: {
+    STARTING: 'STARTING',
+    RUNNING: 'RUNNING',
+    PAUSED: 'STOPPED',
+    ERROR: 'STOPPED',
+    MISSING: 'STOPPED',
+    DELETED: 'STOPPED',
+    none: 'STOPPED',
+  },
+  STOPPED: {
+    STARTING: 'STOPPED',
+    RUNNING: 'STOPPED',
+    PAUSED: 'STOPPED',
+    ERROR: 'STOPPED',
+    MISSING: 'STOPPED',
+    DELETED: 'STOPPED',
+    none: 'STOPPED',
+  },
 };
 
 describe('effectiveConversationStatus', () => {
@@ -87,7 +152,9 @@ const SANDBOX_TABLE: Record<SandboxLifecycleStatus, Record<SandboxAction, Plan>>
 };
 
 describe('planSandboxAction', () => {
-  const pairs = LIFECYCLE.flatMap((from) => ACTIONS.map((action) => ({ from, action, expected: SANDBOX_TABLE[from][action] })));
+  const pairs = LIFECYCLE.flatMap((from) =>
+    ACTIONS.map((action) => ({ from, action, expected: SANDBOX_TABLE[from][action] })),
+  );
 
   it('the table covers every status and action', () => {
     expect(LIFECYCLE).toEqual(['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING', 'DELETED']);
@@ -130,7 +197,11 @@ const OBSERVATION_RESULT: Record<RuntimeObservation['state'], SandboxLifecycleSt
 
 describe('statusAfterObservation', () => {
   const pairs = LIFECYCLE.flatMap((from) =>
-    OBSERVED.map((observed) => ({ from, observed, expected: from === 'DELETED' ? 'DELETED' : OBSERVATION_RESULT[observed] })),
+    OBSERVED.map((observed) => ({
+      from,
+      observed,
+      expected: from === 'DELETED' ? 'DELETED' : OBSERVATION_RESULT[observed],
+    })),
   );
 
   it('the table covers every pair', () => {

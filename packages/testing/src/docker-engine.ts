@@ -27,7 +27,9 @@ export interface DockerEngineProcess {
  * or network (its containers are meant to run with network mode `none`); copies `images` into it from the machine's engine (`docker save | docker load`,
  * nothing is pulled). Waits up to `deadlineMs` (90 s) for it to answer and fails with its log.
  */
-export async function startDockerEngine(options: { images?: readonly string[]; deadlineMs?: number; tls?: boolean } = {}): Promise<DockerEngineProcess> {
+export async function startDockerEngine(
+  options: { images?: readonly string[]; deadlineMs?: number; tls?: boolean } = {},
+): Promise<DockerEngineProcess> {
   const tag = randomBytes(3).toString('hex');
   const root = `/var/lib/acs-test-engine-${tag}`;
   // Short: containerd's sockets live under the exec root, and a unix socket path has at most 107 bytes.
@@ -37,8 +39,16 @@ export async function startDockerEngine(options: { images?: readonly string[]; d
   // A bridge of its own: with `--bridge none` a second dockerd deletes the machine's docker0
   // (the first engine's containers then fail to start: "could not find bridge docker0").
   const bridge = `acsbr${tag}`;
-  await run('sh', ['-c', `ip link add "$0" type bridge && ip addr add "$1" dev "$0" && ip link set "$0" up`, bridge, `10.254.${randomBytes(1)[0]!}.1/24`]).catch((error: unknown) => {
-    throw new Error(`could not make a network bridge for a second dockerd (needs root and iproute2): ${(error as Error).message}`, { cause: error });
+  await run('sh', [
+    '-c',
+    `ip link add "$0" type bridge && ip addr add "$1" dev "$0" && ip link set "$0" up`,
+    bridge,
+    `10.254.${randomBytes(1)[0]!}.1/24`,
+  ]).catch((error: unknown) => {
+    throw new Error(
+      `could not make a network bridge for a second dockerd (needs root and iproute2): ${(error as Error).message}`,
+      { cause: error },
+    );
   });
   mkdirSync(root, { recursive: true });
   mkdirSync(execRoot, { recursive: true });
@@ -52,7 +62,17 @@ export async function startDockerEngine(options: { images?: readonly string[]; d
       '--host',
       `unix://${socket}`,
       ...(tcp && tlsDir
-        ? ['--host', tcp, '--tlsverify', '--tlscacert', `${tlsDir}/ca.pem`, '--tlscert', `${tlsDir}/server-cert.pem`, '--tlskey', `${tlsDir}/server-key.pem`]
+        ? [
+            '--host',
+            tcp,
+            '--tlsverify',
+            '--tlscacert',
+            `${tlsDir}/ca.pem`,
+            '--tlscert',
+            `${tlsDir}/server-cert.pem`,
+            '--tlskey',
+            `${tlsDir}/server-key.pem`,
+          ]
         : []),
       '--data-root',
       root,
@@ -82,7 +102,10 @@ export async function startDockerEngine(options: { images?: readonly string[]; d
     stopped = true;
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      const ended = await Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 60_000))]);
+      const ended = await Promise.race([
+        exited.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 60_000)),
+      ]);
       if (!ended) child.kill('SIGKILL');
       await exited;
     }
@@ -96,15 +119,27 @@ export async function startDockerEngine(options: { images?: readonly string[]; d
   try {
     const deadline = Date.now() + (options.deadlineMs ?? 90_000);
     for (;;) {
-      if (await run('docker', ['-H', `unix://${socket}`, 'version'], { timeout: 10_000 }).then(() => true, () => false)) break;
+      if (
+        await run('docker', ['-H', `unix://${socket}`, 'version'], { timeout: 10_000 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-        throw new Error(`a second dockerd did not answer on ${socket} (${child.exitCode !== null || child.signalCode !== null ? `it exited: ${child.exitCode ?? child.signalCode}` : 'still starting after the deadline'}); its log:\n${log().slice(-3000)}`);
+        throw new Error(
+          `a second dockerd did not answer on ${socket} (${child.exitCode !== null || child.signalCode !== null ? `it exited: ${child.exitCode ?? child.signalCode}` : 'still starting after the deadline'}); its log:\n${log().slice(-3000)}`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     for (const image of options.images ?? []) {
-      await run('sh', ['-c', `docker save "$0" | docker -H "unix://$1" load`, image, socket], { timeout: 300_000 }).catch((error: unknown) => {
-        throw new Error(`could not copy ${image} into the second engine: ${(error as Error).message}`, { cause: error });
+      await run('sh', ['-c', `docker save "$0" | docker -H "unix://$1" load`, image, socket], {
+        timeout: 300_000,
+      }).catch((error: unknown) => {
+        throw new Error(`could not copy ${image} into the second engine: ${(error as Error).message}`, {
+          cause: error,
+        });
       });
     }
   } catch (error) {

@@ -75,7 +75,11 @@ class FakeBashSession {
         if (i > 0) this.#interrupt();
         this.#pending += part;
         // Lines are bash's while no command runs; what is typed while one runs is its input.
-        for (let newline = this.#pending.indexOf('\n'); newline >= 0 && !this.#current(); newline = this.#pending.indexOf('\n')) {
+        for (
+          let newline = this.#pending.indexOf('\n');
+          newline >= 0 && !this.#current();
+          newline = this.#pending.indexOf('\n')
+        ) {
           const typed = this.#pending.slice(0, newline);
           this.#pending = this.#pending.slice(newline + 1);
           this.#line(typed);
@@ -152,12 +156,26 @@ class FakeBashSession {
     this.#running = self;
     const cwd = this.#cwd;
     const outcome: Promise<Awaited<ReturnType<FakeExecHandler>>> = handler
-      ? Promise.resolve().then(() => handler(execRequest, { sandboxId: context.sandboxId, cwd, files: context.files, signal: abort.signal, input }))
-      : Promise.resolve({ exit_code: 127, stderr: `fake runtime: no handler for "${execRequest.command.join(' ')}" (register one with onExec)\n` });
+      ? Promise.resolve().then(() =>
+          handler(execRequest, {
+            sandboxId: context.sandboxId,
+            cwd,
+            files: context.files,
+            signal: abort.signal,
+            input,
+          }),
+        )
+      : Promise.resolve({
+          exit_code: 127,
+          stderr: `fake runtime: no handler for "${execRequest.command.join(' ')}" (register one with onExec)\n`,
+        });
     void outcome
       .then(
         (result) => ({ output: `${result.stdout ?? ''}${result.stderr ?? ''}`, exit_code: result.exit_code ?? 0 }),
-        (error: unknown) => ({ output: `fake runtime: the exec handler for "${command}" threw: ${error instanceof Error ? error.message : String(error)}\n`, exit_code: 1 }),
+        (error: unknown) => ({
+          output: `fake runtime: the exec handler for "${command}" threw: ${error instanceof Error ? error.message : String(error)}\n`,
+          exit_code: 1,
+        }),
       )
       .then((result) => {
         input.end();
@@ -175,7 +193,8 @@ class FakeBashSession {
     if (/[;&|<>`$()]/.test(line.replace(/'[^']*'|"[^"$`]*"/g, ''))) return null;
     const [name, ...args] = words;
     if (name === 'cd' && args.length <= 1) {
-      const target = args[0] === undefined || args[0] === '~' ? this.host.workingDir : resolveSandboxPath(this.#cwd, args[0]);
+      const target =
+        args[0] === undefined || args[0] === '~' ? this.host.workingDir : resolveSandboxPath(this.#cwd, args[0]);
       if (!target) return { output: `bash: cd: ${args[0]}: No such file or directory\n`, exit_code: 1 };
       this.#cwd = target;
       return { output: '', exit_code: 0 };
@@ -185,7 +204,8 @@ class FakeBashSession {
         const eq = arg.indexOf('=');
         if (eq <= 0) continue;
         const key = arg.slice(0, eq);
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return { output: `bash: export: \`${arg}': not a valid identifier\n`, exit_code: 1 };
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+          return { output: `bash: export: \`${arg}': not a valid identifier\n`, exit_code: 1 };
         this.#env[key] = arg.slice(eq + 1);
       }
       return { output: '', exit_code: 0 };

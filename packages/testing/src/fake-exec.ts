@@ -12,4 +12,9 @@ export interface FakeExecContext {
   input?: AsyncIterable<string>;
 }
 
-export type FakeExecHandler = (request: ExecRequest, context: FakeExecContext) => Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>> | Promise<Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>>;
+export type FakeExecHandler = (
+  request: ExecRequest,
+  context: FakeExecContext,
+) =>
+  | Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>
+  | Promise<Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>>;

@@ -34,18 +34,30 @@ export function fakeGit(): FakeExecHandler {
         const target = rest.filter((a) => a !== '--' && !a.startsWith('-')).at(-1);
         if (!target) return { exit_code: 129, stderr: 'usage: git clone <repo> <dir>\n' };
         const path = target.startsWith('/') ? target : `${dir}/${target}`;
-        if (files.has(`${path}/.git/HEAD`)) return { exit_code: 128, stderr: `fatal: destination path '${target}' already exists and is not an empty directory.\n` };
+        if (files.has(`${path}/.git/HEAD`))
+          return {
+            exit_code: 128,
+            stderr: `fatal: destination path '${target}' already exists and is not an empty directory.\n`,
+          };
         files.set(`${path}/.git/HEAD`, new TextEncoder().encode('ref: refs/heads/main\n'));
         return { stderr: `Cloning into '${target}'...\n` };
       }
       case 'rev-parse': {
-        if (!files.has(head)) return { exit_code: 128, stderr: 'fatal: not a git repository (or any of the parent directories): .git\n' };
+        if (!files.has(head))
+          return { exit_code: 128, stderr: 'fatal: not a git repository (or any of the parent directories): .git\n' };
         if (rest.includes('--show-toplevel')) return { stdout: `${dir}\n` };
-        if (rest.includes('--abbrev-ref')) return { stdout: `${new TextDecoder().decode(files.get(head)).replace(/^ref: refs\/heads\//, '').trim()}\n` };
+        if (rest.includes('--abbrev-ref'))
+          return {
+            stdout: `${new TextDecoder()
+              .decode(files.get(head))
+              .replace(/^ref: refs\/heads\//, '')
+              .trim()}\n`,
+          };
         return { stdout: '0000000000000000000000000000000000000000\n' };
       }
       case 'checkout': {
-        if (!files.has(head)) return { exit_code: 128, stderr: 'fatal: not a git repository (or any of the parent directories): .git\n' };
+        if (!files.has(head))
+          return { exit_code: 128, stderr: 'fatal: not a git repository (or any of the parent directories): .git\n' };
         const branch = rest.filter((a) => a !== '--' && a !== '-b' && a !== '-B')[0];
         if (branch) files.set(head, new TextEncoder().encode(`ref: refs/heads/${branch}\n`));
         return { stderr: `Switched to branch '${branch}'\n` };

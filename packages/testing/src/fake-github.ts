@@ -1,4 +1,10 @@
-import { pageOf, startFakeProviderServer, type FakeProviderReply, type FakeProviderRequest, type FakeProviderServer } from './fake-provider-server.js';
+import {
+  pageOf,
+  startFakeProviderServer,
+  type FakeProviderReply,
+  type FakeProviderRequest,
+  type FakeProviderServer,
+} from './fake-provider-server.js';
 
 /** A repository a fake GitHub account may use. */
 export interface FakeGitHubRepository {
@@ -17,7 +23,14 @@ export interface FakeGitHubRepository {
 /** What one token sees on the fake GitHub. */
 export interface FakeGitHubAccount {
   token: string;
-  user: { id: number; login: string; name?: string | null; company?: string | null; email?: string | null; avatar_url?: string };
+  user: {
+    id: number;
+    login: string;
+    name?: string | null;
+    company?: string | null;
+    email?: string | null;
+    avatar_url?: string;
+  };
   /** GET /user/emails; absent: 404, as for a token without the user:email scope. */
   emails?: { email: string; primary: boolean; verified: boolean }[];
   orgs?: string[];
@@ -58,10 +71,19 @@ const DOCS = 'https://docs.github.com/rest';
 export async function startFakeGitHub(accounts: readonly FakeGitHubAccount[] = []): Promise<FakeGitHub> {
   const byToken = new Map(accounts.map((a) => [a.token, a]));
   const server = await startFakeProviderServer(['/api/v3', '/api'], (request, root) => answer(request, root, byToken));
-  return { ...server, apiUrl: server.root, graphqlUrl: `${server.root}/graphql`, addAccount: (account) => byToken.set(account.token, account) };
+  return {
+    ...server,
+    apiUrl: server.root,
+    graphqlUrl: `${server.root}/graphql`,
+    addAccount: (account) => byToken.set(account.token, account),
+  };
 }
 
-function answer(request: FakeProviderRequest, root: string, byToken: Map<string, FakeGitHubAccount>): FakeProviderReply {
+function answer(
+  request: FakeProviderRequest,
+  root: string,
+  byToken: Map<string, FakeGitHubAccount>,
+): FakeProviderReply {
   const account = request.token ? byToken.get(request.token) : undefined;
   if (!account) return { status: 401, body: { message: 'Bad credentials', documentation_url: DOCS, status: '401' } };
   const url = `${root}${request.rawPath}`;
@@ -69,12 +91,39 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
   if (request.method === 'POST' && path === '/graphql') return graphql(request.body, account);
   if (request.method !== 'GET') return notFound();
   if (path === '/user') return ok(userJson(account));
-  if (path === '/user/emails') return account.emails ? ok(account.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null }))) : notFound();
-  if (path === '/user/orgs') return ok((account.orgs ?? []).map((login, i) => ({ login, id: 1000 + i, node_id: `O_${i}`, url: `${root}/orgs/${login}`, description: null })));
+  if (path === '/user/emails')
+    return account.emails
+      ? ok(account.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null })))
+      : notFound();
+  if (path === '/user/orgs')
+    return ok(
+      (account.orgs ?? []).map((login, i) => ({
+        login,
+        id: 1000 + i,
+        node_id: `O_${i}`,
+        url: `${root}/orgs/${login}`,
+        description: null,
+      })),
+    );
   if (path === '/user/installations') {
-    if (!account.installations) return { status: 403, body: { message: 'You must authenticate with an access token authorized to a GitHub App in order to list installations', documentation_url: DOCS, status: '403' } };
+    if (!account.installations)
+      return {
+        status: 403,
+        body: {
+          message:
+            'You must authenticate with an access token authorized to a GitHub App in order to list installations',
+          documentation_url: DOCS,
+          status: '403',
+        },
+      };
     const page = pageOf(account.installations, query, url, 30);
-    return ok({ total_count: account.installations.length, installations: page.items.map((i) => installationJson(i, root, account)) }, page.link);
+    return ok(
+      {
+        total_count: account.installations.length,
+        installations: page.items.map((i) => installationJson(i, root, account)),
+      },
+      page.link,
+    );
   }
   const installationRepos = /^\/user\/installations\/([^/]+)\/repositories$/.exec(path);
   if (installationRepos) {
@@ -82,10 +131,19 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
     if (!installation) return notFound();
     const repos = (account.repositories ?? []).filter((r) => installation.repositories.includes(r.full_name));
     const page = pageOf(repos, query, url, 30);
-    return ok({ total_count: repos.length, repository_selection: 'selected', repositories: page.items.map((r) => repoJson(r, root)) }, page.link);
+    return ok(
+      {
+        total_count: repos.length,
+        repository_selection: 'selected',
+        repositories: page.items.map((r) => repoJson(r, root)),
+      },
+      page.link,
+    );
   }
   if (path === '/user/repos') {
-    const repos = [...(account.repositories ?? [])].sort((a, b) => (b.pushed_at ?? '').localeCompare(a.pushed_at ?? ''));
+    const repos = [...(account.repositories ?? [])].sort((a, b) =>
+      (b.pushed_at ?? '').localeCompare(a.pushed_at ?? ''),
+    );
     const page = pageOf(repos, query, url, 30);
     return ok(
       page.items.map((r) => repoJson(r, root)),
@@ -99,7 +157,11 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
     if (!repo) return notFound();
     const page = pageOf(repo.branches ?? [], query, url, 30);
     return ok(
-      page.items.map((b) => ({ name: b.name, commit: { sha: b.sha, url: `${root}/repos/${repo.full_name}/commits/${b.sha}` }, protected: b.protected ?? false })),
+      page.items.map((b) => ({
+        name: b.name,
+        commit: { sha: b.sha, url: `${root}/repos/${repo.full_name}/commits/${b.sha}` },
+        protected: b.protected ?? false,
+      })),
       page.link,
     );
   }
@@ -111,9 +173,17 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
   return notFound();
 }
 
-const ok = (body: unknown, link?: string): FakeProviderReply => ({ status: 200, body, headers: link ? { Link: link } : {} });
-const notFound = (): FakeProviderReply => ({ status: 404, body: { message: 'Not Found', documentation_url: DOCS, status: '404' } });
-const findRepo = (account: FakeGitHubAccount, fullName: string) => account.repositories?.find((r) => r.full_name.toLowerCase() === fullName.toLowerCase());
+const ok = (body: unknown, link?: string): FakeProviderReply => ({
+  status: 200,
+  body,
+  headers: link ? { Link: link } : {},
+});
+const notFound = (): FakeProviderReply => ({
+  status: 404,
+  body: { message: 'Not Found', documentation_url: DOCS, status: '404' },
+});
+const findRepo = (account: FakeGitHubAccount, fullName: string) =>
+  account.repositories?.find((r) => r.full_name.toLowerCase() === fullName.toLowerCase());
 
 function userJson(account: FakeGitHubAccount) {
   const { user } = account;
@@ -187,11 +257,21 @@ function repoJson(repo: FakeGitHubRepository, root: string) {
 }
 
 /** `q` as GitHub reads the parts used here: words (in the name), `user:`/`org:` (ORed), `in:name`, `is:public`. */
-function searchRepositories(account: FakeGitHubAccount, query: URLSearchParams, url: string, root: string): FakeProviderReply {
+function searchRepositories(
+  account: FakeGitHubAccount,
+  query: URLSearchParams,
+  url: string,
+  root: string,
+): FakeProviderReply {
   const q = query.get('q') ?? '';
   const invalid = (message: string): FakeProviderReply => ({
     status: 422,
-    body: { message: 'Validation Failed', errors: [{ message, resource: 'Search', field: 'q', code: 'invalid' }], documentation_url: DOCS, status: '422' },
+    body: {
+      message: 'Validation Failed',
+      errors: [{ message, resource: 'Search', field: 'q', code: 'invalid' }],
+      documentation_url: DOCS,
+      status: '422',
+    },
   });
   if (q.trim() === '') return invalid('q must be given');
   if (q.length > 256) return invalid('The search is longer than 256 characters.');
@@ -205,18 +285,39 @@ function searchRepositories(account: FakeGitHubAccount, query: URLSearchParams, 
     else if (qualifier[1] === 'is' && qualifier[2] === 'public') publicOnly = true;
   }
   const repos = account.repositories ?? [];
-  const known = new Set([account.user.login.toLowerCase(), ...(account.orgs ?? []).map((o) => o.toLowerCase()), ...repos.map((r) => r.full_name.split('/')[0]!.toLowerCase())]);
-  if (owners.some((o) => !known.has(o))) return invalid('The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.');
+  const known = new Set([
+    account.user.login.toLowerCase(),
+    ...(account.orgs ?? []).map((o) => o.toLowerCase()),
+    ...repos.map((r) => r.full_name.split('/')[0]!.toLowerCase()),
+  ]);
+  if (owners.some((o) => !known.has(o)))
+    return invalid(
+      'The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.',
+    );
   const matches = repos.filter((r) => {
     const [owner = '', name = ''] = r.full_name.toLowerCase().split('/');
-    return (owners.length === 0 || owners.includes(owner)) && words.every((w) => name.includes(w)) && (!publicOnly || !r.private);
+    return (
+      (owners.length === 0 || owners.includes(owner)) &&
+      words.every((w) => name.includes(w)) &&
+      (!publicOnly || !r.private)
+    );
   });
   const field = query.get('sort');
-  const key = (r: FakeGitHubRepository): number | string => (field === 'forks' ? (r.forks_count ?? 0) : field === 'updated' ? (r.pushed_at ?? '') : (r.stargazers_count ?? 0));
+  const key = (r: FakeGitHubRepository): number | string =>
+    field === 'forks' ? (r.forks_count ?? 0) : field === 'updated' ? (r.pushed_at ?? '') : (r.stargazers_count ?? 0);
   const direction = query.get('order') === 'asc' ? 1 : -1;
-  const sorted = field ? [...matches].sort((a, b) => (key(a) < key(b) ? -direction : key(a) > key(b) ? direction : a.id - b.id)) : matches;
+  const sorted = field
+    ? [...matches].sort((a, b) => (key(a) < key(b) ? -direction : key(a) > key(b) ? direction : a.id - b.id))
+    : matches;
   const page = pageOf(sorted, query, url, 30);
-  return ok({ total_count: sorted.length, incomplete_results: false, items: page.items.map((r) => ({ ...repoJson(r, root), score: 1 })) }, page.link);
+  return ok(
+    {
+      total_count: sorted.length,
+      incomplete_results: false,
+      items: page.items.map((r) => ({ ...repoJson(r, root), score: 1 })),
+    },
+    page.link,
+  );
 }
 
 function graphql(body: unknown, account: FakeGitHubAccount): FakeProviderReply {
@@ -230,19 +331,38 @@ function branchSearch(account: FakeGitHubAccount, variables: Record<string, unkn
   const fullName = `${String(variables.owner)}/${String(variables.name)}`;
   const repo = findRepo(account, fullName);
   if (!repo) {
-    return { data: { repository: null }, errors: [{ type: 'NOT_FOUND', path: ['repository'], locations: [{ line: 2, column: 3 }], message: `Could not resolve to a Repository with the name '${fullName}'.` }] };
+    return {
+      data: { repository: null },
+      errors: [
+        {
+          type: 'NOT_FOUND',
+          path: ['repository'],
+          locations: [{ line: 2, column: 3 }],
+          message: `Could not resolve to a Repository with the name '${fullName}'.`,
+        },
+      ],
+    };
   }
   const text = (typeof variables.query === 'string' ? variables.query : '').toLowerCase();
-  const matches = (repo.branches ?? []).filter((b) => b.name.toLowerCase().includes(text)).sort((a, b) => a.name.localeCompare(b.name));
-  const start = typeof variables.after === 'string' ? Number(Buffer.from(variables.after, 'base64').toString('utf8')) + 1 : 0;
+  const matches = (repo.branches ?? [])
+    .filter((b) => b.name.toLowerCase().includes(text))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const start =
+    typeof variables.after === 'string' ? Number(Buffer.from(variables.after, 'base64').toString('utf8')) + 1 : 0;
   const first = Math.min(100, Number(variables.first ?? 100));
   const slice = matches.slice(start, start + first);
   return {
     data: {
       repository: {
         refs: {
-          nodes: slice.map((b) => ({ name: b.name, target: { __typename: 'Commit', oid: b.sha, committedDate: b.committed_at ?? '2024-01-01T00:00:00Z' } })),
-          pageInfo: { hasNextPage: start + first < matches.length, endCursor: slice.length > 0 ? Buffer.from(String(start + slice.length - 1)).toString('base64') : null },
+          nodes: slice.map((b) => ({
+            name: b.name,
+            target: { __typename: 'Commit', oid: b.sha, committedDate: b.committed_at ?? '2024-01-01T00:00:00Z' },
+          })),
+          pageInfo: {
+            hasNextPage: start + first < matches.length,
+            endCursor: slice.length > 0 ? Buffer.from(String(start + slice.length - 1)).toString('base64') : null,
+          },
         },
       },
     },
@@ -264,7 +384,13 @@ function suggestions(account: FakeGitHubAccount) {
           })),
         },
       },
-      search: { nodes: (account.assignedIssues ?? []).map((i) => ({ number: i.number, title: i.title, repository: { nameWithOwner: i.repo } })) },
+      search: {
+        nodes: (account.assignedIssues ?? []).map((i) => ({
+          number: i.number,
+          title: i.title,
+          repository: { nameWithOwner: i.repo },
+        })),
+      },
     },
   };
 }

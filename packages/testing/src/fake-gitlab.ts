@@ -1,4 +1,10 @@
-import { pageOf, startFakeProviderServer, type FakeProviderReply, type FakeProviderRequest, type FakeProviderServer } from './fake-provider-server.js';
+import {
+  pageOf,
+  startFakeProviderServer,
+  type FakeProviderReply,
+  type FakeProviderRequest,
+  type FakeProviderServer,
+} from './fake-provider-server.js';
 
 /** A project a fake GitLab account is a member of. */
 export interface FakeGitLabProject {
@@ -16,10 +22,24 @@ export interface FakeGitLabProject {
 /** What one token sees on the fake GitLab. */
 export interface FakeGitLabAccount {
   token: string;
-  user: { id: number; username: string; name?: string; email?: string | null; avatar_url?: string | null; organization?: string | null };
+  user: {
+    id: number;
+    username: string;
+    name?: string;
+    email?: string | null;
+    avatar_url?: string | null;
+    organization?: string | null;
+  };
   projects?: FakeGitLabProject[];
   /** The account's open merge requests (GraphQL `currentUser.authoredMergeRequests`). */
-  mergeRequests?: { iid: number; title: string; project: string; conflicts?: boolean; pipeline?: 'SUCCESS' | 'FAILED' | 'RUNNING' | null; discussions?: { resolvable: boolean; resolved: boolean }[] }[];
+  mergeRequests?: {
+    iid: number;
+    title: string;
+    project: string;
+    conflicts?: boolean;
+    pipeline?: 'SUCCESS' | 'FAILED' | 'RUNNING' | null;
+    discussions?: { resolvable: boolean; resolved: boolean }[];
+  }[];
   /** Open issues assigned to the account (`GET /issues?scope=assigned_to_me`). */
   assignedIssues?: { iid: number; title: string; project: string }[];
 }
@@ -31,7 +51,16 @@ export interface FakeGitLab extends FakeProviderServer {
   addAccount(account: FakeGitLabAccount): void;
 }
 
-const ORDER_BY = new Set(['id', 'name', 'path', 'created_at', 'updated_at', 'last_activity_at', 'similarity', 'star_count']);
+const ORDER_BY = new Set([
+  'id',
+  'name',
+  'path',
+  'created_at',
+  'updated_at',
+  'last_activity_at',
+  'similarity',
+  'star_count',
+]);
 
 /**
  * A GitLab on 127.0.0.1 answering the REST v4 (`/api/v4`) and GraphQL (`/api/graphql`) calls the
@@ -41,10 +70,19 @@ const ORDER_BY = new Set(['id', 'name', 'path', 'created_at', 'updated_at', 'las
 export async function startFakeGitLab(accounts: readonly FakeGitLabAccount[] = []): Promise<FakeGitLab> {
   const byToken = new Map(accounts.map((a) => [a.token, a]));
   const server = await startFakeProviderServer(['/api/v4', '/api'], (request, root) => answer(request, root, byToken));
-  return { ...server, apiUrl: `${server.root}/api/v4`, graphqlUrl: `${server.root}/api/graphql`, addAccount: (account) => byToken.set(account.token, account) };
+  return {
+    ...server,
+    apiUrl: `${server.root}/api/v4`,
+    graphqlUrl: `${server.root}/api/graphql`,
+    addAccount: (account) => byToken.set(account.token, account),
+  };
 }
 
-function answer(request: FakeProviderRequest, root: string, byToken: Map<string, FakeGitLabAccount>): FakeProviderReply {
+function answer(
+  request: FakeProviderRequest,
+  root: string,
+  byToken: Map<string, FakeGitLabAccount>,
+): FakeProviderReply {
   const account = request.token ? byToken.get(request.token) : undefined;
   if (!account) return { status: 401, body: { message: '401 Unauthorized' } };
   const url = `${root}${request.rawPath}`;
@@ -72,7 +110,9 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
     const project = findProject(account, decodeURIComponent(branches[1]!));
     if (!project) return notFound('404 Project Not Found');
     const search = (query.get('search') ?? '').toLowerCase();
-    const list = (project.branches ?? []).filter((b) => b.name.toLowerCase().includes(search)).sort((a, b) => a.name.localeCompare(b.name));
+    const list = (project.branches ?? [])
+      .filter((b) => b.name.toLowerCase().includes(search))
+      .sort((a, b) => a.name.localeCompare(b.name));
     return paged(
       list.map((b) => ({
         name: b.name,
@@ -83,7 +123,13 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
         developers_can_merge: false,
         can_push: true,
         web_url: `${root}/${project.path_with_namespace}/-/tree/${b.name}`,
-        commit: { id: b.sha, short_id: b.sha.slice(0, 8), title: 'A commit', author_name: 'someone', committed_date: b.committed_date ?? '2024-01-01T00:00:00.000Z' },
+        commit: {
+          id: b.sha,
+          short_id: b.sha.slice(0, 8),
+          title: 'A commit',
+          author_name: 'someone',
+          committed_date: b.committed_date ?? '2024-01-01T00:00:00.000Z',
+        },
       })),
       query,
       url,
@@ -101,10 +147,17 @@ function answer(request: FakeProviderRequest, root: string, byToken: Map<string,
 const ok = (body: unknown): FakeProviderReply => ({ status: 200, body });
 const notFound = (message: string): FakeProviderReply => ({ status: 404, body: { message } });
 const findProject = (account: FakeGitLabAccount, idOrPath: string) =>
-  account.projects?.find((p) => String(p.id) === idOrPath || p.path_with_namespace.toLowerCase() === idOrPath.toLowerCase());
+  account.projects?.find(
+    (p) => String(p.id) === idOrPath || p.path_with_namespace.toLowerCase() === idOrPath.toLowerCase(),
+  );
 
 /** GitLab's offset paging: the page, and x-page, x-next-page, x-total… and Link headers. */
-function paged(items: readonly unknown[], query: URLSearchParams, url: string, perPageDefault: number): FakeProviderReply {
+function paged(
+  items: readonly unknown[],
+  query: URLSearchParams,
+  url: string,
+  perPageDefault: number,
+): FakeProviderReply {
   const page = pageOf(items, query, url, perPageDefault);
   return {
     status: 200,
@@ -129,7 +182,8 @@ function userJson(account: FakeGitLabAccount, root: string) {
     name: user.name ?? user.username,
     state: 'active',
     locked: false,
-    avatar_url: user.avatar_url === undefined ? `${root}/uploads/-/system/user/avatar/${user.id}/avatar.png` : user.avatar_url,
+    avatar_url:
+      user.avatar_url === undefined ? `${root}/uploads/-/system/user/avatar/${user.id}/avatar.png` : user.avatar_url,
     web_url: `${root}/${user.username}`,
     created_at: '2020-01-01T00:00:00.000Z',
     bio: '',
@@ -160,12 +214,23 @@ function projectJson(project: FakeGitLabProject, root: string) {
     forks_count: 0,
     last_activity_at: project.last_activity_at ?? '2024-01-01T00:00:00.000Z',
     visibility: project.visibility ?? 'private',
-    namespace: { id: project.id * 3, name: parts.at(-2) ?? namespace, path: parts.at(-2) ?? namespace, kind: project.namespace_kind ?? 'group', full_path: namespace },
+    namespace: {
+      id: project.id * 3,
+      name: parts.at(-2) ?? namespace,
+      path: parts.at(-2) ?? namespace,
+      kind: project.namespace_kind ?? 'group',
+      full_path: namespace,
+    },
   };
 }
 
 /** `/projects` with the parameters GitLab documents: membership, search (name, and namespace with search_namespaces), order_by, sort. */
-function listProjects(account: FakeGitLabAccount, query: URLSearchParams, url: string, root: string): FakeProviderReply {
+function listProjects(
+  account: FakeGitLabAccount,
+  query: URLSearchParams,
+  url: string,
+  root: string,
+): FakeProviderReply {
   const orderBy = query.get('order_by') ?? 'created_at';
   if (!ORDER_BY.has(orderBy)) return { status: 400, body: { error: 'order_by does not have a valid value' } };
   const search = (query.get('search') ?? '').toLowerCase();
@@ -174,9 +239,12 @@ function listProjects(account: FakeGitLabAccount, query: URLSearchParams, url: s
     const full = p.path_with_namespace.toLowerCase();
     return search === '' || (inNamespaces ? full.includes(search) : (full.split('/').at(-1) ?? '').includes(search));
   });
-  const key = (p: FakeGitLabProject): number | string => (orderBy === 'star_count' ? (p.star_count ?? 0) : orderBy === 'id' ? p.id : (p.last_activity_at ?? ''));
+  const key = (p: FakeGitLabProject): number | string =>
+    orderBy === 'star_count' ? (p.star_count ?? 0) : orderBy === 'id' ? p.id : (p.last_activity_at ?? '');
   const direction = query.get('sort') === 'asc' ? 1 : -1;
-  const sorted = [...matches].sort((a, b) => (key(a) < key(b) ? -direction : key(a) > key(b) ? direction : a.id - b.id));
+  const sorted = [...matches].sort((a, b) =>
+    key(a) < key(b) ? -direction : key(a) > key(b) ? direction : a.id - b.id,
+  );
   return paged(
     sorted.map((p) => projectJson(p, root)),
     query,
@@ -187,7 +255,8 @@ function listProjects(account: FakeGitLabAccount, query: URLSearchParams, url: s
 
 function graphql(body: unknown, account: FakeGitLabAccount) {
   const { query = '' } = (body ?? {}) as { query?: string };
-  if (!query.includes('authoredMergeRequests')) return { errors: [{ message: 'This fake does not answer this query.' }] };
+  if (!query.includes('authoredMergeRequests'))
+    return { errors: [{ message: 'This fake does not answer this query.' }] };
   return {
     data: {
       currentUser: {

@@ -89,7 +89,14 @@ export const toolCall = (id: string, name: string, args: Record<string, unknown>
 
 /** A chat completion as OpenAI sends it; by default the text "Hello!" with 1,000 prompt and 100 completion tokens. */
 export const completion = (
-  overrides: { content?: string | null; tool_calls?: unknown[]; finish_reason?: string; usage?: unknown; model?: string; id?: string } = {},
+  overrides: {
+    content?: string | null;
+    tool_calls?: unknown[];
+    finish_reason?: string;
+    usage?: unknown;
+    model?: string;
+    id?: string;
+  } = {},
 ) => ({
   id: overrides.id ?? 'chatcmpl-123',
   object: 'chat.completion',
@@ -98,11 +105,17 @@ export const completion = (
   choices: [
     {
       index: 0,
-      message: { role: 'assistant', content: overrides.content === undefined ? 'Hello!' : overrides.content, ...(overrides.tool_calls ? { tool_calls: overrides.tool_calls } : {}) },
+      message: {
+        role: 'assistant',
+        content: overrides.content === undefined ? 'Hello!' : overrides.content,
+        ...(overrides.tool_calls ? { tool_calls: overrides.tool_calls } : {}),
+      },
       finish_reason: overrides.finish_reason ?? (overrides.tool_calls ? 'tool_calls' : 'stop'),
     },
   ],
-  ...(overrides.usage === null ? {} : { usage: overrides.usage ?? { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 } }),
+  ...(overrides.usage === null
+    ? {}
+    : { usage: overrides.usage ?? { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 } }),
 });
 
 /** A scripted turn's completion: text or tool calls, a fresh id, usage `prompt_tokens` = 100 + turn and `completion_tokens` = 10. */
@@ -115,7 +128,9 @@ export const scriptedCompletion = (turn: number, answer: { content?: string | nu
     usage: { prompt_tokens: 100 + turn, completion_tokens: 10, total_tokens: 110 + turn },
   });
 
-export const errorBody = (message: string, type: string | null, code: string | null = null) => ({ error: { message, type, param: null, code } });
+export const errorBody = (message: string, type: string | null, code: string | null = null) => ({
+  error: { message, type, param: null, code },
+});
 
 /**
  * A real HTTP server on 127.0.0.1 speaking `POST /v1/chat/completions`, scripted per test: a
@@ -184,9 +199,16 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       try {
         if (script) send(script(request.turn, request));
         else if (handler) send(handler(request, handled++));
-        else send({ status: 400, body: errorBody(`the fake server has no script ${String(name)}`, 'invalid_request_error') });
+        else
+          send({
+            status: 400,
+            body: errorBody(`the fake server has no script ${String(name)}`, 'invalid_request_error'),
+          });
       } catch (error) {
-        send({ status: 400, body: errorBody(`script ${String(name)} failed: ${String(error)}`, 'invalid_request_error') });
+        send({
+          status: 400,
+          body: errorBody(`script ${String(name)} failed: ${String(error)}`, 'invalid_request_error'),
+        });
       }
     });
   });

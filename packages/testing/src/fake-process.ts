@@ -31,7 +31,10 @@ export interface FakeSpawnContext {
  * pending (for example one that reads `stdin` until it ends). `kill()` ends the process at once
  * with exit code null, whatever the handler does.
  */
-export type FakeSpawnHandler = (request: SpawnRequest, context: FakeSpawnContext) => void | number | Promise<void | number>;
+export type FakeSpawnHandler = (
+  request: SpawnRequest,
+  context: FakeSpawnContext,
+) => void | number | Promise<void | number>;
 
 const encoder = new TextEncoder();
 
@@ -54,7 +57,11 @@ export class FakeProcess implements SandboxProcess {
   }
 
   /** Starts the handler; called once by the runtime. */
-  run(request: SpawnRequest, handle: FakeSpawnHandler, context: Pick<FakeSpawnContext, 'sandboxId' | 'cwd' | 'files'>): void {
+  run(
+    request: SpawnRequest,
+    handle: FakeSpawnHandler,
+    context: Pick<FakeSpawnContext, 'sandboxId' | 'cwd' | 'files'>,
+  ): void {
     const output = (channel: ProcessOutputChannel): FakeProcessOutput => ({
       write: (data) => {
         if (!this.#ended) channel.push(typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data));

@@ -74,7 +74,11 @@ export async function startFakeProviderServer(
       requests.push(request);
       const interception = interceptions.find((i) => i.left > 0 && i.match(request));
       if (interception) interception.left -= 1;
-      const reply = interception ? (typeof interception.reply === 'function' ? interception.reply(request) : interception.reply) : handle(request, root);
+      const reply = interception
+        ? typeof interception.reply === 'function'
+          ? interception.reply(request)
+          : interception.reply
+        : handle(request, root);
       send(res, reply);
     });
   });
@@ -90,7 +94,8 @@ export async function startFakeProviderServer(
     root,
     host: `127.0.0.1:${port}`,
     requests,
-    intercept: (interception) => interceptions.push({ ...interception, left: interception.times ?? Number.POSITIVE_INFINITY }),
+    intercept: (interception) =>
+      interceptions.push({ ...interception, left: interception.times ?? Number.POSITIVE_INFINITY }),
     reset: () => {
       interceptions = [];
       requests.length = 0;
@@ -114,7 +119,8 @@ function send(res: ServerResponse, reply: FakeProviderReply): void {
   if (reply === 'hang') return;
   const write = () => {
     if (res.destroyed) return;
-    const text = typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
+    const text =
+      typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
     const type = typeof reply.body === 'string' ? 'text/plain' : 'application/json; charset=utf-8';
     res.writeHead(reply.status, { 'Content-Type': type, ...reply.headers });
     res.end(text);
@@ -141,12 +147,20 @@ function parseJson(text: string): unknown {
 /** `page`/`per_page` as GitHub and GitLab read them: page from 1, per_page 1–100 (default `perPageDefault`). */
 function pageParams(query: URLSearchParams, perPageDefault: number): { page: number; perPage: number } {
   const page = Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1);
-  const perPage = Math.min(100, Math.max(1, Number.parseInt(query.get('per_page') ?? String(perPageDefault), 10) || perPageDefault));
+  const perPage = Math.min(
+    100,
+    Math.max(1, Number.parseInt(query.get('per_page') ?? String(perPageDefault), 10) || perPageDefault),
+  );
   return { page, perPage };
 }
 
 /** A page of `items` and the Link header (next/prev/first/last) pointing back at `url` with other pages. */
-export function pageOf<T>(items: readonly T[], query: URLSearchParams, url: string, perPageDefault: number): { items: T[]; link: string; page: number; perPage: number; pages: number } {
+export function pageOf<T>(
+  items: readonly T[],
+  query: URLSearchParams,
+  url: string,
+  perPageDefault: number,
+): { items: T[]; link: string; page: number; perPage: number; pages: number } {
   const { page, perPage } = pageParams(query, perPageDefault);
   const pages = Math.max(1, Math.ceil(items.length / perPage));
   const at = (n: number) => {
@@ -155,6 +169,9 @@ export function pageOf<T>(items: readonly T[], query: URLSearchParams, url: stri
     params.set('per_page', String(perPage));
     return `<${url}?${params.toString()}>`;
   };
-  const links = [...(page < pages ? [`${at(page + 1)}; rel="next"`, `${at(pages)}; rel="last"`] : []), ...(page > 1 ? [`${at(1)}; rel="first"`, `${at(page - 1)}; rel="prev"`] : [])];
+  const links = [
+    ...(page < pages ? [`${at(page + 1)}; rel="next"`, `${at(pages)}; rel="last"`] : []),
+    ...(page > 1 ? [`${at(1)}; rel="first"`, `${at(page - 1)}; rel="prev"`] : []),
+  ];
   return { items: items.slice((page - 1) * perPage, page * perPage), link: links.join(', '), page, perPage, pages };
 }

@@ -1,5 +1,23 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { clippedOutputNote, DEFAULT_EXEC_MAX_OUTPUT_BYTES, DEFAULT_READ_FILE_MAX_BYTES, MAX_SYMLINK_HOPS, resolveSandboxPath, type DirectoryEntry, type ExecRequest, type FileContent, type ReadFileOptions, type ExecResult, type RuntimeCreateRequest, type RuntimeObservation, type RuntimeSandboxSummary, type SandboxProcess, type SandboxRuntime, type SandboxRuntimeError, type SpawnRequest } from '@acs/core/ports';
+import {
+  clippedOutputNote,
+  DEFAULT_EXEC_MAX_OUTPUT_BYTES,
+  DEFAULT_READ_FILE_MAX_BYTES,
+  MAX_SYMLINK_HOPS,
+  resolveSandboxPath,
+  type DirectoryEntry,
+  type ExecRequest,
+  type FileContent,
+  type ReadFileOptions,
+  type ExecResult,
+  type RuntimeCreateRequest,
+  type RuntimeObservation,
+  type RuntimeSandboxSummary,
+  type SandboxProcess,
+  type SandboxRuntime,
+  type SandboxRuntimeError,
+  type SpawnRequest,
+} from '@acs/core/ports';
 import type { ExposedPort } from '@acs/core/schemas';
 import { fakeGit } from './fake-git.js';
 import { FakeProcess, type FakeSpawnHandler } from './fake-process.js';
@@ -8,8 +26,18 @@ import type { FakeExecHandler } from './fake-exec.js';
 
 export type { FakeExecContext, FakeExecHandler } from './fake-exec.js';
 
-export type FakeRuntimeOperation = 'create' | 'inspect' | 'pause' | 'resume' | 'delete' | 'resize' | 'exec' | 'readFile' | 'writeFile' | 'listDirectory' | 'spawn';
-
+export type FakeRuntimeOperation =
+  | 'create'
+  | 'inspect'
+  | 'pause'
+  | 'resume'
+  | 'delete'
+  | 'resize'
+  | 'exec'
+  | 'readFile'
+  | 'writeFile'
+  | 'listDirectory'
+  | 'spawn';
 
 interface FakeSandbox {
   files: Map<string, Uint8Array>;
@@ -83,7 +111,10 @@ export class FakeSandboxRuntime implements SandboxRuntime {
             return { exit_code: 0 };
           },
         },
-        { matches: (argv) => argv[0] === 'ln', handle: (request, { sandboxId, cwd }) => this.#symlink(sandboxId, cwd, request.command.slice(1)) },
+        {
+          matches: (argv) => argv[0] === 'ln',
+          handle: (request, { sandboxId, cwd }) => this.#symlink(sandboxId, cwd, request.command.slice(1)),
+        },
       );
     }
   }
@@ -158,20 +189,24 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   }
 
   ping(): ResultAsync<void, SandboxRuntimeError> {
-    return this.#unavailable === null ? okAsync(undefined) : errAsync({ type: 'unavailable', message: this.#unavailable });
+    return this.#unavailable === null
+      ? okAsync(undefined)
+      : errAsync({ type: 'unavailable', message: this.#unavailable });
   }
 
   list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
     if (this.#unavailable !== null) return errAsync({ type: 'unavailable', message: this.#unavailable });
     return okAsync(
-      [...this.#sandboxes.values()].filter((box) => box.request.installation_id === installationId).map((box) => ({
-        sandbox_id: box.request.sandbox_id,
-        user_id: box.request.user_id,
-        spec_id: box.request.spec.id,
-        image: box.request.spec.image,
-        working_dir: box.request.spec.working_dir,
-        created_at: box.created_at,
-      })),
+      [...this.#sandboxes.values()]
+        .filter((box) => box.request.installation_id === installationId)
+        .map((box) => ({
+          sandbox_id: box.request.sandbox_id,
+          user_id: box.request.user_id,
+          spec_id: box.request.spec.id,
+          image: box.request.spec.image,
+          working_dir: box.request.spec.working_dir,
+          created_at: box.created_at,
+        })),
     );
   }
 
@@ -257,7 +292,10 @@ export class FakeSandboxRuntime implements SandboxRuntime {
       type Outcome = Partial<Omit<ExecResult, 'duration_ms' | 'timed_out'>>;
       const run: Promise<Outcome> = handler
         ? Promise.resolve(handler.handle(request, { sandboxId, cwd, files: box.files, signal: abort.signal }))
-        : Promise.resolve({ exit_code: 127, stderr: `fake runtime: no handler for "${request.command.join(' ')}" (register one with onExec)\n` });
+        : Promise.resolve({
+            exit_code: 127,
+            stderr: `fake runtime: no handler for "${request.command.join(' ')}" (register one with onExec)\n`,
+          });
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
       return Promise.race([run, timeout]).then((outcome): ExecResult => {
@@ -279,16 +317,26 @@ export class FakeSandboxRuntime implements SandboxRuntime {
   }
 
   /** Follows symbolic links made with `ln -s` (in any part of the path) as the port asks; a directory is a path some file or link lies under. */
-  readFile(sandboxId: string, path: string, options: ReadFileOptions = {}): ResultAsync<FileContent, SandboxRuntimeError> {
+  readFile(
+    sandboxId: string,
+    path: string,
+    options: ReadFileOptions = {},
+  ): ResultAsync<FileContent, SandboxRuntimeError> {
     return this.#call('readFile', sandboxId, () => {
       const box = this.#running(sandboxId);
       const asked = this.#path(box, path);
       const resolved = followLinks(box.links, asked);
-      if (resolved === null) throw new FakeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
+      if (resolved === null)
+        throw new FakeFailure(`${asked}: more than ${MAX_SYMLINK_HOPS} symbolic links in a row (a loop?)`, 'not_found');
       const content = box.files.get(resolved);
       if (!content) {
         if (this.#isDirectory(box, resolved)) throw new FakeFailure(`${asked} is a directory`, 'is_directory');
-        throw new FakeFailure(resolved === asked ? `${asked}: no such file` : `${asked} is a symbolic link to ${resolved}, which does not exist`, 'not_found');
+        throw new FakeFailure(
+          resolved === asked
+            ? `${asked}: no such file`
+            : `${asked} is a symbolic link to ${resolved}, which does not exist`,
+          'not_found',
+        );
       }
       const bytes = content.slice(0, Math.max(0, Math.floor(options.maxBytes ?? DEFAULT_READ_FILE_MAX_BYTES)));
       return { bytes, size: content.length, truncated: content.length > bytes.length };
@@ -316,15 +364,26 @@ export class FakeSandboxRuntime implements SandboxRuntime {
         if (!file.startsWith(prefix)) continue;
         const [name, ...rest] = file.slice(prefix.length).split('/');
         if (!name) continue;
-        entries.set(name, { name, path: `${prefix}${name}`, type: rest.length > 0 ? 'directory' : 'file', size: rest.length > 0 ? 0 : content.length });
+        entries.set(name, {
+          name,
+          path: `${prefix}${name}`,
+          type: rest.length > 0 ? 'directory' : 'file',
+          size: rest.length > 0 ? 0 : content.length,
+        });
       }
       for (const [link, target] of box.links) {
         if (!link.startsWith(prefix)) continue;
         const [name, ...rest] = link.slice(prefix.length).split('/');
         if (!name || entries.has(name)) continue;
-        entries.set(name, { name, path: `${prefix}${name}`, type: rest.length > 0 ? 'directory' : 'symlink', size: rest.length > 0 ? 0 : Buffer.byteLength(target) });
+        entries.set(name, {
+          name,
+          path: `${prefix}${name}`,
+          type: rest.length > 0 ? 'directory' : 'symlink',
+          size: rest.length > 0 ? 0 : Buffer.byteLength(target),
+        });
       }
-      if (entries.size === 0 && dir !== box.request.spec.working_dir && dir !== '/') throw new FakeFailure(`${dir}: no such directory`, 'not_found');
+      if (entries.size === 0 && dir !== box.request.spec.working_dir && dir !== '/')
+        throw new FakeFailure(`${dir}: no such directory`, 'not_found');
       return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
     });
   }
@@ -341,24 +400,36 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     return this.#call('spawn', sandboxId, () => {
       const box = this.#running(sandboxId);
       const program = request.command[0];
-      if (program === undefined || program === '') throw new FakeFailure('cannot start a process: the command is empty');
+      if (program === undefined || program === '')
+        throw new FakeFailure('cannot start a process: the command is empty');
       const cwd = this.#path(box, request.cwd ?? '.');
       const handler =
         this.#spawnHandlers.find((h) => h.matches(request.command)) ??
         (request.tty && isInteractiveBash(request.command) ? { handle: this.#fakeBash(box) } : undefined);
       if (!handler) {
-        throw new FakeFailure(`cannot start "${program}" in sandbox ${sandboxId}: program not found (fake runtime: no handler for "${request.command.join(' ')}"; register one with onSpawn)`);
+        throw new FakeFailure(
+          `cannot start "${program}" in sandbox ${sandboxId}: program not found (fake runtime: no handler for "${request.command.join(' ')}"; register one with onSpawn)`,
+        );
       }
-      const spawned: FakeProcess = new FakeProcess(`"${program}" in sandbox ${sandboxId}`, () => box.processes.delete(spawned));
+      const spawned: FakeProcess = new FakeProcess(`"${program}" in sandbox ${sandboxId}`, () =>
+        box.processes.delete(spawned),
+      );
       box.processes.add(spawned);
-      spawned.run(structuredClone({ ...request, command: [...request.command] }), handler.handle, { sandboxId, cwd, files: box.files });
+      spawned.run(structuredClone({ ...request, command: [...request.command] }), handler.handle, {
+        sandboxId,
+        cwd,
+        files: box.files,
+      });
       return spawned;
     });
   }
 
   /** The bash the persistent shell spawns, played over the exec handlers (fake-bash.ts). */
   #fakeBash(box: FakeSandbox): FakeSpawnHandler {
-    return fakeBash({ workingDir: box.request.spec.working_dir, handlerFor: (argv) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null });
+    return fakeBash({
+      workingDir: box.request.spec.working_dir,
+      handlerFor: (argv) => this.#handlers.find((h) => h.matches(argv))?.handle ?? null,
+    });
   }
 
   /** `ln -s [-f] TARGET LINK`: the one form the fake plays (the target is kept as written, as ln does). */
@@ -371,7 +442,8 @@ export class FakeSandboxRuntime implements SandboxRuntime {
     }
     const path = resolveSandboxPath(cwd, link);
     if (!path) return { exit_code: 1, stderr: `ln: invalid path '${link}'\n` };
-    if (!flags.includes('f') && (box.files.has(path) || box.links.has(path))) return { exit_code: 1, stderr: `ln: failed to create symbolic link '${link}': File exists\n` };
+    if (!flags.includes('f') && (box.files.has(path) || box.links.has(path)))
+      return { exit_code: 1, stderr: `ln: failed to create symbolic link '${link}': File exists\n` };
     box.files.delete(path);
     box.links.set(path, target);
     return { exit_code: 0 };
@@ -411,8 +483,18 @@ export class FakeSandboxRuntime implements SandboxRuntime {
 
   #observe(box: FakeSandbox): RuntimeObservation {
     const portUrl = this.#portUrl;
-    const urls = portUrl ? (box.request.spec.exposed_ports ?? []).map((p) => ({ name: p.name, url: portUrl(box.request, p), port: p.port })) : [];
-    return { state: box.state, detail: box.detail, exposed_urls: box.state === 'running' || box.state === 'paused' ? urls : [] };
+    const urls = portUrl
+      ? (box.request.spec.exposed_ports ?? []).map((p) => ({
+          name: p.name,
+          url: portUrl(box.request, p),
+          port: p.port,
+        }))
+      : [];
+    return {
+      state: box.state,
+      detail: box.detail,
+      exposed_urls: box.state === 'running' || box.state === 'paused' ? urls : [],
+    };
   }
 
   #call<T>(operation: FakeRuntimeOperation, sandboxId: string, run: () => T): ResultAsync<T, SandboxRuntimeError> {
@@ -440,7 +522,9 @@ function argvMatcher(match: string | RegExp | ArgvMatcher): ArgvMatcher {
 /** Keeps at most `keep` bytes of an output stream, ending a cut one with the port's note. */
 function clipOutput(text: string, keep: number): string {
   const bytes = Buffer.from(text, 'utf8');
-  return bytes.length <= keep ? text : `${bytes.subarray(0, keep).toString('utf8')}${clippedOutputNote(bytes.length - keep)}`;
+  return bytes.length <= keep
+    ? text
+    : `${bytes.subarray(0, keep).toString('utf8')}${clippedOutputNote(bytes.length - keep)}`;
 }
 
 /**

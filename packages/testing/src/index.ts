@@ -25,15 +25,32 @@ import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
 export * from './fake-openai.js';
 export { startFakeGitHub, type FakeGitHub, type FakeGitHubAccount, type FakeGitHubRepository } from './fake-github.js';
 export { startFakeGitLab, type FakeGitLab, type FakeGitLabAccount, type FakeGitLabProject } from './fake-gitlab.js';
-export type { FakeProviderInterception, FakeProviderReply, FakeProviderRequest, FakeProviderServer } from './fake-provider-server.js';
+export type {
+  FakeProviderInterception,
+  FakeProviderReply,
+  FakeProviderRequest,
+  FakeProviderServer,
+} from './fake-provider-server.js';
 export * from './loopback.js';
 export { runWithModuleLog } from './module-log.js';
 export { sseMessages, type SseMessage } from './sse.js';
-export { FakeSandboxRuntime, type FakeExecContext, type FakeExecHandler, type FakeRuntimeOperation, type FakeSandboxRuntimeOptions } from './fake-sandbox-runtime.js';
+export {
+  FakeSandboxRuntime,
+  type FakeExecContext,
+  type FakeExecHandler,
+  type FakeRuntimeOperation,
+  type FakeSandboxRuntimeOptions,
+} from './fake-sandbox-runtime.js';
 export { FakeProcess, type FakeProcessOutput, type FakeSpawnContext, type FakeSpawnHandler } from './fake-process.js';
 export { fakeBash, type FakeBashHost } from './fake-bash.js';
 export { fakeGit } from './fake-git.js';
-export { ScriptedLlm, type ScriptedLlmOptions, type ScriptedResponder, type ScriptedToolCall, type ScriptedTurn } from './scripted-llm.js';
+export {
+  ScriptedLlm,
+  type ScriptedLlmOptions,
+  type ScriptedResponder,
+  type ScriptedToolCall,
+  type ScriptedTurn,
+} from './scripted-llm.js';
 
 export interface MemoryPortsOptions {
   specs?: readonly SandboxSpecPreset[];
@@ -46,9 +63,14 @@ export interface MemoryPortsOptions {
 }
 
 /** All ports in memory, with the fake runtime and the scripted model exposed for steering in tests; add the agent (`createAgent()` from `@acs/agent`). */
-export function createMemoryPorts(options: MemoryPortsOptions = {}): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
+export function createMemoryPorts(
+  options: MemoryPortsOptions = {},
+): Omit<AgentConversationServicePorts, 'agent'> & { runtime: FakeSandboxRuntime; llm: ScriptedLlm } {
   return {
-    ...createMemoryStores({ ...(options.installationId !== undefined ? { installationId: options.installationId } : {}), ...(options.leases ? { leases: true } : {}) }),
+    ...createMemoryStores({
+      ...(options.installationId !== undefined ? { installationId: options.installationId } : {}),
+      ...(options.leases ? { leases: true } : {}),
+    }),
     sandboxSpecs: new StaticSandboxSpecCatalog(options.specs),
     runtime: new FakeSandboxRuntime(options.runtime),
     llm: new ScriptedLlm(options.llm),

@@ -15,11 +15,15 @@ export function runWithModuleLog<T>(script: string, options: { cwd: string; matc
     const loaded = () => [...seen].filter((url) => ${options.match.toString()}.test(url));
     ${script}
   `;
-  const child = spawnSync(process.execPath, ['--conditions=@acs/source', '--import', 'tsx', '--input-type=module', '-e', program], {
-    cwd: options.cwd,
-    encoding: 'utf8',
-    timeout: options.timeoutMs ?? 120_000,
-  });
+  const child = spawnSync(
+    process.execPath,
+    ['--conditions=@acs/source', '--import', 'tsx', '--input-type=module', '-e', program],
+    {
+      cwd: options.cwd,
+      encoding: 'utf8',
+      timeout: options.timeoutMs ?? 120_000,
+    },
+  );
   if (child.status !== 0) throw new Error(`the child failed (${child.status ?? child.signal}):\n${child.stderr}`);
   const last = child.stdout.trim().split('\n').at(-1);
   if (last === undefined || last === '') throw new Error(`the child printed nothing.\n--- stderr ---\n${child.stderr}`);

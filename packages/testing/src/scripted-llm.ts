@@ -1,5 +1,13 @@
 import { err, ok, type Result, type ResultAsync } from 'neverthrow';
-import type { LlmClient, LlmError, LlmErrorCode, LlmFinishReason, LlmRequest, LlmResponse, LlmUsage } from '@acs/core/ports';
+import type {
+  LlmClient,
+  LlmError,
+  LlmErrorCode,
+  LlmFinishReason,
+  LlmRequest,
+  LlmResponse,
+  LlmUsage,
+} from '@acs/core/ports';
 import { resultAsync } from '@acs/core/ports';
 
 export interface ScriptedToolCall {
@@ -88,14 +96,22 @@ export class ScriptedLlm implements LlmClient {
 
   complete(request: LlmRequest): ResultAsync<LlmResponse, LlmError> {
     const index = this.#calls++;
-    if (this.#keepRequests) this.requests.push({ ...request, messages: structuredClone([...request.messages]), tools: [...request.tools] });
+    if (this.#keepRequests)
+      this.requests.push({ ...request, messages: structuredClone([...request.messages]), tools: [...request.tools] });
     const started = performance.now();
-    const turn: Promise<ScriptedTurn> = Promise.resolve(this.#queue.shift() ?? (this.#responder ? this.#responder(request, index) : this.#whenEmpty));
+    const turn: Promise<ScriptedTurn> = Promise.resolve(
+      this.#queue.shift() ?? (this.#responder ? this.#responder(request, index) : this.#whenEmpty),
+    );
     return resultAsync(this.#answer(request, index, started, turn));
   }
 
   /** The scripted turn, after its delay: the response, or the error it scripts (or cancelled). */
-  async #answer(request: LlmRequest, index: number, started: number, turn: Promise<ScriptedTurn>): Promise<Result<LlmResponse, LlmError>> {
+  async #answer(
+    request: LlmRequest,
+    index: number,
+    started: number,
+    turn: Promise<ScriptedTurn>,
+  ): Promise<Result<LlmResponse, LlmError>> {
     const t = await turn;
     await wait(t.delayMs ?? 0, request.signal);
     if (request.signal?.aborted) return err(failure('cancelled', 'the request was cancelled'));
@@ -107,7 +123,13 @@ export class ScriptedLlm implements LlmClient {
     }));
     // Token estimates only when the turn does not give them (building the text costs time on long prompts).
     // The characters of the joined contents, counted without joining them (a long prompt is not copied per call).
-    const promptTokens = () => estimateTokens(request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length, 0));
+    const promptTokens = () =>
+      estimateTokens(
+        request.messages.reduce(
+          (n, m) => n + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')).length,
+          0,
+        ),
+      );
     const outputText = (t.content ?? '') + calls.map((c) => c.arguments).join('');
     return ok({
       id: `scripted-${index}`,
@@ -129,7 +151,13 @@ export class ScriptedLlm implements LlmClient {
 }
 
 function failure(code: LlmErrorCode, message: string): LlmError {
-  return { type: code, message, status: null, retryable: code === 'rate_limited' || code === 'unreachable' || code === 'timeout' || code === 'provider_error', attempts: 1 };
+  return {
+    type: code,
+    message,
+    status: null,
+    retryable: code === 'rate_limited' || code === 'unreachable' || code === 'timeout' || code === 'provider_error',
+    attempts: 1,
+  };
 }
 
 function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -10,8 +10,15 @@ afterAll(async () => {
 });
 
 const chat = async (firstUserMessage: string, assistantTurns = 0) => {
-  const messages = [{ role: 'user', content: firstUserMessage }, ...Array.from({ length: assistantTurns }, () => ({ role: 'assistant', content: 'ok' }))];
-  const response = await fetch(`${fake.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
+  const messages = [
+    { role: 'user', content: firstUserMessage },
+    ...Array.from({ length: assistantTurns }, () => ({ role: 'assistant', content: 'ok' })),
+  ];
+  const response = await fetch(`${fake.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', messages }),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 };
 
@@ -23,7 +30,10 @@ describe('the fake OpenAI-compatible server', () => {
   });
 
   it('answers a conversation by the script its marker names, given the turn', async () => {
-    fake.script('alpha', (turn) => ({ status: 200, body: scriptedCompletion(turn, { content: `alpha turn ${turn}` }) }));
+    fake.script('alpha', (turn) => ({
+      status: 200,
+      body: scriptedCompletion(turn, { content: `alpha turn ${turn}` }),
+    }));
     const first = await chat(`${marker('alpha')} go`);
     const third = await chat(`${marker('alpha')} go`, 2);
     expect(first.status).toBe(200);

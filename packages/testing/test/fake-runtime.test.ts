@@ -28,11 +28,14 @@ describe('FakeSandboxRuntime', () => {
     expect((await expectOk(runtime.exec('box', { command: ['ln', '-s', 'a.txt', 'link'] }))).exit_code).toBe(0);
     expect((await expectOk(runtime.exec('box', { command: ['ln', '-s', 'b.txt', 'link'] }))).exit_code).toBe(1);
     expect((await expectOk(runtime.exec('box', { command: ['ln', 'a.txt', 'hard'] }))).stderr).toMatch(/only `ln -s/);
-    const read = async (path: string) => new TextDecoder().decode((await expectOk(runtime.readFile('box', path))).bytes);
+    const read = async (path: string) =>
+      new TextDecoder().decode((await expectOk(runtime.readFile('box', path))).bytes);
     expect(await read('link')).toBe('a');
     expect((await expectOk(runtime.exec('box', { command: ['ln', '-sf', 'b.txt', 'link'] }))).exit_code).toBe(0);
     expect(await read('link')).toBe('b');
-    expect((await expectOk(runtime.listDirectory('box', '.'))).find((e) => e.name === 'link')).toMatchObject({ type: 'symlink' });
+    expect((await expectOk(runtime.listDirectory('box', '.'))).find((e) => e.name === 'link')).toMatchObject({
+      type: 'symlink',
+    });
     await expectOk(runtime.writeFile('box', 'link', new TextEncoder().encode('own')));
     expect([await read('link'), await read('b.txt')]).toEqual(['own', 'b']);
   });

@@ -26,24 +26,65 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
       return { stdout: 'ran\n' };
     });
     const shell = await expectOk(openSandboxShell(runtime, 'box', { cwd: 'sub', env: { FROM_OPEN: '1' } }));
-    expect(await expectOk(shell.run('pwd'))).toEqual({ output: '/workspace/sub\n', exit_code: 0, still_running: false, cwd: '/workspace/sub', spilled_to: null });
-    expect(await expectOk(shell.run('cd ../other/dir'))).toMatchObject({ output: '', exit_code: 0, cwd: '/workspace/other/dir' });
-    expect(await expectOk(shell.run('export GREETING="hello world" N=2'))).toMatchObject({ exit_code: 0, cwd: '/workspace/other/dir' });
-    expect(await expectOk(shell.run('make test'))).toMatchObject({ output: 'ran\n', exit_code: 0, cwd: '/workspace/other/dir' });
+    expect(await expectOk(shell.run('pwd'))).toEqual({
+      output: '/workspace/sub\n',
+      exit_code: 0,
+      still_running: false,
+      cwd: '/workspace/sub',
+      spilled_to: null,
+    });
+    expect(await expectOk(shell.run('cd ../other/dir'))).toMatchObject({
+      output: '',
+      exit_code: 0,
+      cwd: '/workspace/other/dir',
+    });
+    expect(await expectOk(shell.run('export GREETING="hello world" N=2'))).toMatchObject({
+      exit_code: 0,
+      cwd: '/workspace/other/dir',
+    });
+    expect(await expectOk(shell.run('make test'))).toMatchObject({
+      output: 'ran\n',
+      exit_code: 0,
+      cwd: '/workspace/other/dir',
+    });
     expect(await expectOk(shell.run('cd'))).toMatchObject({ cwd: '/workspace' });
     await expectOk(shell.run('cd /tmp && make'));
     expect(seen).toEqual([
-      { request: { command: ['bash', '-c', 'make test'], cwd: '/workspace/other/dir', env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace/other/dir' },
-      { request: { command: ['bash', '-c', 'cd /tmp && make'], cwd: '/workspace', env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' } }, cwd: '/workspace' },
+      {
+        request: {
+          command: ['bash', '-c', 'make test'],
+          cwd: '/workspace/other/dir',
+          env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' },
+        },
+        cwd: '/workspace/other/dir',
+      },
+      {
+        request: {
+          command: ['bash', '-c', 'cd /tmp && make'],
+          cwd: '/workspace',
+          env: { TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat', FROM_OPEN: '1', GREETING: 'hello world', N: '2' },
+        },
+        cwd: '/workspace',
+      },
     ]);
     expect((await expectOk(shell.run('pwd'))).output).toBe('/workspace\n');
     expect(await expectOk(shell.run('export 1BAD=x'))).toMatchObject({ exit_code: 1 });
   });
 
   it('reports the exit code, stdout then stderr, and 127 for a line no handler takes', async () => {
-    const runtime = (await sandbox()).onExec(/^bash -c build/, () => ({ stdout: 'compiling\n', stderr: 'warning: x\n', exit_code: 2 }));
+    const runtime = (await sandbox()).onExec(/^bash -c build/, () => ({
+      stdout: 'compiling\n',
+      stderr: 'warning: x\n',
+      exit_code: 2,
+    }));
     const shell = await expectOk(openSandboxShell(runtime, 'box'));
-    expect(await expectOk(shell.run('build all'))).toEqual({ output: 'compiling\nwarning: x\n', exit_code: 2, still_running: false, cwd: '/workspace', spilled_to: null });
+    expect(await expectOk(shell.run('build all'))).toEqual({
+      output: 'compiling\nwarning: x\n',
+      exit_code: 2,
+      still_running: false,
+      cwd: '/workspace',
+      spilled_to: null,
+    });
     const unknown = await expectOk(shell.run('frobnicate'));
     expect(unknown.exit_code).toBe(127);
     expect(unknown.output).toMatch(/no handler for "bash -c frobnicate"/);
@@ -51,17 +92,33 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
 
   it('returns a slow handler as still running, refuses another command, and waits for it', async () => {
     let finish: (value: { stdout: string; exit_code: number }) => void = () => {};
-    const runtime = (await sandbox()).onExec(/^bash -c slow/, () => new Promise((resolve) => (finish = resolve))).onExec(/^bash -c quick/, () => ({ stdout: 'q\n' }));
+    const runtime = (await sandbox())
+      .onExec(/^bash -c slow/, () => new Promise((resolve) => (finish = resolve)))
+      .onExec(/^bash -c quick/, () => ({ stdout: 'q\n' }));
     const shell = await expectOk(openSandboxShell(runtime, 'box'));
     // The handler is held until finish() below: still_running is the shell's own 30 ms timer answering.
-    expect(await expectOk(shell.run('slow', { softTimeoutMs: 30 }))).toEqual({ output: '', exit_code: null, still_running: true, cwd: null, spilled_to: null });
+    expect(await expectOk(shell.run('slow', { softTimeoutMs: 30 }))).toEqual({
+      output: '',
+      exit_code: null,
+      still_running: true,
+      cwd: null,
+      spilled_to: null,
+    });
     const refused = expectErr(await shell.run('quick'));
     expect(refused).toMatchObject({ type: 'failed' });
     expect(refused.message).toMatch(/still running \(slow\)/);
     expect((await expectOk(shell.wait(20))).still_running).toBe(true);
     setTimeout(() => finish({ stdout: 'slow done\n', exit_code: 3 }), 20);
-    expect(await expectOk(shell.wait(60_000))).toEqual({ output: 'slow done\n', exit_code: 3, still_running: false, cwd: '/workspace', spilled_to: null });
-    expect(expectErr(await shell.wait(10)).message).toMatch(/no command is running \(the last one ended with exit code 3\)/);
+    expect(await expectOk(shell.wait(60_000))).toEqual({
+      output: 'slow done\n',
+      exit_code: 3,
+      still_running: false,
+      cwd: '/workspace',
+      spilled_to: null,
+    });
+    expect(expectErr(await shell.wait(10)).message).toMatch(
+      /no command is running \(the last one ended with exit code 3\)/,
+    );
     expect((await expectOk(shell.run('quick'))).output).toBe('q\n');
   });
 
@@ -77,7 +134,13 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
     });
     const shell = await expectOk(openSandboxShell(runtime, 'box'));
     expect((await expectOk(shell.run('serve', { softTimeoutMs: 10 }))).still_running).toBe(true);
-    expect(await expectOk(shell.interrupt())).toEqual({ output: '', exit_code: 130, still_running: false, cwd: '/workspace', spilled_to: null });
+    expect(await expectOk(shell.interrupt())).toEqual({
+      output: '',
+      exit_code: 130,
+      still_running: false,
+      cwd: '/workspace',
+      spilled_to: null,
+    });
     expect(aborted).toBe(true);
     await sleep(20);
     expect(await expectOk(shell.run('pwd'))).toMatchObject({ output: '/workspace\n', exit_code: 0 });
@@ -94,9 +157,18 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
       return { stdout: `got ${received.trim()}\n` };
     });
     const shell = await expectOk(openSandboxShell(runtime, 'box'));
-    expect(await expectOk(shell.run('read x; echo "got $x"', { softTimeoutMs: 20 }))).toMatchObject({ still_running: true, output: '' });
+    expect(await expectOk(shell.run('read x; echo "got $x"', { softTimeoutMs: 20 }))).toMatchObject({
+      still_running: true,
+      output: '',
+    });
     expect(await expectOk(shell.sendInput('hel', 20))).toMatchObject({ still_running: true });
-    expect(await expectOk(shell.sendInput('lo\n'))).toEqual({ output: 'got hello\n', exit_code: 0, still_running: false, cwd: '/workspace', spilled_to: null });
+    expect(await expectOk(shell.sendInput('lo\n'))).toEqual({
+      output: 'got hello\n',
+      exit_code: 0,
+      still_running: false,
+      cwd: '/workspace',
+      spilled_to: null,
+    });
     expect(expectErr(await shell.sendInput('y\n')).message).toMatch(/no command is running/);
   });
 
@@ -120,8 +192,12 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
     expect(result.output.startsWith('1\n2\n3\n')).toBe(true);
     expect(result.output.endsWith('19999\n20000\n')).toBe(true);
     expect(result.spilled_to).toMatch(/^\/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log$/);
-    expect(result.output).toMatch(/\n\[… \d+ characters omitted; full output in \/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log …\]\n/);
-    const spilled = new TextDecoder().decode((await expectOk(runtime.readFile('box', result.spilled_to as string))).bytes);
+    expect(result.output).toMatch(
+      /\n\[… \d+ characters omitted; full output in \/tmp\/acs-shell-output-[0-9a-f]{8}-\d+\.log …\]\n/,
+    );
+    const spilled = new TextDecoder().decode(
+      (await expectOk(runtime.readFile('box', result.spilled_to as string))).bytes,
+    );
     expect(spilled).toBe(`${lines.join('\n')}\n`);
   });
 
@@ -130,7 +206,11 @@ describe('the persistent shell over the FakeSandboxRuntime (fake bash)', () => {
       throw new Error('kaboom');
     });
     const shell = await expectOk(openSandboxShell(runtime, 'box'));
-    expect(await expectOk(shell.run('boom'))).toMatchObject({ output: 'fake runtime: the exec handler for "boom" threw: kaboom\n', exit_code: 1, still_running: false });
+    expect(await expectOk(shell.run('boom'))).toMatchObject({
+      output: 'fake runtime: the exec handler for "boom" threw: kaboom\n',
+      exit_code: 1,
+      still_running: false,
+    });
     expect((await expectOk(shell.run('pwd'))).exit_code).toBe(0);
   });
 

@@ -1,7 +1,8 @@
 import { SPAWN_CONTRACT_PROGRAMS } from '@acs/core/testing';
 import type { FakeSandboxRuntime } from '@acs/testing';
 
-const argv = (expected: readonly string[]) => (command: readonly string[]) => command.length === expected.length && command.every((word, i) => word === expected[i]);
+const argv = (expected: readonly string[]) => (command: readonly string[]) =>
+  command.length === expected.length && command.every((word, i) => word === expected[i]);
 
 /** Plays the programs the runtime contract spawns, as a POSIX system would run them. */
 export function playSpawnContractPrograms(runtime: FakeSandboxRuntime): FakeSandboxRuntime {

@@ -10,7 +10,6 @@ async function sandbox(runtime = new FakeSandboxRuntime()) {
   return runtime;
 }
 
-
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe('FakeSandboxRuntime spawn', () => {
@@ -44,9 +43,17 @@ describe('FakeSandboxRuntime spawn', () => {
       return 0;
     });
     await expectOk(runtime.writeFile('box', 'app/server.js', new TextEncoder().encode('// server')));
-    const child = await expectOk(runtime.spawn('box', { command: ['node', 'server.js'], cwd: 'app', env: { PORT: '1' } }));
+    const child = await expectOk(
+      runtime.spawn('box', { command: ['node', 'server.js'], cwd: 'app', env: { PORT: '1' } }),
+    );
     expect(await child.exited).toEqual({ exit_code: 0 });
-    expect(seen).toEqual([{ request: { command: ['node', 'server.js'], cwd: 'app', env: { PORT: '1' } }, cwd: '/workspace/app', file: 'present' }]);
+    expect(seen).toEqual([
+      {
+        request: { command: ['node', 'server.js'], cwd: 'app', env: { PORT: '1' } },
+        cwd: '/workspace/app',
+        file: 'present',
+      },
+    ]);
   });
 
   it('holds output written before the first listener, for every listener added at once', async () => {
@@ -112,24 +119,43 @@ describe('FakeSandboxRuntime spawn', () => {
   it('refuses unknown programs, empty commands, injected failures, and sandboxes that are not running', async () => {
     const runtime = (await sandbox()).onSpawn('cat', () => new Promise<never>(() => {}));
     const unknown = await runtime.spawn('box', { command: ['frobnicate', '--now'] });
-    expect(unknown.isErr() && unknown.error).toMatchObject({ type: 'failed', message: expect.stringMatching(/"frobnicate".*program not found.*onSpawn/) as unknown });
+    expect(unknown.isErr() && unknown.error).toMatchObject({
+      type: 'failed',
+      message: expect.stringMatching(/"frobnicate".*program not found.*onSpawn/) as unknown,
+    });
     const empty = await runtime.spawn('box', { command: [] });
     expect(empty.isErr() && empty.error.type).toBe('failed');
     runtime.failNext('spawn', { type: 'unavailable', message: 'engine down' });
-    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toEqual({ type: 'unavailable', message: 'engine down' });
+    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toEqual({
+      type: 'unavailable',
+      message: 'engine down',
+    });
     await expectOk(runtime.pause('box'));
-    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toMatchObject({ type: 'failed', message: expect.stringMatching(/paused/) as unknown });
+    expect((await runtime.spawn('box', { command: ['cat'] }))._unsafeUnwrapErr()).toMatchObject({
+      type: 'failed',
+      message: expect.stringMatching(/paused/) as unknown,
+    });
     expect((await runtime.spawn('nope', { command: ['cat'] }))._unsafeUnwrapErr().type).toBe('not_found');
   });
 
   it('ends the processes of a sandbox that is deleted, vanishes or crashes', async () => {
     const runtime = (await sandbox()).onSpawn('cat', () => new Promise<never>(() => {}));
-    await expectOk(runtime.create({ sandbox_id: 'other', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
-    await expectOk(runtime.create({ sandbox_id: 'third', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }));
-    const [a, b, c] = await Promise.all(['box', 'other', 'third'].map((id) => expectOk(runtime.spawn(id, { command: ['cat'] }))));
+    await expectOk(
+      runtime.create({ sandbox_id: 'other', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }),
+    );
+    await expectOk(
+      runtime.create({ sandbox_id: 'third', user_id: 'alice', installation_id: 'acs-tests', spec, env: {} }),
+    );
+    const [a, b, c] = await Promise.all(
+      ['box', 'other', 'third'].map((id) => expectOk(runtime.spawn(id, { command: ['cat'] }))),
+    );
     await expectOk(runtime.delete('box'));
     runtime.vanish('other');
     runtime.crash('third');
-    expect(await Promise.all([a!.exited, b!.exited, c!.exited])).toEqual([{ exit_code: null }, { exit_code: null }, { exit_code: null }]);
+    expect(await Promise.all([a!.exited, b!.exited, c!.exited])).toEqual([
+      { exit_code: null },
+      { exit_code: null },
+      { exit_code: null },
+    ]);
   });
 });

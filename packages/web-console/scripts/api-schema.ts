@@ -12,14 +12,18 @@ function unusedService(path = 'service'): AgentConversationService {
   return new Proxy(() => undefined, {
     get: (_target, key) => unusedService(`${path}.${String(key)}`),
     apply: () => {
-      throw new Error(`${path}() was called while building the route table for the API types; the types come from the routes' schemas alone`);
+      throw new Error(
+        `${path}() was called while building the route table for the API types; the types come from the routes' schemas alone`,
+      );
     },
   }) as unknown as AgentConversationService;
 }
 
 /** The source of src/api-schema.ts, from the routes as they are now. */
 export async function generateApiSchema(): Promise<string> {
-  const document = JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(unusedService())))) as Parameters<typeof openapiTS>[0];
+  const document = JSON.parse(JSON.stringify(buildOpenApiDocument(buildRoutes(unusedService())))) as Parameters<
+    typeof openapiTS
+  >[0];
   const ast = await openapiTS(document, { exportType: false, alphabetize: false });
   // The console listens for each kind on a conversation's event stream: the list is core's, so a
   // new kind reaches the console when this file is generated again (a test fails until it is).

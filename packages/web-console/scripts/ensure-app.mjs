@@ -15,7 +15,11 @@ const newest = (path) => {
 };
 
 export async function ensureConsoleApp() {
-  const sources = Math.max(newest(join(root, 'app')), newest(join(root, 'src', 'client.ts')), newest(join(root, 'src', 'api-schema.ts')));
+  const sources = Math.max(
+    newest(join(root, 'app')),
+    newest(join(root, 'src', 'client.ts')),
+    newest(join(root, 'src', 'api-schema.ts')),
+  );
   if (existsSync(built) && statSync(built).mtimeMs >= sources) return false;
   const { build } = await import('vite');
   await build({ configFile: join(root, 'app', 'vite.config.ts'), logLevel: 'warn' });

@@ -44,7 +44,9 @@ export function createWebConsole(options: WebConsoleOptions = {}): Router {
     Object.entries(PAGES).map(([name, file]) => {
       const path = `${dir.replace(/\/+$/, '')}/${file}`;
       if (!existsSync(path)) {
-        throw new Error(`createWebConsole: ${path} is missing; build the console's app first (npm run build --workspace @acs/web-console).`);
+        throw new Error(
+          `createWebConsole: ${path} is missing; build the console's app first (npm run build --workspace @acs/web-console).`,
+        );
       }
       return [name, readFileSync(path, 'utf8')];
     }),
@@ -110,11 +112,20 @@ const CONTENT_SECURITY_POLICY = {
 };
 
 /** The page with its <base> (where the mount path puts it, and the page's own folder in the app), the API base and the title. */
-function sendPage(req: Request, res: Response, template: string, values: { apiBase: string; title: string }, folder = '') {
+function sendPage(
+  req: Request,
+  res: Response,
+  template: string,
+  values: { apiBase: string; title: string },
+  folder = '',
+) {
   const mount = `${req.baseUrl.replace(/\/+$/, '')}/${folder}`;
   const html = template
     .replace('<meta charset="utf-8">', `<meta charset="utf-8">\n    <base href="${escapeHtml(mount)}">`)
-    .replace('<meta name="acs-api-base" content="">', `<meta name="acs-api-base" content="${escapeHtml(values.apiBase)}">`)
+    .replace(
+      '<meta name="acs-api-base" content="">',
+      `<meta name="acs-api-base" content="${escapeHtml(values.apiBase)}">`,
+    )
     .replace(/<title>[^<]*<\/title>/, `<title>${escapeHtml(values.title)}</title>`);
   res.setHeader('Cache-Control', 'no-cache');
   res.type('html').send(html);
@@ -123,7 +134,9 @@ function sendPage(req: Request, res: Response, template: string, values: { apiBa
 function normalizeBase(base: string): string {
   const trimmed = base.trim().replace(/\/+$/, '');
   if (trimmed !== '' && !trimmed.startsWith('/')) {
-    throw new Error(`createWebConsole: apiBase must be a path on this origin, like "/agents" (got ${JSON.stringify(base)}).`);
+    throw new Error(
+      `createWebConsole: apiBase must be a path on this origin, like "/agents" (got ${JSON.stringify(base)}).`,
+    );
   }
   return trimmed;
 }

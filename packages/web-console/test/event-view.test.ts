@@ -29,7 +29,13 @@ async function bundleHarness(): Promise<string> {
     logLevel: 'silent',
     root: fileURLToPath(new URL('..', import.meta.url)),
     oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
-    plugins: [{ name: 'harness', resolveId: (id) => (id === 'virtual:harness' ? '\0harness' : null), load: (id) => (id === '\0harness' ? HARNESS : null) }],
+    plugins: [
+      {
+        name: 'harness',
+        resolveId: (id) => (id === 'virtual:harness' ? '\0harness' : null),
+        load: (id) => (id === '\0harness' ? HARNESS : null),
+      },
+    ],
     build: { write: false, minify: false, rollupOptions: { input: 'virtual:harness', output: { format: 'iife' } } },
   })) as Rolldown.RolldownOutput | Rolldown.RolldownOutput[];
   const chunk = (Array.isArray(output) ? output : [output]).flatMap((o) => o.output).find((o) => o.type === 'chunk');
@@ -42,7 +48,10 @@ let page: Page;
 
 beforeAll(async () => {
   const script = await bundleHarness();
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
   page = await browser.newPage();
   await page.setContent('<!doctype html><meta name="acs-api-base" content=""><div id="app"></div>');
   await page.addScriptTag({ content: script });
@@ -54,30 +63,123 @@ afterAll(async () => {
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 25, 9, 0, second)).toISOString();
 let nextId = 1;
-const stamp = <E extends Omit<ConversationEvent, 'id' | 'timestamp'>>(event: E, second = 0) => ({ ...event, id: nextId++, timestamp: at(second) }) as unknown as ConversationEvent;
+const stamp = <E extends Omit<ConversationEvent, 'id' | 'timestamp'>>(event: E, second = 0) =>
+  ({ ...event, id: nextId++, timestamp: at(second) }) as unknown as ConversationEvent;
 
 /** Renders the entries of these events into the page, in place of what it showed. */
 async function show(events: ConversationEvent[]): Promise<void> {
-  await page.evaluate((list) => (globalThis as unknown as { renderEvents(events: unknown[]): void }).renderEvents(list), events);
+  await page.evaluate(
+    (list) => (globalThis as unknown as { renderEvents(events: unknown[]): void }).renderEvents(list),
+    events,
+  );
 }
 const text = (selector: string) => page.locator(selector).allInnerTexts();
 
-const action = (tool_call_id: string, tool_name: string, args: Record<string, unknown>, second = 0, thought: string | null = null) =>
-  stamp({ kind: 'action', source: 'agent', tool_call_id, tool_name, arguments: args, raw_arguments: JSON.stringify(args), thought, response_id: 'r' }, second);
-const observation = (tool_call_id: string, tool_name: string, content: string, extra: { exit_code?: number | null; is_error?: boolean } = {}, second = 0) =>
-  stamp({ kind: 'observation', source: 'environment', tool_call_id, tool_name, content, is_error: extra.is_error ?? false, exit_code: extra.exit_code ?? null, details: {} }, second);
+const action = (
+  tool_call_id: string,
+  tool_name: string,
+  args: Record<string, unknown>,
+  second = 0,
+  thought: string | null = null,
+) =>
+  stamp(
+    {
+      kind: 'action',
+      source: 'agent',
+      tool_call_id,
+      tool_name,
+      arguments: args,
+      raw_arguments: JSON.stringify(args),
+      thought,
+      response_id: 'r',
+    },
+    second,
+  );
+const observation = (
+  tool_call_id: string,
+  tool_name: string,
+  content: string,
+  extra: { exit_code?: number | null; is_error?: boolean } = {},
+  second = 0,
+) =>
+  stamp(
+    {
+      kind: 'observation',
+      source: 'environment',
+      tool_call_id,
+      tool_name,
+      content,
+      is_error: extra.is_error ?? false,
+      exit_code: extra.exit_code ?? null,
+      details: {},
+    },
+    second,
+  );
 
 /** One event of each kind (an action with its observation counting as one entry). */
 const ONE_OF_EACH: Record<ConversationEvent['kind'], () => ConversationEvent[]> = {
-  message: () => [stamp({ kind: 'message', source: 'user', text: 'Make the parser **trim** its fields', image_urls: [] })],
+  message: () => [
+    stamp({ kind: 'message', source: 'user', text: 'Make the parser **trim** its fields', image_urls: [] }),
+  ],
   action: () => [action('k1', 'execute_bash', { command: 'ls' })],
   observation: () => [observation('k-orphan', 'execute_bash', 'an answer to no action')],
-  llm_call: () => [stamp({ kind: 'llm_call', source: 'environment', response_id: 'r', model: 'm', prompt_tokens: 1, completion_tokens: 1, cached_prompt_tokens: 0, cost_usd: null, latency_ms: 1, attempts: 1 })],
-  status: () => [stamp({ kind: 'status', source: 'environment', execution_status: 'waiting_for_confirmation', reason: 'a risky command' })],
-  error: () => [stamp({ kind: 'error', source: 'environment', code: 'llm_auth_failed', message: 'The key was refused.', fatal: true })],
-  setup: () => [stamp({ kind: 'setup', source: 'environment', step: 'setup_script', summary: 'ran .openhands/setup.sh', output: 'npm ERR! missing script', exit_code: 1, timed_out: false, duration_ms: 1500 })],
-  confirmation: () => [stamp({ kind: 'confirmation', source: 'user', accept: false, reason: 'not on main', tool_call_ids: ['k1', 'k2'] })],
-  condensation: () => [stamp({ kind: 'condensation', source: 'environment', summary: 'USER_CONTEXT: *trim* fields', kept_head_through: 2, forgotten_through: 40, forgotten_events: 38, reason: 'too many events' })],
+  llm_call: () => [
+    stamp({
+      kind: 'llm_call',
+      source: 'environment',
+      response_id: 'r',
+      model: 'm',
+      prompt_tokens: 1,
+      completion_tokens: 1,
+      cached_prompt_tokens: 0,
+      cost_usd: null,
+      latency_ms: 1,
+      attempts: 1,
+    }),
+  ],
+  status: () => [
+    stamp({
+      kind: 'status',
+      source: 'environment',
+      execution_status: 'waiting_for_confirmation',
+      reason: 'a risky command',
+    }),
+  ],
+  error: () => [
+    stamp({
+      kind: 'error',
+      source: 'environment',
+      code: 'llm_auth_failed',
+      message: 'The key was refused.',
+      fatal: true,
+    }),
+  ],
+  setup: () => [
+    stamp({
+      kind: 'setup',
+      source: 'environment',
+      step: 'setup_script',
+      summary: 'ran .openhands/setup.sh',
+      output: 'npm ERR! missing script',
+      exit_code: 1,
+      timed_out: false,
+      duration_ms: 1500,
+    }),
+  ],
+  confirmation: () => [
+    stamp({ kind: 'confirmation', source: 'user', accept: false, reason: 'not on main', tool_call_ids: ['k1', 'k2'] }),
+  ],
+  condensation: () => [
+    stamp({
+      kind: 'condensation',
+      source: 'environment',
+      summary: 'USER_CONTEXT: *trim* fields',
+      kept_head_through: 2,
+      forgotten_through: 40,
+      forgotten_events: 38,
+      reason: 'too many events',
+    }),
+  ],
 };
 
 describe('the event views', () => {
@@ -91,8 +193,18 @@ describe('the event views', () => {
 
   it('draw messages as sanitised markdown, by who wrote them', async () => {
     await show([
-      stamp({ kind: 'message', source: 'user', text: 'Make the parser **trim** its fields <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>', image_urls: [] }),
-      stamp({ kind: 'message', source: 'agent', text: 'Done: `trim()` added.', image_urls: ['data:image/png;base64,iVBORw0KGgo=', 'https://example.com/a.png'] }),
+      stamp({
+        kind: 'message',
+        source: 'user',
+        text: 'Make the parser **trim** its fields <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>',
+        image_urls: [],
+      }),
+      stamp({
+        kind: 'message',
+        source: 'agent',
+        text: 'Done: `trim()` added.',
+        image_urls: ['data:image/png;base64,iVBORw0KGgo=', 'https://example.com/a.png'],
+      }),
       stamp({ kind: 'message', source: 'environment', text: 'You repeated the same command.', image_urls: [] }),
     ]);
     expect(await text('article.message > header')).toEqual(['You', 'Agent', 'Service note']);
@@ -107,7 +219,10 @@ describe('the event views', () => {
   });
 
   it('draw a command with its observation as one entry: highlighted command, exit code, duration, output', async () => {
-    await show([action('c1', 'execute_bash', { command: 'npm test' }, 5), observation('c1', 'execute_bash', 'FAIL parser.test.ts', { exit_code: 1 }, 7)]);
+    await show([
+      action('c1', 'execute_bash', { command: 'npm test' }, 5),
+      observation('c1', 'execute_bash', 'FAIL parser.test.ts', { exit_code: 1 }, 7),
+    ]);
     expect(await page.locator('.story > *').count()).toBe(1);
     const command = page.locator('article.command');
     expect(await command.locator('.command-line code').innerText()).toBe('npm test');
@@ -122,9 +237,24 @@ describe('the event views', () => {
 
   it('draw file edits as diffs: a replacement, a creation, and a read with its output folded', async () => {
     await show([
-      action('e1', 'str_replace_editor', { command: 'str_replace', path: 'src/parser.ts', old_str: "return input.split(',');", new_str: "return input.split(',').map(trim);" }, 0, 'Trim each field.'),
+      action(
+        'e1',
+        'str_replace_editor',
+        {
+          command: 'str_replace',
+          path: 'src/parser.ts',
+          old_str: "return input.split(',');",
+          new_str: "return input.split(',').map(trim);",
+        },
+        0,
+        'Trim each field.',
+      ),
       observation('e1', 'str_replace_editor', 'The file was edited.'),
-      action('e2', 'str_replace_editor', { command: 'create', path: 'src/trim.ts', file_text: 'export const trim = (s: string) => s.trim();\n' }),
+      action('e2', 'str_replace_editor', {
+        command: 'create',
+        path: 'src/trim.ts',
+        file_text: 'export const trim = (s: string) => s.trim();\n',
+      }),
       action('e3', 'str_replace_editor', { command: 'view', path: 'README.md' }),
       observation('e3', 'str_replace_editor', '# The project'),
     ]);
@@ -133,7 +263,9 @@ describe('the event views', () => {
     const replaced = page.locator('article.edit').nth(0);
     expect(await replaced.locator('.thought').innerText()).toBe('Trim each field.');
     expect(await replaced.locator('.diff-line.removed code').allInnerTexts()).toEqual(["return input.split(',');"]);
-    expect(await replaced.locator('.diff-line.added code').allInnerTexts()).toEqual(["return input.split(',').map(trim);"]);
+    expect(await replaced.locator('.diff-line.added code').allInnerTexts()).toEqual([
+      "return input.split(',').map(trim);",
+    ]);
     expect(await page.locator('article.edit').nth(1).locator('.diff-line.added').count()).toBe(1);
     const read = page.locator('article.edit').nth(2);
     expect(await read.locator('details.output-details summary').innerText()).toBe('Output (13 characters)');
@@ -150,7 +282,9 @@ describe('the event views', () => {
     ]);
     expect(await page.locator('article.think .markdown strong').innerText()).toBe('spaces');
     expect(await page.locator('article.tool-call header .tool').innerText()).toBe('fetch_page');
-    expect(JSON.parse(await page.locator('article.tool-call pre.code').first().innerText())).toEqual({ url: 'https://example.com' });
+    expect(JSON.parse(await page.locator('article.tool-call pre.code').first().innerText())).toEqual({
+      url: 'https://example.com',
+    });
     expect(await page.locator('article.finish header').innerText()).toBe('Agent · finished');
     expect(await page.locator('article.finish .markdown strong').innerText()).toBe('trimmed');
     expect(await page.locator('.story > pre.output').innerText()).toBe('output of an earlier run');
@@ -160,7 +294,13 @@ describe('the event views', () => {
     await show([
       ...ONE_OF_EACH.status(),
       ...ONE_OF_EACH.error(),
-      stamp({ kind: 'error', source: 'environment', code: 'mcp_server_failed', message: 'The docs server did not answer.', fatal: false }),
+      stamp({
+        kind: 'error',
+        source: 'environment',
+        code: 'mcp_server_failed',
+        message: 'The docs server did not answer.',
+        fatal: false,
+      }),
       ...ONE_OF_EACH.setup(),
       ...ONE_OF_EACH.confirmation(),
       stamp({ kind: 'confirmation', source: 'user', accept: true, reason: null, tool_call_ids: ['k3'] }),
@@ -169,11 +309,18 @@ describe('the event views', () => {
     expect(await page.locator('.event.status').innerText()).toBe('Agent waiting for confirmation a risky command');
     expect(await text('.event.error strong')).toEqual(['Stopped: llm auth failed', 'Warning: mcp server failed']);
     expect(await page.locator('.event.error.fatal').getAttribute('role')).toBe('alert');
-    expect(await page.locator('details.setup summary').innerText()).toBe('Setup script: ran .openhands/setup.sh (1.5 s)exit 1: error');
+    expect(await page.locator('details.setup summary').innerText()).toBe(
+      'Setup script: ran .openhands/setup.sh (1.5 s)exit 1: error',
+    );
     // Folded (a closed <details>): there, but not shown until opened.
     expect(await page.locator('details.setup pre.code').textContent()).toBe('npm ERR! missing script');
-    expect(await text('.event.confirmation')).toEqual(['You rejected 2 waiting actions: not on main', 'You accepted the waiting action.']);
-    expect(await page.locator('details.condensation summary').innerText()).toBe('38 older events were summarised for the model (too many events)');
+    expect(await text('.event.confirmation')).toEqual([
+      'You rejected 2 waiting actions: not on main',
+      'You accepted the waiting action.',
+    ]);
+    expect(await page.locator('details.condensation summary').innerText()).toBe(
+      '38 older events were summarised for the model (too many events)',
+    );
     expect(await page.locator('details.condensation .markdown em').textContent()).toBe('trim');
   });
 });

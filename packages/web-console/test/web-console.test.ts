@@ -61,7 +61,8 @@ describe('createWebConsole', () => {
     expect(html).toContain('<meta name="acs-api-base" content="/agents">');
     expect(html).toContain('<title>Acme agents</title>');
     // Every script and stylesheet is ours, relative to the base.
-    for (const [, url] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(url).toMatch(/^(\.\/assets\/|\/agents\/console\/$|data:)/);
+    for (const [, url] of html.matchAll(/(?:src|href)="([^"]+)"/g))
+      expect(url).toMatch(/^(\.\/assets\/|\/agents\/console\/$|data:)/);
   });
 
   it('answers every route of the app with the page (a reload works), but a missing asset with 404', async () => {
@@ -117,18 +118,24 @@ describe('the typed client', () => {
   it('lists every kind of the event union, which the console listens for on a conversation’s stream', () => {
     const kindsOfTheUnion = ConversationEventSchema.options.map((schema) => schema.shape.kind.value);
     expect([...CONVERSATION_EVENT_KINDS]).toEqual(kindsOfTheUnion);
-    expectTypeOf<(typeof CONVERSATION_EVENT_KINDS)[number]>().toEqualTypeOf<components['schemas']['ConversationEvent']['kind']>();
+    expectTypeOf<(typeof CONVERSATION_EVENT_KINDS)[number]>().toEqualTypeOf<
+      components['schemas']['ConversationEvent']['kind']
+    >();
   });
 
   it('calls the API with an API key: typed bodies, data on success, the error body on a 4xx', async () => {
     const acs = createAcsClient({ baseUrl: `${base}/agents`, apiKey: KEY });
-    const stored = await acs.POST('/api/settings', { body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-typed-client' } });
+    const stored = await acs.POST('/api/settings', {
+      body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-typed-client' },
+    });
     expect(stored.response.status).toBe(200);
     const loaded = await acs.GET('/api/settings');
     expect(loaded.data).toMatchObject({ llm_model: 'openai/gpt-4o', llm_api_key: null, llm_api_key_set: true });
     const count = await acs.GET('/api/v1/app-conversations/count');
     expect(count.data).toBe(0);
-    const missing = await acs.GET('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: 'f'.repeat(32) } } });
+    const missing = await acs.GET('/api/v1/app-conversations/{conversation_id}', {
+      params: { path: { conversation_id: 'f'.repeat(32) } },
+    });
     expect(missing.response.status).toBe(404);
     expect(missing.error).toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
     const anonymous = await createAcsClient({ baseUrl: `${base}/agents` }).GET('/api/v1/app-conversations/count');

@@ -22,7 +22,10 @@ export const dockerRuntime = defineSandboxRuntime({
     /** `auto`: an `acs-sandbox:*` image the engine lacks is built at start (sandboxes wait for it); `off`: a missing image fails the sandbox. */
     imageBuild: e.ACS_SANDBOX_IMAGE_BUILD,
     /** Several Docker engines (ACS_DOCKER_HOSTS); null: the one engine of DOCKER_HOST or the default socket. */
-    hosts: e.ACS_DOCKER_HOSTS === undefined ? null : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
+    hosts:
+      e.ACS_DOCKER_HOSTS === undefined
+        ? null
+        : parseDockerHosts(e.ACS_DOCKER_HOSTS, e.ACS_DOCKER_MAX_RUNNING_PER_ENGINE),
   }),
   async open(options, common) {
     const { createDockerEnginePool, createDockerRuntime } = await import('@acs/adapter-docker');
@@ -45,7 +48,8 @@ export const dockerRuntime = defineSandboxRuntime({
         unavailable: null,
         prepare(logger) {
           if (options.imageBuild !== 'auto') return;
-          for (const image of new Set(common.images.filter(isSandboxImage))) prepareSandboxImage(runtime, image, logger);
+          for (const image of new Set(common.images.filter(isSandboxImage)))
+            prepareSandboxImage(runtime, image, logger);
         },
       };
     } catch (error) {
@@ -70,13 +74,17 @@ function prepareSandboxImage(docker: DockerSandboxRuntime, image: string, logger
     .ensureImage(image, (line) => {
       if (!announced) {
         announced = true;
-        logger.info({ image }, 'the sandbox image is missing; building it now (once; sandboxes started meanwhile wait for it)');
+        logger.info(
+          { image },
+          'the sandbox image is missing; building it now (once; sandboxes started meanwhile wait for it)',
+        );
       }
       logger.info({ image, step: line }, 'building the sandbox image');
     })
     .then(
       (outcome) => {
-        if (outcome === 'provided') logger.info({ image, seconds: Math.round((Date.now() - started) / 1000) }, 'the sandbox image is ready');
+        if (outcome === 'provided')
+          logger.info({ image, seconds: Math.round((Date.now() - started) / 1000) }, 'the sandbox image is ready');
       },
       (error: unknown) => {
         logger.error(

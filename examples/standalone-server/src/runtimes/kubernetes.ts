@@ -41,7 +41,11 @@ export const kubernetesRuntime = defineSandboxRuntime({
     try {
       const runtime = await createKubernetesRuntime({
         env: options.env,
-        resources: { cpus: common.cpus, memoryBytes: common.memoryMb * 1024 * 1024, workspaceSize: options.workspaceSize },
+        resources: {
+          cpus: common.cpus,
+          memoryBytes: common.memoryMb * 1024 * 1024,
+          workspaceSize: options.workspaceSize,
+        },
       });
       return { runtime, description: `kubernetes (namespace ${runtime.namespace})`, unavailable: null };
     } catch (error) {

@@ -62,13 +62,19 @@ export interface SandboxRuntimeEntry {
   configure(environment: Record<string, string | undefined>): ConfiguredSandboxRuntime;
 }
 
-export function defineSandboxRuntime<Shape extends z.ZodRawShape, Options>(module: SandboxRuntimeModule<Shape, Options>): SandboxRuntimeEntry {
+export function defineSandboxRuntime<Shape extends z.ZodRawShape, Options>(
+  module: SandboxRuntimeModule<Shape, Options>,
+): SandboxRuntimeEntry {
   return {
     name: module.name,
     env: module.env,
     configure(environment) {
       const options = module.options(module.env.parse(environment));
-      return { name: module.name, open: (common) => module.open(options, common), openForCli: () => module.openForCli(options) };
+      return {
+        name: module.name,
+        open: (common) => module.open(options, common),
+        openForCli: () => module.openForCli(options),
+      };
     },
   };
 }

@@ -26,9 +26,15 @@ export interface Caller {
  * be a conversation's own key (API keys stay out of URLs), and a conversation key opens its own
  * conversation only.
  */
-export function channelAccess(caller: Caller | null, urlKey: string | null, conversationId: string): { caller: Caller } | { refused: string } {
-  if (!caller || (urlKey !== null && caller.via !== 'conversation-key')) return { refused: 'Not authenticated: sign in (session cookie), or send the conversation’s session_api_key.' };
-  if (caller.conversationId !== null && caller.conversationId !== normalizeId(conversationId)) return { refused: `This key opens conversation ${caller.conversationId} only.` };
+export function channelAccess(
+  caller: Caller | null,
+  urlKey: string | null,
+  conversationId: string,
+): { caller: Caller } | { refused: string } {
+  if (!caller || (urlKey !== null && caller.via !== 'conversation-key'))
+    return { refused: 'Not authenticated: sign in (session cookie), or send the conversation’s session_api_key.' };
+  if (caller.conversationId !== null && caller.conversationId !== normalizeId(conversationId))
+    return { refused: `This key opens conversation ${caller.conversationId} only.` };
   return { caller };
 }
 
@@ -64,7 +70,13 @@ export function callerResolver(sources: CallerSources) {
     const key = presentedKey ?? presentedKeyOf(req);
     if (key) {
       const scoped = sources.conversationKeys.verify(key);
-      if (scoped) return { userId: scoped.userId, via: 'conversation-key', conversationId: scoped.conversationId, sessionId: null };
+      if (scoped)
+        return {
+          userId: scoped.userId,
+          via: 'conversation-key',
+          conversationId: scoped.conversationId,
+          sessionId: null,
+        };
       const stored = sources.storedKeys ? await sources.storedKeys(key) : null;
       if (stored) return { userId: stored, via: 'api-key', conversationId: null, sessionId: null };
     }

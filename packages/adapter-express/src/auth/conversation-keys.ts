@@ -32,12 +32,15 @@ export class ConversationKeys {
     const conversationId = body.slice(first + 1, last);
     const expected = Buffer.from(this.#mac(userId, conversationId));
     const given = Buffer.from(body.slice(last + 1));
-    if (userId === '' || conversationId === '' || expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    if (userId === '' || conversationId === '' || expected.length !== given.length || !timingSafeEqual(expected, given))
+      return null;
     return { userId, conversationId };
   }
 
   #mac(userId: string, conversationId: string): string {
-    return createHmac('sha256', this.#secret).update(`acs-conversation-key\0${userId}\0${conversationId}`, 'utf8').digest('base64url');
+    return createHmac('sha256', this.#secret)
+      .update(`acs-conversation-key\0${userId}\0${conversationId}`, 'utf8')
+      .digest('base64url');
   }
 }
 

@@ -39,7 +39,8 @@ export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker
     const scoped = sources.conversationKeys.verify(key);
     if (!scoped) return { refused: 'invalid' };
     const found = await sources.service.conversations.get(scoped.userId, scoped.conversationId);
-    if (found.isErr()) return found.error.type === 'ConversationNotFound' ? { refused: 'invalid' } : { failed: found.error };
+    if (found.isErr())
+      return found.error.type === 'ConversationNotFound' ? { refused: 'invalid' } : { failed: found.error };
     const { record, sandbox_status } = found.value;
     if (record.sandbox_id !== sandboxId) return { refused: 'other_sandbox' };
     if (sandbox_status !== 'RUNNING') return { refused: 'not_running' };
@@ -49,8 +50,25 @@ export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker
 
 /** What a refused caller is told. */
 export const SANDBOX_KEY_REFUSALS: Record<SandboxKeyRefusal, { status: 401 | 403; code: string; message: string }> = {
-  missing: { status: 401, code: HTTP_ERROR_CODES.UNAUTHENTICATED, message: 'Send the sandbox’s key (the session_api_key of a conversation in it) as X-Session-API-Key.' },
-  invalid: { status: 401, code: HTTP_ERROR_CODES.UNAUTHENTICATED, message: 'That is not the key of a conversation in a sandbox: send the session_api_key of a conversation in this sandbox.' },
-  not_running: { status: 401, code: HTTP_ERROR_CODES.SANDBOX_NOT_RUNNING, message: 'The sandbox is not running: its key opens it only while it runs.' },
-  other_sandbox: { status: 403, code: HTTP_ERROR_CODES.SANDBOX_KEY_MISMATCH, message: 'That key belongs to another sandbox.' },
+  missing: {
+    status: 401,
+    code: HTTP_ERROR_CODES.UNAUTHENTICATED,
+    message: 'Send the sandbox’s key (the session_api_key of a conversation in it) as X-Session-API-Key.',
+  },
+  invalid: {
+    status: 401,
+    code: HTTP_ERROR_CODES.UNAUTHENTICATED,
+    message:
+      'That is not the key of a conversation in a sandbox: send the session_api_key of a conversation in this sandbox.',
+  },
+  not_running: {
+    status: 401,
+    code: HTTP_ERROR_CODES.SANDBOX_NOT_RUNNING,
+    message: 'The sandbox is not running: its key opens it only while it runs.',
+  },
+  other_sandbox: {
+    status: 403,
+    code: HTTP_ERROR_CODES.SANDBOX_KEY_MISMATCH,
+    message: 'That key belongs to another sandbox.',
+  },
 };

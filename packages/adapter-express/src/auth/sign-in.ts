@@ -34,7 +34,13 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
   const pageHeaders = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
-      directives: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], formAction: ["'self'"], frameAncestors: ["'none'"], baseUri: ["'none'"] },
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'unsafe-inline'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
     },
     referrerPolicy: { policy: 'no-referrer' },
     frameguard: { action: 'deny' },
@@ -51,17 +57,27 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
     res.set('Cache-Control', 'no-store');
     deps.userOfKey(key).then((userId) => {
       if (!userId) {
-        res.status(401).type('text/plain').send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
+        res
+          .status(401)
+          .type('text/plain')
+          .send('This sign-in link holds no valid API key. Use the URL the server printed at start.\n');
         return;
       }
       const target = keylessLocation(req);
       if (isPage) void answerPage(req, res, next, userId, target);
-      else readForm(req, res, (error?: unknown) => (error ? next(error) : void confirm(req, res, next, userId, target)));
+      else
+        readForm(req, res, (error?: unknown) => (error ? next(error) : void confirm(req, res, next, userId, target)));
     }, next);
   };
 
   /** A GET with a valid key: sign in at once when the user opened it and no one else is signed in, else ask. */
-  async function answerPage(req: Request, res: Response, next: NextFunction, userId: string, target: string): Promise<void> {
+  async function answerPage(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    userId: string,
+    target: string,
+  ): Promise<void> {
     try {
       const current = await currentSession(req);
       if (current?.userId === userId) {
@@ -75,7 +91,10 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
         return;
       }
       pageHeaders(req, res, () => {
-        res.status(200).type('html').send(confirmationPage(userId, current?.userId ?? null, target));
+        res
+          .status(200)
+          .type('html')
+          .send(confirmationPage(userId, current?.userId ?? null, target));
       });
     } catch (error) {
       next(error);
@@ -83,7 +102,13 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
   }
 
   /** The confirmation form's post: only from this origin. */
-  async function confirm(req: Request, res: Response, next: NextFunction, userId: string, target: string): Promise<void> {
+  async function confirm(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    userId: string,
+    target: string,
+  ): Promise<void> {
     try {
       const form = (req.body ?? {}) as Record<string, unknown>;
       if (form[CONFIRM_FIELD] !== userId) {
@@ -107,7 +132,13 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
     return id && userId ? { id, userId } : null;
   }
 
-  async function startSession(req: Request, res: Response, userId: string, target: string, replaced: { id: string } | null): Promise<void> {
+  async function startSession(
+    req: Request,
+    res: Response,
+    userId: string,
+    target: string,
+    replaced: { id: string } | null,
+  ): Promise<void> {
     if (replaced) await deps.sessions.end(replaced.id);
     const sessionId = await deps.sessions.create(userId);
     const secure = requestOrigin(req, deps.proxy).protocol === 'https';

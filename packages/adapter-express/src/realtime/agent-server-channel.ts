@@ -36,15 +36,28 @@ const MAX_EARLY_MESSAGES = 16;
 function messageOf(data: unknown): { text: string; images: string[] } | null {
   const frame = data as { role?: unknown; content?: unknown } | null;
   if (!frame || frame.role !== 'user' || !Array.isArray(frame.content)) return null;
-  const parts = frame.content as { type?: unknown; text?: unknown; image_url?: { url?: unknown }; image_urls?: unknown }[];
-  const text = parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text as string).join('\n\n');
+  const parts = frame.content as {
+    type?: unknown;
+    text?: unknown;
+    image_url?: { url?: unknown };
+    image_urls?: unknown;
+  }[];
+  const text = parts
+    .filter((p) => p.type === 'text' && typeof p.text === 'string')
+    .map((p) => p.text as string)
+    .join('\n\n');
   const images = parts.flatMap((p) =>
-    p.type === 'image_url' && typeof p.image_url?.url === 'string' ? [p.image_url.url] : p.type === 'image' && Array.isArray(p.image_urls) ? p.image_urls.filter((u): u is string => typeof u === 'string') : [],
+    p.type === 'image_url' && typeof p.image_url?.url === 'string'
+      ? [p.image_url.url]
+      : p.type === 'image' && Array.isArray(p.image_urls)
+        ? p.image_urls.filter((u): u is string => typeof u === 'string')
+        : [],
   );
   return { text, images };
 }
 
-const textOf = (raw: RawData): string => (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString('utf8');
+const textOf = (raw: RawData): string =>
+  (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString('utf8');
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -62,7 +75,13 @@ export function createV1Channel(deps: V1ChannelDeps) {
 
   return {
     /** Takes an upgrade for `<prefix><conversation id>` (already decoded). */
-    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, conversationId: string, query: URLSearchParams): void {
+    handleUpgrade(
+      req: IncomingMessage,
+      socket: Duplex,
+      head: Buffer,
+      conversationId: string,
+      query: URLSearchParams,
+    ): void {
       wss.handleUpgrade(req, socket, head, (ws) => serve(ws, socket, req, conversationId, query, deps));
     },
     close(): void {
@@ -73,7 +92,14 @@ export function createV1Channel(deps: V1ChannelDeps) {
 }
 
 /** One connection, from the handshake to its close. Every listener is in place before anything is awaited. */
-function serve(ws: WebSocket, socket: Duplex, req: IncomingMessage, conversationId: string, query: URLSearchParams, deps: V1ChannelDeps): void {
+function serve(
+  ws: WebSocket,
+  socket: Duplex,
+  req: IncomingMessage,
+  conversationId: string,
+  query: URLSearchParams,
+  deps: V1ChannelDeps,
+): void {
   const connection = new V1Connection(deps, ws, socket, req, conversationId, query);
   connection.open().catch((error: unknown) => {
     deps.logger.error({ conversationId, err: errorText(error) }, 'agent-server socket failed');
@@ -107,7 +133,10 @@ class V1Connection {
     this.#key = query.get('session_api_key') || null;
     ws.on('error', (error: Error) => {
       // A protocol error or an oversized frame: ws closes this connection with the matching code.
-      deps.logger.info({ conversationId, err: error.message }, 'agent-server socket: bad frame from the client; connection closed');
+      deps.logger.info(
+        { conversationId, err: error.message },
+        'agent-server socket: bad frame from the client; connection closed',
+      );
     });
     ws.on('close', () => {
       this.#closed = true;
@@ -120,7 +149,10 @@ class V1Connection {
       else if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(raw);
       else closeWith(ws, CLOSE.policy, 'too many messages before authentication');
     });
-    this.#authDeadline = setTimeout(() => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'), deps.live.limits.authDeadlineMs);
+    this.#authDeadline = setTimeout(
+      () => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'),
+      deps.live.limits.authDeadlineMs,
+    );
     this.#authDeadline.unref();
   }
 
@@ -140,15 +172,21 @@ class V1Connection {
       caller,
       channel: 'websocket',
       outbound,
-      stillValid: () => deps.resolveCaller(this.req, this.#key).then((now) => now !== null && now.userId === caller.userId),
-      close: (reason) => closeWith(ws, reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated, CLOSE_MESSAGES[reason]),
+      stillValid: () =>
+        deps.resolveCaller(this.req, this.#key).then((now) => now !== null && now.userId === caller.userId),
+      close: (reason) =>
+        closeWith(ws, reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated, CLOSE_MESSAGES[reason]),
     });
     if ('refused' in admission) {
       closeWith(ws, CLOSE.tooMany, admission.refused);
       return;
     }
     this.#release = admission.release;
-    await this.#follow(caller.userId, { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom }, admission.tooFarBehind);
+    await this.#follow(
+      caller.userId,
+      { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom },
+      admission.tooFarBehind,
+    );
   }
 
   async #follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
@@ -160,7 +198,10 @@ class V1Connection {
     const resendAll = /^(true|1)$/i.test(this.query.get('resend_all') ?? '');
     const dropSlowClient = (why: string) => {
       // A close frame would wait behind what the client is not reading: the connection is dropped (it resumes by reconnecting).
-      this.deps.logger.warn({ conversationId: this.conversationId, user: userId, buffered: pacing.outbound.pending() }, `agent-server socket dropped: ${why}`);
+      this.deps.logger.warn(
+        { conversationId: this.conversationId, user: userId, buffered: pacing.outbound.pending() },
+        `agent-server socket dropped: ${why}`,
+      );
       ws.terminate();
     };
     const opened = await openFeed(
@@ -179,7 +220,10 @@ class V1Connection {
           else for (const frame of translator.translate(event)) this.#send(frame);
         },
         end: () => closeWith(ws, CLOSE.notFound, 'the conversation was deleted'),
-        failed: (failure) => (failure.type === 'ClientNotReading' ? dropSlowClient('it took nothing of the replay') : closeWith(ws, CLOSE.internal, 'storage failed')),
+        failed: (failure) =>
+          failure.type === 'ClientNotReading'
+            ? dropSlowClient('it took nothing of the replay')
+            : closeWith(ws, CLOSE.internal, 'storage failed'),
       },
       pacing,
     );
@@ -200,17 +244,29 @@ class V1Connection {
       this.#refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
       return;
     }
-    this.deps.service.conversations.sendMessage(userId, this.conversationId, userMessage(message.text, message.images)).then(
-      (sent) => {
-        if (sent.isErr()) this.#refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
-      },
-      (error: unknown) => this.deps.logger.error({ conversationId: this.conversationId, err: errorText(error) }, 'agent-server socket message failed'),
-    );
+    this.deps.service.conversations
+      .sendMessage(userId, this.conversationId, userMessage(message.text, message.images))
+      .then(
+        (sent) => {
+          if (sent.isErr())
+            this.#refuse(
+              sent.error.type === 'ValidationFailed'
+                ? sent.error.message
+                : `The message was not sent (${sent.error.type}).`,
+            );
+        },
+        (error: unknown) =>
+          this.deps.logger.error(
+            { conversationId: this.conversationId, err: errorText(error) },
+            'agent-server socket message failed',
+          ),
+      );
   }
 
   #send(frame: unknown): void {
     // As bytes: the socket then holds this one buffer while the client is slow, not also a copy of the text.
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
+    if (this.ws.readyState === this.ws.OPEN)
+      this.ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
   }
 
   #refuse(error: string): void {
@@ -228,7 +284,15 @@ class V1Connection {
 /** Closes with a reason ws accepts (at most 123 bytes; a longer one would throw). */
 function closeWith(ws: WebSocket, code: number, reason: string): void {
   const bytes = Buffer.from(reason, 'utf8');
-  ws.close(code, bytes.length <= 123 ? reason : bytes.subarray(0, 120).toString('utf8').replace(/\uFFFD$/, '') + '…');
+  ws.close(
+    code,
+    bytes.length <= 123
+      ? reason
+      : bytes
+          .subarray(0, 120)
+          .toString('utf8')
+          .replace(/\uFFFD$/, '') + '…',
+  );
 }
 
 function parseJson(text: string): unknown {

@@ -37,9 +37,13 @@ export function readWholeLog(
   return resultAsync(readWholeLogOf(service, userId, conversationId));
 }
 
-async function readWholeLogOf(service: AgentConversationService, userId: string, conversationId: string): Promise<Result<ConversationEvent[], ConversationServiceError<'searchEvents'>>> {
+async function readWholeLogOf(
+  service: AgentConversationService,
+  userId: string,
+  conversationId: string,
+): Promise<Result<ConversationEvent[], ConversationServiceError<'searchEvents'>>> {
   const read: ConversationEvent[] = [];
-  for (let after: number | null = 0; after !== null; ) {
+  for (let after: number | null = 0; after !== null;) {
     const page = await service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE });
     if (page.isErr()) return err(page.error);
     read.push(...page.value.items);
@@ -62,7 +66,8 @@ function nextPageSize(events: readonly ConversationEvent[]): number {
 function textLength(value: unknown): number {
   if (typeof value === 'string') return value.length + 2;
   if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + textLength(item), 2);
-  if (value && typeof value === 'object') return Object.entries(value).reduce((sum, [key, item]) => sum + key.length + 3 + textLength(item), 2);
+  if (value && typeof value === 'object')
+    return Object.entries(value).reduce((sum, [key, item]) => sum + key.length + 3 + textLength(item), 2);
   return 8;
 }
 
@@ -86,7 +91,8 @@ export function openFeed(
   let closed = false;
   let started = false;
   let subscription: EventSubscription | null = null;
-  const read = (from: number, limit: number) => service.conversations.searchEvents(userId, conversationId, { after: from, kinds: null, limit });
+  const read = (from: number, limit: number) =>
+    service.conversations.searchEvents(userId, conversationId, { after: from, kinds: null, limit });
 
   /** Waits for room to send; false (and the handlers told why, unless the feed was closed) when the replay must stop. */
   const mayGoOn = async () => {
@@ -135,18 +141,16 @@ export function openFeed(
   };
 
   // The conversation is looked up first, so an unknown one is an error the channel answers with.
-  return service.conversations.get(userId, conversationId).map(
-    (): Feed => ({
-      start: () => {
-        if (started || closed) return;
-        started = true;
-        // The rest happens as the client reads; its outcome reaches the handlers.
-        replay().catch(() => handlers.failed({ type: 'StoreUnavailable' }));
-      },
-      close: () => {
-        closed = true;
-        subscription?.close();
-      },
-    }),
-  );
+  return service.conversations.get(userId, conversationId).map((): Feed => ({
+    start: () => {
+      if (started || closed) return;
+      started = true;
+      // The rest happens as the client reads; its outcome reaches the handlers.
+      replay().catch(() => handlers.failed({ type: 'StoreUnavailable' }));
+    },
+    close: () => {
+      closed = true;
+      subscription?.close();
+    },
+  }));
 }

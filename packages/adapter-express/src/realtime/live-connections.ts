@@ -32,7 +32,15 @@ export type ResolvedLiveChannelLimits = Required<LiveChannelLimits>;
 
 export function resolveLiveChannelLimits(limits: LiveChannelLimits = {}): ResolvedLiveChannelLimits {
   const given = Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined));
-  const resolved = { maxPerUser: 32, maxBufferedBytes: 8 * 1024 * 1024, maxBufferedBytesPerUser: 32 * 1024 * 1024, stallMs: 60_000, authDeadlineMs: 10_000, recheckMs: 1_000, ...given };
+  const resolved = {
+    maxPerUser: 32,
+    maxBufferedBytes: 8 * 1024 * 1024,
+    maxBufferedBytesPerUser: 32 * 1024 * 1024,
+    stallMs: 60_000,
+    authDeadlineMs: 10_000,
+    recheckMs: 1_000,
+    ...given,
+  };
   for (const [name, value] of Object.entries(resolved)) {
     if (!(Number.isFinite(value) && value > 0)) throw new Error(`liveChannels.${name} must be a positive number.`);
   }
@@ -95,8 +103,13 @@ export class LiveConnections {
     const userId = connection.caller.userId;
     const held = this.#perUser.get(userId) ?? new Set<LiveConnection>();
     if (held.size >= this.limits.maxPerUser) {
-      this.#logger.warn({ user: userId, channel: connection.channel, held: held.size }, 'live connection refused: the user holds the most allowed');
-      return { refused: `too many live connections for this user (at most ${this.limits.maxPerUser}); close one first` };
+      this.#logger.warn(
+        { user: userId, channel: connection.channel, held: held.size },
+        'live connection refused: the user holds the most allowed',
+      );
+      return {
+        refused: `too many live connections for this user (at most ${this.limits.maxPerUser}); close one first`,
+      };
     }
     held.add(connection);
     this.#perUser.set(userId, held);
@@ -127,7 +140,8 @@ export class LiveConnections {
 
   /** Closes every connection of a browser session now (sign-out). */
   endSession(sessionId: string): void {
-    for (const connection of [...this.#open]) if (connection.caller.sessionId === sessionId) connection.close('signed_out');
+    for (const connection of [...this.#open])
+      if (connection.caller.sessionId === sessionId) connection.close('signed_out');
   }
 
   /** How many live connections the user holds in this process. */
@@ -161,7 +175,10 @@ export class LiveConnections {
         [...this.#open].map(async (connection) => {
           const valid = await connection.stillValid().catch(() => true);
           if (!valid && this.#open.has(connection)) {
-            this.#logger.info({ user: connection.caller.userId, channel: connection.channel, via: connection.caller.via }, 'live connection closed: its credentials are no longer valid');
+            this.#logger.info(
+              { user: connection.caller.userId, channel: connection.channel, via: connection.caller.via },
+              'live connection closed: its credentials are no longer valid',
+            );
             connection.close('revoked');
           }
         }),

@@ -54,7 +54,11 @@ export async function drained(pacing: Pacing): Promise<boolean> {
 }
 
 /** Resolves when `emitter` emits one of `events`, or after `ms`. */
-function firstOf(emitters: readonly { once(event: string, fn: () => void): unknown; off(event: string, fn: () => void): unknown }[], event: string, ms: number): Promise<void> {
+function firstOf(
+  emitters: readonly { once(event: string, fn: () => void): unknown; off(event: string, fn: () => void): unknown }[],
+  event: string,
+  ms: number,
+): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -76,7 +80,14 @@ export function webSocketOutbound(ws: WebSocket, socket: Duplex): Outbound {
 }
 
 /** An HTTP response (an event stream): what its buffers hold; it emits `drain` when they empty. */
-export function httpResponseOutbound(res: { readonly writableLength: number; once(event: string, fn: () => void): unknown; off(event: string, fn: () => void): unknown }, isOpen: () => boolean): Outbound {
+export function httpResponseOutbound(
+  res: {
+    readonly writableLength: number;
+    once(event: string, fn: () => void): unknown;
+    off(event: string, fn: () => void): unknown;
+  },
+  isOpen: () => boolean,
+): Outbound {
   return {
     pending: () => res.writableLength,
     progress: (ms) => firstOf([res], 'drain', ms),
@@ -101,7 +112,8 @@ interface EngineConnectionView {
   on(event: 'close', fn: () => void): unknown;
 }
 
-const sizeOf = (packet: EnginePacket) => (typeof packet.data === 'string' ? packet.data.length : packet.data instanceof Uint8Array ? packet.data.byteLength : 0);
+const sizeOf = (packet: EnginePacket) =>
+  typeof packet.data === 'string' ? packet.data.length : packet.data instanceof Uint8Array ? packet.data.byteLength : 0;
 
 /**
  * A socket.io connection, counted from engine.io's own events: every packet created is

@@ -29,7 +29,8 @@ interface ChannelData {
   admission: Admitted;
 }
 
-const first = (value: unknown): string | null => (Array.isArray(value) ? first(value[0]) : typeof value === 'string' && value !== '' ? value : null);
+const first = (value: unknown): string | null =>
+  Array.isArray(value) ? first(value[0]) : typeof value === 'string' && value !== '' ? value : null;
 
 /** The V0 channel as the router holds it: socket.io and engine.io are loaded at its first request. */
 export interface V0Channel {
@@ -61,7 +62,10 @@ export function createV0Channel(deps: V0ChannelDeps): V0Channel {
       throw error;
     }));
   const unavailable = (error: unknown) => {
-    deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'could not load socket.io for the V0 channel');
+    deps.logger.error(
+      { err: error instanceof Error ? error.message : String(error) },
+      'could not load socket.io for the V0 channel',
+    );
     return 'The realtime channel is not available right now; try again.';
   };
   return {
@@ -124,7 +128,9 @@ function authorize(deps: V0ChannelDeps, socket: Socket, next: (error?: Error) =>
     next(new Error('No conversation_id in the query.'));
     return;
   }
-  const key = first(socket.handshake.query.session_api_key) ?? first((socket.handshake.auth as Record<string, unknown>).session_api_key);
+  const key =
+    first(socket.handshake.query.session_api_key) ??
+    first((socket.handshake.auth as Record<string, unknown>).session_api_key);
   deps.resolveCaller(socket.request, key).then(
     (caller) => {
       const access = channelAccess(caller, key, conversationId);
@@ -137,7 +143,8 @@ function authorize(deps: V0ChannelDeps, socket: Socket, next: (error?: Error) =>
         caller: access.caller,
         channel: 'socket.io',
         outbound,
-        stillValid: () => deps.resolveCaller(socket.request, key).then((now) => now !== null && now.userId === access.caller.userId),
+        stillValid: () =>
+          deps.resolveCaller(socket.request, key).then((now) => now !== null && now.userId === access.caller.userId),
         close: (reason) => {
           socket.emit('oh_event', { error: true, message: CLOSE_MESSAGES[reason] });
           socket.disconnect(true);
@@ -188,7 +195,10 @@ function serve(deps: V0ChannelDeps, socket: Socket): void {
       live: (event: ConversationEvent) => {
         // Checked before sending, so one event larger than the bound still reaches a client that reads.
         if (admission.tooFarBehind()) {
-          deps.logger.warn({ conversationId, user: userId, buffered: outbound.pending() }, 'socket.io client is not reading; disconnecting it');
+          deps.logger.warn(
+            { conversationId, user: userId, buffered: outbound.pending() },
+            'socket.io client is not reading; disconnecting it',
+          );
           failed('Disconnected: the client is not reading (too much waits unsent); reconnect to resume.');
           return;
         }
@@ -196,7 +206,11 @@ function serve(deps: V0ChannelDeps, socket: Socket): void {
       },
       end: (reason) => failed(`The conversation ended: ${reason}`),
       failed: (failure) =>
-        failed(failure.type === 'ClientNotReading' ? 'Disconnected: the replay made no progress (the client is not reading); reconnect to resume.' : 'Storage failed; reconnect to try again.'),
+        failed(
+          failure.type === 'ClientNotReading'
+            ? 'Disconnected: the replay made no progress (the client is not reading); reconnect to resume.'
+            : 'Storage failed; reconnect to try again.',
+        ),
     },
     { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom },
   ).match(
@@ -205,12 +219,20 @@ function serve(deps: V0ChannelDeps, socket: Socket): void {
       if (gone) opened.close();
       else opened.start();
     },
-    (error) => failed(error.type === 'ConversationNotFound' ? `Conversation ${conversationId} was not found.` : 'Storage failed; reconnect to try again.'),
+    (error) =>
+      failed(
+        error.type === 'ConversationNotFound'
+          ? `Conversation ${conversationId} was not found.`
+          : 'Storage failed; reconnect to try again.',
+      ),
   );
 
   const onUserAction = (action: unknown) => {
     handleUserAction(deps, socket, userId, conversationId, action).catch((error: unknown) => {
-      deps.logger.error({ conversationId, err: error instanceof Error ? error.message : String(error) }, 'socket.io user action failed');
+      deps.logger.error(
+        { conversationId, err: error instanceof Error ? error.message : String(error) },
+        'socket.io user action failed',
+      );
     });
   };
   socket.on('oh_user_action', onUserAction);
@@ -219,15 +241,26 @@ function serve(deps: V0ChannelDeps, socket: Socket): void {
 }
 
 /** An `oh_user_action`: a message to the agent, or a change of its state (stop, run, confirm or reject waiting actions). */
-async function handleUserAction(deps: V0ChannelDeps, socket: Socket, userId: string, conversationId: string, action: unknown): Promise<void> {
+async function handleUserAction(
+  deps: V0ChannelDeps,
+  socket: Socket,
+  userId: string,
+  conversationId: string,
+  action: unknown,
+): Promise<void> {
   const conversations = deps.service.conversations;
   const { action: kind, args } = (action ?? {}) as { action?: unknown; args?: Record<string, unknown> };
   const refuse = (message: string) => socket.emit('oh_event', { error: true, message });
   if (kind === 'message') {
     const text = typeof args?.content === 'string' ? args.content : '';
-    const images = Array.isArray(args?.image_urls) ? args.image_urls.filter((u): u is string => typeof u === 'string') : [];
+    const images = Array.isArray(args?.image_urls)
+      ? args.image_urls.filter((u): u is string => typeof u === 'string')
+      : [];
     const sent = await conversations.sendMessage(userId, conversationId, userMessage(text, images));
-    if (sent.isErr()) refuse(sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`);
+    if (sent.isErr())
+      refuse(
+        sent.error.type === 'ValidationFailed' ? sent.error.message : `The message was not sent (${sent.error.type}).`,
+      );
     return;
   }
   if (kind === 'change_agent_state') {
@@ -238,10 +271,18 @@ async function handleUserAction(deps: V0ChannelDeps, socket: Socket, userId: str
         : state === 'running'
           ? await conversations.runAgent(userId, conversationId)
           : state === 'user_confirmed' || state === 'user_rejected'
-            ? await conversations.respondToConfirmation(userId, conversationId, { accept: state === 'user_confirmed', reason: null })
+            ? await conversations.respondToConfirmation(userId, conversationId, {
+                accept: state === 'user_confirmed',
+                reason: null,
+              })
             : null;
     if (done === null) refuse(`Agent state ${String(state)} cannot be asked for.`);
-    else if (done.isErr()) refuse(done.error.type === 'ConfirmationNotPending' ? 'No action is waiting for confirmation.' : `That did not work (${done.error.type}).`);
+    else if (done.isErr())
+      refuse(
+        done.error.type === 'ConfirmationNotPending'
+          ? 'No action is waiting for confirmation.'
+          : `That did not work (${done.error.type}).`,
+      );
     return;
   }
   refuse(`Unknown action ${String(kind)}.`);
@@ -284,6 +325,7 @@ class V0Replay {
   finish(): void {
     const state = this.#state;
     if (state) this.emit(state.id >= this.#lastSent ? state : { ...state, id: this.#lastSent });
-    else if (!this.#anyState) this.emit(agentStateChanged(this.#lastSent, new Date().toISOString(), agentStateOf(null), ''));
+    else if (!this.#anyState)
+      this.emit(agentStateChanged(this.#lastSent, new Date().toISOString(), agentStateOf(null), ''));
   }
 }

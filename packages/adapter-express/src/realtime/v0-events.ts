@@ -1,10 +1,16 @@
 import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core/schemas';
 
 /** An event in the OpenHands V0 form the web UI renders (socket.io `oh_event`): an action or an observation. */
-export type V0Event = Record<string, unknown> & { id: number; timestamp: string; source: 'agent' | 'user' | 'environment'; message: string };
+export type V0Event = Record<string, unknown> & {
+  id: number;
+  timestamp: string;
+  source: 'agent' | 'user' | 'environment';
+  message: string;
+};
 
 /** The OpenHands agent states, as `agent_state_changed` observations carry them. */
-export type V0AgentState = 'running' | 'awaiting_user_input' | 'paused' | 'finished' | 'error' | 'awaiting_user_confirmation' | 'stopped';
+export type V0AgentState =
+  'running' | 'awaiting_user_input' | 'paused' | 'finished' | 'error' | 'awaiting_user_confirmation' | 'stopped';
 
 /** Our execution status in the words of the OpenHands agent state. */
 export function agentStateOf(status: ExecutionStatus | null): V0AgentState {
@@ -28,7 +34,16 @@ export function agentStateOf(status: ExecutionStatus | null): V0AgentState {
 
 /** The `agent_state_changed` observation by which the UI learns the agent's state. */
 export function agentStateChanged(id: number, timestamp: string, state: V0AgentState, reason: string): V0Event {
-  return { id, timestamp, source: 'agent', message: '', observation: 'agent_state_changed', content: '', cause: null, extras: { agent_state: state, reason } };
+  return {
+    id,
+    timestamp,
+    source: 'agent',
+    message: '',
+    observation: 'agent_state_changed',
+    content: '',
+    cause: null,
+    extras: { agent_state: state, reason },
+  };
 }
 
 /** OpenHands V0 rates risk as a number: unknown -1, low 0, medium 1, high 2. */
@@ -126,7 +141,20 @@ export class V0EventTranslator {
     const common = { id: event.id, timestamp: event.timestamp, message: event.text, action: 'message' };
     return event.source === 'user'
       ? [{ ...common, source: 'user', args: { content: event.text, image_urls: event.image_urls, file_urls: [] } }]
-      : [{ ...common, source: 'agent', args: { content: event.text, thought: '', image_urls: event.image_urls, file_urls: [], wait_for_response: true }, ...this.#withMetrics() }];
+      : [
+          {
+            ...common,
+            source: 'agent',
+            args: {
+              content: event.text,
+              thought: '',
+              image_urls: event.image_urls,
+              file_urls: [],
+              wait_for_response: true,
+            },
+            ...this.#withMetrics(),
+          },
+        ];
   }
 
   #withMetrics(): Record<string, unknown> {
@@ -137,39 +165,108 @@ export class V0EventTranslator {
     const args = event.arguments ?? {};
     const thought = event.thought ?? '';
     const risk = RISK[event.security_risk ?? 'unknown'];
-    const confirmation = { security_risk: risk, confirmation_state: event.requires_confirmation ? 'awaiting_confirmation' : 'confirmed' };
-    const common = { id: event.id, timestamp: event.timestamp, source: 'agent' as const, ...this.#withMetrics(), tool_call_metadata: { tool_call_id: event.tool_call_id, function_name: event.tool_name } };
+    const confirmation = {
+      security_risk: risk,
+      confirmation_state: event.requires_confirmation ? 'awaiting_confirmation' : 'confirmed',
+    };
+    const common = {
+      id: event.id,
+      timestamp: event.timestamp,
+      source: 'agent' as const,
+      ...this.#withMetrics(),
+      tool_call_metadata: { tool_call_id: event.tool_call_id, function_name: event.tool_name },
+    };
     const text = (value: unknown) => (typeof value === 'string' ? value : '');
     switch (event.tool_name) {
       case 'execute_bash':
-        return { ...common, action: 'run', message: `Running command: ${text(args.command)}`, args: { command: text(args.command), is_input: args.is_input === true, thought, blocking: false, hidden: false, ...confirmation } };
+        return {
+          ...common,
+          action: 'run',
+          message: `Running command: ${text(args.command)}`,
+          args: {
+            command: text(args.command),
+            is_input: args.is_input === true,
+            thought,
+            blocking: false,
+            hidden: false,
+            ...confirmation,
+          },
+        };
       case 'str_replace_editor':
         if (args.command === 'view') {
-          return { ...common, action: 'read', message: `Reading file: ${text(args.path)}`, args: { path: text(args.path), view_range: args.view_range ?? null, thought, impl_source: 'oh_aci', ...confirmation } };
+          return {
+            ...common,
+            action: 'read',
+            message: `Reading file: ${text(args.path)}`,
+            args: {
+              path: text(args.path),
+              view_range: args.view_range ?? null,
+              thought,
+              impl_source: 'oh_aci',
+              ...confirmation,
+            },
+          };
         }
         return {
           ...common,
           action: 'edit',
           message: `Editing file: ${text(args.path)}`,
-          args: { path: text(args.path), command: text(args.command), file_text: args.file_text ?? null, old_str: args.old_str ?? null, new_str: args.new_str ?? null, insert_line: args.insert_line ?? null, thought, impl_source: 'oh_aci', ...confirmation },
+          args: {
+            path: text(args.path),
+            command: text(args.command),
+            file_text: args.file_text ?? null,
+            old_str: args.old_str ?? null,
+            new_str: args.new_str ?? null,
+            insert_line: args.insert_line ?? null,
+            thought,
+            impl_source: 'oh_aci',
+            ...confirmation,
+          },
         };
       case 'think':
         return { ...common, action: 'think', message: text(args.thought), args: { thought: text(args.thought) } };
       case 'finish':
-        return { ...common, action: 'finish', message: text(args.message), args: { final_thought: text(args.message), outputs: {}, thought } };
+        return {
+          ...common,
+          action: 'finish',
+          message: text(args.message),
+          args: { final_thought: text(args.message), outputs: {}, thought },
+        };
       default:
-        return { ...common, action: 'call_tool_mcp', message: `Calling ${event.tool_name}`, args: { name: event.tool_name, arguments: args, thought, ...confirmation } };
+        return {
+          ...common,
+          action: 'call_tool_mcp',
+          message: `Calling ${event.tool_name}`,
+          args: { name: event.tool_name, arguments: args, thought, ...confirmation },
+        };
     }
   }
 
   #observation(event: ObservationEvent): V0Event[] {
     const action = this.#actions.get(event.tool_call_id);
-    const common = { id: event.id, timestamp: event.timestamp, source: 'agent' as const, cause: action?.id ?? null, content: event.content, success: !event.is_error };
+    const common = {
+      id: event.id,
+      timestamp: event.timestamp,
+      source: 'agent' as const,
+      cause: action?.id ?? null,
+      content: event.content,
+      success: !event.is_error,
+    };
     const args = action?.arguments ?? {};
-    const path = typeof event.details.path === 'string' ? event.details.path : typeof args.path === 'string' ? args.path : '';
+    const path =
+      typeof event.details.path === 'string' ? event.details.path : typeof args.path === 'string' ? args.path : '';
     if (event.tool_name === 'finish') return [];
-    if (this.#rejected.has(event.tool_call_id)) return [{ ...common, message: event.content, observation: 'user_rejected', extras: {} }];
-    if (event.tool_name === 'think') return [{ ...common, message: '', observation: 'think', extras: { thought: typeof args.thought === 'string' ? args.thought : '' } }];
+    if (this.#rejected.has(event.tool_call_id))
+      return [{ ...common, message: event.content, observation: 'user_rejected', extras: {} }];
+    if (event.tool_name === 'think')
+      return [
+        {
+          ...common,
+          message: '',
+          observation: 'think',
+          extras: { thought: typeof args.thought === 'string' ? args.thought : '' },
+        },
+      ];
     if (event.tool_name === 'execute_bash') {
       const command = typeof args.command === 'string' ? args.command : '';
       const exitCode = event.exit_code ?? -1;
@@ -181,7 +278,16 @@ export class V0EventTranslator {
           extras: {
             command,
             hidden: false,
-            metadata: { exit_code: exitCode, pid: -1, username: null, hostname: null, working_dir: event.details.cwd ?? null, py_interpreter_path: null, prefix: '', suffix: '' },
+            metadata: {
+              exit_code: exitCode,
+              pid: -1,
+              username: null,
+              hostname: null,
+              working_dir: event.details.cwd ?? null,
+              py_interpreter_path: null,
+              prefix: '',
+              suffix: '',
+            },
           },
         },
       ];
@@ -189,9 +295,25 @@ export class V0EventTranslator {
     if (event.is_error) return [{ ...common, message: event.content, observation: 'error', extras: { error_id: '' } }];
     if (event.tool_name === 'str_replace_editor') {
       return args.command === 'view'
-        ? [{ ...common, message: `I read the file ${path}.`, observation: 'read', extras: { path, impl_source: 'oh_aci' } }]
-        : [{ ...common, message: `I edited the file ${path}.`, observation: 'edit', extras: { path, diff: editDiff(args), impl_source: 'oh_aci' } }];
+        ? [
+            {
+              ...common,
+              message: `I read the file ${path}.`,
+              observation: 'read',
+              extras: { path, impl_source: 'oh_aci' },
+            },
+          ]
+        : [
+            {
+              ...common,
+              message: `I edited the file ${path}.`,
+              observation: 'edit',
+              extras: { path, diff: editDiff(args), impl_source: 'oh_aci' },
+            },
+          ];
     }
-    return [{ ...common, message: event.content, observation: 'mcp', extras: { name: event.tool_name, arguments: args } }];
+    return [
+      { ...common, message: event.content, observation: 'mcp', extras: { name: event.tool_name, arguments: args } },
+    ];
   }
 }

@@ -1,19 +1,41 @@
 import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core/schemas';
 
 /** An event in the OpenHands agent-server form (a V1 WebSocket frame): string `id`, `kind`, `timestamp`, `source`. */
-export type V1Event = Record<string, unknown> & { id: string; kind: string; timestamp: string; source: 'agent' | 'user' | 'environment' };
+export type V1Event = Record<string, unknown> & {
+  id: string;
+  kind: string;
+  timestamp: string;
+  source: 'agent' | 'user' | 'environment';
+};
 
 const RISK = { low: 'LOW', medium: 'MEDIUM', high: 'HIGH', unknown: 'UNKNOWN' } as const;
 
 const text = (value: unknown) => (typeof value === 'string' ? value : null);
 
 /** The agent-server's state-update frame for an execution status. */
-export function stateUpdate(id: string, timestamp: string, status: ExecutionStatus, key: 'execution_status' | 'full_state'): V1Event {
-  return { id, kind: 'ConversationStateUpdateEvent', timestamp, source: 'environment', key, value: key === 'full_state' ? { execution_status: status } : status };
+export function stateUpdate(
+  id: string,
+  timestamp: string,
+  status: ExecutionStatus,
+  key: 'execution_status' | 'full_state',
+): V1Event {
+  return {
+    id,
+    kind: 'ConversationStateUpdateEvent',
+    timestamp,
+    source: 'environment',
+    key,
+    value: key === 'full_state' ? { execution_status: status } : status,
+  };
 }
 
 /** The agent-server's error frame: a failed tool call (with its name and id) or an error of the agent or channel. */
-export function agentError(id: string, timestamp: string, error: string, tool: { tool_name: string; tool_call_id: string } = { tool_name: '', tool_call_id: '' }): V1Event {
+export function agentError(
+  id: string,
+  timestamp: string,
+  error: string,
+  tool: { tool_name: string; tool_call_id: string } = { tool_name: '', tool_call_id: '' },
+): V1Event {
   return { id, kind: 'AgentErrorEvent', timestamp, source: 'agent', ...tool, error };
 }
 
@@ -76,7 +98,15 @@ export class V1EventTranslator {
         return [stateUpdate(base.id, base.timestamp, event.execution_status, 'execution_status')];
       case 'error':
         return this.#dialect === 'sdk' && event.fatal
-          ? [{ ...base, kind: 'ConversationErrorEvent', source: 'environment', code: event.code, detail: event.message }]
+          ? [
+              {
+                ...base,
+                kind: 'ConversationErrorEvent',
+                source: 'environment',
+                code: event.code,
+                detail: event.message,
+              },
+            ]
           : [agentError(base.id, base.timestamp, event.message)];
       case 'llm_call':
       case 'setup':
@@ -110,8 +140,10 @@ export class V1EventTranslator {
             file_text: text(args.file_text),
             old_str: text(args.old_str),
             new_str: text(args.new_str),
-            insert_line: Number.isInteger(args.insert_line) && (args.insert_line as number) >= 0 ? args.insert_line : null,
-            view_range: Array.isArray(args.view_range) && args.view_range.every(Number.isInteger) ? args.view_range : null,
+            insert_line:
+              Number.isInteger(args.insert_line) && (args.insert_line as number) >= 0 ? args.insert_line : null,
+            view_range:
+              Array.isArray(args.view_range) && args.view_range.every(Number.isInteger) ? args.view_range : null,
           };
         case 'think':
           return { kind: 'ThinkAction', thought: text(args.thought) ?? '' };
@@ -133,7 +165,11 @@ export class V1EventTranslator {
       tool_call_id: event.tool_call_id,
       tool_call: sdk
         ? { id: event.tool_call_id, name: event.tool_name, arguments: event.raw_arguments, origin: 'completion' }
-        : { id: event.tool_call_id, type: 'function', function: { name: event.tool_name, arguments: event.raw_arguments } },
+        : {
+            id: event.tool_call_id,
+            type: 'function',
+            function: { name: event.tool_name, arguments: event.raw_arguments },
+          },
       llm_response_id: event.response_id,
       security_risk: RISK[event.security_risk ?? 'unknown'],
     };
@@ -142,8 +178,17 @@ export class V1EventTranslator {
   #observation(event: ObservationEvent, base: { id: string; timestamp: string }): V1Event {
     const action = this.#actions.get(event.tool_call_id);
     const args = action?.arguments ?? {};
-    const common = { ...base, source: 'environment' as const, tool_name: event.tool_name, tool_call_id: event.tool_call_id };
-    if (event.details.invalid_call === true) return agentError(base.id, base.timestamp, event.content, { tool_name: event.tool_name, tool_call_id: event.tool_call_id });
+    const common = {
+      ...base,
+      source: 'environment' as const,
+      tool_name: event.tool_name,
+      tool_call_id: event.tool_call_id,
+    };
+    if (event.details.invalid_call === true)
+      return agentError(base.id, base.timestamp, event.content, {
+        tool_name: event.tool_name,
+        tool_call_id: event.tool_call_id,
+      });
     const observation = this.#dialect === 'sdk' ? sdkObservation(event, args) : uiObservation(event, args);
     return { ...common, kind: 'ObservationEvent', action_id: action ? String(action.id) : '', observation };
   }
@@ -176,7 +221,12 @@ function uiObservation(event: ObservationEvent, args: Record<string, unknown>): 
     case 'think':
       return { kind: 'ThinkObservation', content: event.content };
     default:
-      return { kind: 'MCPToolObservation', content: [{ type: 'text', text: event.content }], is_error: event.is_error, tool_name: event.tool_name };
+      return {
+        kind: 'MCPToolObservation',
+        content: [{ type: 'text', text: event.content }],
+        is_error: event.is_error,
+        tool_name: event.tool_name,
+      };
   }
 }
 
@@ -221,7 +271,16 @@ function editorCommand(command: unknown): (typeof EDITOR_COMMANDS)[number] {
 }
 
 function terminalMetadata(event: ObservationEvent): Record<string, unknown> {
-  return { exit_code: event.exit_code ?? -1, pid: -1, username: null, hostname: null, working_dir: text(event.details.cwd), py_interpreter_path: null, prefix: '', suffix: '' };
+  return {
+    exit_code: event.exit_code ?? -1,
+    pid: -1,
+    username: null,
+    hostname: null,
+    working_dir: text(event.details.cwd),
+    py_interpreter_path: null,
+    prefix: '',
+    suffix: '',
+  };
 }
 
 /** How many frames a log's history gives (what `GET /api/v1/events/count` answers, so the UI knows when the replay is done). */

@@ -20,28 +20,32 @@ export function agentServerRoutes(service: AgentConversationService): RouteDefin
       path: '/api/conversations/{conversation_id}/pause',
       operationId: 'pauseAgent',
       summary: 'Pause the agent',
-      description: 'Stops the agent where it is (a model call in flight is aborted); the conversation and its sandbox stay up. `/run` lets it go on.',
+      description:
+        'Stops the agent where it is (a model call in flight is aborted); the conversation and its sandbox stay up. `/run` lets it go on.',
       tags: ['agent (V1 UI)'],
       params: conversationIdParams,
       bodyRequired: false,
       success: { status: 200, description: 'Paused.', schema: SuccessSchema },
       errors: ConversationServiceErrors.pauseAgent,
       conversationScope: ({ params }) => params.conversation_id,
-      handle: ({ userId, params }) => conversations.pauseAgent(userId, params.conversation_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        conversations.pauseAgent(userId, params.conversation_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'post',
       path: '/api/conversations/{conversation_id}/run',
       operationId: 'runAgent',
       summary: 'Let a paused agent go on',
-      description: 'Resumes an agent paused in a running conversation (a stopped conversation is started with POST /api/conversations/{id}/start).',
+      description:
+        'Resumes an agent paused in a running conversation (a stopped conversation is started with POST /api/conversations/{id}/start).',
       tags: ['agent (V1 UI)'],
       params: conversationIdParams,
       bodyRequired: false,
       success: { status: 200, description: 'Running (or nothing to do).', schema: SuccessSchema },
       errors: ConversationServiceErrors.runAgent,
       conversationScope: ({ params }) => params.conversation_id,
-      handle: ({ userId, params }) => conversations.runAgent(userId, params.conversation_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        conversations.runAgent(userId, params.conversation_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'get',

@@ -5,11 +5,19 @@ import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js
 import { pathSegment } from './params.js';
 import { SuccessSchema } from './shared.js';
 
-const keyPath = recordPathParams(z.object({ key_id: pathSegment(64) }), 'ApiKeyNotFound', (p) => ({ type: 'ApiKeyNotFound', keyId: p.key_id ?? '' }));
+const keyPath = recordPathParams(z.object({ key_id: pathSegment(64) }), 'ApiKeyNotFound', (p) => ({
+  type: 'ApiKeyNotFound',
+  keyId: p.key_id ?? '',
+}));
 
 /** OpenHands' `LlmApiKeyResponse`: the model key the CLI puts in its local agent settings. */
 const LlmApiKeySchema = z
-  .object({ key: z.string().nullable().meta({ description: 'The caller’s stored llm_api_key (settings), or null when none is stored.' }) })
+  .object({
+    key: z
+      .string()
+      .nullable()
+      .meta({ description: 'The caller’s stored llm_api_key (settings), or null when none is stored.' }),
+  })
   .meta({ id: 'LlmApiKeyResponse' });
 
 /**
@@ -36,7 +44,8 @@ export function apiKeyRoutes(service: AgentConversationService): RouteDefinition
       path: '/api/keys',
       operationId: 'createApiKey',
       summary: 'Make an API key',
-      description: 'A new key of yours with the name given. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user.',
+      description:
+        'A new key of yours with the name given. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user.',
       tags: ['keys'],
       body: ApiKeyCreateSchema,
       success: { status: 200, description: 'The key, with its secret this once.', schema: CreatedApiKeySchema },
@@ -48,7 +57,8 @@ export function apiKeyRoutes(service: AgentConversationService): RouteDefinition
       path: '/api/keys/{key_id}',
       operationId: 'revokeApiKey',
       summary: 'Revoke an API key',
-      description: 'From now on the key opens nothing: requests with it get 401, and live channels opened with it close within a second.',
+      description:
+        'From now on the key opens nothing: requests with it get 401, and live channels opened with it close within a second.',
       tags: ['keys'],
       params: keyPath,
       success: { status: 200, description: 'Revoked.', schema: SuccessSchema },

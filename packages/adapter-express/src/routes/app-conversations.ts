@@ -1,12 +1,40 @@
 import { ConversationServiceErrors, type AgentConversationService, type ConversationOverview } from '@acs/core';
-import { AppConversationStartRequestSchema, BranchNameSchema, ConfirmationEventSchema, ConversationEventSchema, EventPageSchema, GitProviderSchema, RepositoryNameSchema, SandboxStatusSchema, SendMessageRequestSchema, StartTaskSchema } from '@acs/core/schemas';
+import {
+  AppConversationStartRequestSchema,
+  BranchNameSchema,
+  ConfirmationEventSchema,
+  ConversationEventSchema,
+  EventPageSchema,
+  GitProviderSchema,
+  RepositoryNameSchema,
+  SandboxStatusSchema,
+  SendMessageRequestSchema,
+  StartTaskSchema,
+} from '@acs/core/schemas';
 import { errAsync } from 'neverthrow';
 import { z } from 'zod';
-import { batchIdList, checkBatchIds, UUID_PATTERN, eventIdParam, kindList, limitParam, pagingQuery, timestampParam } from '../query.js';
+import {
+  batchIdList,
+  checkBatchIds,
+  UUID_PATTERN,
+  eventIdParam,
+  kindList,
+  limitParam,
+  pagingQuery,
+  timestampParam,
+} from '../query.js';
 import type { RouteContext } from '../route-context.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams } from './params.js';
-import { ConfirmationRequestSchema, conversationFilterQuery, CountSchema, paged, pageOf, SuccessSchema, toFilter } from './shared.js';
+import {
+  ConfirmationRequestSchema,
+  conversationFilterQuery,
+  CountSchema,
+  paged,
+  pageOf,
+  SuccessSchema,
+  toFilter,
+} from './shared.js';
 import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
 import { openFeed } from '../realtime/feed.js';
 import { chunkQueue } from '../chunk-queue.js';
@@ -14,21 +42,36 @@ import { chunkQueue } from '../chunk-queue.js';
 /** OpenHands' AppSendMessageRequest: only user messages, at least one part, and `run` unless said otherwise. */
 const AppSendMessageRequestSchema = SendMessageRequestSchema.extend({
   content: SendMessageRequestSchema.shape.content.min(1, 'give at least one text or image part'),
-  run: z.boolean().default(true).meta({ description: 'Let the agent act on it (default, as in OpenHands); false only records it.' }),
+  run: z
+    .boolean()
+    .default(true)
+    .meta({ description: 'Let the agent act on it (default, as in OpenHands); false only records it.' }),
 });
 
 /** OpenHands' AppSendMessageResponse. */
 const AppSendMessageResponseSchema = z.object({
   success: z.boolean(),
   sandbox_status: SandboxStatusSchema,
-  message: z.string().nullable().meta({ description: 'What happens to the message when the agent cannot act on it now.' }),
+  message: z
+    .string()
+    .nullable()
+    .meta({ description: 'What happens to the message when the agent cannot act on it now.' }),
 });
 
 /** OpenHands' AppConversationUpdateRequest: a field left out is kept, null clears it. */
 const AppConversationUpdateRequestSchema = z.object({
-  title: z.string().trim().min(1).max(200).nullable().optional().meta({ description: 'null gives back the default title.' }),
+  title: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .nullable()
+    .optional()
+    .meta({ description: 'null gives back the default title.' }),
   public: z.boolean().nullable().optional(),
-  selected_repository: RepositoryNameSchema.nullable().optional().meta({ description: 'null clears it, with its branch and provider (send those as null or leave them out).' }),
+  selected_repository: RepositoryNameSchema.nullable()
+    .optional()
+    .meta({ description: 'null clears it, with its branch and provider (send those as null or leave them out).' }),
   selected_branch: BranchNameSchema.nullable().optional(),
   git_provider: GitProviderSchema.nullable().optional(),
 });
@@ -44,7 +87,8 @@ const UUID = new RegExp(UUID_PATTERN);
 
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
-  const app = (c: ConversationOverview, userId: string, mountPath: string) => toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
+  const app = (c: ConversationOverview, userId: string, mountPath: string) =>
+    toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',
@@ -68,7 +112,12 @@ export function appConversationRoutes(service: AgentConversationService, context
         'As POST /api/v1/app-conversations, but the answer is a JSON array written as the start goes on (as OpenHands streams it: `[`, then each start task snapshot, `,` between them, `]` once it is READY or ERROR). A refused request is a JSON error as usual.',
       tags: ['app conversations (V1)'],
       body: AppConversationStartRequestSchema,
-      success: { status: 200, description: 'The start task at each step, oldest first.', contentType: 'application/json', schema: z.array(StartTaskSchema) },
+      success: {
+        status: 200,
+        description: 'The start task at each step, oldest first.',
+        contentType: 'application/json',
+        schema: z.array(StartTaskSchema),
+      },
       errors: [...ConversationServiceErrors.startApp, ...ConversationServiceErrors.followStartTask],
       respond: ({ userId, body }) =>
         conversations.startApp(userId, body).andThen((first) => {
@@ -102,9 +151,17 @@ export function appConversationRoutes(service: AgentConversationService, context
       summary: 'Search app conversations',
       tags: ['app conversations (V1)'],
       query: pagingQuery.extend(conversationFilterQuery),
-      success: { status: 200, description: 'A page of conversations, newest first.', schema: pageOf(AppConversationSchema) },
+      success: {
+        status: 200,
+        description: 'A page of conversations, newest first.',
+        schema: pageOf(AppConversationSchema),
+      },
       errors: ConversationServiceErrors.search,
-      handle: ({ userId, query, mountPath }) => paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) })),
+      handle: ({ userId, query, mountPath }) =>
+        paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p) => ({
+          ...p,
+          items: p.items.map((c) => app(c, userId, mountPath)),
+        })),
     }),
     defineRoute({
       method: 'get',
@@ -165,8 +222,19 @@ export function appConversationRoutes(service: AgentConversationService, context
       summary: 'Get start tasks by id',
       description: `Ids are UUIDs (32 hex digits, dashed or not); 400 INVALID_IDS for more than ${MAX_TASK_IDS}, as OpenHands answers.`,
       tags: ['app conversations (V1)'],
-      query: z.object({ ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN }).refine((id) => UUID.test(id), 'must be a UUID (32 hex digits, dashed or not)')) }),
-      success: { status: 200, description: 'In the order asked; null where there is no such task.', schema: z.array(StartTaskSchema.nullable()) },
+      query: z.object({
+        ids: batchIdList(
+          z
+            .string()
+            .meta({ pattern: UUID_PATTERN })
+            .refine((id) => UUID.test(id), 'must be a UUID (32 hex digits, dashed or not)'),
+        ),
+      }),
+      success: {
+        status: 200,
+        description: 'In the order asked; null where there is no such task.',
+        schema: z.array(StartTaskSchema.nullable()),
+      },
       errors: ['InvalidIds', ...ConversationServiceErrors.getStartTasks],
       handle: ({ userId, query }) => {
         const refused = checkBatchIds('ids', query.ids, { max: MAX_TASK_IDS });
@@ -180,7 +248,10 @@ export function appConversationRoutes(service: AgentConversationService, context
       summary: 'List app conversations, or get them by id',
       description: `With ids (UUIDs, 32 hex digits dashed or not, on a server that issues only its own ids; at most ${MAX_CONVERSATION_IDS}, as OpenHands allows; 400 INVALID_IDS otherwise): an array in the order asked, null where there is no such conversation. Without: a page, like /search.`,
       tags: ['app conversations (V1)'],
-      query: pagingQuery.extend({ ...conversationFilterQuery, ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN })).optional() }),
+      query: pagingQuery.extend({
+        ...conversationFilterQuery,
+        ids: batchIdList(z.string().meta({ pattern: UUID_PATTERN })).optional(),
+      }),
       success: {
         status: 200,
         description: 'A page, or an array when ids is given.',
@@ -188,10 +259,19 @@ export function appConversationRoutes(service: AgentConversationService, context
       },
       errors: ['InvalidIds', ...ConversationServiceErrors.getMany, ...ConversationServiceErrors.search],
       handle: ({ userId, query, mountPath }) => {
-        if (!query.ids) return paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({ ...p, items: p.items.map((c) => app(c, userId, mountPath)) }));
-        const refused = checkBatchIds('ids', query.ids, { max: MAX_CONVERSATION_IDS, ...(conversations.acceptsClientIds ? {} : { form: 'uuid' as const }) });
+        if (!query.ids)
+          return paged(query, (page) => conversations.search(userId, toFilter(query), page)).map((p): unknown => ({
+            ...p,
+            items: p.items.map((c) => app(c, userId, mountPath)),
+          }));
+        const refused = checkBatchIds('ids', query.ids, {
+          max: MAX_CONVERSATION_IDS,
+          ...(conversations.acceptsClientIds ? {} : { form: 'uuid' as const }),
+        });
         if (refused) return errAsync(refused);
-        return conversations.getMany(userId, query.ids).map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)));
+        return conversations
+          .getMany(userId, query.ids)
+          .map((list): unknown => list.map((c) => (c ? app(c, userId, mountPath) : null)));
       },
     }),
     defineRoute({
@@ -203,14 +283,16 @@ export function appConversationRoutes(service: AgentConversationService, context
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: AppConversationSchema },
       errors: ConversationServiceErrors.get,
-      handle: ({ userId, params, mountPath }) => conversations.get(userId, params.conversation_id).map((c) => app(c, userId, mountPath)),
+      handle: ({ userId, params, mountPath }) =>
+        conversations.get(userId, params.conversation_id).map((c) => app(c, userId, mountPath)),
     }),
     defineRoute({
       method: 'patch',
       path: '/api/v1/app-conversations/{conversation_id}',
       operationId: 'updateAppConversation',
       summary: 'Change an app conversation',
-      description: 'Its title, whether it is public, its repository, branch and provider: only what the body names changes (null clears it). Nothing runs: a new repository is cloned when the conversation is next started in a new sandbox.',
+      description:
+        'Its title, whether it is public, its repository, branch and provider: only what the body names changes (null clears it). Nothing runs: a new repository is cloned when the conversation is next started in a new sandbox.',
       tags: ['app conversations (V1)'],
       params: conversationIdParams,
       body: AppConversationUpdateRequestSchema,
@@ -232,12 +314,14 @@ export function appConversationRoutes(service: AgentConversationService, context
       path: '/api/v1/app-conversations/{conversation_id}',
       operationId: 'deleteAppConversation',
       summary: 'Delete an app conversation',
-      description: 'As DELETE /api/conversations/{id}: the conversation, its events and start tasks, and its sandbox when no other conversation uses it.',
+      description:
+        'As DELETE /api/conversations/{id}: the conversation, its events and start tasks, and its sandbox when no other conversation uses it.',
       tags: ['app conversations (V1)'],
       params: conversationIdParams,
       success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
       errors: ConversationServiceErrors.delete,
-      handle: ({ userId, params }) => conversations.delete(userId, params.conversation_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        conversations.delete(userId, params.conversation_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'post',
@@ -276,7 +360,11 @@ export function appConversationRoutes(service: AgentConversationService, context
       body: ConfirmationRequestSchema,
       success: { status: 200, description: 'The stored confirmation event.', schema: ConfirmationEventSchema },
       errors: ConversationServiceErrors.respondToConfirmation,
-      handle: ({ userId, params, body }) => conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }),
+      handle: ({ userId, params, body }) =>
+        conversations.respondToConfirmation(userId, params.conversation_id, {
+          accept: body.accept,
+          reason: body.reason ?? null,
+        }),
     }),
     defineRoute({
       method: 'get',
@@ -288,14 +376,20 @@ export function appConversationRoutes(service: AgentConversationService, context
       tags: ['events (V1)'],
       params: conversationIdParams,
       query: z.object({
-        after: eventIdParam.default(0).meta({ description: 'Only events with a greater id (default 0: from the start).' }),
+        after: eventIdParam
+          .default(0)
+          .meta({ description: 'Only events with a greater id (default 0: from the start).' }),
         kind: kindList,
         limit: limitParam,
       }),
       success: { status: 200, description: 'A page of events, oldest first.', schema: EventPageSchema },
       errors: ConversationServiceErrors.searchEvents,
       handle: ({ userId, params, query }) =>
-        conversations.searchEvents(userId, params.conversation_id, { after: query.after, kinds: query.kind ?? null, limit: query.limit }),
+        conversations.searchEvents(userId, params.conversation_id, {
+          after: query.after,
+          kinds: query.kind ?? null,
+          limit: query.limit,
+        }),
     }),
     defineRoute({
       method: 'get',
@@ -303,16 +397,25 @@ export function appConversationRoutes(service: AgentConversationService, context
       operationId: 'streamConversationEvents',
       summary: "Follow a conversation's events (Server-Sent Events)",
       description:
-        'A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host\'s own authentication); keys in the URL are not accepted.',
+        "A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.",
       tags: ['events (V1)'],
       params: conversationIdParams,
       query: z.object({
-        after: eventIdParam.optional().meta({ description: 'Resume after this event id (default 0: from the start). Last-Event-ID wins when both are given.' }),
+        after: eventIdParam.optional().meta({
+          description:
+            'Resume after this event id (default 0: from the start). Last-Event-ID wins when both are given.',
+        }),
       }),
       headers: z.object({
-        'Last-Event-ID': eventIdParam.optional().meta({ description: 'The id of the last event received; the stream resumes after it.' }),
+        'Last-Event-ID': eventIdParam
+          .optional()
+          .meta({ description: 'The id of the last event received; the stream resumes after it.' }),
       }),
-      success: { status: 200, description: 'The event stream; the data of every message is a ConversationEvent.', schema: ConversationEventSchema },
+      success: {
+        status: 200,
+        description: 'The event stream; the data of every message is a ConversationEvent.',
+        schema: ConversationEventSchema,
+      },
       errors: ConversationServiceErrors.subscribeEvents,
       stream: ({ userId, params, query, headers }, send, end, pacing) =>
         openFeed(
@@ -325,7 +428,8 @@ export function appConversationRoutes(service: AgentConversationService, context
             live: (event) => send({ id: event.id, event: event.kind, data: event }),
             end,
             // The client resumes with Last-Event-ID either way.
-            failed: (failure) => (failure.type === 'ClientNotReading' ? pacing.drop('the client took nothing of the replay') : end()),
+            failed: (failure) =>
+              failure.type === 'ClientNotReading' ? pacing.drop('the client took nothing of the replay') : end(),
           },
           pacing,
         ),

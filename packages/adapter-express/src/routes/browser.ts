@@ -17,7 +17,8 @@ export function browserRoutes(context: RouteContext): RouteDefinition[] {
       success: { status: 200, description: 'Signed out.', schema: z.object({ signed_out: z.literal(true) }) },
       errors: [],
       clearsBrowserSession: true,
-      handle: ({ caller }) => ResultAsync.fromSafePromise(context.endBrowserSession(caller)).map(() => ({ signed_out: true as const })),
+      handle: ({ caller }) =>
+        ResultAsync.fromSafePromise(context.endBrowserSession(caller)).map(() => ({ signed_out: true as const })),
     }),
   ];
 }

@@ -101,7 +101,10 @@ function pageAfter<T>(all: readonly T[], keyOf: (item: T) => string, pageId: str
   const rest = after === undefined ? all : all.filter((item) => keyOf(item) > after);
   const items = rest.slice(0, limit);
   const last = items[items.length - 1];
-  return { items, next_page_id: rest.length > limit && last ? Buffer.from(keyOf(last), 'utf8').toString('base64url') : null };
+  return {
+    items,
+    next_page_id: rest.length > limit && last ? Buffer.from(keyOf(last), 'utf8').toString('base64url') : null,
+  };
 }
 
 const fiftyByDefault = limitParam.unwrap().default(50).meta({ description: 'Page size, 1 to 100 (default 50).' });
@@ -120,7 +123,8 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 function modelsOf(names: readonly string[]): (z.infer<typeof LlmModelSchema> & { full: string })[] {
   return [...new Set(names)].sort(byText).map((full) => {
     const slash = full.indexOf('/');
-    const parts = slash > 0 ? { provider: full.slice(0, slash), name: full.slice(slash + 1) } : { provider: null, name: full };
+    const parts =
+      slash > 0 ? { provider: full.slice(0, slash), name: full.slice(slash + 1) } : { provider: null, name: full };
     return { full, ...parts, verified: true, hidden: false, canonical: null };
   });
 }
@@ -145,7 +149,8 @@ export function configRoutesV1(context: RouteContext): RouteDefinition[] {
       path: '/api/v1/config/models/search',
       operationId: 'searchModels',
       summary: 'Search the models offered',
-      description: 'The models of /api/options/models, split into provider and name, sorted by both. Any other model can still be stored in the settings.',
+      description:
+        'The models of /api/options/models, split into provider and name, sorted by both. Any other model can still be stored in the settings.',
       tags: ['options'],
       query: z.object({
         page_id: afterPageId,
@@ -154,7 +159,11 @@ export function configRoutesV1(context: RouteContext): RouteDefinition[] {
         verified__eq: booleanParam,
         provider__eq: z.string().max(200).optional(),
       }),
-      success: { status: 200, description: 'A page of models.', schema: pageOf(LlmModelSchema).meta({ id: 'LLMModelPage' }) },
+      success: {
+        status: 200,
+        description: 'A page of models.',
+        schema: pageOf(LlmModelSchema).meta({ id: 'LLMModelPage' }),
+      },
       errors: [],
       handle: ({ query }) => {
         const needle = query.query?.toLowerCase();
@@ -192,7 +201,11 @@ export function configRoutesV1(context: RouteContext): RouteDefinition[] {
         const providers = [...new Set(modelsOf(context.models()).flatMap((m) => (m.provider ? [m.provider] : [])))]
           .sort()
           .map((name) => ({ name, verified: true }))
-          .filter((p) => (needle === undefined || p.name.toLowerCase().includes(needle)) && (query.verified__eq === undefined || p.verified === query.verified__eq));
+          .filter(
+            (p) =>
+              (needle === undefined || p.name.toLowerCase().includes(needle)) &&
+              (query.verified__eq === undefined || p.verified === query.verified__eq),
+          );
         return okAsync(pageAfter(providers, (p) => p.name, query.page_id, query.limit));
       },
     }),

@@ -28,7 +28,8 @@ const V0MessageRequestSchema = z.strictObject({
 /** V0 conversations: create, list, read, rename, delete, start and stop, messages, events and confirmation. */
 export function conversationRoutesV0(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
-  const info = (c: ConversationOverview, userId: string, mountPath: string) => toConversationInfo(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
+  const info = (c: ConversationOverview, userId: string, mountPath: string) =>
+    toConversationInfo(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',
@@ -69,7 +70,9 @@ export function conversationRoutesV0(service: AgentConversationService, context:
             {
               ...(query.selected_repository !== undefined ? { selected_repository: query.selected_repository } : {}),
               ...(query.conversation_trigger !== undefined ? { trigger: query.conversation_trigger } : {}),
-              ...(query.include_sub_conversations !== undefined ? { include_sub_conversations: query.include_sub_conversations } : {}),
+              ...(query.include_sub_conversations !== undefined
+                ? { include_sub_conversations: query.include_sub_conversations }
+                : {}),
             },
             page,
           ),
@@ -84,7 +87,8 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation.', schema: ConversationInfoSchema },
       errors: ConversationServiceErrors.get,
-      handle: ({ userId, params, mountPath }) => conversations.get(userId, params.conversation_id).map((c) => info(c, userId, mountPath)),
+      handle: ({ userId, params, mountPath }) =>
+        conversations.get(userId, params.conversation_id).map((c) => info(c, userId, mountPath)),
     }),
     defineRoute({
       method: 'delete',
@@ -103,14 +107,20 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       path: '/api/conversations/{conversation_id}/start',
       operationId: 'startConversation',
       summary: 'Start a stopped conversation',
-      description: 'Resumes its sandbox (or starts a new one if it was lost) and brings the conversation back to RUNNING.',
+      description:
+        'Resumes its sandbox (or starts a new one if it was lost) and brings the conversation back to RUNNING.',
       tags: ['conversations (V0)'],
       params: conversationIdParams,
       body: z.object({ providers_set: z.array(z.string()).nullable().optional() }).optional(),
       bodyRequired: false,
-      success: { status: 200, description: 'The conversation is starting or already running.', schema: ConversationStatusResponseSchema },
+      success: {
+        status: 200,
+        description: 'The conversation is starting or already running.',
+        schema: ConversationStatusResponseSchema,
+      },
       errors: ConversationServiceErrors.start,
-      handle: ({ userId, params }) => conversations.start(userId, params.conversation_id).map(toConversationStatusResponse),
+      handle: ({ userId, params }) =>
+        conversations.start(userId, params.conversation_id).map(toConversationStatusResponse),
     }),
     defineRoute({
       method: 'post',
@@ -122,7 +132,8 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       params: conversationIdParams,
       success: { status: 200, description: 'The conversation is stopped.', schema: ConversationStatusResponseSchema },
       errors: ConversationServiceErrors.stop,
-      handle: ({ userId, params }) => conversations.stop(userId, params.conversation_id).map(toConversationStatusResponse),
+      handle: ({ userId, params }) =>
+        conversations.stop(userId, params.conversation_id).map(toConversationStatusResponse),
     }),
     defineRoute({
       method: 'post',
@@ -138,7 +149,11 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       errors: ConversationServiceErrors.sendMessage,
       handle: ({ userId, params, body }) =>
         conversations
-          .sendMessage(userId, params.conversation_id, { role: 'user', content: [{ type: 'text', text: body.message }], run: true })
+          .sendMessage(userId, params.conversation_id, {
+            role: 'user',
+            content: [{ type: 'text', text: body.message }],
+            run: true,
+          })
           .map(() => ({ success: true as const })),
     }),
 
@@ -155,7 +170,9 @@ export function conversationRoutesV0(service: AgentConversationService, context:
       success: { status: 200, description: 'The decision is recorded.', schema: SuccessSchema },
       errors: ConversationServiceErrors.respondToConfirmation,
       handle: ({ userId, params, body }) =>
-        conversations.respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null }).map(() => ({ success: true as const })),
+        conversations
+          .respondToConfirmation(userId, params.conversation_id, { accept: body.accept, reason: body.reason ?? null })
+          .map(() => ({ success: true as const })),
     }),
   ];
 }

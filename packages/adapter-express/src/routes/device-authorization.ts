@@ -63,7 +63,10 @@ export function deviceAuthorizationRoutes(service: AgentConversationService, con
       body: DeviceTokenRequestSchema,
       success: { status: 200, description: 'The key.', schema: DeviceTokenResponseSchema },
       errors: DeviceAuthorizationErrors.poll,
-      handle: ({ body }) => deviceAuthorization.poll(body.device_code).map(({ access_token }) => ({ access_token, token_type: 'Bearer' as const, expires_in: null })),
+      handle: ({ body }) =>
+        deviceAuthorization
+          .poll(body.device_code)
+          .map(({ access_token }) => ({ access_token, token_type: 'Bearer' as const, expires_in: null })),
     }),
     defineRoute({
       method: 'get',

@@ -32,16 +32,28 @@ const limit = (defaultValue: number) =>
     .default(defaultValue)
     .meta({ description: `Page size, 1 to 100 (default ${defaultValue}).` });
 
-const provider = z.enum(GIT_PROVIDER_TYPES).meta({ description: 'The git provider to ask (github and gitlab are served; a token for it must be stored).' });
+const provider = z
+  .enum(GIT_PROVIDER_TYPES)
+  .meta({ description: 'The git provider to ask (github and gitlab are served; a token for it must be stored).' });
 
 const InstallationsQuery = z.object({ provider, page_id: gitPageId(0), limit: limit(100) });
 const RepositoriesQuery = z.object({
   provider,
-  query: z.string().max(256).optional().meta({ description: 'Part of a name, `owner/part of a name`, or a repository URL on the provider. Without it: your repositories, most recently pushed first.' }),
-  installation_id: z.string().min(1).max(64).optional().meta({ description: 'GitHub: only the repositories of this GitHub App installation (see installations/search).' }),
+  query: z.string().max(256).optional().meta({
+    description:
+      'Part of a name, `owner/part of a name`, or a repository URL on the provider. Without it: your repositories, most recently pushed first.',
+  }),
+  installation_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .meta({ description: 'GitHub: only the repositories of this GitHub App installation (see installations/search).' }),
   page_id: gitPageId(1),
   limit: limit(100),
-  sort_order: RepositorySortOrderSchema.optional().meta({ description: 'Searches only (with query); default stars-desc. GitLab cannot sort by forks.' }),
+  sort_order: RepositorySortOrderSchema.optional().meta({
+    description: 'Searches only (with query); default stars-desc. GitLab cannot sort by forks.',
+  }),
 });
 const BranchesQuery = z.object({
   provider,
@@ -57,9 +69,10 @@ const BranchesQuery = z.object({
 });
 const SuggestedTasksQuery = z.object({ page_id: gitPageId(1), limit: limit(30) });
 
-const NO_PROVIDER = "403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers).";
+const NO_PROVIDER =
+  '403 GIT_PROVIDER_NOT_CONNECTED when the user has no provider token (or none for the provider asked about; store one with POST /api/add-git-providers).';
 const PROVIDER_ERRORS =
-  'A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API\'s own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider\'s own words, never the token.';
+  "A token the provider refuses is 403 GIT_PROVIDER_TOKEN_INVALID (not 401: that is for this API's own key); its rate limit 429; a provider that fails, 502; a request it refuses, 400 GIT_PROVIDER_REJECTED_REQUEST. Messages carry the provider's own words, never the token.";
 
 /**
  * The user's git providers as the OpenHands UI browses them (OpenHands 1.x `/api/v1/git/*` and
@@ -78,7 +91,8 @@ export function gitRoutes(service: AgentConversationService): RouteDefinition[] 
       query: InstallationsQuery,
       success: { status: 200, description: 'A page of installation ids.', schema: InstallationPageSchema },
       errors: GitServiceErrors.searchInstallations,
-      handle: ({ userId, query }) => git.searchInstallations(userId, { provider: query.provider, offset: query.page_id ?? 0, limit: query.limit }),
+      handle: ({ userId, query }) =>
+        git.searchInstallations(userId, { provider: query.provider, offset: query.page_id ?? 0, limit: query.limit }),
     }),
     defineRoute({
       method: 'get',
@@ -111,13 +125,19 @@ export function gitRoutes(service: AgentConversationService): RouteDefinition[] 
       success: { status: 200, description: 'A page of branches.', schema: BranchPageSchema },
       errors: GitServiceErrors.searchBranches,
       handle: ({ userId, query }) =>
-        git.searchBranches(userId, { provider: query.provider, repository: query.repository, query: query.query, page: query.page_id ?? 1, limit: query.limit }),
+        git.searchBranches(userId, {
+          provider: query.provider,
+          repository: query.repository,
+          query: query.query,
+          page: query.page_id ?? 1,
+          limit: query.limit,
+        }),
     }),
     defineRoute({
       method: 'get',
       path: '/api/v1/git/suggested-tasks/search',
       operationId: 'searchGitSuggestedTasks',
-      summary: 'Suggest tasks from the user\'s pull requests and issues',
+      summary: "Suggest tasks from the user's pull requests and issues",
       description: `From every connected provider: the user's open pull/merge requests with merge conflicts, failing checks or review comments to answer, then open issues assigned to them. A provider that fails is left out unless every one fails. ${NO_PROVIDER} ${PROVIDER_ERRORS}`,
       tags: ['git'],
       query: SuggestedTasksQuery,

@@ -1,4 +1,9 @@
-import { ConversationServiceErrors, MAX_PENDING_MESSAGES, WorkspaceServiceErrors, type AgentConversationService } from '@acs/core';
+import {
+  ConversationServiceErrors,
+  MAX_PENDING_MESSAGES,
+  WorkspaceServiceErrors,
+  type AgentConversationService,
+} from '@acs/core';
 import { SendMessageRequestSchema } from '@acs/core/schemas';
 import { errAsync } from 'neverthrow';
 import { z } from 'zod';
@@ -10,9 +15,18 @@ import { CountSchema } from './shared.js';
 
 /** An OpenHands SDK event (a member of the 1.11 `Event` union, told apart by `kind`). */
 const SdkEventSchema = z
-  .object({ id: z.string(), kind: z.string(), timestamp: z.string(), source: z.enum(['agent', 'user', 'environment', 'hook']) })
+  .object({
+    id: z.string(),
+    kind: z.string(),
+    timestamp: z.string(),
+    source: z.enum(['agent', 'user', 'environment', 'hook']),
+  })
   .catchall(z.unknown())
-  .meta({ id: 'SdkEvent', description: "An OpenHands SDK event; `id` is our event's id, so it is the same here, in /events/stream and on the agent-server socket." });
+  .meta({
+    id: 'SdkEvent',
+    description:
+      "An OpenHands SDK event; `id` is our event's id, so it is the same here, in /events/stream and on the agent-server socket.",
+  });
 
 const frameFilterQuery = {
   kind__eq: z.enum(SDK_EVENT_KINDS).optional().meta({ description: 'Only events of this kind.' }),
@@ -20,7 +34,11 @@ const frameFilterQuery = {
   timestamp__lt: timestampParam,
 };
 
-const toFrameFilter = (q: { kind__eq?: string | undefined; timestamp__gte?: string | undefined; timestamp__lt?: string | undefined }) => ({
+const toFrameFilter = (q: {
+  kind__eq?: string | undefined;
+  timestamp__gte?: string | undefined;
+  timestamp__lt?: string | undefined;
+}) => ({
   kind: q.kind__eq,
   timestamp_gte: q.timestamp__gte,
   timestamp_lt: q.timestamp__lt,
@@ -56,7 +74,8 @@ const skillCursor = {
   },
 };
 
-const skillOrder = (a: SkillInfo, b: SkillInfo) => (a.source === b.source ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.source < b.source ? -1 : 1);
+const skillOrder = (a: SkillInfo, b: SkillInfo) =>
+  a.source === b.source ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.source < b.source ? -1 : 1;
 
 /**
  * The OpenHands 1.11 routes beside app conversations: a conversation's events as SDK events
@@ -82,7 +101,11 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
         page_id: eventIdParam.optional().meta({ description: "The previous page's next_page_id." }),
         limit: limitParam,
       }),
-      success: { status: 200, description: 'A page of events.', schema: z.object({ items: z.array(SdkEventSchema), next_page_id: z.string().nullable() }) },
+      success: {
+        status: 200,
+        description: 'A page of events.',
+        schema: z.object({ items: z.array(SdkEventSchema), next_page_id: z.string().nullable() }),
+      },
       errors: ConversationServiceErrors.searchEvents,
       handle: ({ userId, params, query }) =>
         framePage(service, userId, params.conversation_id, {
@@ -113,7 +136,11 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
       tags: eventTags,
       params: conversationIdParams,
       query: z.object({ id: batchIdList(z.string().meta({ pattern: '^[0-9]{1,10}$' })) }),
-      success: { status: 200, description: 'In the order asked; null where there is no such event.', schema: z.array(SdkEventSchema.nullable()) },
+      success: {
+        status: 200,
+        description: 'In the order asked; null where there is no such event.',
+        schema: z.array(SdkEventSchema.nullable()),
+      },
       errors: ['InvalidIds', ...ConversationServiceErrors.searchEvents],
       handle: ({ userId, params, query }) => {
         const refused = checkBatchIds('id', query.id, { max: 100, form: 'digits' });
@@ -128,7 +155,10 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
       description: `The conversation is its id, or \`task-<start task id>\` before the client knows it. The message goes into its log at once, and its agent acts on it as soon as it runs (as send-message with run: true). 429 TOO_MANY_PENDING_MESSAGES when ${MAX_PENDING_MESSAGES} user messages already wait for the agent.`,
       tags: eventTags,
       params: conversationIdParams,
-      body: z.object({ role: SendMessageRequestSchema.shape.role, content: SendMessageRequestSchema.shape.content.min(1, 'give at least one text or image part') }),
+      body: z.object({
+        role: SendMessageRequestSchema.shape.role,
+        content: SendMessageRequestSchema.shape.content.min(1, 'give at least one text or image part'),
+      }),
       success: { status: 201, description: 'Queued.', schema: PendingMessageResponseSchema },
       errors: ConversationServiceErrors.queueMessage,
       handle: ({ userId, params, body }) =>
@@ -142,23 +172,34 @@ export function openHandsV1Routes(service: AgentConversationService): RouteDefin
       operationId: 'searchSkills',
       summary: "The skills your conversations' repositories give",
       description:
-        "The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every stored conversation of yours is read for it (no sandbox is asked), so it costs as much as you have conversations.",
+        'The guidance files the agent found in the repositories of your conversations (always-on instructions and knowledge files), one per repository and name, sorted by repository then name. There are no global or user skills here. Every stored conversation of yours is read for it (no sandbox is asked), so it costs as much as you have conversations.',
       tags: ['skills (V1)'],
       query: z.object({
         page_id: z
           .string()
-          .regex(/^[A-Za-z0-9_-]{1,1024}$/, "is not a page id; use next_page_id from the previous page")
+          .regex(/^[A-Za-z0-9_-]{1,1024}$/, 'is not a page id; use next_page_id from the previous page')
           .optional()
           .meta({ description: "The previous page's next_page_id." }),
         limit: limitParam,
       }),
-      success: { status: 200, description: 'A page of skills.', schema: z.object({ items: z.array(SkillInfoSchema), next_page_id: z.string().nullable() }) },
+      success: {
+        status: 200,
+        description: 'A page of skills.',
+        schema: z.object({ items: z.array(SkillInfoSchema), next_page_id: z.string().nullable() }),
+      },
       errors: WorkspaceServiceErrors.repositorySkills,
       handle: ({ userId, query }) => {
         const after = query.page_id === undefined ? null : skillCursor.decode(query.page_id);
         return service.workspace.repositorySkills(userId).map((found) => {
-          const skills = found.map((s): SkillInfo => ({ name: s.name, type: s.type, source: s.repository, triggers: s.type === 'knowledge' ? s.triggers : null }));
-          const rest = after ? skills.filter((s) => skillOrder(s, { source: after[0], name: after[1], type: '', triggers: null }) > 0) : skills;
+          const skills = found.map((s): SkillInfo => ({
+            name: s.name,
+            type: s.type,
+            source: s.repository,
+            triggers: s.type === 'knowledge' ? s.triggers : null,
+          }));
+          const rest = after
+            ? skills.filter((s) => skillOrder(s, { source: after[0], name: after[1], type: '', triggers: null }) > 0)
+            : skills;
           const items = rest.slice(0, query.limit);
           return { items, next_page_id: rest.length > query.limit ? skillCursor.encode(items.at(-1)!) : null };
         });

@@ -16,7 +16,13 @@ const UI_CONFIG = {
   GITHUB_CLIENT_ID: '',
   POSTHOG_CLIENT_KEY: '',
   PROVIDERS_CONFIGURED: [],
-  FEATURE_FLAGS: { ENABLE_BILLING: false, HIDE_LLM_SETTINGS: false, ENABLE_JIRA: false, ENABLE_JIRA_DC: false, ENABLE_LINEAR: false },
+  FEATURE_FLAGS: {
+    ENABLE_BILLING: false,
+    HIDE_LLM_SETTINGS: false,
+    ENABLE_JIRA: false,
+    ENABLE_JIRA_DC: false,
+    ENABLE_LINEAR: false,
+  },
 } as const;
 
 const UiConfigSchema = z
@@ -37,7 +43,8 @@ export function optionRoutes(context: RouteContext): RouteDefinition[] {
       path: '/api/options/config',
       operationId: 'getUiConfig',
       summary: 'Web UI configuration',
-      description: 'The OpenHands UI reads this first: OSS mode (no login page, no billing, no analytics). Open: it holds nothing secret, and the UI asks before it knows whether the browser is signed in.',
+      description:
+        'The OpenHands UI reads this first: OSS mode (no login page, no billing, no analytics). Open: it holds nothing secret, and the UI asks before it knows whether the browser is signed in.',
       tags: ['options'],
       authenticated: false,
       success: { status: 200, description: 'The UI configuration.', schema: UiConfigSchema },

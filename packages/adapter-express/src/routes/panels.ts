@@ -1,4 +1,9 @@
-import { ConversationServiceErrors, WorkspaceServiceErrors, type AgentConversationService, type GitChange } from '@acs/core';
+import {
+  ConversationServiceErrors,
+  WorkspaceServiceErrors,
+  type AgentConversationService,
+  type GitChange,
+} from '@acs/core';
 import type { Caller } from '../auth/caller.js';
 import { z } from 'zod';
 import { readWholeLog } from '../realtime/feed.js';
@@ -6,12 +11,20 @@ import { V0EventTranslator } from '../realtime/v0-events.js';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { conversationIdParams, pathSegment } from './params.js';
 
-const GitChangeSchema = z.object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() }).meta({ id: 'GitChange' });
+const GitChangeSchema = z
+  .object({ status: z.enum(['M', 'A', 'D', 'R', 'U']), path: z.string() })
+  .meta({ id: 'GitChange' });
 export const GitDiffSchema = z.object({ original: z.string(), modified: z.string() }).meta({ id: 'GitDiff' });
 
 /** A change as the agent-server names it (what OpenHands V1 clients read). */
-export const AgentServerGitChangeSchema = z.object({ status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']), path: z.string() });
-export const toAgentServerChange = (c: GitChange) => ({ status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status], path: c.path });
+export const AgentServerGitChangeSchema = z.object({
+  status: z.enum(['ADDED', 'UPDATED', 'DELETED', 'MOVED']),
+  path: z.string(),
+});
+export const toAgentServerChange = (c: GitChange) => ({
+  status: ({ A: 'ADDED', D: 'DELETED', R: 'MOVED', M: 'UPDATED', U: 'UPDATED' } as const)[c.status],
+  path: c.path,
+});
 
 /**
  * A path as the agent-server lays the workspace out (`/workspace/project[/<repository>]/<file>`),
@@ -55,7 +68,8 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       body: z.strictObject({ title: z.string().trim().min(1).max(200) }),
       success: { status: 200, description: 'Renamed.', schema: z.literal(true) },
       errors: ConversationServiceErrors.rename,
-      handle: ({ userId, params, body }) => conversations.rename(userId, params.conversation_id, body.title).map(() => true as const),
+      handle: ({ userId, params, body }) =>
+        conversations.rename(userId, params.conversation_id, body.title).map(() => true as const),
     }),
     defineRoute({
       ...inConversation,
@@ -63,9 +77,16 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       path: '/api/conversations/{conversation_id}/config',
       operationId: 'getConversationConfig',
       summary: 'Which sandbox the conversation runs in',
-      success: { status: 200, description: 'Its ids.', schema: z.object({ runtime_id: z.string().nullable(), session_id: z.string() }) },
+      success: {
+        status: 200,
+        description: 'Its ids.',
+        schema: z.object({ runtime_id: z.string().nullable(), session_id: z.string() }),
+      },
       errors: WorkspaceServiceErrors.describe,
-      handle: ({ userId, params }) => workspace.describe(userId, params.conversation_id).map((w) => ({ runtime_id: w.sandbox_id, session_id: w.conversation_id })),
+      handle: ({ userId, params }) =>
+        workspace
+          .describe(userId, params.conversation_id)
+          .map((w) => ({ runtime_id: w.sandbox_id, session_id: w.conversation_id })),
     }),
     defineRoute({
       ...inConversation,
@@ -73,7 +94,8 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       path: '/api/conversations/{conversation_id}/list-files',
       operationId: 'listConversationFiles',
       summary: "List a directory of the conversation's workspace",
-      description: 'Paths relative to the working directory (the repository clone, if any); directories end with `/`. 409 when the sandbox is not running.',
+      description:
+        'Paths relative to the working directory (the repository clone, if any); directories end with `/`. 409 when the sandbox is not running.',
       query: z.object({ path: filePath.optional() }),
       success: { status: 200, description: 'The entries.', schema: z.array(z.string()) },
       errors: WorkspaceServiceErrors.listFiles,
@@ -88,7 +110,8 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       query: z.object({ file: filePath }),
       success: { status: 200, description: 'Its text (at most 1 MiB shown).', schema: z.object({ code: z.string() }) },
       errors: WorkspaceServiceErrors.readFile,
-      handle: ({ userId, params, query }) => workspace.readFile(userId, params.conversation_id, query.file).map((code) => ({ code })),
+      handle: ({ userId, params, query }) =>
+        workspace.readFile(userId, params.conversation_id, query.file).map((code) => ({ code })),
     }),
     defineRoute({
       ...inConversation,
@@ -118,8 +141,13 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       path: '/api/conversations/{conversation_id}/trajectory',
       operationId: 'getConversationTrajectory',
       summary: 'The whole conversation as V0 events',
-      description: 'What the V0 realtime channel sends, from the first event: a trajectory the UI can download (and `replay_json` can replay).',
-      success: { status: 200, description: 'The events.', schema: z.object({ trajectory: z.array(z.record(z.string(), z.unknown())) }) },
+      description:
+        'What the V0 realtime channel sends, from the first event: a trajectory the UI can download (and `replay_json` can replay).',
+      success: {
+        status: 200,
+        description: 'The events.',
+        schema: z.object({ trajectory: z.array(z.record(z.string(), z.unknown())) }),
+      },
       errors: ConversationServiceErrors.searchEvents,
       handle: ({ userId, params }) =>
         readWholeLog(service, userId, params.conversation_id).map((events) => {
@@ -137,11 +165,23 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
         status: 200,
         description: 'Always-on instructions (repo) and knowledge files with their triggers.',
         schema: z.object({
-          microagents: z.array(z.object({ name: z.string(), type: z.enum(['repo', 'knowledge']), content: z.string(), triggers: z.array(z.string()), inputs: z.array(z.unknown()), tools: z.array(z.string()) })),
+          microagents: z.array(
+            z.object({
+              name: z.string(),
+              type: z.enum(['repo', 'knowledge']),
+              content: z.string(),
+              triggers: z.array(z.string()),
+              inputs: z.array(z.unknown()),
+              tools: z.array(z.string()),
+            }),
+          ),
         }),
       },
       errors: WorkspaceServiceErrors.describe,
-      handle: ({ userId, params }) => workspace.describe(userId, params.conversation_id).map((w) => ({ microagents: w.microagents.map((m) => ({ ...m, inputs: [], tools: [] })) })),
+      handle: ({ userId, params }) =>
+        workspace
+          .describe(userId, params.conversation_id)
+          .map((w) => ({ microagents: w.microagents.map((m) => ({ ...m, inputs: [], tools: [] })) })),
     }),
     defineRoute({
       ...inConversation,
@@ -162,21 +202,24 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       summary: 'The VS Code URL of the sandbox (none)',
       success: { status: 200, description: 'No VS Code here.', schema: z.object({ vscode_url: z.null() }) },
       errors: ConversationServiceErrors.get,
-      handle: ({ userId, params }) => conversations.get(userId, params.conversation_id).map(() => ({ vscode_url: null })),
+      handle: ({ userId, params }) =>
+        conversations.get(userId, params.conversation_id).map(() => ({ vscode_url: null })),
     }),
     defineRoute({
       method: 'get',
       path: '/api/git/changes/{path}',
       operationId: 'getGitChangesV1',
       summary: "What changed in the repository of the key's conversation (agent-server form)",
-      description: "With the conversation's own key. Statuses as the agent-server names them (ADDED, UPDATED, DELETED, MOVED).",
+      description:
+        "With the conversation's own key. Statuses as the agent-server names them (ADDED, UPDATED, DELETED, MOVED).",
       tags: TAGS,
       params: z.object({ path: pathSegment(4096) }),
       success: { status: 200, description: 'The changes.', schema: z.array(AgentServerGitChangeSchema) },
       errors: WorkspaceServiceErrors.gitChanges,
       conversationKeyOnly: true,
       conversationScope: ({ caller }) => caller.conversationId,
-      handle: ({ userId, caller }) => workspace.gitChanges(userId, keyConversation(caller)).map((changes) => changes.map(toAgentServerChange)),
+      handle: ({ userId, caller }) =>
+        workspace.gitChanges(userId, keyConversation(caller)).map((changes) => changes.map(toAgentServerChange)),
     }),
     defineRoute({
       method: 'get',
@@ -192,7 +235,9 @@ export function panelRoutes(service: AgentConversationService): RouteDefinition[
       handle: ({ userId, caller, params }) => {
         const id = keyConversation(caller);
         // The UI names files as the agent-server lays them out: /workspace/project[/<repository>]/<file>.
-        return workspace.describe(userId, id).andThen((w) => workspace.gitDiff(userId, id, projectRelative(params.path, w.repository)));
+        return workspace
+          .describe(userId, id)
+          .andThen((w) => workspace.gitDiff(userId, id, projectRelative(params.path, w.repository)));
       },
     }),
   ];

@@ -28,7 +28,11 @@ export function sandboxSpecRoutes(service: AgentConversationService): RouteDefin
       summary: 'Get sandbox specs by id',
       tags: ['sandbox specs (V1)'],
       query: z.object({ id: idList }),
-      success: { status: 200, description: 'In the order asked; null where there is no such spec.', schema: z.array(SandboxSpecSchema.nullable()) },
+      success: {
+        status: 200,
+        description: 'In the order asked; null where there is no such spec.',
+        schema: z.array(SandboxSpecSchema.nullable()),
+      },
       errors: SandboxSpecServiceErrors.getMany,
       handle: ({ query }) => sandboxSpecs.getMany(query.id),
     }),

@@ -18,7 +18,14 @@ const sandboxIdParams = recordPathParams(z.object({ sandbox_id: pathSegment(128)
  */
 function publicSandbox(info: SandboxInfo, input: { origin: string }, baseHost: string | null): SandboxInfo {
   if (!info.exposed_urls) return info;
-  return { ...info, exposed_urls: info.exposed_urls.map((u) => ({ name: u.name, url: exposedUrlOf(info.id, u.name, input.origin, baseHost), port: u.port })) };
+  return {
+    ...info,
+    exposed_urls: info.exposed_urls.map((u) => ({
+      name: u.name,
+      url: exposedUrlOf(info.id, u.name, input.origin, baseHost),
+      port: u.port,
+    })),
+  };
 }
 
 /** V1 sandboxes: start, search, read, pause, resume, delete. */
@@ -35,7 +42,11 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       query: pagingQuery,
       success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
       errors: SandboxServiceErrors.search,
-      handle: (input) => paged(input.query, (page) => sandboxes.search(input.userId, page)).map((p) => ({ ...p, items: p.items.map((i) => publicOf(i, input)) })),
+      handle: (input) =>
+        paged(input.query, (page) => sandboxes.search(input.userId, page)).map((p) => ({
+          ...p,
+          items: p.items.map((i) => publicOf(i, input)),
+        })),
     }),
     defineRoute({
       method: 'get',
@@ -44,9 +55,14 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       summary: 'Get sandboxes by id',
       tags: ['sandboxes (V1)'],
       query: z.object({ id: idList }),
-      success: { status: 200, description: 'In the order asked; null where there is no such sandbox.', schema: z.array(SandboxInfoSchema.nullable()) },
+      success: {
+        status: 200,
+        description: 'In the order asked; null where there is no such sandbox.',
+        schema: z.array(SandboxInfoSchema.nullable()),
+      },
       errors: SandboxServiceErrors.getMany,
-      handle: (input) => sandboxes.getMany(input.userId, input.query.id).map((list) => list.map((i) => (i ? publicOf(i, input) : null))),
+      handle: (input) =>
+        sandboxes.getMany(input.userId, input.query.id).map((list) => list.map((i) => (i ? publicOf(i, input) : null))),
     }),
     defineRoute({
       method: 'post',
@@ -61,7 +77,10 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       bodyRequired: false,
       success: { status: 200, description: 'The new sandbox.', schema: SandboxInfoSchema },
       errors: SandboxServiceErrors.start,
-      handle: (input) => sandboxes.start(input.userId, input.body?.sandbox_spec_id ?? input.query.sandbox_spec_id ?? null).map((i) => publicOf(i, input)),
+      handle: (input) =>
+        sandboxes
+          .start(input.userId, input.body?.sandbox_spec_id ?? input.query.sandbox_spec_id ?? null)
+          .map((i) => publicOf(i, input)),
     }),
     defineRoute({
       method: 'delete',
@@ -83,7 +102,11 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       summary: 'Get a sandbox',
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
-      success: { status: 200, description: 'The sandbox, with its status as the runtime reports it now.', schema: SandboxInfoSchema },
+      success: {
+        status: 200,
+        description: 'The sandbox, with its status as the runtime reports it now.',
+        schema: SandboxInfoSchema,
+      },
       errors: SandboxServiceErrors.get,
       handle: (input) => sandboxes.get(input.userId, input.params.sandbox_id).map((i) => publicOf(i, input)),
     }),
@@ -95,34 +118,41 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       description: 'Removes it from the runtime; conversations in it become STOPPED.',
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
-      query: z.object({ sandbox_id: z.string().optional().meta({ description: 'Accepted for compatibility; the path decides.' }) }),
+      query: z.object({
+        sandbox_id: z.string().optional().meta({ description: 'Accepted for compatibility; the path decides.' }),
+      }),
       success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
       errors: SandboxServiceErrors.delete,
-      handle: ({ userId, params }) => sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'post',
       path: '/api/v1/sandboxes/{sandbox_id}/pause',
       operationId: 'pauseSandbox',
       summary: 'Pause a sandbox',
-      description: 'Idempotent: pausing a paused sandbox succeeds. 409 when its state forbids it (starting, in error, missing, deleted).',
+      description:
+        'Idempotent: pausing a paused sandbox succeeds. 409 when its state forbids it (starting, in error, missing, deleted).',
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
       success: { status: 200, description: 'Paused.', schema: SuccessSchema },
       errors: SandboxServiceErrors.pause,
-      handle: ({ userId, params }) => sandboxes.pause(userId, params.sandbox_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        sandboxes.pause(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
     defineRoute({
       method: 'post',
       path: '/api/v1/sandboxes/{sandbox_id}/resume',
       operationId: 'resumeSandbox',
       summary: 'Resume a sandbox',
-      description: 'Idempotent: resuming a running sandbox succeeds. 409 when its state forbids it (in error, missing, deleted).',
+      description:
+        'Idempotent: resuming a running sandbox succeeds. 409 when its state forbids it (in error, missing, deleted).',
       tags: ['sandboxes (V1)'],
       params: sandboxIdParams,
       success: { status: 200, description: 'Resumed (it may show STARTING briefly).', schema: SuccessSchema },
       errors: SandboxServiceErrors.resume,
-      handle: ({ userId, params }) => sandboxes.resume(userId, params.sandbox_id).map(() => ({ success: true as const })),
+      handle: ({ userId, params }) =>
+        sandboxes.resume(userId, params.sandbox_id).map(() => ({ success: true as const })),
     }),
   ];
 }

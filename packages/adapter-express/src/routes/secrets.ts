@@ -1,11 +1,19 @@
 import { SettingsServiceErrors, type AgentConversationService } from '@acs/core';
-import { CustomSecretCreateSchema, CustomSecretInfoSchema, CustomSecretUpdateSchema, ProviderTokensInputSchema } from '@acs/core/schemas';
+import {
+  CustomSecretCreateSchema,
+  CustomSecretInfoSchema,
+  CustomSecretUpdateSchema,
+  ProviderTokensInputSchema,
+} from '@acs/core/schemas';
 import { z } from 'zod';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
 import { pathSegment } from './params.js';
 
 const MessageSchema = z.object({ message: z.string() });
-const secretPath = recordPathParams(z.object({ secret_id: pathSegment(128) }), 'SecretNotFound', (p) => ({ type: 'SecretNotFound', name: p.secret_id ?? '' }));
+const secretPath = recordPathParams(z.object({ secret_id: pathSegment(128) }), 'SecretNotFound', (p) => ({
+  type: 'SecretNotFound',
+  name: p.secret_id ?? '',
+}));
 
 /**
  * The user's custom secrets (made available to their agents) and git provider tokens, as the
@@ -22,7 +30,11 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       summary: "List the user's custom secrets",
       description: 'Names and descriptions, never values.',
       tags: ['secrets'],
-      success: { status: 200, description: 'The secrets.', schema: z.object({ custom_secrets: z.array(CustomSecretInfoSchema) }) },
+      success: {
+        status: 200,
+        description: 'The secrets.',
+        schema: z.object({ custom_secrets: z.array(CustomSecretInfoSchema) }),
+      },
       errors: SettingsServiceErrors.listSecrets,
       handle: ({ userId }) => settings.listSecrets(userId).map((custom_secrets) => ({ custom_secrets })),
     }),
@@ -31,12 +43,14 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       path: '/api/secrets',
       operationId: 'createSecret',
       summary: 'Add a custom secret',
-      description: '409 SECRET_NAME_TAKEN when the user has a secret of that name (change it with PUT, or delete it first).',
+      description:
+        '409 SECRET_NAME_TAKEN when the user has a secret of that name (change it with PUT, or delete it first).',
       tags: ['secrets'],
       body: CustomSecretCreateSchema,
       success: { status: 200, description: 'Stored.', schema: MessageSchema },
       errors: SettingsServiceErrors.createSecret,
-      handle: ({ userId, body }) => settings.createSecret(userId, body).map(() => ({ message: 'Secret created successfully' })),
+      handle: ({ userId, body }) =>
+        settings.createSecret(userId, body).map(() => ({ message: 'Secret created successfully' })),
     }),
     defineRoute({
       method: 'put',
@@ -49,7 +63,8 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       body: CustomSecretUpdateSchema,
       success: { status: 200, description: 'Updated.', schema: MessageSchema },
       errors: SettingsServiceErrors.updateSecret,
-      handle: ({ userId, params, body }) => settings.updateSecret(userId, params.secret_id, body).map(() => ({ message: 'Secret updated successfully' })),
+      handle: ({ userId, params, body }) =>
+        settings.updateSecret(userId, params.secret_id, body).map(() => ({ message: 'Secret updated successfully' })),
     }),
     defineRoute({
       method: 'delete',
@@ -60,7 +75,8 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       params: secretPath,
       success: { status: 200, description: 'Deleted.', schema: MessageSchema },
       errors: SettingsServiceErrors.deleteSecret,
-      handle: ({ userId, params }) => settings.deleteSecret(userId, params.secret_id).map(() => ({ message: 'Secret deleted successfully' })),
+      handle: ({ userId, params }) =>
+        settings.deleteSecret(userId, params.secret_id).map(() => ({ message: 'Secret deleted successfully' })),
     }),
     defineRoute({
       method: 'post',
@@ -73,7 +89,8 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       body: ProviderTokensInputSchema,
       success: { status: 200, description: 'Stored.', schema: MessageSchema },
       errors: SettingsServiceErrors.setProviderTokens,
-      handle: ({ userId, body }) => settings.setProviderTokens(userId, body).map(() => ({ message: 'Git providers stored' })),
+      handle: ({ userId, body }) =>
+        settings.setProviderTokens(userId, body).map(() => ({ message: 'Git providers stored' })),
     }),
     defineRoute({
       method: 'post',
@@ -83,7 +100,8 @@ export function secretRoutes(service: AgentConversationService): RouteDefinition
       tags: ['secrets'],
       success: { status: 200, description: 'Removed.', schema: MessageSchema },
       errors: SettingsServiceErrors.unsetProviderTokens,
-      handle: ({ userId }) => settings.unsetProviderTokens(userId).map(() => ({ message: 'Unset Git provider tokens' })),
+      handle: ({ userId }) =>
+        settings.unsetProviderTokens(userId).map(() => ({ message: 'Unset Git provider tokens' })),
     }),
   ];
 }

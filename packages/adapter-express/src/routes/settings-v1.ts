@@ -4,7 +4,13 @@ import { z } from 'zod';
 import { defineRoute, type RouteDefinition } from '../route.js';
 import { agentSettingsSchema, conversationSettingsSchema, SettingsSchemaSchema } from '../views/settings-schema.js';
 import { toV1Settings, V1SettingsSchema, profileConfigView } from '../views/settings-v1.js';
-import { profileInputOf, profileName, SaveProfileBodySchema, toSettingsChange, V1SettingsUpdateSchema } from '../views/settings-v1-input.js';
+import {
+  profileInputOf,
+  profileName,
+  SaveProfileBodySchema,
+  toSettingsChange,
+  V1SettingsUpdateSchema,
+} from '../views/settings-v1-input.js';
 import { conversationIdParams } from './params.js';
 import { MessageSchema, SuccessSchema } from './shared.js';
 
@@ -14,7 +20,9 @@ const profileParams = z.object({
   name: profileName.refine((n) => n !== '.' && n !== '..', 'cannot be . or .. (a URL drops such a path segment)'),
 });
 
-const ProfileMutationSchema = z.object({ name: z.string(), message: z.string() }).meta({ id: 'ProfileMutationResponse' });
+const ProfileMutationSchema = z
+  .object({ name: z.string(), message: z.string() })
+  .meta({ id: 'ProfileMutationResponse' });
 
 const IGNORED_V1_FIELDS =
   'disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url and api_key, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …)';
@@ -50,14 +58,16 @@ export function settingsRoutesV1(service: AgentConversationService): RouteDefini
       body: V1SettingsUpdateSchema,
       success: { status: 200, description: 'Stored.', schema: MessageSchema },
       errors: SettingsServiceErrors.change,
-      handle: ({ userId, body }) => settings.change(userId, toSettingsChange(body)).map(() => ({ message: 'Settings stored' })),
+      handle: ({ userId, body }) =>
+        settings.change(userId, toSettingsChange(body)).map(() => ({ message: 'Settings stored' })),
     }),
     defineRoute({
       method: 'get',
       path: '/api/v1/settings/agent-schema',
       operationId: 'getAgentSettingsSchema',
       summary: 'The agent settings form',
-      description: 'What agent_settings_diff takes here, as OpenHands 1.11’s SettingsSchema: sections of fields with their key, type, default and choices.',
+      description:
+        'What agent_settings_diff takes here, as OpenHands 1.11’s SettingsSchema: sections of fields with their key, type, default and choices.',
       tags: TAGS,
       success: { status: 200, description: 'The form.', schema: SettingsSchemaSchema },
       errors: [],
@@ -94,13 +104,21 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
         description: 'The profiles.',
         schema: z
           .object({
-            profiles: z.array(z.object({ name: z.string(), model: z.string().nullable(), base_url: z.string().nullable(), api_key_set: z.boolean() })),
+            profiles: z.array(
+              z.object({
+                name: z.string(),
+                model: z.string().nullable(),
+                base_url: z.string().nullable(),
+                api_key_set: z.boolean(),
+              }),
+            ),
             active_profile: z.string().nullable(),
           })
           .meta({ id: 'ProfileListResponse' }),
       },
       errors: SettingsServiceErrors.listProfiles,
-      handle: ({ userId }) => settings.listProfiles(userId).map((list) => ({ profiles: list.profiles, active_profile: list.active })),
+      handle: ({ userId }) =>
+        settings.listProfiles(userId).map((list) => ({ profiles: list.profiles, active_profile: list.active })),
     }),
     defineRoute({
       method: 'get',
@@ -112,10 +130,15 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       success: {
         status: 200,
         description: 'The profile; config.api_key is always null.',
-        schema: z.object({ name: z.string(), config: z.record(z.string(), z.unknown()), api_key_set: z.boolean() }).meta({ id: 'ProfileDetailResponse' }),
+        schema: z
+          .object({ name: z.string(), config: z.record(z.string(), z.unknown()), api_key_set: z.boolean() })
+          .meta({ id: 'ProfileDetailResponse' }),
       },
       errors: SettingsServiceErrors.getProfile,
-      handle: ({ userId, params }) => settings.getProfile(userId, params.name).map((p) => ({ name: p.name, config: profileConfigView(p), api_key_set: p.api_key_set })),
+      handle: ({ userId, params }) =>
+        settings
+          .getProfile(userId, params.name)
+          .map((p) => ({ name: p.name, config: profileConfigView(p), api_key_set: p.api_key_set })),
     }),
     defineRoute({
       method: 'post',
@@ -151,39 +174,50 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       params: profileParams,
       success: { status: 200, description: 'Deleted (or there was none).', schema: ProfileMutationSchema },
       errors: SettingsServiceErrors.deleteProfile,
-      handle: ({ userId, params }) => settings.deleteProfile(userId, params.name).map(() => ({ name: params.name, message: `Profile '${params.name}' deleted` })),
+      handle: ({ userId, params }) =>
+        settings
+          .deleteProfile(userId, params.name)
+          .map(() => ({ name: params.name, message: `Profile '${params.name}' deleted` })),
     }),
     defineRoute({
       method: 'post',
       path: '/api/v1/settings/profiles/{name}/activate',
       operationId: 'activateLlmProfile',
       summary: 'Activate an LLM profile',
-      description: 'Its model, base URL and key become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.',
+      description:
+        'Its model, base URL and key become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.',
       tags: TAGS,
       params: profileParams,
       bodyRequired: false,
       success: {
         status: 200,
         description: 'Activated.',
-        schema: z.object({ name: z.string(), message: z.string(), model: z.string().nullable() }).meta({ id: 'ActivateProfileResponse' }),
+        schema: z
+          .object({ name: z.string(), message: z.string(), model: z.string().nullable() })
+          .meta({ id: 'ActivateProfileResponse' }),
       },
       errors: SettingsServiceErrors.activateProfile,
       handle: ({ userId, params }) =>
-        settings.activateProfile(userId, params.name).map(({ model }) => ({ name: params.name, message: `Switched to profile '${params.name}'`, model })),
+        settings
+          .activateProfile(userId, params.name)
+          .map(({ model }) => ({ name: params.name, message: `Switched to profile '${params.name}'`, model })),
     }),
     defineRoute({
       method: 'post',
       path: '/api/v1/settings/profiles/{name}/rename',
       operationId: 'renameLlmProfile',
       summary: 'Rename an LLM profile',
-      description: 'It keeps its place, key and active flag, and conversations switched to it keep using it. 409 PROFILE_NAME_TAKEN when the new name is in use.',
+      description:
+        'It keeps its place, key and active flag, and conversations switched to it keep using it. 409 PROFILE_NAME_TAKEN when the new name is in use.',
       tags: TAGS,
       params: profileParams,
       body: z.object({ new_name: profileName }).meta({ id: 'RenameProfileRequest' }),
       success: { status: 200, description: 'Renamed.', schema: ProfileMutationSchema },
       errors: SettingsServiceErrors.renameProfile,
       handle: ({ userId, params, body }) =>
-        settings.renameProfile(userId, params.name, body.new_name).map(() => ({ name: body.new_name, message: `Profile '${params.name}' renamed to '${body.new_name}'` })),
+        settings
+          .renameProfile(userId, params.name, body.new_name)
+          .map(() => ({ name: body.new_name, message: `Profile '${params.name}' renamed to '${body.new_name}'` })),
     }),
     defineRoute({
       method: 'post',
@@ -197,7 +231,10 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       body: z.object({ profile_name: z.string().min(1).max(64) }).meta({ id: 'SwitchProfileRequest' }),
       success: { status: 200, description: 'Switched.', schema: SuccessSchema },
       errors: ConversationServiceErrors.switchProfile,
-      handle: ({ userId, params, body }) => conversations.switchProfile(userId, params.conversation_id, body.profile_name).map(() => ({ success: true as const })),
+      handle: ({ userId, params, body }) =>
+        conversations
+          .switchProfile(userId, params.conversation_id, body.profile_name)
+          .map(() => ({ success: true as const })),
     }),
   ];
 }

@@ -25,7 +25,8 @@ export function settingsRoutes(service: AgentConversationService): RouteDefiniti
       path: '/api/settings',
       operationId: 'loadSettings',
       summary: 'Load Settings',
-      description: 'Every field with defaults applied. Secret values are never returned; the *_set fields say whether they are stored. 404 until settings are stored.',
+      description:
+        'Every field with defaults applied. Secret values are never returned; the *_set fields say whether they are stored. 404 until settings are stored.',
       tags: ['settings'],
       success: { status: 200, description: 'Successful Response', schema: SettingsViewSchema },
       errors: SettingsServiceErrors.load,

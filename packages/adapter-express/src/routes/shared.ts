@@ -6,7 +6,13 @@ import { booleanParam, pageRequestOf, timestampParam } from '../query.js';
 /** Schemas and helpers several resource groups' routes share. */
 
 export const pageOf = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' }) });
+  z.object({
+    items: z.array(item),
+    next_page_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as page_id for the next page; null on the last page.' }),
+  });
 
 export const SuccessSchema = z.object({ success: z.literal(true) });
 export const MessageSchema = z.object({ message: z.string() });
@@ -15,7 +21,9 @@ export const CountSchema = z.int().min(0);
 /** The answer to actions waiting for confirmation (V0 and V1). */
 export const ConfirmationRequestSchema = z
   .strictObject({
-    accept: z.boolean().meta({ description: 'true runs the waiting actions; false rejects them (the agent then waits for a message).' }),
+    accept: z
+      .boolean()
+      .meta({ description: 'true runs the waiting actions; false rejects them (the agent then waits for a message).' }),
     reason: z.string().max(10_000).nullable().optional().meta({ description: 'Shown to the model with a rejection.' }),
   })
   .meta({ id: 'ConfirmationRequest' });
@@ -27,7 +35,12 @@ export const conversationFilterQuery = {
   updated_at__gte: timestampParam,
   updated_at__lt: timestampParam,
   include_sub_conversations: booleanParam,
-  sandbox_id__eq: z.string().min(1).max(128).optional().meta({ description: 'Only the conversations in this sandbox.' }),
+  sandbox_id__eq: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .meta({ description: 'Only the conversations in this sandbox.' }),
 };
 
 export const toFilter = (q: {
@@ -49,4 +62,7 @@ export const toFilter = (q: {
 });
 
 /** Runs `list` from the page the query names (the query schema admits only page ids that name one). */
-export const paged = <T, E>(query: { page_id?: string | undefined; limit: number }, list: (page: PageRequest) => ResultAsync<Page<T>, E>) => list(pageRequestOf(query));
+export const paged = <T, E>(
+  query: { page_id?: string | undefined; limit: number },
+  list: (page: PageRequest) => ResultAsync<Page<T>, E>,
+) => list(pageRequestOf(query));

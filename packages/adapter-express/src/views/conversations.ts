@@ -1,5 +1,12 @@
 import type { ConversationOverview, ConversationStatusChange, CreatedConversation } from '@acs/core';
-import { ConversationStatusSchema, ConversationTriggerSchema, ExecutionStatusSchema, GitProviderSchema, SandboxStatusSchema, type ConversationMetrics } from '@acs/core/schemas';
+import {
+  ConversationStatusSchema,
+  ConversationTriggerSchema,
+  ExecutionStatusSchema,
+  GitProviderSchema,
+  SandboxStatusSchema,
+  type ConversationMetrics,
+} from '@acs/core/schemas';
 import { z } from 'zod';
 import type { ConversationKeys } from '../auth/conversation-keys.js';
 
@@ -40,7 +47,6 @@ export const ConversationInfoSchema = z.object({
 });
 export type ConversationInfo = z.infer<typeof ConversationInfoSchema>;
 
-
 /** Tokens used so far (OpenHands' TokenUsage, accumulated over the conversation's model calls). */
 const TokenUsageSchema = z
   .object({
@@ -60,8 +66,12 @@ const TokenUsageSchema = z
 const MetricsSnapshotSchema = z
   .object({
     model_name: z.string().meta({ description: 'The model of the last call (the conversation’s model before any).' }),
-    accumulated_cost: z.number().min(0).meta({ description: 'USD so far, of the calls whose price is known (as OpenHands counts an unknown price as 0).' }),
-    accumulated_cost_known: z.boolean().meta({ description: 'false when the price of a model used is unknown: accumulated_cost then leaves those calls out.' }),
+    accumulated_cost: z.number().min(0).meta({
+      description: 'USD so far, of the calls whose price is known (as OpenHands counts an unknown price as 0).',
+    }),
+    accumulated_cost_known: z.boolean().meta({
+      description: 'false when the price of a model used is unknown: accumulated_cost then leaves those calls out.',
+    }),
     max_budget_per_task: z.number().nullable(),
     accumulated_token_usage: TokenUsageSchema.nullable(),
   })
@@ -143,8 +153,16 @@ export interface ConversationLinks {
   session_api_key: string;
 }
 
-export function conversationLinks(conversationId: string, userId: string, mountPath: string, keys: ConversationKeys): ConversationLinks {
-  return { url: `${mountPath.replace(/\/+$/, '')}/api/conversations/${conversationId}`, session_api_key: keys.mint(userId, conversationId) };
+export function conversationLinks(
+  conversationId: string,
+  userId: string,
+  mountPath: string,
+  keys: ConversationKeys,
+): ConversationLinks {
+  return {
+    url: `${mountPath.replace(/\/+$/, '')}/api/conversations/${conversationId}`,
+    session_api_key: keys.mint(userId, conversationId),
+  };
 }
 
 const runtimeStatusOf = (overview: ConversationOverview): string | null => {
@@ -152,7 +170,9 @@ const runtimeStatusOf = (overview: ConversationOverview): string | null => {
     case 'STARTING':
       return 'STATUS$STARTING_RUNTIME';
     case 'RUNNING':
-      return overview.record.execution_status === 'error' || overview.record.execution_status === 'stuck' ? 'STATUS$ERROR' : 'STATUS$READY';
+      return overview.record.execution_status === 'error' || overview.record.execution_status === 'stuck'
+        ? 'STATUS$ERROR'
+        : 'STATUS$READY';
     case 'STOPPED':
       return null;
   }
@@ -240,5 +260,10 @@ const STATUS_CHANGE_MESSAGES: Record<ConversationStatusChange['outcome'], string
 
 /** V0's answer to a start or stop. */
 export function toConversationStatusResponse(change: ConversationStatusChange): ConversationStatusResponse {
-  return { status: 'ok', conversation_id: change.conversation_id, message: STATUS_CHANGE_MESSAGES[change.outcome], conversation_status: change.status };
+  return {
+    status: 'ok',
+    conversation_id: change.conversation_id,
+    message: STATUS_CHANGE_MESSAGES[change.outcome],
+    conversation_status: change.status,
+  };
 }

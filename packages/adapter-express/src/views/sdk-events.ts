@@ -64,7 +64,7 @@ async function scanFramesOf(
   visit: (frame: V1Event, eventId: number) => boolean,
 ): Promise<Result<void, ScanError>> {
   const translator = new V1EventTranslator('sdk');
-  for (let after: number | null = 0; after !== null; ) {
+  for (let after: number | null = 0; after !== null;) {
     const page = await service.conversations.searchEvents(userId, conversationId, { after, kinds: null, limit: PAGE });
     if (page.isErr()) return err(page.error);
     for (const event of page.value.items) {
@@ -117,7 +117,12 @@ export function framePage(
 }
 
 /** How many frames match the filter. */
-export function frameCount(service: AgentConversationService, userId: string, conversationId: string, filter: FrameFilter): ResultAsync<number, ScanError> {
+export function frameCount(
+  service: AgentConversationService,
+  userId: string,
+  conversationId: string,
+  filter: FrameFilter,
+): ResultAsync<number, ScanError> {
   let count = 0;
   return scanFrames(service, userId, conversationId, (frame) => {
     if (matches(frame, filter)) count++;
@@ -126,7 +131,12 @@ export function frameCount(service: AgentConversationService, userId: string, co
 }
 
 /** The frames of these event ids, in the order asked; null for an id with no frame. */
-export function framesById(service: AgentConversationService, userId: string, conversationId: string, ids: readonly number[]): ResultAsync<(V1Event | null)[], ScanError> {
+export function framesById(
+  service: AgentConversationService,
+  userId: string,
+  conversationId: string,
+  ids: readonly number[],
+): ResultAsync<(V1Event | null)[], ScanError> {
   const wanted = new Set(ids);
   const last = Math.max(0, ...ids);
   const found = new Map<number, V1Event>();

@@ -12,7 +12,9 @@ import { z } from 'zod';
 const ChoiceSchema = z.object({ label: z.string(), value: z.union([z.string(), z.number(), z.boolean()]) });
 
 const FieldSchema = z.object({
-  key: z.string().meta({ description: 'Dotted path in agent_settings (or conversation_settings), as agent_settings_diff takes it.' }),
+  key: z.string().meta({
+    description: 'Dotted path in agent_settings (or conversation_settings), as agent_settings_diff takes it.',
+  }),
   label: z.string(),
   description: z.string().nullable(),
   section: z.string(),
@@ -29,13 +31,16 @@ const FieldSchema = z.object({
 export const SettingsSchemaSchema = z
   .object({
     model_name: z.string(),
-    sections: z.array(z.object({ key: z.string(), label: z.string(), variant: z.string().nullable(), fields: z.array(FieldSchema) })),
+    sections: z.array(
+      z.object({ key: z.string(), label: z.string(), variant: z.string().nullable(), fields: z.array(FieldSchema) }),
+    ),
   })
   .meta({ id: 'SettingsSchema' });
 export type SettingsSchema = z.infer<typeof SettingsSchemaSchema>;
 
 type Field = z.infer<typeof FieldSchema>;
-type FieldSpec = Pick<Field, 'key' | 'label' | 'value_type' | 'default' | 'prominence'> & Partial<Pick<Field, 'description' | 'choices' | 'depends_on' | 'secret'>>;
+type FieldSpec = Pick<Field, 'key' | 'label' | 'value_type' | 'default' | 'prominence'> &
+  Partial<Pick<Field, 'description' | 'choices' | 'depends_on' | 'secret'>>;
 
 function section(key: string, label: string, variant: string | null, fields: FieldSpec[]) {
   return {
@@ -63,23 +68,61 @@ export function agentSettingsSchema(defaults: AgentSettingsDefaults): SettingsSc
     model_name: 'AgentSettings',
     sections: [
       section('general', 'General', null, [
-        { key: 'agent', label: 'Agent', value_type: 'string', default: 'CodeActAgent', choices: choices('CodeActAgent'), prominence: 'major', description: 'The agent that runs conversations.' },
+        {
+          key: 'agent',
+          label: 'Agent',
+          value_type: 'string',
+          default: 'CodeActAgent',
+          choices: choices('CodeActAgent'),
+          prominence: 'major',
+          description: 'The agent that runs conversations.',
+        },
         {
           key: 'mcp_config',
           label: 'MCP servers',
           value_type: 'object',
           default: {},
           prominence: 'minor',
-          description: 'By name: {command, args, env} for a server started in the sandbox (stdio), {url, transport: "http" | "sse", auth, timeout} for a remote one. Replaced whole.',
+          description:
+            'By name: {command, args, env} for a server started in the sandbox (stdio), {url, transport: "http" | "sse", auth, timeout} for a remote one. Replaced whole.',
         },
       ]),
       section('llm', 'LLM', 'openhands', [
-        { key: 'llm.model', label: 'Model', value_type: 'string', default: null, prominence: 'critical', description: 'provider/model, e.g. openai/gpt-4o (see /api/v1/config/models/search).' },
-        { key: 'llm.api_key', label: 'API Key', value_type: 'string', default: null, prominence: 'critical', secret: true, description: 'Write-only: never shown again (llm_api_key_set says whether one is stored).' },
-        { key: 'llm.base_url', label: 'Base URL', value_type: 'string', default: null, prominence: 'major', description: 'An OpenAI-compatible endpoint; empty for the provider’s own.' },
+        {
+          key: 'llm.model',
+          label: 'Model',
+          value_type: 'string',
+          default: null,
+          prominence: 'critical',
+          description: 'provider/model, e.g. openai/gpt-4o (see /api/v1/config/models/search).',
+        },
+        {
+          key: 'llm.api_key',
+          label: 'API Key',
+          value_type: 'string',
+          default: null,
+          prominence: 'critical',
+          secret: true,
+          description: 'Write-only: never shown again (llm_api_key_set says whether one is stored).',
+        },
+        {
+          key: 'llm.base_url',
+          label: 'Base URL',
+          value_type: 'string',
+          default: null,
+          prominence: 'major',
+          description: 'An OpenAI-compatible endpoint; empty for the provider’s own.',
+        },
       ]),
       section('condenser', 'Condenser', 'openhands', [
-        { key: 'condenser.enabled', label: 'Enable memory condensation', value_type: 'boolean', default: true, prominence: 'critical', description: 'Summarise older events once the conversation grows past the maximum size.' },
+        {
+          key: 'condenser.enabled',
+          label: 'Enable memory condensation',
+          value_type: 'boolean',
+          default: true,
+          prominence: 'critical',
+          description: 'Summarise older events once the conversation grows past the maximum size.',
+        },
         {
           key: 'condenser.max_size',
           label: 'Max size',
@@ -100,10 +143,24 @@ export function conversationSettingsSchema(defaults: AgentSettingsDefaults): Set
     model_name: 'ConversationSettings',
     sections: [
       section('general', 'General', null, [
-        { key: 'max_iterations', label: 'Max iterations', value_type: 'integer', default: defaults.max_iterations, prominence: 'major', description: 'Model calls the agent may make for one message; a new message allows as many again.' },
+        {
+          key: 'max_iterations',
+          label: 'Max iterations',
+          value_type: 'integer',
+          default: defaults.max_iterations,
+          prominence: 'major',
+          description: 'Model calls the agent may make for one message; a new message allows as many again.',
+        },
       ]),
       section('verification', 'Verification', null, [
-        { key: 'confirmation_mode', label: 'Confirmation mode', value_type: 'boolean', default: false, prominence: 'critical', description: 'Wait for the user to accept actions before they run.' },
+        {
+          key: 'confirmation_mode',
+          label: 'Confirmation mode',
+          value_type: 'boolean',
+          default: false,
+          prominence: 'critical',
+          description: 'Wait for the user to accept actions before they run.',
+        },
         {
           key: 'security_analyzer',
           label: 'Security analyzer',

@@ -15,20 +15,67 @@ const field = SettingsInputSchema.shape;
 
 /** The model fields of 1.11's `LLM`. Only model, base_url and api_key do anything here; the others are accepted and ignored. */
 const OPENHANDS_LLM_FIELDS = [
-  'api_key', 'api_version', 'auth_type', 'aws_access_key_id', 'aws_bedrock_runtime_endpoint', 'aws_profile_name', 'aws_region_name',
-  'aws_role_name', 'aws_secret_access_key', 'aws_session_name', 'aws_session_token', 'base_url', 'caching_prompt', 'custom_tokenizer',
-  'disable_stop_word', 'disable_vision', 'drop_params', 'enable_encrypted_reasoning', 'extended_thinking_budget', 'extra_headers',
-  'fallback_strategy', 'force_string_serializer', 'inline_image_urls', 'input_cost_per_token', 'litellm_extra_body', 'log_completions',
-  'log_completions_folder', 'max_input_tokens', 'max_message_chars', 'max_output_tokens', 'model', 'model_canonical_name', 'modify_params',
-  'native_tool_calling', 'num_retries', 'ollama_base_url', 'openrouter_app_name', 'openrouter_site_url', 'output_cost_per_token',
-  'prompt_cache_retention', 'reasoning_effort', 'reasoning_summary', 'retry_max_wait', 'retry_min_wait', 'retry_multiplier', 'seed',
-  'stream', 'subscription_vendor', 'temperature', 'timeout', 'top_k', 'top_p', 'usage_id',
+  'api_key',
+  'api_version',
+  'auth_type',
+  'aws_access_key_id',
+  'aws_bedrock_runtime_endpoint',
+  'aws_profile_name',
+  'aws_region_name',
+  'aws_role_name',
+  'aws_secret_access_key',
+  'aws_session_name',
+  'aws_session_token',
+  'base_url',
+  'caching_prompt',
+  'custom_tokenizer',
+  'disable_stop_word',
+  'disable_vision',
+  'drop_params',
+  'enable_encrypted_reasoning',
+  'extended_thinking_budget',
+  'extra_headers',
+  'fallback_strategy',
+  'force_string_serializer',
+  'inline_image_urls',
+  'input_cost_per_token',
+  'litellm_extra_body',
+  'log_completions',
+  'log_completions_folder',
+  'max_input_tokens',
+  'max_message_chars',
+  'max_output_tokens',
+  'model',
+  'model_canonical_name',
+  'modify_params',
+  'native_tool_calling',
+  'num_retries',
+  'ollama_base_url',
+  'openrouter_app_name',
+  'openrouter_site_url',
+  'output_cost_per_token',
+  'prompt_cache_retention',
+  'reasoning_effort',
+  'reasoning_summary',
+  'retry_max_wait',
+  'retry_min_wait',
+  'retry_multiplier',
+  'seed',
+  'stream',
+  'subscription_vendor',
+  'temperature',
+  'timeout',
+  'top_k',
+  'top_p',
+  'usage_id',
   // Computed by 1.11 and echoed back by clients that round-trip a read.
   'is_subscription',
 ] as const;
 
 const ignored = z.unknown().optional().meta({ description: 'Accepted; this service has no such behaviour.' });
-const ignoredLlmFields = Object.fromEntries(OPENHANDS_LLM_FIELDS.filter((k) => !['model', 'base_url', 'api_key'].includes(k)).map((k) => [k, ignored]));
+const ignoredLlmFields = Object.fromEntries(
+  OPENHANDS_LLM_FIELDS.filter((k) => !['model', 'base_url', 'api_key'].includes(k)).map((k) => [k, ignored]),
+);
 
 const llmFields = {
   model: field.llm_model,
@@ -46,7 +93,9 @@ export const ProfileLlmSchema = z.strictObject({ ...ignoredLlmFields, ...llmFiel
 export const SaveProfileBodySchema = z
   .object({
     include_secrets: z.boolean().default(true),
-    llm: ProfileLlmSchema.nullable().default(null).meta({ description: 'Left out: the settings’ own model, base URL and key are saved.' }),
+    llm: ProfileLlmSchema.nullable()
+      .default(null)
+      .meta({ description: 'Left out: the settings’ own model, base URL and key are saved.' }),
     preserve_existing_api_key: z.boolean().default(false),
   })
   .meta({ id: 'SaveProfileRequest' });
@@ -69,7 +118,12 @@ const McpServerInputSchema = z
     cwd: z.string().nullable().optional(),
     url: z.string().max(2048).optional(),
     transport: z.enum(['stdio', 'http', 'streamable-http', 'sse']).nullable().optional(),
-    auth: z.string().max(8192).nullable().optional().meta({ description: 'The bearer token; null or left out keeps the stored one of the same URL, "" removes it.' }),
+    auth: z
+      .string()
+      .max(8192)
+      .nullable()
+      .optional()
+      .meta({ description: 'The bearer token; null or left out keeps the stored one of the same URL, "" removes it.' }),
     headers: z.record(z.string(), z.string()).nullable().optional(),
     timeout: z.number().positive().max(3600).nullable().optional(),
   })
@@ -81,11 +135,16 @@ type Issue = { path: (string | number)[]; message: string };
 /** 1.11's server map → our lists (stdio servers keep their name; remote ones are known by URL). */
 function toMcpConfig(servers: Record<string, McpServerInput>): { config: McpConfig } | { issues: Issue[] } {
   const issues: Issue[] = [];
-  const lists: { stdio_servers: unknown[]; sse_servers: unknown[]; shttp_servers: unknown[] } = { stdio_servers: [], sse_servers: [], shttp_servers: [] };
+  const lists: { stdio_servers: unknown[]; sse_servers: unknown[]; shttp_servers: unknown[] } = {
+    stdio_servers: [],
+    sse_servers: [],
+    shttp_servers: [],
+  };
   for (const [name, s] of Object.entries(servers)) {
     const refuse = (key: string, message: string) => issues.push({ path: [name, key], message });
     if (s.cwd) refuse('cwd', 'is not supported: a stdio server runs in the sandbox’s working directory');
-    if (s.headers && Object.keys(s.headers).length > 0) refuse('headers', 'are not supported: give the bearer token as auth');
+    if (s.headers && Object.keys(s.headers).length > 0)
+      refuse('headers', 'are not supported: give the bearer token as auth');
     if (s.auth === 'oauth') refuse('auth', 'OAuth is not supported: give the bearer token');
     if (s.transport === 'stdio' || (s.command !== undefined && s.url === undefined)) {
       lists.stdio_servers.push({ name, command: s.command ?? '', args: s.args ?? [], env: s.env ?? {} });
@@ -100,7 +159,13 @@ function toMcpConfig(servers: Record<string, McpServerInput>): { config: McpConf
   }
   if (issues.length > 0) return { issues };
   const parsed = McpConfigSchema.safeParse(lists);
-  if (!parsed.success) return { issues: parsed.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)), message: i.message })) };
+  if (!parsed.success)
+    return {
+      issues: parsed.error.issues.map((i) => ({
+        path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
+        message: i.message,
+      })),
+    };
   return { config: parsed.data };
 }
 
@@ -109,16 +174,24 @@ const McpConfigInputSchema = z
   .transform((servers, ctx) => {
     const converted = toMcpConfig(servers);
     if ('config' in converted) return converted.config;
-    for (const issue of converted.issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, input: servers });
+    for (const issue of converted.issues)
+      ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, input: servers });
     return z.NEVER;
   })
-  .meta({ description: 'Replaces every server. By name: {command, args, env} for stdio, {url, transport, auth, timeout} for http and sse.' });
+  .meta({
+    description:
+      'Replaces every server. By name: {command, args, env} for stdio, {url, transport, auth, timeout} for http and sse.',
+  });
 
 const condenserDiff = z
   .object({
     enabled: z.boolean().nullable().optional(),
     max_size: field.condenser_max_size,
-    condenser_kind: z.enum(['llm_summarizing', 'no_op']).nullable().optional().meta({ description: 'no_op turns condensing off.' }),
+    condenser_kind: z
+      .enum(['llm_summarizing', 'no_op'])
+      .nullable()
+      .optional()
+      .meta({ description: 'no_op turns condensing off.' }),
   })
   .catchall(z.unknown());
 
@@ -183,7 +256,10 @@ function llmChange(llm: z.output<typeof LlmDiffSchema> | null): SettingsChange {
 function condenserChange(condenser: z.output<typeof condenserDiff> | null): SettingsChange {
   if (condenser === null) return { enable_default_condenser: true, condenser_max_size: null };
   const kind = condenser.condenser_kind;
-  const enabled = kind === 'no_op' ? false : (condenser.enabled ?? (kind !== undefined || condenser.enabled === null ? true : undefined));
+  const enabled =
+    kind === 'no_op'
+      ? false
+      : (condenser.enabled ?? (kind !== undefined || condenser.enabled === null ? true : undefined));
   return {
     ...(enabled !== undefined ? { enable_default_condenser: enabled } : {}),
     ...(condenser.max_size !== undefined ? { condenser_max_size: condenser.max_size } : {}),
@@ -192,13 +268,20 @@ function condenserChange(condenser: z.output<typeof condenserDiff> | null): Sett
 
 function agentChange(diff: z.output<typeof AgentSettingsDiffSchema> | null): SettingsChange {
   if (diff === null) {
-    return { agent: null, ...llmChange(null), ...condenserChange(null), mcp_config: { sse_servers: [], stdio_servers: [], shttp_servers: [] } };
+    return {
+      agent: null,
+      ...llmChange(null),
+      ...condenserChange(null),
+      mcp_config: { sse_servers: [], stdio_servers: [], shttp_servers: [] },
+    };
   }
   return {
     ...(diff.agent !== undefined ? { agent: diff.agent } : {}),
     ...(diff.llm !== undefined ? llmChange(diff.llm) : {}),
     ...(diff.condenser !== undefined ? condenserChange(diff.condenser) : {}),
-    ...(diff.mcp_config !== undefined ? { mcp_config: diff.mcp_config ?? { sse_servers: [], stdio_servers: [], shttp_servers: [] } } : {}),
+    ...(diff.mcp_config !== undefined
+      ? { mcp_config: diff.mcp_config ?? { sse_servers: [], stdio_servers: [], shttp_servers: [] } }
+      : {}),
   };
 }
 
@@ -207,7 +290,9 @@ function conversationChange(diff: z.output<typeof ConversationSettingsDiffSchema
   return {
     ...(diff.max_iterations !== undefined ? { max_iterations: diff.max_iterations } : {}),
     ...(diff.confirmation_mode !== undefined ? { confirmation_mode: diff.confirmation_mode } : {}),
-    ...(diff.security_analyzer !== undefined ? { security_analyzer: diff.security_analyzer === 'none' ? null : diff.security_analyzer } : {}),
+    ...(diff.security_analyzer !== undefined
+      ? { security_analyzer: diff.security_analyzer === 'none' ? null : diff.security_analyzer }
+      : {}),
   };
 }
 
@@ -233,10 +318,12 @@ export function toSettingsChange(body: V1SettingsUpdate): SettingsChange {
     if (body[key] !== undefined) Object.assign(change, { [key]: body[key] });
   }
   // 1.11 keeps the stored answer when null is sent.
-  if (body.user_consents_to_analytics !== undefined && body.user_consents_to_analytics !== null) change.user_consents_to_analytics = body.user_consents_to_analytics;
+  if (body.user_consents_to_analytics !== undefined && body.user_consents_to_analytics !== null)
+    change.user_consents_to_analytics = body.user_consents_to_analytics;
   if (body.search_api_key !== undefined) change.search_api_key = blankToNull(body.search_api_key);
   if (body.sandbox_api_key !== undefined) change.sandbox_api_key = blankToNull(body.sandbox_api_key);
   if (body.agent_settings_diff !== undefined) Object.assign(change, agentChange(body.agent_settings_diff));
-  if (body.conversation_settings_diff !== undefined) Object.assign(change, conversationChange(body.conversation_settings_diff));
+  if (body.conversation_settings_diff !== undefined)
+    Object.assign(change, conversationChange(body.conversation_settings_diff));
   return change;
 }

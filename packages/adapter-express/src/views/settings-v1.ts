@@ -34,9 +34,10 @@ const AgentSettingsViewSchema = z.object({
   agent_kind: z.literal('openhands'),
   agent: z.string(),
   llm: LlmViewSchema,
-  mcp_config: z
-    .record(z.string(), McpServerViewSchema)
-    .meta({ description: 'By name: stdio servers under their own, remote servers under their host. Remote servers’ keys are never shown.' }),
+  mcp_config: z.record(z.string(), McpServerViewSchema).meta({
+    description:
+      'By name: stdio servers under their own, remote servers under their host. Remote servers’ keys are never shown.',
+  }),
   condenser: z.object({ enabled: z.boolean(), max_size: z.int(), condenser_kind: z.literal('llm_summarizing') }),
 });
 
@@ -44,9 +45,9 @@ const ConversationSettingsViewSchema = z.object({
   schema_version: z.literal(1),
   max_iterations: z.int(),
   confirmation_mode: z.boolean(),
-  security_analyzer: z
-    .enum(['llm', 'rules', 'ensemble', 'none'])
-    .meta({ description: 'rules and ensemble are this service’s own analyzers (not in OpenHands 1.11); none for no analyzer.' }),
+  security_analyzer: z.enum(['llm', 'rules', 'ensemble', 'none']).meta({
+    description: 'rules and ensemble are this service’s own analyzers (not in OpenHands 1.11); none for no analyzer.',
+  }),
 });
 
 export const V1SettingsSchema = z
@@ -54,7 +55,9 @@ export const V1SettingsSchema = z
     language: z.string().nullable(),
     user_version: z.int().nullable(),
     remote_runtime_resource_factor: z.int().nullable(),
-    secrets_store: z.object({ provider_tokens: z.object({}) }).meta({ description: 'Always empty: see provider_tokens_set and /api/v1/secrets/search.' }),
+    secrets_store: z
+      .object({ provider_tokens: z.object({}) })
+      .meta({ description: 'Always empty: see provider_tokens_set and /api/v1/secrets/search.' }),
     enable_sound_notifications: z.boolean(),
     enable_proactive_conversation_starters: z.boolean(),
     user_consents_to_analytics: z.boolean().nullable(),
@@ -89,10 +92,16 @@ export type V1Settings = z.infer<typeof V1SettingsSchema>;
 type LlmView = z.infer<typeof LlmViewSchema>;
 type McpServerView = z.infer<typeof McpServerViewSchema>;
 
-const llmView = (model: string | null, baseUrl: string | null): LlmView => ({ model, api_key: null, base_url: baseUrl, is_subscription: false });
+const llmView = (model: string | null, baseUrl: string | null): LlmView => ({
+  model,
+  api_key: null,
+  base_url: baseUrl,
+  is_subscription: false,
+});
 
 /** One LLM profile's configuration as 1.11 shows it (`ProfileDetailResponse.config`). */
-export const profileConfigView = (profile: { model: string | null; base_url: string | null }): LlmView => llmView(profile.model, profile.base_url);
+export const profileConfigView = (profile: { model: string | null; base_url: string | null }): LlmView =>
+  llmView(profile.model, profile.base_url);
 
 /** Remote servers have no name here; 1.11 keys them by one, so they get their host (made unique). */
 function mcpView(config: SettingsView['mcp_config']): Record<string, McpServerView> {
@@ -147,7 +156,11 @@ export function toV1Settings(s: SettingsOverview, defaults: AgentSettingsDefault
       agent: s.agent ?? 'CodeActAgent',
       llm: llmView(s.llm_model, s.llm_base_url),
       mcp_config: mcpView(s.mcp_config),
-      condenser: { enabled: s.enable_default_condenser, max_size: s.condenser_max_size ?? defaults.condenser_max_size, condenser_kind: 'llm_summarizing' },
+      condenser: {
+        enabled: s.enable_default_condenser,
+        max_size: s.condenser_max_size ?? defaults.condenser_max_size,
+        condenser_kind: 'llm_summarizing',
+      },
     },
     conversation_settings: {
       schema_version: 1,

@@ -25,7 +25,11 @@ const encoder = new TextEncoder();
  * a time, and each file is compressed and handed out before the next is made, so the archive
  * is never held whole. Past `maxBytes` of event JSON it ends with CUT_NOTE instead of the rest.
  */
-export async function* trajectoryZip(meta: unknown, readPage: (after: number) => ResultAsync<EventPage, unknown>, limits: ExportLimits): AsyncGenerator<Uint8Array> {
+export async function* trajectoryZip(
+  meta: unknown,
+  readPage: (after: number) => ResultAsync<EventPage, unknown>,
+  limits: ExportLimits,
+): AsyncGenerator<Uint8Array> {
   const out: Uint8Array[] = [];
   let failed: Error | null = null;
   const zip = new Zip((error, chunk) => {

@@ -16,9 +16,20 @@ export const UserInfoSchema = z
     language: z.string().nullable(),
     agent_settings: z.looseObject({
       agent: z.string().optional(),
-      llm: z.looseObject({ model: z.string().nullable(), base_url: z.string().nullable(), api_key: z.string().nullable().meta({ description: `"${MASK}" when a key is stored, else null: never the key.` }) }),
+      llm: z.looseObject({
+        model: z.string().nullable(),
+        base_url: z.string().nullable(),
+        api_key: z
+          .string()
+          .nullable()
+          .meta({ description: `"${MASK}" when a key is stored, else null: never the key.` }),
+      }),
     }),
-    conversation_settings: z.looseObject({ max_iterations: z.int().optional(), confirmation_mode: z.boolean(), security_analyzer: z.enum(['llm', 'none']).nullable().optional() }),
+    conversation_settings: z.looseObject({
+      max_iterations: z.int().optional(),
+      confirmation_mode: z.boolean(),
+      security_analyzer: z.enum(['llm', 'none']).nullable().optional(),
+    }),
     search_api_key: z.string().nullable(),
     sandbox_api_key: z.string().nullable(),
     secrets_store: z.object({ provider_tokens: z.record(z.string(), z.unknown()) }),
@@ -45,7 +56,11 @@ export function toUserInfo(userId: string, view: SettingsView | null): UserInfo 
     language: view?.language ?? null,
     agent_settings: {
       ...(view?.agent ? { agent: view.agent } : {}),
-      llm: { model: view?.llm_model ?? null, base_url: view?.llm_base_url ?? null, api_key: mask(view?.llm_api_key_set ?? false) },
+      llm: {
+        model: view?.llm_model ?? null,
+        base_url: view?.llm_base_url ?? null,
+        api_key: mask(view?.llm_api_key_set ?? false),
+      },
     },
     conversation_settings: {
       ...(view?.max_iterations ? { max_iterations: view.max_iterations } : {}),

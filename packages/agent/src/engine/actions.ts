@@ -34,7 +34,13 @@ export interface Actions {
    * they are not connected for this sandbox yet. Each server that fails is reported in an event
    * and left out; the conversation goes on with the rest.
    */
-  ensureMcp: (r: Runner, record: ConversationRecord, stored: StoredSettings | null, sandboxId: string, workingDir: string) => Promise<void>;
+  ensureMcp: (
+    r: Runner,
+    record: ConversationRecord,
+    stored: StoredSettings | null,
+    sandboxId: string,
+    workingDir: string,
+  ) => Promise<void>;
   /** Events for MCP servers lost since the last step: their tools are no longer offered. */
   reportLostMcp: (r: Runner) => Promise<void>;
   /** The conversation's tools (built-ins and connected MCP tools), described for its working directory. */
@@ -42,7 +48,14 @@ export interface Actions {
   toolContext: (r: Runner, sandboxId: string, workingDir: string) => ToolContext;
   interruptedObservation: (a: ActionEvent, why: string) => ConversationEventDraft;
   /** Runs the actions of one model response (or one replayed action) in order. */
-  runActions: (r: Runner, actions: ActionEvent[], calls: readonly LlmToolCall[], sandboxId: string, context: ToolContext, toolset: Toolset) => Promise<ActionsOutcome>;
+  runActions: (
+    r: Runner,
+    actions: ActionEvent[],
+    calls: readonly LlmToolCall[],
+    sandboxId: string,
+    context: ToolContext,
+    toolset: Toolset,
+  ) => Promise<ActionsOutcome>;
   /** What the loop does after a response's actions ran. */
   afterActions: (r: Runner, outcome: ActionsOutcome, sandboxId: string) => Promise<StepEnd>;
 }
@@ -57,7 +70,8 @@ export function createActions(deps: ActionsDeps): Actions {
     toolsetOf: (r, workingDir) => toolsetOf(deps, toolsets, r, workingDir),
     toolContext: (r, sandboxId, workingDir) => toolContext(deps, r, sandboxId, workingDir),
     interruptedObservation: (a, why) => interruptedObservation(deps, a, why),
-    runActions: (r, actions, calls, sandboxId, context, toolset) => runActions(deps, r, actions, calls, sandboxId, context, toolset),
+    runActions: (r, actions, calls, sandboxId, context, toolset) =>
+      runActions(deps, r, actions, calls, sandboxId, context, toolset),
     afterActions: (r, outcome, sandboxId) => afterActions(deps, r, outcome, sandboxId),
   };
 }
@@ -72,7 +86,14 @@ function ruleContext(deps: ActionsDeps, workingDir: string): RuleContext {
 
 const mcpFailed = (deps: ActionsDeps, what: string) => deps.recording.errorEvent('mcp_server_failed', what);
 
-async function ensureMcp(deps: ActionsDeps, r: Runner, record: ConversationRecord, stored: StoredSettings | null, sandboxId: string, workingDir: string): Promise<void> {
+async function ensureMcp(
+  deps: ActionsDeps,
+  r: Runner,
+  record: ConversationRecord,
+  stored: StoredSettings | null,
+  sandboxId: string,
+  workingDir: string,
+): Promise<void> {
   const { recording, host, options } = deps;
   const config = mergeMcpConfigs(stored?.mcp_config ?? null, record.launch.mcp_config);
   // Reused while the servers, the sandbox and every connection are as they were; else connected afresh.
@@ -81,7 +102,12 @@ async function ensureMcp(deps: ActionsDeps, r: Runner, record: ConversationRecor
   await r.takeMcp()?.session.close();
   if (!hasMcpServers(config)) return;
   if (!host.mcp) {
-    await recording.append(r, [mcpFailed(deps, 'MCP servers are configured, but this service was composed without an MCP connector, so their tools are not available.')]);
+    await recording.append(r, [
+      mcpFailed(
+        deps,
+        'MCP servers are configured, but this service was composed without an MCP connector, so their tools are not available.',
+      ),
+    ]);
     return;
   }
   const plans = planMcpServers(config, sandboxId, workingDir, host.runtime, options.mcp?.connectTimeoutMs);
@@ -98,7 +124,12 @@ async function ensureMcp(deps: ActionsDeps, r: Runner, record: ConversationRecor
   r.connected({ session, fingerprint });
   await recording.append(
     r,
-    session.failures.map((f) => mcpFailed(deps, `The MCP server ${f.server} (${f.describe}) could not be used: ${f.reason}. Its tools are left out; the other tools work.`)),
+    session.failures.map((f) =>
+      mcpFailed(
+        deps,
+        `The MCP server ${f.server} (${f.describe}) could not be used: ${f.reason}. Its tools are left out; the other tools work.`,
+      ),
+    ),
   );
 }
 
@@ -106,7 +137,12 @@ async function reportLostMcp(deps: ActionsDeps, r: Runner): Promise<void> {
   const lost = r.mcp?.session.takeLost() ?? [];
   await deps.recording.append(
     r,
-    lost.map((f) => mcpFailed(deps, `The MCP server ${f.server} (${f.describe}) stopped: ${f.reason}. Its tools are no longer offered; the other tools work.`)),
+    lost.map((f) =>
+      mcpFailed(
+        deps,
+        `The MCP server ${f.server} (${f.describe}) stopped: ${f.reason}. Its tools are no longer offered; the other tools work.`,
+      ),
+    ),
   );
 }
 
@@ -118,7 +154,13 @@ function toolsetOf(
 ): Toolset {
   const tools = [...deps.builtinTools, ...(r.mcp?.session.tools() ?? [])];
   const last = toolsets.get(r);
-  if (last && last.workingDir === workingDir && last.tools.length === tools.length && last.tools.every((t, i) => t === tools[i])) return last.toolset;
+  if (
+    last &&
+    last.workingDir === workingDir &&
+    last.tools.length === tools.length &&
+    last.tools.every((t, i) => t === tools[i])
+  )
+    return last.toolset;
   const toolset = new Toolset(tools, { workingDir });
   toolsets.set(r, { workingDir, tools, toolset });
   return toolset;
@@ -151,7 +193,12 @@ function runUnlessStopped(r: Runner, work: Promise<ToolOutcome>): Promise<ToolOu
       },
       (error: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        resolve({ content: `the tool failed unexpectedly: ${String(error)}`, is_error: true, exit_code: null, details: {} });
+        resolve({
+          content: `the tool failed unexpectedly: ${String(error)}`,
+          is_error: true,
+          exit_code: null,
+          details: {},
+        });
       },
     );
   });
@@ -195,7 +242,11 @@ async function runActions(
   toolset: Toolset,
 ): Promise<ActionsOutcome> {
   const { append } = deps.recording;
-  const closeRest = (from: number, why: (i: number) => string) => append(r, actions.slice(from).map((a, i) => interruptedObservation(deps, a, why(i))));
+  const closeRest = (from: number, why: (i: number) => string) =>
+    append(
+      r,
+      actions.slice(from).map((a, i) => interruptedObservation(deps, a, why(i))),
+    );
   let finished = false;
   for (const [index, action] of actions.entries()) {
     if (r.stopped) {
@@ -203,16 +254,25 @@ async function runActions(
       return 'paused';
     }
     if (finished) {
-      await append(r, [interruptedObservation(deps, action, 'Not run: finish was called earlier in the same response.')]);
+      await append(r, [
+        interruptedObservation(deps, action, 'Not run: finish was called earlier in the same response.'),
+      ]);
       continue;
     }
     const call = calls[index]!;
-    const work = toolset.run(call, action.arguments, action.arguments === null ? parseToolArguments(action.raw_arguments).error : null, context);
+    const work = toolset.run(
+      call,
+      action.arguments,
+      action.arguments === null ? parseToolArguments(action.raw_arguments).error : null,
+      context,
+    );
     const result = await runUnlessStopped(r, work);
     if (result === null) {
       // Stop waiting; the command may go on in the sandbox, so say so.
       await closeRest(index, (i) =>
-        i === 0 ? `Interrupted: the conversation was ${stoppedWhy(r)} while this call was running; it may or may not have completed.` : `Not run: the conversation was ${stoppedWhy(r)}.`,
+        i === 0
+          ? `Interrupted: the conversation was ${stoppedWhy(r)} while this call was running; it may or may not have completed.`
+          : `Not run: the conversation was ${stoppedWhy(r)}.`,
       );
       return 'paused';
     }
@@ -231,11 +291,20 @@ async function sandboxRunning(deps: ActionsDeps, r: Runner, sandboxId: string): 
   return live.isOk() && live.value.get(sandboxId)?.status === 'RUNNING';
 }
 
-async function afterActions(deps: ActionsDeps, r: Runner, outcome: ActionsOutcome, sandboxId: string): Promise<StepEnd> {
+async function afterActions(
+  deps: ActionsDeps,
+  r: Runner,
+  outcome: ActionsOutcome,
+  sandboxId: string,
+): Promise<StepEnd> {
   deps.host.sandboxes.touch(r.userId, sandboxId);
   if (outcome === 'paused') return 'stop';
   if (outcome === 'sandbox_lost') {
-    await deps.recording.fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering, so the agent cannot go on. Start the conversation again.`);
+    await deps.recording.fail(
+      r,
+      'sandbox_unavailable',
+      `The sandbox ${sandboxId} stopped answering, so the agent cannot go on. Start the conversation again.`,
+    );
     return 'stop';
   }
   if (outcome === 'finished') {

@@ -25,7 +25,13 @@ export interface Confirmation {
    * agent goes on), rejected ones get an observation and the agent waits for the user ('stop').
    * A message sent instead of a decision counts as a rejection, and the agent answers it.
    */
-  settlePending: (r: Runner, pending: ActionEvent[], decision: ConfirmationEvent | null, sandboxId: string, workingDir: string) => Promise<StepEnd>;
+  settlePending: (
+    r: Runner,
+    pending: ActionEvent[],
+    decision: ConfirmationEvent | null,
+    sandboxId: string,
+    workingDir: string,
+  ) => Promise<StepEnd>;
   /** Records the user's answer to the actions waiting for confirmation and wakes the agent; one decision at a time per conversation. */
   respondToConfirmation: AgentPort['respondToConfirmation'];
 }
@@ -34,9 +40,14 @@ export function createConfirmation(deps: ConfirmationDeps): Confirmation {
   /** The decision being recorded per conversation (respondToConfirmation runs one at a time). */
   const deciding = new Map<string, Promise<void>>();
   return {
-    settlePending: (r, pending, decision, sandboxId, workingDir) => settlePending(deps, r, pending, decision, sandboxId, workingDir),
+    settlePending: (r, pending, decision, sandboxId, workingDir) =>
+      settlePending(deps, r, pending, decision, sandboxId, workingDir),
     respondToConfirmation: (userId, conversationId, decision) =>
-      oneAtATime(deciding, RunnerRegistry.keyOf(userId, conversationId), () => new ResultAsync(decide(deps, userId, conversationId, decision))),
+      oneAtATime(
+        deciding,
+        RunnerRegistry.keyOf(userId, conversationId),
+        () => new ResultAsync(decide(deps, userId, conversationId, decision)),
+      ),
   };
 }
 
@@ -51,18 +62,33 @@ async function settlePending(
   const { actions } = deps;
   if (decision?.accept) {
     const calls = pending.map((a) => ({ id: a.tool_call_id, name: a.tool_name, arguments: a.raw_arguments }));
-    const outcome = await actions.runActions(r, pending, calls, sandboxId, actions.toolContext(r, sandboxId, workingDir), actions.toolsetOf(r, workingDir));
+    const outcome = await actions.runActions(
+      r,
+      pending,
+      calls,
+      sandboxId,
+      actions.toolContext(r, sandboxId, workingDir),
+      actions.toolsetOf(r, workingDir),
+    );
     return actions.afterActions(r, outcome, sandboxId);
   }
   const why = decision
     ? `Rejected by the user: this call was not run.${decision.reason?.trim() ? ` The user said: ${decision.reason.trim()}` : ''} Do not run it again unless the user asks for it.`
     : 'Not run: the user sent a new message instead of confirming this call. Read the message before doing anything else.';
-  await deps.recording.append(r, pending.map((a) => ({ ...actions.interruptedObservation(a, why), details: { rejected: true } })));
+  await deps.recording.append(
+    r,
+    pending.map((a) => ({ ...actions.interruptedObservation(a, why), details: { rejected: true } })),
+  );
   return decision ? 'stop' : 'continue';
 }
 
 /** Appends the decision when actions wait for one (ConfirmationNotPending otherwise), then wakes the agent. */
-async function decide(deps: ConfirmationDeps, userId: string, conversationId: string, decision: ConfirmationDecision): Promise<Result<ConfirmationEvent, ConfirmationFailure>> {
+async function decide(
+  deps: ConfirmationDeps,
+  userId: string,
+  conversationId: string,
+  decision: ConfirmationDecision,
+): Promise<Result<ConfirmationEvent, ConfirmationFailure>> {
   const { conversations, log } = deps.host;
   const record = await conversations.get(userId, conversationId);
   if (record.isErr()) return err(record.error);
@@ -89,7 +115,11 @@ async function decide(deps: ConfirmationDeps, userId: string, conversationId: st
 }
 
 /** Runs `work` once the previous one under the same key has settled (so two answers cannot both pass the check). */
-function oneAtATime<T, E>(queue: Map<string, Promise<void>>, key: string, work: () => ResultAsync<T, E>): ResultAsync<T, E> {
+function oneAtATime<T, E>(
+  queue: Map<string, Promise<void>>,
+  key: string,
+  work: () => ResultAsync<T, E>,
+): ResultAsync<T, E> {
   const previous = queue.get(key) ?? Promise.resolve();
   const result = previous.then(work);
   const settled = result.then(() => undefined);

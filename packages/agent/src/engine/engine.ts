@@ -47,7 +47,12 @@ export function createAgentEngine(host: AgentEngineDeps): AgentEngine {
   const defaultMaxIterations = options.defaultMaxIterations ?? DEFAULT_MAX_ITERATIONS;
   const recording = createRecording(host);
   const actions = createActions({ host, options, builtinTools, recording });
-  const confirmation = createConfirmation({ host, recording, actions, wake: (userId, conversationId) => wake(ctx, userId, conversationId) });
+  const confirmation = createConfirmation({
+    host,
+    recording,
+    actions,
+    wake: (userId, conversationId) => wake(ctx, userId, conversationId),
+  });
   const stepper = createStepper({ host, options, defaultMaxIterations, recording, actions });
   const replayer = createReplayer({ host, defaultToolset: new Toolset(builtinTools), recording, actions });
   const ctx: EngineContext = {
@@ -61,7 +66,13 @@ export function createAgentEngine(host: AgentEngineDeps): AgentEngine {
   };
   watchLeases(ctx);
   return {
-    prepareWorkspace: (request) => prepareRepository({ ...request, runtime: host.runtime, clock: host.clock, ...(options.workspace ? { options: options.workspace } : {}) }),
+    prepareWorkspace: (request) =>
+      prepareRepository({
+        ...request,
+        runtime: host.runtime,
+        clock: host.clock,
+        ...(options.workspace ? { options: options.workspace } : {}),
+      }),
     wake: (userId, conversationId) => wake(ctx, userId, conversationId),
     shutdown: () => shutdown(ctx),
     pause: (userId, conversationId, reason) => pause(ctx, userId, conversationId, reason),
@@ -69,7 +80,10 @@ export function createAgentEngine(host: AgentEngineDeps): AgentEngine {
     recover: () => recover(ctx),
     respondToConfirmation: confirmation.respondToConfirmation,
     activeLoops: () => ctx.runners.all().filter((r) => r.running !== null).length,
-    settingsDefaults: { max_iterations: defaultMaxIterations, condenser_max_size: options.condenser?.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS },
+    settingsDefaults: {
+      max_iterations: defaultMaxIterations,
+      condenser_max_size: options.condenser?.maxEvents ?? DEFAULT_CONDENSER_MAX_EVENTS,
+    },
   };
 }
 
@@ -156,7 +170,10 @@ async function own(ctx: EngineContext, r: Runner, taken: OwnedLease | null): Pro
 async function leaseToRun(ctx: EngineContext, r: Runner): Promise<OwnedLease | null> {
   const acquired = await ctx.host.ownership.acquire(r.userId, r.conversationId);
   if (acquired.isErr()) {
-    ctx.host.logger.warn({ conversationId: r.conversationId, reason: acquired.error.message }, 'could not take the lease of a conversation to run it');
+    ctx.host.logger.warn(
+      { conversationId: r.conversationId, reason: acquired.error.message },
+      'could not take the lease of a conversation to run it',
+    );
     return null;
   }
   return acquired.value === 'elsewhere' ? null : acquired.value;
@@ -191,20 +208,27 @@ async function pause(ctx: EngineContext, userId: string, conversationId: string,
   if (!r?.lease) {
     // Not run by this process: ask the one that runs it (if any) to stop, and wait for it.
     if (!(await ownership.stopElsewhere(userId, conversationId))) {
-      logger.warn({ conversationId }, 'the process running this conversation did not stop in time; recording the pause anyway');
+      logger.warn(
+        { conversationId },
+        'the process running this conversation did not stop in time; recording the pause anyway',
+      );
     }
   }
   if (r) {
     // Also at rest: the shell and MCP connections it keeps between runs are closed.
     await halt(ctx, r, 'paused');
-    await ctx.recording.setStatus(r, 'pause', reason).catch((error: unknown) => logger.warn({ conversationId, err: String(error) }, 'could not record the pause'));
+    await ctx.recording
+      .setStatus(r, 'pause', reason)
+      .catch((error: unknown) => logger.warn({ conversationId, err: String(error) }, 'could not record the pause'));
     await letGo(ctx, r);
     return;
   }
   // Only a record left "running" (by a crash, or a holder that did not write it) needs changing.
   const record = await conversations.get(userId, conversationId);
   if (record.isOk() && record.value?.execution_status === 'running') {
-    await ctx.recording.setStatus(ctx.runners.runnerFor(userId, conversationId), 'pause', reason).catch(() => undefined);
+    await ctx.recording
+      .setStatus(ctx.runners.runnerFor(userId, conversationId), 'pause', reason)
+      .catch(() => undefined);
   }
 }
 
@@ -261,13 +285,19 @@ function recover(ctx: EngineContext): ResultAsync<RecoveryReport, DomainError> {
       if (resumed.isErr()) return err(resumed.error);
       interrupted += resumed.value ?? 0;
     }
-    if (ownership.shared && !ctx.state.scan && !ctx.state.shuttingDown) ctx.state.scan = clock.every(ownership.scanMs, () => void takeOver(ctx));
+    if (ownership.shared && !ctx.state.scan && !ctx.state.shuttingDown)
+      ctx.state.scan = clock.every(ownership.scanMs, () => void takeOver(ctx));
     return ok({ resumed: records.length, interrupted_calls: interrupted });
   };
   const toDomain = (error: unknown): DomainError => storeUnavailable('resume running conversations', error);
   return conversations
     .listByExecutionStatus(['running', 'waiting_for_confirmation'])
-    .andThen((records) => new ResultAsync(resumeAll(records).catch((error: unknown) => err<RecoveryReport, DomainError>(toDomain(error)))));
+    .andThen(
+      (records) =>
+        new ResultAsync(
+          resumeAll(records).catch((error: unknown) => err<RecoveryReport, DomainError>(toDomain(error))),
+        ),
+    );
 }
 
 /** With other processes on the store: takes over, every scan, the running conversations nobody holds (their process died). */
@@ -288,7 +318,11 @@ async function takeOver(ctx: EngineContext): Promise<void> {
         (resumed) => (resumed.isOk() ? resumed.value : couldNot(resumed.error.message)),
         (error: unknown) => couldNot(error instanceof Error ? error.message : String(error)),
       );
-      if (closed !== null) logger.info({ conversationId: record.id, interruptedCalls: closed }, 'took over a running conversation nobody held');
+      if (closed !== null)
+        logger.info(
+          { conversationId: record.id, interruptedCalls: closed },
+          'took over a running conversation nobody held',
+        );
     }
   } finally {
     ctx.state.scanning = false;

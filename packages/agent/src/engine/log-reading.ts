@@ -1,4 +1,12 @@
-import type { ActionEvent, ConfirmationEvent, ConversationErrorCode, ConversationEvent, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
+import type {
+  ActionEvent,
+  ConfirmationEvent,
+  ConversationErrorCode,
+  ConversationEvent,
+  ConversationMetrics,
+  ConversationRecord,
+  StoredSettings,
+} from '@acs/core/schemas';
 import type { LlmCredentials, LlmError } from '@acs/core/ports';
 
 /** What the engine reads off a conversation's log (pure functions): metrics, what waits for confirmation, what was handled, the model to call. */
@@ -17,9 +25,19 @@ export interface MetricTotals {
   last: { model: string; tokens: number } | null;
 }
 
-export const emptyTotals = (): MetricTotals => ({ cost: 0, known: true, prompt: 0, completion: 0, cached: 0, last: null });
+export const emptyTotals = (): MetricTotals => ({
+  cost: 0,
+  known: true,
+  prompt: 0,
+  completion: 0,
+  cached: 0,
+  last: null,
+});
 
-type LlmCallFields = Pick<Extract<ConversationEvent, { kind: 'llm_call' }>, 'prompt_tokens' | 'completion_tokens' | 'cached_prompt_tokens' | 'model' | 'cost_usd'>;
+type LlmCallFields = Pick<
+  Extract<ConversationEvent, { kind: 'llm_call' }>,
+  'prompt_tokens' | 'completion_tokens' | 'cached_prompt_tokens' | 'model' | 'cost_usd'
+>;
 
 /** Adds one model call to the totals (in log order, so the sums are the same floating-point numbers as a scan's). */
 export function addCall(totals: MetricTotals, e: LlmCallFields): void {
@@ -58,14 +76,24 @@ export const isAgentCall = (e: ConversationEvent): boolean => e.kind === 'llm_ca
 /** The actions that wait for the user: asked to be confirmed, with no result yet. */
 export function pendingConfirmation(events: readonly ConversationEvent[]): ActionEvent[] {
   const answered = new Set(events.flatMap((e) => (e.kind === 'observation' ? [e.tool_call_id] : [])));
-  return events.filter((e): e is ActionEvent => e.kind === 'action' && e.requires_confirmation === true && !answered.has(e.tool_call_id));
+  return events.filter(
+    (e): e is ActionEvent => e.kind === 'action' && e.requires_confirmation === true && !answered.has(e.tool_call_id),
+  );
 }
 
 /** The user's decision on those actions, if one was recorded after them. */
-export const decisionOn = (events: readonly ConversationEvent[], pending: readonly ActionEvent[]): ConfirmationEvent | null => {
+export const decisionOn = (
+  events: readonly ConversationEvent[],
+  pending: readonly ActionEvent[],
+): ConfirmationEvent | null => {
   const ids = new Set(pending.map((a) => a.tool_call_id));
   const after = pending[pending.length - 1]?.id ?? 0;
-  return (events.find((e): e is ConfirmationEvent => e.kind === 'confirmation' && e.id > after && e.tool_call_ids.some((id) => ids.has(id))) ?? null);
+  return (
+    events.find(
+      (e): e is ConfirmationEvent =>
+        e.kind === 'confirmation' && e.id > after && e.tool_call_ids.some((id) => ids.has(id)),
+    ) ?? null
+  );
 };
 
 /** From a log alone: the last model call, replayed action or stopping error, the point up to which the agent has acted. */
@@ -73,7 +101,8 @@ export const lastHandledId = (events: readonly ConversationEvent[]): number => {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
     if (isAgentCall(e) || (e.kind === 'error' && e.fatal)) return e.id;
-    if ((e.kind === 'action' || (e.kind === 'message' && e.source === 'agent')) && e.replay_step !== undefined) return e.id;
+    if ((e.kind === 'action' || (e.kind === 'message' && e.source === 'agent')) && e.replay_step !== undefined)
+      return e.id;
   }
   return 0;
 };
@@ -84,10 +113,14 @@ export const lastHandledId = (events: readonly ConversationEvent[]): number => {
  * and base URL. A profile deleted since counts as none.
  */
 export const credentialsOf = (record: ConversationRecord, settings: StoredSettings | null): LlmCredentials | null => {
-  const profile = record.llm_profile_id ? settings?.llm_profiles?.profiles.find((p) => p.id === record.llm_profile_id) : undefined;
+  const profile = record.llm_profile_id
+    ? settings?.llm_profiles?.profiles.find((p) => p.id === record.llm_profile_id)
+    : undefined;
   if (profile) {
     const model = profile.model ?? record.llm_model ?? settings?.llm_model ?? null;
-    return model ? { model, api_key: profile.api_key ?? settings?.llm_api_key ?? null, base_url: profile.base_url || null } : null;
+    return model
+      ? { model, api_key: profile.api_key ?? settings?.llm_api_key ?? null, base_url: profile.base_url || null }
+      : null;
   }
   const model = record.llm_model ?? settings?.llm_model ?? null;
   if (!model) return null;

@@ -39,72 +39,99 @@ export async function runLoop(deps: LoopDeps, r: Runner): Promise<void> {
       }
     } while (r.wakeRequested && !r.stopped);
   } catch (error) {
-    deps.host.logger.error({ conversationId: r.conversationId, err: error instanceof Error ? error.message : String(error) }, 'agent loop failed');
-    await fail(r, 'internal_error', `The agent stopped on an internal error: ${error instanceof Error ? error.message : String(error)}`).catch(() => undefined);
+    deps.host.logger.error(
+      { conversationId: r.conversationId, err: error instanceof Error ? error.message : String(error) },
+      'agent loop failed',
+    );
+    await fail(
+      r,
+      'internal_error',
+      `The agent stopped on an internal error: ${error instanceof Error ? error.message : String(error)}`,
+    ).catch(() => undefined);
   }
 }
 
 /** One run: from "there is work" to finished, error, stuck, paused or waiting for confirmation. */
 async function runOnce(deps: LoopDeps, r: Runner): Promise<void> {
-    const { conversations, sandboxes, settings } = deps.host;
-    const { hasUnseenMessage, catchUp, setStatus, fail } = deps.recording;
-    const { settlePending } = deps.confirmation;
-    const found = await conversations.get(r.userId, r.conversationId);
-    if (found.isErr()) throw new Error(`could not load the conversation: ${found.error.message}`);
-    const record = found.value;
-    if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
-    r.setForcedCondensation(false);
-    await catchUp(r);
-    const pending = pendingConfirmation(r.log.events);
-    const decision = pending.length > 0 ? decisionOn(r.log.events, pending) : null;
-    const wasRunning = record.execution_status === 'running' || record.execution_status === 'paused';
-    if (!wasRunning && !decision && !hasUnseenMessage(r)) return;
+  const { conversations, sandboxes, settings } = deps.host;
+  const { hasUnseenMessage, catchUp, setStatus, fail } = deps.recording;
+  const { settlePending } = deps.confirmation;
+  const found = await conversations.get(r.userId, r.conversationId);
+  if (found.isErr()) throw new Error(`could not load the conversation: ${found.error.message}`);
+  const record = found.value;
+  if (!record || record.status !== 'RUNNING' || !record.sandbox_id) return;
+  r.setForcedCondensation(false);
+  await catchUp(r);
+  const pending = pendingConfirmation(r.log.events);
+  const decision = pending.length > 0 ? decisionOn(r.log.events, pending) : null;
+  const wasRunning = record.execution_status === 'running' || record.execution_status === 'paused';
+  if (!wasRunning && !decision && !hasUnseenMessage(r)) return;
 
-    const sandboxId = record.sandbox_id;
-    const live = await sandboxes.liveRecords(r.userId, [sandboxId]);
-    const box = live.isOk() ? live.value.get(sandboxId) : undefined;
-    if (!box || box.status !== 'RUNNING') {
-      // It runs again when the conversation is started and its sandbox is up.
-      await setStatus(r, 'pause', `the sandbox is ${box ? box.status : 'gone'}`);
-      return;
-    }
-    const stored = await settings.loadWithSecrets(r.userId);
-    const storedSettings = stored.isOk() ? stored.value : null;
-    const credentials = credentialsOf(record, storedSettings);
-    // With a repository, the agent works in its clone (and a replay runs where the model would).
-    const workingDir = record.workspace?.repository_dir ?? box.spec.working_dir;
+  const sandboxId = record.sandbox_id;
+  const live = await sandboxes.liveRecords(r.userId, [sandboxId]);
+  const box = live.isOk() ? live.value.get(sandboxId) : undefined;
+  if (!box || box.status !== 'RUNNING') {
+    // It runs again when the conversation is started and its sandbox is up.
+    await setStatus(r, 'pause', `the sandbox is ${box ? box.status : 'gone'}`);
+    return;
+  }
+  const stored = await settings.loadWithSecrets(r.userId);
+  const storedSettings = stored.isOk() ? stored.value : null;
+  const credentials = credentialsOf(record, storedSettings);
+  // With a repository, the agent works in its clone (and a replay runs where the model would).
+  const workingDir = record.workspace?.repository_dir ?? box.spec.working_dir;
 
-    if (pending.length > 0 && !decision && !hasUnseenMessage(r)) {
-      // Still undecided (the conversation was paused or restarted while it waited): wait again.
-      if (record.execution_status !== 'waiting_for_confirmation') {
-        await setStatus(r, 'run', 'resumed');
-        await setStatus(r, 'await_confirmation', `${pending.length} action(s) still wait for the user to accept or reject them`);
-      }
-      return;
+  if (pending.length > 0 && !decision && !hasUnseenMessage(r)) {
+    // Still undecided (the conversation was paused or restarted while it waited): wait again.
+    if (record.execution_status !== 'waiting_for_confirmation') {
+      await setStatus(r, 'run', 'resumed');
+      await setStatus(
+        r,
+        'await_confirmation',
+        `${pending.length} action(s) still wait for the user to accept or reject them`,
+      );
     }
-    if (pending.length > 0 && decision && !decision.accept) {
-      await settlePending(r, pending, decision, sandboxId, workingDir);
-      // Handled up to the rejected response: a message sent around the rejection still gets a run.
-      r.handled(pending[pending.length - 1]!.id);
-      await setStatus(r, record.execution_status === 'waiting_for_confirmation' ? 'reject' : 'pause', 'the user rejected the actions; the agent waits for a message');
-      return;
-    }
+    return;
+  }
+  if (pending.length > 0 && decision && !decision.accept) {
+    await settlePending(r, pending, decision, sandboxId, workingDir);
+    // Handled up to the rejected response: a message sent around the rejection still gets a run.
+    r.handled(pending[pending.length - 1]!.id);
+    await setStatus(
+      r,
+      record.execution_status === 'waiting_for_confirmation' ? 'reject' : 'pause',
+      'the user rejected the actions; the agent waits for a message',
+    );
+    return;
+  }
 
-    await setStatus(r, 'run', decision?.accept ? 'the user accepted the actions' : hasUnseenMessage(r) ? 'a message from the user' : 'resumed');
-    if (record.launch.replay_json && (await deps.replayer.replay(r, record.launch.replay_json, credentials, sandboxId, workingDir)) === 'stop') return;
-    if (!credentials) {
-      await fail(r, 'llm_not_configured', 'No model is configured: store llm_model (and llm_api_key) in the settings, then send a message.');
-      return;
-    }
-    await deps.actions.ensureMcp(r, record, storedSettings, sandboxId, workingDir);
-    if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
-    const policy = securityPolicyOf(storedSettings);
-    const input = { record, stored: storedSettings, policy, credentials, sandboxId, workingDir };
-    while (!r.stopped) {
-      const end = await deps.stepper.step(r, input);
-      if (end === 'stop') break;
-      input.credentials = await latestCredentials(deps, r, input.credentials);
-    }
+  await setStatus(
+    r,
+    'run',
+    decision?.accept ? 'the user accepted the actions' : hasUnseenMessage(r) ? 'a message from the user' : 'resumed',
+  );
+  if (
+    record.launch.replay_json &&
+    (await deps.replayer.replay(r, record.launch.replay_json, credentials, sandboxId, workingDir)) === 'stop'
+  )
+    return;
+  if (!credentials) {
+    await fail(
+      r,
+      'llm_not_configured',
+      'No model is configured: store llm_model (and llm_api_key) in the settings, then send a message.',
+    );
+    return;
+  }
+  await deps.actions.ensureMcp(r, record, storedSettings, sandboxId, workingDir);
+  if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
+  const policy = securityPolicyOf(storedSettings);
+  const input = { record, stored: storedSettings, policy, credentials, sandboxId, workingDir };
+  while (!r.stopped) {
+    const end = await deps.stepper.step(r, input);
+    if (end === 'stop') break;
+    input.credentials = await latestCredentials(deps, r, input.credentials);
+  }
 }
 
 /**
@@ -113,7 +140,10 @@ async function runOnce(deps: LoopDeps, r: Runner): Promise<void> {
  */
 async function latestCredentials(deps: LoopDeps, r: Runner, last: LlmCredentials): Promise<LlmCredentials> {
   const { conversations, settings } = deps.host;
-  const [record, stored] = await Promise.all([conversations.get(r.userId, r.conversationId), settings.loadWithSecrets(r.userId)]);
+  const [record, stored] = await Promise.all([
+    conversations.get(r.userId, r.conversationId),
+    settings.loadWithSecrets(r.userId),
+  ]);
   if (record.isErr() || !record.value || stored.isErr()) return last;
   return credentialsOf(record.value, stored.value) ?? last;
 }

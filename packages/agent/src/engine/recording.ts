@@ -1,6 +1,13 @@
 import { nextExecutionStatus, type ExecutionEvent } from '@acs/core';
 import type { AgentHost } from '@acs/core/ports';
-import type { ConversationErrorCode, ConversationEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
+import type {
+  ConversationErrorCode,
+  ConversationEvent,
+  ConversationEventDraft,
+  ConversationMetrics,
+  ConversationRecord,
+  ExecutionStatus,
+} from '@acs/core/schemas';
 import { ok, type Result } from 'neverthrow';
 import { lastHandledId } from './log-reading.js';
 import type { Runner } from './runner.js';
@@ -26,7 +33,12 @@ export interface Recording {
   catchUp: (r: Runner) => Promise<void>;
   now: () => string;
   /** Moves the execution status (and records why); a move the state machine refuses is a defect, logged and ignored. */
-  setStatus: (r: Runner, event: ExecutionEvent, reason: string | null, extra?: Partial<Pick<ConversationRecord, 'metrics'>>) => Promise<ExecutionStatus | null>;
+  setStatus: (
+    r: Runner,
+    event: ExecutionEvent,
+    reason: string | null,
+    extra?: Partial<Pick<ConversationRecord, 'metrics'>>,
+  ) => Promise<ExecutionStatus | null>;
   saveMetrics: (r: Runner, metrics: ConversationMetrics) => Promise<void>;
   /** An error event: fatal when the agent stops because of it, else a warning. */
   errorEvent: (code: ConversationErrorCode, message: string, fatal?: boolean) => ConversationEventDraft;
@@ -62,7 +74,10 @@ export function createRecording(deps: RecordingDeps): Recording {
 function holds(deps: RecordingDeps, r: Runner): boolean {
   if (r.leaseLost) return false;
   if (r.lease && !deps.ownership.holds(r.lease)) {
-    deps.logger.warn({ conversationId: r.conversationId }, 'stopped a conversation whose lease was not renewed in time');
+    deps.logger.warn(
+      { conversationId: r.conversationId },
+      'stopped a conversation whose lease was not renewed in time',
+    );
     r.loseLease();
     return false;
   }
@@ -75,7 +90,10 @@ async function append(deps: RecordingDeps, r: Runner, drafts: ConversationEventD
   if (appended.isErr()) {
     if (appended.error.type === 'LeaseLost') {
       // Another process runs the conversation now; anything written from here would be refused.
-      deps.logger.warn({ conversationId: r.conversationId, reason: appended.error.message }, 'stopped a conversation whose lease was lost');
+      deps.logger.warn(
+        { conversationId: r.conversationId, reason: appended.error.message },
+        'stopped a conversation whose lease was lost',
+      );
       r.loseLease();
       return [];
     }
@@ -111,33 +129,56 @@ async function setStatus(
 ): Promise<ExecutionStatus | null> {
   if (!holds(deps, r)) return null;
   let changed: { from: ExecutionStatus | null; to: ExecutionStatus } | null = null;
-  const updated = await deps.conversations.update(r.userId, r.conversationId, (current): Result<ConversationRecord, never> => {
-    const next = nextExecutionStatus(current.execution_status, event);
-    if (next.isErr()) {
-      deps.logger.warn({ conversationId: r.conversationId, from: current.execution_status, event }, 'ignored an execution status change the state machine refuses');
-      return ok(current);
-    }
-    if (next.value === current.execution_status && Object.keys(extra).length === 0) return ok(current);
-    if (next.value !== current.execution_status) changed = { from: current.execution_status, to: next.value };
-    return ok({ ...current, ...extra, execution_status: next.value, updated_at: deps.clock.now() });
-  });
+  const updated = await deps.conversations.update(
+    r.userId,
+    r.conversationId,
+    (current): Result<ConversationRecord, never> => {
+      const next = nextExecutionStatus(current.execution_status, event);
+      if (next.isErr()) {
+        deps.logger.warn(
+          { conversationId: r.conversationId, from: current.execution_status, event },
+          'ignored an execution status change the state machine refuses',
+        );
+        return ok(current);
+      }
+      if (next.value === current.execution_status && Object.keys(extra).length === 0) return ok(current);
+      if (next.value !== current.execution_status) changed = { from: current.execution_status, to: next.value };
+      return ok({ ...current, ...extra, execution_status: next.value, updated_at: deps.clock.now() });
+    },
+  );
   if (updated.isErr()) throw new Error(`could not record the execution status: ${updated.error.message}`);
   const move = changed as { from: ExecutionStatus | null; to: ExecutionStatus } | null;
-  if (move) await append(deps, r, [{ kind: 'status', source: 'environment', timestamp: deps.clock.now(), execution_status: move.to, reason }]);
+  if (move)
+    await append(deps, r, [
+      { kind: 'status', source: 'environment', timestamp: deps.clock.now(), execution_status: move.to, reason },
+    ]);
   return updated.value?.execution_status ?? null;
 }
 
 async function saveMetrics(deps: RecordingDeps, r: Runner, metrics: ConversationMetrics): Promise<void> {
   if (!holds(deps, r)) return;
-  await deps.conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> => ok({ ...c, metrics, updated_at: deps.clock.now() }));
+  await deps.conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> =>
+    ok({ ...c, metrics, updated_at: deps.clock.now() }),
+  );
 }
 
-function errorEvent(deps: Pick<RecordingDeps, 'clock'>, code: ConversationErrorCode, message: string, fatal: boolean): ConversationEventDraft {
+function errorEvent(
+  deps: Pick<RecordingDeps, 'clock'>,
+  code: ConversationErrorCode,
+  message: string,
+  fatal: boolean,
+): ConversationEventDraft {
   return { kind: 'error', source: 'environment', timestamp: deps.clock.now(), code, message, fatal };
 }
 
 /** A fatal error event, then the status move (`fail`: error; `await_message`: idle until the user writes). */
-async function stopWithError(deps: RecordingDeps, r: Runner, code: ConversationErrorCode, message: string, move: 'fail' | 'await_message'): Promise<void> {
+async function stopWithError(
+  deps: RecordingDeps,
+  r: Runner,
+  code: ConversationErrorCode,
+  message: string,
+  move: 'fail' | 'await_message',
+): Promise<void> {
   r.handled(r.log.lastId);
   await append(deps, r, [errorEvent(deps, code, message, true)]);
   await setStatus(deps, r, move, message, {});

@@ -25,66 +25,116 @@ export interface Replayer {
    * finished, the agent was paused, or there is no model to go on with); 'continue' when the
    * model takes over.
    */
-  replay: (r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string) => Promise<StepEnd>;
+  replay: (
+    r: Runner,
+    json: string,
+    credentials: LlmCredentials | null,
+    sandboxId: string,
+    workingDir: string,
+  ) => Promise<StepEnd>;
 }
 
 export function createReplayer(deps: ReplayerDeps): Replayer {
-  return { replay: (r, json, credentials, sandboxId, workingDir) => replay(deps, r, json, credentials, sandboxId, workingDir) };
+  return {
+    replay: (r, json, credentials, sandboxId, workingDir) => replay(deps, r, json, credentials, sandboxId, workingDir),
+  };
 }
 
-async function replay(deps: ReplayerDeps, r: Runner, json: string, credentials: LlmCredentials | null, sandboxId: string, workingDir: string): Promise<StepEnd> {
-    const { append, catchUp, now, setStatus, fail } = deps.recording;
-    const { toolContext, runActions } = deps.actions;
-    const plan = parseReplayTrajectory(json);
-    if (plan.isErr()) {
-      await fail(r, 'internal_error', `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`);
-      return 'stop';
-    }
-    const { steps } = plan.value;
-    const context = toolContext(r, sandboxId, workingDir);
-    for (let n = nextReplayStep(r.log.events); n < steps.length; n++) {
-      await catchUp(r);
-      if (r.stopped) return 'stop';
-      const step = steps[n]!;
-      if (step.kind === 'message') {
-        await append(r, [{ kind: 'message', source: step.source, timestamp: now(), text: step.text, image_urls: step.image_urls, replay_step: n }]);
-        continue;
-      }
-      const id = replayCallId(step);
-      const raw = JSON.stringify(step.arguments);
-      const appended = await append(r, [
-        { kind: 'action', source: 'agent', timestamp: now(), tool_call_id: id, tool_name: step.tool_name, arguments: step.arguments, raw_arguments: raw, thought: step.thought, response_id: id, replay_step: n },
-      ]);
-      const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
-      const outcome = await runActions(r, actions, [{ id, name: step.tool_name, arguments: raw }], sandboxId, context, deps.defaultToolset);
-      deps.host.sandboxes.touch(r.userId, sandboxId);
-      if (outcome === 'paused') return 'stop';
-      if (outcome === 'sandbox_lost') {
-        await fail(r, 'sandbox_unavailable', `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`);
-        return 'stop';
-      }
-      if (outcome === 'finished') {
-        r.handled(r.log.lastId);
-        await setStatus(r, 'finish', 'the replayed trajectory called finish');
-        return 'stop';
-      }
-    }
-    // The user wrote after the replay: the model answers (or the usual error says that none is configured).
-    const end = replayEndIndex(r.log.events);
-    if (r.log.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
-    const last = steps.at(-1);
-    // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
-    const awaitsUser = last?.kind === 'message' && last.source === 'agent';
-    if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
-    r.handled(r.log.lastId);
-    await setStatus(
+async function replay(
+  deps: ReplayerDeps,
+  r: Runner,
+  json: string,
+  credentials: LlmCredentials | null,
+  sandboxId: string,
+  workingDir: string,
+): Promise<StepEnd> {
+  const { append, catchUp, now, setStatus, fail } = deps.recording;
+  const { toolContext, runActions } = deps.actions;
+  const plan = parseReplayTrajectory(json);
+  if (plan.isErr()) {
+    await fail(
       r,
-      'finish',
-      plan.value.endsWithFinish
-        ? 'the replayed trajectory called finish'
-        : awaitsUser
-          ? 'the replayed trajectory ended with a message from the agent, which waits for the user'
-          : 'the trajectory was replayed; no model is configured, so the agent stops here',
+      'internal_error',
+      `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`,
     );
     return 'stop';
+  }
+  const { steps } = plan.value;
+  const context = toolContext(r, sandboxId, workingDir);
+  for (let n = nextReplayStep(r.log.events); n < steps.length; n++) {
+    await catchUp(r);
+    if (r.stopped) return 'stop';
+    const step = steps[n]!;
+    if (step.kind === 'message') {
+      await append(r, [
+        {
+          kind: 'message',
+          source: step.source,
+          timestamp: now(),
+          text: step.text,
+          image_urls: step.image_urls,
+          replay_step: n,
+        },
+      ]);
+      continue;
+    }
+    const id = replayCallId(step);
+    const raw = JSON.stringify(step.arguments);
+    const appended = await append(r, [
+      {
+        kind: 'action',
+        source: 'agent',
+        timestamp: now(),
+        tool_call_id: id,
+        tool_name: step.tool_name,
+        arguments: step.arguments,
+        raw_arguments: raw,
+        thought: step.thought,
+        response_id: id,
+        replay_step: n,
+      },
+    ]);
+    const actions = appended.filter((e): e is ActionEvent => e.kind === 'action');
+    const outcome = await runActions(
+      r,
+      actions,
+      [{ id, name: step.tool_name, arguments: raw }],
+      sandboxId,
+      context,
+      deps.defaultToolset,
+    );
+    deps.host.sandboxes.touch(r.userId, sandboxId);
+    if (outcome === 'paused') return 'stop';
+    if (outcome === 'sandbox_lost') {
+      await fail(
+        r,
+        'sandbox_unavailable',
+        `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`,
+      );
+      return 'stop';
+    }
+    if (outcome === 'finished') {
+      r.handled(r.log.lastId);
+      await setStatus(r, 'finish', 'the replayed trajectory called finish');
+      return 'stop';
+    }
+  }
+  // The user wrote after the replay: the model answers (or the usual error says that none is configured).
+  const end = replayEndIndex(r.log.events);
+  if (r.log.events.slice(end + 1).some((e) => e.kind === 'message' && e.source === 'user')) return 'continue';
+  const last = steps.at(-1);
+  // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
+  const awaitsUser = last?.kind === 'message' && last.source === 'agent';
+  if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
+  r.handled(r.log.lastId);
+  await setStatus(
+    r,
+    'finish',
+    plan.value.endsWithFinish
+      ? 'the replayed trajectory called finish'
+      : awaitsUser
+        ? 'the replayed trajectory ended with a message from the agent, which waits for the user'
+        : 'the trajectory was replayed; no model is configured, so the agent stops here',
+  );
+  return 'stop';
 }

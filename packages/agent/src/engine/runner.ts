@@ -229,7 +229,11 @@ export class Runner {
 }
 
 export const stoppedWhy = (r: Runner) =>
-  r.stopReason === 'paused' ? 'paused' : r.stopReason === 'lease lost' ? 'taken over by another process' : 'stopped by a shutdown of the service';
+  r.stopReason === 'paused'
+    ? 'paused'
+    : r.stopReason === 'lease lost'
+      ? 'taken over by another process'
+      : 'stopped by a shutdown of the service';
 
 /** The runners of one engine, one per conversation, keyed by (user, conversation). */
 export class RunnerRegistry {

@@ -1,4 +1,10 @@
-import type { ActionEvent, ConversationEventDraft, ConversationMetrics, ConversationRecord, StoredSettings } from '@acs/core/schemas';
+import type {
+  ActionEvent,
+  ConversationEventDraft,
+  ConversationMetrics,
+  ConversationRecord,
+  StoredSettings,
+} from '@acs/core/schemas';
 import type { AgentHost, LlmCredentials, LlmMessage, LlmResponse } from '@acs/core/ports';
 import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE, noteStillStands } from '../answer-notes.js';
 import { planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
@@ -57,7 +63,12 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
   const toolset = actions.toolsetOf(r, input.workingDir);
   const seenUpTo = r.log.lastId;
   r.handled(seenUpTo);
-  const response = await deps.host.llm.complete({ credentials: input.credentials, messages: promptOf(r, input), tools: toolset.definitions, signal: r.signal });
+  const response = await deps.host.llm.complete({
+    credentials: input.credentials,
+    messages: promptOf(r, input),
+    tools: toolset.definitions,
+    signal: r.signal,
+  });
   if (response.isErr()) {
     if (response.error.type === 'cancelled' || r.stopped) return 'stop';
     // Too long for the model: condense harder and try again, once per step.
@@ -68,7 +79,11 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
       if (condensed === 'condensed') return 'continue';
     }
     const { type, status, message } = response.error;
-    await recording.fail(r, errorCodeOf(response.error), `The model call failed (${type}${status ? `, HTTP ${status}` : ''}): ${message}`);
+    await recording.fail(
+      r,
+      errorCodeOf(response.error),
+      `The model call failed (${type}${status ? `, HTTP ${status}` : ''}): ${message}`,
+    );
     return 'stop';
   }
   r.setForcedCondensation(false);
@@ -80,12 +95,20 @@ async function checkLimits(deps: StepperDeps, r: Runner, input: StepInput): Prom
   const { recording } = deps;
   const verdict = detectStuck(r.log.events);
   if (verdict.kind === 'stuck') {
-    await recording.append(r, [recording.errorEvent('stuck', `The agent is stuck: ${verdict.reason}. Send a message to give it new directions.`, true)]);
+    await recording.append(r, [
+      recording.errorEvent(
+        'stuck',
+        `The agent is stuck: ${verdict.reason}. Send a message to give it new directions.`,
+        true,
+      ),
+    ]);
     await recording.setStatus(r, 'stuck', verdict.reason);
     return 'stop';
   }
   if (verdict.kind === 'nudge') {
-    await recording.append(r, [{ kind: 'message', source: 'environment', timestamp: recording.now(), text: verdict.message, image_urls: [] }]);
+    await recording.append(r, [
+      { kind: 'message', source: 'environment', timestamp: recording.now(), text: verdict.message, image_urls: [] },
+    ]);
   }
 
   const iterations = r.log.agentCallsSinceUserMessage;
@@ -131,7 +154,9 @@ function promptOf(r: Runner, input: StepInput): LlmMessage[] {
     workingDir,
     instructions: record.launch.conversation_instructions,
     startedAt: record.created_at,
-    repository: record.workspace ? { name: record.workspace.repository, branch: record.workspace.branch, guidance: record.workspace.guidance } : null,
+    repository: record.workspace
+      ? { name: record.workspace.repository, branch: record.workspace.branch, guidance: record.workspace.guidance }
+      : null,
     riskGuidance: policy.analyzer === 'llm' || policy.analyzer === 'ensemble' ? SECURITY_RISK_GUIDANCE : null,
   });
   return r.log.prompt(record.workspace?.guidance.knowledge ?? [], [{ role: 'system', content: system }]);
@@ -166,7 +191,11 @@ function llmCallDraft(
     purpose,
   };
   const metrics = r.log.metricsWith(draft, budget);
-  const accumulated = { cost_usd: metrics.accumulated_cost, prompt_tokens: metrics.prompt_tokens, completion_tokens: metrics.completion_tokens };
+  const accumulated = {
+    cost_usd: metrics.accumulated_cost,
+    prompt_tokens: metrics.prompt_tokens,
+    completion_tokens: metrics.completion_tokens,
+  };
   return { event: { ...draft, accumulated }, metrics };
 }
 
@@ -174,21 +203,42 @@ function llmCallDraft(
  * Summarises older events when the view is past the condenser's bounds (or, forced, because
  * the model said the prompt was too long). 'none' when nothing needed condensing.
  */
-async function condense(deps: StepperDeps, r: Runner, input: StepInput, force: boolean): Promise<'none' | 'condensed' | 'stop'> {
+async function condense(
+  deps: StepperDeps,
+  r: Runner,
+  input: StepInput,
+  force: boolean,
+): Promise<'none' | 'condensed' | 'stop'> {
   const { recording } = deps;
   const options = condenserOptions(deps, input.stored);
   // Within bounds (most steps), planning would find nothing: skip its reading of the whole log.
   if (!force && r.log.withinCondenserBounds(options)) return 'none';
   const plan = planCondensation(r.log.events, options, force);
   if (!plan) return 'none';
-  const response = await deps.host.llm.complete({ credentials: input.credentials, messages: summaryRequest(plan, options), tools: [], signal: r.signal });
+  const response = await deps.host.llm.complete({
+    credentials: input.credentials,
+    messages: summaryRequest(plan, options),
+    tools: [],
+    signal: r.signal,
+  });
   if (response.isErr()) {
     if (response.error.type === 'cancelled' || r.stopped) return 'stop';
-    await recording.fail(r, errorCodeOf(response.error), `Summarising older events to keep the prompt bounded failed (${response.error.type}): ${response.error.message}`);
+    await recording.fail(
+      r,
+      errorCodeOf(response.error),
+      `Summarising older events to keep the prompt bounded failed (${response.error.type}): ${response.error.message}`,
+    );
     return 'stop';
   }
   const answer = response.value;
-  const call = llmCallDraft(deps, r, answer, answer.id ?? `condense-${r.log.lastId}`, 'condenser', input.stored?.max_budget_per_task ?? null);
+  const call = llmCallDraft(
+    deps,
+    r,
+    answer,
+    answer.id ?? `condense-${r.log.lastId}`,
+    'condenser',
+    input.stored?.max_budget_per_task ?? null,
+  );
   await recording.append(r, [
     call.event,
     {
@@ -209,7 +259,15 @@ async function condense(deps: StepperDeps, r: Runner, input: StepInput, force: b
 type ActionDraft = Extract<ConversationEventDraft, { kind: 'action' }>;
 
 /** The response's tool calls as action drafts: ids made unique in the history, each rated by the security policy. */
-function actionDrafts(deps: StepperDeps, r: Runner, input: StepInput, toolset: Toolset, answer: LlmResponse, responseId: string, seenUpTo: number): ActionDraft[] {
+function actionDrafts(
+  deps: StepperDeps,
+  r: Runner,
+  input: StepInput,
+  toolset: Toolset,
+  answer: LlmResponse,
+  responseId: string,
+  seenUpTo: number,
+): ActionDraft[] {
   const rules = deps.actions.ruleContext(input.workingDir);
   const drafts: ActionDraft[] = [];
   const usedIds = new Set<string>();
@@ -221,7 +279,11 @@ function actionDrafts(deps: StepperDeps, r: Runner, input: StepInput, toolset: T
     usedIds.add(id);
     call.id = id;
     const mcp = toolset.get(call.name)?.mcp;
-    const assessment = assessAction(input.policy, { tool_name: call.name, arguments: parsed.value, ...(mcp ? { mcp } : {}) }, rules);
+    const assessment = assessAction(
+      input.policy,
+      { tool_name: call.name, arguments: parsed.value, ...(mcp ? { mcp } : {}) },
+      rules,
+    );
     drafts.push({
       kind: 'action',
       source: 'agent',
@@ -239,17 +301,38 @@ function actionDrafts(deps: StepperDeps, r: Runner, input: StepInput, toolset: T
 }
 
 /** What follows a model's answer: its llm_call and actions (or message) appended, then the actions run, held for confirmation, or the run ends. */
-async function answer(deps: StepperDeps, r: Runner, input: StepInput, toolset: Toolset, response: LlmResponse, seenUpTo: number): Promise<StepEnd> {
+async function answer(
+  deps: StepperDeps,
+  r: Runner,
+  input: StepInput,
+  toolset: Toolset,
+  response: LlmResponse,
+  seenUpTo: number,
+): Promise<StepEnd> {
   const { recording, actions } = deps;
   const responseId = response.id ?? `resp-${seenUpTo}-${r.log.events.length}`;
   const call = llmCallDraft(deps, r, response, responseId, 'agent', input.stored?.max_budget_per_task ?? null);
   const planned = actionDrafts(deps, r, input, toolset, response, responseId, seenUpTo);
   // A cut-off answer is never held for confirmation: accepting it would run a truncated call.
   const cutOff = response.finish_reason === 'length';
-  const confirm = !cutOff && needsConfirmation(input.policy, planned.map((a) => ({ tool_name: a.tool_name, risk: a.security_risk ?? null })));
-  const drafts: ConversationEventDraft[] = [call.event, ...planned.map((a) => (confirm ? { ...a, requires_confirmation: true } : a))];
+  const confirm =
+    !cutOff &&
+    needsConfirmation(
+      input.policy,
+      planned.map((a) => ({ tool_name: a.tool_name, risk: a.security_risk ?? null })),
+    );
+  const drafts: ConversationEventDraft[] = [
+    call.event,
+    ...planned.map((a) => (confirm ? { ...a, requires_confirmation: true } : a)),
+  ];
   if (response.tool_calls.length === 0 && response.content?.trim()) {
-    drafts.push({ kind: 'message', source: 'agent', timestamp: recording.now(), text: response.content, image_urls: [] });
+    drafts.push({
+      kind: 'message',
+      source: 'agent',
+      timestamp: recording.now(),
+      text: response.content,
+      image_urls: [],
+    });
   }
   const appended = await recording.append(r, drafts);
   await recording.saveMetrics(r, call.metrics);
@@ -279,7 +362,9 @@ async function answer(deps: StepperDeps, r: Runner, input: StepInput, toolset: T
 /** A note from the service to the model, unless the model has it already and has shown nothing since. */
 async function noteOnce(deps: StepperDeps, r: Runner, text: string): Promise<void> {
   if (noteStillStands(r.log.events, text)) return;
-  await deps.recording.append(r, [{ kind: 'message', source: 'environment', timestamp: deps.recording.now(), text, image_urls: [] }]);
+  await deps.recording.append(r, [
+    { kind: 'message', source: 'environment', timestamp: deps.recording.now(), text, image_urls: [] },
+  ]);
 }
 
 /**

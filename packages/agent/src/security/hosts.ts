@@ -1,7 +1,15 @@
 /** Which hosts a command contacts (URLs, scp-like targets, `/dev/tcp`), whether it sends data, and which hosts are trusted. */
 import type { RuleContext } from './risk.js';
 import { args, hasFlag, optionValues, positionals } from './shell-arguments.js';
-import { DOWNLOADERS, inlineCode, INTERPRETERS, NETCATS, NETWORK_SENDERS, REMOTE_COPY, type SimpleCommand } from './shell-commands.js';
+import {
+  DOWNLOADERS,
+  inlineCode,
+  INTERPRETERS,
+  NETCATS,
+  NETWORK_SENDERS,
+  REMOTE_COPY,
+  type SimpleCommand,
+} from './shell-commands.js';
 
 type HostRef = { host: string } | { unresolved: true };
 
@@ -9,7 +17,10 @@ function hostOfUrl(url: string): HostRef {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : `http://${url}`;
   if (withScheme.includes('$')) return { unresolved: true };
   try {
-    const host = new URL(withScheme).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+    const host = new URL(withScheme).hostname
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.$/, '')
+      .toLowerCase();
     return host === '' ? { unresolved: true } : { host };
   } catch {
     return { unresolved: true };
@@ -26,13 +37,153 @@ export function isTrustedHost(host: string, context: RuleContext): boolean {
 const URL_IN_TEXT = /[a-z][a-z0-9+.-]{0,20}:\/\/[^\s'"`<>()]{1,2000}/gi;
 const SCP_LIKE = /^(?:[^\s/@:]+@)?(\[[0-9a-f:]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(?!\/\/)/i;
 export const DEV_NET = /\/dev\/(?:tcp|udp)\/([^/\s]+)\//;
-export const CURL_VALUED = new Set(['-o', '-d', '-H', '-X', '-u', '-A', '-e', '-F', '-T', '-x', '-b', '-c', '-K', '-w', '-m', '-r', '-E', '-C', '-Y', '-y', '-z', '-U', '-Q', '--data', '--data-raw', '--data-binary', '--data-urlencode', '--data-ascii', '--json', '--header', '--output', '--user', '--request', '--form', '--form-string', '--upload-file', '--proxy', '--cookie', '--cookie-jar', '--connect-timeout', '--max-time', '--retry', '--cacert', '--cert', '--key', '--user-agent', '--referer', '--resolve', '--interface', '--output-dir', '--config', '--write-out', '--range', '--retry-delay', '--retry-max-time', '--limit-rate', '--max-filesize']);
-export const WGET_VALUED = new Set(['-O', '-o', '-P', '-U', '-e', '-t', '-T', '-a', '-i', '-B', '-w', '-Q', '-l', '--header', '--post-data', '--post-file', '--body-data', '--body-file', '--user', '--password', '--output-document', '--directory-prefix', '--method', '--user-agent', '--tries', '--timeout', '--input-file', '--output-file', '--referer']);
-const SSH_VALUED = new Set(['-p', '-i', '-l', '-o', '-F', '-J', '-L', '-R', '-D', '-b', '-c', '-E', '-e', '-m', '-O', '-Q', '-S', '-W', '-w', '-B', '-P']);
+export const CURL_VALUED = new Set([
+  '-o',
+  '-d',
+  '-H',
+  '-X',
+  '-u',
+  '-A',
+  '-e',
+  '-F',
+  '-T',
+  '-x',
+  '-b',
+  '-c',
+  '-K',
+  '-w',
+  '-m',
+  '-r',
+  '-E',
+  '-C',
+  '-Y',
+  '-y',
+  '-z',
+  '-U',
+  '-Q',
+  '--data',
+  '--data-raw',
+  '--data-binary',
+  '--data-urlencode',
+  '--data-ascii',
+  '--json',
+  '--header',
+  '--output',
+  '--user',
+  '--request',
+  '--form',
+  '--form-string',
+  '--upload-file',
+  '--proxy',
+  '--cookie',
+  '--cookie-jar',
+  '--connect-timeout',
+  '--max-time',
+  '--retry',
+  '--cacert',
+  '--cert',
+  '--key',
+  '--user-agent',
+  '--referer',
+  '--resolve',
+  '--interface',
+  '--output-dir',
+  '--config',
+  '--write-out',
+  '--range',
+  '--retry-delay',
+  '--retry-max-time',
+  '--limit-rate',
+  '--max-filesize',
+]);
+export const WGET_VALUED = new Set([
+  '-O',
+  '-o',
+  '-P',
+  '-U',
+  '-e',
+  '-t',
+  '-T',
+  '-a',
+  '-i',
+  '-B',
+  '-w',
+  '-Q',
+  '-l',
+  '--header',
+  '--post-data',
+  '--post-file',
+  '--body-data',
+  '--body-file',
+  '--user',
+  '--password',
+  '--output-document',
+  '--directory-prefix',
+  '--method',
+  '--user-agent',
+  '--tries',
+  '--timeout',
+  '--input-file',
+  '--output-file',
+  '--referer',
+]);
+const SSH_VALUED = new Set([
+  '-p',
+  '-i',
+  '-l',
+  '-o',
+  '-F',
+  '-J',
+  '-L',
+  '-R',
+  '-D',
+  '-b',
+  '-c',
+  '-E',
+  '-e',
+  '-m',
+  '-O',
+  '-Q',
+  '-S',
+  '-W',
+  '-w',
+  '-B',
+  '-P',
+]);
 const NC_VALUED = new Set(['-p', '-s', '-w', '-e', '-c', '-i', '-q', '-x', '-X', '-P', '-I', '-O', '-T', '-V', '-W']);
 /** Programs whose URL arguments are fetched (not, say, grep's or echo's). */
-const URL_PROGRAMS = new Set(['git', 'pip', 'pipx', 'uv', 'poetry', 'conda', 'npm', 'yarn', 'pnpm', 'bun', 'go', 'cargo', 'gem', 'composer', 'svn', 'hg', 'helm', 'brew', 'apt-get', 'apt', 'ssh', 'scp', 'sftp', 'rsync', 'ftp', 'lftp', 'docker', 'podman']);
-const NETWORK_CODE = /\b(?:urllib|requests|httpx|aiohttp|http\.client|socket|fetch\s?\(|https?\.(?:request|get)|XMLHttpRequest|LWP|IO::Socket|Net::HTTP|open-uri|fsockopen|curl_exec)/;
+const URL_PROGRAMS = new Set([
+  'git',
+  'pip',
+  'pipx',
+  'uv',
+  'poetry',
+  'conda',
+  'npm',
+  'yarn',
+  'pnpm',
+  'bun',
+  'go',
+  'cargo',
+  'gem',
+  'composer',
+  'svn',
+  'hg',
+  'helm',
+  'brew',
+  'apt-get',
+  'apt',
+  'ssh',
+  'scp',
+  'sftp',
+  'rsync',
+  'ftp',
+  'lftp',
+  'docker',
+  'podman',
+]);
+const NETWORK_CODE =
+  /\b(?:urllib|requests|httpx|aiohttp|http\.client|socket|fetch\s?\(|https?\.(?:request|get)|XMLHttpRequest|LWP|IO::Socket|Net::HTTP|open-uri|fsockopen|curl_exec)/;
 
 /** Hosts a command contacts, as far as its words tell. */
 export function hostsOf(cmd: SimpleCommand): HostRef[] {
@@ -87,10 +238,15 @@ export function isNetworkSender(cmd: SimpleCommand): boolean {
 export function isUpload(cmd: SimpleCommand): boolean {
   const a = args(cmd);
   if (cmd.program === 'curl') {
-    return a.some((w) => /^(?:-[A-Za-z]*[dFT]|--data(?:-[a-z]+)?|--json|--form(?:-string)?|--upload-file)(?:=|$)/.test(w) || /^-[dFT]./.test(w));
+    return a.some(
+      (w) =>
+        /^(?:-[A-Za-z]*[dFT]|--data(?:-[a-z]+)?|--json|--form(?:-string)?|--upload-file)(?:=|$)/.test(w) ||
+        /^-[dFT]./.test(w),
+    );
   }
   if (cmd.program === 'wget') return a.some((w) => /^--(?:post|body)-(?:data|file)(?:=|$)/.test(w));
-  if (cmd.program === 'http' || cmd.program === 'https') return a.some((w) => /^[\w-]+:?=/.test(w) || w === '--form' || w === '-f');
+  if (cmd.program === 'http' || cmd.program === 'https')
+    return a.some((w) => /^[\w-]+:?=/.test(w) || w === '--form' || w === '-f');
   if (REMOTE_COPY.has(cmd.program)) {
     const pos = positionals(a, SSH_VALUED);
     const dest = pos[pos.length - 1];

@@ -5,12 +5,76 @@ import type { RuleContext } from './risk.js';
 /** Stands for the home directory: we do not know the sandbox user's home, only that it is not the working directory. */
 export const HOME = '/~';
 export const SCRATCH_DIRS = ['/tmp', '/var/tmp'];
-export const SYSTEM_DIRS = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/var', '/lib', '/lib32', '/lib64', '/opt', '/root', '/home', '/sys', '/proc', '/dev', '/srv', '/mnt', '/media', '/run', HOME];
+export const SYSTEM_DIRS = [
+  '/etc',
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/boot',
+  '/var',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/opt',
+  '/root',
+  '/home',
+  '/sys',
+  '/proc',
+  '/dev',
+  '/srv',
+  '/mnt',
+  '/media',
+  '/run',
+  HOME,
+];
 /** Directories whose files the system (not the agent) runs or trusts: writing there is high risk. */
-export const PROTECTED_WRITE_DIRS = ['/etc', '/usr', '/bin', '/sbin', '/boot', '/lib', '/lib32', '/lib64', '/sys', '/proc', '/var/spool/cron', DEFAULT_CREDENTIAL_DIR];
-const STARTUP_FILES = new Set(['.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.profile', '.zshrc', '.zprofile', '.zshenv', '.zlogin']);
-const TEMPLATE_SUFFIXES = new Set(['example', 'sample', 'template', 'dist', 'defaults', 'default', 'schema', 'tmpl', 'tpl']);
-const KEY_FILES = new Set(['id_rsa', 'id_dsa', 'id_ecdsa', 'id_ed25519', '.netrc', '_netrc', '.git-credentials', '.pgpass', '.pypirc']);
+export const PROTECTED_WRITE_DIRS = [
+  '/etc',
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/boot',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/sys',
+  '/proc',
+  '/var/spool/cron',
+  DEFAULT_CREDENTIAL_DIR,
+];
+const STARTUP_FILES = new Set([
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.profile',
+  '.zshrc',
+  '.zprofile',
+  '.zshenv',
+  '.zlogin',
+]);
+const TEMPLATE_SUFFIXES = new Set([
+  'example',
+  'sample',
+  'template',
+  'dist',
+  'defaults',
+  'default',
+  'schema',
+  'tmpl',
+  'tpl',
+]);
+const KEY_FILES = new Set([
+  'id_rsa',
+  'id_dsa',
+  'id_ecdsa',
+  'id_ed25519',
+  '.netrc',
+  '_netrc',
+  '.git-credentials',
+  '.pgpass',
+  '.pypirc',
+]);
 
 export function normalizePath(path: string): string {
   const out: string[] = [];
@@ -24,7 +88,8 @@ export function normalizePath(path: string): string {
 
 export function expandHome(word: string): string {
   if (word === '~' || word === '$HOME' || word === '${HOME}') return HOME;
-  for (const prefix of ['~/', '$HOME/', '${HOME}/']) if (word.startsWith(prefix)) return `${HOME}/${word.slice(prefix.length)}`;
+  for (const prefix of ['~/', '$HOME/', '${HOME}/'])
+    if (word.startsWith(prefix)) return `${HOME}/${word.slice(prefix.length)}`;
   // ~user: someone's home; still not ours.
   if (/^~[\w.-]+(\/|$)/.test(word)) return `${HOME}/${word.slice(word.indexOf('/') + 1 || word.length)}`;
   return word;
@@ -44,7 +109,8 @@ export const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 const segmentsOf = (path: string) => path.split('/').filter((s) => s !== '');
 
 export function isSecretPath(path: string, context: RuleContext): boolean {
-  if ([...context.secretPaths, DEFAULT_CREDENTIAL_DIR].some((dir) => isWithin(path, normalizePath(expandHome(dir))))) return true;
+  if ([...context.secretPaths, DEFAULT_CREDENTIAL_DIR].some((dir) => isWithin(path, normalizePath(expandHome(dir)))))
+    return true;
   const segs = segmentsOf(path);
   const name = segs[segs.length - 1] ?? '';
   const parent = segs[segs.length - 2] ?? '';

@@ -12,7 +12,11 @@ export interface AssessedAction {
   /** The parsed arguments; null when the model sent something that is not a JSON object. */
   arguments: Record<string, unknown> | null;
   /** Set for MCP tools: the server's hints about the tool. */
-  mcp?: { server: string; tool: string; annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean } };
+  mcp?: {
+    server: string;
+    tool: string;
+    annotations: { read_only?: boolean; destructive?: boolean; open_world?: boolean };
+  };
 }
 
 export interface RuleContext {
@@ -107,4 +111,3 @@ export function highestRisk(assessments: readonly RiskAssessment[]): RiskAssessm
   }
   return { risk, reasons };
 }
-

@@ -27,7 +27,8 @@ export function optionValues(args: readonly string[], names: readonly string[]):
     for (const name of names) {
       if (w === name) out.push(args[i + 1] ?? '');
       else if (name.startsWith('--') && w.startsWith(`${name}=`)) out.push(w.slice(name.length + 1));
-      else if (!name.startsWith('--') && /^-[A-Za-z]+$/.test(w) && w.length > 2 && w.endsWith(name[1] as string)) out.push(args[i + 1] ?? '');
+      else if (!name.startsWith('--') && /^-[A-Za-z]+$/.test(w) && w.length > 2 && w.endsWith(name[1] as string))
+        out.push(args[i + 1] ?? '');
     }
   }
   return out;

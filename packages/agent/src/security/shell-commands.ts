@@ -33,8 +33,36 @@ export const INTERPRETERS = new Set(['python', 'perl', 'ruby', 'node', 'php', 'd
 export const DOWNLOADERS = new Set(['curl', 'wget', 'aria2c', 'http', 'https', 'fetch', 'lwp-download']);
 export const NETCATS = new Set(['nc', 'ncat', 'netcat', 'socat', 'telnet']);
 export const REMOTE_COPY = new Set(['scp', 'sftp', 'rsync']);
-export const NETWORK_SENDERS = new Set([...DOWNLOADERS, ...NETCATS, ...REMOTE_COPY, 'ssh', 'ftp', 'lftp', 'mail', 'sendmail', 'dig', 'nslookup', 'host', 'ping']);
-const SKIP_KEYWORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'time', 'esac']);
+export const NETWORK_SENDERS = new Set([
+  ...DOWNLOADERS,
+  ...NETCATS,
+  ...REMOTE_COPY,
+  'ssh',
+  'ftp',
+  'lftp',
+  'mail',
+  'sendmail',
+  'dig',
+  'nslookup',
+  'host',
+  'ping',
+]);
+const SKIP_KEYWORDS = new Set([
+  '!',
+  '{',
+  '}',
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  'time',
+  'esac',
+]);
 /** Prefixes that run the rest of the line as a command, with the options that take a value. */
 const WRAPPERS: Record<string, string[]> = {
   sudo: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-T'],
@@ -77,7 +105,8 @@ function stripPrefixes(words: string[]): { words: string[]; sudo: boolean } {
     const valued = WRAPPERS[name];
     if (!valued) break;
     let j = i + 1;
-    while (j < words.length && (words[j] as string).startsWith('-') && words[j] !== '--') j += valued.includes(words[j] as string) ? 2 : 1;
+    while (j < words.length && (words[j] as string).startsWith('-') && words[j] !== '--')
+      j += valued.includes(words[j] as string) ? 2 : 1;
     if (words[j] === '--') j++;
     if (name === 'env') while (j < words.length && isAssignment(words[j] as string)) j++;
     if (name === 'timeout' && j < words.length) j++;
@@ -91,7 +120,12 @@ function stripPrefixes(words: string[]): { words: string[]; sudo: boolean } {
 
 /** The code of `sh -c CODE`, `python -c CODE`, `node -e CODE`, `perl -e CODE`, `php -r CODE`, `su -c CODE`. */
 export function inlineCode(cmd: { program: string; words: string[] }): string | null {
-  const flags = SHELLS.has(cmd.program) || cmd.program === 'su' || cmd.program === 'python' ? ['c'] : cmd.program === 'php' ? ['r'] : ['e', 'p'];
+  const flags =
+    SHELLS.has(cmd.program) || cmd.program === 'su' || cmd.program === 'python'
+      ? ['c']
+      : cmd.program === 'php'
+        ? ['r']
+        : ['e', 'p'];
   if (!SHELLS.has(cmd.program) && !INTERPRETERS.has(cmd.program) && cmd.program !== 'su') return null;
   for (let i = 1; i < cmd.words.length; i++) {
     const w = cmd.words[i] as string;
@@ -145,7 +179,13 @@ export function parseLine(text: string, state: ParseState, depth: number): Simpl
   return out;
 }
 
-function buildCommand(tokens: readonly Token[], stage: number, pipeline: SimpleCommand[], state: ParseState, depth: number): SimpleCommand | null {
+function buildCommand(
+  tokens: readonly Token[],
+  stage: number,
+  pipeline: SimpleCommand[],
+  state: ParseState,
+  depth: number,
+): SimpleCommand | null {
   const words: string[] = [];
   const redirects: Redirect[] = [];
   const subs: string[] = [];
@@ -183,7 +223,12 @@ function buildCommand(tokens: readonly Token[], stage: number, pipeline: SimpleC
   const printed = pipeline[pipeline.length - 1];
   // `echo "…" | sh` runs the printed text.
   if (SHELLS.has(cmd.program) && stage > 0 && (printed?.program === 'echo' || printed?.program === 'printf')) {
-    bodies.push(printed.words.slice(1).filter((w) => !w.startsWith('-')).join(' '));
+    bodies.push(
+      printed.words
+        .slice(1)
+        .filter((w) => !w.startsWith('-'))
+        .join(' '),
+    );
   }
   const code = SHELLS.has(cmd.program) || cmd.program === 'su' ? inlineCode(cmd) : null;
   if (code !== null) bodies.push(code);

@@ -54,11 +54,17 @@ const USE_RESOLUTION_MS = 60_000;
 
 export const hashSecret = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('hex');
 
-const infoOf = (key: StoredApiKey): ApiKeyInfo => ({ id: key.id, name: key.name, created_at: key.created_at, last_used_at: key.last_used_at });
+const infoOf = (key: StoredApiKey): ApiKeyInfo => ({
+  id: key.id,
+  name: key.name,
+  created_at: key.created_at,
+  last_used_at: key.last_used_at,
+});
 
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   const maxPerUser = deps.maxPerUser ?? 100;
-  if (!(Number.isInteger(maxPerUser) && maxPerUser > 0)) throw new Error('maxApiKeysPerUser must be a positive integer.');
+  if (!(Number.isInteger(maxPerUser) && maxPerUser > 0))
+    throw new Error('maxApiKeysPerUser must be a positive integer.');
   return {
     maxPerUser,
     list: (userId) => deps.store.list(userId).map((keys) => keys.map(infoOf)),
@@ -68,30 +74,50 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   };
 }
 
-async function create(deps: ApiKeyServiceDeps, maxPerUser: number, userId: string, name: string): Promise<Result<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>> {
+async function create(
+  deps: ApiKeyServiceDeps,
+  maxPerUser: number,
+  userId: string,
+  name: string,
+): Promise<Result<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>> {
   const secret = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const key: StoredApiKey = { id: deps.ids.next(), user_id: userId, name, key_hash: hashSecret(secret), created_at: deps.clock.now(), last_used_at: null };
+  const key: StoredApiKey = {
+    id: deps.ids.next(),
+    user_id: userId,
+    name,
+    key_hash: hashSecret(secret),
+    created_at: deps.clock.now(),
+    last_used_at: null,
+  };
   const outcome = await deps.store.insert(key, maxPerUser);
   if (outcome.isErr()) return err(outcome.error);
   if (outcome.value !== 'inserted') return err({ type: 'ApiKeyLimitReached', limit: maxPerUser });
   return ok({ ...infoOf(key), key: secret });
 }
 
-async function revoke(deps: ApiKeyServiceDeps, userId: string, keyId: string): Promise<Result<void, ErrorsOf<typeof ApiKeyServiceErrors.revoke>>> {
+async function revoke(
+  deps: ApiKeyServiceDeps,
+  userId: string,
+  keyId: string,
+): Promise<Result<void, ErrorsOf<typeof ApiKeyServiceErrors.revoke>>> {
   const deleted = await deps.store.delete(userId, keyId);
   if (deleted.isErr()) return err(deleted.error);
   if (!deleted.value) return err({ type: 'ApiKeyNotFound', keyId });
   return ok(undefined);
 }
 
-async function authenticate(deps: ApiKeyServiceDeps, presented: string): Promise<Result<ApiKeyHolder | null, StoreFailure>> {
+async function authenticate(
+  deps: ApiKeyServiceDeps,
+  presented: string,
+): Promise<Result<ApiKeyHolder | null, StoreFailure>> {
   if (!presented.startsWith(API_KEY_PREFIX) || presented.length !== SECRET_LENGTH) return ok(null);
   const key = await deps.store.findByHash(hashSecret(presented));
   if (key.isErr()) return err(key.error);
   if (!key.value) return ok(null);
   const holder = { userId: key.value.user_id, keyId: key.value.id };
   const now = deps.clock.now();
-  const stale = key.value.last_used_at === null || Date.parse(now) - Date.parse(key.value.last_used_at) >= USE_RESOLUTION_MS;
+  const stale =
+    key.value.last_used_at === null || Date.parse(now) - Date.parse(key.value.last_used_at) >= USE_RESOLUTION_MS;
   // Noting the use is best effort: a key that works must not fail because its last use could not be written.
   if (stale) await deps.store.recordUse(key.value.id, now);
   return ok(holder);

@@ -5,7 +5,13 @@ import type { DomainErrorOf, DomainErrorType, DeviceTokenRefusal, ErrorsOf } fro
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { hashSecret, type ApiKeyService } from './api-keys.js';
-import { displayUserCode, USER_CODE_ALPHABET, USER_CODE_LENGTH, type DeviceAuthorizationRequest, type DeviceAuthorizationView } from './schema.js';
+import {
+  displayUserCode,
+  USER_CODE_ALPHABET,
+  USER_CODE_LENGTH,
+  type DeviceAuthorizationRequest,
+  type DeviceAuthorizationView,
+} from './schema.js';
 import type { DeviceGrant, DeviceGrantStore } from './store.js';
 
 /** What each device sign-in operation can fail with (the compiler holds the implementation to it). */
@@ -13,7 +19,13 @@ export const DeviceAuthorizationErrors = {
   start: ['DeviceAuthorizationsFull', 'StoreUnavailable'],
   poll: ['DeviceTokenRefused', 'StoreUnavailable'],
   describe: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'StoreUnavailable'],
-  approve: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'ApiKeyLimitReached', 'StoreUnavailable'],
+  approve: [
+    'UserCodeNotFound',
+    'UserCodeAttemptsExceeded',
+    'DeviceAuthorizationAnswered',
+    'ApiKeyLimitReached',
+    'StoreUnavailable',
+  ],
   deny: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
@@ -42,18 +54,29 @@ export interface StartedDeviceAuthorization {
 
 export interface DeviceAuthorizationService {
   /** Starts a sign-in for a device (no user yet: the person answers it in the console). */
-  start(request: DeviceAuthorizationRequest): ResultAsync<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>;
+  start(
+    request: DeviceAuthorizationRequest,
+  ): ResultAsync<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>;
   /**
    * The device polls: once approved, a new API key of the approving user (the grant is used up);
    * until then why not (pending, slow down, expired, denied, unknown).
    */
   poll(deviceCode: string): ResultAsync<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>;
   /** The sign-in waiting with this (normalised) user code, for the person to answer. */
-  describe(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.describe>>;
+  describe(
+    userId: string,
+    userCode: string,
+  ): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.describe>>;
   /** Binds the sign-in to the user: the device's next poll gets a new key of theirs. */
-  approve(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.approve>>;
+  approve(
+    userId: string,
+    userCode: string,
+  ): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.approve>>;
   /** Refuses the sign-in: the device's next poll gets access_denied. */
-  deny(userId: string, userCode: string): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.deny>>;
+  deny(
+    userId: string,
+    userCode: string,
+  ): ResultAsync<DeviceAuthorizationView, ErrorsOf<typeof DeviceAuthorizationErrors.deny>>;
 }
 
 export interface DeviceAuthorizationDeps {
@@ -72,7 +95,11 @@ const TOO_SOON_SHARE = 0.8;
 /** Draws of a user code before giving up (a collision is already rare at the most grants allowed). */
 const USER_CODE_DRAWS = 5;
 
-const refused = (reason: DeviceTokenRefusal, interval: number | null = null, note: string | null = null): DomainErrorOf<'DeviceTokenRefused'> => ({
+const refused = (
+  reason: DeviceTokenRefusal,
+  interval: number | null = null,
+  note: string | null = null,
+): DomainErrorOf<'DeviceTokenRefused'> => ({
   type: 'DeviceTokenRefused',
   reason,
   interval,
@@ -80,7 +107,9 @@ const refused = (reason: DeviceTokenRefusal, interval: number | null = null, not
 });
 
 function randomUserCode(): string {
-  return Array.from({ length: USER_CODE_LENGTH }, () => USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]).join('');
+  return Array.from({ length: USER_CODE_LENGTH }, () => USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]).join(
+    '',
+  );
 }
 
 const viewOf = (grant: DeviceGrant): DeviceAuthorizationView => ({
@@ -92,7 +121,8 @@ const viewOf = (grant: DeviceGrant): DeviceAuthorizationView => ({
 });
 
 /** "OpenHands CLI (2026-01-31 09:12 UTC)": the name of the key a device sign-in makes. */
-const keyNameOf = (grant: DeviceGrant, now: string) => `${grant.client_name} (${now.slice(0, 10)} ${now.slice(11, 16)} UTC)`;
+const keyNameOf = (grant: DeviceGrant, now: string) =>
+  `${grant.client_name} (${now.slice(0, 10)} ${now.slice(11, 16)} UTC)`;
 
 /** The limits of device sign-ins, defaults applied. */
 interface Limits {
@@ -112,7 +142,8 @@ function resolveOptions(options: DeviceAuthorizationOptions = {}): Limits {
     failureWindowMs: options.userCodeFailureWindowMs ?? 15 * 60_000,
   };
   for (const [name, value] of Object.entries(resolved)) {
-    if (!(Number.isInteger(value) && value > 0)) throw new Error(`device authorization option ${name} must be a positive integer.`);
+    if (!(Number.isInteger(value) && value > 0))
+      throw new Error(`device authorization option ${name} must be a positive integer.`);
   }
   return resolved;
 }
@@ -130,7 +161,11 @@ export function createDeviceAuthorizationService(deps: DeviceAuthorizationDeps):
 
 const at = (ms: number) => new Date(ms).toISOString();
 
-async function start(deps: DeviceAuthorizationDeps, limits: Limits, request: DeviceAuthorizationRequest): Promise<Result<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>> {
+async function start(
+  deps: DeviceAuthorizationDeps,
+  limits: Limits,
+  request: DeviceAuthorizationRequest,
+): Promise<Result<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>> {
   const now = millisOf(deps.clock);
   const deviceCode = randomBytes(32).toString('base64url');
   const grant = {
@@ -162,17 +197,27 @@ async function insertWithFreshCode(
   for (let draws = USER_CODE_DRAWS; ; draws--) {
     const candidate = { ...grant, user_code: randomUserCode() };
     const now = millisOf(deps.clock);
-    const outcome = await deps.store.insert(candidate, { now: at(now), maxLive: limits.maxPending, dropExpiredBefore: at(now - limits.lifetimeMs) });
+    const outcome = await deps.store.insert(candidate, {
+      now: at(now),
+      maxLive: limits.maxPending,
+      dropExpiredBefore: at(now - limits.lifetimeMs),
+    });
     if (outcome.isErr()) return err(outcome.error);
     if (outcome.value === 'inserted') return ok(candidate);
-    if (outcome.value === 'full' || draws <= 1) return err({ type: 'DeviceAuthorizationsFull', limit: limits.maxPending });
+    if (outcome.value === 'full' || draws <= 1)
+      return err({ type: 'DeviceAuthorizationsFull', limit: limits.maxPending });
   }
 }
 
-async function poll(deps: DeviceAuthorizationDeps, deviceCode: string): Promise<Result<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>> {
+async function poll(
+  deps: DeviceAuthorizationDeps,
+  deviceCode: string,
+): Promise<Result<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>> {
   const now = deps.clock.now();
   // Set inside the store's atomic update: what the poll decided on the grant as it was there.
-  const decided: { outcome: ReturnType<typeof decidePoll>['outcome'] } = { outcome: { refused: refused('invalid_grant') } };
+  const decided: { outcome: ReturnType<typeof decidePoll>['outcome'] } = {
+    outcome: { refused: refused('invalid_grant') },
+  };
   const updated = await deps.store.update({ device_code_hash: hashSecret(deviceCode) }, (grant) => {
     const { next, outcome } = decidePoll(grant, now);
     decided.outcome = outcome;
@@ -185,7 +230,13 @@ async function poll(deps: DeviceAuthorizationDeps, deviceCode: string): Promise<
   const key = await deps.apiKeys.create(grant.user_id ?? '', keyNameOf(grant, now));
   if (key.isOk()) return ok({ access_token: key.value.key });
   if (key.error.type !== 'ApiKeyLimitReached') return err(key.error);
-  return err(refused('invalid_grant', null, `The approving user already has ${key.error.limit} API keys, the most allowed; they must revoke one and sign in again.`));
+  return err(
+    refused(
+      'invalid_grant',
+      null,
+      `The approving user already has ${key.error.limit} API keys, the most allowed; they must revoke one and sign in again.`,
+    ),
+  );
 }
 
 async function approve(
@@ -197,7 +248,8 @@ async function approve(
   // Refused before anything is bound: an approval whose key could not be made would leave the device with nothing.
   const keys = await deps.apiKeys.list(userId);
   if (keys.isErr()) return err(keys.error);
-  if (keys.value.length >= deps.apiKeys.maxPerUser) return err({ type: 'ApiKeyLimitReached', limit: deps.apiKeys.maxPerUser });
+  if (keys.value.length >= deps.apiKeys.maxPerUser)
+    return err({ type: 'ApiKeyLimitReached', limit: deps.apiKeys.maxPerUser });
   return withUserCode(deps, limits, userId, userCode, answerWith(userId, 'approved'));
 }
 
@@ -218,7 +270,12 @@ async function withUserCode<T, E>(
   const now = deps.clock.now();
   const failures = await deps.store.failures(userId, now, limits.failureWindowMs);
   if (failures.isErr()) return err(failures.error);
-  if (failures.value >= limits.maxFailures) return err({ type: 'UserCodeAttemptsExceeded', limit: limits.maxFailures, windowSeconds: Math.round(limits.failureWindowMs / 1000) });
+  if (failures.value >= limits.maxFailures)
+    return err({
+      type: 'UserCodeAttemptsExceeded',
+      limit: limits.maxFailures,
+      windowSeconds: Math.round(limits.failureWindowMs / 1000),
+    });
   // Set inside the store's atomic update: the answer given to the live grant, if there was one.
   const answered: { result: Result<T, E> | null } = { result: null };
   const updated = await deps.store.update({ user_code: userCode }, (grant) => {
@@ -236,14 +293,22 @@ async function withUserCode<T, E>(
 
 /** Answers a pending grant; answering it again the same way is the same answer, any other is a conflict. */
 const answerWith =
-  (userId: string, status: 'approved' | 'denied'): Answer<DeviceAuthorizationView, DomainErrorOf<'DeviceAuthorizationAnswered'>> =>
+  (
+    userId: string,
+    status: 'approved' | 'denied',
+  ): Answer<DeviceAuthorizationView, DomainErrorOf<'DeviceAuthorizationAnswered'>> =>
   (grant) => {
     if (grant.status === 'pending') {
       const next = { ...grant, status, user_id: userId };
       return { next, result: ok(viewOf(next)) };
     }
     const same = grant.status === status && grant.user_id === userId;
-    return { next: grant, result: same ? ok(viewOf(grant)) : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }) };
+    return {
+      next: grant,
+      result: same
+        ? ok(viewOf(grant))
+        : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }),
+    };
   };
 
 /** Someone else's answered grant is not shown: it is no longer this person's to answer. */
@@ -251,20 +316,31 @@ const describeFor =
   (userId: string): Answer<DeviceAuthorizationView, DomainErrorOf<'DeviceAuthorizationAnswered'>> =>
   (grant) => ({
     next: grant,
-    result: grant.status === 'pending' || grant.user_id === userId ? ok(viewOf(grant)) : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }),
+    result:
+      grant.status === 'pending' || grant.user_id === userId
+        ? ok(viewOf(grant))
+        : err({ type: 'DeviceAuthorizationAnswered', userCode: displayUserCode(grant.user_code) }),
   });
 
 /** What a poll does to the grant, and what the device is told. */
-function decidePoll(grant: DeviceGrant | null, now: string): { next: DeviceGrant | null; outcome: { refused: DomainErrorOf<'DeviceTokenRefused'> } | { approved: DeviceGrant } } {
+function decidePoll(
+  grant: DeviceGrant | null,
+  now: string,
+): { next: DeviceGrant | null; outcome: { refused: DomainErrorOf<'DeviceTokenRefused'> } | { approved: DeviceGrant } } {
   if (!grant) return { next: null, outcome: { refused: refused('invalid_grant') } };
   // Every answer but "pending" ends the grant: the device stops polling, and a code is used once.
   if (grant.expires_at <= now) return { next: null, outcome: { refused: refused('expired_token') } };
   if (grant.status === 'denied') return { next: null, outcome: { refused: refused('access_denied') } };
   if (grant.status === 'approved') return { next: null, outcome: { approved: grant } };
-  const soon = grant.last_polled_at !== null && Date.parse(now) - Date.parse(grant.last_polled_at) < grant.interval_seconds * 1000 * TOO_SOON_SHARE;
+  const soon =
+    grant.last_polled_at !== null &&
+    Date.parse(now) - Date.parse(grant.last_polled_at) < grant.interval_seconds * 1000 * TOO_SOON_SHARE;
   if (soon) {
     const interval = Math.min(grant.interval_seconds + SLOW_DOWN_STEP_SECONDS, MAX_INTERVAL_SECONDS);
-    return { next: { ...grant, interval_seconds: interval, last_polled_at: now }, outcome: { refused: refused('slow_down', interval) } };
+    return {
+      next: { ...grant, interval_seconds: interval, last_polled_at: now },
+      outcome: { refused: refused('slow_down', interval) },
+    };
   }
   return { next: { ...grant, last_polled_at: now }, outcome: { refused: refused('authorization_pending') } };
 }

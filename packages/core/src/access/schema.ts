@@ -8,9 +8,14 @@ import { z } from 'zod';
 export const ApiKeyInfoSchema = z
   .object({
     id: z.string().meta({ description: 'The key’s id (32 hex): what revoking names.' }),
-    name: z.string().meta({ description: 'What the user called it, e.g. "laptop" or "OpenHands CLI (2026-01-31 09:12 UTC)".' }),
+    name: z
+      .string()
+      .meta({ description: 'What the user called it, e.g. "laptop" or "OpenHands CLI (2026-01-31 09:12 UTC)".' }),
     created_at: z.string().meta({ format: 'date-time' }),
-    last_used_at: z.string().nullable().meta({ format: 'date-time', description: 'When a request last came with it (to the minute); null when never.' }),
+    last_used_at: z
+      .string()
+      .nullable()
+      .meta({ format: 'date-time', description: 'When a request last came with it (to the minute); null when never.' }),
   })
   .meta({ id: 'ApiKey' });
 export type ApiKeyInfo = z.infer<typeof ApiKeyInfoSchema>;
@@ -30,7 +35,10 @@ export const ApiKeyCreateSchema = z
 export type ApiKeyCreate = z.output<typeof ApiKeyCreateSchema>;
 
 export const CreatedApiKeySchema = ApiKeyInfoSchema.extend({
-  key: z.string().meta({ description: 'The secret (acsk_…): shown this once, never again. Send it as X-Session-API-Key or Authorization: Bearer.' }),
+  key: z.string().meta({
+    description:
+      'The secret (acsk_…): shown this once, never again. Send it as X-Session-API-Key or Authorization: Bearer.',
+  }),
 }).meta({ id: 'CreatedApiKey' });
 export type CreatedApiKey = z.infer<typeof CreatedApiKeySchema>;
 
@@ -50,7 +58,9 @@ export const UserCodeSchema = z
   .string()
   .regex(USER_CODE_PATTERN, `a user code is ${USER_CODE_LENGTH} letters of ${USER_CODE_ALPHABET}, shown as XXXX-XXXX`)
   .transform((text) => text.toUpperCase().replace(/[- ]/, ''))
-  .meta({ description: 'The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out).' });
+  .meta({
+    description: 'The code the device shows, e.g. WDJB-MJHT (either case; the dash may be a space or left out).',
+  });
 
 export const DEVICE_AUTHORIZATION_STATUSES = ['pending', 'approved', 'denied'] as const;
 
@@ -58,8 +68,12 @@ export const DEVICE_AUTHORIZATION_STATUSES = ['pending', 'approved', 'denied'] a
 export const DeviceAuthorizationViewSchema = z
   .object({
     user_code: z.string().meta({ description: 'As shown: XXXX-XXXX.' }),
-    client_name: z.string().meta({ description: 'Who is asking, as the device named itself (the OpenHands CLI names none: "OpenHands CLI").' }),
-    status: z.enum(DEVICE_AUTHORIZATION_STATUSES).meta({ description: 'pending until answered; approved or denied by you.' }),
+    client_name: z.string().meta({
+      description: 'Who is asking, as the device named itself (the OpenHands CLI names none: "OpenHands CLI").',
+    }),
+    status: z
+      .enum(DEVICE_AUTHORIZATION_STATUSES)
+      .meta({ description: 'pending until answered; approved or denied by you.' }),
     created_at: z.string().meta({ format: 'date-time' }),
     expires_at: z.string().meta({ format: 'date-time', description: 'After this the device must start again.' }),
   })
@@ -96,7 +110,9 @@ export type DeviceAuthorizationResponse = z.infer<typeof DeviceAuthorizationResp
 export const DeviceTokenRequestSchema = z
   .object({
     device_code: z.string().min(1).max(256),
-    grant_type: z.string().max(256).optional().meta({ description: 'urn:ietf:params:oauth:grant-type:device_code (the OpenHands CLI sends none; any is taken).' }),
+    grant_type: z.string().max(256).optional().meta({
+      description: 'urn:ietf:params:oauth:grant-type:device_code (the OpenHands CLI sends none; any is taken).',
+    }),
     client_id: z.string().max(256).optional(),
   })
   .meta({ id: 'DeviceTokenRequest' });
@@ -104,7 +120,9 @@ export const DeviceTokenRequestSchema = z
 /** The token: a new API key of the user who approved (it does not expire; revoke it in the console). */
 export const DeviceTokenResponseSchema = z
   .object({
-    access_token: z.string().meta({ description: 'A new API key (acsk_…) named "OpenHands CLI (<date>)", listed and revoked like any other.' }),
+    access_token: z.string().meta({
+      description: 'A new API key (acsk_…) named "OpenHands CLI (<date>)", listed and revoked like any other.',
+    }),
     token_type: z.literal('Bearer'),
     expires_in: z.null().meta({ description: 'null: API keys do not expire; they are revoked.' }),
   })

@@ -60,13 +60,19 @@ export interface DeviceGrantStore {
    * `maxLive` grants not yet expired at `now` are stored (`full`) or another grant has its user
    * code (`user_code_taken`: draw another). Atomic among replicas.
    */
-  insert(grant: DeviceGrant, limits: { now: string; maxLive: number; dropExpiredBefore: string }): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure>;
+  insert(
+    grant: DeviceGrant,
+    limits: { now: string; maxLive: number; dropExpiredBefore: string },
+  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure>;
   /**
    * Changes one grant atomically: `change` gets the stored grant (or null) and returns the next
    * one, null to delete it, or the very object it got to leave it as it is (nothing is written).
    * Resolves to what is stored afterwards.
    */
-  update(key: DeviceGrantKey, change: (current: DeviceGrant | null) => DeviceGrant | null): ResultAsync<DeviceGrant | null, StoreFailure>;
+  update(
+    key: DeviceGrantKey,
+    change: (current: DeviceGrant | null) => DeviceGrant | null,
+  ): ResultAsync<DeviceGrant | null, StoreFailure>;
   /**
    * Counts one failed user-code attempt of the user. A window opens at the user's first failure
    * and lasts `windowMs`; resolves to the failures in the window that holds `now`, this one included.

@@ -81,7 +81,11 @@ export interface AgentPort {
    * Confirm: accepts or rejects the actions waiting for confirmation; accepted ones run, rejected
    * ones get an observation saying so. ConfirmationNotPending when nothing waits.
    */
-  respondToConfirmation(userId: string, conversationId: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConfirmationFailure>;
+  respondToConfirmation(
+    userId: string,
+    conversationId: string,
+    decision: ConfirmationDecision,
+  ): ResultAsync<ConfirmationEvent, ConfirmationFailure>;
   /** Stop: halts the agent between (or in the middle of) steps and waits for it; status paused if it was running. */
   pause(userId: string, conversationId: string, reason: string): Promise<void>;
   /** Stops the agent and forgets it (the conversation is being deleted). */

@@ -25,12 +25,17 @@ export interface IllegalExecutionEvent {
  * paused or waiting_for_confirmation, and → idle on await_message; waiting_for_confirmation → idle on
  * reject. Pausing an agent that is not running keeps its status.
  */
-export function nextExecutionStatus(from: ExecutionStatus | null, event: ExecutionEvent): Result<ExecutionStatus, IllegalExecutionEvent> {
+export function nextExecutionStatus(
+  from: ExecutionStatus | null,
+  event: ExecutionEvent,
+): Result<ExecutionStatus, IllegalExecutionEvent> {
   return match<[ExecutionStatus | null, ExecutionEvent], Result<ExecutionStatus, IllegalExecutionEvent>>([from, event])
     .with([null, 'ready'], () => ok('idle'))
     .with([P.not(null), 'ready'], ([s]) => ok(s))
     .with([P.union(null, 'running'), 'run'], () => ok('running'))
-    .with([P.union('idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), 'run'], () => ok('running'))
+    .with([P.union('idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), 'run'], () =>
+      ok('running'),
+    )
     .with(['running', 'finish'], () => ok('finished'))
     .with(['running', 'fail'], () => ok('error'))
     .with(['running', 'stuck'], () => ok('stuck'))
@@ -39,10 +44,19 @@ export function nextExecutionStatus(from: ExecutionStatus | null, event: Executi
     .with(['running', 'await_message'], () => ok('idle'))
     .with([P.union('running', 'waiting_for_confirmation'), 'pause'], () => ok('paused'))
     .with([P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck'), 'pause'], ([s]) => ok(s ?? 'idle'))
-    .with([P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), P.union('finish', 'fail', 'stuck', 'await_confirmation')], () =>
+    .with(
+      [
+        P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'),
+        P.union('finish', 'fail', 'stuck', 'await_confirmation'),
+      ],
+      () => err({ from, event }),
+    )
+    .with([P.union(null, 'idle', 'running', 'finished', 'paused', 'error', 'stuck'), 'reject'], () =>
       err({ from, event }),
     )
-    .with([P.union(null, 'idle', 'running', 'finished', 'paused', 'error', 'stuck'), 'reject'], () => err({ from, event }))
-    .with([P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), 'await_message'], () => err({ from, event }))
+    .with(
+      [P.union(null, 'idle', 'finished', 'paused', 'error', 'stuck', 'waiting_for_confirmation'), 'await_message'],
+      () => err({ from, event }),
+    )
     .exhaustive();
 }

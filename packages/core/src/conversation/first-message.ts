@@ -19,13 +19,25 @@ export function suggestedTaskMessage(task: SuggestedTask): string {
     ].join('\n');
   switch (task.task_type) {
     case 'MERGE_CONFLICTS':
-      return onPullRequest('it has merge conflicts.', ['Merge its base branch into it and resolve each conflict, keeping the intent of both sides.', 'Run the tests that cover the files you touched.']);
+      return onPullRequest('it has merge conflicts.', [
+        'Merge its base branch into it and resolve each conflict, keeping the intent of both sides.',
+        'Run the tests that cover the files you touched.',
+      ]);
     case 'FAILING_CHECKS':
-      return onPullRequest('some of its checks fail.', ['Find which checks fail and why, and reproduce the failure locally.', 'Make the smallest change that fixes it, and run those checks again.']);
+      return onPullRequest('some of its checks fail.', [
+        'Find which checks fail and why, and reproduce the failure locally.',
+        'Make the smallest change that fixes it, and run those checks again.',
+      ]);
     case 'UNRESOLVED_COMMENTS':
-      return onPullRequest('it has unresolved review comments.', ['Read each unresolved comment and address it (or say why not).', 'Run the tests that cover the files you touched.']);
+      return onPullRequest('it has unresolved review comments.', [
+        'Read each unresolved comment and address it (or say why not).',
+        'Run the tests that cover the files you touched.',
+      ]);
     case 'OPEN_PR':
-      return onPullRequest('finish it so it can be merged.', ['Find what is missing or broken (tests, review comments, failing checks) and fix it.', 'Run the tests that cover the files you touched.']);
+      return onPullRequest('finish it so it can be merged.', [
+        'Find what is missing or broken (tests, review comments, failing checks) and fix it.',
+        'Run the tests that cover the files you touched.',
+      ]);
     default:
       return [
         `Please resolve issue #${task.issue_number} of the repository ${task.repo}: "${task.title.trim()}".`,

@@ -27,7 +27,11 @@ export type ConversationStatusChange = {
   outcome: 'stopped' | 'was_not_running' | 'starting' | 'was_running';
 };
 
-export function toConversationOverview(record: ConversationRecord, sandbox: SandboxRecord | null, subConversationIds: string[]): ConversationOverview {
+export function toConversationOverview(
+  record: ConversationRecord,
+  sandbox: SandboxRecord | null,
+  subConversationIds: string[],
+): ConversationOverview {
   return {
     record,
     status: effectiveConversationStatus(record.status, sandbox?.status ?? null),
@@ -40,7 +44,9 @@ export function toConversationOverview(record: ConversationRecord, sandbox: Sand
 /** Why the conversation is not running, when its own record or its sandbox says so. */
 function statusDetail(record: ConversationRecord, sandbox: SandboxRecord | null): string | null {
   if (record.status === 'RUNNING' && sandbox && sandbox.status !== 'RUNNING') {
-    return sandbox.status === 'PAUSED' ? `sandbox ${sandbox.id} is paused` : `sandbox ${sandbox.id} is ${sandbox.status}`;
+    return sandbox.status === 'PAUSED'
+      ? `sandbox ${sandbox.id} is paused`
+      : `sandbox ${sandbox.id} is ${sandbox.status}`;
   }
   return record.status_detail;
 }

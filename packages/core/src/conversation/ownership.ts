@@ -53,7 +53,10 @@ export class ConversationOwnership {
   #renewing = false;
 
   /** `owner`: this process's name in the lease store (default `acs-<pid>-<random>`; unique per process, so a restarted process never mistakes itself for its predecessor). */
-  constructor(deps: { store?: ConversationLeaseStore | undefined; clock: Clock; logger: Logger; owner?: string }, options: OwnershipOptions = {}) {
+  constructor(
+    deps: { store?: ConversationLeaseStore | undefined; clock: Clock; logger: Logger; owner?: string },
+    options: OwnershipOptions = {},
+  ) {
     this.#store = deps.store ?? null;
     this.#clock = deps.clock;
     this.#logger = deps.logger;
@@ -73,7 +76,11 @@ export class ConversationOwnership {
    * the holder is asked for another run (it looks at the log again before it lets go). A lease
    * store that fails is the error, with the store's words.
    */
-  async acquire(userId: string, conversationId: string, wakeHolder = true): Promise<Result<OwnedLease | 'elsewhere', StoreFailure>> {
+  async acquire(
+    userId: string,
+    conversationId: string,
+    wakeHolder = true,
+  ): Promise<Result<OwnedLease | 'elsewhere', StoreFailure>> {
     if (!this.#store) return ok({ user_id: userId, conversation_id: conversationId, fence: null });
     const mine = this.#held.get(key(userId, conversationId));
     if (mine) return ok(mine.lease);
@@ -91,8 +98,16 @@ export class ConversationOwnership {
   }
 
   #hold(granted: ConversationLease): OwnedLease {
-    const lease: OwnedLease = { user_id: granted.user_id, conversation_id: granted.conversation_id, fence: { epoch: granted.epoch } };
-    this.#held.set(key(granted.user_id, granted.conversation_id), { lease, epoch: granted.epoch, confirmedAt: millisOf(this.#clock) });
+    const lease: OwnedLease = {
+      user_id: granted.user_id,
+      conversation_id: granted.conversation_id,
+      fence: { epoch: granted.epoch },
+    };
+    this.#held.set(key(granted.user_id, granted.conversation_id), {
+      lease,
+      epoch: granted.epoch,
+      confirmedAt: millisOf(this.#clock),
+    });
     return lease;
   }
 
@@ -100,11 +115,19 @@ export class ConversationOwnership {
   async release(lease: OwnedLease): Promise<'released' | 'again'> {
     const entry = this.#held.get(key(lease.user_id, lease.conversation_id));
     if (!this.#store || !entry || entry.lease !== lease) return 'released';
-    const given = await this.#store.release(this.owner, { user_id: lease.user_id, conversation_id: lease.conversation_id, epoch: entry.epoch });
+    const given = await this.#store.release(this.owner, {
+      user_id: lease.user_id,
+      conversation_id: lease.conversation_id,
+      epoch: entry.epoch,
+    });
     if (given.isOk() && given.value === 'wake') return 'again';
     this.#held.delete(key(lease.user_id, lease.conversation_id));
     // A failed release expires by itself: another process takes over after the TTL.
-    if (given.isErr()) this.#logger.warn({ conversationId: lease.conversation_id, err: given.error.message }, 'could not release a conversation lease');
+    if (given.isErr())
+      this.#logger.warn(
+        { conversationId: lease.conversation_id, err: given.error.message },
+        'could not release a conversation lease',
+      );
     return 'released';
   }
 
@@ -190,7 +213,10 @@ export class ConversationOwnership {
 
   #drop(lease: OwnedLease, events: OwnershipEvents): void {
     this.#held.delete(key(lease.user_id, lease.conversation_id));
-    this.#logger.warn({ conversationId: lease.conversation_id }, 'lost the lease of a conversation; another process runs it now');
+    this.#logger.warn(
+      { conversationId: lease.conversation_id },
+      'lost the lease of a conversation; another process runs it now',
+    );
     events.lost(lease);
   }
 }

@@ -34,7 +34,10 @@ interface ConversationInContext {
 /** The conversation service's shared steps: settings checks, status transitions, start-task updates, reading records with their sandboxes. */
 export interface ConversationRecords {
   /** Refuses to start an agent that could not call its model. */
-  requireLlmSettings(stored: StoredSettings | null, modelOverride: string | null): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>>;
+  requireLlmSettings(
+    stored: StoredSettings | null,
+    modelOverride: string | null,
+  ): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>>;
   /** The spec of a new sandbox: the user's `sandbox_base_container_image`, or the default. */
   specFor(stored: StoredSettings | null): ResultAsync<SandboxSpec, StoreFailure>;
   /** Transition a stored conversation; returns null when it no longer exists. */
@@ -45,18 +48,37 @@ export interface ConversationRecords {
     patch?: Partial<Pick<ConversationRecord, 'status_detail' | 'execution_status' | 'sandbox_id'>>,
   ): ResultAsync<ConversationRecord | null, DomainErrorOf<'IllegalConversationTransition' | 'StoreUnavailable'>>;
   /** Moves a start task on; a detail (progress of the step before) does not carry over to the next step. */
-  setTask(userId: string, taskId: string, status: StartTaskStatus, extra?: Partial<StartTaskRecord>): ResultAsync<StartTaskRecord | null, StoreFailure>;
+  setTask(
+    userId: string,
+    taskId: string,
+    status: StartTaskStatus,
+    extra?: Partial<StartTaskRecord>,
+  ): ResultAsync<StartTaskRecord | null, StoreFailure>;
   /** Changes a start task, and tells those who follow it. */
-  updateTask(userId: string, taskId: string, mutate: (task: StartTaskRecord) => StartTaskRecord): ResultAsync<StartTaskRecord | null, StoreFailure>;
+  updateTask(
+    userId: string,
+    taskId: string,
+    mutate: (task: StartTaskRecord) => StartTaskRecord,
+  ): ResultAsync<StartTaskRecord | null, StoreFailure>;
   /** Follows a start task's stored changes made in this process; returns how to stop. */
   watchTask(userId: string, taskId: string, watcher: (task: StartTaskRecord) => void): () => void;
   /** Puts a user message in the log; the agent picks it up when it is woken (now, or when its sandbox is ready). */
-  appendUserMessage(userId: string, conversationId: string, message: { text: string; image_urls: readonly string[] }): ResultAsync<MessageEvent, StoreFailure>;
+  appendUserMessage(
+    userId: string,
+    conversationId: string,
+    message: { text: string; image_urls: readonly string[] },
+  ): ResultAsync<MessageEvent, StoreFailure>;
   /** Other conversations that still need this sandbox. */
   othersUsing(userId: string, sandboxId: string, exceptId: string): ResultAsync<ConversationRecord[], StoreFailure>;
   /** Each record with its sandbox (refreshed from the runtime) and its children. */
-  withContext(userId: string, records: readonly ConversationRecord[]): ResultAsync<ConversationInContext[], StoreFailure>;
-  getRecord(userId: string, id: string): ResultAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>;
+  withContext(
+    userId: string,
+    records: readonly ConversationRecord[],
+  ): ResultAsync<ConversationInContext[], StoreFailure>;
+  getRecord(
+    userId: string,
+    id: string,
+  ): ResultAsync<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>;
   /** The conversation's status as its sandbox now has it (a conversation whose sandbox was lost is STOPPED). */
   statusOf(userId: string, record: ConversationRecord): ResultAsync<ConversationStatus, StoreFailure>;
 }
@@ -68,17 +90,35 @@ export function createConversationRecords(deps: ConversationRecordsDeps): Conver
   const watchers: TaskWatchers = new Map();
   return {
     requireLlmSettings: (stored, modelOverride) => requireLlmSettings(deps.keyless, stored, modelOverride),
-    specFor: (stored) => (stored?.sandbox_base_container_image ? deps.sandboxes.specForImage(stored.sandbox_base_container_image) : deps.sandboxes.defaultSpec()),
+    specFor: (stored) =>
+      stored?.sandbox_base_container_image
+        ? deps.sandboxes.specForImage(stored.sandbox_base_container_image)
+        : deps.sandboxes.defaultSpec(),
     transition: (userId, id, event, patch = {}) => transition(deps, userId, id, event, patch),
     setTask: (userId, taskId, status, extra = {}) =>
-      updateTask(deps, watchers, userId, taskId, (t) => ({ ...t, ...(status === t.status ? {} : { detail: null }), ...extra, status, updated_at: deps.clock.now() })),
+      updateTask(deps, watchers, userId, taskId, (t) => ({
+        ...t,
+        ...(status === t.status ? {} : { detail: null }),
+        ...extra,
+        status,
+        updated_at: deps.clock.now(),
+      })),
     updateTask: (userId, taskId, mutate) => updateTask(deps, watchers, userId, taskId, mutate),
     watchTask: (userId, taskId, watcher) => watchTask(watchers, userId, taskId, watcher),
     appendUserMessage: (userId, conversationId, message) =>
       deps.log
-        .append(userId, conversationId, [{ kind: 'message', source: 'user', timestamp: deps.clock.now(), text: message.text, image_urls: [...message.image_urls] }])
+        .append(userId, conversationId, [
+          {
+            kind: 'message',
+            source: 'user',
+            timestamp: deps.clock.now(),
+            text: message.text,
+            image_urls: [...message.image_urls],
+          },
+        ])
         .map((events) => events[0] as MessageEvent),
-    othersUsing: (userId, sandboxId, exceptId) => deps.conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId)),
+    othersUsing: (userId, sandboxId, exceptId) =>
+      deps.conversations.listBySandbox(userId, sandboxId).map((list) => list.filter((c) => c.id !== exceptId)),
     withContext: (userId, records) => resultAsync(withContext(deps, userId, records)),
     getRecord: (userId, id) => resultAsync(getRecord(deps, userId, id)),
     statusOf: (userId, record) =>
@@ -89,7 +129,11 @@ export function createConversationRecords(deps: ConversationRecordsDeps): Conver
   };
 }
 
-function requireLlmSettings(keyless: readonly string[], stored: StoredSettings | null, modelOverride: string | null): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>> {
+function requireLlmSettings(
+  keyless: readonly string[],
+  stored: StoredSettings | null,
+  modelOverride: string | null,
+): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>> {
   if (!stored) return err({ type: 'SettingsRequired', missing: 'settings' });
   const model = modelOverride ?? stored.llm_model;
   if (!model) return err({ type: 'SettingsRequired', missing: 'llm_model' });
@@ -105,20 +149,39 @@ function transition(
   event: ConversationStatusEvent,
   patch: Partial<Pick<ConversationRecord, 'status_detail' | 'execution_status' | 'sandbox_id'>>,
 ): ResultAsync<ConversationRecord | null, DomainErrorOf<'IllegalConversationTransition' | 'StoreUnavailable'>> {
-  return deps.conversations.update(userId, id, (current): Result<ConversationRecord, DomainErrorOf<'IllegalConversationTransition'>> => {
-    const status = nextConversationStatus(current.status, event);
-    if (status.isErr()) return err({ type: 'IllegalConversationTransition', conversationId: id, from: status.error.from, event: status.error.event });
-    // The agent learns its sandbox is ready: idle the first time, otherwise it keeps its status.
-    const ready = event === 'sandbox_ready' ? nextExecutionStatus(current.execution_status, 'ready').unwrapOr(current.execution_status) : current.execution_status;
-    const agent = ready !== current.execution_status ? { execution_status: ready } : {};
-    if (status.value === current.status && Object.keys(patch).length === 0 && Object.keys(agent).length === 0) return ok(current);
-    return ok({ ...current, ...patch, ...agent, status: status.value, updated_at: deps.clock.now() });
-  });
+  return deps.conversations.update(
+    userId,
+    id,
+    (current): Result<ConversationRecord, DomainErrorOf<'IllegalConversationTransition'>> => {
+      const status = nextConversationStatus(current.status, event);
+      if (status.isErr())
+        return err({
+          type: 'IllegalConversationTransition',
+          conversationId: id,
+          from: status.error.from,
+          event: status.error.event,
+        });
+      // The agent learns its sandbox is ready: idle the first time, otherwise it keeps its status.
+      const ready =
+        event === 'sandbox_ready'
+          ? nextExecutionStatus(current.execution_status, 'ready').unwrapOr(current.execution_status)
+          : current.execution_status;
+      const agent = ready !== current.execution_status ? { execution_status: ready } : {};
+      if (status.value === current.status && Object.keys(patch).length === 0 && Object.keys(agent).length === 0)
+        return ok(current);
+      return ok({ ...current, ...patch, ...agent, status: status.value, updated_at: deps.clock.now() });
+    },
+  );
 }
 
 const taskKey = (userId: string, taskId: string) => `${userId}\u0000${taskId}`;
 
-function watchTask(watchers: TaskWatchers, userId: string, taskId: string, watcher: (task: StartTaskRecord) => void): () => void {
+function watchTask(
+  watchers: TaskWatchers,
+  userId: string,
+  taskId: string,
+  watcher: (task: StartTaskRecord) => void,
+): () => void {
   const key = taskKey(userId, taskId);
   const ofTask = watchers.get(key) ?? new Set();
   ofTask.add(watcher);
@@ -144,10 +207,20 @@ function updateTask(
     });
 }
 
-async function withContext(deps: ConversationRecordsDeps, userId: string, records: readonly ConversationRecord[]): Promise<Result<ConversationInContext[], StoreFailure>> {
+async function withContext(
+  deps: ConversationRecordsDeps,
+  userId: string,
+  records: readonly ConversationRecord[],
+): Promise<Result<ConversationInContext[], StoreFailure>> {
   const sandboxIds = records.map((r) => r.sandbox_id).filter((x): x is string => x !== null);
   // Both at once: the sandboxes (refreshed from the runtime) and the children.
-  const [boxes, children] = await Promise.all([deps.sandboxes.liveRecords(userId, sandboxIds), deps.conversations.childrenOf(userId, records.map((r) => r.id))]);
+  const [boxes, children] = await Promise.all([
+    deps.sandboxes.liveRecords(userId, sandboxIds),
+    deps.conversations.childrenOf(
+      userId,
+      records.map((r) => r.id),
+    ),
+  ]);
   if (boxes.isErr()) return err(boxes.error);
   if (children.isErr()) return err(children.error);
   return ok(
@@ -159,7 +232,11 @@ async function withContext(deps: ConversationRecordsDeps, userId: string, record
   );
 }
 
-async function getRecord(deps: ConversationRecordsDeps, userId: string, id: string): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>> {
+async function getRecord(
+  deps: ConversationRecordsDeps,
+  userId: string,
+  id: string,
+): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>> {
   const record = await deps.conversations.get(userId, normalizeId(id));
   if (record.isErr()) return err(record.error);
   if (!record.value) return err({ type: 'ConversationNotFound', conversationId: id });

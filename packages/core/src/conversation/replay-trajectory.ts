@@ -68,7 +68,14 @@ export interface ReplayPlan {
   endsWithFinish: boolean;
 }
 
-const SKIPPED_ACTIONS = new Set(['system', 'recall', 'change_agent_state', 'condensation', 'condensation_request', 'null']);
+const SKIPPED_ACTIONS = new Set([
+  'system',
+  'recall',
+  'change_agent_state',
+  'condensation',
+  'condensation_request',
+  'null',
+]);
 const EDITOR_COMMANDS = ['view', 'create', 'str_replace', 'insert', 'undo_edit'] as const;
 
 /** V0 serializes `is_input` as a bool; CodeAct's tool schema asked models for "true"/"false". */
@@ -132,12 +139,22 @@ const at = (index: number, ...path: (string | number)[]) =>
   `replay_json[${index}]${path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('')}`;
 
 const zodIssues = (index: number, prefix: string[], error: z.ZodError): FieldIssue[] =>
-  error.issues.map((i) => ({ path: at(index, ...prefix, ...i.path.map((p) => (typeof p === 'number' ? p : String(p)))), message: i.message }));
+  error.issues.map((i) => ({
+    path: at(index, ...prefix, ...i.path.map((p) => (typeof p === 'number' ? p : String(p)))),
+    message: i.message,
+  }));
 
-const thoughtOf = (args: { thought?: string | null | undefined }): string | null => (args.thought?.trim() ? args.thought : null);
+const thoughtOf = (args: { thought?: string | null | undefined }): string | null =>
+  args.thought?.trim() ? args.thought : null;
 
 /** One kept event as a step; an error lists what is wrong with it. */
-function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs: Record<string, unknown>, timeout: number | null | undefined): Result<ReplayStep | null, FieldIssue[]> {
+function toStep(
+  index: number,
+  source: 'user' | 'agent',
+  action: string,
+  rawArgs: Record<string, unknown>,
+  timeout: number | null | undefined,
+): Result<ReplayStep | null, FieldIssue[]> {
   const parse = <S extends z.ZodType>(schema: S): Result<z.output<S>, FieldIssue[]> => {
     const parsed = schema.safeParse(rawArgs);
     return parsed.success ? ok(parsed.data) : err(zodIssues(index, ['args'], parsed.error));
@@ -153,22 +170,48 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
 
   if (SKIPPED_ACTIONS.has(action)) return ok(null);
   if (action === 'message') {
-    return parse(MessageArgs).map((a) => ({ kind: 'message', index, source, text: a.content, image_urls: a.image_urls ?? [] }));
+    return parse(MessageArgs).map((a) => ({
+      kind: 'message',
+      index,
+      source,
+      text: a.content,
+      image_urls: a.image_urls ?? [],
+    }));
   }
   if (source === 'user') {
-    return err([{ path: at(index, 'source'), message: `a "${action}" action from the user cannot be replayed; only messages come from the user` }]);
+    return err([
+      {
+        path: at(index, 'source'),
+        message: `a "${action}" action from the user cannot be replayed; only messages come from the user`,
+      },
+    ]);
   }
   switch (action) {
     case 'run':
       return parse(RunArgs).map((a) =>
-        tool('execute_bash', { command: a.command, is_input: a.is_input ?? false, timeout: a.timeout ?? timeout ?? null }, thoughtOf(a)),
+        tool(
+          'execute_bash',
+          { command: a.command, is_input: a.is_input ?? false, timeout: a.timeout ?? timeout ?? null },
+          thoughtOf(a),
+        ),
       );
     case 'write':
       return parse(WriteArgs).andThen((a) => {
         if ((a.start ?? 0) !== 0 || (a.end ?? -1) !== -1) {
-          return err([{ path: at(index, 'args', a.start !== undefined && a.start !== 0 ? 'start' : 'end'), message: 'partial writes (start/end other than 0/-1) cannot be replayed; only whole-file writes' }]);
+          return err([
+            {
+              path: at(index, 'args', a.start !== undefined && a.start !== 0 ? 'start' : 'end'),
+              message: 'partial writes (start/end other than 0/-1) cannot be replayed; only whole-file writes',
+            },
+          ]);
         }
-        return ok(tool('str_replace_editor', { command: 'create', path: a.path, file_text: a.content, overwrite: true }, thoughtOf(a)));
+        return ok(
+          tool(
+            'str_replace_editor',
+            { command: 'create', path: a.path, file_text: a.content, overwrite: true },
+            thoughtOf(a),
+          ),
+        );
       });
     case 'read':
       return parse(ReadArgs).map((a) => {
@@ -182,14 +225,26 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
         if (command === '') {
           return err([
             a.content
-              ? { path: at(index, 'args', 'content'), message: 'an LLM-based edit (content without a command) needs a model to apply and cannot be replayed' }
+              ? {
+                  path: at(index, 'args', 'content'),
+                  message:
+                    'an LLM-based edit (content without a command) needs a model to apply and cannot be replayed',
+                }
               : { path: at(index, 'args', 'command'), message: `is required: one of ${EDITOR_COMMANDS.join(', ')}` },
           ]);
         }
         if (!(EDITOR_COMMANDS as readonly string[]).includes(command)) {
-          return err([{ path: at(index, 'args', 'command'), message: `must be one of ${EDITOR_COMMANDS.join(', ')}; got ${JSON.stringify(command)}` }]);
+          return err([
+            {
+              path: at(index, 'args', 'command'),
+              message: `must be one of ${EDITOR_COMMANDS.join(', ')}; got ${JSON.stringify(command)}`,
+            },
+          ]);
         }
-        const missing = (field: string, message = 'is required') => err<ReplayStep, FieldIssue[]>([{ path: at(index, 'args', field), message: `${message} for command ${command}` }]);
+        const missing = (field: string, message = 'is required') =>
+          err<ReplayStep, FieldIssue[]>([
+            { path: at(index, 'args', field), message: `${message} for command ${command}` },
+          ]);
         const thought = thoughtOf(a);
         switch (command) {
           case 'view':
@@ -199,11 +254,23 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
             return ok(tool('str_replace_editor', { command, path: a.path, file_text: a.file_text }, thought));
           case 'str_replace':
             if (!a.old_str) return missing('old_str', 'is required (and not empty)');
-            return ok(tool('str_replace_editor', { command, path: a.path, old_str: a.old_str, new_str: a.new_str ?? '' }, thought));
+            return ok(
+              tool(
+                'str_replace_editor',
+                { command, path: a.path, old_str: a.old_str, new_str: a.new_str ?? '' },
+                thought,
+              ),
+            );
           case 'insert':
             if (a.insert_line === null || a.insert_line === undefined) return missing('insert_line');
             if (typeof a.new_str !== 'string') return missing('new_str');
-            return ok(tool('str_replace_editor', { command, path: a.path, insert_line: a.insert_line, new_str: a.new_str }, thought));
+            return ok(
+              tool(
+                'str_replace_editor',
+                { command, path: a.path, insert_line: a.insert_line, new_str: a.new_str },
+                thought,
+              ),
+            );
           default:
             return ok(tool('str_replace_editor', { command, path: a.path }, thought));
         }
@@ -213,7 +280,11 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
     case 'finish':
       return parse(FinishArgs).map((a) => {
         const fromOutputs = typeof a.outputs?.content === 'string' ? a.outputs.content : null;
-        const message = a.final_thought?.trim() ? a.final_thought : fromOutputs?.trim() ? fromOutputs : (a.thought ?? '');
+        const message = a.final_thought?.trim()
+          ? a.final_thought
+          : fromOutputs?.trim()
+            ? fromOutputs
+            : (a.thought ?? '');
         return tool('finish', { message }, null);
       });
     default:
@@ -228,15 +299,31 @@ function toStep(index: number, source: 'user' | 'agent', action: string, rawArgs
 
 /** Reads a trajectory; a `ValidationFailed` says what is wrong and where. */
 export function parseReplayTrajectory(json: string): Result<ReplayPlan, DomainErrorOf<'ValidationFailed'>> {
-  const fail = (issues: FieldIssue[]) => err(validationFailed(issues, `replay_json is not a trajectory that can be replayed: ${issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`));
+  const fail = (issues: FieldIssue[]) =>
+    err(
+      validationFailed(
+        issues,
+        `replay_json is not a trajectory that can be replayed: ${issues
+          .slice(0, 5)
+          .map((i) => `${i.path}: ${i.message}`)
+          .join('; ')}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`,
+      ),
+    );
   let data: unknown;
   try {
     data = JSON.parse(json);
   } catch (error) {
     return fail([{ path: 'replay_json', message: `is not valid JSON (${(error as Error).message})` }]);
   }
-  if (!Array.isArray(data)) return fail([{ path: 'replay_json', message: `must be a JSON array of OpenHands events; got ${data === null ? 'null' : typeof data}` }]);
-  if (data.length > MAX_REPLAY_EVENTS) return fail([{ path: 'replay_json', message: `has ${data.length} events, more than ${MAX_REPLAY_EVENTS}` }]);
+  if (!Array.isArray(data))
+    return fail([
+      {
+        path: 'replay_json',
+        message: `must be a JSON array of OpenHands events; got ${data === null ? 'null' : typeof data}`,
+      },
+    ]);
+  if (data.length > MAX_REPLAY_EVENTS)
+    return fail([{ path: 'replay_json', message: `has ${data.length} events, more than ${MAX_REPLAY_EVENTS}` }]);
 
   const issues: FieldIssue[] = [];
   const kept: ReplayStep[] = [];
@@ -276,7 +363,9 @@ export function parseReplayTrajectory(json: string): Result<ReplayPlan, DomainEr
     ]);
   }
   if (first.text.trim() === '' && first.image_urls.length === 0) {
-    return fail([{ path: at(first.index, 'args', 'content'), message: 'the first user message has no text and no images' }]);
+    return fail([
+      { path: at(first.index, 'args', 'content'), message: 'the first user message has no text and no images' },
+    ]);
   }
   const last = steps.at(-1);
   return ok({

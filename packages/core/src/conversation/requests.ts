@@ -7,7 +7,9 @@ import type { StartTaskFilter } from './store.js';
 
 /** Conversation ids in a start-task filter, in the stored (32 hex) form. */
 export function normalizedTaskFilter(filter: StartTaskFilter): StartTaskFilter {
-  return filter.app_conversation_id ? { ...filter, app_conversation_id: normalizeId(filter.app_conversation_id) } : filter;
+  return filter.app_conversation_id
+    ? { ...filter, app_conversation_id: normalizeId(filter.app_conversation_id) }
+    : filter;
 }
 
 /** The text and images of a message, or null when it has neither. */
@@ -30,7 +32,12 @@ export function initialMessageFromV0(request: NewConversationRequest): SendMessa
       ? createMicroagentMessage(request.create_microagent)
       : null;
   if (template) content.push({ type: 'text', text: template });
-  if (request.initial_user_msg) content.push({ type: 'text', text: template ? `Also, from the user:\n${request.initial_user_msg}` : request.initial_user_msg });
-  if (request.image_urls && request.image_urls.length > 0) content.push({ type: 'image', image_urls: request.image_urls });
+  if (request.initial_user_msg)
+    content.push({
+      type: 'text',
+      text: template ? `Also, from the user:\n${request.initial_user_msg}` : request.initial_user_msg,
+    });
+  if (request.image_urls && request.image_urls.length > 0)
+    content.push({ type: 'image', image_urls: request.image_urls });
   return content.length > 0 ? { role: 'user', content, run: true } : null;
 }

@@ -7,12 +7,21 @@ import type { ConversationRecord } from './schema.js';
  * for a message (idle: also after a limit or a rejection; stuck; error) or a confirmation, or
  * was paused. `running` works; null has not started yet (its first run is coming).
  */
-const RESTING_EXECUTION_STATUSES: readonly ExecutionStatus[] = ['idle', 'finished', 'waiting_for_confirmation', 'paused', 'error', 'stuck'];
+const RESTING_EXECUTION_STATUSES: readonly ExecutionStatus[] = [
+  'idle',
+  'finished',
+  'waiting_for_confirmation',
+  'paused',
+  'error',
+  'stuck',
+];
 
 /** Whether this conversation leaves its sandbox with nothing to do: stopped, or running with its agent at rest. */
 const rests = (conversation: ConversationRecord): boolean =>
   conversation.status === 'STOPPED' ||
-  (conversation.status === 'RUNNING' && conversation.execution_status !== null && RESTING_EXECUTION_STATUSES.includes(conversation.execution_status));
+  (conversation.status === 'RUNNING' &&
+    conversation.execution_status !== null &&
+    RESTING_EXECUTION_STATUSES.includes(conversation.execution_status));
 
 /**
  * What a sandbox's conversations are doing, for the sandbox service's pausing (`SandboxUse`):

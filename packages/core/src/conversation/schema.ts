@@ -10,7 +10,6 @@ export const CONVERSATION_STATUSES = ['STARTING', 'RUNNING', 'STOPPED'] as const
 export const ConversationStatusSchema = z.enum(CONVERSATION_STATUSES);
 export type ConversationStatus = z.infer<typeof ConversationStatusSchema>;
 
-
 export const CONVERSATION_TRIGGERS = [
   'resolver',
   'gui',
@@ -69,10 +68,15 @@ export const ClientConversationIdSchema = z
   .string()
   .min(1)
   .max(100)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'may only contain letters, digits, _ and - and must start with a letter or digit')
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_-]*$/,
+    'may only contain letters, digits, _ and - and must start with a letter or digit',
+  )
   // These name routes under /api/v1/app-conversations/ (matched case-insensitively), so a conversation with them could not be read there.
-  .refine((id) => !RESERVED_CONVERSATION_IDS.has(id.toLowerCase()), 'is reserved: it names a route (search, count, start-tasks, stream-start)');
-
+  .refine(
+    (id) => !RESERVED_CONVERSATION_IDS.has(id.toLowerCase()),
+    'is reserved: it names a route (search, count, start-tasks, stream-start)',
+  );
 
 export const SuggestedTaskSchema = z.object({
   repo: RepositoryNameSchema,
@@ -90,41 +94,46 @@ export const CreateMicroagentSchema = z.object({
 export type CreateMicroagent = z.infer<typeof CreateMicroagentSchema>;
 
 /** V0 `POST /api/conversations` body. Unknown keys are rejected. */
-export const NewConversationRequestSchema = z.strictObject({
-  repository: RepositoryNameSchema.nullable().optional(),
-  git_provider: GitProviderSchema.nullable().optional(),
-  selected_branch: BranchNameSchema.nullable().optional(),
-  initial_user_msg: z.string().max(1_000_000).nullable().optional(),
-  image_urls: z.array(ImageUrlSchema).max(32).nullable().optional(),
-  replay_json: z
-    .string()
-    .nullable()
-    .optional()
-    .meta({
+export const NewConversationRequestSchema = z
+  .strictObject({
+    repository: RepositoryNameSchema.nullable().optional(),
+    git_provider: GitProviderSchema.nullable().optional(),
+    selected_branch: BranchNameSchema.nullable().optional(),
+    initial_user_msg: z.string().max(1_000_000).nullable().optional(),
+    image_urls: z.array(ImageUrlSchema).max(32).nullable().optional(),
+    replay_json: z.string().nullable().optional().meta({
       description:
         'An OpenHands V0 trajectory (a JSON array of events, as a string) to replay without a model: its first user message starts the conversation (it wins over initial_user_msg), its actions (run, write, edit, read, think, finish, messages) run in the sandbox in order. A trajectory that cannot be replayed is a 422 naming the event, e.g. replay_json[3].args.command.',
     }),
-  suggested_task: SuggestedTaskSchema.optional(),
-  create_microagent: CreateMicroagentSchema.optional(),
-  conversation_instructions: z.string().max(100_000).nullable().optional(),
-  mcp_config: McpConfigSchema.optional(),
-  conversation_id: ClientConversationIdSchema.optional(),
-}).superRefine((request, ctx) => {
-  // The repository cloned and the one the first message talks about must be the same.
-  const named = request.suggested_task?.repo ?? request.create_microagent?.repo;
-  if (request.repository && named && named.toLowerCase() !== request.repository.toLowerCase()) {
-    ctx.addIssue({
-      code: 'custom',
-      path: request.suggested_task ? ['suggested_task', 'repo'] : ['create_microagent', 'repo'],
-      message: `names ${named}, but repository is ${request.repository}; give one repository (or the same in both)`,
-    });
-  }
-});
+    suggested_task: SuggestedTaskSchema.optional(),
+    create_microagent: CreateMicroagentSchema.optional(),
+    conversation_instructions: z.string().max(100_000).nullable().optional(),
+    mcp_config: McpConfigSchema.optional(),
+    conversation_id: ClientConversationIdSchema.optional(),
+  })
+  .superRefine((request, ctx) => {
+    // The repository cloned and the one the first message talks about must be the same.
+    const named = request.suggested_task?.repo ?? request.create_microagent?.repo;
+    if (request.repository && named && named.toLowerCase() !== request.repository.toLowerCase()) {
+      ctx.addIssue({
+        code: 'custom',
+        path: request.suggested_task ? ['suggested_task', 'repo'] : ['create_microagent', 'repo'],
+        message: `names ${named}, but repository is ${request.repository}; give one repository (or the same in both)`,
+      });
+    }
+  });
 export type NewConversationRequest = z.output<typeof NewConversationRequestSchema>;
 
-
-const TextContentSchema = z.object({ type: z.literal('text'), text: z.string().max(1_000_000), cache_prompt: z.boolean().optional() });
-const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(ImageUrlSchema).min(1).max(32), cache_prompt: z.boolean().optional() });
+const TextContentSchema = z.object({
+  type: z.literal('text'),
+  text: z.string().max(1_000_000),
+  cache_prompt: z.boolean().optional(),
+});
+const ImageContentSchema = z.object({
+  type: z.literal('image'),
+  image_urls: z.array(ImageUrlSchema).min(1).max(32),
+  cache_prompt: z.boolean().optional(),
+});
 
 /**
  * One part of a message: text or images. `type` may be left out, as OpenHands' models default
@@ -132,7 +141,9 @@ const ImageContentSchema = z.object({ type: z.literal('image'), image_urls: z.ar
  */
 const MessageContentSchema = z.preprocess(
   (part: unknown) =>
-    part !== null && typeof part === 'object' && !Array.isArray(part) && !('type' in part) ? { ...part, type: 'image_urls' in part ? 'image' : 'text' } : part,
+    part !== null && typeof part === 'object' && !Array.isArray(part) && !('type' in part)
+      ? { ...part, type: 'image_urls' in part ? 'image' : 'text' }
+      : part,
   z.discriminatedUnion('type', [TextContentSchema, ImageContentSchema]),
 );
 
@@ -150,35 +161,68 @@ export const SendMessageRequestSchema = z.object({
 export type SendMessageRequest = z.output<typeof SendMessageRequestSchema>;
 
 /** A conversation's first message: as a sent message, but `content` may be left out (no message then). */
-const InitialMessageSchema = SendMessageRequestSchema.extend({ content: z.array(MessageContentSchema).max(64).default([]) });
+const InitialMessageSchema = SendMessageRequestSchema.extend({
+  content: z.array(MessageContentSchema).max(64).default([]),
+});
 
 /** A UUID, dashed or as 32 hex digits (stored as 32 lowercase hex digits). */
 export const UuidSchema = z
   .string()
-  .regex(/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/, 'must be a UUID (32 hex digits, dashed or not)');
+  .regex(
+    /^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/,
+    'must be a UUID (32 hex digits, dashed or not)',
+  );
 
 /** Fields OpenHands accepts that this server cannot honour: refused unless empty, rather than silently ignored. */
 const notSupported = (what: string) => (value: unknown) =>
-  value === null || value === undefined || (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && Object.keys(value).length === 0) ? true : what;
+  value === null ||
+  value === undefined ||
+  (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && Object.keys(value).length === 0)
+    ? true
+    : what;
 
 /** V1 `POST /api/v1/app-conversations` body (OpenHands 1.11's AppConversationStartRequest). Unknown keys are ignored (as OpenHands does). */
 export const AppConversationStartRequestSchema = z
   .object({
-    sandbox_id: z.string().min(1).max(128).nullable().optional().meta({ description: 'Start in this sandbox of yours (it must exist and not be lost).' }),
-    conversation_id: UuidSchema.nullable().optional().meta({ description: 'The id the conversation gets (409 when you already have one with it).' }),
+    sandbox_id: z
+      .string()
+      .min(1)
+      .max(128)
+      .nullable()
+      .optional()
+      .meta({ description: 'Start in this sandbox of yours (it must exist and not be lost).' }),
+    conversation_id: UuidSchema.nullable()
+      .optional()
+      .meta({ description: 'The id the conversation gets (409 when you already have one with it).' }),
     initial_message: InitialMessageSchema.nullable().optional(),
-    system_message_suffix: z.string().max(100_000).nullable().optional().meta({ description: "Added to the agent's system prompt." }),
-    processors: z.array(z.unknown()).max(100).nullable().optional().meta({ description: 'Accepted for compatibility; ignored.' }),
+    system_message_suffix: z
+      .string()
+      .max(100_000)
+      .nullable()
+      .optional()
+      .meta({ description: "Added to the agent's system prompt." }),
+    processors: z
+      .array(z.unknown())
+      .max(100)
+      .nullable()
+      .optional()
+      .meta({ description: 'Accepted for compatibility; ignored.' }),
     llm_model: z.string().trim().min(1).max(512).nullable().optional(),
     agent_profile_id: z
       .unknown()
-      .refine((v) => v === null || v === undefined, 'agent profiles are not supported by this server; leave agent_profile_id out')
+      .refine(
+        (v) => v === null || v === undefined,
+        'agent profiles are not supported by this server; leave agent_profile_id out',
+      )
       .optional()
       .meta({ description: 'Not supported: only null.' }),
     selected_repository: RepositoryNameSchema.nullable().optional(),
     selected_branch: BranchNameSchema.nullable().optional(),
     git_provider: GitProviderSchema.nullable().optional(),
-    suggested_task: SuggestedTaskSchema.nullable().optional().meta({ description: 'Its wording becomes the first message (give it or initial_message, not both); its repo is cloned unless selected_repository says otherwise.' }),
+    suggested_task: SuggestedTaskSchema.nullable().optional().meta({
+      description:
+        'Its wording becomes the first message (give it or initial_message, not both); its repo is cloned unless selected_repository says otherwise.',
+    }),
     title: z.string().trim().min(1).max(200).nullable().optional(),
     trigger: ConversationTriggerSchema.nullable().optional(),
     pr_number: z.array(z.int().min(0)).max(100).optional(),
@@ -190,7 +234,10 @@ export const AppConversationStartRequestSchema = z
       .max(100)
       .nullable()
       .optional()
-      .refine((v) => notSupported('plugins are not supported by this server; send none')(v) === true, 'plugins are not supported by this server; send none')
+      .refine(
+        (v) => notSupported('plugins are not supported by this server; send none')(v) === true,
+        'plugins are not supported by this server; send none',
+      )
       .meta({ description: 'Not supported: only null or [].' }),
     secrets: z
       .record(z.string().max(256), z.string().max(100_000))
@@ -204,7 +251,11 @@ export const AppConversationStartRequestSchema = z
   })
   .superRefine((request, ctx) => {
     if (request.suggested_task && request.initial_message && request.initial_message.content.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['suggested_task'], message: 'give suggested_task or initial_message, not both' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['suggested_task'],
+        message: 'give suggested_task or initial_message, not both',
+      });
     }
   });
 export type AppConversationStartRequest = z.output<typeof AppConversationStartRequestSchema>;
@@ -272,7 +323,6 @@ export interface ConversationMetrics {
   last_call_tokens?: number;
 }
 
-
 export const START_TASK_STATUSES = [
   'WORKING',
   'WAITING_FOR_SANDBOX',
@@ -310,7 +360,9 @@ export const StartTaskSchema = z.object({
     .meta({ description: 'Known from the first response on (the id is reserved when the task is created).' }),
   sandbox_id: z.string().nullable(),
   agent_server_url: z.string().nullable(),
-  request: z.record(z.string(), z.unknown()).meta({ description: 'The start request, every field of it with its default where it was left out.' }),
+  request: z
+    .record(z.string(), z.unknown())
+    .meta({ description: 'The start request, every field of it with its default where it was left out.' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });
@@ -333,7 +385,9 @@ export function toStartTask(record: StartTaskRecord): StartTask {
 
 /** A content part as OpenHands echoes it: with its type and `cache_prompt`. */
 const echoContent = (part: SendMessageRequest['content'][number]) =>
-  part.type === 'text' ? { type: 'text', text: part.text, cache_prompt: part.cache_prompt ?? false } : { type: 'image', image_urls: part.image_urls, cache_prompt: part.cache_prompt ?? false };
+  part.type === 'text'
+    ? { type: 'text', text: part.text, cache_prompt: part.cache_prompt ?? false }
+    : { type: 'image', image_urls: part.image_urls, cache_prompt: part.cache_prompt ?? false };
 
 /**
  * The request a start task echoes: every field of OpenHands' AppConversationStartRequest, with
@@ -341,12 +395,20 @@ const echoContent = (part: SendMessageRequest['content'][number]) =>
  * plain UUID; secrets, which are refused unless empty, never echoed with values).
  */
 function echoStartRequest(request: AppConversationStartRequest): Record<string, unknown> {
-  const dashed = (id: string) => id.replaceAll('-', '').toLowerCase().replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+  const dashed = (id: string) =>
+    id
+      .replaceAll('-', '')
+      .toLowerCase()
+      .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
   return {
     sandbox_id: request.sandbox_id ?? null,
     conversation_id: request.conversation_id ? dashed(request.conversation_id) : null,
     initial_message: request.initial_message
-      ? { role: request.initial_message.role, content: request.initial_message.content.map(echoContent), run: request.initial_message.run }
+      ? {
+          role: request.initial_message.role,
+          content: request.initial_message.content.map(echoContent),
+          run: request.initial_message.run,
+        }
       : null,
     system_message_suffix: request.system_message_suffix ?? null,
     processors: request.processors ?? null,

@@ -13,7 +13,13 @@ import type { SettingsService } from '../settings/service.js';
 import type { AgentPort, ConfirmationDecision } from './agent-port.js';
 import type { ConversationOverview, ConversationStatusChange } from './overview.js';
 import type { GitProvider } from '../settings/schema.js';
-import type { AppConversationStartRequest, ConversationStatus, NewConversationRequest, SendMessageRequest, StartTask } from './schema.js';
+import type {
+  AppConversationStartRequest,
+  ConversationStatus,
+  NewConversationRequest,
+  SendMessageRequest,
+  StartTask,
+} from './schema.js';
 import type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './store.js';
 
 export interface ConversationServiceOptions {
@@ -136,7 +142,9 @@ export const ConversationServiceErrors = {
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
 /** The error union of a conversation operation. */
-export type ConversationServiceError<K extends keyof typeof ConversationServiceErrors> = ErrorsOf<(typeof ConversationServiceErrors)[K]>;
+export type ConversationServiceError<K extends keyof typeof ConversationServiceErrors> = ErrorsOf<
+  (typeof ConversationServiceErrors)[K]
+>;
 
 export interface ConversationService {
   /**
@@ -145,43 +153,74 @@ export interface ConversationService {
    */
   readonly acceptsClientIds: boolean;
   /** V0 New Conversation. */
-  create(userId: string, request: NewConversationRequest): ResultAsync<CreatedConversation, ConversationServiceError<'create'>>;
+  create(
+    userId: string,
+    request: NewConversationRequest,
+  ): ResultAsync<CreatedConversation, ConversationServiceError<'create'>>;
   /** V1 start: returns the start task at once; the rest runs in the background. */
-  startApp(userId: string, request: AppConversationStartRequest): ResultAsync<StartTask, ConversationServiceError<'startApp'>>;
+  startApp(
+    userId: string,
+    request: AppConversationStartRequest,
+  ): ResultAsync<StartTask, ConversationServiceError<'startApp'>>;
   /** One conversation with its sandbox's live status. */
   get(userId: string, id: string): ResultAsync<ConversationOverview, ConversationServiceError<'get'>>;
   /** A page of the user's conversations, newest first. */
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationOverview>, ConversationServiceError<'search'>>;
+  search(
+    userId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): ResultAsync<Page<ConversationOverview>, ConversationServiceError<'search'>>;
   /** The conversations with these ids, in their order; null for one that does not exist. */
-  getMany(userId: string, ids: readonly string[]): ResultAsync<(ConversationOverview | null)[], ConversationServiceError<'getMany'>>;
+  getMany(
+    userId: string,
+    ids: readonly string[],
+  ): ResultAsync<(ConversationOverview | null)[], ConversationServiceError<'getMany'>>;
   count(userId: string, filter: ConversationFilter): ResultAsync<number, ConversationServiceError<'count'>>;
   delete(userId: string, id: string): ResultAsync<void, ConversationServiceError<'delete'>>;
   stop(userId: string, id: string): ResultAsync<ConversationStatusChange, ConversationServiceError<'stop'>>;
   start(userId: string, id: string): ResultAsync<ConversationStatusChange, ConversationServiceError<'start'>>;
-  getStartTasks(userId: string, ids: readonly string[]): ResultAsync<(StartTask | null)[], ConversationServiceError<'getStartTasks'>>;
+  getStartTasks(
+    userId: string,
+    ids: readonly string[],
+  ): ResultAsync<(StartTask | null)[], ConversationServiceError<'getStartTasks'>>;
   searchStartTasks(
     userId: string,
     filter: StartTaskFilter,
     page: PageRequest,
     order: 'newest_first' | 'oldest_first',
   ): ResultAsync<Page<StartTask>, ConversationServiceError<'searchStartTasks'>>;
-  countStartTasks(userId: string, filter: StartTaskFilter): ResultAsync<number, ConversationServiceError<'countStartTasks'>>;
+  countStartTasks(
+    userId: string,
+    filter: StartTaskFilter,
+  ): ResultAsync<number, ConversationServiceError<'countStartTasks'>>;
   /**
    * Sends a user message to the agent. With `run: true` a running conversation acts on it
    * at once; with `run: false` (or a stopped conversation) it is kept, and the agent sees
    * it on its next run. An agent that is working sees it at its next step either way.
    */
-  sendMessage(userId: string, id: string, message: SendMessageRequest): ResultAsync<MessageEvent, ConversationServiceError<'sendMessage'>>;
+  sendMessage(
+    userId: string,
+    id: string,
+    message: SendMessageRequest,
+  ): ResultAsync<MessageEvent, ConversationServiceError<'sendMessage'>>;
   /**
    * Accepts or rejects the actions waiting for confirmation (confirmation mode). Accepted ones
    * run; rejected ones get an observation saying so, and the agent waits for a message.
    * ConfirmationNotPending (409) when nothing waits.
    */
-  respondToConfirmation(userId: string, id: string, decision: ConfirmationDecision): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
+  respondToConfirmation(
+    userId: string,
+    id: string,
+    decision: ConfirmationDecision,
+  ): ResultAsync<ConfirmationEvent, ConversationServiceError<'respondToConfirmation'>>;
   /** Gives the conversation a new title. */
   rename(userId: string, id: string, title: string): ResultAsync<void, ConversationServiceError<'rename'>>;
   /** Changes what the owner may change of a conversation (its metadata: nothing runs). */
-  update(userId: string, id: string, update: ConversationUpdate): ResultAsync<ConversationOverview, ConversationServiceError<'update'>>;
+  update(
+    userId: string,
+    id: string,
+    update: ConversationUpdate,
+  ): ResultAsync<ConversationOverview, ConversationServiceError<'update'>>;
   /**
    * Queues a message for the agent of a conversation, also while it is still starting: `target`
    * is the conversation's id, or `task-<start task id>` (the start task's conversation). The
@@ -189,7 +228,11 @@ export interface ConversationService {
    * true` (a starting conversation's agent, once it is ready). TooManyPendingMessages when
    * MAX_PENDING_MESSAGES already wait (user messages after the agent's last event).
    */
-  queueMessage(userId: string, target: string, message: SendMessageRequest): ResultAsync<QueuedMessage, ConversationServiceError<'queueMessage'>>;
+  queueMessage(
+    userId: string,
+    target: string,
+    message: SendMessageRequest,
+  ): ResultAsync<QueuedMessage, ConversationServiceError<'queueMessage'>>;
   /**
    * Follows a start task of this process: `listener` gets its current state, then each change,
    * until READY or ERROR (then `onEnd('finished')`), or until the service closes
@@ -206,7 +249,11 @@ export interface ConversationService {
    * in flight finishes as it began) use the profile's model, base URL and key, the settings' key
    * when the profile has none. `llm_model` shows the profile's model.
    */
-  switchProfile(userId: string, id: string, profileName: string): ResultAsync<void, ConversationServiceError<'switchProfile'>>;
+  switchProfile(
+    userId: string,
+    id: string,
+    profileName: string,
+  ): ResultAsync<void, ConversationServiceError<'switchProfile'>>;
   /**
    * Pauses the agent where it is (the model call in flight is aborted); the conversation and
    * its sandbox stay up, and `runAgent` (or a message with run) goes on from there.
@@ -215,7 +262,11 @@ export interface ConversationService {
   /** Lets a paused agent go on (a running conversation only; a stopped one is started with `start`). */
   runAgent(userId: string, id: string): ResultAsync<void, ConversationServiceError<'runAgent'>>;
   /** A page of the conversation's events after an id. */
-  searchEvents(userId: string, id: string, query: EventQuery): ResultAsync<EventPage, ConversationServiceError<'searchEvents'>>;
+  searchEvents(
+    userId: string,
+    id: string,
+    query: EventQuery,
+  ): ResultAsync<EventPage, ConversationServiceError<'searchEvents'>>;
   /**
    * Replays the events after `afterId`, then delivers new ones as they happen, each once, in
    * order. `onEnd` is called if the service ends the subscription (the conversation was deleted).

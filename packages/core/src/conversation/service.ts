@@ -12,7 +12,16 @@ import { createConversationRecords, type ConversationRecords } from './records.j
 import { parseReplayTrajectory } from './replay-trajectory.js';
 import { initialMessageFromV0, normalizedTaskFilter, userMessageOf } from './requests.js';
 import { suggestedTaskMessage } from './first-message.js';
-import { toStartTask, type AppConversationStartRequest, type ConversationLaunch, type ConversationRecord, type NewConversationRequest, type SendMessageRequest, type StartTask, type StartTaskRecord } from './schema.js';
+import {
+  toStartTask,
+  type AppConversationStartRequest,
+  type ConversationLaunch,
+  type ConversationRecord,
+  type NewConversationRequest,
+  type SendMessageRequest,
+  type StartTask,
+  type StartTaskRecord,
+} from './schema.js';
 import {
   DEFAULT_KEYLESS_MODEL_PREFIXES,
   MAX_PENDING_MESSAGES,
@@ -76,9 +85,14 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     delete: (userId, id) => resultAsync(deleteConversation(parts, userId, id)),
     stop: (userId, id) => resultAsync(stop(parts, userId, id)),
     start: (userId, id) => resultAsync(start(parts, userId, id)),
-    getStartTasks: (userId, idList) => deps.startTasks.getMany(userId, idList.map(normalizeId)).map((tasks) => tasks.map((t) => (t ? toStartTask(t) : null))),
+    getStartTasks: (userId, idList) =>
+      deps.startTasks
+        .getMany(userId, idList.map(normalizeId))
+        .map((tasks) => tasks.map((t) => (t ? toStartTask(t) : null))),
     searchStartTasks: (userId, filter, page, order) =>
-      deps.startTasks.search(userId, normalizedTaskFilter(filter), page, order).map((p) => ({ items: p.items.map(toStartTask), next_page_id: p.next_page_id })),
+      deps.startTasks
+        .search(userId, normalizedTaskFilter(filter), page, order)
+        .map((p) => ({ items: p.items.map(toStartTask), next_page_id: p.next_page_id })),
     countStartTasks: (userId, filter) => deps.startTasks.count(userId, normalizedTaskFilter(filter)),
     sendMessage: (userId, id, message) => resultAsync(sendMessage(parts, userId, id, message)),
     respondToConfirmation: (userId, id, decision) => resultAsync(respondToConfirmation(parts, userId, id, decision)),
@@ -86,20 +100,33 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     switchProfile: (userId, id, profileName) => resultAsync(switchProfile(parts, userId, id, profileName)),
     update: (userId, id, patch) => resultAsync(update(parts, userId, id, patch)),
     queueMessage: (userId, target, message) => resultAsync(queueMessage(parts, userId, target, message)),
-    followStartTask: (userId, taskId, listener, onEnd) => resultAsync(followStartTask(parts, userId, taskId, listener, onEnd)),
+    followStartTask: (userId, taskId, listener, onEnd) =>
+      resultAsync(followStartTask(parts, userId, taskId, listener, onEnd)),
     pauseAgent: (userId, id) => resultAsync(pauseAgent(parts, userId, id)),
     runAgent: (userId, id) => resultAsync(runAgent(parts, userId, id)),
     searchEvents: (userId, id, query) => resultAsync(searchEvents(parts, userId, id, query)),
-    subscribeEvents: (userId, id, afterId, listener, onEnd) => resultAsync(subscribeEvents(parts, userId, id, afterId, listener, onEnd)),
+    subscribeEvents: (userId, id, afterId, listener, onEnd) =>
+      resultAsync(subscribeEvents(parts, userId, id, afterId, listener, onEnd)),
     handleSandboxGone: (userId, sandboxId, reason) => handleSandboxGone(parts, userId, sandboxId, reason),
   };
 }
 
 /** V0 New Conversation: a new sandbox, the conversation, its first message and its start task, all of it or none of it. */
-async function createV0(parts: ConversationParts, userId: string, request: NewConversationRequest): Promise<Result<CreatedConversation, ConversationServiceError<'create'>>> {
+async function createV0(
+  parts: ConversationParts,
+  userId: string,
+  request: NewConversationRequest,
+): Promise<Result<CreatedConversation, ConversationServiceError<'create'>>> {
   const { deps, records, pipeline } = parts;
   if (request.conversation_id !== undefined && !deps.options?.allowClientConversationIds) {
-    return err(validationFailed([{ path: 'conversation_id', message: 'this server does not accept client-chosen conversation ids; omit the field' }]));
+    return err(
+      validationFailed([
+        {
+          path: 'conversation_id',
+          message: 'this server does not accept client-chosen conversation ids; omit the field',
+        },
+      ]),
+    );
   }
   if (request.replay_json) {
     // A trajectory that cannot be replayed is refused before anything is stored. Its first
@@ -121,7 +148,11 @@ async function createV0(parts: ConversationParts, userId: string, request: NewCo
   const spec = await records.specFor(stored.value);
   if (spec.isErr()) return err(spec.error);
   const repository = request.repository ?? request.create_microagent?.repo ?? request.suggested_task?.repo ?? null;
-  const trigger = request.suggested_task ? 'suggested_task' : request.create_microagent ? 'microagent_management' : 'gui';
+  const trigger = request.suggested_task
+    ? 'suggested_task'
+    : request.create_microagent
+      ? 'microagent_management'
+      : 'gui';
   const initial = initialMessageFromV0(request);
   const launchInfo: ConversationLaunch = {
     initial_message: initial,
@@ -148,19 +179,32 @@ async function createV0(parts: ConversationParts, userId: string, request: NewCo
     git_provider: request.git_provider ?? null,
     trigger,
   };
-  const launched = await pipeline.launch(userId, record, { kind: 'new', spec: spec.value }, asV1, pipeline.insertConversation(userId));
+  const launched = await pipeline.launch(
+    userId,
+    record,
+    { kind: 'new', spec: spec.value },
+    asV1,
+    pipeline.insertConversation(userId),
+  );
   if (launched.isErr()) return err(launched.error);
   return ok({ conversation_id: launched.value.conversation.id, status: launched.value.conversation.status });
 }
 
 /** V1 start: the conversation (in a new sandbox, or the one named, or its parent's) with its start task; the rest runs in the background. */
-async function startApp(parts: ConversationParts, userId: string, request: AppConversationStartRequest): Promise<Result<StartTask, ConversationServiceError<'startApp'>>> {
+async function startApp(
+  parts: ConversationParts,
+  userId: string,
+  request: AppConversationStartRequest,
+): Promise<Result<StartTask, ConversationServiceError<'startApp'>>> {
   const { deps, records, pipeline } = parts;
   const parentId = request.parent_conversation_id ? normalizeId(request.parent_conversation_id) : null;
   const parentFound = parentId ? await deps.conversations.get(userId, parentId) : ok(null);
   if (parentFound.isErr()) return err(parentFound.error);
   const parentRecord = parentFound.value;
-  if (parentId && !parentRecord) return err(validationFailed([{ path: 'parent_conversation_id', message: `conversation ${parentId} does not exist` }]));
+  if (parentId && !parentRecord)
+    return err(
+      validationFailed([{ path: 'parent_conversation_id', message: `conversation ${parentId} does not exist` }]),
+    );
   const llmModel = request.llm_model ?? parentRecord?.llm_model ?? null;
   const stored = await deps.settings.loadWithSecrets(userId);
   if (stored.isErr()) return err(stored.error);
@@ -181,7 +225,9 @@ async function startApp(parts: ConversationParts, userId: string, request: AppCo
     parent_conversation_id: parentRecord?.id ?? null,
     public: request.public ?? null,
     launch: {
-      initial_message: task ? { role: 'user', content: [{ type: 'text', text: suggestedTaskMessage(task) }], run: true } : (request.initial_message ?? null),
+      initial_message: task
+        ? { role: 'user', content: [{ type: 'text', text: suggestedTaskMessage(task) }], run: true }
+        : (request.initial_message ?? null),
       conversation_instructions: request.system_message_suffix ?? null,
       mcp_config: null,
       suggested_task: task,
@@ -211,18 +257,27 @@ async function planSandbox(
   const box = await parts.deps.sandboxStore.get(userId, sandboxId);
   if (box.isErr()) return err(box.error);
   if (!box.value || box.value.status === 'DELETED') return err({ type: 'SandboxNotFound', sandboxId });
-  if (planSandboxAction(box.value.status, 'attach').isErr()) return err({ type: 'IllegalSandboxTransition', sandboxId, from: box.value.status, action: 'attach' });
+  if (planSandboxAction(box.value.status, 'attach').isErr())
+    return err({ type: 'IllegalSandboxTransition', sandboxId, from: box.value.status, action: 'attach' });
   return ok({ kind: 'existing', sandbox: box.value });
 }
 
 /** Overviews of these records, each with its sandbox (refreshed) and children. */
-async function overviewsOf(parts: ConversationParts, userId: string, list: readonly ConversationRecord[]): Promise<Result<ConversationOverview[], ConversationServiceError<'search'>>> {
+async function overviewsOf(
+  parts: ConversationParts,
+  userId: string,
+  list: readonly ConversationRecord[],
+): Promise<Result<ConversationOverview[], ConversationServiceError<'search'>>> {
   const entries = await parts.records.withContext(userId, list);
   if (entries.isErr()) return err(entries.error);
   return ok(entries.value.map((e) => toConversationOverview(e.record, e.sandbox, e.children)));
 }
 
-async function get(parts: ConversationParts, userId: string, id: string): Promise<Result<ConversationOverview, ConversationServiceError<'get'>>> {
+async function get(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<ConversationOverview, ConversationServiceError<'get'>>> {
   const record = await parts.records.getRecord(userId, id);
   if (record.isErr()) return err(record.error);
   const overviews = await overviewsOf(parts, userId, [record.value]);
@@ -243,16 +298,29 @@ async function search(
   return ok({ items: overviews.value, next_page_id: found.value.next_page_id });
 }
 
-async function getMany(parts: ConversationParts, userId: string, idList: readonly string[]): Promise<Result<(ConversationOverview | null)[], ConversationServiceError<'getMany'>>> {
+async function getMany(
+  parts: ConversationParts,
+  userId: string,
+  idList: readonly string[],
+): Promise<Result<(ConversationOverview | null)[], ConversationServiceError<'getMany'>>> {
   const found = await parts.deps.conversations.getMany(userId, idList.map(normalizeId));
   if (found.isErr()) return err(found.error);
-  const entries = await parts.records.withContext(userId, found.value.filter((r): r is ConversationRecord => r !== null));
+  const entries = await parts.records.withContext(
+    userId,
+    found.value.filter((r): r is ConversationRecord => r !== null),
+  );
   if (entries.isErr()) return err(entries.error);
-  const byId = new Map(entries.value.map((e) => [e.record.id, toConversationOverview(e.record, e.sandbox, e.children)]));
+  const byId = new Map(
+    entries.value.map((e) => [e.record.id, toConversationOverview(e.record, e.sandbox, e.children)]),
+  );
   return ok(found.value.map((r) => (r ? (byId.get(r.id) ?? null) : null)));
 }
 
-async function deleteConversation(parts: ConversationParts, userId: string, id: string): Promise<Result<void, ConversationServiceError<'delete'>>> {
+async function deleteConversation(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, ConversationServiceError<'delete'>>> {
   const { deps } = parts;
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
@@ -271,13 +339,24 @@ async function deleteConversation(parts: ConversationParts, userId: string, id: 
   if (others.value.length > 0) return ok(undefined);
   // The conversation is gone either way; a sandbox that cannot be removed now is logged, not fatal.
   const removed = await deps.sandboxes.delete(userId, sandboxId);
-  if (removed.isErr() && removed.error.type !== 'SandboxNotFound' && removed.error.type !== 'IllegalSandboxTransition') {
-    deps.logger.warn({ sandboxId, error: removed.error.type }, 'could not delete the sandbox of a deleted conversation');
+  if (
+    removed.isErr() &&
+    removed.error.type !== 'SandboxNotFound' &&
+    removed.error.type !== 'IllegalSandboxTransition'
+  ) {
+    deps.logger.warn(
+      { sandboxId, error: removed.error.type },
+      'could not delete the sandbox of a deleted conversation',
+    );
   }
   return ok(undefined);
 }
 
-async function stop(parts: ConversationParts, userId: string, id: string): Promise<Result<ConversationStatusChange, ConversationServiceError<'stop'>>> {
+async function stop(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<ConversationStatusChange, ConversationServiceError<'stop'>>> {
   const { deps } = parts;
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
@@ -285,7 +364,11 @@ async function stop(parts: ConversationParts, userId: string, id: string): Promi
   await deps.agent.pause(userId, record.id, 'the conversation was stopped');
   const stopped = await parts.records.transition(userId, record.id, 'stop', { status_detail: 'stopped by the user' });
   if (stopped.isErr()) return err(stopped.error);
-  const change: ConversationStatusChange = { conversation_id: record.id, status: 'STOPPED', outcome: record.status === 'STOPPED' ? 'was_not_running' : 'stopped' };
+  const change: ConversationStatusChange = {
+    conversation_id: record.id,
+    status: 'STOPPED',
+    outcome: record.status === 'STOPPED' ? 'was_not_running' : 'stopped',
+  };
   if (!record.sandbox_id) return ok(change);
   const sandboxId = record.sandbox_id;
   const others = await parts.records.othersUsing(userId, sandboxId, record.id);
@@ -300,17 +383,24 @@ async function stop(parts: ConversationParts, userId: string, id: string): Promi
   return ok(change);
 }
 
-async function start(parts: ConversationParts, userId: string, id: string): Promise<Result<ConversationStatusChange, ConversationServiceError<'start'>>> {
+async function start(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<ConversationStatusChange, ConversationServiceError<'start'>>> {
   const { deps, records, pipeline } = parts;
   const found = await records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
   const record = found.value;
   const status = await records.statusOf(userId, record);
   if (status.isErr()) return err(status.error);
-  if (status.value !== 'STOPPED') return ok({ conversation_id: record.id, status: status.value, outcome: 'was_running' });
+  if (status.value !== 'STOPPED')
+    return ok({ conversation_id: record.id, status: status.value, outcome: 'was_running' });
   const stored = await deps.settings.loadWithSecrets(userId);
   if (stored.isErr()) return err(stored.error);
-  const usable = record.launch.replay_json ? ok(stored.value) : records.requireLlmSettings(stored.value, record.llm_model);
+  const usable = record.launch.replay_json
+    ? ok(stored.value)
+    : records.requireLlmSettings(stored.value, record.llm_model);
   if (usable.isErr()) return err(usable.error);
   const box = record.sandbox_id ? await deps.sandboxStore.get(userId, record.sandbox_id) : ok(null);
   if (box.isErr()) return err(box.error);
@@ -336,10 +426,16 @@ async function start(parts: ConversationParts, userId: string, id: string): Prom
  * engine) is logged and leaves the work waiting for the conversation's start: what the user
  * sent is stored either way. A stopped conversation stays stopped.
  */
-async function bringSandboxBack(parts: ConversationParts, userId: string, record: ConversationRecord, wakeLater: () => void): Promise<boolean> {
+async function bringSandboxBack(
+  parts: ConversationParts,
+  userId: string,
+  record: ConversationRecord,
+  wakeLater: () => void,
+): Promise<boolean> {
   const { deps } = parts;
   const sandboxId = record.sandbox_id;
-  const box = record.status === 'RUNNING' && sandboxId ? (await deps.sandboxStore.get(userId, sandboxId)).unwrapOr(null) : null;
+  const box =
+    record.status === 'RUNNING' && sandboxId ? (await deps.sandboxStore.get(userId, sandboxId)).unwrapOr(null) : null;
   if (!box || !sandboxId || box.status !== 'PAUSED') {
     // So the sandbox is not taken for resting in the moment before the agent's run begins.
     if (box?.status === 'RUNNING') deps.sandboxes.touch(userId, box.id);
@@ -347,7 +443,10 @@ async function bringSandboxBack(parts: ConversationParts, userId: string, record
   }
   const resumed = await deps.sandboxes.resume(userId, sandboxId);
   if (resumed.isErr()) {
-    deps.logger.warn({ conversationId: record.id, sandboxId, error: resumed.error.type }, 'could not resume the paused sandbox of a conversation given work; it waits until the conversation is started');
+    deps.logger.warn(
+      { conversationId: record.id, sandboxId, error: resumed.error.type },
+      'could not resume the paused sandbox of a conversation given work; it waits until the conversation is started',
+    );
     return true;
   }
   if ((await deps.sandboxStore.get(userId, sandboxId)).unwrapOr(null)?.status !== 'STARTING') return true;
@@ -363,10 +462,22 @@ async function wakeRunning(parts: ConversationParts, userId: string, record: Con
   if (await bringSandboxBack(parts, userId, record, wake)) wake();
 }
 
-async function sendMessage(parts: ConversationParts, userId: string, id: string, message: SendMessageRequest): Promise<Result<MessageEvent, ConversationServiceError<'sendMessage'>>> {
+async function sendMessage(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+  message: SendMessageRequest,
+): Promise<Result<MessageEvent, ConversationServiceError<'sendMessage'>>> {
   if (message.role !== 'user') {
     // The request schema admits only "user"; this holds for callers that skip it.
-    return err(validationFailed([{ path: 'role', message: `only messages from the user can be sent; got role ${String(message.role as unknown)}` }]));
+    return err(
+      validationFailed([
+        {
+          path: 'role',
+          message: `only messages from the user can be sent; got role ${String(message.role as unknown)}`,
+        },
+      ]),
+    );
   }
   const content = userMessageOf(message);
   if (!content) return err(validationFailed([{ path: 'content', message: 'the message has no text and no images' }]));
@@ -390,19 +501,34 @@ async function respondToConfirmation(
   if (found.isErr()) return err(found.error);
   const record = found.value;
   // The answer wakes the agent, so its sandbox (paused while it waited) comes back first.
-  if (record.execution_status === 'waiting_for_confirmation') await bringSandboxBack(parts, userId, record, () => parts.deps.agent.wake(userId, record.id));
+  if (record.execution_status === 'waiting_for_confirmation')
+    await bringSandboxBack(parts, userId, record, () => parts.deps.agent.wake(userId, record.id));
   return parts.deps.agent.respondToConfirmation(userId, record.id, decision);
 }
 
-async function rename(parts: ConversationParts, userId: string, id: string, title: string): Promise<Result<void, ConversationServiceError<'rename'>>> {
+async function rename(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+  title: string,
+): Promise<Result<void, ConversationServiceError<'rename'>>> {
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
-  const renamed = await parts.deps.conversations.update(userId, found.value.id, (c): Result<ConversationRecord, never> => ok({ ...c, title, updated_at: parts.deps.clock.now() }));
+  const renamed = await parts.deps.conversations.update(
+    userId,
+    found.value.id,
+    (c): Result<ConversationRecord, never> => ok({ ...c, title, updated_at: parts.deps.clock.now() }),
+  );
   if (renamed.isErr()) return err(renamed.error);
   return ok(undefined);
 }
 
-async function switchProfile(parts: ConversationParts, userId: string, id: string, profileName: string): Promise<Result<void, ConversationServiceError<'switchProfile'>>> {
+async function switchProfile(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+  profileName: string,
+): Promise<Result<void, ConversationServiceError<'switchProfile'>>> {
   const { deps } = parts;
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
@@ -418,22 +544,40 @@ async function switchProfile(parts: ConversationParts, userId: string, id: strin
   return ok(undefined);
 }
 
-async function update(parts: ConversationParts, userId: string, id: string, patch: ConversationUpdate): Promise<Result<ConversationOverview, ConversationServiceError<'update'>>> {
-  if (patch.selected_repository === null && ((patch.selected_branch ?? null) !== null || (patch.git_provider ?? null) !== null)) {
-    return err(validationFailed([{ path: 'selected_repository', message: 'clearing the repository clears its branch and provider too: send them as null (or leave them out)' }]));
+async function update(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+  patch: ConversationUpdate,
+): Promise<Result<ConversationOverview, ConversationServiceError<'update'>>> {
+  if (
+    patch.selected_repository === null &&
+    ((patch.selected_branch ?? null) !== null || (patch.git_provider ?? null) !== null)
+  ) {
+    return err(
+      validationFailed([
+        {
+          path: 'selected_repository',
+          message: 'clearing the repository clears its branch and provider too: send them as null (or leave them out)',
+        },
+      ]),
+    );
   }
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
-  const updated = await parts.deps.conversations.update(userId, found.value.id, (c): Result<ConversationRecord, never> =>
-    ok({
-      ...c,
-      ...(patch.title !== undefined ? { title: patch.title ?? `Conversation ${c.id.slice(0, 5)}` } : {}),
-      ...(patch.public !== undefined ? { public: patch.public } : {}),
-      ...(patch.selected_repository !== undefined ? { selected_repository: patch.selected_repository } : {}),
-      ...(patch.selected_branch !== undefined ? { selected_branch: patch.selected_branch } : {}),
-      ...(patch.git_provider !== undefined ? { git_provider: patch.git_provider } : {}),
-      updated_at: parts.deps.clock.now(),
-    }),
+  const updated = await parts.deps.conversations.update(
+    userId,
+    found.value.id,
+    (c): Result<ConversationRecord, never> =>
+      ok({
+        ...c,
+        ...(patch.title !== undefined ? { title: patch.title ?? `Conversation ${c.id.slice(0, 5)}` } : {}),
+        ...(patch.public !== undefined ? { public: patch.public } : {}),
+        ...(patch.selected_repository !== undefined ? { selected_repository: patch.selected_repository } : {}),
+        ...(patch.selected_branch !== undefined ? { selected_branch: patch.selected_branch } : {}),
+        ...(patch.git_provider !== undefined ? { git_provider: patch.git_provider } : {}),
+        updated_at: parts.deps.clock.now(),
+      }),
   );
   if (updated.isErr()) return err(updated.error);
   if (!updated.value) return err({ type: 'ConversationNotFound', conversationId: id });
@@ -443,7 +587,11 @@ async function update(parts: ConversationParts, userId: string, id: string, patc
 }
 
 /** The conversation a queued message is for: its id, or `task-<id>` of the task that starts it. */
-async function queueTarget(parts: ConversationParts, userId: string, target: string): Promise<Result<ConversationRecord, ConversationServiceError<'queueMessage'>>> {
+async function queueTarget(
+  parts: ConversationParts,
+  userId: string,
+  target: string,
+): Promise<Result<ConversationRecord, ConversationServiceError<'queueMessage'>>> {
   const task = /^task-(.+)$/.exec(target);
   if (!task) return parts.records.getRecord(userId, target);
   const found = await parts.deps.startTasks.get(userId, normalizeId(task[1]!));
@@ -453,23 +601,38 @@ async function queueTarget(parts: ConversationParts, userId: string, target: str
 }
 
 /** How many user messages wait for the agent: those after its last event (read in pages, counting only). */
-async function waitingMessages(parts: ConversationParts, userId: string, conversationId: string): Promise<Result<number, ConversationServiceError<'queueMessage'>>> {
+async function waitingMessages(
+  parts: ConversationParts,
+  userId: string,
+  conversationId: string,
+): Promise<Result<number, ConversationServiceError<'queueMessage'>>> {
   let waiting = 0;
-  for (let after: number | null = 0; after !== null; ) {
-    const page = await parts.deps.log.search(userId, conversationId, { after, kinds: ['message', 'action'], limit: 100 });
+  for (let after: number | null = 0; after !== null;) {
+    const page = await parts.deps.log.search(userId, conversationId, {
+      after,
+      kinds: ['message', 'action'],
+      limit: 100,
+    });
     if (page.isErr()) return err(page.error);
-    for (const event of page.value.items) waiting = event.source === 'user' ? waiting + 1 : event.source === 'agent' ? 0 : waiting;
+    for (const event of page.value.items)
+      waiting = event.source === 'user' ? waiting + 1 : event.source === 'agent' ? 0 : waiting;
     after = page.value.next_after;
   }
   return ok(waiting);
 }
 
-async function queueMessage(parts: ConversationParts, userId: string, target: string, message: SendMessageRequest): Promise<Result<QueuedMessage, ConversationServiceError<'queueMessage'>>> {
+async function queueMessage(
+  parts: ConversationParts,
+  userId: string,
+  target: string,
+  message: SendMessageRequest,
+): Promise<Result<QueuedMessage, ConversationServiceError<'queueMessage'>>> {
   const record = await queueTarget(parts, userId, target);
   if (record.isErr()) return err(record.error);
   const waiting = await waitingMessages(parts, userId, record.value.id);
   if (waiting.isErr()) return err(waiting.error);
-  if (waiting.value >= MAX_PENDING_MESSAGES) return err({ type: 'TooManyPendingMessages', conversationId: record.value.id, limit: MAX_PENDING_MESSAGES });
+  if (waiting.value >= MAX_PENDING_MESSAGES)
+    return err({ type: 'TooManyPendingMessages', conversationId: record.value.id, limit: MAX_PENDING_MESSAGES });
   const sent = await sendMessage(parts, userId, record.value.id, { ...message, run: true });
   if (sent.isErr()) return err(sent.error);
   return ok({ event: sent.value, position: waiting.value + 1 });
@@ -498,7 +661,12 @@ async function followStartTask(
   /** Each change once, in order: a state older than one already delivered is dropped. */
   const deliver = (task: StartTaskRecord) => {
     if (ended) return;
-    if (last && (task.updated_at < last.updated_at || (task.updated_at === last.updated_at && task.status === last.status && task.detail === last.detail))) return;
+    if (
+      last &&
+      (task.updated_at < last.updated_at ||
+        (task.updated_at === last.updated_at && task.status === last.status && task.detail === last.detail))
+    )
+      return;
     last = task;
     listener(toStartTask(task));
     if (task.status === 'READY' || task.status === 'ERROR') end('finished');
@@ -516,21 +684,34 @@ async function followStartTask(
   return ok({ close: () => end('closed') });
 }
 
-async function pauseAgent(parts: ConversationParts, userId: string, id: string): Promise<Result<void, ConversationServiceError<'pauseAgent'>>> {
+async function pauseAgent(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, ConversationServiceError<'pauseAgent'>>> {
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
   await parts.deps.agent.pause(userId, found.value.id, 'paused by the user');
   return ok(undefined);
 }
 
-async function runAgent(parts: ConversationParts, userId: string, id: string): Promise<Result<void, ConversationServiceError<'runAgent'>>> {
+async function runAgent(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, ConversationServiceError<'runAgent'>>> {
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
   if (found.value.status === 'RUNNING') await wakeRunning(parts, userId, found.value);
   return ok(undefined);
 }
 
-async function searchEvents(parts: ConversationParts, userId: string, id: string, query: EventQuery): Promise<Result<EventPage, ConversationServiceError<'searchEvents'>>> {
+async function searchEvents(
+  parts: ConversationParts,
+  userId: string,
+  id: string,
+  query: EventQuery,
+): Promise<Result<EventPage, ConversationServiceError<'searchEvents'>>> {
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
   return parts.deps.log.search(userId, found.value.id, query);
@@ -549,11 +730,19 @@ async function subscribeEvents(
   return parts.deps.log.subscribe(userId, found.value.id, afterId, listener, onEnd);
 }
 
-async function handleSandboxGone(parts: ConversationParts, userId: string, sandboxId: string, reason: string): Promise<void> {
+async function handleSandboxGone(
+  parts: ConversationParts,
+  userId: string,
+  sandboxId: string,
+  reason: string,
+): Promise<void> {
   const { deps } = parts;
   const affected = await deps.conversations.listBySandbox(userId, sandboxId);
   if (affected.isErr()) {
-    deps.logger.error({ sandboxId, operation: affected.error.operation, errorClass: affected.error.errorClass }, 'could not load the conversations of a lost sandbox');
+    deps.logger.error(
+      { sandboxId, operation: affected.error.operation, errorClass: affected.error.errorClass },
+      'could not load the conversations of a lost sandbox',
+    );
     return;
   }
   for (const conversation of affected.value) {
@@ -561,6 +750,10 @@ async function handleSandboxGone(parts: ConversationParts, userId: string, sandb
     // Not awaited: this may be called from inside the agent's own loop (a tool found the sandbox gone).
     deps.background.spawn(`pause agent ${conversation.id}`, () => deps.agent.pause(userId, conversation.id, reason));
     const updated = await parts.records.transition(userId, conversation.id, 'sandbox_lost', { status_detail: reason });
-    if (updated.isErr()) deps.logger.warn({ conversationId: conversation.id, error: updated.error.type }, 'could not stop a conversation whose sandbox was lost');
+    if (updated.isErr())
+      deps.logger.warn(
+        { conversationId: conversation.id, error: updated.error.type },
+        'could not stop a conversation whose sandbox was lost',
+      );
   }
 }

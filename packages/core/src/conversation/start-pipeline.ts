@@ -83,14 +83,22 @@ export interface StartPipeline {
   /** A new conversation is inserted (refused if its id is taken); undone with its events and tasks. */
   insertConversation(userId: string): ConversationStep<DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>>;
   /** A stopped conversation is moved to STARTING in its (new) sandbox; undone by restoring what it was. */
-  restartConversation(userId: string, previous: ConversationRecord): ConversationStep<DomainErrorOf<'IllegalConversationTransition' | 'ConversationNotFound' | 'StoreUnavailable'>>;
+  restartConversation(
+    userId: string,
+    previous: ConversationRecord,
+  ): ConversationStep<DomainErrorOf<'IllegalConversationTransition' | 'ConversationNotFound' | 'StoreUnavailable'>>;
   /** A new conversation's record, STARTING, with the defaults `fields` does not give. */
-  newRecord(userId: string, id: string, fields: Partial<ConversationRecord> & Pick<ConversationRecord, 'launch' | 'conversation_version'>): Omit<ConversationRecord, 'sandbox_id'>;
+  newRecord(
+    userId: string,
+    id: string,
+    fields: Partial<ConversationRecord> & Pick<ConversationRecord, 'launch' | 'conversation_version'>,
+  ): Omit<ConversationRecord, 'sandbox_id'>;
 }
 
 export function createStartPipeline(deps: StartPipelineDeps): StartPipeline {
   return {
-    launch: (userId, conversation, plan, request, storing) => resultAsync(launch(deps, userId, conversation, plan, request, storing)),
+    launch: (userId, conversation, plan, request, storing) =>
+      resultAsync(launch(deps, userId, conversation, plan, request, storing)),
     insertConversation: (userId) => insertConversation(deps, userId),
     restartConversation: (userId, previous) => restartConversation(deps, userId, previous),
     newRecord: (userId, id, fields) => newRecord(deps.clock, userId, id, fields),
@@ -122,12 +130,22 @@ async function launch<E extends DomainError>(
 }
 
 /** Takes back what a failed start stored, newest first. */
-async function rollback(deps: StartPipelineDeps, undo: UndoStack, userId: string, conversationId: string, error: DomainError): Promise<void> {
+async function rollback(
+  deps: StartPipelineDeps,
+  undo: UndoStack,
+  userId: string,
+  conversationId: string,
+  error: DomainError,
+): Promise<void> {
   for (const { step, run } of undo.reverse()) {
     const undone = await run();
-    if (undone?.isErr()) deps.logger.error({ conversationId, step, error: undone.error.type }, 'could not undo a step of a failed start');
+    if (undone?.isErr())
+      deps.logger.error({ conversationId, step, error: undone.error.type }, 'could not undo a step of a failed start');
   }
-  deps.logger.warn({ conversationId, userId, error: error.type }, 'a conversation start failed; what it had stored was undone');
+  deps.logger.warn(
+    { conversationId, userId, error: error.type },
+    'a conversation start failed; what it had stored was undone',
+  );
 }
 
 /** Stores the sandbox, the conversation, its first message and its task, pushing each step's undo as it is stored. */
@@ -139,7 +157,9 @@ async function storeStart<E extends DomainError>(
   plan: Plan,
   request: AppConversationStartRequest,
   storing: ConversationStep<E>,
-): Promise<Result<{ saved: ConversationRecord; task: StartTaskRecord; sandboxId: string; commit: () => void }, LaunchError<E>>> {
+): Promise<
+  Result<{ saved: ConversationRecord; task: StartTaskRecord; sandboxId: string; commit: () => void }, LaunchError<E>>
+> {
   const sandbox = await holdSandbox(deps, undo, userId, conversation.id, plan);
   if (sandbox.isErr()) return err(sandbox.error);
   const { box, commit } = sandbox.value;
@@ -194,12 +214,24 @@ async function holdSandbox(
 }
 
 /** Pauses the sandbox unless a conversation other than this one still needs it (or that cannot be told). */
-async function pauseUnlessUsed(deps: StartPipelineDeps, userId: string, sandboxId: string, conversationId: string): Promise<void> {
+async function pauseUnlessUsed(
+  deps: StartPipelineDeps,
+  userId: string,
+  sandboxId: string,
+  conversationId: string,
+): Promise<void> {
   const others = await deps.records.othersUsing(userId, sandboxId, conversationId);
-  await deps.sandboxes.pauseIfUnused(userId, sandboxId, others.isErr() || others.value.some((c) => c.status !== 'STOPPED'));
+  await deps.sandboxes.pauseIfUnused(
+    userId,
+    sandboxId,
+    others.isErr() || others.value.some((c) => c.status !== 'STOPPED'),
+  );
 }
 
-function insertConversation(deps: StartPipelineDeps, userId: string): ConversationStep<DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>> {
+function insertConversation(
+  deps: StartPipelineDeps,
+  userId: string,
+): ConversationStep<DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>> {
   return {
     name: 'store the conversation',
     appendsInitialMessage: true,
@@ -209,14 +241,21 @@ function insertConversation(deps: StartPipelineDeps, userId: string): Conversati
   };
 }
 
-async function insertNew(deps: StartPipelineDeps, record: ConversationRecord): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>>> {
+async function insertNew(
+  deps: StartPipelineDeps,
+  record: ConversationRecord,
+): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationIdTaken' | 'StoreUnavailable'>>> {
   const outcome = await deps.conversations.insert(record);
   if (outcome.isErr()) return err(outcome.error);
   if (outcome.value !== 'inserted') return err({ type: 'ConversationIdTaken', conversationId: record.id });
   return ok(record);
 }
 
-async function deleteInserted(deps: StartPipelineDeps, userId: string, conversationId: string): Promise<Result<boolean, StoreFailure>> {
+async function deleteInserted(
+  deps: StartPipelineDeps,
+  userId: string,
+  conversationId: string,
+): Promise<Result<boolean, StoreFailure>> {
   const events = await deps.log.deleteConversation(userId, conversationId);
   if (events.isErr()) return err(events.error);
   const tasks = await deps.startTasks.deleteByConversation(userId, conversationId);
@@ -235,7 +274,13 @@ function restartConversation(
     store: (record) => resultAsync(markStarting(deps, userId, record)),
     undo: (record) => () =>
       deps.conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
-        ok({ ...c, status: previous.status, status_detail: previous.status_detail, sandbox_id: previous.sandbox_id, updated_at: deps.clock.now() }),
+        ok({
+          ...c,
+          status: previous.status,
+          status_detail: previous.status_detail,
+          sandbox_id: previous.sandbox_id,
+          updated_at: deps.clock.now(),
+        }),
       ),
   };
 }
@@ -244,8 +289,16 @@ async function markStarting(
   deps: StartPipelineDeps,
   userId: string,
   record: ConversationRecord,
-): Promise<Result<ConversationRecord, DomainErrorOf<'IllegalConversationTransition' | 'ConversationNotFound' | 'StoreUnavailable'>>> {
-  const moved = await deps.records.transition(userId, record.id, 'start', { status_detail: null, sandbox_id: record.sandbox_id });
+): Promise<
+  Result<
+    ConversationRecord,
+    DomainErrorOf<'IllegalConversationTransition' | 'ConversationNotFound' | 'StoreUnavailable'>
+  >
+> {
+  const moved = await deps.records.transition(userId, record.id, 'start', {
+    status_detail: null,
+    sandbox_id: record.sandbox_id,
+  });
   if (moved.isErr()) return err(moved.error);
   if (!moved.value) return err({ type: 'ConversationNotFound', conversationId: record.id });
   return ok(moved.value);
@@ -279,18 +332,26 @@ function newRecord(
 }
 
 /** Brings the conversation's sandbox up and marks the conversation RUNNING, recording each step on the task. */
-async function runStart(deps: StartPipelineDeps, userId: string, task: StartTaskRecord, sandboxId: string): Promise<void> {
+async function runStart(
+  deps: StartPipelineDeps,
+  userId: string,
+  task: StartTaskRecord,
+  sandboxId: string,
+): Promise<void> {
   const { records } = deps;
   await records.setTask(userId, task.id, 'WAITING_FOR_SANDBOX', { sandbox_id: sandboxId });
   const current = (await deps.sandboxStore.get(userId, sandboxId)).unwrapOr(null);
   if (current?.status === 'PAUSED') {
     const resumed = await deps.sandboxes.resume(userId, sandboxId);
-    if (resumed.isErr()) deps.logger.warn({ sandboxId, error: resumed.error.type }, 'could not resume sandbox for conversation');
+    if (resumed.isErr())
+      deps.logger.warn({ sandboxId, error: resumed.error.type }, 'could not resume sandbox for conversation');
   }
   // A slow start-up (an image being built) says what it is doing on the task.
   const settled = await deps.sandboxes.whenSettled(userId, sandboxId, (detail) => {
     deps.background.spawn(`record start progress of ${task.app_conversation_id}`, async () => {
-      await records.updateTask(userId, task.id, (t) => (t.status === 'WAITING_FOR_SANDBOX' ? { ...t, detail, updated_at: deps.clock.now() } : t));
+      await records.updateTask(userId, task.id, (t) =>
+        t.status === 'WAITING_FOR_SANDBOX' ? { ...t, detail, updated_at: deps.clock.now() } : t,
+      );
     });
   });
   if (settled?.status !== 'RUNNING') {
@@ -323,7 +384,12 @@ async function runStart(deps: StartPipelineDeps, userId: string, task: StartTask
  * Has the agent clone the conversation's repository into its running sandbox (`AgentPort.prepareWorkspace`).
  * Returns false, with the conversation STOPPED and the task in ERROR saying why, when it cannot.
  */
-async function prepareWorkspace(deps: StartPipelineDeps, userId: string, task: StartTaskRecord, box: SandboxRecord): Promise<boolean> {
+async function prepareWorkspace(
+  deps: StartPipelineDeps,
+  userId: string,
+  task: StartTaskRecord,
+  box: SandboxRecord,
+): Promise<boolean> {
   const found = await deps.conversations.get(userId, task.app_conversation_id);
   const record = found.isOk() ? found.value : null;
   if (!record?.selected_repository) return true;
@@ -338,17 +404,37 @@ async function prepareWorkspace(deps: StartPipelineDeps, userId: string, task: S
     provider: record.git_provider,
     settings: stored.isOk() ? stored.value : null,
     onStep: async (step) => void (await deps.records.setTask(userId, task.id, step)),
-    onReport: async (report) => void (await deps.log.append(userId, record.id, [{ kind: 'setup', source: 'environment', timestamp: at(), ...report }])),
+    onReport: async (report) =>
+      void (await deps.log.append(userId, record.id, [
+        { kind: 'setup', source: 'environment', timestamp: at(), ...report },
+      ])),
   });
   if (result.ok) {
-    const saved = await deps.conversations.update(userId, record.id, (c): Result<ConversationRecord, never> => ok({ ...c, workspace: result.workspace, updated_at: at() }));
+    const saved = await deps.conversations.update(userId, record.id, (c): Result<ConversationRecord, never> =>
+      ok({ ...c, workspace: result.workspace, updated_at: at() }),
+    );
     if (saved.isOk()) return true;
-    deps.logger.warn({ conversationId: record.id, operation: saved.error.operation, errorClass: saved.error.errorClass }, 'could not record the prepared repository');
+    deps.logger.warn(
+      { conversationId: record.id, operation: saved.error.operation, errorClass: saved.error.errorClass },
+      'could not record the prepared repository',
+    );
   }
   const detail = result.ok ? 'could not record the prepared repository' : result.reason;
-  deps.logger.warn({ conversationId: record.id, sandboxId: box.id, detail }, 'could not prepare the repository of a conversation');
+  deps.logger.warn(
+    { conversationId: record.id, sandboxId: box.id, detail },
+    'could not prepare the repository of a conversation',
+  );
   // Not fatal for the agent: started again (say with a fixed token), it acts on the waiting message.
-  await deps.log.append(userId, record.id, [{ kind: 'error', source: 'environment', timestamp: at(), code: 'repository_setup_failed', message: detail, fatal: false }]);
+  await deps.log.append(userId, record.id, [
+    {
+      kind: 'error',
+      source: 'environment',
+      timestamp: at(),
+      code: 'repository_setup_failed',
+      message: detail,
+      fatal: false,
+    },
+  ]);
   await deps.records.transition(userId, record.id, 'start_failed', { status_detail: detail });
   await deps.records.setTask(userId, task.id, 'ERROR', { detail });
   return false;

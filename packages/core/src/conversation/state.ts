@@ -24,7 +24,10 @@ export function nextConversationStatus(
   from: ConversationStatus,
   event: ConversationStatusEvent,
 ): Result<ConversationStatus, IllegalConversationEvent> {
-  return match<[ConversationStatus, ConversationStatusEvent], Result<ConversationStatus, IllegalConversationEvent>>([from, event])
+  return match<[ConversationStatus, ConversationStatusEvent], Result<ConversationStatus, IllegalConversationEvent>>([
+    from,
+    event,
+  ])
     .with(['STARTING', 'sandbox_ready'], () => ok('RUNNING'))
     .with(['STARTING', P.union('start_failed', 'sandbox_lost', 'stop')], () => ok('STOPPED'))
     .with([P.union('STARTING', 'RUNNING'), 'start'], ([s]) => ok(s))

@@ -38,7 +38,11 @@ export interface ConversationStore {
   /** True when something was deleted. */
   delete(userId: string, id: string): ResultAsync<boolean, StoreFailure>;
   /** Newest first by (created_at, id). */
-  search(userId: string, filter: ConversationFilter, page: PageRequest): ResultAsync<Page<ConversationRecord>, StoreFailure>;
+  search(
+    userId: string,
+    filter: ConversationFilter,
+    page: PageRequest,
+  ): ResultAsync<Page<ConversationRecord>, StoreFailure>;
   count(userId: string, filter: ConversationFilter): ResultAsync<number, StoreFailure>;
   /** Conversations running in a sandbox (to stop them when it is lost). */
   listBySandbox(userId: string, sandboxId: string): ResultAsync<ConversationRecord[], StoreFailure>;

@@ -35,4 +35,3 @@ export interface ConversationWorkspace {
   branch: string;
   guidance: RepositoryGuidance;
 }
-

@@ -58,7 +58,12 @@ export interface ConversationLeaseStore {
    * expired (then null). A grant after a release, an expiry or to another owner gets the next
    * epoch; clears the wake and stop requests.
    */
-  acquire(userId: string, conversationId: string, owner: string, ttlMs: number): ResultAsync<ConversationLease | null, StoreFailure>;
+  acquire(
+    userId: string,
+    conversationId: string,
+    owner: string,
+    ttlMs: number,
+  ): ResultAsync<ConversationLease | null, StoreFailure>;
   /** Extends every lease `owner` still holds by `ttlMs` (also ones that expired unclaimed); what it holds. */
   renew(owner: string, ttlMs: number): ResultAsync<HeldLease[], StoreFailure>;
   /**

@@ -2,7 +2,15 @@ import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import { resultAsync } from '../result.js';
 import type { LeaseFence, LeaseLost } from './lease.js';
 import type { StoreFailure } from '../store-failure.js';
-import { fromOwnAppend, fromStoredEvent, toNewEvent, type ConversationEvent, type ConversationEventDraft, type EventQuery, type EventPage } from './schema.js';
+import {
+  fromOwnAppend,
+  fromStoredEvent,
+  toNewEvent,
+  type ConversationEvent,
+  type ConversationEventDraft,
+  type EventQuery,
+  type EventPage,
+} from './schema.js';
 import type { EventNotifier } from './notifier.js';
 import type { EventStore } from './store.js';
 
@@ -55,10 +63,12 @@ export class EventLog {
     this.#listening =
       notifier?.listen({
         appended: (userId, conversationId, lastId) => {
-          for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.wake(lastId);
+          for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])])
+            subscriber.wake(lastId);
         },
         resync: () => {
-          for (const subscribers of this.#subscribers.values()) for (const subscriber of [...subscribers]) subscriber.wake(null);
+          for (const subscribers of this.#subscribers.values())
+            for (const subscriber of [...subscribers]) subscriber.wake(null);
         },
       }) ?? null;
   }
@@ -72,7 +82,11 @@ export class EventLog {
     return `${userId}\u0000${conversationId}`;
   }
 
-  append(userId: string, conversationId: string, drafts: readonly ConversationEventDraft[]): ResultAsync<ConversationEvent[], StoreFailure> {
+  append(
+    userId: string,
+    conversationId: string,
+    drafts: readonly ConversationEventDraft[],
+  ): ResultAsync<ConversationEvent[], StoreFailure> {
     return this.#append(userId, conversationId, drafts, undefined).mapErr((failure) => {
       // Only fenced appends can lose a lease.
       if (failure.type === 'LeaseLost') throw new Error(`an unfenced append was refused as fenced: ${failure.message}`);
@@ -135,9 +149,13 @@ export class EventLog {
     return resultAsync(this.#readAll(userId, conversationId, afterId));
   }
 
-  async #readAll(userId: string, conversationId: string, afterId: number): Promise<Result<ConversationEvent[], StoreFailure>> {
+  async #readAll(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+  ): Promise<Result<ConversationEvent[], StoreFailure>> {
     const collected: ConversationEvent[] = [];
-    for (let after = afterId; ; ) {
+    for (let after = afterId; ;) {
       const batch = await this.#store.readAfter(userId, conversationId, after, READ_BATCH);
       if (batch.isErr()) return err(batch.error);
       for (const stored of batch.value) {
@@ -166,7 +184,7 @@ export class EventLog {
     const kinds = query.kinds && query.kinds.length > 0 ? new Set<string>(query.kinds) : null;
     const requested = kinds ? READ_BATCH : query.limit;
     const items: ConversationEvent[] = [];
-    for (let after = query.after; ; ) {
+    for (let after = query.after; ;) {
       const batch = await this.#store.readAfter(userId, conversationId, after, requested);
       if (batch.isErr()) return err(batch.error);
       for (const stored of batch.value) {
@@ -216,8 +234,13 @@ export class EventLog {
   }
 
   /** Replays the log to a new subscription batch by batch (a long log is never held in memory at once), then lets it follow. */
-  async #replay(userId: string, conversationId: string, follower: LogFollower, afterId: number): Promise<Result<EventSubscription, StoreFailure>> {
-    for (let after = afterId; ; ) {
+  async #replay(
+    userId: string,
+    conversationId: string,
+    follower: LogFollower,
+    afterId: number,
+  ): Promise<Result<EventSubscription, StoreFailure>> {
+    for (let after = afterId; ;) {
       const batch = await this.#store.readAfter(userId, conversationId, after, READ_BATCH);
       if (batch.isErr()) {
         follower.close();
@@ -244,7 +267,8 @@ export class EventLog {
     this.#knownEnds?.delete(EventLog.#key(userId, conversationId));
     return this.#store.deleteConversation(userId, conversationId).map((count) => {
       this.#knownEnds?.delete(EventLog.#key(userId, conversationId));
-      for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])]) subscriber.end('the conversation was deleted');
+      for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])])
+        subscriber.end('the conversation was deleted');
       return count;
     });
   }
@@ -335,7 +359,8 @@ class LogFollower implements LiveSubscriber, EventSubscription {
     try {
       while (!this.#closed) {
         this.#pending = this.#pending.filter((e) => e.id > this.#lastId).sort((a, b) => a.id - b.id);
-        while (this.#pending.length > 0 && this.#pending[0]!.id === this.#lastId + 1) this.deliver(this.#pending.shift()!);
+        while (this.#pending.length > 0 && this.#pending[0]!.id === this.#lastId + 1)
+          this.deliver(this.#pending.shift()!);
         const gap = this.#pending.length > 0;
         if (!gap && this.#told <= this.#lastId && !this.#recheck) return;
         this.#recheck = false;

@@ -9,7 +9,15 @@ import type { StoredEvent } from './store.js';
  */
 
 /** The agent's state, as the log records it (`agent_state_changed`) and a conversation shows it (`execution_status`). */
-export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
+export const EXECUTION_STATUSES = [
+  'idle',
+  'running',
+  'paused',
+  'waiting_for_confirmation',
+  'finished',
+  'error',
+  'stuck',
+] as const;
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES);
 export type ExecutionStatus = z.infer<typeof ExecutionStatusSchema>;
 
@@ -22,17 +30,18 @@ const base = {
 };
 
 /** Set on the events a `replay_json` trajectory produced: which step of the replay (0-based) this was. */
-const REPLAY_STEP = z
-  .int()
-  .min(0)
-  .optional()
-  .meta({ description: 'Only on events replayed from a replay_json trajectory: the replay step (0-based) that produced it. Replayed actions had no model call.' });
+const REPLAY_STEP = z.int().min(0).optional().meta({
+  description:
+    'Only on events replayed from a replay_json trajectory: the replay step (0-based) that produced it. Replayed actions had no model call.',
+});
 
 export const MessageEventSchema = z
   .object({
     ...base,
     kind: z.literal('message'),
-    source: z.enum(['user', 'agent', 'environment']).meta({ description: 'environment: a note from the service to the model (e.g. a nudge when it repeats itself).' }),
+    source: z.enum(['user', 'agent', 'environment']).meta({
+      description: 'environment: a note from the service to the model (e.g. a nudge when it repeats itself).',
+    }),
     text: z.string(),
     image_urls: z.array(z.string()),
     replay_step: REPLAY_STEP,
@@ -51,17 +60,24 @@ export const ActionEventSchema = z
       .nullable()
       .meta({ description: 'The parsed arguments; null when the model sent arguments that are not a JSON object.' }),
     raw_arguments: z.string().meta({ description: 'The arguments exactly as the model wrote them.' }),
-    thought: z.string().nullable().meta({ description: 'Text the model wrote next to the call (on the first call of a response).' }),
+    thought: z
+      .string()
+      .nullable()
+      .meta({ description: 'Text the model wrote next to the call (on the first call of a response).' }),
     response_id: z.string().meta({ description: 'Calls made in one model response share it.' }),
     replay_step: REPLAY_STEP,
     security_risk: SecurityRiskSchema.optional().meta({
-      description: 'Only when a security analyzer is configured: how risky the action is (the highest of what the analyzers said).',
+      description:
+        'Only when a security analyzer is configured: how risky the action is (the highest of what the analyzers said).',
     }),
-    risk_reasons: z.array(z.string()).optional().meta({ description: 'Why the analyzers rated it so: `<rule-id>: <words>`, or the model’s own rating.' }),
-    requires_confirmation: z
-      .boolean()
+    risk_reasons: z
+      .array(z.string())
       .optional()
-      .meta({ description: 'true when the action waits for the user to accept or reject it (confirmation mode); absent otherwise.' }),
+      .meta({ description: 'Why the analyzers rated it so: `<rule-id>: <words>`, or the model’s own rating.' }),
+    requires_confirmation: z.boolean().optional().meta({
+      description:
+        'true when the action waits for the user to accept or reject it (confirmation mode); absent otherwise.',
+    }),
   })
   .meta({ id: 'ActionEvent', description: 'A tool call the agent made; it is recorded before it runs.' });
 
@@ -74,8 +90,13 @@ export const ObservationEventSchema = z
     tool_name: z.string(),
     content: z.string().meta({ description: 'What the model is shown.' }),
     is_error: z.boolean().meta({ description: 'The call was invalid, failed, or was interrupted.' }),
-    exit_code: z.int().nullable().meta({ description: 'execute_bash: the exit code; null while the command still runs or for other tools.' }),
-    details: z.record(z.string(), z.unknown()).meta({ description: 'Tool-specific facts (working directory, path, where clipped output was saved…).' }),
+    exit_code: z
+      .int()
+      .nullable()
+      .meta({ description: 'execute_bash: the exit code; null while the command still runs or for other tools.' }),
+    details: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'Tool-specific facts (working directory, path, where clipped output was saved…).' }),
   })
   .meta({ id: 'ObservationEvent', description: 'The result of one action, matched to it by tool_call_id.' });
 
@@ -92,13 +113,15 @@ export const LlmCallEventSchema = z
     cost_usd: z.number().nullable().meta({ description: 'null when the price of the model is unknown.' }),
     latency_ms: z.int(),
     attempts: z.int(),
-    purpose: z
-      .enum(['agent', 'condenser'])
-      .optional()
-      .meta({ description: 'condenser: a call that summarised older events (it is not an agent step). Absent means agent.' }),
+    purpose: z.enum(['agent', 'condenser']).optional().meta({
+      description: 'condenser: a call that summarised older events (it is not an agent step). Absent means agent.',
+    }),
     accumulated: z
       .object({
-        cost_usd: z.number().nullable().meta({ description: 'null when a call of the conversation had an unknown price.' }),
+        cost_usd: z
+          .number()
+          .nullable()
+          .meta({ description: 'null when a call of the conversation had an unknown price.' }),
         prompt_tokens: z.int(),
         completion_tokens: z.int(),
       })
@@ -150,21 +173,30 @@ export const ErrorEventSchema = z
     message: z.string(),
     fatal: z.boolean().meta({ description: 'true when the agent stopped because of it; false for a warning.' }),
   })
-  .meta({ id: 'ErrorEvent', description: 'Why the agent stopped (limits, LLM failures, stuck) or something it could not do.' });
+  .meta({
+    id: 'ErrorEvent',
+    description: 'Why the agent stopped (limits, LLM failures, stuck) or something it could not do.',
+  });
 
 export const SetupEventSchema = z
   .object({
     ...base,
     kind: z.literal('setup'),
     source: z.literal('environment'),
-    step: z.enum(['repository', 'setup_script']).meta({ description: 'repository: the clone and checkout; setup_script: the repository’s .openhands/setup.sh.' }),
+    step: z
+      .enum(['repository', 'setup_script'])
+      .meta({ description: 'repository: the clone and checkout; setup_script: the repository’s .openhands/setup.sh.' }),
     summary: z.string().meta({ description: 'What was done, in words.' }),
     output: z.string().meta({ description: 'What the step printed (stdout and stderr), clipped; secrets are masked.' }),
     exit_code: z.int().nullable().meta({ description: 'null when the step was killed (timed out) or ran no command.' }),
     timed_out: z.boolean(),
     duration_ms: z.int(),
   })
-  .meta({ id: 'SetupEvent', description: 'A step of preparing the sandbox for the conversation (cloning its repository, running its setup script).' });
+  .meta({
+    id: 'SetupEvent',
+    description:
+      'A step of preparing the sandbox for the conversation (cloning its repository, running its setup script).',
+  });
 
 export const ConfirmationEventSchema = z
   .object({
@@ -172,10 +204,16 @@ export const ConfirmationEventSchema = z
     kind: z.literal('confirmation'),
     source: z.literal('user'),
     accept: z.boolean(),
-    reason: z.string().nullable().meta({ description: 'What the user said with the decision (shown to the model on a rejection).' }),
+    reason: z
+      .string()
+      .nullable()
+      .meta({ description: 'What the user said with the decision (shown to the model on a rejection).' }),
     tool_call_ids: z.array(z.string()).meta({ description: 'The actions decided on.' }),
   })
-  .meta({ id: 'ConfirmationEvent', description: 'The user accepted or rejected the actions that waited for confirmation.' });
+  .meta({
+    id: 'ConfirmationEvent',
+    description: 'The user accepted or rejected the actions that waited for confirmation.',
+  });
 
 export const CondensationEventSchema = z
   .object({
@@ -183,14 +221,26 @@ export const CondensationEventSchema = z
     kind: z.literal('condensation'),
     source: z.literal('environment'),
     summary: z.string().meta({ description: 'What the model is shown instead of the forgotten events.' }),
-    kept_head_through: z.int().min(0).meta({ description: 'Events up to this id (the start of the conversation) are still shown as they are; 0 for none.' }),
-    forgotten_through: z.int().min(0).meta({ description: 'Events after kept_head_through up to this id are replaced by the summary.' }),
-    forgotten_events: z.int().min(0).meta({ description: 'How many events the summary replaces (messages, actions and observations).' }),
-    reason: z.string().meta({ description: 'Why the history was condensed (too many events, too long, or the model said the context was too long).' }),
+    kept_head_through: z.int().min(0).meta({
+      description: 'Events up to this id (the start of the conversation) are still shown as they are; 0 for none.',
+    }),
+    forgotten_through: z
+      .int()
+      .min(0)
+      .meta({ description: 'Events after kept_head_through up to this id are replaced by the summary.' }),
+    forgotten_events: z
+      .int()
+      .min(0)
+      .meta({ description: 'How many events the summary replaces (messages, actions and observations).' }),
+    reason: z.string().meta({
+      description:
+        'Why the history was condensed (too many events, too long, or the model said the context was too long).',
+    }),
   })
   .meta({
     id: 'CondensationEvent',
-    description: 'Older events were summarised to keep the prompt bounded. The log keeps every event; only what the model is shown changes.',
+    description:
+      'Older events were summarised to keep the prompt bounded. The log keeps every event; only what the model is shown changes.',
   });
 
 /**
@@ -219,8 +269,12 @@ export const CONVERSATION_EVENT_KINDS = kindsOf(EVENT_SCHEMAS);
 export const ConversationEventKindSchema = z.enum(CONVERSATION_EVENT_KINDS);
 
 /** The `kind` literal of each schema, as a tuple of the same length and order. */
-function kindsOf<const T extends readonly { shape: { kind: z.ZodLiteral<string> } }[]>(schemas: T): { readonly [I in keyof T]: T[I]['shape']['kind']['value'] } {
-  return schemas.map((schema) => schema.shape.kind.value) as { readonly [I in keyof T]: T[I]['shape']['kind']['value'] };
+function kindsOf<const T extends readonly { shape: { kind: z.ZodLiteral<string> } }[]>(
+  schemas: T,
+): { readonly [I in keyof T]: T[I]['shape']['kind']['value'] } {
+  return schemas.map((schema) => schema.shape.kind.value) as {
+    readonly [I in keyof T]: T[I]['shape']['kind']['value'];
+  };
 }
 
 export type MessageEvent = z.infer<typeof MessageEventSchema>;
@@ -235,10 +289,19 @@ export type CondensationEvent = z.infer<typeof CondensationEventSchema>;
 export type SecurityRiskLevel = z.infer<typeof SecurityRiskSchema>;
 
 /** An event about to be appended: everything but the id, which the log assigns. */
-export type ConversationEventDraft = ConversationEvent extends infer E ? (E extends ConversationEvent ? Omit<E, 'id'> : never) : never;
+export type ConversationEventDraft = ConversationEvent extends infer E
+  ? E extends ConversationEvent
+    ? Omit<E, 'id'>
+    : never
+  : never;
 
 /** Splits a draft into the store's generic envelope. */
-export function toNewEvent(draft: ConversationEventDraft): { kind: string; source: 'agent' | 'user' | 'environment'; timestamp: string; payload: Record<string, unknown> } {
+export function toNewEvent(draft: ConversationEventDraft): {
+  kind: string;
+  source: 'agent' | 'user' | 'environment';
+  timestamp: string;
+  payload: Record<string, unknown>;
+} {
   const { kind, source, timestamp, ...payload } = draft;
   return { kind, source, timestamp, payload };
 }
@@ -248,7 +311,13 @@ export function toNewEvent(draft: ConversationEventDraft): { kind: string; sourc
  * a log written by something else; those are returned as null and skipped by readers.
  */
 export function fromStoredEvent(stored: StoredEvent): ConversationEvent | null {
-  const parsed = ConversationEventSchema.safeParse({ ...stored.payload, id: stored.id, kind: stored.kind, source: stored.source, timestamp: stored.timestamp });
+  const parsed = ConversationEventSchema.safeParse({
+    ...stored.payload,
+    id: stored.id,
+    kind: stored.kind,
+    source: stored.source,
+    timestamp: stored.timestamp,
+  });
   return parsed.success ? parsed.data : null;
 }
 
@@ -258,7 +327,13 @@ export function fromStoredEvent(stored: StoredEvent): ConversationEvent | null {
  * checked (a parse per append was a tenth of an agent step's CPU, issue 27).
  */
 export function fromOwnAppend(stored: StoredEvent): ConversationEvent {
-  return { ...stored.payload, id: stored.id, kind: stored.kind, source: stored.source, timestamp: stored.timestamp } as ConversationEvent;
+  return {
+    ...stored.payload,
+    id: stored.id,
+    kind: stored.kind,
+    source: stored.source,
+    timestamp: stored.timestamp,
+  } as ConversationEvent;
 }
 
 /** Which events to read: after an id, optionally only some kinds. */
@@ -271,10 +346,9 @@ export interface EventQuery {
 export const EventPageSchema = z
   .object({
     items: z.array(ConversationEventSchema),
-    next_after: z
-      .int()
-      .nullable()
-      .meta({ description: 'Pass as `after` for the next page; null when this page reached the end of the log so far.' }),
+    next_after: z.int().nullable().meta({
+      description: 'Pass as `after` for the next page; null when this page reached the end of the log so far.',
+    }),
   })
   .meta({ id: 'EventPage' });
 export type EventPage = z.infer<typeof EventPageSchema>;

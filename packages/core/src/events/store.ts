@@ -30,9 +30,19 @@ export interface StoredEvent extends NewEvent {
  * (one process) ignores fences.
  */
 export interface EventStore {
-  append(userId: string, conversationId: string, events: readonly NewEvent[], fence?: LeaseFence): ResultAsync<StoredEvent[], StoreFailure | LeaseLost>;
+  append(
+    userId: string,
+    conversationId: string,
+    events: readonly NewEvent[],
+    fence?: LeaseFence,
+  ): ResultAsync<StoredEvent[], StoreFailure | LeaseLost>;
   /** Events with id > afterId, oldest first, at most `limit`. */
-  readAfter(userId: string, conversationId: string, afterId: number, limit: number): ResultAsync<StoredEvent[], StoreFailure>;
+  readAfter(
+    userId: string,
+    conversationId: string,
+    afterId: number,
+    limit: number,
+  ): ResultAsync<StoredEvent[], StoreFailure>;
   /** Removes a conversation's whole log; resolves to how many events were removed. */
   deleteConversation(userId: string, conversationId: string): ResultAsync<number, StoreFailure>;
 }

@@ -15,7 +15,15 @@ import type { GitBranch, GitProviderType, GitRepository, GitUserInfo, GitSuggest
  * - `host_not_allowed`: the token's host is not one this server may call (an `http://` host, or
  *   one outside the operator's list).
  */
-export type GitProviderFailureType = 'token_invalid' | 'forbidden' | 'not_found' | 'rate_limited' | 'rejected' | 'unavailable' | 'timeout' | 'host_not_allowed';
+export type GitProviderFailureType =
+  | 'token_invalid'
+  | 'forbidden'
+  | 'not_found'
+  | 'rate_limited'
+  | 'rejected'
+  | 'unavailable'
+  | 'timeout'
+  | 'host_not_allowed';
 
 export interface GitProviderFailure {
   readonly type: GitProviderFailureType;
@@ -52,11 +60,15 @@ export interface GitProviderClient {
   /** GitHub App installations the token may use (their ids), every one of them. */
   installations?(): ResultAsync<string[], GitProviderFailure>;
   /** The repositories the token may use, most recently pushed first; of one installation when given. */
-  repositories(request: GitPageRequest & { installationId: string | null }): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure>;
+  repositories(
+    request: GitPageRequest & { installationId: string | null },
+  ): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure>;
   /** Repositories whose name matches, among the user's own and their organisations'/groups'; a URL finds that one repository. */
   searchRepositories(request: GitRepositorySearch): ResultAsync<GitProviderPage<GitRepository>, GitProviderFailure>;
   /** A repository's branches (`repository` is `owner/name`); with `query`, those whose name contains it. */
-  branches(request: GitPageRequest & { repository: string; query: string | null }): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure>;
+  branches(
+    request: GitPageRequest & { repository: string; query: string | null },
+  ): ResultAsync<GitProviderPage<GitBranch>, GitProviderFailure>;
   /**
    * What the user might ask an agent to do: their open pull/merge requests with conflicts,
    * failing checks or review comments, and open issues assigned to them (a bounded number, newest first).

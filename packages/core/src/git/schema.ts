@@ -4,12 +4,27 @@ import { z } from 'zod';
  * The git providers a request may name: every provider OpenHands 1.x knows, so a client naming
  * one this server has no client for is told so (a 4xx that says which), not refused as malformed.
  */
-export const GIT_PROVIDER_TYPES = ['github', 'gitlab', 'bitbucket', 'bitbucket_data_center', 'forgejo', 'azure_devops', 'enterprise_sso'] as const;
+export const GIT_PROVIDER_TYPES = [
+  'github',
+  'gitlab',
+  'bitbucket',
+  'bitbucket_data_center',
+  'forgejo',
+  'azure_devops',
+  'enterprise_sso',
+] as const;
 export const GitProviderTypeSchema = z.enum(GIT_PROVIDER_TYPES).meta({ id: 'GitProviderType' });
 export type GitProviderType = z.infer<typeof GitProviderTypeSchema>;
 
 /** How a repository search is ordered: field and direction (`stars-desc`). */
-export const REPOSITORY_SORT_ORDERS = ['stars-desc', 'stars-asc', 'forks-desc', 'forks-asc', 'updated-desc', 'updated-asc'] as const;
+export const REPOSITORY_SORT_ORDERS = [
+  'stars-desc',
+  'stars-asc',
+  'forks-desc',
+  'forks-asc',
+  'updated-desc',
+  'updated-asc',
+] as const;
 export const RepositorySortOrderSchema = z.enum(REPOSITORY_SORT_ORDERS);
 export type RepositorySortOrder = z.infer<typeof RepositorySortOrderSchema>;
 
@@ -21,8 +36,14 @@ export const GitRepositorySchema = z
     git_provider: GitProviderTypeSchema,
     is_public: z.boolean(),
     stargazers_count: z.int().nullable(),
-    link_header: z.string().nullable().meta({ description: 'Always null here (OpenHands 1.x copied a paging header into each repository).' }),
-    pushed_at: z.string().nullable().meta({ description: 'When it was last pushed to (GitHub) or last active (GitLab), ISO 8601.' }),
+    link_header: z
+      .string()
+      .nullable()
+      .meta({ description: 'Always null here (OpenHands 1.x copied a paging header into each repository).' }),
+    pushed_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'When it was last pushed to (GitHub) or last active (GitLab), ISO 8601.' }),
     owner_type: z.enum(['user', 'organization']).nullable(),
     main_branch: z.string().nullable(),
   })
@@ -34,7 +55,10 @@ export const GitBranchSchema = z
     name: z.string(),
     commit_sha: z.string(),
     protected: z.boolean(),
-    last_push_date: z.string().nullable().meta({ description: "The head commit's date, ISO 8601, when the provider gives it." }),
+    last_push_date: z
+      .string()
+      .nullable()
+      .meta({ description: "The head commit's date, ISO 8601, when the provider gives it." }),
   })
   .meta({ id: 'GitBranch' });
 export type GitBranch = z.infer<typeof GitBranchSchema>;
@@ -44,7 +68,13 @@ export type GitBranch = z.infer<typeof GitBranchSchema>;
  * checks or review comments to answer, or an open issue assigned to them. (`OPEN_PR` is part of
  * the OpenHands vocabulary; a request with nothing to do is not suggested.)
  */
-export const SUGGESTED_TASK_TYPES = ['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR'] as const;
+export const SUGGESTED_TASK_TYPES = [
+  'MERGE_CONFLICTS',
+  'FAILING_CHECKS',
+  'UNRESOLVED_COMMENTS',
+  'OPEN_ISSUE',
+  'OPEN_PR',
+] as const;
 export const GitSuggestedTaskSchema = z
   .object({
     git_provider: GitProviderTypeSchema,
@@ -69,12 +99,23 @@ export const GitUserInfoSchema = z
   .meta({ id: 'UserGitInfo' });
 export type GitUserInfo = z.infer<typeof GitUserInfoSchema>;
 
-const nextPageId = z.string().nullable().meta({ description: 'Pass as page_id for the next page; null on the last page.' });
+const nextPageId = z
+  .string()
+  .nullable()
+  .meta({ description: 'Pass as page_id for the next page; null on the last page.' });
 
-export const InstallationPageSchema = z.object({ items: z.array(z.string()), next_page_id: nextPageId }).meta({ id: 'InstallationPage' });
-export const RepositoryPageSchema = z.object({ items: z.array(GitRepositorySchema), next_page_id: nextPageId }).meta({ id: 'RepositoryPage' });
-export const BranchPageSchema = z.object({ items: z.array(GitBranchSchema), next_page_id: nextPageId }).meta({ id: 'BranchPage' });
-export const SuggestedTaskPageSchema = z.object({ items: z.array(GitSuggestedTaskSchema), next_page_id: nextPageId }).meta({ id: 'SuggestedTaskPage' });
+export const InstallationPageSchema = z
+  .object({ items: z.array(z.string()), next_page_id: nextPageId })
+  .meta({ id: 'InstallationPage' });
+export const RepositoryPageSchema = z
+  .object({ items: z.array(GitRepositorySchema), next_page_id: nextPageId })
+  .meta({ id: 'RepositoryPage' });
+export const BranchPageSchema = z
+  .object({ items: z.array(GitBranchSchema), next_page_id: nextPageId })
+  .meta({ id: 'BranchPage' });
+export const SuggestedTaskPageSchema = z
+  .object({ items: z.array(GitSuggestedTaskSchema), next_page_id: nextPageId })
+  .meta({ id: 'SuggestedTaskPage' });
 export type InstallationPage = z.infer<typeof InstallationPageSchema>;
 export type RepositoryPage = z.infer<typeof RepositoryPageSchema>;
 export type BranchPage = z.infer<typeof BranchPageSchema>;

@@ -7,7 +7,16 @@ import { GIT_PROVIDERS, type GitProvider, type StoredSettings } from '../setting
 import type { SettingsStore } from '../settings/store.js';
 import { encodeGitPageId } from './page-id.js';
 import type { GitProviderClient, GitProviderFailure, GitProviders } from './port.js';
-import type { BranchPage, GitProviderType, GitUserInfo, InstallationPage, RepositoryPage, RepositorySortOrder, GitSuggestedTask, SuggestedTaskPage } from './schema.js';
+import type {
+  BranchPage,
+  GitProviderType,
+  GitUserInfo,
+  InstallationPage,
+  RepositoryPage,
+  RepositorySortOrder,
+  GitSuggestedTask,
+  SuggestedTaskPage,
+} from './schema.js';
 
 const GIT_ERRORS = [
   'GitProviderNotConnected',
@@ -69,7 +78,10 @@ export interface GitService {
   searchRepositories(userId: string, request: RepositorySearch): ResultAsync<RepositoryPage, GitError>;
   searchBranches(userId: string, request: BranchSearch): ResultAsync<BranchPage, GitError>;
   /** Every connected provider's suggestions, in provider order; a provider that fails is left out unless all fail. */
-  searchSuggestedTasks(userId: string, request: { page: number; limit: number }): ResultAsync<SuggestedTaskPage, GitError>;
+  searchSuggestedTasks(
+    userId: string,
+    request: { page: number; limit: number },
+  ): ResultAsync<SuggestedTaskPage, GitError>;
   /** The account of the first connected provider that answers. */
   user(userId: string): ResultAsync<GitUserInfo, GitError>;
 }
@@ -96,7 +108,12 @@ function gitFailureError(provider: string, failure: GitProviderFailure): GitErro
     .exhaustive();
 }
 
-const unsupported = (provider: string, message: string): DomainErrorOf<'GitRequestRefused'> => ({ type: 'GitRequestRefused', provider, reason: 'unsupported', message });
+const unsupported = (provider: string, message: string): DomainErrorOf<'GitRequestRefused'> => ({
+  type: 'GitRequestRefused',
+  provider,
+  reason: 'unsupported',
+  message,
+});
 
 export interface GitServiceDeps {
   /** Where the user's provider tokens are (read on every call; nothing is cached). */
@@ -139,7 +156,11 @@ function connect(deps: GitServiceDeps, { provider, token, host }: StoredToken): 
 }
 
 /** The client of one provider for this user: 403 without a token for it, 400 without a client for it here. */
-async function clientFor(deps: GitServiceDeps, userId: string, provider: GitProviderType): Promise<Result<Connected, GitError>> {
+async function clientFor(
+  deps: GitServiceDeps,
+  userId: string,
+  provider: GitProviderType,
+): Promise<Result<Connected, GitError>> {
   const tokens = await tokensOf(deps, userId);
   if (tokens.isErr()) return err(tokens.error);
   if (tokens.value.length === 0) return err({ type: 'GitProviderNotConnected', provider: null });
@@ -162,23 +183,42 @@ async function allClients(deps: GitServiceDeps, userId: string): Promise<Result<
   return ok(clients);
 }
 
-const call = <T>({ provider, client }: Connected, run: (client: GitProviderClient) => ResultAsync<T, GitProviderFailure>): ResultAsync<T, GitError> =>
-  run(client).mapErr((failure) => gitFailureError(provider, failure));
+const call = <T>(
+  { provider, client }: Connected,
+  run: (client: GitProviderClient) => ResultAsync<T, GitProviderFailure>,
+): ResultAsync<T, GitError> => run(client).mapErr((failure) => gitFailureError(provider, failure));
 
-async function searchInstallations(deps: GitServiceDeps, userId: string, { provider, offset, limit }: InstallationSearch): Promise<Result<InstallationPage, GitError>> {
+async function searchInstallations(
+  deps: GitServiceDeps,
+  userId: string,
+  { provider, offset, limit }: InstallationSearch,
+): Promise<Result<InstallationPage, GitError>> {
   const connected = await clientFor(deps, userId, provider);
   if (connected.isErr()) return err(connected.error);
   const installations = connected.value.client.installations?.bind(connected.value.client);
-  if (!installations) return err(unsupported(provider, `${provider} has no installations; list repositories without installation_id.`));
+  if (!installations)
+    return err(unsupported(provider, `${provider} has no installations; list repositories without installation_id.`));
   const ids = await call(connected.value, () => installations());
   if (ids.isErr()) return err(ids.error);
-  return ok({ items: ids.value.slice(offset, offset + limit), next_page_id: offset + limit < ids.value.length ? encodeGitPageId(offset + limit) : null });
+  return ok({
+    items: ids.value.slice(offset, offset + limit),
+    next_page_id: offset + limit < ids.value.length ? encodeGitPageId(offset + limit) : null,
+  });
 }
 
-async function searchRepositories(deps: GitServiceDeps, userId: string, request: RepositorySearch): Promise<Result<RepositoryPage, GitError>> {
+async function searchRepositories(
+  deps: GitServiceDeps,
+  userId: string,
+  request: RepositorySearch,
+): Promise<Result<RepositoryPage, GitError>> {
   const query = request.query?.trim() ?? '';
   if (query === '' && request.sortOrder !== null) {
-    return err(unsupported(request.provider, 'sort_order applies to searches only: give a query, or leave sort_order out to list your repositories (most recently pushed first).'));
+    return err(
+      unsupported(
+        request.provider,
+        'sort_order applies to searches only: give a query, or leave sort_order out to list your repositories (most recently pushed first).',
+      ),
+    );
   }
   const connected = await clientFor(deps, userId, request.provider);
   if (connected.isErr()) return err(connected.error);
@@ -186,21 +226,38 @@ async function searchRepositories(deps: GitServiceDeps, userId: string, request:
   const listed =
     query === ''
       ? await call(connected.value, (c) => c.repositories({ ...paging, installationId: request.installationId }))
-      : await call(connected.value, (c) => c.searchRepositories({ ...paging, query, ...sortOf(request.sortOrder ?? 'stars-desc') }));
+      : await call(connected.value, (c) =>
+          c.searchRepositories({ ...paging, query, ...sortOf(request.sortOrder ?? 'stars-desc') }),
+        );
   if (listed.isErr()) return err(listed.error);
   return ok({ items: listed.value.items, next_page_id: nextPage(listed.value.hasMore, request.page) });
 }
 
-async function searchBranches(deps: GitServiceDeps, userId: string, request: BranchSearch): Promise<Result<BranchPage, GitError>> {
+async function searchBranches(
+  deps: GitServiceDeps,
+  userId: string,
+  request: BranchSearch,
+): Promise<Result<BranchPage, GitError>> {
   const connected = await clientFor(deps, userId, request.provider);
   if (connected.isErr()) return err(connected.error);
-  const page = await call(connected.value, (c) => c.branches({ repository: request.repository, query: request.query === '' ? null : request.query, page: request.page, perPage: request.limit }));
+  const page = await call(connected.value, (c) =>
+    c.branches({
+      repository: request.repository,
+      query: request.query === '' ? null : request.query,
+      page: request.page,
+      perPage: request.limit,
+    }),
+  );
   if (page.isErr()) return err(page.error);
   return ok({ items: page.value.items, next_page_id: nextPage(page.value.hasMore, request.page) });
 }
 
 /** Every connected provider's suggestions, all asked at once; one that fails is left out (and logged) unless all fail. */
-async function searchSuggestedTasks(deps: GitServiceDeps, userId: string, { page, limit }: { page: number; limit: number }): Promise<Result<SuggestedTaskPage, GitError>> {
+async function searchSuggestedTasks(
+  deps: GitServiceDeps,
+  userId: string,
+  { page, limit }: { page: number; limit: number },
+): Promise<Result<SuggestedTaskPage, GitError>> {
   const clients = await allClients(deps, userId);
   if (clients.isErr()) return err(clients.error);
   const results = await Promise.all(clients.value.map((connected) => call(connected, (c) => c.suggestedTasks())));
@@ -208,7 +265,11 @@ async function searchSuggestedTasks(deps: GitServiceDeps, userId: string, { page
   const failed = results.find((r) => r.isErr());
   if (succeeded.length === 0 && failed) return err(failed.error);
   results.forEach((r, i) => {
-    if (r.isErr()) (deps.logger ?? silentLogger).warn({ provider: clients.value[i]?.provider, error: r.error.type }, 'a git provider was left out of the suggested tasks');
+    if (r.isErr())
+      (deps.logger ?? silentLogger).warn(
+        { provider: clients.value[i]?.provider, error: r.error.type },
+        'a git provider was left out of the suggested tasks',
+      );
   });
   const tasks: GitSuggestedTask[] = succeeded.flatMap((r) => r.value);
   const start = (page - 1) * limit;

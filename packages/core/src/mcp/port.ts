@@ -59,7 +59,11 @@ export interface McpFailure {
 export interface McpConnection {
   /** The tools the server listed when the connection was made. */
   readonly tools: readonly McpToolInfo[];
-  call(tool: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }): ResultAsync<McpCallResult, McpFailure>;
+  call(
+    tool: string,
+    args: Record<string, unknown>,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): ResultAsync<McpCallResult, McpFailure>;
   /** Called once if the connection is lost without close() (the server crashed, the stream ended). */
   onLost(listener: (reason: string) => void): void;
   /** Closes the connection (and kills a stdio server's process). Idempotent. */
@@ -68,5 +72,8 @@ export interface McpConnection {
 
 export interface McpConnector {
   /** Connects, initialises and lists the server's tools, all within timeoutMs. */
-  connect(target: McpServerTarget, options: { signal: AbortSignal; timeoutMs: number }): ResultAsync<McpConnection, McpFailure>;
+  connect(
+    target: McpServerTarget,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): ResultAsync<McpConnection, McpFailure>;
 }

@@ -20,7 +20,10 @@ const serverUrl = z
       return;
     }
     if (!['http:', 'https:', 'ws:', 'wss:'].includes(parsed.protocol)) {
-      ctx.addIssue({ code: 'custom', message: `scheme ${parsed.protocol.slice(0, -1)} is not allowed; use http, https, ws or wss` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `scheme ${parsed.protocol.slice(0, -1)} is not allowed; use http, https, ws or wss`,
+      });
     } else if (!parsed.hostname || !HAS_AUTHORITY.test(value)) {
       ctx.addIssue({ code: 'custom', message: 'must name a host' });
     }
@@ -61,35 +64,41 @@ const stdioArgs = z.union([z.array(z.string().max(4096)).max(256), z.string().ma
 
 const envValue = z.union([z.string().max(16384), z.number(), z.boolean()]).transform((v) => String(v));
 
-const stdioEnv = z
-  .union([z.record(z.string(), envValue), z.string().max(65536)])
-  .transform((v, ctx) => {
-    const entries: [string, string][] = [];
-    if (typeof v === 'string') {
-      for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
-        const eq = pair.indexOf('=');
-        if (eq <= 0) {
-          ctx.addIssue({ code: 'custom', message: `"${pair}" is not KEY=VALUE` });
-          return z.NEVER;
-        }
-        entries.push([pair.slice(0, eq).trim(), pair.slice(eq + 1)]);
-      }
-    } else {
-      entries.push(...Object.entries(v));
-    }
-    for (const [key] of entries) {
-      if (!ENV_NAME.test(key)) {
-        ctx.addIssue({ code: 'custom', message: `"${key}" is not a valid environment variable name` });
+const stdioEnv = z.union([z.record(z.string(), envValue), z.string().max(65536)]).transform((v, ctx) => {
+  const entries: [string, string][] = [];
+  if (typeof v === 'string') {
+    for (const pair of v
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) {
+        ctx.addIssue({ code: 'custom', message: `"${pair}" is not KEY=VALUE` });
         return z.NEVER;
       }
+      entries.push([pair.slice(0, eq).trim(), pair.slice(eq + 1)]);
     }
-    return Object.fromEntries(entries);
-  });
+  } else {
+    entries.push(...Object.entries(v));
+  }
+  for (const [key] of entries) {
+    if (!ENV_NAME.test(key)) {
+      ctx.addIssue({ code: 'custom', message: `"${key}" is not a valid environment variable name` });
+      return z.NEVER;
+    }
+  }
+  return Object.fromEntries(entries);
+});
 
 /** An MCP server started inside the sandbox and spoken to over stdio. */
 export const McpStdioServerSchema = z
   .strictObject({
-    name: z.string().trim().min(1, 'name is required').max(64).regex(SERVER_NAME, 'may only contain letters, digits, _ and -'),
+    name: z
+      .string()
+      .trim()
+      .min(1, 'name is required')
+      .max(64)
+      .regex(SERVER_NAME, 'may only contain letters, digits, _ and -'),
     command: z
       .string()
       .trim()
@@ -118,7 +127,11 @@ export const McpConfigSchema = z
     const seen = new Set<string>();
     v.stdio_servers.forEach((server, index) => {
       if (seen.has(server.name)) {
-        ctx.addIssue({ code: 'custom', path: ['stdio_servers', index, 'name'], message: `duplicate server name "${server.name}"` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['stdio_servers', index, 'name'],
+          message: `duplicate server name "${server.name}"`,
+        });
       }
       seen.add(server.name);
     });
@@ -131,7 +144,12 @@ export type McpConfigInput = z.input<typeof McpConfigSchema>;
 export const McpConfigViewSchema = z.object({
   sse_servers: z.array(z.object({ url: z.string(), api_key: z.string().nullable() })),
   stdio_servers: z.array(
-    z.object({ name: z.string(), command: z.string(), args: z.array(z.string()), env: z.record(z.string(), z.string()) }),
+    z.object({
+      name: z.string(),
+      command: z.string(),
+      args: z.array(z.string()),
+      env: z.record(z.string(), z.string()),
+    }),
   ),
   shttp_servers: z.array(z.object({ url: z.string(), api_key: z.string().nullable(), timeout: z.int() })),
 });

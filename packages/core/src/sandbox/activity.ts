@@ -61,7 +61,8 @@ export function createActivity(deps: ActivityDeps): Activity {
 function touch(deps: ActivityDeps, uses: Uses, userId: string, sandboxId: string): void {
   const now = millisOf(deps.clock);
   uses.lastUsed.set(sandboxId, now);
-  if (uses.persisted && now - (uses.lastWritten.get(sandboxId) ?? Number.NEGATIVE_INFINITY) >= uses.writeEveryMs) writeUse(deps, uses, userId, sandboxId, now);
+  if (uses.persisted && now - (uses.lastWritten.get(sandboxId) ?? Number.NEGATIVE_INFINITY) >= uses.writeEveryMs)
+    writeUse(deps, uses, userId, sandboxId, now);
 }
 
 function writeUse(deps: ActivityDeps, uses: Uses, userId: string, sandboxId: string, at: number): void {
@@ -82,7 +83,8 @@ function writeUse(deps: ActivityDeps, uses: Uses, userId: string, sandboxId: str
 const DEFAULT_FINISHED_IDLE_PAUSE_MS = 5 * 60_000;
 
 /** `idlePauseFinishedAfterMs` with its default; 0 when off. */
-export const finishedIdleAfterMs = (options: SandboxServiceDeps['options']): number => Math.max(0, options?.idlePauseFinishedAfterMs ?? DEFAULT_FINISHED_IDLE_PAUSE_MS);
+export const finishedIdleAfterMs = (options: SandboxServiceDeps['options']): number =>
+  Math.max(0, options?.idlePauseFinishedAfterMs ?? DEFAULT_FINISHED_IDLE_PAUSE_MS);
 
 /** The shorter of the two idle times that are on, or null when neither is. */
 export function shortestIdleMs(options: SandboxServiceDeps['options']): number | null {

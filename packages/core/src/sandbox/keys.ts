@@ -19,7 +19,13 @@ export function isSandboxKey(record: Pick<SandboxRecord, 'session_api_key'>, pre
  * The record of a sandbox about to be started (STARTING, no URLs yet): a user's reservation, or
  * a pooled one. A spec whose server takes a session key gets a fresh key of its own.
  */
-export function newStartingRecord(fields: { id: string; userId: string; spec: SandboxSpec; now: string; statusDetail: string | null }): SandboxRecord {
+export function newStartingRecord(fields: {
+  id: string;
+  userId: string;
+  spec: SandboxSpec;
+  now: string;
+  statusDetail: string | null;
+}): SandboxRecord {
   const { id, userId, spec, now, statusDetail } = fields;
   return {
     id,

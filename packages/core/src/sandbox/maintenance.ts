@@ -66,13 +66,24 @@ interface Rounds {
 }
 
 export function createMaintenance(deps: MaintenanceDeps): Maintenance {
-  const rounds: Rounds = { reconcileEveryMs: deps.options?.reconcileIntervalMs ?? 60_000, lastReconciled: millisOf(deps.clock), inRound: false };
+  const rounds: Rounds = {
+    reconcileEveryMs: deps.options?.reconcileIntervalMs ?? 60_000,
+    lastReconciled: millisOf(deps.clock),
+    inRound: false,
+  };
   const shortestIdle = shortestIdleMs(deps.options);
   const roundEveryMs =
     deps.options?.maintenanceIntervalMs ??
-    Math.min(60_000, rounds.reconcileEveryMs > 0 ? rounds.reconcileEveryMs : Number.POSITIVE_INFINITY, shortestIdle !== null ? Math.max(10, shortestIdle / 4) : Number.POSITIVE_INFINITY);
+    Math.min(
+      60_000,
+      rounds.reconcileEveryMs > 0 ? rounds.reconcileEveryMs : Number.POSITIVE_INFINITY,
+      shortestIdle !== null ? Math.max(10, shortestIdle / 4) : Number.POSITIVE_INFINITY,
+    );
   // Nothing to maintain (no idle pause, no periodic reconcile): no timer, and no role to hold.
-  const timer = shortestIdle !== null || rounds.reconcileEveryMs > 0 ? deps.clock.every(roundEveryMs, () => deps.background.spawn('sandbox maintenance', () => round(deps, rounds))) : null;
+  const timer =
+    shortestIdle !== null || rounds.reconcileEveryMs > 0
+      ? deps.clock.every(roundEveryMs, () => deps.background.spawn('sandbox maintenance', () => round(deps, rounds)))
+      : null;
   return {
     pauseIdle: () => pauseIdle(deps),
     reconcile: () => resultAsync(reconcile(deps)),
@@ -87,7 +98,10 @@ export function createMaintenance(deps: MaintenanceDeps): Maintenance {
 const describe = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
 
 /** The running sandboxes to pause now, each with why: idle past `idlePauseAfterMs`, or resting past `idlePauseFinishedAfterMs`. */
-async function idleNow(deps: MaintenanceDeps, running: readonly SandboxRecord[]): Promise<{ record: SandboxRecord; reason: string }[]> {
+async function idleNow(
+  deps: MaintenanceDeps,
+  running: readonly SandboxRecord[],
+): Promise<{ record: SandboxRecord; reason: string }[]> {
   const idleAfter = deps.options?.idlePauseAfterMs;
   const finishedIdleAfter = finishedIdleAfterMs(deps.options);
   const now = millisOf(deps.clock);
@@ -97,18 +111,26 @@ async function idleNow(deps: MaintenanceDeps, running: readonly SandboxRecord[])
     // Pooled sandboxes wait, ready, for a claim; a claimed one's idle time starts at the claim.
     if (deps.startups.inHand(record.id) || record.user_id === POOLED_SANDBOX_OWNER) continue;
     const idleFor = now - deps.activity.lastActiveAt(record);
-    if (idleAfter !== undefined && idleAfter > 0 && idleFor >= idleAfter) due.push({ record, reason: `paused after ${describe(idleAfter)} without use` });
+    if (idleAfter !== undefined && idleAfter > 0 && idleFor >= idleAfter)
+      due.push({ record, reason: `paused after ${describe(idleAfter)} without use` });
     // Only a sandbox unused that long can have rested that long: the others need no look at their conversations.
     else if (finishedIdleAfter > 0 && idleFor >= finishedIdleAfter) mayRest.push(record);
   }
   if (mayRest.length === 0) return due;
   const rested = await deps.resting.restingAmong(mayRest);
   if (rested.isErr()) {
-    deps.logger.warn({ operation: rested.error.operation, errorClass: rested.error.errorClass }, 'could not look at the conversations of idle sandboxes');
+    deps.logger.warn(
+      { operation: rested.error.operation, errorClass: rested.error.errorClass },
+      'could not look at the conversations of idle sandboxes',
+    );
     return due;
   }
   for (const { record, idleSince } of rested.value) {
-    if (now - idleSince >= finishedIdleAfter) due.push({ record, reason: `paused ${describe(finishedIdleAfter)} after its conversations finished or began to wait for you, without use since` });
+    if (now - idleSince >= finishedIdleAfter)
+      due.push({
+        record,
+        reason: `paused ${describe(finishedIdleAfter)} after its conversations finished or began to wait for you, without use since`,
+      });
   }
   return due;
 }
@@ -118,7 +140,10 @@ async function pauseIdle(deps: MaintenanceDeps): Promise<number> {
   if (!(idleAfter !== undefined && idleAfter > 0) && finishedIdleAfterMs(deps.options) <= 0) return 0;
   const running = await deps.sandboxes.listByStatus(null, ['RUNNING']);
   if (running.isErr()) {
-    deps.logger.warn({ operation: running.error.operation, errorClass: running.error.errorClass }, 'could not look for idle sandboxes');
+    deps.logger.warn(
+      { operation: running.error.operation, errorClass: running.error.errorClass },
+      'could not look for idle sandboxes',
+    );
     return 0;
   }
   let paused = 0;
@@ -146,7 +171,9 @@ async function adopt(deps: MaintenanceDeps, summary: RuntimeSandboxSummary): Pro
     description: 'Adopted: found in the runtime without a record',
     created_at: summary.created_at,
   };
-  const state = observed.isOk() ? observed.value : { state: 'error' as const, detail: observed.error.message, exposed_urls: [] };
+  const state = observed.isOk()
+    ? observed.value
+    : { state: 'error' as const, detail: observed.error.message, exposed_urls: [] };
   const inserted = await deps.sandboxes.insert({
     id: summary.sandbox_id,
     user_id: summary.user_id,
@@ -162,7 +189,10 @@ async function adopt(deps: MaintenanceDeps, summary: RuntimeSandboxSummary): Pro
 }
 
 async function reconcile(deps: MaintenanceDeps): Promise<Result<ReconcileReport, SandboxServiceError<'reconcile'>>> {
-  const [installationOfRecords, stored] = await Promise.all([deps.installation(), deps.sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED'])]);
+  const [installationOfRecords, stored] = await Promise.all([
+    deps.installation(),
+    deps.sandboxes.listByStatus(null, ['STARTING', 'RUNNING', 'PAUSED']),
+  ]);
   if (installationOfRecords.isErr()) return err(installationOfRecords.error);
   if (stored.isErr()) return err(stored.error);
   const held = await deps.runtime.list(installationOfRecords.value);
@@ -170,12 +200,17 @@ async function reconcile(deps: MaintenanceDeps): Promise<Result<ReconcileReport,
   const report: ReconcileReport = { checked: 0, changed: 0, adopted: 0, removed: 0 };
   await refreshStored(deps, stored.value, report);
   await takeInHeld(deps, held.value, report);
-  if (report.changed + report.adopted + report.removed > 0) deps.logger.info({ ...report }, 'reconciled sandboxes with the runtime');
+  if (report.changed + report.adopted + report.removed > 0)
+    deps.logger.info({ ...report }, 'reconciled sandboxes with the runtime');
   return ok(report);
 }
 
 /** Gives each stored sandbox the status its container has now (those this process is not bringing up). */
-async function refreshStored(deps: MaintenanceDeps, stored: readonly SandboxRecord[], report: ReconcileReport): Promise<void> {
+async function refreshStored(
+  deps: MaintenanceDeps,
+  stored: readonly SandboxRecord[],
+  report: ReconcileReport,
+): Promise<void> {
   for (const record of stored) {
     if (deps.startups.inHand(record.id)) continue;
     report.checked++;
@@ -183,14 +218,21 @@ async function refreshStored(deps: MaintenanceDeps, stored: readonly SandboxReco
     const observed = await deps.runtime.inspect(record.id);
     if (observed.isErr()) continue;
     if (deps.startups.startingElsewhere(record, observed.value)) continue;
-    const updated = (await deps.observations.applyObservation(record.user_id, record.id, observed.value)).unwrapOr(null);
+    const updated = (await deps.observations.applyObservation(record.user_id, record.id, observed.value)).unwrapOr(
+      null,
+    );
     if (updated && updated.status !== record.status) report.changed++;
-    if (updated?.status === 'STARTING') deps.startups.track(record.id, () => deps.startups.awaitRunning(record.user_id, record.id));
+    if (updated?.status === 'STARTING')
+      deps.startups.track(record.id, () => deps.startups.awaitRunning(record.user_id, record.id));
   }
 }
 
 /** What the runtime holds: leftovers of deleted sandboxes removed, lost ones that came back updated, unknown ones adopted. */
-async function takeInHeld(deps: MaintenanceDeps, held: readonly RuntimeSandboxSummary[], report: ReconcileReport): Promise<void> {
+async function takeInHeld(
+  deps: MaintenanceDeps,
+  held: readonly RuntimeSandboxSummary[],
+  report: ReconcileReport,
+): Promise<void> {
   for (const listed of held) {
     // The pool's label stays on a claimed container: the store says whose it is.
     const summary = listed.user_id === POOLED_SANDBOX_OWNER ? await deps.attributePooled(listed) : listed;
@@ -230,7 +272,10 @@ async function round(deps: MaintenanceDeps, rounds: Rounds): Promise<void> {
 async function leadRound(deps: MaintenanceDeps, rounds: Rounds): Promise<void> {
   const leads = await deps.locks.lead(MAINTENANCE_ROLE, deps.replica);
   if (leads.isErr()) {
-    deps.logger.warn({ operation: leads.error.operation }, 'could not tell which process leads sandbox maintenance; skipping this round');
+    deps.logger.warn(
+      { operation: leads.error.operation },
+      'could not tell which process leads sandbox maintenance; skipping this round',
+    );
     return;
   }
   if (!leads.value) return;
@@ -238,6 +283,7 @@ async function leadRound(deps: MaintenanceDeps, rounds: Rounds): Promise<void> {
   if (rounds.reconcileEveryMs > 0 && millisOf(deps.clock) - rounds.lastReconciled >= rounds.reconcileEveryMs) {
     rounds.lastReconciled = millisOf(deps.clock);
     const reconciled = await reconcile(deps);
-    if (reconciled.isErr()) deps.logger.warn({ error: reconciled.error.type }, 'periodic reconcile failed; trying again next time');
+    if (reconciled.isErr())
+      deps.logger.warn({ error: reconciled.error.type }, 'periodic reconcile failed; trying again next time');
   }
 }

@@ -22,7 +22,11 @@ export interface Observations {
   /** Whether an observation would change nothing on this record (then there is nothing to write). */
   changesNothing(record: SandboxRecord, observation: RuntimeObservation): boolean;
   /** Writes the observation to the record; null when there is no record. */
-  applyObservation(userId: string, id: string, observation: RuntimeObservation): ResultAsync<SandboxRecord | null, StoreFailure>;
+  applyObservation(
+    userId: string,
+    id: string,
+    observation: RuntimeObservation,
+  ): ResultAsync<SandboxRecord | null, StoreFailure>;
   /** Records the sandbox as ERROR with `detail`. */
   markError(userId: string, id: string, detail: string): ResultAsync<SandboxRecord | null, StoreFailure>;
 }
@@ -31,7 +35,8 @@ export function createObservations(deps: ObservationsDeps): Observations {
   return {
     changesNothing,
     applyObservation: (userId, id, observation) => resultAsync(applyObservation(deps, userId, id, observation)),
-    markError: (userId, id, detail) => resultAsync(applyObservation(deps, userId, id, { state: 'error', detail, exposed_urls: [] })),
+    markError: (userId, id, detail) =>
+      resultAsync(applyObservation(deps, userId, id, { state: 'error', detail, exposed_urls: [] })),
   };
 }
 
@@ -48,7 +53,12 @@ function changesNothing(record: SandboxRecord, observation: RuntimeObservation):
   );
 }
 
-async function applyObservation(deps: ObservationsDeps, userId: string, id: string, observation: RuntimeObservation): Promise<Result<SandboxRecord | null, StoreFailure>> {
+async function applyObservation(
+  deps: ObservationsDeps,
+  userId: string,
+  id: string,
+  observation: RuntimeObservation,
+): Promise<Result<SandboxRecord | null, StoreFailure>> {
   let lostNow = false;
   const updated = await deps.sandboxes.update(userId, id, (current): Result<SandboxRecord, never> => {
     if (changesNothing(current, observation)) return ok(current);

@@ -10,9 +10,23 @@ import { randomBytes } from 'node:crypto';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { resultAsync } from '../result.js';
 import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
-import { clipShellOutput, DEFAULT_SHELL_MAX_OUTPUT_CHARS, DEFAULT_SHELL_SOFT_TIMEOUT_MS, type OpenShellOptions, type SandboxShell, type ShellOutput } from './shell.js';
+import {
+  clipShellOutput,
+  DEFAULT_SHELL_MAX_OUTPUT_CHARS,
+  DEFAULT_SHELL_SOFT_TIMEOUT_MS,
+  type OpenShellOptions,
+  type SandboxShell,
+  type ShellOutput,
+} from './shell.js';
 import { ShellCapture } from './shell-capture.js';
-import { fromBase64, shellCommandLine, shellFileCommandLine, shellMarkerPattern, shellSetupLine, shellSyncLine } from './shell-protocol.js';
+import {
+  fromBase64,
+  shellCommandLine,
+  shellFileCommandLine,
+  shellMarkerPattern,
+  shellSetupLine,
+  shellSyncLine,
+} from './shell-protocol.js';
 
 /** How long the shell may take to answer its set-up line. */
 const READY_TIMEOUT_MS = 15_000;
@@ -63,11 +77,19 @@ const HANGUP_WAIT_MS = 2_000;
  * characters by the terminal. Output from background jobs that arrives between commands is
  * shown with the next command's output.
  */
-export function openSandboxShell(runtime: SandboxRuntime, sandboxId: string, options: OpenShellOptions = {}): ResultAsync<SandboxShell, SandboxRuntimeError> {
+export function openSandboxShell(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  options: OpenShellOptions = {},
+): ResultAsync<SandboxShell, SandboxRuntimeError> {
   return resultAsync(openShell(runtime, sandboxId, options));
 }
 
-async function openShell(runtime: SandboxRuntime, sandboxId: string, options: OpenShellOptions): Promise<Result<SandboxShell, SandboxRuntimeError>> {
+async function openShell(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  options: OpenShellOptions,
+): Promise<Result<SandboxShell, SandboxRuntimeError>> {
   const spawned = await runtime.spawn(sandboxId, {
     command: ['bash', '--noprofile', '--norc', '--noediting', '-i'],
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -255,7 +277,9 @@ class PersistentShell implements SandboxShell {
       const refused = this.#refuseIfUnusable();
       if (refused) return failed(refused);
       // Nothing to interrupt: say how the shell stands.
-      return ResultAsync.fromSafePromise(Promise.resolve({ output: '', ...this.#last, still_running: false, spilled_to: null }));
+      return ResultAsync.fromSafePromise(
+        Promise.resolve({ output: '', ...this.#last, still_running: false, spilled_to: null }),
+      );
     }
     // Allowed while another call waits: that call then sees the command end.
     return ResultAsync.fromPromise(
@@ -310,7 +334,10 @@ class PersistentShell implements SandboxShell {
         if (attempt > 0) {
           const seen = this.#markersSeen;
           await this.#write('\x03');
-          await this.#until(() => this.#markersSeen > seen || this.#ended !== null, Math.min(SYNC_RETRY_MS, deadline - Date.now()));
+          await this.#until(
+            () => this.#markersSeen > seen || this.#ended !== null,
+            Math.min(SYNC_RETRY_MS, deadline - Date.now()),
+          );
         }
         await this.#write(`${shellSyncLine(sync.id)}\n`);
         await this.#until(() => sync.back || this.#ended !== null, Math.min(SYNC_RETRY_MS, deadline - Date.now()));
@@ -348,7 +375,9 @@ class PersistentShell implements SandboxShell {
   async #killForeground(): Promise<void> {
     if (this.#pid === null) return;
     const pid = this.#pid;
-    await this.#beside(`read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat && [ "$fg" -gt 0 ] && [ "$fg" != ${pid} ] && kill -KILL -"$fg"`);
+    await this.#beside(
+      `read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat && [ "$fg" -gt 0 ] && [ "$fg" != ${pid} ] && kill -KILL -"$fg"`,
+    );
   }
 
   /** Runs a small sh script in the sandbox beside the shell (not through it); what it printed. */
@@ -370,7 +399,9 @@ class PersistentShell implements SandboxShell {
 
   #write(data: string): Promise<void> {
     return this.process.write(data).catch((error: unknown) => {
-      throw fail(`cannot write to the shell in sandbox ${this.sandboxId}: ${error instanceof Error ? error.message : String(error)}`);
+      throw fail(
+        `cannot write to the shell in sandbox ${this.sandboxId}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     });
   }
 
@@ -391,7 +422,12 @@ class PersistentShell implements SandboxShell {
   }
 
   #nothingRunning(): SandboxRuntimeError {
-    return this.#refuseIfUnusable() ?? { type: 'failed', message: `no command is running (the last one ended with exit code ${this.#last.exit_code ?? 'unknown'}); use run` };
+    return (
+      this.#refuseIfUnusable() ?? {
+        type: 'failed',
+        message: `no command is running (the last one ended with exit code ${this.#last.exit_code ?? 'unknown'}); use run`,
+      }
+    );
   }
 
   /** A paused or vanished sandbox is an error up front, rather than a command that silently never starts. */
@@ -401,7 +437,8 @@ class PersistentShell implements SandboxShell {
     const { state, detail } = observed.value;
     if (state === 'running') return;
     if (state === 'paused') throw fail(`sandbox ${this.sandboxId} is paused; resume it before running commands`);
-    if (state === 'missing') throw new ShellFailure({ type: 'not_found', message: `sandbox ${this.sandboxId} does not exist` });
+    if (state === 'missing')
+      throw new ShellFailure({ type: 'not_found', message: `sandbox ${this.sandboxId} does not exist` });
     throw fail(`sandbox ${this.sandboxId} is not running (it is ${state}${detail ? `: ${detail}` : ''})`);
   }
 
@@ -426,7 +463,13 @@ class PersistentShell implements SandboxShell {
       output = clipShellOutput(output, this.#maxOutput, saved.isOk() ? { path } : { error: saved.error.message });
       if (saved.isOk()) spilledTo = path;
     }
-    return { output, exit_code: done?.exit_code ?? null, still_running: done === null, cwd: done?.cwd ?? null, spilled_to: spilledTo };
+    return {
+      output,
+      exit_code: done?.exit_code ?? null,
+      still_running: done === null,
+      cwd: done?.cwd ?? null,
+      spilled_to: spilledTo,
+    };
   }
 
   #waitFor(cmd: Command, ms: number): Promise<void> {
@@ -488,7 +531,11 @@ class PersistentShell implements SandboxShell {
 
   #couldBeMarker(text: string): boolean {
     if (text.length <= this.#markerHead.length) return this.#markerHead.startsWith(text);
-    return text.length < 16_384 && text.startsWith(this.#markerHead) && /^[A-Za-z0-9+/=_]*$/.test(text.slice(this.#markerHead.length));
+    return (
+      text.length < 16_384 &&
+      text.startsWith(this.#markerHead) &&
+      /^[A-Za-z0-9+/=_]*$/.test(text.slice(this.#markerHead.length))
+    );
   }
 
   #emit(raw: string) {
@@ -533,9 +580,21 @@ class PersistentShell implements SandboxShell {
       // The usual reason a shell ends by itself: its sandbox went away or stopped.
       const observed = await this.runtime.inspect(this.sandboxId);
       if (observed.isErr()) this.#ended = observed.error;
-      else if (observed.value.state === 'missing') this.#ended = { type: 'not_found', message: `sandbox ${this.sandboxId} does not exist any more; the shell ended with it` };
-      else if (observed.value.state === 'error') this.#ended = { type: 'failed', message: `sandbox ${this.sandboxId} failed${observed.value.detail ? `: ${observed.value.detail}` : ''}; the shell ended with it` };
-      else this.#ended = { type: 'failed', message: `the shell has exited${exitCode !== null ? ` (exit code ${exitCode})` : ''}; open a new one` };
+      else if (observed.value.state === 'missing')
+        this.#ended = {
+          type: 'not_found',
+          message: `sandbox ${this.sandboxId} does not exist any more; the shell ended with it`,
+        };
+      else if (observed.value.state === 'error')
+        this.#ended = {
+          type: 'failed',
+          message: `sandbox ${this.sandboxId} failed${observed.value.detail ? `: ${observed.value.detail}` : ''}; the shell ended with it`,
+        };
+      else
+        this.#ended = {
+          type: 'failed',
+          message: `the shell has exited${exitCode !== null ? ` (exit code ${exitCode})` : ''}; open a new one`,
+        };
     }
     this.#last = { exit_code: exitCode, cwd: null };
     if (cmd) cmd.done = { exit_code: exitCode, cwd: null };

@@ -99,7 +99,10 @@ export function createSandboxPool(deps: SandboxPoolDeps): SandboxPool {
     fillSoon: () => fillSoon(deps, fills),
     yieldRoom: (spec) => yieldRoom(deps, fills, spec),
     attribute: (summary) => attribute(deps, summary),
-    status: () => deps.sandboxes.listByStatus(POOLED_SANDBOX_OWNER, ['STARTING', 'RUNNING']).map((pooled) => countsOf(fills, pooled)),
+    status: () =>
+      deps.sandboxes
+        .listByStatus(POOLED_SANDBOX_OWNER, ['STARTING', 'RUNNING'])
+        .map((pooled) => countsOf(fills, pooled)),
     stop: () => timer?.cancel(),
   };
 }
@@ -110,7 +113,14 @@ function countsOf(fills: Fills, pooled: readonly SandboxRecord[]): Record<string
   return Object.fromEntries(
     [...new Set([...fills.sizes.keys(), ...pooled.map((r) => r.sandbox_spec_id)])].map((specId) => {
       const ofSpec = pooled.filter((r) => r.sandbox_spec_id === specId);
-      return [specId, { size: sizeOf(fills, specId), ready: ofSpec.filter((r) => r.status === 'RUNNING').length, filling: ofSpec.filter((r) => r.status === 'STARTING').length }];
+      return [
+        specId,
+        {
+          size: sizeOf(fills, specId),
+          ready: ofSpec.filter((r) => r.status === 'RUNNING').length,
+          filling: ofSpec.filter((r) => r.status === 'STARTING').length,
+        },
+      ];
     }),
   );
 }
@@ -118,21 +128,37 @@ function countsOf(fills: Fills, pooled: readonly SandboxRecord[]): Record<string
 /** The record goes first (DELETED), then its container, retried in the background if need be. */
 async function discard(deps: SandboxPoolDeps, record: SandboxRecord, why: string): Promise<void> {
   const marked = await deps.sandboxes.update(record.user_id, record.id, (current): Result<SandboxRecord, never> =>
-    ok({ ...current, status: 'DELETED', status_detail: why, exposed_urls: [], session_api_key: null, updated_at: deps.clock.now() }),
+    ok({
+      ...current,
+      status: 'DELETED',
+      status_detail: why,
+      exposed_urls: [],
+      session_api_key: null,
+      updated_at: deps.clock.now(),
+    }),
   );
-  if (marked.isErr()) deps.logger.warn({ sandboxId: record.id, error: marked.error.type }, 'could not mark a pooled sandbox deleted');
+  if (marked.isErr())
+    deps.logger.warn({ sandboxId: record.id, error: marked.error.type }, 'could not mark a pooled sandbox deleted');
   if (record.location) deps.runtime.locate?.(record.id, record.location);
   const removed = await deps.runtime.delete(record.id);
-  if (removed.isErr()) deps.startups.removeInBackground(record.id, `${why}; the first attempt failed: ${removed.error.message}`);
+  if (removed.isErr())
+    deps.startups.removeInBackground(record.id, `${why}; the first attempt failed: ${removed.error.message}`);
 }
 
 /** Brings the spec's pool to its size: drops broken pooled sandboxes and any beyond the size (0: all), starts what is missing. */
 async function fillSpec(deps: SandboxPoolDeps, fills: Fills, specId: string): Promise<void> {
   const size = sizeOf(fills, specId);
   const spec = size > 0 ? (await deps.specs.get(specId)).unwrapOr(null) : null;
-  if (size > 0 && !spec) deps.logger.warn({ specId }, 'the sandbox pool names a spec the catalog does not have; nothing is pooled for it');
-  const filled = await deps.locks.withLock(`sandbox pool ${specId}`, () => resultAsync(insertPooled(deps, specId, size, spec)));
-  if (filled.isErr()) deps.logger.warn({ specId, operation: filled.error.operation }, 'could not refill the sandbox pool; trying again later');
+  if (size > 0 && !spec)
+    deps.logger.warn({ specId }, 'the sandbox pool names a spec the catalog does not have; nothing is pooled for it');
+  const filled = await deps.locks.withLock(`sandbox pool ${specId}`, () =>
+    resultAsync(insertPooled(deps, specId, size, spec)),
+  );
+  if (filled.isErr())
+    deps.logger.warn(
+      { specId, operation: filled.error.operation },
+      'could not refill the sandbox pool; trying again later',
+    );
   const toStart = filled.unwrapOr([]);
   if (toStart.length === 0) return;
   const installationOfRecords = await deps.installation();
@@ -148,26 +174,45 @@ async function fillSpec(deps: SandboxPoolDeps, fills: Fills, specId: string): Pr
 }
 
 /** Under the spec's lock: drops what the pool must not hand out, and writes the records of the sandboxes to start (returned). */
-async function insertPooled(deps: SandboxPoolDeps, specId: string, size: number, spec: SandboxSpec | null): Promise<Result<SandboxRecord[], StoreFailure>> {
+async function insertPooled(
+  deps: SandboxPoolDeps,
+  specId: string,
+  size: number,
+  spec: SandboxSpec | null,
+): Promise<Result<SandboxRecord[], StoreFailure>> {
   const pooled = await deps.sandboxes.listByStatus(POOLED_SANDBOX_OWNER, [...POOLED_STATUSES]);
   if (pooled.isErr()) return err(pooled.error);
   const ofSpec = pooled.value.filter((r) => r.sandbox_spec_id === specId);
   // Nobody pauses a pooled sandbox; one that failed, vanished or was paused anyway is not handed out.
   for (const broken of ofSpec.filter((r) => r.status !== 'STARTING' && r.status !== 'RUNNING')) {
-    await discard(deps, broken, `pooled sandbox dropped: it was ${broken.status}${broken.status_detail ? ` (${broken.status_detail})` : ''}`);
+    await discard(
+      deps,
+      broken,
+      `pooled sandbox dropped: it was ${broken.status}${broken.status_detail ? ` (${broken.status_detail})` : ''}`,
+    );
   }
   const live = ofSpec.filter((r) => r.status === 'STARTING' || r.status === 'RUNNING');
   // More than the pool keeps now (its size was lowered, or the pool is off): the newest go.
-  for (const extra of live.slice(size)) await discard(deps, extra, 'pooled sandbox removed: the pool of its spec keeps fewer now');
+  for (const extra of live.slice(size))
+    await discard(deps, extra, 'pooled sandbox removed: the pool of its spec keeps fewer now');
   const toStart: SandboxRecord[] = [];
   for (let i = live.length; spec && i < size; i++) {
     // Only where an engine has room: a pool never takes the last place a user's start needs by refusing it.
     const admitted = await (deps.runtime.admit ? deps.runtime.admit() : deps.runtime.ping());
     if (admitted.isErr()) {
-      deps.logger.debug({ specId, reason: admitted.error.message }, 'the sandbox pool waits: no engine takes another sandbox now');
+      deps.logger.debug(
+        { specId, reason: admitted.error.message },
+        'the sandbox pool waits: no engine takes another sandbox now',
+      );
       break;
     }
-    const record = newStartingRecord({ id: deps.ids.next(), userId: POOLED_SANDBOX_OWNER, spec, now: deps.clock.now(), statusDetail: 'pooled: started ahead for the next claim' });
+    const record = newStartingRecord({
+      id: deps.ids.next(),
+      userId: POOLED_SANDBOX_OWNER,
+      spec,
+      now: deps.clock.now(),
+      statusDetail: 'pooled: started ahead for the next claim',
+    });
     const inserted = await deps.sandboxes.insert(record);
     if (inserted.isErr()) break;
     toStart.push(record);
@@ -194,7 +239,11 @@ function fill(deps: SandboxPoolDeps, fills: Fills, specId: string): Promise<void
 async function fillAll(deps: SandboxPoolDeps, fills: Fills): Promise<void> {
   if (deps.background.closed) return;
   const pooled = (await deps.sandboxes.listByStatus(POOLED_SANDBOX_OWNER, [...POOLED_STATUSES])).unwrapOr([]);
-  await Promise.all([...new Set([...fills.sizes.keys(), ...pooled.map((r) => r.sandbox_spec_id)])].map((specId) => fill(deps, fills, specId)));
+  await Promise.all(
+    [...new Set([...fills.sizes.keys(), ...pooled.map((r) => r.sandbox_spec_id)])].map((specId) =>
+      fill(deps, fills, specId),
+    ),
+  );
 }
 
 function fillSoon(deps: SandboxPoolDeps, fills: Fills, specId?: string): void {
@@ -215,7 +264,12 @@ function pooledAsIs(deps: SandboxPoolDeps, fills: Fills, spec: SandboxSpec): Res
   return deps.specs.get(spec.id).map((listed) => listed !== null && JSON.stringify(listed) === JSON.stringify(spec));
 }
 
-async function claim(deps: SandboxPoolDeps, fills: Fills, userId: string, spec: SandboxSpec): Promise<Result<SandboxReservation | null, StoreFailure>> {
+async function claim(
+  deps: SandboxPoolDeps,
+  fills: Fills,
+  userId: string,
+  spec: SandboxSpec,
+): Promise<Result<SandboxReservation | null, StoreFailure>> {
   if (userId === POOLED_SANDBOX_OWNER) return ok(null);
   const pooled = await pooledAsIs(deps, fills, spec);
   if (pooled.isErr()) return err(pooled.error);
@@ -234,15 +288,26 @@ async function claim(deps: SandboxPoolDeps, fills: Fills, userId: string, spec: 
 }
 
 /** The claimed sandbox, checked to run and resized; null (and it is deleted) when it cannot be used. */
-async function ready(deps: SandboxPoolDeps, claimed: SandboxRecord, resize: (() => ResultAsync<void, { message: string }>) | null): Promise<SandboxRecord | null> {
+async function ready(
+  deps: SandboxPoolDeps,
+  claimed: SandboxRecord,
+  resize: (() => ResultAsync<void, { message: string }>) | null,
+): Promise<SandboxRecord | null> {
   if (claimed.location) deps.runtime.locate?.(claimed.id, claimed.location);
   // The record said RUNNING; the container must still be (a reconcile may not have run since it died).
   const seen = await deps.runtime.inspect(claimed.id);
-  const problem = seen.isErr() ? seen.error.message : seen.value.state !== 'running' ? `it was ${seen.value.state}` : null;
+  const problem = seen.isErr()
+    ? seen.error.message
+    : seen.value.state !== 'running'
+      ? `it was ${seen.value.state}`
+      : null;
   const resized = problem === null && resize ? await resize() : null;
   const failure = problem ?? (resized?.isErr() ? `its limits could not be changed: ${resized.error.message}` : null);
   if (failure === null) return claimed;
-  deps.logger.warn({ sandboxId: claimed.id, reason: failure }, 'a claimed pooled sandbox could not be used; starting a new one instead');
+  deps.logger.warn(
+    { sandboxId: claimed.id, reason: failure },
+    'a claimed pooled sandbox could not be used; starting a new one instead',
+  );
   await discard(deps, claimed, `pooled sandbox not used: ${failure}`);
   return null;
 }
@@ -268,17 +333,30 @@ function reservationOf(deps: SandboxPoolDeps, record: SandboxRecord): SandboxRes
   };
 }
 
-async function yieldRoom(deps: SandboxPoolDeps, fills: Fills, spec: SandboxSpec): Promise<'claimable' | 'freed' | null> {
+async function yieldRoom(
+  deps: SandboxPoolDeps,
+  fills: Fills,
+  spec: SandboxSpec,
+): Promise<'claimable' | 'freed' | null> {
   if (fills.sizes.size === 0) return null;
   const pooled = (await deps.sandboxes.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING', 'STARTING'])).unwrapOr([]);
-  if ((await pooledAsIs(deps, fills, spec)).unwrapOr(false) && pooled.some((r) => r.status === 'RUNNING' && r.sandbox_spec_id === spec.id)) return 'claimable';
-  const victim = pooled.find((r) => r.sandbox_spec_id !== spec.id && !deps.startups.inHand(r.id)) ?? pooled.find((r) => r.sandbox_spec_id !== spec.id);
+  if (
+    (await pooledAsIs(deps, fills, spec)).unwrapOr(false) &&
+    pooled.some((r) => r.status === 'RUNNING' && r.sandbox_spec_id === spec.id)
+  )
+    return 'claimable';
+  const victim =
+    pooled.find((r) => r.sandbox_spec_id !== spec.id && !deps.startups.inHand(r.id)) ??
+    pooled.find((r) => r.sandbox_spec_id !== spec.id);
   if (!victim) return null;
   await discard(deps, victim, "pooled sandbox removed to make room for a user's sandbox");
   return 'freed';
 }
 
-async function attribute(deps: SandboxPoolDeps, summary: RuntimeSandboxSummary): Promise<RuntimeSandboxSummary | 'removed' | null> {
+async function attribute(
+  deps: SandboxPoolDeps,
+  summary: RuntimeSandboxSummary,
+): Promise<RuntimeSandboxSummary | 'removed' | null> {
   const owner = await deps.sandboxes.ownerOf(summary.sandbox_id);
   if (owner.isErr()) return null;
   if (owner.value !== null) return { ...summary, user_id: owner.value };

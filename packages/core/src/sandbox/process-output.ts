@@ -40,7 +40,8 @@ export class ProcessOutputChannel {
 
   /** Listeners get a plain Uint8Array view (not a Node Buffer), whatever the adapter pushed. */
   #deliver(chunk: Uint8Array) {
-    const bytes = chunk.constructor === Uint8Array ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
+    const bytes =
+      chunk.constructor === Uint8Array ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
     for (const listener of this.#listeners) listener(bytes);
   }
 }

@@ -29,15 +29,23 @@ export function createResting(deps: RestingDeps): Resting {
   return { restingAmong: (records) => resultAsync(restingAmong(deps, records)) };
 }
 
-async function restingAmong(deps: RestingDeps, records: readonly SandboxRecord[]): Promise<Result<RestingSandbox[], StoreFailure>> {
+async function restingAmong(
+  deps: RestingDeps,
+  records: readonly SandboxRecord[],
+): Promise<Result<RestingSandbox[], StoreFailure>> {
   const running = records.filter((r) => r.status === 'RUNNING' && !deps.startups.inHand(r.id));
   // Asked all at once, as the store can answer them side by side.
-  const uses = await Promise.all(running.map((record) => (deps.useOf ? deps.useOf(record.user_id, record.id) : okAsync({ kind: 'unused' as const }))));
+  const uses = await Promise.all(
+    running.map((record) =>
+      deps.useOf ? deps.useOf(record.user_id, record.id) : okAsync({ kind: 'unused' as const }),
+    ),
+  );
   const found: RestingSandbox[] = [];
   for (const [i, use] of uses.entries()) {
     if (use.isErr()) return err(use.error);
     const record = running[i]!;
-    if (use.value.kind === 'resting') found.push({ record, idleSince: Math.max(deps.activity.lastActiveAt(record), use.value.since) });
+    if (use.value.kind === 'resting')
+      found.push({ record, idleSince: Math.max(deps.activity.lastActiveAt(record), use.value.since) });
   }
   return ok(found.sort((a, b) => a.idleSince - b.idleSince));
 }

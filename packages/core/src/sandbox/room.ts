@@ -51,21 +51,32 @@ export interface RoomDeps {
  */
 export interface Room {
   /** A reservation within the user's limit. */
-  reserve(userId: string, spec: SandboxSpec, installationOfRecord: string): ResultAsync<SandboxReservation, MakeRoomFailure>;
+  reserve(
+    userId: string,
+    spec: SandboxSpec,
+    installationOfRecord: string,
+  ): ResultAsync<SandboxReservation, MakeRoomFailure>;
   /** Runs `bringBack` (a resume) within the user's limit: the count and the resume under one lock. */
   readmit<T, E>(userId: string, bringBack: () => ResultAsync<T, E>): ResultAsync<T, E | MakeRoomFailure>;
 }
 
 export function createRoom(deps: RoomDeps): Room {
   return {
-    reserve: (userId, spec, installationOfRecord) => underUserLock(deps, userId, () => resultAsync(reserve(deps, userId, spec, installationOfRecord))),
+    reserve: (userId, spec, installationOfRecord) =>
+      underUserLock(deps, userId, () => resultAsync(reserve(deps, userId, spec, installationOfRecord))),
     readmit: (userId, bringBack) => underUserLock(deps, userId, () => resultAsync(readmit(deps, userId, bringBack))),
   };
 }
 
-const underUserLock = <T, E>(deps: RoomDeps, userId: string, work: () => ResultAsync<T, E>) => deps.locks.withLock(`sandboxes of user ${userId}`, work);
+const underUserLock = <T, E>(deps: RoomDeps, userId: string, work: () => ResultAsync<T, E>) =>
+  deps.locks.withLock(`sandboxes of user ${userId}`, work);
 
-async function reserve(deps: RoomDeps, userId: string, spec: SandboxSpec, installationOfRecord: string): Promise<Result<SandboxReservation, MakeRoomFailure>> {
+async function reserve(
+  deps: RoomDeps,
+  userId: string,
+  spec: SandboxSpec,
+  installationOfRecord: string,
+): Promise<Result<SandboxReservation, MakeRoomFailure>> {
   const room = await makeRoom(deps, userId);
   if (room.isErr()) return err(room.error);
   const claimed = await deps.claimPooled(userId, spec);
@@ -74,7 +85,11 @@ async function reserve(deps: RoomDeps, userId: string, spec: SandboxSpec, instal
   return insertReservation(deps, userId, spec, installationOfRecord);
 }
 
-async function readmit<T, E>(deps: RoomDeps, userId: string, bringBack: () => ResultAsync<T, E>): Promise<Result<T, E | MakeRoomFailure>> {
+async function readmit<T, E>(
+  deps: RoomDeps,
+  userId: string,
+  bringBack: () => ResultAsync<T, E>,
+): Promise<Result<T, E | MakeRoomFailure>> {
   const room = await makeRoom(deps, userId);
   if (room.isErr()) return err(room.error);
   return bringBack();
@@ -114,7 +129,14 @@ async function makeRoom(deps: RoomDeps, userId: string): Promise<Result<void, Ma
 }
 
 /** Pauses `needed` of the candidates, in order, passing over one whose pause fails. */
-async function pauseInTurn(deps: RoomDeps, userId: string, candidates: readonly SandboxRecord[], needed: number, reason: string | null, explained: boolean): Promise<Result<void, MakeRoomFailure>> {
+async function pauseInTurn(
+  deps: RoomDeps,
+  userId: string,
+  candidates: readonly SandboxRecord[],
+  needed: number,
+  reason: string | null,
+  explained: boolean,
+): Promise<Result<void, MakeRoomFailure>> {
   const paused: string[] = [];
   for (const candidate of candidates) {
     if (paused.length === needed) break;
@@ -125,15 +147,33 @@ async function pauseInTurn(deps: RoomDeps, userId: string, candidates: readonly 
     }
     if (result.error.type === 'StoreUnavailable') return err(result.error);
     // The caller asked about its own sandbox: another one's pause failing (deleted meanwhile, engine trouble) is no error of its.
-    deps.logger.warn({ userId, sandboxId: candidate.id, error: result.error.type }, 'could not pause a sandbox to make room');
+    deps.logger.warn(
+      { userId, sandboxId: candidate.id, error: result.error.type },
+      'could not pause a sandbox to make room',
+    );
   }
-  if (paused.length < needed) return err({ type: 'SandboxCapReached', limit: maxRunningOf(deps), ...(explained ? { why: 'pause_failed' as const } : {}) });
-  deps.logger.info({ userId, paused }, atLimitOf(deps) === 'pause_oldest' ? 'paused the oldest sandbox to stay within the limit' : 'paused a sandbox whose conversations had finished, to stay within the limit');
+  if (paused.length < needed)
+    return err({
+      type: 'SandboxCapReached',
+      limit: maxRunningOf(deps),
+      ...(explained ? { why: 'pause_failed' as const } : {}),
+    });
+  deps.logger.info(
+    { userId, paused },
+    atLimitOf(deps) === 'pause_oldest'
+      ? 'paused the oldest sandbox to stay within the limit'
+      : 'paused a sandbox whose conversations had finished, to stay within the limit',
+  );
   return ok(undefined);
 }
 
 /** Writes the record (STARTING); the caller commits (brings it up) or cancels. */
-async function insertReservation(deps: RoomDeps, userId: string, spec: SandboxSpec, installationOfRecord: string): Promise<Result<SandboxReservation, StoreFailure>> {
+async function insertReservation(
+  deps: RoomDeps,
+  userId: string,
+  spec: SandboxSpec,
+  installationOfRecord: string,
+): Promise<Result<SandboxReservation, StoreFailure>> {
   const record = newStartingRecord({ id: deps.ids.next(), userId, spec, now: deps.clock.now(), statusDetail: null });
   deps.startups.reserved.add(record.id);
   const inserted = await deps.sandboxes.insert(record);
@@ -152,15 +192,26 @@ async function insertReservation(deps: RoomDeps, userId: string, spec: SandboxSp
     commit: () => {
       settle();
       deps.activity.markUsed(record.id);
-      deps.startups.track(record.id, async () => deps.startups.bringUp(record, installationOfRecord, (await deps.resourceFactorOf?.(userId)) ?? 1));
+      deps.startups.track(record.id, async () =>
+        deps.startups.bringUp(record, installationOfRecord, (await deps.resourceFactorOf?.(userId)) ?? 1),
+      );
     },
     cancel: async () => {
       settle();
       const given = await deps.sandboxes.update(userId, record.id, (current): Result<SandboxRecord, never> =>
-        ok({ ...current, status: 'DELETED', status_detail: 'not used: the request that started it failed', updated_at: deps.clock.now() }),
+        ok({
+          ...current,
+          status: 'DELETED',
+          status_detail: 'not used: the request that started it failed',
+          updated_at: deps.clock.now(),
+        }),
       );
       // Never brought up, so nothing runs; a record left STARTING is found MISSING by a later reconcile.
-      if (given.isErr()) deps.logger.warn({ sandboxId: record.id, error: given.error.type }, 'could not give back an unused sandbox record');
+      if (given.isErr())
+        deps.logger.warn(
+          { sandboxId: record.id, error: given.error.type },
+          'could not give back an unused sandbox record',
+        );
     },
   });
 }

@@ -51,12 +51,18 @@ export function createSandboxRuntimePool(engines: readonly PooledRuntime[]): San
       ),
     // Only when every engine can: a pool claim must know beforehand whether limits can be changed.
     ...(engines.every((e) => e.runtime.resize !== undefined)
-      ? { resize: (sandboxId: string, factor: number) => onHolder(pool, sandboxId, (engine) => engine.runtime.resize!(sandboxId, factor)) }
+      ? {
+          resize: (sandboxId: string, factor: number) =>
+            onHolder(pool, sandboxId, (engine) => engine.runtime.resize!(sandboxId, factor)),
+        }
       : {}),
     exec: (sandboxId, request) => onHolder(pool, sandboxId, (engine) => engine.runtime.exec(sandboxId, request)),
-    readFile: (sandboxId, path, options) => onHolder(pool, sandboxId, (engine) => engine.runtime.readFile(sandboxId, path, options)),
-    writeFile: (sandboxId, path, content) => onHolder(pool, sandboxId, (engine) => engine.runtime.writeFile(sandboxId, path, content)),
-    listDirectory: (sandboxId, path) => onHolder(pool, sandboxId, (engine) => engine.runtime.listDirectory(sandboxId, path)),
+    readFile: (sandboxId, path, options) =>
+      onHolder(pool, sandboxId, (engine) => engine.runtime.readFile(sandboxId, path, options)),
+    writeFile: (sandboxId, path, content) =>
+      onHolder(pool, sandboxId, (engine) => engine.runtime.writeFile(sandboxId, path, content)),
+    listDirectory: (sandboxId, path) =>
+      onHolder(pool, sandboxId, (engine) => engine.runtime.listDirectory(sandboxId, path)),
     spawn: (sandboxId, request) => onHolder(pool, sandboxId, (engine) => engine.runtime.spawn(sandboxId, request)),
     locate: (sandboxId, location) => {
       const engine = byName.get(location);
@@ -75,14 +81,19 @@ interface Engines {
   readonly placing: Map<PooledRuntime, number>;
 }
 
-const located = (engine: PooledRuntime) => (observation: RuntimeObservation): RuntimeObservation => ({ ...observation, location: engine.name });
-const downMessage = (engine: PooledRuntime, message: string) => `sandbox engine "${engine.name}" does not answer: ${message}`;
+const located =
+  (engine: PooledRuntime) =>
+  (observation: RuntimeObservation): RuntimeObservation => ({ ...observation, location: engine.name });
+const downMessage = (engine: PooledRuntime, message: string) =>
+  `sandbox engine "${engine.name}" does not answer: ${message}`;
 
 /** Finds the engine holding a sandbox, asking every engine when it is not known yet. */
 async function find(pool: Engines, sandboxId: string): Promise<Where> {
   const known = pool.where.get(sandboxId);
   if (known) return { engine: known };
-  const answers = await Promise.all(pool.engines.map(async (engine) => ({ engine, seen: await engine.runtime.inspect(sandboxId) })));
+  const answers = await Promise.all(
+    pool.engines.map(async (engine) => ({ engine, seen: await engine.runtime.inspect(sandboxId) })),
+  );
   const holder = answers.find((a) => a.seen.isOk() && a.seen.value.state !== 'missing');
   if (holder) {
     pool.where.set(sandboxId, holder.engine);
@@ -90,7 +101,11 @@ async function find(pool: Engines, sandboxId: string): Promise<Where> {
   }
   return {
     missing: true,
-    down: answers.flatMap((a) => (a.seen.isErr() && a.seen.error.type === 'unavailable' ? [{ engine: a.engine, message: a.seen.error.message }] : [])),
+    down: answers.flatMap((a) =>
+      a.seen.isErr() && a.seen.error.type === 'unavailable'
+        ? [{ engine: a.engine, message: a.seen.error.message }]
+        : [],
+    ),
   };
 }
 
@@ -99,7 +114,8 @@ function onHolder<T>(
   pool: Engines,
   sandboxId: string,
   operation: (engine: PooledRuntime) => ResultAsync<T, SandboxRuntimeError>,
-  absent: () => ResultAsync<T, SandboxRuntimeError> = () => errAsync({ type: 'not_found', message: `sandbox ${sandboxId} is on none of the sandbox engines` }),
+  absent: () => ResultAsync<T, SandboxRuntimeError> = () =>
+    errAsync({ type: 'not_found', message: `sandbox ${sandboxId} is on none of the sandbox engines` }),
 ): ResultAsync<T, SandboxRuntimeError> {
   return resultAsync(onHolderOf(pool, sandboxId, operation, absent));
 }
@@ -113,11 +129,15 @@ async function onHolderOf<T>(
   const found = await find(pool, sandboxId);
   if ('engine' in found) {
     const done = await operation(found.engine);
-    if (done.isErr() && done.error.type === 'unavailable') return err({ ...done.error, message: downMessage(found.engine, done.error.message) });
+    if (done.isErr() && done.error.type === 'unavailable')
+      return err({ ...done.error, message: downMessage(found.engine, done.error.message) });
     return done;
   }
   if (found.down.length > 0) {
-    return err({ type: 'unavailable', message: `sandbox ${sandboxId} is on none of the engines that answer; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}` });
+    return err({
+      type: 'unavailable',
+      message: `sandbox ${sandboxId} is on none of the engines that answer; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}`,
+    });
   }
   return absent();
 }
@@ -153,13 +173,23 @@ async function choose(pool: Engines, place: boolean): Promise<Result<PooledRunti
 }
 
 async function ping(pool: Engines): Promise<Result<void, SandboxRuntimeError>> {
-  const answers = await Promise.all(pool.engines.map(async (engine) => ({ engine, pinged: await engine.runtime.ping() })));
+  const answers = await Promise.all(
+    pool.engines.map(async (engine) => ({ engine, pinged: await engine.runtime.ping() })),
+  );
   if (answers.some((a) => a.pinged.isOk())) return ok(undefined);
-  return err({ type: 'unavailable', message: answers.map((a) => downMessage(a.engine, a.pinged.isErr() ? a.pinged.error.message : '')).join('; ') });
+  return err({
+    type: 'unavailable',
+    message: answers.map((a) => downMessage(a.engine, a.pinged.isErr() ? a.pinged.error.message : '')).join('; '),
+  });
 }
 
-async function list(pool: Engines, installationId: string): Promise<Result<RuntimeSandboxSummary[], SandboxRuntimeError>> {
-  const answers = await Promise.all(pool.engines.map(async (engine) => ({ engine, listed: await engine.runtime.list(installationId) })));
+async function list(
+  pool: Engines,
+  installationId: string,
+): Promise<Result<RuntimeSandboxSummary[], SandboxRuntimeError>> {
+  const answers = await Promise.all(
+    pool.engines.map(async (engine) => ({ engine, listed: await engine.runtime.list(installationId) })),
+  );
   const held: RuntimeSandboxSummary[] = [];
   for (const { engine, listed } of answers) {
     if (listed.isErr()) continue;
@@ -169,12 +199,19 @@ async function list(pool: Engines, installationId: string): Promise<Result<Runti
     }
   }
   if (answers.every((a) => a.listed.isErr())) {
-    return err({ type: 'unavailable', message: answers.map((a) => downMessage(a.engine, a.listed.isErr() ? a.listed.error.message : '')).join('; ') });
+    return err({
+      type: 'unavailable',
+      message: answers.map((a) => downMessage(a.engine, a.listed.isErr() ? a.listed.error.message : '')).join('; '),
+    });
   }
   return ok(held);
 }
 
-async function create(pool: Engines, request: RuntimeCreateRequest, onProgress: ((detail: string) => void) | undefined): Promise<Result<RuntimeObservation, SandboxRuntimeError>> {
+async function create(
+  pool: Engines,
+  request: RuntimeCreateRequest,
+  onProgress: ((detail: string) => void) | undefined,
+): Promise<Result<RuntimeObservation, SandboxRuntimeError>> {
   const chosen = await choose(pool, true);
   if (chosen.isErr()) return err(chosen.error);
   const engine = chosen.value;
@@ -191,10 +228,19 @@ async function inspect(pool: Engines, sandboxId: string): Promise<Result<Runtime
     const seen = await found.engine.runtime.inspect(sandboxId);
     if (seen.isOk()) return ok(located(found.engine)(seen.value));
     if (seen.error.type !== 'unavailable') return err(seen.error);
-    return ok({ state: 'error', detail: downMessage(found.engine, seen.error.message), exposed_urls: [], location: found.engine.name });
+    return ok({
+      state: 'error',
+      detail: downMessage(found.engine, seen.error.message),
+      exposed_urls: [],
+      location: found.engine.name,
+    });
   }
   if (found.down.length > 0) {
-    return ok({ state: 'error', detail: `not on any sandbox engine that answers; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}`, exposed_urls: [] });
+    return ok({
+      state: 'error',
+      detail: `not on any sandbox engine that answers; ${found.down.map((d) => downMessage(d.engine, d.message)).join('; ')}`,
+      exposed_urls: [],
+    });
   }
   return ok({ state: 'missing', detail: 'the sandbox no longer exists on any sandbox engine', exposed_urls: [] });
 }

@@ -56,7 +56,9 @@ export const clippedOutputNote = (droppedBytes: number): string => `\n[… ${dro
 /** An exec output stream without the note a cut left at its end, and how many bytes were dropped (0 when it was whole). */
 export function splitClippedOutput(output: string): { text: string; droppedBytes: number } {
   const note = /\n\[… (\d+) more bytes not kept\]$/.exec(output);
-  return note ? { text: output.slice(0, note.index), droppedBytes: Number(note[1]) } : { text: output, droppedBytes: 0 };
+  return note
+    ? { text: output.slice(0, note.index), droppedBytes: Number(note[1]) }
+    : { text: output, droppedBytes: 0 };
 }
 
 /** What `readFile` may be told. */
@@ -172,7 +174,10 @@ export interface SandboxRuntime {
    * image built, say); it then reports what it is doing through `onProgress`, in words for the
    * user (they become the sandbox's status detail and its start task's detail).
    */
-  create(request: RuntimeCreateRequest, onProgress?: (detail: string) => void): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
+  create(
+    request: RuntimeCreateRequest,
+    onProgress?: (detail: string) => void,
+  ): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   inspect(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   pause(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
   resume(sandboxId: string): ResultAsync<RuntimeObservation, SandboxRuntimeError>;
@@ -221,7 +226,9 @@ export interface SandboxRuntime {
 export const runtimeFailure =
   (sandboxId: string, operation: string) =>
   (e: SandboxRuntimeError): DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'> =>
-    e.type === 'unavailable' ? { type: 'SandboxesUnavailable', reason: e.message } : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
+    e.type === 'unavailable'
+      ? { type: 'SandboxesUnavailable', reason: e.message }
+      : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
 /**
  * A path inside a sandbox, resolved against its working directory and normalised.

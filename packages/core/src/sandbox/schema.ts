@@ -19,7 +19,7 @@ export const ExposedPortSchema = z.object({
   name: z
     .string()
     .regex(/^[A-Z][A-Z0-9_]{0,63}$/)
-    .meta({ description: 'The exposed URL\'s name, e.g. AGENT_SERVER (upper case, digits, underscores).' }),
+    .meta({ description: "The exposed URL's name, e.g. AGENT_SERVER (upper case, digits, underscores)." }),
   port: z.int().min(1).max(65535),
   health_path: z
     .string()
@@ -39,12 +39,14 @@ export const SandboxSpecSchema = z.object({
   initial_env: z.record(z.string(), z.string()),
   description: z.string().nullable(),
   created_at: z.iso.datetime(),
-  exposed_ports: z.array(ExposedPortSchema).optional().meta({ description: 'Ports its image serves, each reached through the service at <base>/sandboxes/{id}/<name>.' }),
-  session_api_key_variable: z
-    .string()
-    .nullable()
+  exposed_ports: z
+    .array(ExposedPortSchema)
     .optional()
-    .meta({ description: "Each sandbox gets a fresh key in this environment variable: its session_api_key, which opens its exposed URLs." }),
+    .meta({ description: 'Ports its image serves, each reached through the service at <base>/sandboxes/{id}/<name>.' }),
+  session_api_key_variable: z.string().nullable().optional().meta({
+    description:
+      'Each sandbox gets a fresh key in this environment variable: its session_api_key, which opens its exposed URLs.',
+  }),
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
@@ -92,14 +94,14 @@ export const SandboxInfoSchema = z.object({
   created_by_user_id: z.string().nullable(),
   sandbox_spec_id: z.string(),
   status: SandboxStatusSchema,
-  status_detail: z.string().nullable().meta({ description: 'Why the sandbox is in ERROR or MISSING, or what it is waiting for.' }),
-  session_api_key: z
+  status_detail: z
     .string()
     .nullable()
-    .meta({
-      description:
-        "While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise.",
-    }),
+    .meta({ description: 'Why the sandbox is in ERROR or MISSING, or what it is waiting for.' }),
+  session_api_key: z.string().nullable().meta({
+    description:
+      "While RUNNING, for specs that run a server of their own (e.g. the OpenHands agent-server): the key that opens the sandbox's exposed URLs, as X-Session-API-Key. Null otherwise.",
+  }),
   exposed_urls: z.array(ExposedUrlSchema).nullable().meta({ description: 'Only while RUNNING; null otherwise.' }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),

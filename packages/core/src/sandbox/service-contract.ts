@@ -162,14 +162,39 @@ export interface SandboxServiceDeps {
  * which actions it can refuse.)
  */
 export const SandboxServiceErrors = {
-  start: ['SandboxSpecNotFound', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  start: [
+    'SandboxSpecNotFound',
+    'SandboxCapReached',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
   reserve: ['SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
   get: ['SandboxNotFound', 'StoreUnavailable'],
   getMany: ['StoreUnavailable'],
   search: ['StoreUnavailable'],
-  pause: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  resume: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxCapReached', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  delete: ['SandboxNotFound', 'IllegalSandboxTransition', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  pause: [
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  resume: [
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxCapReached',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  delete: [
+    'SandboxNotFound',
+    'IllegalSandboxTransition',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
   resolveSpec: ['SandboxSpecNotFound', 'StoreUnavailable'],
   endpoint: ['SandboxNotFound', 'StoreUnavailable'],
   reconcile: ['SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
@@ -193,7 +218,9 @@ export interface SandboxEndpoint {
 }
 
 /** The error union of a sandbox operation. */
-export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<(typeof SandboxServiceErrors)[K]>;
+export type SandboxServiceError<K extends keyof typeof SandboxServiceErrors> = ErrorsOf<
+  (typeof SandboxServiceErrors)[K]
+>;
 
 export interface SandboxService {
   /** Creates a sandbox from a spec (when absent: `standaloneSpecId`, else the default). Returns at once, STARTING; it comes up in the background. */

@@ -10,10 +10,22 @@ import { createResting } from './resting.js';
 import { createRoom, type Room } from './room.js';
 import { createSandboxPool, type SandboxPool } from './pool.js';
 import { runtimeFailure, type SandboxRuntimeError } from './runtime.js';
-import { POOLED_SANDBOX_OWNER, toSandboxInfo, type SandboxInfo, type SandboxRecord, type SandboxSpec } from './schema.js';
+import {
+  POOLED_SANDBOX_OWNER,
+  toSandboxInfo,
+  type SandboxInfo,
+  type SandboxRecord,
+  type SandboxSpec,
+} from './schema.js';
 import { planSandboxAction, type SandboxAction } from './state.js';
 import { createStartups, type Startups } from './startups.js';
-import type { SandboxEndpoint, SandboxReservation, SandboxService, SandboxServiceDeps, SandboxServiceError } from './service-contract.js';
+import type {
+  SandboxEndpoint,
+  SandboxReservation,
+  SandboxService,
+  SandboxServiceDeps,
+  SandboxServiceError,
+} from './service-contract.js';
 
 export * from './service-contract.js';
 
@@ -45,13 +57,22 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   return {
     resolveSpec: (specId) => resultAsync(resolveSpec(deps, specId)),
     defaultSpec: () => deps.specs.getDefault(),
-    specForImage: (image) => deps.specs.getDefault().map((base) => ({ ...base, id: image, image, description: 'Ad-hoc spec from the sandbox_base_container_image setting' })),
+    specForImage: (image) =>
+      deps.specs.getDefault().map((base) => ({
+        ...base,
+        id: image,
+        image,
+        description: 'Ad-hoc spec from the sandbox_base_container_image setting',
+      })),
     reserve: (userId, spec) => resultAsync(reserve(parts, userId, spec)),
     startFromSpec: (userId, spec) => resultAsync(reserve(parts, userId, spec)).map(commitNow),
     start: (userId, specId) => resultAsync(start(parts, userId, specId)),
     get: (userId, id) => resultAsync(get(parts, userId, id)),
     getMany: (userId, idList) => resultAsync(getMany(parts, userId, idList)),
-    search: (userId, page) => deps.sandboxes.search(userId, page).map((p) => ({ items: p.items.map(toSandboxInfo), next_page_id: p.next_page_id })),
+    search: (userId, page) =>
+      deps.sandboxes
+        .search(userId, page)
+        .map((p) => ({ items: p.items.map(toSandboxInfo), next_page_id: p.next_page_id })),
     pause: (userId, id) => resultAsync(pauseBecause(parts, userId, id, null)),
     resume: (userId, id) => resultAsync(resume(parts, userId, id)),
     delete: (userId, id) => resultAsync(deleteSandbox(parts, userId, id)),
@@ -79,7 +100,11 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
 /** Makes each part once, handing each the others it needs (the room and maintenance pause through the service's own pause). */
 function createSandboxParts(deps: SandboxServiceDeps): SandboxParts {
   const installation = installationOnce(deps.installation);
-  const observations = createObservations({ sandboxes: deps.sandboxes, clock: deps.clock, onSandboxGone: deps.onSandboxGone });
+  const observations = createObservations({
+    sandboxes: deps.sandboxes,
+    clock: deps.clock,
+    onSandboxGone: deps.onSandboxGone,
+  });
   const startups = createStartups({
     sandboxes: deps.sandboxes,
     runtime: deps.runtime,
@@ -90,8 +115,15 @@ function createSandboxParts(deps: SandboxServiceDeps): SandboxParts {
     shared: deps.shared,
     observations,
   });
-  const activity = createActivity({ sandboxes: deps.sandboxes, clock: deps.clock, logger: deps.logger, background: deps.background, options: deps.options });
-  const pause = (userId: string, id: string, reason: string | null) => resultAsync(pauseBecause({ deps, observations }, userId, id, reason));
+  const activity = createActivity({
+    sandboxes: deps.sandboxes,
+    clock: deps.clock,
+    logger: deps.logger,
+    background: deps.background,
+    options: deps.options,
+  });
+  const pause = (userId: string, id: string, reason: string | null) =>
+    resultAsync(pauseBecause({ deps, observations }, userId, id, reason));
   const pool = createSandboxPool({
     sandboxes: deps.sandboxes,
     specs: deps.specs,
@@ -154,7 +186,8 @@ function installationOnce(store: InstallationStore): () => ResultAsync<string, S
         });
 }
 
-const visible = (record: SandboxRecord | null): record is SandboxRecord => record !== null && record.status !== 'DELETED';
+const visible = (record: SandboxRecord | null): record is SandboxRecord =>
+  record !== null && record.status !== 'DELETED';
 
 /** Tells a runtime over several engines where the record says the sandbox is, before acting on it. */
 function locate(deps: Pick<SandboxServiceDeps, 'runtime'>, record: SandboxRecord): void {
@@ -166,7 +199,10 @@ function commitNow(reservation: SandboxReservation): SandboxRecord {
   return reservation.record;
 }
 
-async function resolveSpec(deps: SandboxServiceDeps, specId: string | null | undefined): Promise<Result<SandboxSpec, SandboxServiceError<'resolveSpec'>>> {
+async function resolveSpec(
+  deps: SandboxServiceDeps,
+  specId: string | null | undefined,
+): Promise<Result<SandboxSpec, SandboxServiceError<'resolveSpec'>>> {
   if (!specId) return deps.specs.getDefault();
   const spec = await deps.specs.get(specId);
   if (spec.isErr()) return err(spec.error);
@@ -191,7 +227,11 @@ async function admit(parts: SandboxParts, spec: SandboxSpec): Promise<Result<voi
   return admitted;
 }
 
-async function reserve(parts: SandboxParts, userId: string, spec: SandboxSpec): Promise<Result<SandboxReservation, SandboxServiceError<'reserve'>>> {
+async function reserve(
+  parts: SandboxParts,
+  userId: string,
+  spec: SandboxSpec,
+): Promise<Result<SandboxReservation, SandboxServiceError<'reserve'>>> {
   const admitted = await admit(parts, spec);
   if (admitted.isErr()) return err(runtimeFailure('(new)', 'start')(admitted.error));
   const installation = await parts.installation();
@@ -199,7 +239,11 @@ async function reserve(parts: SandboxParts, userId: string, spec: SandboxSpec): 
   return parts.room.reserve(userId, spec, installation.value);
 }
 
-async function start(parts: SandboxParts, userId: string, specId: string | null | undefined): Promise<Result<SandboxInfo, SandboxServiceError<'start'>>> {
+async function start(
+  parts: SandboxParts,
+  userId: string,
+  specId: string | null | undefined,
+): Promise<Result<SandboxInfo, SandboxServiceError<'start'>>> {
   const spec = await resolveSpec(parts.deps, specId ?? parts.deps.options?.standaloneSpecId);
   if (spec.isErr()) return err(spec.error);
   const reservation = await reserve(parts, userId, spec.value);
@@ -213,17 +257,28 @@ async function refresh(parts: SandboxParts, record: SandboxRecord): Promise<Resu
   locate(parts.deps, record);
   const inspected = await parts.deps.runtime.inspect(record.id);
   if (inspected.isErr()) {
-    parts.deps.logger.warn({ sandboxId: record.id, reason: inspected.error.message }, 'could not refresh sandbox status');
+    parts.deps.logger.warn(
+      { sandboxId: record.id, reason: inspected.error.message },
+      'could not refresh sandbox status',
+    );
     return ok(record);
   }
   // Most reads find nothing new: then there is nothing to write.
-  if (parts.observations.changesNothing(record, inspected.value) || parts.startups.startingElsewhere(record, inspected.value)) return ok(record);
+  if (
+    parts.observations.changesNothing(record, inspected.value) ||
+    parts.startups.startingElsewhere(record, inspected.value)
+  )
+    return ok(record);
   const updated = await parts.observations.applyObservation(record.user_id, record.id, inspected.value);
   if (updated.isErr()) return err(updated.error);
   return ok(updated.value ?? record);
 }
 
-async function get(parts: SandboxParts, userId: string, id: string): Promise<Result<SandboxInfo, SandboxServiceError<'get'>>> {
+async function get(
+  parts: SandboxParts,
+  userId: string,
+  id: string,
+): Promise<Result<SandboxInfo, SandboxServiceError<'get'>>> {
   const record = await parts.deps.sandboxes.get(userId, id);
   if (record.isErr()) return err(record.error);
   if (!visible(record.value)) return err({ type: 'SandboxNotFound', sandboxId: id });
@@ -233,7 +288,10 @@ async function get(parts: SandboxParts, userId: string, id: string): Promise<Res
 }
 
 /** Each visible record refreshed (all at once), the others as they are; the first failure in order fails them all. */
-async function refreshVisible(parts: SandboxParts, records: readonly (SandboxRecord | null)[]): Promise<Result<{ record: SandboxRecord | null; visible: boolean }[], StoreFailure>> {
+async function refreshVisible(
+  parts: SandboxParts,
+  records: readonly (SandboxRecord | null)[],
+): Promise<Result<{ record: SandboxRecord | null; visible: boolean }[], StoreFailure>> {
   const refreshed = await Promise.all(records.map((r) => (visible(r) ? refresh(parts, r) : Promise.resolve(null))));
   const out: { record: SandboxRecord | null; visible: boolean }[] = [];
   for (const [i, r] of refreshed.entries()) {
@@ -244,7 +302,11 @@ async function refreshVisible(parts: SandboxParts, records: readonly (SandboxRec
   return ok(out);
 }
 
-async function getMany(parts: SandboxParts, userId: string, idList: readonly string[]): Promise<Result<(SandboxInfo | null)[], SandboxServiceError<'getMany'>>> {
+async function getMany(
+  parts: SandboxParts,
+  userId: string,
+  idList: readonly string[],
+): Promise<Result<(SandboxInfo | null)[], SandboxServiceError<'getMany'>>> {
   const records = await parts.deps.sandboxes.getMany(userId, idList);
   if (records.isErr()) return err(records.error);
   const refreshed = await refreshVisible(parts, records.value);
@@ -252,7 +314,11 @@ async function getMany(parts: SandboxParts, userId: string, idList: readonly str
   return ok(refreshed.value.map((r) => (r.visible && r.record ? toSandboxInfo(r.record) : null)));
 }
 
-async function liveRecords(parts: SandboxParts, userId: string, idList: readonly string[]): Promise<Result<Map<string, SandboxRecord>, StoreFailure>> {
+async function liveRecords(
+  parts: SandboxParts,
+  userId: string,
+  idList: readonly string[],
+): Promise<Result<Map<string, SandboxRecord>, StoreFailure>> {
   const records = await parts.deps.sandboxes.getMany(userId, [...new Set(idList)]);
   if (records.isErr()) return err(records.error);
   const refreshed = await refreshVisible(parts, records.value);
@@ -264,14 +330,20 @@ async function liveRecords(parts: SandboxParts, userId: string, idList: readonly
 type ActFailure = DomainErrorOf<'SandboxNotFound' | 'IllegalSandboxTransition' | 'StoreUnavailable'>;
 
 /** The sandbox to act on, or 'noop' when the action is already done; refused when its state forbids the action. */
-async function act(deps: SandboxServiceDeps, userId: string, id: string, action: SandboxAction): Promise<Result<SandboxRecord | 'noop', ActFailure>> {
+async function act(
+  deps: SandboxServiceDeps,
+  userId: string,
+  id: string,
+  action: SandboxAction,
+): Promise<Result<SandboxRecord | 'noop', ActFailure>> {
   const record = await deps.sandboxes.get(userId, id);
   if (record.isErr()) return err(record.error);
   if (!record.value) return err({ type: 'SandboxNotFound', sandboxId: id });
   locate(deps, record.value);
   const plan = planSandboxAction(record.value.status, action);
   if (plan.isErr()) {
-    if (record.value.status === 'DELETED' && action === 'delete') return err({ type: 'SandboxNotFound', sandboxId: id });
+    if (record.value.status === 'DELETED' && action === 'delete')
+      return err({ type: 'SandboxNotFound', sandboxId: id });
     return err({ type: 'IllegalSandboxTransition', sandboxId: id, from: record.value.status, action });
   }
   return ok(plan.value === 'noop' ? 'noop' : record.value);
@@ -289,12 +361,19 @@ async function pauseBecause(
   if (target.value === 'noop') return ok(undefined);
   const paused = await parts.deps.runtime.pause(id);
   if (paused.isErr()) return err(runtimeFailure(id, 'pause')(paused.error));
-  const applied = await parts.observations.applyObservation(userId, id, { ...paused.value, detail: paused.value.detail ?? reason });
+  const applied = await parts.observations.applyObservation(userId, id, {
+    ...paused.value,
+    detail: paused.value.detail ?? reason,
+  });
   if (applied.isErr()) return err(applied.error);
   return ok(undefined);
 }
 
-async function resume(parts: SandboxParts, userId: string, id: string): Promise<Result<void, SandboxServiceError<'resume'>>> {
+async function resume(
+  parts: SandboxParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, SandboxServiceError<'resume'>>> {
   const target = await act(parts.deps, userId, id, 'resume');
   if (target.isErr()) return err(target.error);
   if (target.value === 'noop') return ok(undefined);
@@ -303,16 +382,25 @@ async function resume(parts: SandboxParts, userId: string, id: string): Promise<
 }
 
 /** The runtime's resume, written to the record; a sandbox that comes back slowly is waited for in the background. */
-async function resumeInRuntime(parts: SandboxParts, userId: string, id: string): Promise<Result<void, SandboxServiceError<'resume'>>> {
+async function resumeInRuntime(
+  parts: SandboxParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, SandboxServiceError<'resume'>>> {
   const resumed = await parts.deps.runtime.resume(id);
   if (resumed.isErr()) return err(runtimeFailure(id, 'resume')(resumed.error));
   const record = await parts.observations.applyObservation(userId, id, resumed.value);
   if (record.isErr()) return err(record.error);
-  if (record.value?.status === 'STARTING' && !parts.startups.inHand(id)) parts.startups.track(id, () => parts.startups.awaitRunning(userId, id));
+  if (record.value?.status === 'STARTING' && !parts.startups.inHand(id))
+    parts.startups.track(id, () => parts.startups.awaitRunning(userId, id));
   return ok(undefined);
 }
 
-async function deleteSandbox(parts: SandboxParts, userId: string, id: string): Promise<Result<void, SandboxServiceError<'delete'>>> {
+async function deleteSandbox(
+  parts: SandboxParts,
+  userId: string,
+  id: string,
+): Promise<Result<void, SandboxServiceError<'delete'>>> {
   const deps = parts.deps;
   const target = await act(deps, userId, id, 'delete');
   if (target.isErr()) return err(target.error);
@@ -321,7 +409,14 @@ async function deleteSandbox(parts: SandboxParts, userId: string, id: string): P
   if (reachable.isErr()) return err(runtimeFailure(id, 'delete')(reachable.error));
   // The record goes first: a start still in progress sees DELETED and removes what it made.
   const marked = await deps.sandboxes.update(userId, id, (current): Result<SandboxRecord, never> =>
-    ok({ ...current, status: 'DELETED', status_detail: 'deleted', exposed_urls: [], session_api_key: null, updated_at: deps.clock.now() }),
+    ok({
+      ...current,
+      status: 'DELETED',
+      status_detail: 'deleted',
+      exposed_urls: [],
+      session_api_key: null,
+      updated_at: deps.clock.now(),
+    }),
   );
   if (marked.isErr()) return err(marked.error);
   if (deps.onSandboxGone) await deps.onSandboxGone(userId, id, 'sandbox deleted');
@@ -330,11 +425,16 @@ async function deleteSandbox(parts: SandboxParts, userId: string, id: string): P
   return ok(undefined);
 }
 
-async function endpoint(deps: SandboxServiceDeps, id: string, name: string): Promise<Result<SandboxEndpoint, SandboxServiceError<'endpoint'>>> {
+async function endpoint(
+  deps: SandboxServiceDeps,
+  id: string,
+  name: string,
+): Promise<Result<SandboxEndpoint, SandboxServiceError<'endpoint'>>> {
   const owner = await deps.sandboxes.ownerOf(id);
   if (owner.isErr()) return err(owner.error);
   // A pooled sandbox is nobody's yet: its URLs lead nowhere until it is claimed.
-  const found = owner.value === null || owner.value === POOLED_SANDBOX_OWNER ? ok(null) : await deps.sandboxes.get(owner.value, id);
+  const found =
+    owner.value === null || owner.value === POOLED_SANDBOX_OWNER ? ok(null) : await deps.sandboxes.get(owner.value, id);
   if (found.isErr()) return err(found.error);
   const record = found.value;
   if (!visible(record)) return err({ type: 'SandboxNotFound', sandboxId: id });
@@ -344,7 +444,9 @@ async function endpoint(deps: SandboxServiceDeps, id: string, name: string): Pro
     userId: record.user_id,
     status: info.status,
     statusDetail: info.status_detail,
-    offered: (record.spec.exposed_ports ?? []).some((p) => p.name === name) || record.exposed_urls.some((u) => u.name === name),
+    offered:
+      (record.spec.exposed_ports ?? []).some((p) => p.name === name) ||
+      record.exposed_urls.some((u) => u.name === name),
     target: info.status === 'RUNNING' ? (record.exposed_urls.find((u) => u.name === name)?.url ?? null) : null,
     sessionApiKey: record.session_api_key ?? null,
   });

@@ -74,23 +74,36 @@ export function createStartups(deps: StartupsDeps): Startups {
   };
   return {
     startingElsewhere: (record, observed) =>
-      deps.shared && observed.state === 'missing' && record.status === 'STARTING' && millisOf(deps.clock) - Date.parse(record.updated_at) < inFlight.startTimeoutMs,
+      deps.shared &&
+      observed.state === 'missing' &&
+      record.status === 'STARTING' &&
+      millisOf(deps.clock) - Date.parse(record.updated_at) < inFlight.startTimeoutMs,
     inHand: (id) => inFlight.settling.has(id) || inFlight.reserved.has(id),
     reserved: inFlight.reserved,
     awaitRunning: (userId, id) => awaitRunning(deps, inFlight, userId, id),
     track: (id, work) => track(deps, inFlight, id, work),
-    bringUp: (record, installationOfRecord, resourceFactor) => bringUp(deps, inFlight, record, installationOfRecord, resourceFactor),
+    bringUp: (record, installationOfRecord, resourceFactor) =>
+      bringUp(deps, inFlight, record, installationOfRecord, resourceFactor),
     removeInBackground: (sandboxId, why) => removeInBackground(deps, sandboxId, why),
     whenSettled: (userId, id, onProgress) => whenSettled(deps, inFlight, userId, id, onProgress),
   };
 }
 
-async function awaitRunning(deps: StartupsDeps, inFlight: InFlight, userId: string, id: string): Promise<SandboxRecord | null> {
+async function awaitRunning(
+  deps: StartupsDeps,
+  inFlight: InFlight,
+  userId: string,
+  id: string,
+): Promise<SandboxRecord | null> {
   const attempts = Math.max(1, Math.ceil(inFlight.startTimeoutMs / inFlight.pollIntervalMs));
   for (let i = 0; i < attempts && !deps.background.closed; i++) {
     const inspected = await deps.runtime.inspect(id);
     if (inspected.isErr()) {
-      const marked = await deps.observations.markError(userId, id, `could not inspect the sandbox: ${inspected.error.message}`);
+      const marked = await deps.observations.markError(
+        userId,
+        id,
+        `could not inspect the sandbox: ${inspected.error.message}`,
+      );
       return marked.unwrapOr(null);
     }
     const applied = await deps.observations.applyObservation(userId, id, inspected.value);
@@ -128,14 +141,23 @@ function removeInBackground(deps: StartupsDeps, sandboxId: string, why: string):
       const removed = await deps.runtime.delete(sandboxId);
       if (removed.isOk()) return;
       if (attempt === delays.length - 1 || deps.background.closed) {
-        deps.logger.warn({ sandboxId, why, reason: removed.error.message }, 'could not remove a deleted sandbox; the next reconcile removes it');
+        deps.logger.warn(
+          { sandboxId, why, reason: removed.error.message },
+          'could not remove a deleted sandbox; the next reconcile removes it',
+        );
         return;
       }
     }
   });
 }
 
-async function bringUp(deps: StartupsDeps, inFlight: InFlight, record: SandboxRecord, installationOfRecord: string, resourceFactor: number): Promise<SandboxRecord | null> {
+async function bringUp(
+  deps: StartupsDeps,
+  inFlight: InFlight,
+  record: SandboxRecord,
+  installationOfRecord: string,
+  resourceFactor: number,
+): Promise<SandboxRecord | null> {
   const created = await deps.runtime.create(
     {
       sandbox_id: record.id,
@@ -148,7 +170,11 @@ async function bringUp(deps: StartupsDeps, inFlight: InFlight, record: SandboxRe
     (detail) => {
       for (const listener of inFlight.progressListeners.get(record.id) ?? []) listener(detail);
       deps.background.spawn(`record progress of sandbox ${record.id}`, async () => {
-        await deps.observations.applyObservation(record.user_id, record.id, { state: 'starting', detail, exposed_urls: [] });
+        await deps.observations.applyObservation(record.user_id, record.id, {
+          state: 'starting',
+          detail,
+          exposed_urls: [],
+        });
       });
     },
   );
@@ -161,12 +187,19 @@ async function bringUp(deps: StartupsDeps, inFlight: InFlight, record: SandboxRe
     removeInBackground(deps, record.id, 'it was deleted while it was starting');
     return current;
   }
-  if (created.isErr()) deps.logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
+  if (created.isErr())
+    deps.logger.warn({ sandboxId: record.id, reason: created.error.message }, 'sandbox failed to start');
   if (current?.status !== 'STARTING') return current;
   return awaitRunning(deps, inFlight, record.user_id, record.id);
 }
 
-async function whenSettled(deps: StartupsDeps, inFlight: InFlight, userId: string, id: string, onProgress?: (detail: string) => void): Promise<SandboxRecord | null> {
+async function whenSettled(
+  deps: StartupsDeps,
+  inFlight: InFlight,
+  userId: string,
+  id: string,
+  onProgress?: (detail: string) => void,
+): Promise<SandboxRecord | null> {
   const pending = inFlight.settling.get(id);
   if (pending && onProgress) {
     const listeners = inFlight.progressListeners.get(id) ?? new Set();
@@ -185,4 +218,6 @@ async function whenSettled(deps: StartupsDeps, inFlight: InFlight, userId: strin
 
 /** The sandbox's own key, in the variable its spec names (nothing for specs without one). */
 const keyVariable = (record: SandboxRecord): Record<string, string> =>
-  record.spec.session_api_key_variable && record.session_api_key ? { [record.spec.session_api_key_variable]: record.session_api_key } : {};
+  record.spec.session_api_key_variable && record.session_api_key
+    ? { [record.spec.session_api_key_variable]: record.session_api_key }
+    : {};

@@ -15,7 +15,10 @@ export interface IllegalSandboxAction {
 }
 
 /** Decides whether a user action is legal in the sandbox's current state. */
-export function planSandboxAction(from: SandboxLifecycleStatus, action: SandboxAction): Result<SandboxPlan, IllegalSandboxAction> {
+export function planSandboxAction(
+  from: SandboxLifecycleStatus,
+  action: SandboxAction,
+): Result<SandboxPlan, IllegalSandboxAction> {
   return match<[SandboxLifecycleStatus, SandboxAction], Result<SandboxPlan, IllegalSandboxAction>>([from, action])
     .with(['RUNNING', 'pause'], () => ok('perform'))
     .with(['PAUSED', 'pause'], () => ok('noop'))
@@ -31,7 +34,10 @@ export function planSandboxAction(from: SandboxLifecycleStatus, action: SandboxA
 }
 
 /** The status a runtime observation means. A deleted sandbox stays deleted whatever the runtime says. */
-export function statusAfterObservation(from: SandboxLifecycleStatus, observed: RuntimeObservation['state']): SandboxLifecycleStatus {
+export function statusAfterObservation(
+  from: SandboxLifecycleStatus,
+  observed: RuntimeObservation['state'],
+): SandboxLifecycleStatus {
   return match<[SandboxLifecycleStatus, RuntimeObservation['state']], SandboxLifecycleStatus>([from, observed])
     .with(['DELETED', P._], () => 'DELETED')
     .with([P._, 'starting'], () => 'STARTING')

@@ -34,7 +34,10 @@ export interface SandboxStore {
    * Sandboxes in any of these statuses, oldest first: of one user, or of every user
    * when userId is null (for maintenance: idle pause, reconciliation after a restart).
    */
-  listByStatus(userId: string | null, statuses: readonly SandboxLifecycleStatus[]): ResultAsync<SandboxRecord[], StoreFailure>;
+  listByStatus(
+    userId: string | null,
+    statuses: readonly SandboxLifecycleStatus[],
+  ): ResultAsync<SandboxRecord[], StoreFailure>;
   /**
    * Hands one ready pooled sandbox of this spec to a user, atomically: of the RUNNING records
    * owned by POOLED_SANDBOX_OWNER with `sandbox_spec_id` = specId, the oldest not being claimed

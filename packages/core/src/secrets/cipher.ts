@@ -44,7 +44,9 @@ export function parseSecretKey(text: string, name = 'secret key'): Buffer {
         ? Buffer.from(t, 'base64url')
         : null;
   if (key?.length !== 32) {
-    throw new Error(`The ${name} must be 32 random bytes, written as 64 hex characters or base64 (e.g. \`openssl rand -base64 32\`).`);
+    throw new Error(
+      `The ${name} must be 32 random bytes, written as 64 hex characters or base64 (e.g. \`openssl rand -base64 32\`).`,
+    );
   }
   return key;
 }
@@ -60,16 +62,22 @@ export interface AesGcmCipherOptions {
 export function createAesGcmCipher(options: AesGcmCipherOptions): SecretCipher {
   const keys = new Map<string, Buffer>();
   for (const [id, key] of Object.entries(options.keys)) {
-    if (!KEY_ID.test(id)) throw new Error(`Secret key id "${id}" may only contain letters, digits, _ and - (1–64 characters).`);
+    if (!KEY_ID.test(id))
+      throw new Error(`Secret key id "${id}" may only contain letters, digits, _ and - (1–64 characters).`);
     if (key.length !== 32) throw new Error(`Secret key "${id}" must be 32 bytes for AES-256-GCM, not ${key.length}.`);
     keys.set(id, Buffer.from(key));
   }
-  if (!keys.has(options.currentKeyId)) throw new Error(`The current secret key id "${options.currentKeyId}" is not among the configured keys.`);
+  if (!keys.has(options.currentKeyId))
+    throw new Error(`The current secret key id "${options.currentKeyId}" is not among the configured keys.`);
 
   const parse = (envelope: string) => {
     const parts = envelope.split('.');
     if (parts.length !== 4 || parts[0] !== PREFIX || !KEY_ID.test(parts[1] ?? '')) return null;
-    return { keyId: parts[1] as string, iv: Buffer.from(parts[2] as string, 'base64url'), sealed: Buffer.from(parts[3] as string, 'base64url') };
+    return {
+      keyId: parts[1] as string,
+      iv: Buffer.from(parts[2] as string, 'base64url'),
+      sealed: Buffer.from(parts[3] as string, 'base64url'),
+    };
   };
 
   return {
@@ -90,13 +98,22 @@ export function createAesGcmCipher(options: AesGcmCipherOptions): SecretCipher {
       }
       const key = keys.get(parsed.keyId);
       if (!key) {
-        return err({ type: 'unknown_key', keyId: parsed.keyId, message: `the secret was encrypted with key id ${parsed.keyId}, which is not configured` });
+        return err({
+          type: 'unknown_key',
+          keyId: parsed.keyId,
+          message: `the secret was encrypted with key id ${parsed.keyId}, which is not configured`,
+        });
       }
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, parsed.iv);
         decipher.setAAD(Buffer.from(context, 'utf8'));
         decipher.setAuthTag(parsed.sealed.subarray(parsed.sealed.length - 16));
-        return ok(Buffer.concat([decipher.update(parsed.sealed.subarray(0, parsed.sealed.length - 16)), decipher.final()]).toString('utf8'));
+        return ok(
+          Buffer.concat([
+            decipher.update(parsed.sealed.subarray(0, parsed.sealed.length - 16)),
+            decipher.final(),
+          ]).toString('utf8'),
+        );
       } catch {
         return err({
           type: 'tampered_or_wrong_key',

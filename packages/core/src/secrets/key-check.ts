@@ -15,14 +15,20 @@ export class SecretKeyMismatchError extends Error {
 
 /** The check value to record for the cipher's current key. */
 export function secretKeyCheckValue(cipher: SecretCipher): { key_id: string; check_value: string } {
-  return { key_id: cipher.currentKeyId, check_value: cipher.encrypt(CHECK_PLAINTEXT, checkContext(cipher.currentKeyId)) };
+  return {
+    key_id: cipher.currentKeyId,
+    check_value: cipher.encrypt(CHECK_PLAINTEXT, checkContext(cipher.currentKeyId)),
+  };
 }
 
 /**
  * Throws SecretKeyMismatchError, saying which key is needed, when a recorded key id is not
  * configured or a configured key fails its check value; nothing stored is touched.
  */
-export function checkSecretKeys(recorded: readonly { key_id: string; check_value: string }[], cipher: SecretCipher): void {
+export function checkSecretKeys(
+  recorded: readonly { key_id: string; check_value: string }[],
+  cipher: SecretCipher,
+): void {
   const missing: string[] = [];
   const wrong: string[] = [];
   for (const row of recorded) {

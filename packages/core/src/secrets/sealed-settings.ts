@@ -9,7 +9,11 @@ import type { SecretCipher } from './cipher.js';
  */
 
 /** Each secret's place in the settings record; the path is bound to the ciphertext with the user id. */
-type SecretSlot = { path: string; get: (s: StoredSettings) => string | null; set: (s: StoredSettings, value: string) => void };
+type SecretSlot = {
+  path: string;
+  get: (s: StoredSettings) => string | null;
+  set: (s: StoredSettings, value: string) => void;
+};
 
 function secretSlots(settings: StoredSettings): SecretSlot[] {
   const slots: SecretSlot[] = [
@@ -17,7 +21,9 @@ function secretSlots(settings: StoredSettings): SecretSlot[] {
     { path: 'search_api_key', get: (s) => s.search_api_key, set: (s, v) => (s.search_api_key = v) },
     { path: 'sandbox_api_key', get: (s) => s.sandbox_api_key, set: (s, v) => (s.sandbox_api_key = v) },
   ];
-  for (const provider of Object.keys(settings.secrets_store.provider_tokens) as (keyof StoredSettings['secrets_store']['provider_tokens'])[]) {
+  for (const provider of Object.keys(
+    settings.secrets_store.provider_tokens,
+  ) as (keyof StoredSettings['secrets_store']['provider_tokens'])[]) {
     slots.push({
       path: `secrets_store.provider_tokens.${provider}.token`,
       get: (s) => s.secrets_store.provider_tokens[provider]?.token ?? null,
@@ -36,7 +42,8 @@ function secretSlots(settings: StoredSettings): SecretSlot[] {
     slots.push({
       path: `llm_profiles.${profile.id}.api_key`,
       get: (s) => s.llm_profiles.profiles.find((p) => p.id === profile.id)?.api_key ?? null,
-      set: (s, v) => ((s.llm_profiles.profiles.find((p) => p.id === profile.id) as { api_key: string | null }).api_key = v),
+      set: (s, v) =>
+        ((s.llm_profiles.profiles.find((p) => p.id === profile.id) as { api_key: string | null }).api_key = v),
     });
   }
   for (const list of ['sse_servers', 'shttp_servers'] as const) {
@@ -54,7 +61,11 @@ function secretSlots(settings: StoredSettings): SecretSlot[] {
 const contextOf = (userId: string, path: string) => `acs:settings:${userId}:${path}`;
 
 /** The record as stored: every secret value replaced by its envelope. Also returns the key ids used. */
-export function sealSettings(settings: StoredSettings, userId: string, cipher: SecretCipher): { data: StoredSettings; keyIds: string[] } {
+export function sealSettings(
+  settings: StoredSettings,
+  userId: string,
+  cipher: SecretCipher,
+): { data: StoredSettings; keyIds: string[] } {
   const data = structuredClone(settings);
   let used = false;
   for (const slot of secretSlots(data)) {
@@ -67,7 +78,11 @@ export function sealSettings(settings: StoredSettings, userId: string, cipher: S
 }
 
 /** The record with its secrets decrypted, or an error naming the field that cannot be read. */
-export function openSettings(data: StoredSettings, userId: string, cipher: SecretCipher): Result<StoredSettings, Error> {
+export function openSettings(
+  data: StoredSettings,
+  userId: string,
+  cipher: SecretCipher,
+): Result<StoredSettings, Error> {
   const settings = structuredClone(data);
   for (const slot of secretSlots(settings)) {
     const envelope = slot.get(settings);

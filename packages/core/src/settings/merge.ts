@@ -70,11 +70,18 @@ export function reconcileActiveProfile(settings: StoredSettings): StoredSettings
   const { active, profiles } = settings.llm_profiles;
   if (active === null) return settings;
   const profile = profiles.find((p) => p.name === active);
-  const same = profile && profile.model === settings.llm_model && profile.base_url === settings.llm_base_url && profile.api_key === settings.llm_api_key;
+  const same =
+    profile &&
+    profile.model === settings.llm_model &&
+    profile.base_url === settings.llm_base_url &&
+    profile.api_key === settings.llm_api_key;
   return same ? settings : { ...settings, llm_profiles: { ...settings.llm_profiles, active: null } };
 }
 
-function mergeSecrets(stored: StoredUserSecrets, input: NonNullable<SettingsInput['secrets_store']>): StoredUserSecrets {
+function mergeSecrets(
+  stored: StoredUserSecrets,
+  input: NonNullable<SettingsInput['secrets_store']>,
+): StoredUserSecrets {
   const result: StoredUserSecrets = structuredClone(stored);
   for (const provider of GIT_PROVIDERS) {
     const entry = input.provider_tokens?.[provider];
@@ -99,7 +106,12 @@ function mergeSecrets(stored: StoredUserSecrets, input: NonNullable<SettingsInpu
       continue;
     }
     const before = result.custom_secrets[name];
-    const secret = entry.secret === undefined || entry.secret === null ? (before?.secret ?? null) : entry.secret === '' ? null : entry.secret;
+    const secret =
+      entry.secret === undefined || entry.secret === null
+        ? (before?.secret ?? null)
+        : entry.secret === ''
+          ? null
+          : entry.secret;
     const description = entry.description === undefined ? (before?.description ?? null) : entry.description;
     if (secret === null) delete result.custom_secrets[name];
     else result.custom_secrets[name] = { secret, description };
@@ -110,10 +122,17 @@ function mergeSecrets(stored: StoredUserSecrets, input: NonNullable<SettingsInpu
 function mergeMcpConfig(stored: McpConfig, input: McpConfig): McpConfig {
   const keyFor = (list: readonly { url: string; api_key: string | null }[], url: string) =>
     list.find((s) => s.url === url)?.api_key ?? null;
-  const resolveKey = (sent: string | null, storedKey: string | null) => (sent === null ? storedKey : sent === '' ? null : sent);
+  const resolveKey = (sent: string | null, storedKey: string | null) =>
+    sent === null ? storedKey : sent === '' ? null : sent;
   return {
-    sse_servers: input.sse_servers.map((s) => ({ ...s, api_key: resolveKey(s.api_key, keyFor(stored.sse_servers, s.url)) })),
-    shttp_servers: input.shttp_servers.map((s) => ({ ...s, api_key: resolveKey(s.api_key, keyFor(stored.shttp_servers, s.url)) })),
+    sse_servers: input.sse_servers.map((s) => ({
+      ...s,
+      api_key: resolveKey(s.api_key, keyFor(stored.sse_servers, s.url)),
+    })),
+    shttp_servers: input.shttp_servers.map((s) => ({
+      ...s,
+      api_key: resolveKey(s.api_key, keyFor(stored.shttp_servers, s.url)),
+    })),
     stdio_servers: input.stdio_servers.map((s) => ({ ...s, args: [...s.args], env: { ...s.env } })),
   };
 }

@@ -59,7 +59,11 @@ export const findProfile = (settings: StoredSettings | null, name: string): Stor
   settings?.llm_profiles.profiles.find((p) => p.name === name);
 
 /** The key a saved profile gets: see SaveProfileRequest and LlmProfileInput. */
-function keyToSave(settings: StoredSettings, existing: StoredLlmProfile | undefined, request: SaveProfileRequest): string | null {
+function keyToSave(
+  settings: StoredSettings,
+  existing: StoredLlmProfile | undefined,
+  request: SaveProfileRequest,
+): string | null {
   if (!request.include_secrets) return null;
   if (request.preserve_existing_api_key && existing) return existing.api_key;
   if (!request.llm) return settings.llm_api_key;
@@ -77,7 +81,8 @@ export function saveProfile(
 ): Result<StoredSettings, DomainErrorOf<'ProfileLimitReached'>> {
   const profiles = settings.llm_profiles.profiles;
   const existing = profiles.find((p) => p.name === name);
-  if (!existing && profiles.length >= MAX_LLM_PROFILES) return err({ type: 'ProfileLimitReached', limit: MAX_LLM_PROFILES });
+  if (!existing && profiles.length >= MAX_LLM_PROFILES)
+    return err({ type: 'ProfileLimitReached', limit: MAX_LLM_PROFILES });
   const source = request.llm ?? { model: settings.llm_model, base_url: settings.llm_base_url };
   const saved: StoredLlmProfile = {
     id: existing?.id ?? newId(),
@@ -91,7 +96,10 @@ export function saveProfile(
 }
 
 /** Makes the profile the settings' own model, base URL and key, and the active one. */
-export function activateProfile(settings: StoredSettings, name: string): Result<StoredSettings, DomainErrorOf<'ProfileNotFound'>> {
+export function activateProfile(
+  settings: StoredSettings,
+  name: string,
+): Result<StoredSettings, DomainErrorOf<'ProfileNotFound'>> {
   const profile = findProfile(settings, name);
   if (!profile) return err({ type: 'ProfileNotFound', name });
   return ok({
@@ -111,19 +119,29 @@ export function deleteProfile(settings: StoredSettings, name: string): StoredSet
   if (!findProfile(settings, name)) return settings;
   const remaining = settings.llm_profiles.profiles.filter((p) => p.name !== name);
   const wasActive = settings.llm_profiles.active === name;
-  const next: StoredSettings = { ...settings, llm_profiles: { profiles: remaining, active: wasActive ? null : settings.llm_profiles.active } };
+  const next: StoredSettings = {
+    ...settings,
+    llm_profiles: { profiles: remaining, active: wasActive ? null : settings.llm_profiles.active },
+  };
   const first = remaining[0];
   return wasActive && first ? activateProfile(next, first.name).unwrapOr(next) : next;
 }
 
 /** Renames a profile in place; it keeps its id, key and active flag. */
-export function renameProfile(settings: StoredSettings, from: string, to: string): Result<StoredSettings, DomainErrorOf<'ProfileNotFound' | 'ProfileNameTaken'>> {
+export function renameProfile(
+  settings: StoredSettings,
+  from: string,
+  to: string,
+): Result<StoredSettings, DomainErrorOf<'ProfileNotFound' | 'ProfileNameTaken'>> {
   if (!findProfile(settings, from)) return err({ type: 'ProfileNotFound', name: from });
   if (from === to) return ok(settings);
   if (findProfile(settings, to)) return err({ type: 'ProfileNameTaken', name: to });
   const { profiles, active } = settings.llm_profiles;
   return ok({
     ...settings,
-    llm_profiles: { profiles: profiles.map((p) => (p.name === from ? { ...p, name: to } : p)), active: active === from ? to : active },
+    llm_profiles: {
+      profiles: profiles.map((p) => (p.name === from ? { ...p, name: to } : p)),
+      active: active === from ? to : active,
+    },
   });
 }

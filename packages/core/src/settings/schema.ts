@@ -30,7 +30,11 @@ const httpUrlOrEmpty = z
     try {
       const url = new URL(value);
       // `new URL` invents a host for `http:///x` and `http:x`, so the text must have one too.
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && /^https?:\/\/[^/?#]/i.test(value);
+      return (
+        (url.protocol === 'http:' || url.protocol === 'https:') &&
+        url.hostname !== '' &&
+        /^https?:\/\/[^/?#]/i.test(value)
+      );
     } catch {
       return false;
     }
@@ -67,7 +71,10 @@ export const UserSecretsInputSchema = z.object({
         }
         return value;
       },
-      z.record(z.string().regex(SECRET_NAME, 'secret names must be valid environment variable names').max(128), customSecretInput),
+      z.record(
+        z.string().regex(SECRET_NAME, 'secret names must be valid environment variable names').max(128),
+        customSecretInput,
+      ),
     )
     .optional(),
 });
@@ -82,7 +89,10 @@ export const SettingsInputSchema = z.object({
     .nullable()
     .transform((v) => (v === '' ? null : v))
     .optional()
-    .meta({ description: 'llm (the model rates its own calls), rules (our rule-based analyzer) or ensemble (both; the higher rating wins); null or "" for none.' }),
+    .meta({
+      description:
+        'llm (the model rates its own calls), rules (our rule-based analyzer) or ensemble (both; the higher rating wins); null or "" for none.',
+    }),
   confirmation_mode: z.boolean().nullable().optional(),
   llm_model: shortText(512).trim().nullable().optional(),
   llm_api_key: secretValue.nullable().optional(),
@@ -321,7 +331,9 @@ export const CustomSecretUpdateSchema = z
 export type CustomSecretUpdate = z.output<typeof CustomSecretUpdateSchema>;
 
 /** A custom secret as listed: its name and description, never its value. */
-export const CustomSecretInfoSchema = z.object({ name: z.string(), description: z.string().nullable() }).meta({ id: 'CustomSecretInfo' });
+export const CustomSecretInfoSchema = z
+  .object({ name: z.string(), description: z.string().nullable() })
+  .meta({ id: 'CustomSecretInfo' });
 export type CustomSecretInfo = z.output<typeof CustomSecretInfoSchema>;
 
 /** `POST /api/add-git-providers`: the provider tokens to keep (the whole set: providers left out are dropped). */

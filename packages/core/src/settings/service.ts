@@ -60,42 +60,72 @@ export interface SettingsService {
   /** The user's custom secrets: names and descriptions, never values. */
   listSecrets(userId: string): ResultAsync<CustomSecretInfo[], ErrorsOf<typeof SettingsServiceErrors.listSecrets>>;
   /** Adds a custom secret; SecretNameTaken when one has that name. */
-  createSecret(userId: string, secret: CustomSecretCreate): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.createSecret>>;
+  createSecret(
+    userId: string,
+    secret: CustomSecretCreate,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.createSecret>>;
   /** Renames a custom secret and/or changes its description; its value stays. */
-  updateSecret(userId: string, name: string, change: CustomSecretUpdate): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.updateSecret>>;
+  updateSecret(
+    userId: string,
+    name: string,
+    change: CustomSecretUpdate,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.updateSecret>>;
   deleteSecret(userId: string, name: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.deleteSecret>>;
   /**
    * Replaces the git provider tokens with the ones given (a provider left out is dropped); a
    * provider given without a token keeps its stored token, with the host given.
    */
-  setProviderTokens(userId: string, input: ProviderTokensInput): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.setProviderTokens>>;
+  setProviderTokens(
+    userId: string,
+    input: ProviderTokensInput,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.setProviderTokens>>;
   /** Removes every git provider token. */
   unsetProviderTokens(userId: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.unsetProviderTokens>>;
   /** The stored settings with secret values, for the engine; null when none. */
   loadWithSecrets(userId: string): ResultAsync<StoredSettings | null, StoreFailure>;
   /** Load Settings with what only the V1 API shows: the LLM profiles (never their keys) and `user_version`. */
-  loadWithProfiles(userId: string): ResultAsync<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>;
+  loadWithProfiles(
+    userId: string,
+  ): ResultAsync<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>;
   /** The V1 API's change: each field given is set as given (see SettingsChange). */
   change(userId: string, change: SettingsChange): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.change>>;
   /** Adds a custom secret or replaces the value of the one with that name (its description stays unless one is given). */
-  putSecret(userId: string, secret: CustomSecretCreate): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.putSecret>>;
+  putSecret(
+    userId: string,
+    secret: CustomSecretCreate,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.putSecret>>;
   /** The LLM profiles and which is active; none when nothing is stored. */
   listProfiles(userId: string): ResultAsync<LlmProfilesView, ErrorsOf<typeof SettingsServiceErrors.listProfiles>>;
-  getProfile(userId: string, name: string): ResultAsync<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>;
+  getProfile(
+    userId: string,
+    name: string,
+  ): ResultAsync<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>;
   /** Saves a profile, or overwrites the one of that name in place (see SaveProfileRequest). */
-  saveProfile(userId: string, name: string, request: SaveProfileRequest): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.saveProfile>>;
+  saveProfile(
+    userId: string,
+    name: string,
+    request: SaveProfileRequest,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.saveProfile>>;
   /** Deletes a profile (nothing to do when there is none); deleting the active one activates the first left. */
   deleteProfile(userId: string, name: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>;
   /** Makes the profile's model, base URL and key the settings' own; returns the model. */
-  activateProfile(userId: string, name: string): ResultAsync<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>;
-  renameProfile(userId: string, name: string, newName: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.renameProfile>>;
+  activateProfile(
+    userId: string,
+    name: string,
+  ): ResultAsync<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>;
+  renameProfile(
+    userId: string,
+    name: string,
+    newName: string,
+  ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.renameProfile>>;
 }
 
 /** Load Settings plus the V1 API's own fields. */
 export type SettingsOverview = SettingsView & { user_version: number | null; llm_profiles: LlmProfilesView };
 
 /** Settings stored before a field existed read as that field's default. */
-const withDefaults = (stored: StoredSettings | null): StoredSettings | null => (stored ? { ...defaultSettings(), ...stored } : null);
+const withDefaults = (stored: StoredSettings | null): StoredSettings | null =>
+  stored ? { ...defaultSettings(), ...stored } : null;
 
 export interface SettingsServiceDeps {
   store: SettingsStore;
@@ -115,19 +145,34 @@ export function createSettingsService(deps: SettingsServiceDeps): SettingsServic
     updateSecret: (userId, name, change) => changeSecrets(deps, userId, updateSecret(name, change)),
     deleteSecret: (userId, name) => changeSecrets(deps, userId, removeSecret(name)),
     setProviderTokens: (userId, input) => changeSecrets(deps, userId, setProviderTokens(input)),
-    unsetProviderTokens: (userId) => changeSecrets<never>(deps, userId, (secrets) => ({ ok: { ...secrets, provider_tokens: {} } })),
+    unsetProviderTokens: (userId) =>
+      changeSecrets<never>(deps, userId, (secrets) => ({ ok: { ...secrets, provider_tokens: {} } })),
     load: (userId) => resultAsync(load(deps, userId)),
-    store: (userId, input) => deps.store.update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input))).map(() => undefined),
+    store: (userId, input) =>
+      deps.store
+        .update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input)))
+        .map(() => undefined),
     loadWithSecrets: (userId) => deps.store.get(userId).map(withDefaults),
     loadWithProfiles: (userId) => resultAsync(loadWithProfiles(deps, userId)),
-    change: (userId, change) => resultAsync(changeSettings<never>(deps, userId, (settings) => ok(reconcileActiveProfile(applySettingsChange(settings, change))))).map(() => undefined),
+    change: (userId, change) =>
+      resultAsync(
+        changeSettings<never>(deps, userId, (settings) =>
+          ok(reconcileActiveProfile(applySettingsChange(settings, change))),
+        ),
+      ).map(() => undefined),
     putSecret: (userId, secret) => changeSecrets(deps, userId, putSecret(secret)),
     listProfiles: (userId) => deps.store.get(userId).map((stored) => profilesView(withDefaults(stored))),
     getProfile: (userId, name) => resultAsync(getProfile(deps, userId, name)),
-    saveProfile: (userId, name, request) => resultAsync(changeExisting(deps, userId, (settings) => saveProfile(settings, name, request, () => deps.ids.next()))).map(() => undefined),
+    saveProfile: (userId, name, request) =>
+      resultAsync(
+        changeExisting(deps, userId, (settings) => saveProfile(settings, name, request, () => deps.ids.next())),
+      ).map(() => undefined),
     deleteProfile: (userId, name) => resultAsync(removeProfile(deps, userId, name)),
     activateProfile: (userId, name) => resultAsync(activate(deps, userId, name)),
-    renameProfile: (userId, name, newName) => resultAsync(changeExisting(deps, userId, (settings) => renameProfile(settings, name, newName))).map(() => undefined),
+    renameProfile: (userId, name, newName) =>
+      resultAsync(changeExisting(deps, userId, (settings) => renameProfile(settings, name, newName))).map(
+        () => undefined,
+      ),
   };
 }
 
@@ -136,7 +181,11 @@ export function createSettingsService(deps: SettingsServiceDeps): SettingsServic
  * that refuses the change. A change refused on what is stored writes nothing (and creates no
  * settings); one refused only on a record changed meanwhile writes that record back as it is.
  */
-async function changeSettings<E>(deps: SettingsServiceDeps, userId: string, change: (settings: StoredSettings) => Result<StoredSettings, E>): Promise<Result<StoredSettings, E | StoreFailure>> {
+async function changeSettings<E>(
+  deps: SettingsServiceDeps,
+  userId: string,
+  change: (settings: StoredSettings) => Result<StoredSettings, E>,
+): Promise<Result<StoredSettings, E | StoreFailure>> {
   const stored = await deps.store.get(userId);
   if (stored.isErr()) return err(stored.error);
   const refused = change(withDefaults(stored.value) ?? defaultSettings());
@@ -170,7 +219,11 @@ async function changeExisting<E>(
 }
 
 /** Changes the user's secrets in one atomic update (see changeSettings). */
-function changeSecrets<E>(deps: SettingsServiceDeps, userId: string, change: SecretsChange<E>): ResultAsync<void, E | StoreFailure> {
+function changeSecrets<E>(
+  deps: SettingsServiceDeps,
+  userId: string,
+  change: SecretsChange<E>,
+): ResultAsync<void, E | StoreFailure> {
   const changed = changeSettings<E>(deps, userId, (settings) => {
     const outcome = change(settings.secrets_store);
     return 'refused' in outcome ? err(outcome.refused) : ok({ ...settings, secrets_store: outcome.ok });
@@ -189,14 +242,23 @@ const addSecret =
   (secrets) =>
     Object.hasOwn(secrets.custom_secrets, secret.name)
       ? { refused: { type: 'SecretNameTaken', name: secret.name } }
-      : { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description: secret.description ?? null } } } };
+      : {
+          ok: {
+            ...secrets,
+            custom_secrets: {
+              ...secrets.custom_secrets,
+              [secret.name]: { secret: secret.value, description: secret.description ?? null },
+            },
+          },
+        };
 
 const updateSecret =
   (name: string, change: CustomSecretUpdate): SecretsChange<DomainErrorOf<'SecretNotFound' | 'SecretNameTaken'>> =>
   (secrets) => {
     const existing = Object.hasOwn(secrets.custom_secrets, name) ? secrets.custom_secrets[name] : undefined;
     if (!existing) return { refused: { type: 'SecretNotFound', name } };
-    if (change.name !== name && Object.hasOwn(secrets.custom_secrets, change.name)) return { refused: { type: 'SecretNameTaken', name: change.name } };
+    if (change.name !== name && Object.hasOwn(secrets.custom_secrets, change.name))
+      return { refused: { type: 'SecretNameTaken', name: change.name } };
     const rest = Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name));
     const description = change.description === undefined ? existing.description : change.description;
     return { ok: { ...secrets, custom_secrets: { ...rest, [change.name]: { secret: existing.secret, description } } } };
@@ -206,14 +268,22 @@ const removeSecret =
   (name: string): SecretsChange<DomainErrorOf<'SecretNotFound'>> =>
   (secrets) =>
     Object.hasOwn(secrets.custom_secrets, name)
-      ? { ok: { ...secrets, custom_secrets: Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name)) } }
+      ? {
+          ok: {
+            ...secrets,
+            custom_secrets: Object.fromEntries(Object.entries(secrets.custom_secrets).filter(([key]) => key !== name)),
+          },
+        }
       : { refused: { type: 'SecretNotFound', name } };
 
 const setProviderTokens =
   (input: ProviderTokensInput): SecretsChange<never> =>
   (secrets) => {
     const next: Partial<Record<GitProvider, StoredProviderToken>> = {};
-    for (const [provider, given] of Object.entries(input.provider_tokens) as [GitProvider, NonNullable<ProviderTokensInput['provider_tokens'][GitProvider]>][]) {
+    for (const [provider, given] of Object.entries(input.provider_tokens) as [
+      GitProvider,
+      NonNullable<ProviderTokensInput['provider_tokens'][GitProvider]>,
+    ][]) {
       const stored = secrets.provider_tokens[provider];
       const token = given.token ? given.token : (stored?.token ?? null);
       next[provider] = { token, host: given.host ?? null, user_id: given.user_id ?? stored?.user_id ?? null };
@@ -226,10 +296,18 @@ const putSecret =
   (secrets) => {
     const before = Object.hasOwn(secrets.custom_secrets, secret.name) ? secrets.custom_secrets[secret.name] : undefined;
     const description = secret.description === undefined ? (before?.description ?? null) : secret.description;
-    return { ok: { ...secrets, custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description } } } };
+    return {
+      ok: {
+        ...secrets,
+        custom_secrets: { ...secrets.custom_secrets, [secret.name]: { secret: secret.value, description } },
+      },
+    };
   };
 
-async function load(deps: SettingsServiceDeps, userId: string): Promise<Result<SettingsView, ErrorsOf<typeof SettingsServiceErrors.load>>> {
+async function load(
+  deps: SettingsServiceDeps,
+  userId: string,
+): Promise<Result<SettingsView, ErrorsOf<typeof SettingsServiceErrors.load>>> {
   const stored = await deps.store.get(userId);
   if (stored.isErr()) return err(stored.error);
   const settings = withDefaults(stored.value);
@@ -237,7 +315,10 @@ async function load(deps: SettingsServiceDeps, userId: string): Promise<Result<S
   return ok(toSettingsView(settings));
 }
 
-async function loadWithProfiles(deps: SettingsServiceDeps, userId: string): Promise<Result<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>> {
+async function loadWithProfiles(
+  deps: SettingsServiceDeps,
+  userId: string,
+): Promise<Result<SettingsOverview, ErrorsOf<typeof SettingsServiceErrors.loadWithProfiles>>> {
   const stored = await deps.store.get(userId);
   if (stored.isErr()) return err(stored.error);
   const settings = withDefaults(stored.value);
@@ -245,7 +326,11 @@ async function loadWithProfiles(deps: SettingsServiceDeps, userId: string): Prom
   return ok({ ...toSettingsView(settings), user_version: settings.user_version, llm_profiles: profilesView(settings) });
 }
 
-async function getProfile(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>> {
+async function getProfile(
+  deps: SettingsServiceDeps,
+  userId: string,
+  name: string,
+): Promise<Result<LlmProfileView, ErrorsOf<typeof SettingsServiceErrors.getProfile>>> {
   const stored = await deps.store.get(userId);
   if (stored.isErr()) return err(stored.error);
   const profile = findProfile(withDefaults(stored.value), name);
@@ -253,7 +338,11 @@ async function getProfile(deps: SettingsServiceDeps, userId: string, name: strin
   return ok(profileView(profile));
 }
 
-async function removeProfile(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>> {
+async function removeProfile(
+  deps: SettingsServiceDeps,
+  userId: string,
+  name: string,
+): Promise<Result<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>> {
   const stored = await deps.store.get(userId);
   if (stored.isErr()) return err(stored.error);
   // Nothing to delete writes nothing (and creates no settings).
@@ -263,9 +352,14 @@ async function removeProfile(deps: SettingsServiceDeps, userId: string, name: st
   return ok(undefined);
 }
 
-async function activate(deps: SettingsServiceDeps, userId: string, name: string): Promise<Result<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>> {
+async function activate(
+  deps: SettingsServiceDeps,
+  userId: string,
+  name: string,
+): Promise<Result<{ model: string | null }, ErrorsOf<typeof SettingsServiceErrors.activateProfile>>> {
   const written = await changeExisting(deps, userId, (settings) => activateProfile(settings, name));
   // No settings means no profiles: the profile is what is missing.
-  if (written.isErr()) return err(written.error.type === 'SettingsNotFound' ? { type: 'ProfileNotFound', name } : written.error);
+  if (written.isErr())
+    return err(written.error.type === 'SettingsNotFound' ? { type: 'ProfileNotFound', name } : written.error);
   return ok({ model: written.value.llm_model });
 }

@@ -10,5 +10,8 @@ import type { StoredSettings } from './schema.js';
  */
 export interface SettingsStore {
   get(userId: string): ResultAsync<StoredSettings | null, StoreFailure>;
-  update(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): ResultAsync<StoredSettings, StoreFailure>;
+  update(
+    userId: string,
+    mutate: (current: StoredSettings | null) => StoredSettings,
+  ): ResultAsync<StoredSettings, StoreFailure>;
 }

@@ -24,7 +24,10 @@ export function describeApiKeyStoreContract(name: string, make: StoreFactory<Api
     it('keeps what it was given, lists a user’s keys oldest first, and finds a key by its hash', async () => {
       const store = await make();
       const second = apiKeyFixture('alice', { created_at: '2026-01-02T00:00:00.000Z', name: 'laptop' });
-      const first = apiKeyFixture('alice', { created_at: '2026-01-01T00:00:00.000Z', last_used_at: '2026-01-01T10:00:00.000Z' });
+      const first = apiKeyFixture('alice', {
+        created_at: '2026-01-01T00:00:00.000Z',
+        last_used_at: '2026-01-01T10:00:00.000Z',
+      });
       expect(await expectOk(store.insert(second, 10))).toBe('inserted');
       expect(await expectOk(store.insert(first, 10))).toBe('inserted');
       expect(await expectOk(store.list('alice'))).toEqual([first, second]);
@@ -47,7 +50,9 @@ export function describeApiKeyStoreContract(name: string, make: StoreFactory<Api
 
     it('refuses a key past the user’s limit, also when many are added at once, and counts each user alone', async () => {
       const store = await make();
-      const outcomes = await Promise.all(Array.from({ length: 8 }, () => expectOk(store.insert(apiKeyFixture('alice'), 3))));
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, () => expectOk(store.insert(apiKeyFixture('alice'), 3))),
+      );
       expect(outcomes.filter((o) => o === 'inserted')).toHaveLength(3);
       expect(outcomes.filter((o) => o === 'limit_reached')).toHaveLength(5);
       expect(await expectOk(store.list('alice'))).toHaveLength(3);
@@ -113,7 +118,9 @@ export function describeDeviceGrantStoreContract(name: string, make: StoreFactor
       await expectOk(store.insert(grant, limits()));
       const approved = { ...grant, status: 'approved' as const, user_id: 'alice' };
       const seen: (DeviceGrant | null)[] = [];
-      expect(await expectOk(store.update({ user_code: grant.user_code }, (g) => (seen.push(g), approved)))).toEqual(approved);
+      expect(await expectOk(store.update({ user_code: grant.user_code }, (g) => (seen.push(g), approved)))).toEqual(
+        approved,
+      );
       expect(seen).toEqual([grant]);
       expect(await expectOk(store.update({ device_code_hash: grant.device_code_hash }, (g) => g))).toEqual(approved);
       expect(await expectOk(store.update({ device_code_hash: grant.device_code_hash }, () => null))).toBeNull();
@@ -126,7 +133,12 @@ export function describeDeviceGrantStoreContract(name: string, make: StoreFactor
       await expectOk(store.insert(grant, limits()));
       await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          expectOk(store.update(i % 2 ? { user_code: grant.user_code } : { device_code_hash: grant.device_code_hash }, (g) => g && { ...g, interval_seconds: g.interval_seconds + 1 })),
+          expectOk(
+            store.update(
+              i % 2 ? { user_code: grant.user_code } : { device_code_hash: grant.device_code_hash },
+              (g) => g && { ...g, interval_seconds: g.interval_seconds + 1 },
+            ),
+          ),
         ),
       );
       expect((await expectOk(store.update({ user_code: grant.user_code }, (g) => g)))?.interval_seconds).toBe(11);
@@ -136,12 +148,16 @@ export function describeDeviceGrantStoreContract(name: string, make: StoreFactor
       const store = await make();
       const grant = grantFixture();
       await expectOk(store.insert(grant, limits()));
-      expect(await expectOk(store.insert(grantFixture({ user_code: grant.user_code }), limits()))).toBe('user_code_taken');
+      expect(await expectOk(store.insert(grantFixture({ user_code: grant.user_code }), limits()))).toBe(
+        'user_code_taken',
+      );
     });
 
     it('holds at most maxLive grants not yet expired, also when many are added at once', async () => {
       const store = await make();
-      const outcomes = await Promise.all(Array.from({ length: 8 }, () => expectOk(store.insert(grantFixture(), limits(3)))));
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, () => expectOk(store.insert(grantFixture(), limits(3)))),
+      );
       expect(outcomes.filter((o) => o === 'inserted')).toHaveLength(3);
       expect(outcomes.filter((o) => o === 'full')).toHaveLength(5);
       // Grants that have expired do not count.

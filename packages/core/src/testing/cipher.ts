@@ -13,7 +13,10 @@ export interface SecretCipherFixture {
  * round trips, values bound to their context, a fresh envelope each time, and failures tagged
  * by `type` rather than thrown.
  */
-export function describeSecretCipherContract(name: string, make: () => SecretCipherFixture | Promise<SecretCipherFixture>): void {
+export function describeSecretCipherContract(
+  name: string,
+  make: () => SecretCipherFixture | Promise<SecretCipherFixture>,
+): void {
   describe(`SecretCipher contract: ${name}`, () => {
     it('round-trips values (unicode, empty, long), names its key in the envelope and never shows the plaintext', async () => {
       const { cipher } = await make();
@@ -43,7 +46,10 @@ export function describeSecretCipherContract(name: string, make: () => SecretCip
       const envelope = cipher.encrypt('secret', 'ctx');
       // A character well inside the envelope (all of its bits count, unlike a last base64 character's).
       const at = envelope.length - 5;
-      const changed = cipher.decrypt(envelope.slice(0, at) + (envelope[at] === 'A' ? 'B' : 'A') + envelope.slice(at + 1), 'ctx');
+      const changed = cipher.decrypt(
+        envelope.slice(0, at) + (envelope[at] === 'A' ? 'B' : 'A') + envelope.slice(at + 1),
+        'ctx',
+      );
       expect(changed.isErr()).toBe(true);
       const fromStranger = cipher.decrypt(stranger.encrypt('secret', 'ctx'), 'ctx')._unsafeUnwrapErr();
       expect(fromStranger.type).toBe('unknown_key');

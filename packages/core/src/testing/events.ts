@@ -15,19 +15,33 @@ export function describeEventStoreContract(name: string, make: StoreFactory<Even
   describe(`EventStore contract: ${name}`, () => {
     it('numbers events 1, 2, 3… per conversation and reads them back unchanged', async () => {
       const store = await make();
-      const first = await expectOk(store.append('alice', 'c1', [event(1, { text: 'héllo 👋', nested: { a: [1, null, true] } }), event(2)]));
+      const first = await expectOk(
+        store.append('alice', 'c1', [event(1, { text: 'héllo 👋', nested: { a: [1, null, true] } }), event(2)]),
+      );
       expect(first.map((e) => e.id)).toEqual([1, 2]);
       const second = await expectOk(store.append('alice', 'c1', [event(3)]));
       expect(second.map((e) => e.id)).toEqual([3]);
       expect((await expectOk(store.append('alice', 'c2', [event(1)])))[0]?.id).toBe(1);
       const all = await expectOk(store.readAfter('alice', 'c1', 0, 100));
       expect(all).toEqual([...first, ...second]);
-      expect(all[0]).toMatchObject({ conversation_id: 'c1', kind: 'ActionEvent', source: 'agent', timestamp: at(1), payload: { n: 1, text: 'héllo 👋', nested: { a: [1, null, true] } } });
+      expect(all[0]).toMatchObject({
+        conversation_id: 'c1',
+        kind: 'ActionEvent',
+        source: 'agent',
+        timestamp: at(1),
+        payload: { n: 1, text: 'héllo 👋', nested: { a: [1, null, true] } },
+      });
     });
 
     it('reads after an id, oldest first, up to a limit', async () => {
       const store = await make();
-      await expectOk(store.append('alice', 'c1', Array.from({ length: 10 }, (_, i) => event(i + 1))));
+      await expectOk(
+        store.append(
+          'alice',
+          'c1',
+          Array.from({ length: 10 }, (_, i) => event(i + 1)),
+        ),
+      );
       expect((await expectOk(store.readAfter('alice', 'c1', 4, 3))).map((e) => e.id)).toEqual([5, 6, 7]);
       expect(await expectOk(store.readAfter('alice', 'c1', 10, 5))).toEqual([]);
       expect(await expectOk(store.readAfter('alice', 'nope', 0, 5))).toEqual([]);
@@ -36,9 +50,14 @@ export function describeEventStoreContract(name: string, make: StoreFactory<Even
     it('keeps ids gap-free and unique under concurrent appends', async () => {
       const store = await make();
       const batches = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => expectOk(store.append('alice', 'busy', i % 3 === 0 ? [event(i), event(i)] : [event(i)]))),
+        Array.from({ length: 20 }, (_, i) =>
+          expectOk(store.append('alice', 'busy', i % 3 === 0 ? [event(i), event(i)] : [event(i)])),
+        ),
       );
-      const ids = batches.flat().map((e) => e.id).sort((a, b) => a - b);
+      const ids = batches
+        .flat()
+        .map((e) => e.id)
+        .sort((a, b) => a - b);
       expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
       for (const batch of batches) {
         for (let i = 1; i < batch.length; i++) expect(batch[i]!.id).toBe(batch[i - 1]!.id + 1);

@@ -5,7 +5,8 @@ import { defaultSettings, SettingsInputSchema, type StoredSettings } from '../se
 
 let counter = 0;
 /** A fresh 32-hex id, unique within the process. */
-export const fixtureId = (): string => (++counter).toString(16).padStart(8, '0') + Math.random().toString(16).slice(2, 10).padEnd(8, '0') + '0'.repeat(16);
+export const fixtureId = (): string =>
+  (++counter).toString(16).padStart(8, '0') + Math.random().toString(16).slice(2, 10).padEnd(8, '0') + '0'.repeat(16);
 
 /** ISO timestamp `n` seconds after a fixed origin, for predictable ordering. */
 export const at = (seconds: number): string => new Date(Date.UTC(2026, 0, 1) + seconds * 1000).toISOString();
@@ -34,8 +35,20 @@ export function settingsFixture(overrides: Partial<StoredSettings> = {}): Stored
     },
     llm_profiles: {
       profiles: [
-        { id: 'profile-fast', name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-profile-fixture-🔑' },
-        { id: 'profile-local', name: 'local', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+        {
+          id: 'profile-fast',
+          name: 'fast',
+          model: 'openai/gpt-4o-mini',
+          base_url: null,
+          api_key: 'sk-profile-fixture-🔑',
+        },
+        {
+          id: 'profile-local',
+          name: 'local',
+          model: 'ollama/qwen',
+          base_url: 'http://127.0.0.1:11434/v1',
+          api_key: null,
+        },
       ],
       active: null,
     },
@@ -128,7 +141,10 @@ export function settingsWithEverySecret(): StoredSettings {
       search_api_key: secrets.search,
       sandbox_api_key: secrets.sandbox,
       secrets_store: {
-        provider_tokens: { github: { token: secrets.github }, gitlab: { token: secrets.gitlab, host: 'gitlab.example.com' } },
+        provider_tokens: {
+          github: { token: secrets.github },
+          gitlab: { token: secrets.gitlab, host: 'gitlab.example.com' },
+        },
         custom_secrets: { DEPLOY_TOKEN: { secret: secrets.custom, description: 'deploys' } },
       },
       mcp_config: { shttp_servers: [{ url: 'https://mcp.example.com/mcp', api_key: secrets.mcp }] },

@@ -15,14 +15,21 @@ export interface LlmClientFixture {
   close?(): Promise<void>;
 }
 
-const TOOL = { name: 'execute_bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } };
+const TOOL = {
+  name: 'execute_bash',
+  description: 'Run a command',
+  parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+};
 
 /**
  * What every `LlmClient` must do, whatever model it speaks to: text and tool calls come back
  * as `LlmResponse`, usage is counted, a refused key and an unknown model are `LlmError`s tagged
  * by `type` (never thrown, never carrying the key), and an aborted request ends as `cancelled`.
  */
-export function describeLlmClientContract(name: string, make: () => LlmClientFixture | Promise<LlmClientFixture>): void {
+export function describeLlmClientContract(
+  name: string,
+  make: () => LlmClientFixture | Promise<LlmClientFixture>,
+): void {
   describe(`LlmClient contract: ${name}`, () => {
     let f: LlmClientFixture;
     beforeAll(async () => {
@@ -58,14 +65,17 @@ export function describeLlmClientContract(name: string, make: () => LlmClientFix
       expect(JSON.parse(call.arguments)).toEqual({ command: 'ls -la' });
     });
 
-    it.each(['auth_failed', 'model_not_found'] as const)('answers a %s refusal with an LlmError of that type, without the key', async (type) => {
-      f.answerNext({ fail: type });
-      const error = (await f.client.complete(request()))._unsafeUnwrapErr();
-      expect(error.type).toBe(type);
-      expect(error.retryable).toBe(false);
-      expect(error.message.length).toBeGreaterThan(10);
-      if (f.credentials.api_key) expect(error.message).not.toContain(f.credentials.api_key);
-    });
+    it.each(['auth_failed', 'model_not_found'] as const)(
+      'answers a %s refusal with an LlmError of that type, without the key',
+      async (type) => {
+        f.answerNext({ fail: type });
+        const error = (await f.client.complete(request()))._unsafeUnwrapErr();
+        expect(error.type).toBe(type);
+        expect(error.retryable).toBe(false);
+        expect(error.message.length).toBeGreaterThan(10);
+        if (f.credentials.api_key) expect(error.message).not.toContain(f.credentials.api_key);
+      },
+    );
 
     it('ends an aborted request as cancelled', async () => {
       const abort = new AbortController();

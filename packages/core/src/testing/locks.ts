@@ -22,8 +22,16 @@ export interface ProcessLocksFixture extends LocksFixture {
  * fixture that can end its first holder.
  */
 export function describeLocksContract(name: string, make: () => Promise<LocksFixture>): void;
-export function describeLocksContract(name: string, make: () => Promise<ProcessLocksFixture>, options: { processes: true }): void;
-export function describeLocksContract(name: string, make: () => Promise<LocksFixture | ProcessLocksFixture>, options: { processes?: boolean } = {}): void {
+export function describeLocksContract(
+  name: string,
+  make: () => Promise<ProcessLocksFixture>,
+  options: { processes: true },
+): void;
+export function describeLocksContract(
+  name: string,
+  make: () => Promise<LocksFixture | ProcessLocksFixture>,
+  options: { processes?: boolean } = {},
+): void {
   describe(`Locks contract: ${name}`, () => {
     it('runs the works of one key one at a time across both holders, and of different keys side by side', async () => {
       const { first, second } = await make();
@@ -39,7 +47,9 @@ export function describeLocksContract(name: string, make: () => Promise<LocksFix
             return ms;
           })(),
         );
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? first : second).withLock('user alice', work(5))));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? first : second).withLock('user alice', work(5))),
+      );
       expect(results.every((r) => r.isOk())).toBe(true);
       expect(most).toBe(1);
 

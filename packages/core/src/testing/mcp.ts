@@ -18,7 +18,10 @@ const open = () => ({ signal: new AbortController().signal, timeoutMs: 60_000 })
  * target that does not answer is `unreachable`, an aborted connect `cancelled`, a call on a
  * closed connection `closed`.
  */
-export function describeMcpConnectorContract(name: string, make: () => McpConnectorFixture | Promise<McpConnectorFixture>): void {
+export function describeMcpConnectorContract(
+  name: string,
+  make: () => McpConnectorFixture | Promise<McpConnectorFixture>,
+): void {
   describe(`McpConnector contract: ${name}`, () => {
     let f: McpConnectorFixture;
     beforeAll(async () => {
@@ -32,7 +35,10 @@ export function describeMcpConnectorContract(name: string, make: () => McpConnec
       const connection = (await f.connector.connect(f.echoServer, open()))._unsafeUnwrap();
       const echo = connection.tools.find((t) => t.name === 'echo');
       expect(echo?.input_schema).toMatchObject({ type: 'object' });
-      expect((await connection.call('echo', { text: 'hello' }, open()))._unsafeUnwrap()).toEqual({ content: 'hello', is_error: false });
+      expect((await connection.call('echo', { text: 'hello' }, open()))._unsafeUnwrap()).toEqual({
+        content: 'hello',
+        is_error: false,
+      });
       await connection.close();
       await connection.close();
       expect((await connection.call('echo', { text: 'again' }, open()))._unsafeUnwrapErr().type).toBe('closed');
@@ -45,7 +51,9 @@ export function describeMcpConnectorContract(name: string, make: () => McpConnec
     });
 
     it('ends a connect whose signal is already aborted as cancelled', async () => {
-      const failure = (await f.connector.connect(f.echoServer, { signal: AbortSignal.abort(), timeoutMs: 60_000 }))._unsafeUnwrapErr();
+      const failure = (
+        await f.connector.connect(f.echoServer, { signal: AbortSignal.abort(), timeoutMs: 60_000 })
+      )._unsafeUnwrapErr();
       expect(failure.type).toBe('cancelled');
     });
   });

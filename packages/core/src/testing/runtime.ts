@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
-import { clippedOutputNote, DEFAULT_READ_FILE_MAX_BYTES, splitClippedOutput, type RuntimeObservation, type SandboxProcess, type SandboxRuntime } from '../sandbox/runtime.js';
+import {
+  clippedOutputNote,
+  DEFAULT_READ_FILE_MAX_BYTES,
+  splitClippedOutput,
+  type RuntimeObservation,
+  type SandboxProcess,
+  type SandboxRuntime,
+} from '../sandbox/runtime.js';
 import type { SandboxSpec } from '../sandbox/schema.js';
 import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
@@ -26,7 +33,12 @@ export interface SandboxRuntimeContractOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function untilNot(runtime: SandboxRuntime, id: string, state: RuntimeObservation['state'], timeoutMs: number): Promise<RuntimeObservation> {
+async function untilNot(
+  runtime: SandboxRuntime,
+  id: string,
+  state: RuntimeObservation['state'],
+  timeoutMs: number,
+): Promise<RuntimeObservation> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const observation = await expectOk(runtime.inspect(id));
@@ -54,7 +66,11 @@ export const SPAWN_CONTRACT_PROGRAMS = {
    * `got <line>`, then `to-err` on stderr; on SIGINT (Ctrl-C at the terminal) prints
    * `interrupted` and exits with code 7.
    */
-  terminal: ['sh', '-c', 'stty -echo; echo ready; read line; echo "got $line"; trap "echo interrupted; exit 7" INT; echo to-err >&2; while :; do sleep 1; done'],
+  terminal: [
+    'sh',
+    '-c',
+    'stty -echo; echo ready; read line; echo "got $line"; trap "echo interrupted; exit 7" INT; echo to-err >&2; while :; do sleep 1; done',
+  ],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Collects a process's output from the moment it is called (right after spawn resolves). */
@@ -77,17 +93,31 @@ export async function waitUntil(condition: () => boolean, timeoutMs = 60_000): P
  * limit, directories, symbolic links), and spawned processes. The file cases make symbolic links
  * with the argv `ln -s TARGET LINK` through exec: a fake must play it (FakeSandboxRuntime does).
  */
-export function describeSandboxRuntimeContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
+export function describeSandboxRuntimeContract(
+  name: string,
+  make: StoreFactory<SandboxRuntime>,
+  options: SandboxRuntimeContractOptions = {},
+): void {
   const spec = options.spec ?? specFixture();
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
-  const nextId = () => options.ids?.next() ?? `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  const nextId = () =>
+    options.ids?.next() ??
+    `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
   /** A new runtime with one sandbox of the spec, running. */
   const runningSandbox = async (): Promise<{ runtime: SandboxRuntime; id: string }> => {
     const runtime = await make();
     const id = nextId();
-    await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
+    await expectOk(
+      runtime.create({
+        sandbox_id: id,
+        user_id: 'alice',
+        installation_id: 'acs-tests',
+        spec,
+        env: { ...spec.initial_env },
+      }),
+    );
     expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
     return { runtime, id };
   };
@@ -102,7 +132,15 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       const runtime = await make();
       const id = nextId();
       try {
-        const created = await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, ACS_CONTRACT: '1' } }));
+        const created = await expectOk(
+          runtime.create({
+            sandbox_id: id,
+            user_id: 'alice',
+            installation_id: 'acs-tests',
+            spec,
+            env: { ...spec.initial_env, ACS_CONTRACT: '1' },
+          }),
+        );
         expect(['starting', 'running']).toContain(created.state);
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
 
@@ -121,18 +159,50 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       }
     });
 
-    it("lists only the sandboxes of the installation asked about, with their owner and spec", async () => {
+    it('lists only the sandboxes of the installation asked about, with their owner and spec', async () => {
       const runtime = await make();
       const mine = nextId();
       const theirs = nextId();
       try {
-        await expectOk(runtime.create({ sandbox_id: mine, user_id: 'default', installation_id: 'acs-contract-a', spec, env: { ...spec.initial_env } }));
-        await expectOk(runtime.create({ sandbox_id: theirs, user_id: 'default', installation_id: 'acs-contract-b', spec, env: { ...spec.initial_env } }));
-        const listedA = (await expectOk(runtime.list('acs-contract-a'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs);
-        expect(listedA).toEqual([expect.objectContaining({ sandbox_id: mine, user_id: 'default', spec_id: spec.id, image: spec.image, working_dir: spec.working_dir })]);
-        const listedB = (await expectOk(runtime.list('acs-contract-b'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs);
+        await expectOk(
+          runtime.create({
+            sandbox_id: mine,
+            user_id: 'default',
+            installation_id: 'acs-contract-a',
+            spec,
+            env: { ...spec.initial_env },
+          }),
+        );
+        await expectOk(
+          runtime.create({
+            sandbox_id: theirs,
+            user_id: 'default',
+            installation_id: 'acs-contract-b',
+            spec,
+            env: { ...spec.initial_env },
+          }),
+        );
+        const listedA = (await expectOk(runtime.list('acs-contract-a'))).filter(
+          (s) => s.sandbox_id === mine || s.sandbox_id === theirs,
+        );
+        expect(listedA).toEqual([
+          expect.objectContaining({
+            sandbox_id: mine,
+            user_id: 'default',
+            spec_id: spec.id,
+            image: spec.image,
+            working_dir: spec.working_dir,
+          }),
+        ]);
+        const listedB = (await expectOk(runtime.list('acs-contract-b'))).filter(
+          (s) => s.sandbox_id === mine || s.sandbox_id === theirs,
+        );
         expect(listedB.map((s) => s.sandbox_id)).toEqual([theirs]);
-        expect((await expectOk(runtime.list('acs-contract-none'))).filter((s) => s.sandbox_id === mine || s.sandbox_id === theirs)).toEqual([]);
+        expect(
+          (await expectOk(runtime.list('acs-contract-none'))).filter(
+            (s) => s.sandbox_id === mine || s.sandbox_id === theirs,
+          ),
+        ).toEqual([]);
       } finally {
         await runtime.delete(mine);
         await runtime.delete(theirs);
@@ -150,16 +220,28 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       const runtime = await make();
       const id = nextId();
       try {
-        await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env } }));
+        await expectOk(
+          runtime.create({
+            sandbox_id: id,
+            user_id: 'alice',
+            installation_id: 'acs-tests',
+            spec,
+            env: { ...spec.initial_env },
+          }),
+        );
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
         const bytes = new Uint8Array(256 * 4).map((_, i) => i % 256);
         await expectOk(runtime.writeFile(id, 'nested/deeper/all-bytes.bin', bytes));
         const read = await expectOk(runtime.readFile(id, `${spec.working_dir}/nested/deeper/all-bytes.bin`));
         expect(Buffer.from(read.bytes).equals(Buffer.from(bytes))).toBe(true);
         expect(read).toMatchObject({ size: bytes.length, truncated: false });
-        await expectOk(runtime.writeFile(id, `${spec.working_dir}/nested/notes ü.txt`, new TextEncoder().encode('héllo\n')));
+        await expectOk(
+          runtime.writeFile(id, `${spec.working_dir}/nested/notes ü.txt`, new TextEncoder().encode('héllo\n')),
+        );
         await expectOk(runtime.writeFile(id, 'nested/notes ü.txt', new TextEncoder().encode('second')));
-        expect(new TextDecoder().decode((await expectOk(runtime.readFile(id, 'nested/./deeper/../notes ü.txt'))).bytes)).toBe('second');
+        expect(
+          new TextDecoder().decode((await expectOk(runtime.readFile(id, 'nested/./deeper/../notes ü.txt'))).bytes),
+        ).toBe('second');
         const listed = await expectOk(runtime.listDirectory(id, 'nested'));
         expect(listed.map((e) => [e.name, e.type])).toEqual([
           ['deeper', 'directory'],
@@ -179,7 +261,10 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
       let runtime: SandboxRuntime;
       let id: string;
       const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-      const link = async (target: string, path: string) => expect(await expectOk(runtime.exec(id, { command: ['ln', '-s', target, path] }))).toMatchObject({ exit_code: 0 });
+      const link = async (target: string, path: string) =>
+        expect(await expectOk(runtime.exec(id, { command: ['ln', '-s', target, path] }))).toMatchObject({
+          exit_code: 0,
+        });
       const failure = async (path: string) => {
         const result = await runtime.readFile(id, path);
         return result.isErr() ? result.error : `read ${result.isOk() ? result.value.size : 0} bytes`;
@@ -198,7 +283,11 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         const head = await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 1000 }));
         expect(head).toMatchObject({ size: 100_000, truncated: true });
         expect(Buffer.from(head.bytes).equals(Buffer.from(bytes.subarray(0, 1000)))).toBe(true);
-        expect(await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 0 }))).toMatchObject({ bytes: new Uint8Array(0), size: 100_000, truncated: true });
+        expect(await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 0 }))).toMatchObject({
+          bytes: new Uint8Array(0),
+          size: 100_000,
+          truncated: true,
+        });
         const whole = await expectOk(runtime.readFile(id, 'limit/hundred-k.txt', { maxBytes: 100_000 }));
         expect(whole).toMatchObject({ size: 100_000, truncated: false });
         expect(whole.bytes.length).toBe(100_000);
@@ -225,11 +314,21 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         await link(`${spec.working_dir}/links/target.txt`, 'links/absolute');
         await link('relative', 'links/chain');
         await link('links', 'linked-dir');
-        for (const path of ['links/relative', 'links/absolute', 'links/chain', 'linked-dir/target.txt', 'linked-dir/chain']) {
+        for (const path of [
+          'links/relative',
+          'links/absolute',
+          'links/chain',
+          'linked-dir/target.txt',
+          'linked-dir/chain',
+        ]) {
           const read = await expectOk(runtime.readFile(id, path));
           expect({ path, text: text(read.bytes), size: read.size }).toEqual({ path, text: 'linked', size: 6 });
         }
-        expect(await expectOk(runtime.readFile(id, 'links/chain', { maxBytes: 2 }))).toMatchObject({ size: 6, truncated: true, bytes: new TextEncoder().encode('li') });
+        expect(await expectOk(runtime.readFile(id, 'links/chain', { maxBytes: 2 }))).toMatchObject({
+          size: 6,
+          truncated: true,
+          bytes: new TextEncoder().encode('li'),
+        });
         expect(await failure('linked-dir')).toMatchObject({ type: 'is_directory' });
       });
 
@@ -237,7 +336,8 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         await link('nowhere', 'links/dangling');
         await link('loop-b', 'links/loop-a');
         await link('loop-a', 'links/loop-b');
-        for (const path of ['links/dangling', 'links/loop-a']) expect(await failure(path), path).toMatchObject({ type: 'not_found' });
+        for (const path of ['links/dangling', 'links/loop-a'])
+          expect(await failure(path), path).toMatchObject({ type: 'not_found' });
       });
     });
 
@@ -299,7 +399,10 @@ export function describeSandboxRuntimeContract(name: string, make: StoreFactory<
         expect(output.stdout()).toBe('ready\n');
         // It would sleep 10 minutes: ending within 60 s means kill() ended it.
         await Promise.all([child.kill(), child.kill()]);
-        const ended = await Promise.race([child.exited.then(() => 'exited'), new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]);
+        const ended = await Promise.race([
+          child.exited.then(() => 'exited'),
+          new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref()),
+        ]);
         expect(ended).toBe('exited');
         await child.kill();
         await expect(child.write('anyone?\n')).rejects.toThrow();
@@ -389,21 +492,35 @@ export function describeIdGeneratorContract(name: string, make: StoreFactory<IdG
  * Contract for runtimes that run real commands (Docker and the like; the memory fake
  * answers from registered handlers instead). `spec` must name an image with bash and coreutils.
  */
-export function describeSandboxExecContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
+export function describeSandboxExecContract(
+  name: string,
+  make: StoreFactory<SandboxRuntime>,
+  options: SandboxRuntimeContractOptions = {},
+): void {
   const spec = options.spec ?? specFixture();
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
-  const nextId = () => `exec${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  const nextId = () =>
+    `exec${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
   describe(`SandboxRuntime exec contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
     let id: string;
-    const bash = (script: string, extra: Partial<Parameters<SandboxRuntime['exec']>[1]> = {}) => expectOk(runtime.exec(id, { command: ['bash', '-c', script], ...extra }));
+    const bash = (script: string, extra: Partial<Parameters<SandboxRuntime['exec']>[1]> = {}) =>
+      expectOk(runtime.exec(id, { command: ['bash', '-c', script], ...extra }));
 
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
+      await expectOk(
+        runtime.create({
+          sandbox_id: id,
+          user_id: 'alice',
+          installation_id: 'acs-tests',
+          spec,
+          env: { ...spec.initial_env, FROM_SPEC: 'spec-value' },
+        }),
+      );
       expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
     });
     afterAll(async () => {
@@ -420,11 +537,15 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
       expect((await bash('pwd')).stdout.trim()).toBe(spec.working_dir);
       await bash('mkdir -p sub/dir');
       expect((await bash('pwd', { cwd: 'sub/dir' })).stdout.trim()).toBe(`${spec.working_dir}/sub/dir`);
-      expect((await bash('echo "$FROM_SPEC $FROM_REQUEST"', { env: { FROM_REQUEST: 'request-value' } })).stdout.trim()).toBe('spec-value request-value');
+      expect(
+        (await bash('echo "$FROM_SPEC $FROM_REQUEST"', { env: { FROM_REQUEST: 'request-value' } })).stdout.trim(),
+      ).toBe('spec-value request-value');
     });
 
     it('kills the whole process group on timeout and says so', async () => {
-      const result = await bash('(sleep 300; echo late > /tmp/child-survived) & echo started; sleep 300', { timeoutMs: 1_500 });
+      const result = await bash('(sleep 300; echo late > /tmp/child-survived) & echo started; sleep 300', {
+        timeoutMs: 1_500,
+      });
       expect(result.timed_out).toBe(true);
       expect(result.exit_code).toBeNull();
       expect(result.stdout).toBe('started\n');
@@ -445,15 +566,23 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
       expect([...(await expectOk(runtime.readFile(id, 'from-cmd.bin'))).bytes]).toEqual([0, 1, 255]);
     });
 
-    it('keeps at most maxOutputBytes of stdout and of stderr, ending a cut stream with the port\'s note', async () => {
-      const result = await bash('head -c 5000 /dev/zero | tr "\\0" a; head -c 30 /dev/zero | tr "\\0" e >&2', { maxOutputBytes: 1000 });
-      expect(result).toMatchObject({ exit_code: 0, stdout: `${'a'.repeat(1000)}${clippedOutputNote(4000)}`, stderr: 'e'.repeat(30) });
+    it("keeps at most maxOutputBytes of stdout and of stderr, ending a cut stream with the port's note", async () => {
+      const result = await bash('head -c 5000 /dev/zero | tr "\\0" a; head -c 30 /dev/zero | tr "\\0" e >&2', {
+        maxOutputBytes: 1000,
+      });
+      expect(result).toMatchObject({
+        exit_code: 0,
+        stdout: `${'a'.repeat(1000)}${clippedOutputNote(4000)}`,
+        stderr: 'e'.repeat(30),
+      });
       expect(splitClippedOutput(result.stdout)).toEqual({ text: 'a'.repeat(1000), droppedBytes: 4000 });
     });
 
     if ((options.pauseKeeps ?? 'processes') === 'processes') {
       it('freezes a paused sandbox and carries on after resume', async () => {
-        await bash('nohup bash -c \'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done\' >/dev/null 2>&1 &');
+        await bash(
+          "nohup bash -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done' >/dev/null 2>&1 &",
+        );
         await new Promise((r) => setTimeout(r, 500));
         await expectOk(runtime.pause(id));
         const frozen = new TextDecoder().decode(await readWhenRunning(runtime, id, '/tmp/counter'));
@@ -473,7 +602,9 @@ export function describeSandboxExecContract(name: string, make: StoreFactory<San
         expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
         expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
         expect((await bash('cat kept-over-pause.txt')).stdout).toBe('kept');
-        expect((await expectOk(runtime.readFile(id, 'kept-over-pause.txt'))).bytes).toEqual(new TextEncoder().encode('kept'));
+        expect((await expectOk(runtime.readFile(id, 'kept-over-pause.txt'))).bytes).toEqual(
+          new TextEncoder().encode('kept'),
+        );
         expect((await bash('ps -eo args | grep "[s]leep 600" || true')).stdout).toBe('');
       });
     }

@@ -14,11 +14,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * What the runtime must give it: spawn with `tty`, exec, writeFile, inspect. `spec` must
  * name an image with bash and coreutils. One sandbox serves the whole suite.
  */
-export function describeSandboxShellContract(name: string, make: StoreFactory<SandboxRuntime>, options: SandboxRuntimeContractOptions = {}): void {
+export function describeSandboxShellContract(
+  name: string,
+  make: StoreFactory<SandboxRuntime>,
+  options: SandboxRuntimeContractOptions = {},
+): void {
   const spec = options.spec ?? specFixture();
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   let n = 0;
-  const nextId = () => `shell${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  const nextId = () =>
+    `shell${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
 
   describe(`SandboxShell contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
@@ -39,7 +44,15 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(runtime.create({ sandbox_id: id, user_id: 'alice', installation_id: 'acs-tests', spec, env: { ...spec.initial_env, FROM_SPEC: 'spec-value' } }));
+      await expectOk(
+        runtime.create({
+          sandbox_id: id,
+          user_id: 'alice',
+          installation_id: 'acs-tests',
+          spec,
+          env: { ...spec.initial_env, FROM_SPEC: 'spec-value' },
+        }),
+      );
       const deadline = Date.now() + startTimeoutMs;
       while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
       expect((await expectOk(runtime.inspect(id))).state).toBe('running');
@@ -68,10 +81,19 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('keeps cd, export and shell variables between commands', async () => {
       const shell = await open();
-      expect(await finished(shell, 'mkdir -p /tmp/shell-cd/inner && cd /tmp/shell-cd')).toMatchObject({ exit_code: 0, cwd: '/tmp/shell-cd', output: '' });
+      expect(await finished(shell, 'mkdir -p /tmp/shell-cd/inner && cd /tmp/shell-cd')).toMatchObject({
+        exit_code: 0,
+        cwd: '/tmp/shell-cd',
+        output: '',
+      });
       await finished(shell, 'export ACS_EXPORTED="forty two"; plain=kept; greet() { echo "hi $1"; }');
       await finished(shell, 'cd inner');
-      expect(await finished(shell, 'pwd; echo "$ACS_EXPORTED/$plain"; bash -c \'echo "child sees $ACS_EXPORTED"\'; greet you')).toMatchObject({
+      expect(
+        await finished(
+          shell,
+          'pwd; echo "$ACS_EXPORTED/$plain"; bash -c \'echo "child sees $ACS_EXPORTED"\'; greet you',
+        ),
+      ).toMatchObject({
         output: '/tmp/shell-cd/inner\nforty two/kept\nchild sees forty two\nhi you\n',
         exit_code: 0,
         cwd: '/tmp/shell-cd/inner',
@@ -93,12 +115,16 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('shows stdout and stderr together, in order, and passes any text through intact', async () => {
       const shell = await open();
-      expect(await finished(shell, 'echo to-out; echo to-err >&2; echo out-again; printf "ünïcode, no newline"')).toMatchObject({
+      expect(
+        await finished(shell, 'echo to-out; echo to-err >&2; echo out-again; printf "ünïcode, no newline"'),
+      ).toMatchObject({
         output: 'to-out\nto-err\nout-again\nünïcode, no newline',
         exit_code: 0,
       });
       const script = "cat <<'EOF'\ntab\there 'single' \"double\" back\\slash $HOME `tick` !bang\nEOF";
-      expect((await finished(shell, script)).output).toBe('tab\there \'single\' "double" back\\slash $HOME `tick` !bang\n');
+      expect((await finished(shell, script)).output).toBe(
+        'tab\there \'single\' "double" back\\slash $HOME `tick` !bang\n',
+      );
       const long = 'x'.repeat(10_000);
       expect((await finished(shell, `echo ${long} | wc -c`)).output.trim()).toBe('10001');
     });
@@ -150,7 +176,9 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
 
     it('kills a command that ignores Ctrl-C when interrupted a second time', async () => {
       const shell = await open();
-      expect((await expectOk(shell.run('bash -c "trap \'\' INT; sleep 60"', { softTimeoutMs: 500 }))).still_running).toBe(true);
+      expect(
+        (await expectOk(shell.run('bash -c "trap \'\' INT; sleep 60"', { softTimeoutMs: 500 }))).still_running,
+      ).toBe(true);
       expect((await expectOk(shell.interrupt())).still_running).toBe(true);
       expect(await expectOk(shell.interrupt())).toMatchObject({ still_running: false, exit_code: 137 });
       expect(await finished(shell, 'echo back')).toMatchObject({ output: 'back\n', exit_code: 0 });
@@ -215,7 +243,10 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       const b = await open();
       await finished(a, 'cd /tmp && export ONLY_A=1');
       expect((await expectOk(a.run('sleep 20', { softTimeoutMs: 200 }))).still_running).toBe(true);
-      expect(await finished(b, 'pwd; echo "[$ONLY_A]"')).toMatchObject({ output: `${spec.working_dir}\n[]\n`, cwd: spec.working_dir });
+      expect(await finished(b, 'pwd; echo "[$ONLY_A]"')).toMatchObject({
+        output: `${spec.working_dir}\n[]\n`,
+        cwd: spec.working_dir,
+      });
       expect((await expectOk(a.interrupt())).exit_code).toBe(130);
       expect(await finished(a, 'pwd; echo "[$ONLY_A]"')).toMatchObject({ output: '/tmp\n[1]\n', cwd: '/tmp' });
     });
@@ -233,7 +264,9 @@ export function describeSandboxShellContract(name: string, make: StoreFactory<Sa
       expect(closed.isErr() && closed.error.message).toMatch(/closed/);
       let survivors = '';
       for (let i = 0; i < 20; i++) {
-        survivors = (await expectOk(runtime.exec(id, { command: ['bash', '-c', 'ps -eo args | grep "[s]leep 321" || true'] }))).stdout;
+        survivors = (
+          await expectOk(runtime.exec(id, { command: ['bash', '-c', 'ps -eo args | grep "[s]leep 321" || true'] }))
+        ).stdout;
         if (survivors === '') break;
         await sleep(100);
       }

@@ -20,7 +20,10 @@ export async function expectOk<T>(result: ResultAsync<T, unknown>): Promise<T> {
 }
 
 /** Walks every page of a listing. */
-export async function collectPages<T>(list: (page: PageRequest) => ResultAsync<Page<T>, unknown>, limit: number): Promise<T[]> {
+export async function collectPages<T>(
+  list: (page: PageRequest) => ResultAsync<Page<T>, unknown>,
+  limit: number,
+): Promise<T[]> {
   const all: T[] = [];
   let after: PageRequest['after'] = null;
   for (let guard = 0; guard < 10_000; guard++) {
@@ -76,7 +79,9 @@ export function describeSettingsStoreContract(name: string, make: StoreFactory<S
       const store = await make();
       await expectOk(store.update('alice', () => settingsFixture({ max_iterations: 0 })));
       await Promise.all(
-        Array.from({ length: 25 }, () => expectOk(store.update('alice', (c) => ({ ...c!, max_iterations: (c!.max_iterations ?? 0) + 1 })))),
+        Array.from({ length: 25 }, () =>
+          expectOk(store.update('alice', (c) => ({ ...c!, max_iterations: (c!.max_iterations ?? 0) + 1 }))),
+        ),
       );
       expect((await expectOk(store.get('alice')))?.max_iterations).toBe(25);
     });
@@ -84,7 +89,9 @@ export function describeSettingsStoreContract(name: string, make: StoreFactory<S
     it('lands concurrent updates of different users', async () => {
       const store = await make();
       const users = Array.from({ length: 20 }, (_, i) => `user-${i}`);
-      await Promise.all(users.map((u) => expectOk(store.update(u, () => settingsFixture({ email: `${u}@example.com` })))));
+      await Promise.all(
+        users.map((u) => expectOk(store.update(u, () => settingsFixture({ email: `${u}@example.com` })))),
+      );
       for (const u of users) expect((await expectOk(store.get(u)))?.email).toBe(`${u}@example.com`);
     });
 
@@ -95,7 +102,9 @@ export function describeSettingsStoreContract(name: string, make: StoreFactory<S
         store.update('alice', (current) => ({
           ...current!,
           llm_profiles: {
-            profiles: current!.llm_profiles.profiles.map((p) => (p.name === 'fast' ? { ...p, name: 'quick', api_key: 'sk-rotated' } : p)),
+            profiles: current!.llm_profiles.profiles.map((p) =>
+              p.name === 'fast' ? { ...p, name: 'quick', api_key: 'sk-rotated' } : p,
+            ),
             active: 'quick',
           },
         })),
@@ -105,7 +114,13 @@ export function describeSettingsStoreContract(name: string, make: StoreFactory<S
       expect(read?.llm_profiles).toEqual({
         profiles: [
           { id: 'profile-fast', name: 'quick', model: 'openai/gpt-4o-mini', base_url: null, api_key: 'sk-rotated' },
-          { id: 'profile-local', name: 'local', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key: null },
+          {
+            id: 'profile-local',
+            name: 'local',
+            model: 'ollama/qwen',
+            base_url: 'http://127.0.0.1:11434/v1',
+            api_key: null,
+          },
         ],
         active: 'quick',
       });
@@ -128,7 +143,11 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
   describe(`ConversationStore contract: ${name}`, () => {
     it('inserts and reads back a record unchanged', async () => {
       const store = await make();
-      const record = conversationFixture({ selected_repository: 'acme/app', pr_number: [1, 2], git_provider: 'github' });
+      const record = conversationFixture({
+        selected_repository: 'acme/app',
+        pr_number: [1, 2],
+        git_provider: 'github',
+      });
       expect(await expectOk(store.insert(record))).toBe('inserted');
       expect(await expectOk(store.get('alice', record.id))).toEqual(record);
     });
@@ -165,10 +184,16 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       const store = await make();
       const record = conversationFixture({ status: 'STARTING' });
       await expectOk(store.insert(record));
-      const updated = await expectOk(store.update('alice', record.id, (c) => ok<ConversationRecord, never>({ ...c, status: 'RUNNING', updated_at: at(5) })));
+      const updated = await expectOk(
+        store.update('alice', record.id, (c) =>
+          ok<ConversationRecord, never>({ ...c, status: 'RUNNING', updated_at: at(5) }),
+        ),
+      );
       expect(updated?.status).toBe('RUNNING');
       expect((await expectOk(store.get('alice', record.id)))?.updated_at).toBe(at(5));
-      expect(await expectOk(store.update('bob', record.id, (c) => ok<ConversationRecord, never>({ ...c, title: 'hijack' })))).toBeNull();
+      expect(
+        await expectOk(store.update('bob', record.id, (c) => ok<ConversationRecord, never>({ ...c, title: 'hijack' }))),
+      ).toBeNull();
       expect(await expectOk(store.update('alice', 'missing', (c) => ok<ConversationRecord, never>(c)))).toBeNull();
       expect((await expectOk(store.get('alice', record.id)))?.title).toBe(record.title);
     });
@@ -188,7 +213,11 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       await expectOk(store.insert(record));
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          expectOk(store.update('alice', record.id, (c) => ok<ConversationRecord, never>({ ...c, pr_number: [...c.pr_number, i] }))),
+          expectOk(
+            store.update('alice', record.id, (c) =>
+              ok<ConversationRecord, never>({ ...c, pr_number: [...c.pr_number, i] }),
+            ),
+          ),
         ),
       );
       expect((await expectOk(store.get('alice', record.id)))?.pr_number).toHaveLength(20);
@@ -206,20 +235,42 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
 
     it('lists newest first across pages without skipping or repeating, ties broken by id', async () => {
       const store = await make();
-      const records = Array.from({ length: 23 }, (_, i) => conversationFixture({ created_at: at(Math.floor(i / 3)), updated_at: at(i) }));
+      const records = Array.from({ length: 23 }, (_, i) =>
+        conversationFixture({ created_at: at(Math.floor(i / 3)), updated_at: at(i) }),
+      );
       for (const r of records) await expectOk(store.insert(r));
       await expectOk(store.insert(conversationFixture({ user_id: 'bob' })));
       const all = await collectPages((page) => store.search('alice', {}, page), 4);
-      const expected = [...records].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1));
+      const expected = [...records].sort((x, y) =>
+        x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1,
+      );
       expect(all.map((r) => r.id)).toEqual(expected.map((r) => r.id));
       expect(await expectOk(store.count('alice', {}))).toBe(23);
     });
 
     it('filters by title (case-insensitive), time bounds, repository, trigger, sandbox and parent', async () => {
       const store = await make();
-      const parent = conversationFixture({ title: 'Fix the LOGIN bug', created_at: at(10), updated_at: at(100), selected_repository: 'acme/app', trigger: 'gui', sandbox_id: 'box-9' });
-      const other = conversationFixture({ title: 'Write docs', created_at: at(20), updated_at: at(200), selected_repository: 'acme/docs', trigger: 'openhands_api' });
-      const child = conversationFixture({ title: 'login follow-up', created_at: at(30), updated_at: at(300), parent_conversation_id: parent.id });
+      const parent = conversationFixture({
+        title: 'Fix the LOGIN bug',
+        created_at: at(10),
+        updated_at: at(100),
+        selected_repository: 'acme/app',
+        trigger: 'gui',
+        sandbox_id: 'box-9',
+      });
+      const other = conversationFixture({
+        title: 'Write docs',
+        created_at: at(20),
+        updated_at: at(200),
+        selected_repository: 'acme/docs',
+        trigger: 'openhands_api',
+      });
+      const child = conversationFixture({
+        title: 'login follow-up',
+        created_at: at(30),
+        updated_at: at(300),
+        parent_conversation_id: parent.id,
+      });
       for (const r of [parent, other, child]) await expectOk(store.insert(r));
       const ids = async (filter: Parameters<ConversationStore['search']>[1]) =>
         (await expectOk(store.search('alice', filter, { limit: 100, after: null }))).items.map((r) => r.id);
@@ -235,7 +286,9 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       expect(await ids({ sandbox_id: 'box-9' })).toEqual([parent.id]);
       expect(await ids({ sandbox_id: 'box-0' })).toEqual([]);
       expect(await expectOk(store.count('alice', { sandbox_id: 'box-9' }))).toBe(1);
-      expect(await expectOk(store.count('alice', { title_contains: 'LOGIN', include_sub_conversations: true }))).toBe(2);
+      expect(await expectOk(store.count('alice', { title_contains: 'LOGIN', include_sub_conversations: true }))).toBe(
+        2,
+      );
       expect(await expectOk(store.count('bob', {}))).toBe(0);
     });
 
@@ -246,7 +299,9 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       const c2 = conversationFixture({ sandbox_id: 'box-2', parent_conversation_id: parent.id, created_at: at(3) });
       const foreign = conversationFixture({ user_id: 'bob', sandbox_id: 'box-1' });
       for (const r of [parent, c1, c2, foreign]) await expectOk(store.insert(r));
-      expect((await expectOk(store.listBySandbox('alice', 'box-1'))).map((r) => r.id).sort()).toEqual([parent.id, c1.id].sort());
+      expect((await expectOk(store.listBySandbox('alice', 'box-1'))).map((r) => r.id).sort()).toEqual(
+        [parent.id, c1.id].sort(),
+      );
       const children = await expectOk(store.childrenOf('alice', [parent.id, c1.id]));
       expect(children.get(parent.id)).toEqual([c1.id, c2.id]);
       expect(children.get(c1.id) ?? []).toEqual([]);
@@ -255,13 +310,20 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
 
     it('lists every user’s conversations whose agent is in given states, oldest first, with the metrics kept', async () => {
       const store = await make();
-      const running = conversationFixture({ execution_status: 'running', created_at: at(2), metrics: { accumulated_cost: 0.25, max_budget_per_task: 1, prompt_tokens: 10, completion_tokens: 3 } });
+      const running = conversationFixture({
+        execution_status: 'running',
+        created_at: at(2),
+        metrics: { accumulated_cost: 0.25, max_budget_per_task: 1, prompt_tokens: 10, completion_tokens: 3 },
+      });
       const bobs = conversationFixture({ user_id: 'bob', execution_status: 'running', created_at: at(1) });
       const waiting = conversationFixture({ execution_status: 'waiting_for_confirmation', created_at: at(3) });
       const finished = conversationFixture({ execution_status: 'finished' });
       const fresh = conversationFixture({ execution_status: null });
       for (const r of [running, bobs, waiting, finished, fresh]) await expectOk(store.insert(r));
-      expect((await expectOk(store.listByExecutionStatus(['running']))).map((r) => r.id)).toEqual([bobs.id, running.id]);
+      expect((await expectOk(store.listByExecutionStatus(['running']))).map((r) => r.id)).toEqual([
+        bobs.id,
+        running.id,
+      ]);
       const both = await expectOk(store.listByExecutionStatus(['running', 'waiting_for_confirmation']));
       expect(both.map((r) => r.id)).toEqual([bobs.id, running.id, waiting.id]);
       expect(both[1]!.metrics).toEqual(running.metrics);
@@ -288,7 +350,9 @@ export function describeStartTaskStoreContract(name: string, make: StoreFactory<
       const store = await make();
       const task = startTaskFixture();
       await expectOk(store.insert(task));
-      const updated = await expectOk(store.update('alice', task.id, (t) => ok<StartTaskRecord, never>({ ...t, status: 'READY', updated_at: at(9) })));
+      const updated = await expectOk(
+        store.update('alice', task.id, (t) => ok<StartTaskRecord, never>({ ...t, status: 'READY', updated_at: at(9) })),
+      );
       expect(updated?.status).toBe('READY');
       expect(await expectOk(store.update('bob', task.id, (t) => ok<StartTaskRecord, never>(t)))).toBeNull();
     });
@@ -296,13 +360,20 @@ export function describeStartTaskStoreContract(name: string, make: StoreFactory<
     it('searches in both orders with filters, pages and counts', async () => {
       const store = await make();
       const conversation = 'c'.repeat(32);
-      const tasks = Array.from({ length: 9 }, (_, i) => startTaskFixture({ created_at: at(i), app_conversation_id: i % 3 === 0 ? conversation : `${i}`.repeat(32).slice(0, 32) }));
+      const tasks = Array.from({ length: 9 }, (_, i) =>
+        startTaskFixture({
+          created_at: at(i),
+          app_conversation_id: i % 3 === 0 ? conversation : `${i}`.repeat(32).slice(0, 32),
+        }),
+      );
       for (const t of tasks) await expectOk(store.insert(t));
       const newest = await collectPages((page) => store.search('alice', {}, page, 'newest_first'), 2);
       expect(newest.map((t) => t.id)).toEqual([...tasks].reverse().map((t) => t.id));
       const oldest = await collectPages((page) => store.search('alice', {}, page, 'oldest_first'), 4);
       expect(oldest.map((t) => t.id)).toEqual(tasks.map((t) => t.id));
-      const forConversation = await expectOk(store.search('alice', { app_conversation_id: conversation }, { limit: 100, after: null }, 'oldest_first'));
+      const forConversation = await expectOk(
+        store.search('alice', { app_conversation_id: conversation }, { limit: 100, after: null }, 'oldest_first'),
+      );
       expect(forConversation.items.map((t) => t.id)).toEqual([tasks[0]!.id, tasks[3]!.id, tasks[6]!.id]);
       expect(await expectOk(store.count('alice', { created_at_gte: at(6) }))).toBe(3);
       expect(await expectOk(store.count('bob', {}))).toBe(0);
@@ -311,7 +382,10 @@ export function describeStartTaskStoreContract(name: string, make: StoreFactory<
     it('deletes the tasks of one conversation of one user', async () => {
       const store = await make();
       const conversation = 'd'.repeat(32);
-      const mine = [startTaskFixture({ app_conversation_id: conversation }), startTaskFixture({ app_conversation_id: conversation })];
+      const mine = [
+        startTaskFixture({ app_conversation_id: conversation }),
+        startTaskFixture({ app_conversation_id: conversation }),
+      ];
       const other = startTaskFixture();
       const foreign = startTaskFixture({ user_id: 'bob', app_conversation_id: conversation });
       for (const t of [...mine, other, foreign]) await expectOk(store.insert(t));
@@ -351,7 +425,11 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       const doomed = sandboxFixture({ created_at: at(2) });
       await expectOk(store.insert(live));
       await expectOk(store.insert(doomed));
-      await expectOk(store.update('alice', doomed.id, (r) => ok<SandboxRecord, never>({ ...r, status: 'DELETED', exposed_urls: [] })));
+      await expectOk(
+        store.update('alice', doomed.id, (r) =>
+          ok<SandboxRecord, never>({ ...r, status: 'DELETED', exposed_urls: [] }),
+        ),
+      );
       expect((await expectOk(store.get('alice', doomed.id)))?.status).toBe('DELETED');
       expect((await expectOk(store.getMany('alice', [doomed.id])))[0]?.status).toBe('DELETED');
       const listed = await expectOk(store.search('alice', { limit: 100, after: null }));
@@ -362,9 +440,13 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       const store = await make();
       const record = sandboxFixture({ status: 'RUNNING' });
       await expectOk(store.insert(record));
-      await expectOk(store.update('alice', record.id, (r) => ok<SandboxRecord, never>({ ...r, last_active_at: at(7) })));
+      await expectOk(
+        store.update('alice', record.id, (r) => ok<SandboxRecord, never>({ ...r, last_active_at: at(7) })),
+      );
       expect(await expectOk(store.get('alice', record.id))).toEqual({ ...record, last_active_at: at(7) });
-      expect((await expectOk(store.listByStatus(null, ['RUNNING']))).find((r) => r.id === record.id)?.last_active_at).toBe(at(7));
+      expect(
+        (await expectOk(store.listByStatus(null, ['RUNNING']))).find((r) => r.id === record.id)?.last_active_at,
+      ).toBe(at(7));
     });
 
     it('lists by status, oldest first, for one user or for every user', async () => {
@@ -375,31 +457,42 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
       const b1 = sandboxFixture({ user_id: 'bob', status: 'RUNNING', created_at: at(0) });
       const gone = sandboxFixture({ status: 'DELETED', created_at: at(4) });
       for (const r of [a1, a2, a3, b1, gone]) await expectOk(store.insert(r));
-      expect((await expectOk(store.listByStatus('alice', ['RUNNING', 'STARTING']))).map((r) => r.id)).toEqual([a2.id, a1.id]);
+      expect((await expectOk(store.listByStatus('alice', ['RUNNING', 'STARTING']))).map((r) => r.id)).toEqual([
+        a2.id,
+        a1.id,
+      ]);
       expect((await expectOk(store.listByStatus(null, ['RUNNING']))).map((r) => r.id)).toEqual([b1.id, a1.id]);
-      expect((await expectOk(store.listByStatus('bob', ['PAUSED'])))).toEqual([]);
+      expect(await expectOk(store.listByStatus('bob', ['PAUSED']))).toEqual([]);
       expect((await expectOk(store.listByStatus('alice', ['DELETED']))).map((r) => r.id)).toEqual([gone.id]);
     });
 
-    it('claims the oldest ready pooled sandbox of a spec for a user, once: then it is the user\'s alone', async () => {
+    it("claims the oldest ready pooled sandbox of a spec for a user, once: then it is the user's alone", async () => {
       const store = await make();
-      const pooled = (overrides: Partial<SandboxRecord>) => sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', ...overrides });
+      const pooled = (overrides: Partial<SandboxRecord>) =>
+        sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', ...overrides });
       const older = pooled({ created_at: at(1) });
       const newer = pooled({ created_at: at(2) });
       const starting = pooled({ status: 'STARTING', created_at: at(0) });
       const otherSpec = pooled({ sandbox_spec_id: 'cold', created_at: at(0) });
       const alices = sandboxFixture({ sandbox_spec_id: 'warm', created_at: at(0) });
       for (const r of [older, newer, starting, otherSpec, alices]) await expectOk(store.insert(r));
-      expect(await expectOk(store.search('bob', { limit: 100, after: null }))).toEqual({ items: [], next_page_id: null });
+      expect(await expectOk(store.search('bob', { limit: 100, after: null }))).toEqual({
+        items: [],
+        next_page_id: null,
+      });
 
       const claimed = await expectOk(store.claimPooled('warm', 'bob', at(9)));
       expect(claimed).toEqual({ ...older, user_id: 'bob', updated_at: at(9), last_active_at: at(9) });
       expect(await expectOk(store.get('bob', older.id))).toEqual(claimed);
       expect(await expectOk(store.get(POOLED_SANDBOX_OWNER, older.id))).toBeNull();
       expect(await expectOk(store.ownerOf(older.id))).toBe('bob');
-      expect((await expectOk(store.search('bob', { limit: 100, after: null }))).items.map((r) => r.id)).toEqual([older.id]);
+      expect((await expectOk(store.search('bob', { limit: 100, after: null }))).items.map((r) => r.id)).toEqual([
+        older.id,
+      ]);
       expect((await expectOk(store.listByStatus('bob', ['RUNNING']))).map((r) => r.id)).toEqual([older.id]);
-      expect((await expectOk(store.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING', 'STARTING']))).map((r) => r.id).sort()).toEqual([newer.id, starting.id, otherSpec.id].sort());
+      expect(
+        (await expectOk(store.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING', 'STARTING']))).map((r) => r.id).sort(),
+      ).toEqual([newer.id, starting.id, otherSpec.id].sort());
       // Updates after the claim go through the user's id.
       await expectOk(store.update('bob', older.id, (r) => ok<SandboxRecord, never>({ ...r, status: 'PAUSED' })));
       expect((await expectOk(store.get('bob', older.id)))?.status).toBe('PAUSED');
@@ -412,13 +505,17 @@ export function describeSandboxStoreContract(name: string, make: StoreFactory<Sa
 
     it('never gives one pooled sandbox to two concurrent claims', async () => {
       const store = await make();
-      const pool = Array.from({ length: 3 }, (_, i) => sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', created_at: at(i) }));
+      const pool = Array.from({ length: 3 }, (_, i) =>
+        sandboxFixture({ user_id: POOLED_SANDBOX_OWNER, sandbox_spec_id: 'warm', created_at: at(i) }),
+      );
       for (const r of pool) await expectOk(store.insert(r));
-      const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => expectOk(store.claimPooled('warm', `user-${i}`, at(20)))));
+      const claims = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => expectOk(store.claimPooled('warm', `user-${i}`, at(20)))),
+      );
       const won = claims.filter((c): c is SandboxRecord => c !== null);
       expect(won).toHaveLength(3);
       expect(new Set(won.map((c) => c.id))).toEqual(new Set(pool.map((r) => r.id)));
-      for (const c of won) expect((await expectOk(store.ownerOf(c.id)))).toBe(c.user_id);
+      for (const c of won) expect(await expectOk(store.ownerOf(c.id))).toBe(c.user_id);
       expect(await expectOk(store.listByStatus(POOLED_SANDBOX_OWNER, ['RUNNING']))).toEqual([]);
     });
 

@@ -5,23 +5,57 @@ import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import { normalizeId } from '../ids.js';
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
-import { resolveSandboxPath, runtimeFailure, splitClippedOutput, type FileContent, type SandboxRuntime } from '../sandbox/runtime.js';
+import {
+  resolveSandboxPath,
+  runtimeFailure,
+  splitClippedOutput,
+  type FileContent,
+  type SandboxRuntime,
+} from '../sandbox/runtime.js';
 import type { SandboxRecord } from '../sandbox/schema.js';
 import type { SandboxService } from '../sandbox/service.js';
 import { decodeCursor, type PageRequest } from '../pagination.js';
 
 /** What each workspace operation can fail with (the compiler holds the implementation to it). */
 export const WorkspaceServiceErrors = {
-  listFiles: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  readFile: ['ConversationNotFound', 'ConversationNotRunning', 'WorkspaceFileNotFound', 'WorkspacePathIsDirectory', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  gitChanges: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
-  gitDiff: ['ConversationNotFound', 'ConversationNotRunning', 'SandboxesUnavailable', 'SandboxRuntimeFailed', 'StoreUnavailable'],
+  listFiles: [
+    'ConversationNotFound',
+    'ConversationNotRunning',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  readFile: [
+    'ConversationNotFound',
+    'ConversationNotRunning',
+    'WorkspaceFileNotFound',
+    'WorkspacePathIsDirectory',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  gitChanges: [
+    'ConversationNotFound',
+    'ConversationNotRunning',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
+  gitDiff: [
+    'ConversationNotFound',
+    'ConversationNotRunning',
+    'SandboxesUnavailable',
+    'SandboxRuntimeFailed',
+    'StoreUnavailable',
+  ],
   describe: ['ConversationNotFound', 'StoreUnavailable'],
   repositorySkills: ['StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
 /** The error union of a workspace operation. */
-export type WorkspaceServiceError<K extends keyof typeof WorkspaceServiceErrors> = ErrorsOf<(typeof WorkspaceServiceErrors)[K]>;
+export type WorkspaceServiceError<K extends keyof typeof WorkspaceServiceErrors> = ErrorsOf<
+  (typeof WorkspaceServiceErrors)[K]
+>;
 
 /** A changed file, as `git status` reports it: M modified, A added (or new), D deleted, R renamed, U unmerged. */
 export interface GitChange {
@@ -54,26 +88,45 @@ export interface WorkspaceService {
    * with a trailing `/`. Entries of a directory inside the working directory are relative to it
    * (`src/app.ts`), of one outside it absolute (`/usr/bin/`, and `/bin/` for `/`).
    */
-  listFiles(userId: string, conversationId: string, path: string | null): ResultAsync<string[], WorkspaceServiceError<'listFiles'>>;
+  listFiles(
+    userId: string,
+    conversationId: string,
+    path: string | null,
+  ): ResultAsync<string[], WorkspaceServiceError<'listFiles'>>;
   /**
    * A file's text (invalid UTF-8 replaced): at most its first MiB is read, and a longer file's
    * text ends with a note saying so and how large it is; binary content (a NUL byte in its first
    * 8,000 bytes, git's test) is a one-line note instead. Links are followed in the sandbox; a
    * directory is WorkspacePathIsDirectory.
    */
-  readFile(userId: string, conversationId: string, path: string): ResultAsync<string, WorkspaceServiceError<'readFile'>>;
+  readFile(
+    userId: string,
+    conversationId: string,
+    path: string,
+  ): ResultAsync<string, WorkspaceServiceError<'readFile'>>;
   /**
    * What changed in the git repository of the working directory (or of `directory`, absolute or
    * relative to it); empty when it is not in one. Paths are relative to the repository's root.
    */
-  gitChanges(userId: string, conversationId: string, directory?: string | null): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
+  gitChanges(
+    userId: string,
+    conversationId: string,
+    directory?: string | null,
+  ): ResultAsync<GitChange[], WorkspaceServiceError<'gitChanges'>>;
   /**
    * A file as committed (HEAD) and as it is now; '' for a side that does not exist (or is a
    * directory). Each side is shown as `readFile` shows a file: its first MiB, with a note when
    * there is more, or a note for binary content.
    */
-  gitDiff(userId: string, conversationId: string, path: string): ResultAsync<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>;
-  describe(userId: string, conversationId: string): ResultAsync<WorkspaceDescription, WorkspaceServiceError<'describe'>>;
+  gitDiff(
+    userId: string,
+    conversationId: string,
+    path: string,
+  ): ResultAsync<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>;
+  describe(
+    userId: string,
+    conversationId: string,
+  ): ResultAsync<WorkspaceDescription, WorkspaceServiceError<'describe'>>;
   /**
    * The guidance files of every repository the user's conversations prepared, one per
    * (repository, name), the newest conversation's; sorted by repository, then name. Read from
@@ -111,10 +164,19 @@ const BINARY_PROBE_BYTES = 8000;
  * not a stream of gigabytes to throw away. The script is fixed and the path an argument: the
  * shell parses nothing a user sent.
  */
-const COMMITTED_BLOB_SCRIPT = 'set -e; [ "$(git -C "$1" cat-file -t "$2")" = blob ]; git -C "$1" cat-file -s "$2"; git -C "$1" cat-file blob "$2" | head -c "$3"';
+const COMMITTED_BLOB_SCRIPT =
+  'set -e; [ "$(git -C "$1" cat-file -t "$2")" = blob ]; git -C "$1" cat-file -s "$2"; git -C "$1" cat-file blob "$2" | head -c "$3"';
 
 const bySourceThenName = (a: RepositorySkill, b: RepositorySkill) =>
-  a.repository === b.repository ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.repository < b.repository ? -1 : 1;
+  a.repository === b.repository
+    ? a.name < b.name
+      ? -1
+      : a.name > b.name
+        ? 1
+        : 0
+    : a.repository < b.repository
+      ? -1
+      : 1;
 
 export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceService {
   return {
@@ -127,17 +189,26 @@ export function createWorkspaceService(deps: WorkspaceServiceDeps): WorkspaceSer
   };
 }
 
-async function recordOf(deps: WorkspaceServiceDeps, userId: string, id: string): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>> {
+async function recordOf(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+): Promise<Result<ConversationRecord, DomainErrorOf<'ConversationNotFound' | 'StoreUnavailable'>>> {
   const record = await deps.conversations.get(userId, normalizeId(id));
   if (record.isErr()) return err(record.error);
   if (!record.value) return err({ type: 'ConversationNotFound', conversationId: id });
   return ok(record.value);
 }
 
-const directoryOf = (record: ConversationRecord, box: SandboxRecord | null): string | null => record.workspace?.repository_dir ?? box?.spec.working_dir ?? null;
+const directoryOf = (record: ConversationRecord, box: SandboxRecord | null): string | null =>
+  record.workspace?.repository_dir ?? box?.spec.working_dir ?? null;
 
 /** The conversation's sandbox, refreshed from the runtime; null when it has none. */
-async function sandboxOf(deps: WorkspaceServiceDeps, userId: string, record: ConversationRecord): Promise<Result<SandboxRecord | null, StoreFailure>> {
+async function sandboxOf(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  record: ConversationRecord,
+): Promise<Result<SandboxRecord | null, StoreFailure>> {
   const boxes = await deps.sandboxes.liveRecords(userId, record.sandbox_id ? [record.sandbox_id] : []);
   if (boxes.isErr()) return err(boxes.error);
   return ok(record.sandbox_id ? (boxes.value.get(record.sandbox_id) ?? null) : null);
@@ -148,50 +219,91 @@ async function running(
   deps: WorkspaceServiceDeps,
   userId: string,
   id: string,
-): Promise<Result<{ record: ConversationRecord; box: SandboxRecord; dir: string }, DomainErrorOf<'ConversationNotFound' | 'ConversationNotRunning' | 'StoreUnavailable'>>> {
+): Promise<
+  Result<
+    { record: ConversationRecord; box: SandboxRecord; dir: string },
+    DomainErrorOf<'ConversationNotFound' | 'ConversationNotRunning' | 'StoreUnavailable'>
+  >
+> {
   const record = await recordOf(deps, userId, id);
   if (record.isErr()) return err(record.error);
   const box = await sandboxOf(deps, userId, record.value);
   if (box.isErr()) return err(box.error);
   if (!box.value || box.value.status !== 'RUNNING') {
-    return err({ type: 'ConversationNotRunning', conversationId: record.value.id, status: box.value ? `${record.value.status} (sandbox ${box.value.status})` : record.value.status });
+    return err({
+      type: 'ConversationNotRunning',
+      conversationId: record.value.id,
+      status: box.value ? `${record.value.status} (sandbox ${box.value.status})` : record.value.status,
+    });
   }
-  return ok({ record: record.value, box: box.value, dir: directoryOf(record.value, box.value) ?? box.value.spec.working_dir });
+  return ok({
+    record: record.value,
+    box: box.value,
+    dir: directoryOf(record.value, box.value) ?? box.value.spec.working_dir,
+  });
 }
 
-async function listFiles(deps: WorkspaceServiceDeps, userId: string, id: string, path: string | null): Promise<Result<string[], WorkspaceServiceError<'listFiles'>>> {
+async function listFiles(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+  path: string | null,
+): Promise<Result<string[], WorkspaceServiceError<'listFiles'>>> {
   const found = await running(deps, userId, id);
   if (found.isErr()) return err(found.error);
   const { box, dir } = found.value;
   const target = resolveSandboxPath(dir, path ?? '.') ?? dir;
   const prefix = entryPrefix(dir, target);
   const entries = await deps.runtime.listDirectory(box.id, target);
-  if (entries.isErr()) return entries.error.type === 'not_found' ? ok([]) : err(runtimeFailure(box.id, 'list files in')(entries.error));
+  if (entries.isErr())
+    return entries.error.type === 'not_found' ? ok([]) : err(runtimeFailure(box.id, 'list files in')(entries.error));
   return ok(entries.value.map((e) => (e.type === 'directory' ? `${prefix}${e.name}/` : `${prefix}${e.name}`)));
 }
 
-async function readFile(deps: WorkspaceServiceDeps, userId: string, id: string, path: string): Promise<Result<string, WorkspaceServiceError<'readFile'>>> {
+async function readFile(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+  path: string,
+): Promise<Result<string, WorkspaceServiceError<'readFile'>>> {
   const found = await running(deps, userId, id);
   if (found.isErr()) return err(found.error);
   const { record, box, dir } = found.value;
-  const content = await deps.runtime.readFile(box.id, resolveSandboxPath(dir, path) ?? path, { maxBytes: MAX_SHOWN_BYTES });
+  const content = await deps.runtime.readFile(box.id, resolveSandboxPath(dir, path) ?? path, {
+    maxBytes: MAX_SHOWN_BYTES,
+  });
   if (content.isOk()) return ok(showFile(content.value));
-  if (content.error.type === 'not_found') return err({ type: 'WorkspaceFileNotFound', conversationId: record.id, path });
-  if (content.error.type === 'is_directory') return err({ type: 'WorkspacePathIsDirectory', conversationId: record.id, path });
+  if (content.error.type === 'not_found')
+    return err({ type: 'WorkspaceFileNotFound', conversationId: record.id, path });
+  if (content.error.type === 'is_directory')
+    return err({ type: 'WorkspacePathIsDirectory', conversationId: record.id, path });
   return err(runtimeFailure(box.id, 'read a file of')(content.error));
 }
 
-async function gitChanges(deps: WorkspaceServiceDeps, userId: string, id: string, directory: string | null | undefined): Promise<Result<GitChange[], WorkspaceServiceError<'gitChanges'>>> {
+async function gitChanges(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+  directory: string | null | undefined,
+): Promise<Result<GitChange[], WorkspaceServiceError<'gitChanges'>>> {
   const found = await running(deps, userId, id);
   if (found.isErr()) return err(found.error);
   const { box, dir } = found.value;
   const where = directory ? (resolveSandboxPath(dir, directory) ?? dir) : dir;
-  const result = await deps.runtime.exec(box.id, { command: ['git', '-C', where, 'status', '--porcelain=v1', '-uall', '-z'], timeoutMs: 30_000 });
+  const result = await deps.runtime.exec(box.id, {
+    command: ['git', '-C', where, 'status', '--porcelain=v1', '-uall', '-z'],
+    timeoutMs: 30_000,
+  });
   if (result.isErr()) return err(runtimeFailure(box.id, 'read the repository of')(result.error));
   return ok(result.value.exit_code === 0 ? parseStatus(result.value.stdout) : []);
 }
 
-async function gitDiff(deps: WorkspaceServiceDeps, userId: string, id: string, path: string): Promise<Result<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>> {
+async function gitDiff(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+  path: string,
+): Promise<Result<{ original: string; modified: string }, WorkspaceServiceError<'gitDiff'>>> {
   const found = await running(deps, userId, id);
   if (found.isErr()) return err(found.error);
   const { box, dir } = found.value;
@@ -200,15 +312,24 @@ async function gitDiff(deps: WorkspaceServiceDeps, userId: string, id: string, p
   // No path (the working directory itself), or one longer than any file's (PATH_MAX): no file, so both sides are empty.
   if (target === null || target.length > MAX_PATH_LENGTH) return ok({ original: '', modified: '' });
   // Both sides at once.
-  const [original, modified] = await Promise.all([committed(deps, box.id, dir, relative), deps.runtime.readFile(box.id, target, { maxBytes: MAX_SHOWN_BYTES })]);
+  const [original, modified] = await Promise.all([
+    committed(deps, box.id, dir, relative),
+    deps.runtime.readFile(box.id, target, { maxBytes: MAX_SHOWN_BYTES }),
+  ]);
   if (original.isErr()) return err(original.error);
   if (modified.isOk()) return ok({ original: original.value, modified: showFile(modified.value) });
-  if (modified.error.type === 'not_found' || modified.error.type === 'is_directory') return ok({ original: original.value, modified: '' });
+  if (modified.error.type === 'not_found' || modified.error.type === 'is_directory')
+    return ok({ original: original.value, modified: '' });
   return err(runtimeFailure(box.id, 'read a file of')(modified.error));
 }
 
 /** The HEAD side of a diff, as a panel shows it; '' when HEAD has no file there. */
-async function committed(deps: WorkspaceServiceDeps, sandboxId: string, dir: string, relative: string): Promise<Result<string, DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'>>> {
+async function committed(
+  deps: WorkspaceServiceDeps,
+  sandboxId: string,
+  dir: string,
+  relative: string,
+): Promise<Result<string, DomainErrorOf<'SandboxesUnavailable' | 'SandboxRuntimeFailed'>>> {
   const result = await deps.runtime.exec(sandboxId, {
     command: ['sh', '-c', COMMITTED_BLOB_SCRIPT, 'sh', dir, `HEAD:${relative}`, String(MAX_SHOWN_BYTES)],
     timeoutMs: 30_000,
@@ -218,10 +339,18 @@ async function committed(deps: WorkspaceServiceDeps, sandboxId: string, dir: str
   if (result.isErr()) return err(runtimeFailure(sandboxId, 'read the repository of')(result.error));
   const newline = result.value.stdout.indexOf('\n');
   const size = Number(result.value.stdout.slice(0, newline));
-  return ok(result.value.exit_code === 0 && newline > 0 && Number.isSafeInteger(size) ? showOutput(result.value.stdout.slice(newline + 1), size) : '');
+  return ok(
+    result.value.exit_code === 0 && newline > 0 && Number.isSafeInteger(size)
+      ? showOutput(result.value.stdout.slice(newline + 1), size)
+      : '',
+  );
 }
 
-async function describe(deps: WorkspaceServiceDeps, userId: string, id: string): Promise<Result<WorkspaceDescription, WorkspaceServiceError<'describe'>>> {
+async function describe(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+  id: string,
+): Promise<Result<WorkspaceDescription, WorkspaceServiceError<'describe'>>> {
   const record = await recordOf(deps, userId, id);
   if (record.isErr()) return err(record.error);
   const box = await sandboxOf(deps, userId, record.value);
@@ -233,20 +362,33 @@ async function describe(deps: WorkspaceServiceDeps, userId: string, id: string):
     repository: record.value.selected_repository,
     directory: directoryOf(record.value, box.value),
     microagents: [
-      ...(guidance?.instructions ?? []).map((f) => ({ name: f.path, type: 'repo' as const, content: f.content, triggers: [] })),
-      ...(guidance?.knowledge ?? []).map((f) => ({ name: f.name, type: 'knowledge' as const, content: f.content, triggers: f.triggers })),
+      ...(guidance?.instructions ?? []).map((f) => ({
+        name: f.path,
+        type: 'repo' as const,
+        content: f.content,
+        triggers: [],
+      })),
+      ...(guidance?.knowledge ?? []).map((f) => ({
+        name: f.name,
+        type: 'knowledge' as const,
+        content: f.content,
+        triggers: f.triggers,
+      })),
     ],
   });
 }
 
 /** The skills of every repository the user's conversations prepared, each once (read a page of conversations at a time). */
-async function repositorySkills(deps: WorkspaceServiceDeps, userId: string): Promise<Result<RepositorySkill[], WorkspaceServiceError<'repositorySkills'>>> {
+async function repositorySkills(
+  deps: WorkspaceServiceDeps,
+  userId: string,
+): Promise<Result<RepositorySkill[], WorkspaceServiceError<'repositorySkills'>>> {
   const skills = new Map<string, RepositorySkill>();
   const add = (skill: RepositorySkill) => {
     const key = `${skill.repository}\u0000${skill.name}`;
     if (!skills.has(key)) skills.set(key, skill);
   };
-  for (let after: PageRequest['after'] = null; ; ) {
+  for (let after: PageRequest['after'] = null; ;) {
     const page = await deps.conversations.search(userId, { include_sub_conversations: true }, { limit: 100, after });
     if (page.isErr()) return err(page.error);
     for (const record of page.value.items) {
@@ -302,7 +444,16 @@ function parseStatus(output: string): GitChange[] {
     const entry = fields[i]!;
     const xy = entry.slice(0, 2);
     const path = entry.slice(3);
-    const status: GitChange['status'] = xy.includes('U') || xy === 'AA' || xy === 'DD' ? 'U' : xy.includes('R') ? 'R' : xy.includes('D') ? 'D' : xy === '??' || xy.includes('A') ? 'A' : 'M';
+    const status: GitChange['status'] =
+      xy.includes('U') || xy === 'AA' || xy === 'DD'
+        ? 'U'
+        : xy.includes('R')
+          ? 'R'
+          : xy.includes('D')
+            ? 'D'
+            : xy === '??' || xy.includes('A')
+              ? 'A'
+              : 'M';
     if (status === 'R') i++;
     changes.push({ status, path });
   }

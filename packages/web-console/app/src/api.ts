@@ -26,14 +26,31 @@ export async function unwrap<T>(pending: Promise<{ data?: T; error?: unknown; re
   try {
     answer = await pending;
   } catch (error) {
-    throw new ApiError(0, 'NETWORK', `The service did not answer (${error instanceof Error ? error.message : String(error)}). Check that it is running.`);
+    throw new ApiError(
+      0,
+      'NETWORK',
+      `The service did not answer (${error instanceof Error ? error.message : String(error)}). Check that it is running.`,
+    );
   }
   if (answer.response.ok) return answer.data as T;
-  const body = (answer.error ?? {}) as { code?: string; message?: string; issues?: { path: string; message: string }[] };
-  throw new ApiError(answer.response.status, body.code ?? `HTTP_${answer.response.status}`, body.message ?? answer.response.statusText, body.issues ?? []);
+  const body = (answer.error ?? {}) as {
+    code?: string;
+    message?: string;
+    issues?: { path: string; message: string }[];
+  };
+  throw new ApiError(
+    answer.response.status,
+    body.code ?? `HTTP_${answer.response.status}`,
+    body.message ?? answer.response.statusText,
+    body.issues ?? [],
+  );
 }
 
-type JsonOf<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { responses: { 200: { content: { 'application/json': infer T } } } } ? T : never;
+type JsonOf<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  responses: { 200: { content: { 'application/json': infer T } } };
+}
+  ? T
+  : never;
 
 export type AppConversation = JsonOf<'/api/v1/app-conversations/{conversation_id}', 'get'>;
 export type SandboxInfo = NonNullable<JsonOf<'/api/v1/sandboxes', 'get'>[number]>;

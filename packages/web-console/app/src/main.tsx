@@ -26,9 +26,25 @@ function App() {
       ),
     [],
   );
-  if (session.error !== undefined) return <Shell path={path}><ErrorBox error={session.error} onRetry={session.reload} /></Shell>;
-  if (!session.value) return <Shell path={path}><Loading what="the console" /></Shell>;
-  if (session.value === 'signed-out') return <Shell path={path} signedOut>{path === '/device' && <DeviceSignInHint />}<SignIn /></Shell>;
+  if (session.error !== undefined)
+    return (
+      <Shell path={path}>
+        <ErrorBox error={session.error} onRetry={session.reload} />
+      </Shell>
+    );
+  if (!session.value)
+    return (
+      <Shell path={path}>
+        <Loading what="the console" />
+      </Shell>
+    );
+  if (session.value === 'signed-out')
+    return (
+      <Shell path={path} signedOut>
+        {path === '/device' && <DeviceSignInHint />}
+        <SignIn />
+      </Shell>
+    );
   return <Shell path={path}>{page(path, query)}</Shell>;
 }
 
@@ -52,13 +68,25 @@ function page(path: string, query: URLSearchParams) {
 }
 
 const NAV = [
-  { path: '/', label: 'Conversations', active: (p: string) => p === '/' || p.startsWith('/conversations') || p === '/new' },
+  {
+    path: '/',
+    label: 'Conversations',
+    active: (p: string) => p === '/' || p.startsWith('/conversations') || p === '/new',
+  },
   { path: '/sandboxes', label: 'Sandboxes', active: (p: string) => p === '/sandboxes' },
   { path: '/settings', label: 'Settings', active: (p: string) => p === '/settings' },
   { path: '/keys', label: 'API keys', active: (p: string) => p === '/keys' },
 ];
 
-function Shell({ path, signedOut = false, children }: { path: string; signedOut?: boolean; children: preact.ComponentChildren }) {
+function Shell({
+  path,
+  signedOut = false,
+  children,
+}: {
+  path: string;
+  signedOut?: boolean;
+  children: preact.ComponentChildren;
+}) {
   return (
     <div class="shell" onClick={(e) => onLinkClick(e)}>
       <a class="skip" href="#main">
@@ -110,8 +138,9 @@ function DeviceSignInHint() {
     <section class="page device">
       <h1>Sign in a device</h1>
       <p>
-        A device (the OpenHands CLI) is asking to sign in as you. Sign in to this console first: open the link the server printed when it started (it ends in{' '}
-        <code>?key=…</code>) and come back to this page, or enter an API key below and you return here at once.
+        A device (the OpenHands CLI) is asking to sign in as you. Sign in to this console first: open the link the
+        server printed when it started (it ends in <code>?key=…</code>) and come back to this page, or enter an API key
+        below and you return here at once.
       </p>
     </section>
   );
@@ -123,8 +152,8 @@ function SignIn() {
     <section class="page sign-in">
       <h1>Sign in</h1>
       <p>
-        Open the link the server printed when it started (it ends in <code>?key=…</code>), or enter an API key. The key becomes a session cookie and is not kept in the
-        address.
+        Open the link the server printed when it started (it ends in <code>?key=…</code>), or enter an API key. The key
+        becomes a session cookie and is not kept in the address.
       </p>
       <form
         onSubmit={(e) => {
@@ -137,7 +166,14 @@ function SignIn() {
       >
         <label>
           API key
-          <input type="password" name="key" autocomplete="current-password" required value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+          <input
+            type="password"
+            name="key"
+            autocomplete="current-password"
+            required
+            value={key}
+            onInput={(e) => setKey(e.currentTarget.value)}
+          />
         </label>
         <button type="submit">Sign in</button>
       </form>

@@ -23,17 +23,57 @@ import xml from 'highlight.js/lib/languages/xml';
 import yaml from 'highlight.js/lib/languages/yaml';
 import { Marked } from 'marked';
 
-for (const [name, language] of Object.entries({ bash, css, diff: diffLanguage, go, java, javascript, json, markdown: markdownLanguage, python, rust, shell, sql, typescript, xml, yaml })) {
+for (const [name, language] of Object.entries({
+  bash,
+  css,
+  diff: diffLanguage,
+  go,
+  java,
+  javascript,
+  json,
+  markdown: markdownLanguage,
+  python,
+  rust,
+  shell,
+  sql,
+  typescript,
+  xml,
+  yaml,
+})) {
   hljs.registerLanguage(name, language);
 }
 
 const EXTENSION_LANGUAGES: Record<string, string> = {
-  sh: 'bash', bash: 'bash', css: 'css', diff: 'diff', patch: 'diff', go: 'go', java: 'java', js: 'javascript', mjs: 'javascript', cjs: 'javascript', jsx: 'javascript',
-  json: 'json', md: 'markdown', py: 'python', rs: 'rust', sql: 'sql', ts: 'typescript', tsx: 'typescript', mts: 'typescript', html: 'xml', xml: 'xml', svg: 'xml', yml: 'yaml', yaml: 'yaml', toml: 'yaml',
+  sh: 'bash',
+  bash: 'bash',
+  css: 'css',
+  diff: 'diff',
+  patch: 'diff',
+  go: 'go',
+  java: 'java',
+  js: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  jsx: 'javascript',
+  json: 'json',
+  md: 'markdown',
+  py: 'python',
+  rs: 'rust',
+  sql: 'sql',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  html: 'xml',
+  xml: 'xml',
+  svg: 'xml',
+  yml: 'yaml',
+  yaml: 'yaml',
+  toml: 'yaml',
 };
 
 /** The highlight.js language of a file path, if we have it. */
-export const languageOfPath = (path: string): string | undefined => EXTENSION_LANGUAGES[path.split('.').pop()?.toLowerCase() ?? ''];
+export const languageOfPath = (path: string): string | undefined =>
+  EXTENSION_LANGUAGES[path.split('.').pop()?.toLowerCase() ?? ''];
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -87,7 +127,10 @@ export function lineDiff(before: string, after: string, context = 3): (DiffLine 
     const text = part.value.endsWith('\n') ? part.value.slice(0, -1) : part.value;
     for (const line of text.split('\n')) lines.push({ kind, text: line });
   }
-  const keep = lines.map((line, i) => line.kind !== 'same' || lines.slice(Math.max(0, i - context), i + context + 1).some((l) => l.kind !== 'same'));
+  const keep = lines.map(
+    (line, i) =>
+      line.kind !== 'same' || lines.slice(Math.max(0, i - context), i + context + 1).some((l) => l.kind !== 'same'),
+  );
   const out: (DiffLine | { kind: 'gap'; count: number })[] = [];
   let skipped = 0;
   lines.forEach((line, i) => {

@@ -34,8 +34,23 @@ export function useRoute(): { path: string; query: URLSearchParams } {
 /** A click on an in-app link moves without a page load (modified clicks open tabs as usual). */
 export function onLinkClick(event: MouseEvent): void {
   const anchor = (event.target as Element | null)?.closest('a');
-  if (!anchor || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-  if (anchor.target || anchor.hasAttribute('download') || anchor.origin !== location.origin || !anchor.pathname.startsWith(base)) return;
+  if (
+    !anchor ||
+    event.defaultPrevented ||
+    event.button !== 0 ||
+    event.metaKey ||
+    event.ctrlKey ||
+    event.shiftKey ||
+    event.altKey
+  )
+    return;
+  if (
+    anchor.target ||
+    anchor.hasAttribute('download') ||
+    anchor.origin !== location.origin ||
+    !anchor.pathname.startsWith(base)
+  )
+    return;
   if (anchor.dataset.external !== undefined) return;
   event.preventDefault();
   navigate(`${anchor.pathname.slice(base.length - 1)}${anchor.search}`);

@@ -78,13 +78,26 @@ export function formatAge(iso: string, now = Date.now()): string {
   return new Date(iso).toLocaleDateString();
 }
 
-export const formatCost = (usd: number | null | undefined) => (usd === null || usd === undefined ? '—' : `$${usd < 0.01 && usd > 0 ? usd.toFixed(4) : usd.toFixed(2)}`);
+export const formatCost = (usd: number | null | undefined) =>
+  usd === null || usd === undefined ? '—' : `$${usd < 0.01 && usd > 0 ? usd.toFixed(4) : usd.toFixed(2)}`;
 
-export const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`);
+export const formatDuration = (ms: number) =>
+  ms < 1000
+    ? `${ms} ms`
+    : ms < 60_000
+      ? `${(ms / 1000).toFixed(1)} s`
+      : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 
 /** Loads data for a page: the value, the error, and a reload; stale answers of earlier loads are dropped. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { value: T | undefined; error: unknown; loading: boolean; reload: () => void } {
-  const [state, setState] = useState<{ value: T | undefined; error: unknown; loading: boolean }>({ value: undefined, error: undefined, loading: true });
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[],
+): { value: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ value: T | undefined; error: unknown; loading: boolean }>({
+    value: undefined,
+    error: undefined,
+    loading: true,
+  });
   const generation = useRef(0);
   const reload = useCallback(() => {
     const mine = ++generation.current;
@@ -99,7 +112,9 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { value: T 
 }
 
 /** Runs an action from a button: busy while it runs, its error shown until the next try. */
-export function useAction<A extends unknown[]>(action: (...args: A) => Promise<unknown>): { run: (...args: A) => Promise<void>; busy: boolean; error: unknown } {
+export function useAction<A extends unknown[]>(
+  action: (...args: A) => Promise<unknown>,
+): { run: (...args: A) => Promise<void>; busy: boolean; error: unknown } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const run = async (...args: A) => {

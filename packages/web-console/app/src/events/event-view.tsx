@@ -24,7 +24,8 @@ export function entriesOf(events: readonly ConversationEvent[]): Entry[] {
   const entries: Entry[] = [];
   for (const e of events) {
     if (e.kind === 'llm_call') continue;
-    if (e.kind === 'action') entries.push({ key: `a${e.id}`, kind: 'tool', action: e, observation: observations.get(e.tool_call_id) ?? null });
+    if (e.kind === 'action')
+      entries.push({ key: `a${e.id}`, kind: 'tool', action: e, observation: observations.get(e.tool_call_id) ?? null });
     else if (e.kind === 'observation') {
       if (!actions.has(e.tool_call_id)) entries.push({ key: `o${e.id}`, kind: 'orphan', observation: e });
     } else entries.push({ key: `e${e.id}`, kind: 'event', event: e });
@@ -33,14 +34,23 @@ export function entriesOf(events: readonly ConversationEvent[]): Entry[] {
 }
 
 /** A tool argument as text (the model may send anything: a number, an object…). */
-const text = (value: unknown, fallback = ''): string => (typeof value === 'string' ? value : value === undefined || value === null ? fallback : JSON.stringify(value));
+const text = (value: unknown, fallback = ''): string =>
+  typeof value === 'string' ? value : value === undefined || value === null ? fallback : JSON.stringify(value);
 
 const Markdown = ({ text, class: className }: { text: string; class?: string }) => (
   // Sanitised by DOMPurify in markdown().
   <div class={`markdown ${className ?? ''}`} dangerouslySetInnerHTML={{ __html: markdown(text) }} />
 );
 
-const Code = ({ code, language, class: className }: { code: string; language?: string | undefined; class?: string }) => (
+const Code = ({
+  code,
+  language,
+  class: className,
+}: {
+  code: string;
+  language?: string | undefined;
+  class?: string;
+}) => (
   <pre class={`code ${className ?? ''}`}>
     <code class="hljs" dangerouslySetInnerHTML={{ __html: highlight(code, language) }} />
   </pre>
@@ -99,7 +109,9 @@ function EntryViewOf({ entry }: { entry: Entry }) {
     case 'error':
       return (
         <div class={`event error ${e.fatal ? 'fatal' : 'warning'}`} data-event-id={e.id} role="alert">
-          <strong>{e.fatal ? 'Stopped' : 'Warning'}: {e.code.replaceAll('_', ' ')}</strong>
+          <strong>
+            {e.fatal ? 'Stopped' : 'Warning'}: {e.code.replaceAll('_', ' ')}
+          </strong>
           <p>{e.message}</p>
         </div>
       );
@@ -107,7 +119,8 @@ function EntryViewOf({ entry }: { entry: Entry }) {
       return (
         <details class="event setup" data-event-id={e.id}>
           <summary>
-            {e.step === 'repository' ? 'Repository' : 'Setup script'}: {e.summary} <span class="hint">({formatDuration(e.duration_ms)})</span>
+            {e.step === 'repository' ? 'Repository' : 'Setup script'}: {e.summary}{' '}
+            <span class="hint">({formatDuration(e.duration_ms)})</span>
             {e.exit_code !== null && e.exit_code !== 0 && <Badge value="error" label={`exit ${e.exit_code}`} />}
           </summary>
           {e.output && <Code code={e.output} />}
@@ -116,7 +129,8 @@ function EntryViewOf({ entry }: { entry: Entry }) {
     case 'confirmation':
       return (
         <div class="event confirmation" data-event-id={e.id}>
-          You {e.accept ? 'accepted' : 'rejected'} {e.tool_call_ids.length === 1 ? 'the waiting action' : `${e.tool_call_ids.length} waiting actions`}
+          You {e.accept ? 'accepted' : 'rejected'}{' '}
+          {e.tool_call_ids.length === 1 ? 'the waiting action' : `${e.tool_call_ids.length} waiting actions`}
           {e.reason ? `: ${e.reason}` : '.'}
         </div>
       );
@@ -163,7 +177,9 @@ function ToolView({ action, observation }: { action: ActionEvent; observation: O
         {thought}
         <header>
           <span class="tool">Command</span> {risk}
-          {observation && observation.exit_code !== null && <Badge value={observation.exit_code === 0 ? 'finished' : 'error'} label={`exit ${observation.exit_code}`} />}
+          {observation && observation.exit_code !== null && (
+            <Badge value={observation.exit_code === 0 ? 'finished' : 'error'} label={`exit ${observation.exit_code}`} />
+          )}
           {duration !== null && <span class="hint duration">{formatDuration(Math.max(0, duration))}</span>}
           {!observation && <span class="hint running">running…</span>}
         </header>
@@ -180,13 +196,18 @@ function ToolView({ action, observation }: { action: ActionEvent; observation: O
       <article class="event edit" data-event-id={action.id}>
         {thought}
         <header>
-          <span class="tool">{command === 'view' ? 'Read' : command === 'create' ? 'Create' : 'Edit'}</span> <code>{path}</code> {risk}
+          <span class="tool">{command === 'view' ? 'Read' : command === 'create' ? 'Create' : 'Edit'}</span>{' '}
+          <code>{path}</code> {risk}
           {observation?.is_error && <Badge value="error" />}
         </header>
-        {command === 'str_replace' && <Diff before={text(args['old_str'])} after={text(args['new_str'])} language={language} />}
+        {command === 'str_replace' && (
+          <Diff before={text(args['old_str'])} after={text(args['new_str'])} language={language} />
+        )}
         {command === 'insert' && <Diff before="" after={text(args['new_str'])} language={language} />}
         {command === 'create' && <Diff before="" after={text(args['file_text'])} language={language} />}
-        {observation && (command === 'view' || observation.is_error) && <Output observation={observation} collapsed={command === 'view'} />}
+        {observation && (command === 'view' || observation.is_error) && (
+          <Output observation={observation} collapsed={command === 'view'} />
+        )}
       </article>
     );
   }

@@ -20,9 +20,16 @@ export function useEventStream(conversationId: string): EventStream {
 
   useEffect(() => {
     // This stream's own state: a newer stream (another conversation) never sees it.
-    const mine = { events: [] as ConversationEvent[], lastId: 0, pending: [] as ConversationEvent[], frame: null as number | null };
+    const mine = {
+      events: [] as ConversationEvent[],
+      lastId: 0,
+      pending: [] as ConversationEvent[],
+      frame: null as number | null,
+    };
     setSnapshot({ events: [], state: 'connecting' });
-    const source = new EventSource(`${apiBase}/api/v1/app-conversations/${encodeURIComponent(conversationId)}/events/stream`);
+    const source = new EventSource(
+      `${apiBase}/api/v1/app-conversations/${encodeURIComponent(conversationId)}/events/stream`,
+    );
     const flush = () => {
       mine.frame = null;
       if (mine.pending.length === 0) return;

@@ -4,7 +4,15 @@
  */
 import type { TargetedEvent } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, unwrap, type ActionEvent, type AppConversation, type ConversationEvent, type ExecutionStatus, type LlmCallEvent } from '../api.js';
+import {
+  api,
+  unwrap,
+  type ActionEvent,
+  type AppConversation,
+  type ConversationEvent,
+  type ExecutionStatus,
+  type LlmCallEvent,
+} from '../api.js';
 import { entriesOf, EntryView } from '../events/event-view.js';
 import { useEventStream, type EventStream } from '../events/stream.js';
 import { Badge, ErrorBox, formatCost, Loading, useAction, useLoad } from '../ui.js';
@@ -19,7 +27,8 @@ export function ConversationPage({ id }: { id: string }) {
   const lifecycle = useLifecycle(id, conversation.reload);
 
   const c = conversation.value;
-  if (conversation.error !== undefined && !c) return <ErrorBox error={conversation.error} onRetry={conversation.reload} />;
+  if (conversation.error !== undefined && !c)
+    return <ErrorBox error={conversation.error} onRetry={conversation.reload} />;
   return (
     <section class="page conversation">
       <ConversationHead id={id} c={c} status={status} usage={usage} streamState={stream.state} lifecycle={lifecycle} />
@@ -36,7 +45,10 @@ export function ConversationPage({ id }: { id: string }) {
  * draw, the agent's latest status, the usage so far, and the actions waiting for the user.
  */
 function useConversation(id: string) {
-  const conversation = useLoad(() => unwrap(api.GET('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } } })), [id]);
+  const conversation = useLoad(
+    () => unwrap(api.GET('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } } })),
+    [id],
+  );
   const stream = useEventStream(id);
   const entries = useMemo(() => entriesOf(stream.events), [stream.events]);
   const status = useMemo(() => latestStatus(stream.events), [stream.events]);
@@ -91,7 +103,10 @@ function useLifecycle(id: string, reload: () => void) {
     await unwrap(
       what === 'stop'
         ? api.POST('/api/conversations/{conversation_id}/stop', { params: { path: { conversation_id: id } } })
-        : api.POST('/api/conversations/{conversation_id}/start', { params: { path: { conversation_id: id } }, body: {} }),
+        : api.POST('/api/conversations/{conversation_id}/start', {
+            params: { path: { conversation_id: id } },
+            body: {},
+          }),
     );
     reload();
   });
@@ -118,12 +133,24 @@ function ConversationHead({ id, c, status, usage, streamState, lifecycle }: Head
           {c && <Badge value={c.conversation_status} />}
           <Badge value={status ?? c?.execution_status ?? null} label="agent" />
           {c?.sandbox_status && c.sandbox_status !== 'RUNNING' && <Badge value={c.sandbox_status} label="sandbox" />}
-          {c?.selected_repository && <span class="hint">{c.selected_repository}{c.selected_branch ? ` @ ${c.selected_branch}` : ''}</span>}
+          {c?.selected_repository && (
+            <span class="hint">
+              {c.selected_repository}
+              {c.selected_branch ? ` @ ${c.selected_branch}` : ''}
+            </span>
+          )}
           <span class="usage" data-testid="usage" title="Cost and tokens so far">
-            {formatCost(usage.cost)} · {usage.promptTokens.toLocaleString()} in / {usage.completionTokens.toLocaleString()} out tokens
+            {formatCost(usage.cost)} · {usage.promptTokens.toLocaleString()} in /{' '}
+            {usage.completionTokens.toLocaleString()} out tokens
           </span>
           <span class={`stream ${streamState}`} role="status">
-            {streamState === 'live' ? 'live' : streamState === 'connecting' ? 'connecting…' : streamState === 'reconnecting' ? 'reconnecting…' : 'disconnected'}
+            {streamState === 'live'
+              ? 'live'
+              : streamState === 'connecting'
+                ? 'connecting…'
+                : streamState === 'reconnecting'
+                  ? 'reconnecting…'
+                  : 'disconnected'}
           </span>
         </div>
         {c?.status_detail && <p class="hint">{c.status_detail}</p>}
@@ -154,7 +181,13 @@ interface EventListProps {
 /** The events as they come: loading, "nothing yet", "show earlier", and the entries drawn. */
 function EventList({ stream, entries, earlier, scroller }: EventListProps) {
   return (
-    <div class="events" ref={scroller.list} aria-live="polite" aria-busy={stream.state === 'connecting'} onScroll={scroller.onScroll}>
+    <div
+      class="events"
+      ref={scroller.list}
+      aria-live="polite"
+      aria-busy={stream.state === 'connecting'}
+      onScroll={scroller.onScroll}
+    >
       {stream.state === 'connecting' && stream.events.length === 0 && <Loading what="events" />}
       {stream.state !== 'connecting' && entries.length === 0 && <p class="state empty">Nothing has happened yet.</p>}
       {earlier.hidden > 0 && (
@@ -205,7 +238,9 @@ function waitingActions(events: readonly ConversationEvent[], status: ExecutionS
     if (e.kind === 'observation') answered.add(e.tool_call_id);
     if (e.kind === 'confirmation') for (const id of e.tool_call_ids) answered.add(id);
   }
-  return events.filter((e): e is ActionEvent => e.kind === 'action' && e.requires_confirmation === true && !answered.has(e.tool_call_id));
+  return events.filter(
+    (e): e is ActionEvent => e.kind === 'action' && e.requires_confirmation === true && !answered.has(e.tool_call_id),
+  );
 }
 
 function Confirmation({ id, actions }: { id: string; actions: ActionEvent[] }) {
@@ -221,13 +256,18 @@ function Confirmation({ id, actions }: { id: string; actions: ActionEvent[] }) {
   });
   return (
     <aside class="confirmation-panel" aria-label="Actions waiting for you">
-      <h2>
-        {actions.length === 1 ? 'An action waits' : `${actions.length} actions wait`} for your decision
-      </h2>
+      <h2>{actions.length === 1 ? 'An action waits' : `${actions.length} actions wait`} for your decision</h2>
       <ul>
         {actions.map((a) => (
           <li key={a.tool_call_id}>
-            <code>{a.tool_name === 'execute_bash' ? typeof a.arguments?.['command'] === 'string' ? a.arguments['command'] : a.raw_arguments : `${a.tool_name} ${a.raw_arguments}`}</code> <Badge value={a.security_risk ?? 'unknown'} label="risk" />
+            <code>
+              {a.tool_name === 'execute_bash'
+                ? typeof a.arguments?.['command'] === 'string'
+                  ? a.arguments['command']
+                  : a.raw_arguments
+                : `${a.tool_name} ${a.raw_arguments}`}
+            </code>{' '}
+            <Badge value={a.security_risk ?? 'unknown'} label="risk" />
             {a.risk_reasons && a.risk_reasons.length > 0 && (
               <ul class="reasons">
                 {a.risk_reasons.map((r) => (
@@ -238,7 +278,12 @@ function Confirmation({ id, actions }: { id: string; actions: ActionEvent[] }) {
           </li>
         ))}
       </ul>
-      <input aria-label="Reason (optional, shown to the agent on a rejection)" placeholder="Reason (optional)" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+      <input
+        aria-label="Reason (optional, shown to the agent on a rejection)"
+        placeholder="Reason (optional)"
+        value={reason}
+        onInput={(e) => setReason(e.currentTarget.value)}
+      />
       <div class="buttons">
         <button type="button" disabled={respond.busy} onClick={() => void respond.run(true)}>
           Accept
@@ -268,7 +313,12 @@ function Composer({ id, disabled }: { id: string; disabled: boolean }) {
       ...(text.trim() ? [{ type: 'text' as const, text }] : []),
       ...(images.length > 0 ? [{ type: 'image' as const, image_urls: images }] : []),
     ];
-    await unwrap(api.POST('/api/v1/app-conversations/{conversation_id}/send-message', { params: { path: { conversation_id: id } }, body: { role: 'user', content, run: true } }));
+    await unwrap(
+      api.POST('/api/v1/app-conversations/{conversation_id}/send-message', {
+        params: { path: { conversation_id: id } },
+        body: { role: 'user', content, run: true },
+      }),
+    );
     setText('');
     setImages([]);
   });

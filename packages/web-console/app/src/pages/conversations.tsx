@@ -39,7 +39,13 @@ function useConversationList(search: string, pageId: string | undefined) {
     () =>
       unwrap(
         api.GET('/api/v1/app-conversations/search', {
-          params: { query: { limit: PAGE_SIZE, ...(search ? { title__contains: search } : {}), ...(pageId ? { page_id: pageId } : {}) } },
+          params: {
+            query: {
+              limit: PAGE_SIZE,
+              ...(search ? { title__contains: search } : {}),
+              ...(pageId ? { page_id: pageId } : {}),
+            },
+          },
         }),
       ),
     [search, pageId],
@@ -47,7 +53,10 @@ function useConversationList(search: string, pageId: string | undefined) {
 }
 
 /** Goes to the list for a search and a page (the address is the list's state). */
-const goTo = (q: string, page?: string | null) => navigate(`/?${new URLSearchParams({ ...(q ? { q } : {}), ...(page ? { page } : {}) }).toString()}`.replace(/\?$/, ''));
+const goTo = (q: string, page?: string | null) =>
+  navigate(
+    `/?${new URLSearchParams({ ...(q ? { q } : {}), ...(page ? { page } : {}) }).toString()}`.replace(/\?$/, ''),
+  );
 
 /** The title search: what is typed follows the address, and a search goes to its first page. */
 function SearchForm({ search }: { search: string }) {
@@ -62,7 +71,13 @@ function SearchForm({ search }: { search: string }) {
         goTo(typed.trim());
       }}
     >
-      <input type="search" aria-label="Search titles" placeholder="Search titles" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} />
+      <input
+        type="search"
+        aria-label="Search titles"
+        placeholder="Search titles"
+        value={typed}
+        onInput={(e) => setTyped(e.currentTarget.value)}
+      />
       <button type="submit" class="secondary">
         Search
       </button>
@@ -131,7 +146,15 @@ function ConversationRow({ c }: { c: AppConversation }) {
   );
 }
 
-function Pager({ search, pageId, nextPageId }: { search: string; pageId: string | undefined; nextPageId: string | null | undefined }) {
+function Pager({
+  search,
+  pageId,
+  nextPageId,
+}: {
+  search: string;
+  pageId: string | undefined;
+  nextPageId: string | null | undefined;
+}) {
   return (
     <nav class="pager" aria-label="Pages">
       {pageId && (
@@ -174,21 +197,43 @@ export function NewConversationPage() {
       >
         <label>
           What should the agent do?
-          <textarea name="message" rows={6} required value={form.message} placeholder="Fix the failing test in src/parser.ts" onInput={(e) => setForm({ ...form, message: e.currentTarget.value })} />
+          <textarea
+            name="message"
+            rows={6}
+            required
+            value={form.message}
+            placeholder="Fix the failing test in src/parser.ts"
+            onInput={(e) => setForm({ ...form, message: e.currentTarget.value })}
+          />
         </label>
         <div class="row">
           <label>
             Repository <span class="hint">(optional)</span>
-            <input name="repository" placeholder="owner/name" value={form.repository} onInput={(e) => setForm({ ...form, repository: e.currentTarget.value })} />
+            <input
+              name="repository"
+              placeholder="owner/name"
+              value={form.repository}
+              onInput={(e) => setForm({ ...form, repository: e.currentTarget.value })}
+            />
           </label>
           <label>
             Branch <span class="hint">(optional)</span>
-            <input name="branch" placeholder="main" value={form.branch} onInput={(e) => setForm({ ...form, branch: e.currentTarget.value })} />
+            <input
+              name="branch"
+              placeholder="main"
+              value={form.branch}
+              onInput={(e) => setForm({ ...form, branch: e.currentTarget.value })}
+            />
           </label>
         </div>
         <label>
           Instructions <span class="hint">(optional: how to work, shown to the agent with the task)</span>
-          <textarea name="instructions" rows={3} value={form.instructions} onInput={(e) => setForm({ ...form, instructions: e.currentTarget.value })} />
+          <textarea
+            name="instructions"
+            rows={3}
+            value={form.instructions}
+            onInput={(e) => setForm({ ...form, instructions: e.currentTarget.value })}
+          />
         </label>
         <div class="actions">
           <button type="submit" disabled={start.busy}>

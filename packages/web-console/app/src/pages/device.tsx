@@ -24,7 +24,11 @@ function Answer({ userCode }: { userCode: string }) {
   const [answered, setAnswered] = useState<'approved' | 'denied' | null>(null);
   const respond = useAction(async (action: 'approve' | 'deny') => {
     const params = { params: { path: { user_code: userCode } } };
-    const grant = await unwrap(action === 'approve' ? api.POST('/api/device-authorizations/{user_code}/approve', params) : api.POST('/api/device-authorizations/{user_code}/deny', params));
+    const grant = await unwrap(
+      action === 'approve'
+        ? api.POST('/api/device-authorizations/{user_code}/approve', params)
+        : api.POST('/api/device-authorizations/{user_code}/deny', params),
+    );
     setAnswered(grant.status === 'approved' ? 'approved' : 'denied');
   });
 
@@ -33,7 +37,12 @@ function Answer({ userCode }: { userCode: string }) {
       <section class="page device">
         <h1>Sign in a device</h1>
         <ErrorBox error={loaded.error} onRetry={loaded.reload} />
-        {loaded.error instanceof ApiError && loaded.error.status === 404 && <p class="hint">Codes expire after a few minutes: run the sign-in on the device again (e.g. <code>openhands login</code>) to get a new one.</p>}
+        {loaded.error instanceof ApiError && loaded.error.status === 404 && (
+          <p class="hint">
+            Codes expire after a few minutes: run the sign-in on the device again (e.g. <code>openhands login</code>) to
+            get a new one.
+          </p>
+        )}
       </section>
     );
   }
@@ -51,9 +60,10 @@ function Answer({ userCode }: { userCode: string }) {
           <strong>{grant.client_name}</strong> wants to sign in as <strong data-testid="device-user">{user}</strong>.
         </p>
         <p class="hint">
-          Approve only a sign-in you started yourself just now (e.g. with <code>openhands login</code>; the code is in the link it printed). Approving gives the device a
-          new API key of yours, listed under API keys, where you can revoke it. Asked{' '}
-          {new Date(grant.created_at).toLocaleTimeString()}; the code expires at {new Date(grant.expires_at).toLocaleTimeString()}.
+          Approve only a sign-in you started yourself just now (e.g. with <code>openhands login</code>; the code is in
+          the link it printed). Approving gives the device a new API key of yours, listed under API keys, where you can
+          revoke it. Asked {new Date(grant.created_at).toLocaleTimeString()}; the code expires at{' '}
+          {new Date(grant.expires_at).toLocaleTimeString()}.
         </p>
         {status === 'pending' && (
           <div class="actions">
@@ -94,7 +104,15 @@ function EnterCode() {
           navigate(`/device?user_code=${encodeURIComponent(code.trim().toUpperCase())}`);
         }}
       >
-        <input aria-label="Code" placeholder="XXXX-XXXX" maxLength={9} autocomplete="off" required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+        <input
+          aria-label="Code"
+          placeholder="XXXX-XXXX"
+          maxLength={9}
+          autocomplete="off"
+          required
+          value={code}
+          onInput={(e) => setCode(e.currentTarget.value)}
+        />
         <button type="submit">Continue</button>
       </form>
     </section>

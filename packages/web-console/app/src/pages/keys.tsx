@@ -30,8 +30,8 @@ export function KeysPage() {
         </button>
       </div>
       <p class="hint">
-        Keys open the API as you (X-Session-API-Key or Authorization: Bearer). Signing in the OpenHands CLI (<code>openhands login</code>) makes one. Keys from the
-        server’s configuration are not listed here.
+        Keys open the API as you (X-Session-API-Key or Authorization: Bearer). Signing in the OpenHands CLI (
+        <code>openhands login</code>) makes one. Keys from the server’s configuration are not listed here.
       </p>
       {made && (
         <div class="state new-key" role="status" data-testid="new-key">
@@ -69,7 +69,12 @@ export function KeysPage() {
                   {k.last_used_at ? formatAge(k.last_used_at) : 'never'}
                 </td>
                 <td data-label="Actions" class="buttons">
-                  <button type="button" class="danger" disabled={revoke.busy} onClick={() => void revoke.run(k.id, k.name)}>
+                  <button
+                    type="button"
+                    class="danger"
+                    disabled={revoke.busy}
+                    onClick={() => void revoke.run(k.id, k.name)}
+                  >
                     Revoke
                   </button>
                 </td>
@@ -86,7 +91,14 @@ export function KeysPage() {
           void create.run();
         }}
       >
-        <input aria-label="Key name" placeholder="name (where it is used, e.g. laptop)" maxLength={100} value={name} required onInput={(e) => setName(e.currentTarget.value)} />
+        <input
+          aria-label="Key name"
+          placeholder="name (where it is used, e.g. laptop)"
+          maxLength={100}
+          value={name}
+          required
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
         <button type="submit" disabled={create.busy}>
           Make key
         </button>

@@ -56,12 +56,22 @@ export function SandboxesPage() {
                 </td>
                 <td data-label="Actions" class="buttons">
                   {s.status === 'RUNNING' && (
-                    <button type="button" class="secondary" disabled={act.busy} onClick={() => void act.run(s, 'pause')}>
+                    <button
+                      type="button"
+                      class="secondary"
+                      disabled={act.busy}
+                      onClick={() => void act.run(s, 'pause')}
+                    >
                       Pause
                     </button>
                   )}
                   {s.status === 'PAUSED' && (
-                    <button type="button" class="secondary" disabled={act.busy} onClick={() => void act.run(s, 'resume')}>
+                    <button
+                      type="button"
+                      class="secondary"
+                      disabled={act.busy}
+                      onClick={() => void act.run(s, 'resume')}
+                    >
                       Resume
                     </button>
                   )}

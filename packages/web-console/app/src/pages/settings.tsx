@@ -7,7 +7,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, unwrap } from '../api.js';
 import { Empty, ErrorBox, Loading, useAction, useLoad } from '../ui.js';
 
-type McpRow = { type: 'sse' | 'shttp'; url: string; api_key: string } | { type: 'stdio'; name: string; command: string; args: string; env: Record<string, string> };
+type McpRow =
+  | { type: 'sse' | 'shttp'; url: string; api_key: string }
+  | { type: 'stdio'; name: string; command: string; args: string; env: Record<string, string> };
 
 interface Form {
   llm_model: string;
@@ -47,7 +49,13 @@ function formOf(view: SettingsView | null): Form {
     mcp: [
       ...(mcp?.sse_servers ?? []).map((s): McpRow => ({ type: 'sse', url: s.url, api_key: '' })),
       ...(mcp?.shttp_servers ?? []).map((s): McpRow => ({ type: 'shttp', url: s.url, api_key: '' })),
-      ...(mcp?.stdio_servers ?? []).map((s): McpRow => ({ type: 'stdio', name: s.name, command: s.command, args: s.args.join(' '), env: s.env })),
+      ...(mcp?.stdio_servers ?? []).map((s): McpRow => ({
+        type: 'stdio',
+        name: s.name,
+        command: s.command,
+        args: s.args.join(' '),
+        env: s.env,
+      })),
     ],
   };
 }
@@ -57,11 +65,17 @@ const numberOrNull = (text: string) => (text.trim() === '' ? null : Number(text)
 /** The Store Settings body: a blank key keeps the stored one, "clear" removes it; MCP keys left blank are kept per URL. */
 function bodyOf(form: Form) {
   const remote = (type: 'sse' | 'shttp') =>
-    form.mcp.flatMap((row) => (row.type === type ? [{ url: row.url.trim(), api_key: row.api_key === '' ? null : row.api_key }] : []));
+    form.mcp.flatMap((row) =>
+      row.type === type ? [{ url: row.url.trim(), api_key: row.api_key === '' ? null : row.api_key }] : [],
+    );
   return {
     llm_model: form.llm_model.trim() || null,
     llm_base_url: form.llm_base_url.trim(),
-    ...(form.clear_llm_api_key ? { llm_api_key: '' } : form.llm_api_key !== '' ? { llm_api_key: form.llm_api_key } : {}),
+    ...(form.clear_llm_api_key
+      ? { llm_api_key: '' }
+      : form.llm_api_key !== ''
+        ? { llm_api_key: form.llm_api_key }
+        : {}),
     max_iterations: numberOrNull(form.max_iterations),
     max_budget_per_task: numberOrNull(form.max_budget_per_task),
     confirmation_mode: form.confirmation_mode,
@@ -74,7 +88,16 @@ function bodyOf(form: Form) {
       sse_servers: remote('sse'),
       shttp_servers: remote('shttp'),
       stdio_servers: form.mcp.flatMap((row) =>
-        row.type === 'stdio' ? [{ name: row.name.trim(), command: row.command.trim(), args: row.args.trim() === '' ? [] : row.args.trim().split(/\s+/), env: row.env }] : [],
+        row.type === 'stdio'
+          ? [
+              {
+                name: row.name.trim(),
+                command: row.command.trim(),
+                args: row.args.trim() === '' ? [] : row.args.trim().split(/\s+/),
+                env: row.env,
+              },
+            ]
+          : [],
       ),
     },
   };
@@ -145,7 +168,15 @@ function useSettings() {
     await unwrap(api.POST('/api/settings', { body: bodyOf(current) as never }));
     // Keys are write-only: once stored, their fields are empty at once (not only when the reload
     // below comes back, which would show "set" beside a key still in the field).
-    setForm((f) => f && { ...f, llm_api_key: '', clear_llm_api_key: false, mcp: f.mcp.map((row) => (row.type === 'stdio' ? row : { ...row, api_key: '' })) });
+    setForm(
+      (f) =>
+        f && {
+          ...f,
+          llm_api_key: '',
+          clear_llm_api_key: false,
+          mcp: f.mcp.map((row) => (row.type === 'stdio' ? row : { ...row, api_key: '' })),
+        },
+    );
     loaded.reload();
     setSaved(true);
   });
@@ -163,15 +194,34 @@ function ModelGroup({ form, set, view, models }: GroupProps & { view: SettingsVi
       <legend>Model</legend>
       <label>
         Model
-        <input name="llm_model" list="models" value={form.llm_model} placeholder="openai/gpt-4o" onInput={(e) => set('llm_model', e.currentTarget.value)} />
-        <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
+        <input
+          name="llm_model"
+          list="models"
+          value={form.llm_model}
+          placeholder="openai/gpt-4o"
+          onInput={(e) => set('llm_model', e.currentTarget.value)}
+        />
+        <datalist id="models">
+          {models.map((m) => (
+            <option key={m} value={m} />
+          ))}
+        </datalist>
       </label>
       <label>
         Base URL <span class="hint">(optional: an OpenAI-compatible endpoint)</span>
-        <input name="llm_base_url" type="url" value={form.llm_base_url} placeholder="https://api.openai.com/v1" onInput={(e) => set('llm_base_url', e.currentTarget.value)} />
+        <input
+          name="llm_base_url"
+          type="url"
+          value={form.llm_base_url}
+          placeholder="https://api.openai.com/v1"
+          onInput={(e) => set('llm_base_url', e.currentTarget.value)}
+        />
       </label>
       <label>
-        API key <span class={`badge ${view?.llm_api_key_set ? 'ok' : 'muted'}`} data-testid="llm-key-state">{view?.llm_api_key_set ? 'set' : 'not set'}</span>
+        API key{' '}
+        <span class={`badge ${view?.llm_api_key_set ? 'ok' : 'muted'}`} data-testid="llm-key-state">
+          {view?.llm_api_key_set ? 'set' : 'not set'}
+        </span>
         <input
           name="llm_api_key"
           type="password"
@@ -184,7 +234,12 @@ function ModelGroup({ form, set, view, models }: GroupProps & { view: SettingsVi
       </label>
       {view?.llm_api_key_set && (
         <label class="check">
-          <input type="checkbox" checked={form.clear_llm_api_key} onChange={(e) => set('clear_llm_api_key', e.currentTarget.checked)} /> Remove the stored key
+          <input
+            type="checkbox"
+            checked={form.clear_llm_api_key}
+            onChange={(e) => set('clear_llm_api_key', e.currentTarget.checked)}
+          />{' '}
+          Remove the stored key
         </label>
       )}
     </fieldset>
@@ -196,10 +251,28 @@ function LimitsGroup({ form, set }: GroupProps) {
     <fieldset>
       <legend>Limits</legend>
       <label>
-        Iterations per run <input name="max_iterations" type="number" min={1} max={100000} value={form.max_iterations} placeholder="default" onInput={(e) => set('max_iterations', e.currentTarget.value)} />
+        Iterations per run{' '}
+        <input
+          name="max_iterations"
+          type="number"
+          min={1}
+          max={100000}
+          value={form.max_iterations}
+          placeholder="default"
+          onInput={(e) => set('max_iterations', e.currentTarget.value)}
+        />
       </label>
       <label>
-        Budget per task (USD) <input name="max_budget_per_task" type="number" min={0} step="0.01" value={form.max_budget_per_task} placeholder="none" onInput={(e) => set('max_budget_per_task', e.currentTarget.value)} />
+        Budget per task (USD){' '}
+        <input
+          name="max_budget_per_task"
+          type="number"
+          min={0}
+          step="0.01"
+          value={form.max_budget_per_task}
+          placeholder="none"
+          onInput={(e) => set('max_budget_per_task', e.currentTarget.value)}
+        />
       </label>
     </fieldset>
   );
@@ -210,11 +283,21 @@ function SafetyGroup({ form, set, analyzers }: GroupProps & { analyzers: string[
     <fieldset>
       <legend>Safety</legend>
       <label class="check">
-        <input name="confirmation_mode" type="checkbox" checked={form.confirmation_mode} onChange={(e) => set('confirmation_mode', e.currentTarget.checked)} /> Confirmation mode: risky actions wait for me
+        <input
+          name="confirmation_mode"
+          type="checkbox"
+          checked={form.confirmation_mode}
+          onChange={(e) => set('confirmation_mode', e.currentTarget.checked)}
+        />{' '}
+        Confirmation mode: risky actions wait for me
       </label>
       <label>
         Security analyzer
-        <select name="security_analyzer" value={form.security_analyzer} onChange={(e) => set('security_analyzer', e.currentTarget.value)}>
+        <select
+          name="security_analyzer"
+          value={form.security_analyzer}
+          onChange={(e) => set('security_analyzer', e.currentTarget.value)}
+        >
           <option value="">none</option>
           {analyzers.map((a) => (
             <option key={a} value={a}>
@@ -232,25 +315,59 @@ function CondenserGroup({ form, set }: GroupProps) {
     <fieldset>
       <legend>Condenser</legend>
       <label class="check">
-        <input name="enable_default_condenser" type="checkbox" checked={form.enable_default_condenser} onChange={(e) => set('enable_default_condenser', e.currentTarget.checked)} /> Summarise older events to keep the prompt bounded
+        <input
+          name="enable_default_condenser"
+          type="checkbox"
+          checked={form.enable_default_condenser}
+          onChange={(e) => set('enable_default_condenser', e.currentTarget.checked)}
+        />{' '}
+        Summarise older events to keep the prompt bounded
       </label>
       <label>
-        Events before summarising <input name="condenser_max_size" type="number" min={2} value={form.condenser_max_size} placeholder="120" onInput={(e) => set('condenser_max_size', e.currentTarget.value)} />
+        Events before summarising{' '}
+        <input
+          name="condenser_max_size"
+          type="number"
+          min={2}
+          value={form.condenser_max_size}
+          placeholder="120"
+          onInput={(e) => set('condenser_max_size', e.currentTarget.value)}
+        />
       </label>
     </fieldset>
   );
 }
 
 function McpServersGroup({ form, set }: GroupProps) {
-  const setRow = (i: number, row: McpRow) => set('mcp', form.mcp.map((r, j) => (j === i ? row : r)));
+  const setRow = (i: number, row: McpRow) =>
+    set(
+      'mcp',
+      form.mcp.map((r, j) => (j === i ? row : r)),
+    );
   return (
     <fieldset>
       <legend>MCP servers</legend>
-      {form.mcp.length === 0 && <p class="hint">No MCP servers. Their tools are offered to the agent as server__tool.</p>}
+      {form.mcp.length === 0 && (
+        <p class="hint">No MCP servers. Their tools are offered to the agent as server__tool.</p>
+      )}
       {form.mcp.map((row, i) => (
-        <McpServerRow key={i} row={row} onChange={(next) => setRow(i, next)} onRemove={() => set('mcp', form.mcp.filter((_, j) => j !== i))} />
+        <McpServerRow
+          key={i}
+          row={row}
+          onChange={(next) => setRow(i, next)}
+          onRemove={() =>
+            set(
+              'mcp',
+              form.mcp.filter((_, j) => j !== i),
+            )
+          }
+        />
       ))}
-      <button type="button" class="secondary" onClick={() => set('mcp', [...form.mcp, { type: 'shttp', url: '', api_key: '' }])}>
+      <button
+        type="button"
+        class="secondary"
+        onClick={() => set('mcp', [...form.mcp, { type: 'shttp', url: '', api_key: '' }])}
+      >
         Add a server
       </button>
     </fieldset>
@@ -258,9 +375,20 @@ function McpServersGroup({ form, set }: GroupProps) {
 }
 
 /** A blank server of the type chosen in a row's select. */
-const blankMcpRow = (type: string): McpRow => (type === 'stdio' ? { type: 'stdio', name: '', command: '', args: '', env: {} } : { type: type as 'sse' | 'shttp', url: '', api_key: '' });
+const blankMcpRow = (type: string): McpRow =>
+  type === 'stdio'
+    ? { type: 'stdio', name: '', command: '', args: '', env: {} }
+    : { type: type as 'sse' | 'shttp', url: '', api_key: '' };
 
-function McpServerRow({ row, onChange, onRemove }: { row: McpRow; onChange: (row: McpRow) => void; onRemove: () => void }) {
+function McpServerRow({
+  row,
+  onChange,
+  onRemove,
+}: {
+  row: McpRow;
+  onChange: (row: McpRow) => void;
+  onRemove: () => void;
+}) {
   return (
     <div class="mcp-row">
       <select aria-label="Server type" value={row.type} onChange={(e) => onChange(blankMcpRow(e.currentTarget.value))}>
@@ -270,14 +398,42 @@ function McpServerRow({ row, onChange, onRemove }: { row: McpRow; onChange: (row
       </select>
       {row.type === 'stdio' ? (
         <>
-          <input aria-label="Name" placeholder="name" value={row.name} onInput={(e) => onChange({ ...row, name: e.currentTarget.value })} />
-          <input aria-label="Command" placeholder="command" value={row.command} onInput={(e) => onChange({ ...row, command: e.currentTarget.value })} />
-          <input aria-label="Arguments" placeholder="arguments" value={row.args} onInput={(e) => onChange({ ...row, args: e.currentTarget.value })} />
+          <input
+            aria-label="Name"
+            placeholder="name"
+            value={row.name}
+            onInput={(e) => onChange({ ...row, name: e.currentTarget.value })}
+          />
+          <input
+            aria-label="Command"
+            placeholder="command"
+            value={row.command}
+            onInput={(e) => onChange({ ...row, command: e.currentTarget.value })}
+          />
+          <input
+            aria-label="Arguments"
+            placeholder="arguments"
+            value={row.args}
+            onInput={(e) => onChange({ ...row, args: e.currentTarget.value })}
+          />
         </>
       ) : (
         <>
-          <input aria-label="URL" type="url" placeholder="https://mcp.example.com/mcp" value={row.url} onInput={(e) => onChange({ ...row, url: e.currentTarget.value })} />
-          <input aria-label="API key" type="password" autocomplete="off" placeholder="key (blank keeps it)" value={row.api_key} onInput={(e) => onChange({ ...row, api_key: e.currentTarget.value })} />
+          <input
+            aria-label="URL"
+            type="url"
+            placeholder="https://mcp.example.com/mcp"
+            value={row.url}
+            onInput={(e) => onChange({ ...row, url: e.currentTarget.value })}
+          />
+          <input
+            aria-label="API key"
+            type="password"
+            autocomplete="off"
+            placeholder="key (blank keeps it)"
+            value={row.api_key}
+            onInput={(e) => onChange({ ...row, api_key: e.currentTarget.value })}
+          />
         </>
       )}
       <button type="button" class="secondary" aria-label="Remove server" onClick={onRemove}>
@@ -292,10 +448,23 @@ function GitIdentityGroup({ form, set }: GroupProps) {
     <fieldset>
       <legend>Git identity</legend>
       <label>
-        Name <input name="git_user_name" value={form.git_user_name} placeholder="openhands" onInput={(e) => set('git_user_name', e.currentTarget.value)} />
+        Name{' '}
+        <input
+          name="git_user_name"
+          value={form.git_user_name}
+          placeholder="openhands"
+          onInput={(e) => set('git_user_name', e.currentTarget.value)}
+        />
       </label>
       <label>
-        Email <input name="git_user_email" type="email" value={form.git_user_email} placeholder="openhands@all-hands.dev" onInput={(e) => set('git_user_email', e.currentTarget.value)} />
+        Email{' '}
+        <input
+          name="git_user_email"
+          type="email"
+          value={form.git_user_email}
+          placeholder="openhands@all-hands.dev"
+          onInput={(e) => set('git_user_email', e.currentTarget.value)}
+        />
       </label>
     </fieldset>
   );
@@ -324,7 +493,11 @@ function Secrets() {
   const list = useLoad(() => unwrap(api.GET('/api/secrets')), []);
   const [draft, setDraft] = useState({ name: '', value: '', description: '' });
   const add = useAction(async () => {
-    await unwrap(api.POST('/api/secrets', { body: { name: draft.name.trim(), value: draft.value, description: draft.description.trim() || null } }));
+    await unwrap(
+      api.POST('/api/secrets', {
+        body: { name: draft.name.trim(), value: draft.value, description: draft.description.trim() || null },
+      }),
+    );
     setDraft({ name: '', value: '', description: '' });
     list.reload();
   });
@@ -358,9 +531,28 @@ function Secrets() {
           void add.run();
         }}
       >
-        <input aria-label="Secret name" placeholder="NAME" value={draft.name} required onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })} />
-        <input aria-label="Secret value" type="password" autocomplete="off" placeholder="value" value={draft.value} required onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
-        <input aria-label="Description" placeholder="description (optional)" value={draft.description} onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })} />
+        <input
+          aria-label="Secret name"
+          placeholder="NAME"
+          value={draft.name}
+          required
+          onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })}
+        />
+        <input
+          aria-label="Secret value"
+          type="password"
+          autocomplete="off"
+          placeholder="value"
+          value={draft.value}
+          required
+          onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })}
+        />
+        <input
+          aria-label="Description"
+          placeholder="description (optional)"
+          value={draft.description}
+          onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
+        />
         <button type="submit" disabled={add.busy}>
           Add secret
         </button>
