@@ -194,90 +194,19 @@ export const CONFIG_VARIABLES: readonly string[] = [
   ...SANDBOX_RUNTIMES.flatMap((r) => Object.keys(r.env.shape)),
 ];
 
+/** The parsed variables. */
+type Env = z.output<typeof EnvSchema>;
+
 /** Reads the configuration from the environment; throws an Error that says what to fix. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConfig {
   const blankToUndefined = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
-  const parsed = EnvSchema.safeParse(blankToUndefined);
-  // Every runtime's variables are checked, whichever runs: a mistake is found before it matters.
-  const issues = [parsed, ...SANDBOX_RUNTIMES.map((r) => r.env.safeParse(blankToUndefined))].flatMap(
-    (result) => result.error?.issues ?? [],
-  );
-  if (!parsed.success || issues.length > 0) {
-    const problems = issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`Invalid configuration: ${problems}`);
-  }
-  const e = parsed.data;
-  const runtime = SANDBOX_RUNTIMES.find((r) => r.name === e.ACS_SANDBOXES) ?? SANDBOX_RUNTIMES[0];
-  const apiKeys: Record<string, string> = {};
-  const addKey = (key: string, userId: string, source: string) => {
-    const checked = KEY.safeParse(key);
-    if (!checked.success) throw new Error(`Invalid configuration: ${source}: ${checked.error.issues[0]?.message}`);
-    if (apiKeys[key] !== undefined && apiKeys[key] !== userId)
-      throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
-    apiKeys[key] = userId;
-  };
-  if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, 'default', 'SESSION_API_KEY');
-  for (const pair of (e.ACS_API_KEYS ?? '')
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)) {
-    const colon = pair.indexOf(':');
-    if (colon <= 0 || colon === pair.length - 1)
-      throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
-    addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
-  }
+  const e = parseEnv(blankToUndefined);
   const storageKind = e.ACS_STORAGE ?? (e.DATABASE_URL ? 'postgres' : 'sqlite');
   if (storageKind === 'postgres' && !e.DATABASE_URL)
     throw new Error('Invalid configuration: ACS_STORAGE=postgres needs DATABASE_URL');
   const base = e.INIT_CWD ?? process.cwd();
-  let specs = DEFAULT_SPECS;
-  if (e.ACS_SANDBOX_SPECS) {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(e.ACS_SANDBOX_SPECS);
-    } catch {
-      throw new Error(
-        'Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}',
-      );
-    }
-    const parsed = z.array(SpecSchema).min(1).safeParse(raw);
-    if (!parsed.success) {
-      throw new Error(
-        `Invalid configuration: ACS_SANDBOX_SPECS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-      );
-    }
-    specs = parsed.data;
-  }
-  const standaloneSpec =
-    e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
-  if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
-    throw new Error(
-      `Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`,
-    );
-  }
-  const pool = parsePool(
-    e.ACS_SANDBOX_POOL,
-    specs.map((s) => s.id),
-  );
   return {
-    sandboxes: {
-      runtime: runtime.configure(blankToUndefined),
-      specs,
-      standaloneSpec,
-      memoryMb: e.ACS_SANDBOX_MEMORY_MB,
-      cpus: e.ACS_SANDBOX_CPUS,
-      pids: e.ACS_SANDBOX_PIDS,
-      network: e.ACS_SANDBOX_NETWORK,
-      maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
-      atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT)
-        ? 'pause_oldest'
-        : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT)
-          ? 'pause_finished'
-          : 'refuse',
-      idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
-      finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
-      pool,
-    },
+    sandboxes: sandboxesOf(e, blankToUndefined),
     llm: {
       timeoutMs: e.ACS_LLM_TIMEOUT_SECONDS * 1000,
       maxRetries: e.ACS_LLM_MAX_RETRIES,
@@ -289,12 +218,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       githubApiUrl: e.ACS_GITHUB_API_URL,
       gitlabApiUrl: e.ACS_GITLAB_API_URL,
       allowedHosts:
-        e.ACS_GIT_ALLOWED_HOSTS === undefined
-          ? null
-          : e.ACS_GIT_ALLOWED_HOSTS.split(',')
-              .map((h) => h.trim().toLowerCase())
-              .filter(Boolean),
-      allowHttp: e.ACS_GIT_ALLOW_HTTP === 'true' || e.ACS_GIT_ALLOW_HTTP === '1',
+        e.ACS_GIT_ALLOWED_HOSTS === undefined ? null : list(e.ACS_GIT_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+      allowHttp: yes(e.ACS_GIT_ALLOW_HTTP),
       timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1000,
     },
     storage:
@@ -305,26 +230,115 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
           : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,
-    previousSecretKeys: (e.ACS_PREVIOUS_SECRET_KEYS ?? '')
-      .split(',')
-      .map((k) => k.trim())
-      .filter(Boolean),
+    previousSecretKeys: list(e.ACS_PREVIOUS_SECRET_KEYS),
     port: e.PORT,
     host: e.HOST,
-    apiKeys,
+    apiKeys: apiKeysOf(e),
     generateDefaultKey: !e.SESSION_API_KEY,
     shutdownTimeoutMs: e.ACS_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     uiDir: e.ACS_UI_DIR ? (isAbsolute(e.ACS_UI_DIR) ? e.ACS_UI_DIR : resolve(base, e.ACS_UI_DIR)) : null,
-    extraModels: (e.ACS_MODELS ?? '')
-      .split(',')
-      .map((m) => m.trim())
-      .filter(Boolean),
+    extraModels: list(e.ACS_MODELS),
     logLevel: e.LOG_LEVEL,
-    allowClientConversationIds:
-      e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === 'true' || e.ACS_ALLOW_CLIENT_CONVERSATION_IDS === '1',
-    trustProxy: e.ACS_TRUST_PROXY === 'true' || e.ACS_TRUST_PROXY === '1',
+    allowClientConversationIds: yes(e.ACS_ALLOW_CLIENT_CONVERSATION_IDS),
+    trustProxy: yes(e.ACS_TRUST_PROXY),
     sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
   };
+}
+
+/** `true` or `1`. */
+const yes = (value: string | undefined) => value === 'true' || value === '1';
+
+/** A comma-separated list, its items trimmed, empty ones dropped. */
+const list = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+
+/** The common variables parsed, and every runtime's checked, whichever runs: a mistake is found before it matters. */
+function parseEnv(variables: Record<string, string | undefined>): Env {
+  const parsed = EnvSchema.safeParse(variables);
+  const issues = [parsed, ...SANDBOX_RUNTIMES.map((r) => r.env.safeParse(variables))].flatMap(
+    (result) => result.error?.issues ?? [],
+  );
+  if (!parsed.success || issues.length > 0) {
+    const problems = issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** SESSION_API_KEY (user `default`) and ACS_API_KEYS (`user:key` pairs): key → user. */
+function apiKeysOf(e: Env): Record<string, string> {
+  const apiKeys: Record<string, string> = {};
+  const addKey = (key: string, userId: string, source: string) => {
+    const checked = KEY.safeParse(key);
+    if (!checked.success) throw new Error(`Invalid configuration: ${source}: ${checked.error.issues[0]?.message}`);
+    if (apiKeys[key] !== undefined && apiKeys[key] !== userId)
+      throw new Error(`Invalid configuration: ${source}: the same key is given to two users`);
+    apiKeys[key] = userId;
+  };
+  if (e.SESSION_API_KEY) addKey(e.SESSION_API_KEY, 'default', 'SESSION_API_KEY');
+  for (const pair of list(e.ACS_API_KEYS)) {
+    const colon = pair.indexOf(':');
+    if (colon <= 0 || colon === pair.length - 1)
+      throw new Error('Invalid configuration: ACS_API_KEYS must be comma-separated user:key pairs');
+    addKey(pair.slice(colon + 1), pair.slice(0, colon), `ACS_API_KEYS (user ${pair.slice(0, colon)})`);
+  }
+  return apiKeys;
+}
+
+/** The sandbox settings: the runtime ACS_SANDBOXES names (configured from its own variables), the specs, limits and pool. */
+function sandboxesOf(e: Env, variables: Record<string, string | undefined>): StandaloneConfig['sandboxes'] {
+  const runtime = SANDBOX_RUNTIMES.find((r) => r.name === e.ACS_SANDBOXES) ?? SANDBOX_RUNTIMES[0];
+  const specs = e.ACS_SANDBOX_SPECS ? parseSpecs(e.ACS_SANDBOX_SPECS) : DEFAULT_SPECS;
+  const standaloneSpec =
+    e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
+  if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
+    throw new Error(
+      `Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`,
+    );
+  }
+  return {
+    runtime: runtime.configure(variables),
+    specs,
+    standaloneSpec,
+    memoryMb: e.ACS_SANDBOX_MEMORY_MB,
+    cpus: e.ACS_SANDBOX_CPUS,
+    pids: e.ACS_SANDBOX_PIDS,
+    network: e.ACS_SANDBOX_NETWORK,
+    maxRunningPerUser: e.ACS_MAX_RUNNING_SANDBOXES,
+    atLimit: ['true', '1'].includes(e.ACS_PAUSE_OLDEST_AT_LIMIT)
+      ? 'pause_oldest'
+      : ['true', '1'].includes(e.ACS_PAUSE_FINISHED_AT_LIMIT)
+        ? 'pause_finished'
+        : 'refuse',
+    idlePauseMinutes: e.ACS_SANDBOX_IDLE_MINUTES,
+    finishedIdlePauseMinutes: e.ACS_SANDBOX_FINISHED_IDLE_MINUTES,
+    pool: parsePool(
+      e.ACS_SANDBOX_POOL,
+      specs.map((s) => s.id),
+    ),
+  };
+}
+
+/** ACS_SANDBOX_SPECS: a JSON array of specs, at least one. */
+function parseSpecs(json: string): SpecConfig[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error(
+      'Invalid configuration: ACS_SANDBOX_SPECS must be a JSON array of {id, image, working_dir, command?, initial_env?, description?}',
+    );
+  }
+  const parsed = z.array(SpecSchema).min(1).safeParse(raw);
+  if (!parsed.success) {
+    throw new Error(
+      `Invalid configuration: ACS_SANDBOX_SPECS: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  return parsed.data;
 }
 
 /**
