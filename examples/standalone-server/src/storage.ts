@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentConversationServicePorts } from '@acs/core';
+import type { SecretCipher } from '@acs/core/ports';
 import { createMemoryStores } from '@acs/adapter-memory';
 import { createSqliteStorage } from '@acs/adapter-sqlite';
 import type { StandaloneConfig } from './config.js';
@@ -92,94 +93,113 @@ export async function openStorage(
   phase('opening storage');
   try {
     const { cipher, source, keyFile, signingSecret } = await loadCipher(config);
-    const keyInfo = {
-      secretKey: source,
-      secretKeyId: cipher.currentKeyId,
-      ...(keyFile ? { secretKeyFile: keyFile } : {}),
+    const keys: OpenKeys = {
+      cipher,
+      signingSecret,
+      info: { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) },
     };
+    if (config.storage.kind === 'postgres') return await openPostgres(config.storage.url, keys);
     const embedded =
       config.storage.kind === 'sqlite' ? sqliteOrPglite(config.dataDir, config.storage.chosen) : config.storage.kind;
-    if (embedded === 'sqlite') {
-      dropSqliteExperimentalWarning();
-      const file = sqliteFile(config.dataDir);
-      const {
-        importRecords: _import,
-        countRows: _count,
-        close,
-        ...ports
-      } = await createSqliteStorage({ path: file, cipher, migrations: 'auto' });
-      const held = lock;
-      if (holdsPglite(config.dataDir)) {
-        warn(
-          { dataDir: config.dataDir, unused: pgliteDirectory(config.dataDir) },
-          'the data directory also holds a PGlite database, which is not used (SQLite is)',
-        );
-      }
-      return {
-        ports,
-        signingSecret,
-        description: { storage: 'sqlite', file, ...keyInfo },
-        close: async () => {
-          await close();
-          await held?.release();
-        },
-      };
-    }
-    if (embedded === 'pglite' && config.storage.kind === 'sqlite') {
+    if (embedded === 'sqlite') return await openSqlite(config.dataDir, keys, lock, warn);
+    if (config.storage.kind === 'sqlite') {
       warn(
         { dataDir: config.dataDir, pglite: pgliteDirectory(config.dataDir), move: MOVE_COMMAND },
         `this data directory holds a PGlite database made by an earlier version, and it is used as it is; SQLite, the default now, takes a fraction of PGlite's memory: stop the server and run \`${MOVE_COMMAND}\` (same DATA_DIR) to move every record to it`,
       );
     }
-    if (config.storage.kind === 'postgres') {
-      // PostgreSQL's and PGlite's clients are loaded only for the storage that needs them.
-      const { createPostgresEventNotifier, createPostgresStorage } = await import('@acs/adapter-postgres');
-      const storage = await createPostgresStorage({ db: config.storage.url, cipher, migrations: 'auto' });
-      try {
-        const eventNotifier = await createPostgresEventNotifier({ connectionString: config.storage.url });
-        return {
-          ports: { ...storage, eventNotifier },
-          signingSecret,
-          description: { storage: 'postgres', ...keyInfo },
-          close: async () => {
-            await eventNotifier.close();
-            await storage.close();
-          },
-        };
-      } catch (error) {
-        await storage.close();
-        throw error;
-      }
-    }
-    const directory = pgliteDirectory(config.dataDir);
-    const [{ PGlite }, { createPostgresStorage }] = await Promise.all([
-      import('@electric-sql/pglite'),
-      import('@acs/adapter-postgres'),
-    ]);
-    const pglite = await PGlite.create(directory);
-    try {
-      // One process (the data directory is locked): no leases to share.
-      const { conversationLeases: _unshared, ...storage } = await createPostgresStorage({
-        db: pglite,
-        cipher,
-        migrations: 'auto',
-      });
-      const held = lock;
-      return {
-        ports: storage,
-        signingSecret,
-        description: { storage: 'pglite', dataDir: directory, ...keyInfo },
-        close: async () => {
-          await pglite.close();
-          await held?.release();
-        },
-      };
-    } catch (error) {
-      await pglite.close();
-      throw error;
-    }
+    return await openPglite(config.dataDir, keys, lock);
   } catch (error) {
     await lock?.release();
+    throw error;
+  }
+}
+
+/** The secret key's cipher, the signing secret derived from it, and what the start log says of it. */
+interface OpenKeys {
+  cipher: SecretCipher;
+  signingSecret: Storage['signingSecret'];
+  info: Record<string, unknown>;
+}
+
+/** SQLite in DATA_DIR/acs.sqlite (the default); the data directory's lock is released when it closes. */
+async function openSqlite(
+  dataDir: string,
+  keys: OpenKeys,
+  lock: DataDirLock | null,
+  warn: (fields: Record<string, unknown>, message: string) => void,
+): Promise<Storage> {
+  dropSqliteExperimentalWarning();
+  const file = sqliteFile(dataDir);
+  const {
+    importRecords: _import,
+    countRows: _count,
+    close,
+    ...ports
+  } = await createSqliteStorage({ path: file, cipher: keys.cipher, migrations: 'auto' });
+  if (holdsPglite(dataDir)) {
+    warn(
+      { dataDir, unused: pgliteDirectory(dataDir) },
+      'the data directory also holds a PGlite database, which is not used (SQLite is)',
+    );
+  }
+  return {
+    ports,
+    signingSecret: keys.signingSecret,
+    description: { storage: 'sqlite', file, ...keys.info },
+    close: async () => {
+      await close();
+      await lock?.release();
+    },
+  };
+}
+
+/** PostgreSQL at DATABASE_URL, with its live-event notifier; its client is loaded only for it. */
+async function openPostgres(url: string, keys: OpenKeys): Promise<Storage> {
+  const { createPostgresEventNotifier, createPostgresStorage } = await import('@acs/adapter-postgres');
+  const storage = await createPostgresStorage({ db: url, cipher: keys.cipher, migrations: 'auto' });
+  try {
+    const eventNotifier = await createPostgresEventNotifier({ connectionString: url });
+    return {
+      ports: { ...storage, eventNotifier },
+      signingSecret: keys.signingSecret,
+      description: { storage: 'postgres', ...keys.info },
+      close: async () => {
+        await eventNotifier.close();
+        await storage.close();
+      },
+    };
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+}
+
+/** PGlite in DATA_DIR/pglite (loaded only for it); one process, so no leases to share. */
+async function openPglite(dataDir: string, keys: OpenKeys, lock: DataDirLock | null): Promise<Storage> {
+  const directory = pgliteDirectory(dataDir);
+  const [{ PGlite }, { createPostgresStorage }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@acs/adapter-postgres'),
+  ]);
+  const pglite = await PGlite.create(directory);
+  try {
+    const { conversationLeases: _unshared, ...storage } = await createPostgresStorage({
+      db: pglite,
+      cipher: keys.cipher,
+      migrations: 'auto',
+    });
+    return {
+      ports: storage,
+      signingSecret: keys.signingSecret,
+      description: { storage: 'pglite', dataDir: directory, ...keys.info },
+      close: async () => {
+        await pglite.close();
+        await lock?.release();
+      },
+    };
+  } catch (error) {
+    await pglite.close();
     throw error;
   }
 }
