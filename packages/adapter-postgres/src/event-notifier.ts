@@ -43,6 +43,19 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 
 type PgModule = typeof pgModule;
 
+/** What the notifier's functions share: made once by `createPostgresEventNotifier`. */
+interface NotifierState {
+  pg: PgModule;
+  options: PostgresEventNotifierOptions;
+  channel: string;
+  listeners: Set<EventNotifierListener>;
+  /** What could not be sent yet, per conversation: the highest id. */
+  unsent: Map<string, [string, string, number]>;
+  /** The listening connection; null while it is lost (and after close). */
+  client: ListeningClient | null;
+  closed: boolean;
+}
+
 /** Connects and LISTENs before it resolves, so a wrong URL fails the start with the server's words. */
 export async function createPostgresEventNotifier(
   options: PostgresEventNotifierOptions,
@@ -52,104 +65,125 @@ export async function createPostgresEventNotifier(
     throw new Error(
       `createPostgresEventNotifier: channel must be a lower-case identifier (got ${JSON.stringify(channel)})`,
     );
-  let pg: PgModule;
+  const state: NotifierState = {
+    pg: await loadPg(),
+    options,
+    channel,
+    listeners: new Set(),
+    unsent: new Map(),
+    client: null,
+    closed: false,
+  };
+  state.client = await open(state);
+  return {
+    notify: (userId, conversationId, lastId) => send(state, userId, conversationId, lastId),
+    listen: (listener) => {
+      state.listeners.add(listener);
+      return { close: () => void state.listeners.delete(listener) };
+    },
+    close: () => close(state),
+  };
+}
+
+/** `pg`, an optional peer dependency: loaded only when a notifier is made. */
+async function loadPg(): Promise<PgModule> {
   try {
-    pg = await import('pg');
+    return await import('pg');
   } catch (error) {
     throw new Error('createPostgresEventNotifier needs the "pg" package: npm install pg', { cause: error });
   }
-  const listeners = new Set<EventNotifierListener>();
-  /** What could not be sent yet, per conversation: the highest id. */
-  const unsent = new Map<string, [string, string, number]>();
-  let client: ListeningClient | null = null;
-  let closed = false;
+}
 
-  /** Keeps what could not be sent, the highest id per conversation, for when the connection is back. */
-  const keep = (userId: string, conversationId: string, lastId: number) => {
-    const key = `${userId}\u0000${conversationId}`;
-    const queued = unsent.get(key);
-    if (!queued || queued[2] < lastId) unsent.set(key, [userId, conversationId, lastId]);
-  };
-  const send = (userId: string, conversationId: string, lastId: number) => {
-    const current = client;
-    if (!current) return keep(userId, conversationId, lastId);
-    current
-      .query('SELECT pg_notify($1, $2)', [channel, JSON.stringify([userId, conversationId, lastId])])
-      .catch(() => keep(userId, conversationId, lastId));
-  };
+/** Keeps what could not be sent, the highest id per conversation, for when the connection is back. */
+function keep(state: NotifierState, userId: string, conversationId: string, lastId: number): void {
+  const key = `${userId}\u0000${conversationId}`;
+  const queued = state.unsent.get(key);
+  if (!queued || queued[2] < lastId) state.unsent.set(key, [userId, conversationId, lastId]);
+}
 
-  const onNotification = (message: Notification) => {
-    if (message.channel !== channel || !message.payload) return;
-    let parsed: unknown;
+/** NOTIFY the other replicas, or keep it for later when there is no connection or the send fails. */
+function send(state: NotifierState, userId: string, conversationId: string, lastId: number): void {
+  const current = state.client;
+  if (!current) return keep(state, userId, conversationId, lastId);
+  current
+    .query('SELECT pg_notify($1, $2)', [state.channel, JSON.stringify([userId, conversationId, lastId])])
+    .catch(() => keep(state, userId, conversationId, lastId));
+}
+
+/** Tells every listener of a notification on our channel; anything else is ignored. */
+function onNotification(state: NotifierState, message: Notification): void {
+  if (message.channel !== state.channel || !message.payload) return;
+  const appended = parsePayload(message.payload);
+  if (!appended) return;
+  const [userId, conversationId, lastId] = appended;
+  for (const listener of [...state.listeners]) listener.appended(userId, conversationId, lastId);
+}
+
+/** A payload `send` wrote, `[userId, conversationId, lastId]`; null when it is not one of ours. */
+function parsePayload(payload: string): [string, string, number] | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (
+    !Array.isArray(parsed) ||
+    typeof parsed[0] !== 'string' ||
+    typeof parsed[1] !== 'string' ||
+    typeof parsed[2] !== 'number'
+  )
+    return null;
+  return parsed as [string, string, number];
+}
+
+/** A new listening connection; when it ends while it is the notifier's, the notifier reconnects. */
+async function open(state: NotifierState): Promise<ListeningClient> {
+  // Named, so an operator sees the notifier's connection for what it is in pg_stat_activity.
+  const next = new state.pg.default.Client({
+    connectionString: state.options.connectionString,
+    application_name: `acs-events ${state.channel}`,
+  }) as unknown as ListeningClient;
+  next.on('error', (error) => state.options.onError?.(error));
+  await next.connect();
+  await next.query(`LISTEN ${state.channel}`);
+  next.on('notification', (message) => onNotification(state, message));
+  next.on('end', () => {
+    if (state.client !== next) return;
+    state.client = null;
+    if (!state.closed) void reconnect(state);
+  });
+  return next;
+}
+
+/** Tries again after the delay until connected (or closed), then sends what was kept and has every subscription look. */
+async function reconnect(state: NotifierState): Promise<void> {
+  while (!state.closed) {
+    await new Promise((resolve) => setTimeout(resolve, state.options.reconnectDelayMs ?? 1_000));
+    if (state.closed) return;
     try {
-      parsed = JSON.parse(message.payload);
-    } catch {
-      return; // not one of ours
-    }
-    if (
-      !Array.isArray(parsed) ||
-      typeof parsed[0] !== 'string' ||
-      typeof parsed[1] !== 'string' ||
-      typeof parsed[2] !== 'number'
-    )
-      return;
-    const [userId, conversationId, lastId] = parsed as [string, string, number];
-    for (const listener of [...listeners]) listener.appended(userId, conversationId, lastId);
-  };
-
-  const open = async (): Promise<ListeningClient> => {
-    // Named, so an operator sees the notifier's connection for what it is in pg_stat_activity.
-    const next = new pg.default.Client({
-      connectionString: options.connectionString,
-      application_name: `acs-events ${channel}`,
-    }) as unknown as ListeningClient;
-    next.on('error', (error) => options.onError?.(error));
-    await next.connect();
-    await next.query(`LISTEN ${channel}`);
-    next.on('notification', onNotification);
-    next.on('end', () => {
-      if (client !== next) return;
-      client = null;
-      if (!closed) void reconnect();
-    });
-    return next;
-  };
-
-  const reconnect = async () => {
-    while (!closed) {
-      await new Promise((resolve) => setTimeout(resolve, options.reconnectDelayMs ?? 1_000));
-      if (closed) return;
-      try {
-        const next = await open();
-        if (closed) {
-          await next.end().catch(() => {});
-          return;
-        }
-        client = next;
-        const held = [...unsent.values()];
-        unsent.clear();
-        for (const [userId, conversationId, lastId] of held) send(userId, conversationId, lastId);
-        // Whatever was notified while we were away is lost: every subscription looks at the store.
-        for (const listener of [...listeners]) listener.resync();
+      const next = await open(state);
+      if (state.closed) {
+        await next.end().catch(() => {});
         return;
-      } catch (error) {
-        options.onError?.(error instanceof Error ? error : new Error(String(error)));
       }
+      state.client = next;
+      const held = [...state.unsent.values()];
+      state.unsent.clear();
+      for (const [userId, conversationId, lastId] of held) send(state, userId, conversationId, lastId);
+      // Whatever was notified while we were away is lost: every subscription looks at the store.
+      for (const listener of [...state.listeners]) listener.resync();
+      return;
+    } catch (error) {
+      state.options.onError?.(error instanceof Error ? error : new Error(String(error)));
     }
-  };
+  }
+}
 
-  client = await open();
-  return {
-    notify: send,
-    listen: (listener) => {
-      listeners.add(listener);
-      return { close: () => void listeners.delete(listener) };
-    },
-    close: async () => {
-      closed = true;
-      const current = client;
-      client = null;
-      await current?.end().catch(() => {});
-    },
-  };
+/** Stops reconnecting and ends the connection; listeners hear nothing more. */
+async function close(state: NotifierState): Promise<void> {
+  state.closed = true;
+  const current = state.client;
+  state.client = null;
+  await current?.end().catch(() => {});
 }

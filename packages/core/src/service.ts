@@ -174,8 +174,7 @@ export function createAgentConversationService(
     shared: ownership.shared,
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
-    resourceFactorOf: async (userId) =>
-      (await ports.settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1,
+    resourceFactorOf: (userId) => resourceFactorOf(ports.settings, userId),
     useOf: (userId, sandboxId) => ports.conversations.listBySandbox(userId, sandboxId).map(sandboxUseOf),
   });
   // With neither a notifier nor leases this service is the only one appending to its logs (one process).
@@ -210,30 +209,13 @@ export function createAgentConversationService(
     options,
   });
 
-  const sandboxSpecs: SandboxSpecService = {
-    search: (page) => {
-      const after = page.after;
-      if (!after) return ports.sandboxSpecs.list(page);
-      // Spec pages follow the catalog's order, so a cursor must name a spec that exists.
-      return ports.sandboxSpecs.get(after.id).andThen((spec) =>
-        spec
-          ? ports.sandboxSpecs.list(page)
-          : errAsync<Page<SandboxSpec>, DomainErrorOf<'SandboxSpecNotFound'>>({
-              type: 'SandboxSpecNotFound',
-              specId: after.id,
-            }),
-      );
-    },
-    getMany: (idList) => ResultAsync.combine(idList.map((id) => ports.sandboxSpecs.get(id))),
-  };
-
   return {
     settings,
     apiKeys,
     deviceAuthorization,
     conversations,
     sandboxes,
-    sandboxSpecs,
+    sandboxSpecs: createSandboxSpecService(ports.sandboxSpecs),
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
     git: createGitService({ settings: ports.settings, providers: ports.gitProviders ?? null, logger }),
     agent,
@@ -248,4 +230,34 @@ export function createAgentConversationService(
       return background.close();
     },
   };
+}
+
+/** The user's `remote_runtime_resource_factor` (1 when unset or the settings cannot be read). */
+async function resourceFactorOf(settings: SettingsStore, userId: string): Promise<number> {
+  return (await settings.get(userId)).unwrapOr(null)?.remote_runtime_resource_factor ?? 1;
+}
+
+/** The sandbox specs the catalog offers, read straight from it. */
+function createSandboxSpecService(catalog: SandboxSpecCatalog): SandboxSpecService {
+  return {
+    search: (page) => searchSpecs(catalog, page),
+    getMany: (idList) => ResultAsync.combine(idList.map((id) => catalog.get(id))),
+  };
+}
+
+/** A page of specs; spec pages follow the catalog's order, so a cursor must name a spec that exists. */
+function searchSpecs(
+  catalog: SandboxSpecCatalog,
+  page: PageRequest,
+): ResultAsync<Page<SandboxSpec>, ErrorsOf<typeof SandboxSpecServiceErrors.search>> {
+  const after = page.after;
+  if (!after) return catalog.list(page);
+  return catalog.get(after.id).andThen((spec) =>
+    spec
+      ? catalog.list(page)
+      : errAsync<Page<SandboxSpec>, DomainErrorOf<'SandboxSpecNotFound'>>({
+          type: 'SandboxSpecNotFound',
+          specId: after.id,
+        }),
+  );
 }

@@ -31,21 +31,7 @@ const CONFIRM_FIELD = 'sign_in';
  */
 export function signInHandler(deps: SignInDeps): RequestHandler {
   const readForm = express.urlencoded({ extended: false, limit: '1kb', parameterLimit: 4 });
-  const pageHeaders = helmet({
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'none'"],
-        styleSrc: ["'unsafe-inline'"],
-        formAction: ["'self'"],
-        frameAncestors: ["'none'"],
-        baseUri: ["'none'"],
-      },
-    },
-    referrerPolicy: { policy: 'no-referrer' },
-    frameguard: { action: 'deny' },
-    strictTransportSecurity: false,
-  });
+  const pageHeaders = confirmationPageHeaders();
 
   return (req, res, next) => {
     const key = req.query.key;
@@ -64,99 +50,126 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
         return;
       }
       const target = keylessLocation(req);
-      if (isPage) void answerPage(req, res, next, userId, target);
+      if (isPage) void answerPage(deps, pageHeaders, req, res, next, userId, target);
       else
-        readForm(req, res, (error?: unknown) => (error ? next(error) : void confirm(req, res, next, userId, target)));
+        readForm(req, res, (error?: unknown) =>
+          error ? next(error) : void confirm(deps, req, res, next, userId, target),
+        );
     }, next);
   };
+}
 
-  /** A GET with a valid key: sign in at once when the user opened it and no one else is signed in, else ask. */
-  async function answerPage(
-    req: Request,
-    res: Response,
-    next: NextFunction,
-    userId: string,
-    target: string,
-  ): Promise<void> {
-    try {
-      const current = await currentSession(req);
-      if (current?.userId === userId) {
-        // Already signed in as this user: only drop the key from the address.
-        res.status(303).set('Referrer-Policy', 'no-referrer').location(target).end();
-        return;
-      }
-      const site = req.get('sec-fetch-site');
-      if (!current && (site === 'none' || site === 'same-origin')) {
-        await startSession(req, res, userId, target, null);
-        return;
-      }
-      pageHeaders(req, res, () => {
-        res
-          .status(200)
-          .type('html')
-          .send(confirmationPage(userId, current?.userId ?? null, target));
-      });
-    } catch (error) {
-      next(error);
+/** The confirmation page's headers: no script, no framing, nothing sent elsewhere, its form posting only here. */
+function confirmationPageHeaders(): RequestHandler {
+  return helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'unsafe-inline'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
+    },
+    referrerPolicy: { policy: 'no-referrer' },
+    frameguard: { action: 'deny' },
+    strictTransportSecurity: false,
+  });
+}
+
+/** A GET with a valid key: sign in at once when the user opened it and no one else is signed in, else ask. */
+async function answerPage(
+  deps: SignInDeps,
+  pageHeaders: RequestHandler,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  userId: string,
+  target: string,
+): Promise<void> {
+  try {
+    const current = await currentSession(deps, req);
+    if (current?.userId === userId) {
+      // Already signed in as this user: only drop the key from the address.
+      res.status(303).set('Referrer-Policy', 'no-referrer').location(target).end();
+      return;
     }
-  }
-
-  /** The confirmation form's post: only from this origin. */
-  async function confirm(
-    req: Request,
-    res: Response,
-    next: NextFunction,
-    userId: string,
-    target: string,
-  ): Promise<void> {
-    try {
-      const form = (req.body ?? {}) as Record<string, unknown>;
-      if (form[CONFIRM_FIELD] !== userId) {
-        res.status(400).type('text/plain').send('Sign in from the page this link opens.\n');
-        return;
-      }
-      if (!fromThisOrigin(req)) {
-        deps.logger.warn({ user: userId }, 'browser sign-in refused: the confirmation came from another site');
-        res.status(403).type('text/plain').send('Refused: sign-in is confirmed only from this site.\n');
-        return;
-      }
-      await startSession(req, res, userId, target, await currentSession(req));
-    } catch (error) {
-      next(error);
-    }
-  }
-
-  async function currentSession(req: Request): Promise<{ id: string; userId: string } | null> {
-    const id = readCookie(req, SESSION_COOKIE);
-    const userId = id ? await deps.sessions.userOf(id) : null;
-    return id && userId ? { id, userId } : null;
-  }
-
-  async function startSession(
-    req: Request,
-    res: Response,
-    userId: string,
-    target: string,
-    replaced: { id: string } | null,
-  ): Promise<void> {
-    if (replaced) await deps.sessions.end(replaced.id);
-    const sessionId = await deps.sessions.create(userId);
-    const secure = requestOrigin(req, deps.proxy).protocol === 'https';
-    res
-      .status(303)
-      .set('Set-Cookie', sessionCookie(sessionId, { secure, path: deps.mountOf(req) || '/' }))
-      .set('Referrer-Policy', 'no-referrer')
-      .location(target)
-      .end();
-    deps.logger.info({ user: userId, replacedSession: replaced !== null }, 'browser signed in');
-  }
-
-  /** Same-origin evidence for a post: the browser's Sec-Fetch-Site, or else its Origin. */
-  function fromThisOrigin(req: Request): boolean {
     const site = req.get('sec-fetch-site');
-    if (site) return site === 'same-origin';
-    return req.get('origin') === requestOrigin(req, deps.proxy).origin;
+    if (!current && (site === 'none' || site === 'same-origin')) {
+      await startSession(deps, req, res, userId, target, null);
+      return;
+    }
+    pageHeaders(req, res, () => {
+      res
+        .status(200)
+        .type('html')
+        .send(confirmationPage(userId, current?.userId ?? null, target));
+    });
+  } catch (error) {
+    next(error);
   }
+}
+
+/** The confirmation form's post: only from this origin. */
+async function confirm(
+  deps: SignInDeps,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  userId: string,
+  target: string,
+): Promise<void> {
+  try {
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    if (form[CONFIRM_FIELD] !== userId) {
+      res.status(400).type('text/plain').send('Sign in from the page this link opens.\n');
+      return;
+    }
+    if (!fromThisOrigin(deps, req)) {
+      deps.logger.warn({ user: userId }, 'browser sign-in refused: the confirmation came from another site');
+      res.status(403).type('text/plain').send('Refused: sign-in is confirmed only from this site.\n');
+      return;
+    }
+    await startSession(deps, req, res, userId, target, await currentSession(deps, req));
+  } catch (error) {
+    next(error);
+  }
+}
+
+/** The browser's session from its cookie, when that session is live. */
+async function currentSession(deps: SignInDeps, req: Request): Promise<{ id: string; userId: string } | null> {
+  const id = readCookie(req, SESSION_COOKIE);
+  const userId = id ? await deps.sessions.userOf(id) : null;
+  return id && userId ? { id, userId } : null;
+}
+
+/** Signs the browser in as `userId` (ending the session it replaces) and sends it to `target`. */
+async function startSession(
+  deps: SignInDeps,
+  req: Request,
+  res: Response,
+  userId: string,
+  target: string,
+  replaced: { id: string } | null,
+): Promise<void> {
+  if (replaced) await deps.sessions.end(replaced.id);
+  const sessionId = await deps.sessions.create(userId);
+  const secure = requestOrigin(req, deps.proxy).protocol === 'https';
+  res
+    .status(303)
+    .set('Set-Cookie', sessionCookie(sessionId, { secure, path: deps.mountOf(req) || '/' }))
+    .set('Referrer-Policy', 'no-referrer')
+    .location(target)
+    .end();
+  deps.logger.info({ user: userId, replacedSession: replaced !== null }, 'browser signed in');
+}
+
+/** Same-origin evidence for a post: the browser's Sec-Fetch-Site, or else its Origin. */
+function fromThisOrigin(deps: SignInDeps, req: Request): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site) return site === 'same-origin';
+  return req.get('origin') === requestOrigin(req, deps.proxy).origin;
 }
 
 /**

@@ -147,7 +147,7 @@ const zodIssues = (index: number, prefix: string[], error: z.ZodError): FieldIss
 const thoughtOf = (args: { thought?: string | null | undefined }): string | null =>
   args.thought?.trim() ? args.thought : null;
 
-/** One kept event as a step; an error lists what is wrong with it. */
+/** One kept event as a step (null for bookkeeping that runs nothing); an error lists what is wrong with it. */
 function toStep(
   index: number,
   source: 'user' | 'agent',
@@ -155,29 +155,8 @@ function toStep(
   rawArgs: Record<string, unknown>,
   timeout: number | null | undefined,
 ): Result<ReplayStep | null, FieldIssue[]> {
-  const parse = <S extends z.ZodType>(schema: S): Result<z.output<S>, FieldIssue[]> => {
-    const parsed = schema.safeParse(rawArgs);
-    return parsed.success ? ok(parsed.data) : err(zodIssues(index, ['args'], parsed.error));
-  };
-  const tool = (tool_name: string, args: Record<string, unknown>, thought: string | null): ReplayStep => ({
-    kind: 'tool',
-    index,
-    tool_name,
-    // null means "not given" for every parameter of ours.
-    arguments: Object.fromEntries(Object.entries(args).filter(([, v]) => v !== null && v !== undefined)),
-    thought,
-  });
-
   if (SKIPPED_ACTIONS.has(action)) return ok(null);
-  if (action === 'message') {
-    return parse(MessageArgs).map((a) => ({
-      kind: 'message',
-      index,
-      source,
-      text: a.content,
-      image_urls: a.image_urls ?? [],
-    }));
-  }
+  if (action === 'message') return messageStep(index, source, rawArgs);
   if (source === 'user') {
     return err([
       {
@@ -188,105 +167,17 @@ function toStep(
   }
   switch (action) {
     case 'run':
-      return parse(RunArgs).map((a) =>
-        tool(
-          'execute_bash',
-          { command: a.command, is_input: a.is_input ?? false, timeout: a.timeout ?? timeout ?? null },
-          thoughtOf(a),
-        ),
-      );
+      return runStep(index, rawArgs, timeout);
     case 'write':
-      return parse(WriteArgs).andThen((a) => {
-        if ((a.start ?? 0) !== 0 || (a.end ?? -1) !== -1) {
-          return err([
-            {
-              path: at(index, 'args', a.start !== undefined && a.start !== 0 ? 'start' : 'end'),
-              message: 'partial writes (start/end other than 0/-1) cannot be replayed; only whole-file writes',
-            },
-          ]);
-        }
-        return ok(
-          tool(
-            'str_replace_editor',
-            { command: 'create', path: a.path, file_text: a.content, overwrite: true },
-            thoughtOf(a),
-          ),
-        );
-      });
+      return writeStep(index, rawArgs);
     case 'read':
-      return parse(ReadArgs).map((a) => {
-        const range: [number, number] | null =
-          a.view_range ?? ((a.start ?? 0) !== 0 || (a.end ?? -1) !== -1 ? [(a.start ?? 0) + 1, a.end ?? -1] : null);
-        return tool('str_replace_editor', { command: 'view', path: a.path, view_range: range }, thoughtOf(a));
-      });
+      return readStep(index, rawArgs);
     case 'edit':
-      return parse(EditArgs).andThen((a) => {
-        const command = a.command ?? '';
-        if (command === '') {
-          return err([
-            a.content
-              ? {
-                  path: at(index, 'args', 'content'),
-                  message:
-                    'an LLM-based edit (content without a command) needs a model to apply and cannot be replayed',
-                }
-              : { path: at(index, 'args', 'command'), message: `is required: one of ${EDITOR_COMMANDS.join(', ')}` },
-          ]);
-        }
-        if (!(EDITOR_COMMANDS as readonly string[]).includes(command)) {
-          return err([
-            {
-              path: at(index, 'args', 'command'),
-              message: `must be one of ${EDITOR_COMMANDS.join(', ')}; got ${JSON.stringify(command)}`,
-            },
-          ]);
-        }
-        const missing = (field: string, message = 'is required') =>
-          err<ReplayStep, FieldIssue[]>([
-            { path: at(index, 'args', field), message: `${message} for command ${command}` },
-          ]);
-        const thought = thoughtOf(a);
-        switch (command) {
-          case 'view':
-            return ok(tool('str_replace_editor', { command, path: a.path, view_range: a.view_range ?? null }, thought));
-          case 'create':
-            if (typeof a.file_text !== 'string') return missing('file_text');
-            return ok(tool('str_replace_editor', { command, path: a.path, file_text: a.file_text }, thought));
-          case 'str_replace':
-            if (!a.old_str) return missing('old_str', 'is required (and not empty)');
-            return ok(
-              tool(
-                'str_replace_editor',
-                { command, path: a.path, old_str: a.old_str, new_str: a.new_str ?? '' },
-                thought,
-              ),
-            );
-          case 'insert':
-            if (a.insert_line === null || a.insert_line === undefined) return missing('insert_line');
-            if (typeof a.new_str !== 'string') return missing('new_str');
-            return ok(
-              tool(
-                'str_replace_editor',
-                { command, path: a.path, insert_line: a.insert_line, new_str: a.new_str },
-                thought,
-              ),
-            );
-          default:
-            return ok(tool('str_replace_editor', { command, path: a.path }, thought));
-        }
-      });
+      return editStep(index, rawArgs);
     case 'think':
-      return parse(ThinkArgs).map((a) => tool('think', { thought: a.thought }, null));
+      return parseArgs(index, rawArgs, ThinkArgs).map((a) => toolStep(index, 'think', { thought: a.thought }, null));
     case 'finish':
-      return parse(FinishArgs).map((a) => {
-        const fromOutputs = typeof a.outputs?.content === 'string' ? a.outputs.content : null;
-        const message = a.final_thought?.trim()
-          ? a.final_thought
-          : fromOutputs?.trim()
-            ? fromOutputs
-            : (a.thought ?? '');
-        return tool('finish', { message }, null);
-      });
+      return finishStep(index, rawArgs);
     default:
       return err([
         {
@@ -295,6 +186,169 @@ function toStep(
         },
       ]);
   }
+}
+
+/** The `args` of event `index` read by `schema`; an error names each field that does not fit. */
+function parseArgs<S extends z.ZodType>(
+  index: number,
+  rawArgs: Record<string, unknown>,
+  schema: S,
+): Result<z.output<S>, FieldIssue[]> {
+  const parsed = schema.safeParse(rawArgs);
+  return parsed.success ? ok(parsed.data) : err(zodIssues(index, ['args'], parsed.error));
+}
+
+/** A tool call step; null means "not given" for every parameter of ours, so null arguments are left out. */
+function toolStep(index: number, tool_name: string, args: Record<string, unknown>, thought: string | null): ReplayStep {
+  return {
+    kind: 'tool',
+    index,
+    tool_name,
+    arguments: Object.fromEntries(Object.entries(args).filter(([, v]) => v !== null && v !== undefined)),
+    thought,
+  };
+}
+
+/** `message`: a user or agent message. */
+function messageStep(
+  index: number,
+  source: 'user' | 'agent',
+  rawArgs: Record<string, unknown>,
+): Result<ReplayStep, FieldIssue[]> {
+  return parseArgs(index, rawArgs, MessageArgs).map((a) => ({
+    kind: 'message',
+    index,
+    source,
+    text: a.content,
+    image_urls: a.image_urls ?? [],
+  }));
+}
+
+/** `run` → `execute_bash`; the timeout from the args, else the event's own. */
+function runStep(
+  index: number,
+  rawArgs: Record<string, unknown>,
+  timeout: number | null | undefined,
+): Result<ReplayStep, FieldIssue[]> {
+  return parseArgs(index, rawArgs, RunArgs).map((a) =>
+    toolStep(
+      index,
+      'execute_bash',
+      { command: a.command, is_input: a.is_input ?? false, timeout: a.timeout ?? timeout ?? null },
+      thoughtOf(a),
+    ),
+  );
+}
+
+/** `write` → the editor's create told to overwrite; partial writes are refused. */
+function writeStep(index: number, rawArgs: Record<string, unknown>): Result<ReplayStep, FieldIssue[]> {
+  const parsed = parseArgs(index, rawArgs, WriteArgs);
+  if (parsed.isErr()) return err(parsed.error);
+  const a = parsed.value;
+  if ((a.start ?? 0) !== 0 || (a.end ?? -1) !== -1) {
+    return err([
+      {
+        path: at(index, 'args', a.start !== undefined && a.start !== 0 ? 'start' : 'end'),
+        message: 'partial writes (start/end other than 0/-1) cannot be replayed; only whole-file writes',
+      },
+    ]);
+  }
+  return ok(
+    toolStep(
+      index,
+      'str_replace_editor',
+      { command: 'create', path: a.path, file_text: a.content, overwrite: true },
+      thoughtOf(a),
+    ),
+  );
+}
+
+/** `read` → the editor's view; `start`/`end` (0-based, end -1 for the last line) as a line range. */
+function readStep(index: number, rawArgs: Record<string, unknown>): Result<ReplayStep, FieldIssue[]> {
+  return parseArgs(index, rawArgs, ReadArgs).map((a) => {
+    const range: [number, number] | null =
+      a.view_range ?? ((a.start ?? 0) !== 0 || (a.end ?? -1) !== -1 ? [(a.start ?? 0) + 1, a.end ?? -1] : null);
+    return toolStep(index, 'str_replace_editor', { command: 'view', path: a.path, view_range: range }, thoughtOf(a));
+  });
+}
+
+/** `edit` with an ACI editor command → `str_replace_editor`; the LLM-based edit is refused. */
+function editStep(index: number, rawArgs: Record<string, unknown>): Result<ReplayStep, FieldIssue[]> {
+  const parsed = parseArgs(index, rawArgs, EditArgs);
+  if (parsed.isErr()) return err(parsed.error);
+  const a = parsed.value;
+  const command = a.command ?? '';
+  if (command === '') {
+    return err([
+      a.content
+        ? {
+            path: at(index, 'args', 'content'),
+            message: 'an LLM-based edit (content without a command) needs a model to apply and cannot be replayed',
+          }
+        : { path: at(index, 'args', 'command'), message: `is required: one of ${EDITOR_COMMANDS.join(', ')}` },
+    ]);
+  }
+  if (!(EDITOR_COMMANDS as readonly string[]).includes(command)) {
+    return err([
+      {
+        path: at(index, 'args', 'command'),
+        message: `must be one of ${EDITOR_COMMANDS.join(', ')}; got ${JSON.stringify(command)}`,
+      },
+    ]);
+  }
+  return editorCommandStep(index, command, a);
+}
+
+/** One editor command's arguments, checked for the fields that command needs. */
+function editorCommandStep(
+  index: number,
+  command: string,
+  a: z.output<typeof EditArgs>,
+): Result<ReplayStep, FieldIssue[]> {
+  const missing = (field: string, message = 'is required') =>
+    err<ReplayStep, FieldIssue[]>([{ path: at(index, 'args', field), message: `${message} for command ${command}` }]);
+  const thought = thoughtOf(a);
+  switch (command) {
+    case 'view':
+      return ok(
+        toolStep(index, 'str_replace_editor', { command, path: a.path, view_range: a.view_range ?? null }, thought),
+      );
+    case 'create':
+      if (typeof a.file_text !== 'string') return missing('file_text');
+      return ok(toolStep(index, 'str_replace_editor', { command, path: a.path, file_text: a.file_text }, thought));
+    case 'str_replace':
+      if (!a.old_str) return missing('old_str', 'is required (and not empty)');
+      return ok(
+        toolStep(
+          index,
+          'str_replace_editor',
+          { command, path: a.path, old_str: a.old_str, new_str: a.new_str ?? '' },
+          thought,
+        ),
+      );
+    case 'insert':
+      if (a.insert_line === null || a.insert_line === undefined) return missing('insert_line');
+      if (typeof a.new_str !== 'string') return missing('new_str');
+      return ok(
+        toolStep(
+          index,
+          'str_replace_editor',
+          { command, path: a.path, insert_line: a.insert_line, new_str: a.new_str },
+          thought,
+        ),
+      );
+    default:
+      return ok(toolStep(index, 'str_replace_editor', { command, path: a.path }, thought));
+  }
+}
+
+/** `finish` → `finish`, its message the final thought, else `outputs.content`, else the thought. */
+function finishStep(index: number, rawArgs: Record<string, unknown>): Result<ReplayStep, FieldIssue[]> {
+  return parseArgs(index, rawArgs, FinishArgs).map((a) => {
+    const fromOutputs = typeof a.outputs?.content === 'string' ? a.outputs.content : null;
+    const message = a.final_thought?.trim() ? a.final_thought : fromOutputs?.trim() ? fromOutputs : (a.thought ?? '');
+    return toolStep(index, 'finish', { message }, null);
+  });
 }
 
 /** Reads a trajectory; a `ValidationFailed` says what is wrong and where. */
