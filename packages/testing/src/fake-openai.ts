@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** The parts of a chat message the tests look at. */
@@ -140,108 +146,143 @@ export const errorBody = (message: string, type: string | null, code: string | n
  * script claims and no handler answers gets 400 saying so, so a test fails loudly.
  */
 export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
-  const requests: FakeOpenAiRequest[] = [];
-  const scripts = new Map<string, FakeOpenAiScript>();
-  let handler: FakeOpenAiHandler | null = null;
-  let handled = 0;
-
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const send = (reply: FakeOpenAiReply) => {
-        if (reply === 'hang') return;
-        if (reply === 'drop') {
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-          res.write('{"id":"chatcmpl-1","choices":[');
-          setTimeout(() => res.destroy(), 20);
-          return;
-        }
-        const write = () => {
-          if (res.destroyed || res.writableEnded) return;
-          const isText = typeof reply.body === 'string';
-          res.writeHead(reply.status, { 'content-type': isText ? 'text/html' : 'application/json', ...reply.headers });
-          res.end(isText ? (reply.body as string) : JSON.stringify(reply.body));
-        };
-        if (reply.delayMs) setTimeout(write, reply.delayMs).unref();
-        else write();
-      };
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: ChatRequestBody;
-      try {
-        body = text ? (JSON.parse(text) as ChatRequestBody) : {};
-      } catch {
-        body = { unparsable: text };
-      }
-      const messages = Array.isArray(body.messages) ? body.messages : [];
-      const firstUser = messages.find((m) => m.role === 'user');
-      const name = firstUser ? (MARKER.exec(textOf(firstUser.content))?.[1] ?? null) : null;
-      const request: FakeOpenAiRequest = {
-        method: req.method ?? '',
-        path: req.url ?? '',
-        headers: req.headers,
-        body,
-        text,
-        marker: name,
-        turn: messages.filter((m) => m.role === 'assistant').length,
-        at: Date.now(),
-      };
-      if (options.keepRequests !== false) requests.push(request);
-      if (req.method !== 'POST' || !req.url?.endsWith('/v1/chat/completions')) {
-        send({ status: 404, body: errorBody(`no route ${req.method} ${req.url}`, 'invalid_request_error') });
-        return;
-      }
-      if ('unparsable' in body) {
-        send({ status: 400, body: errorBody('the body is not JSON', 'invalid_request_error') });
-        return;
-      }
-      const script = name === null ? undefined : scripts.get(name);
-      try {
-        if (script) send(script(request.turn, request));
-        else if (handler) send(handler(request, handled++));
-        else
-          send({
-            status: 400,
-            body: errorBody(`the fake server has no script ${String(name)}`, 'invalid_request_error'),
-          });
-      } catch (error) {
-        send({
-          status: 400,
-          body: errorBody(`script ${String(name)} failed: ${String(error)}`, 'invalid_request_error'),
-        });
-      }
-    });
-  });
+  const state: FakeOpenAiState = {
+    requests: [],
+    scripts: new Map(),
+    handler: null,
+    handled: 0,
+    keepRequests: options.keepRequests !== false,
+  };
+  const server: Server = createServer((req, res) => receive(state, req, res));
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const root = `http://127.0.0.1:${port}`;
-
-  function script(first: string | FakeOpenAiHandler | readonly FakeOpenAiReply[], named?: FakeOpenAiScript): void {
-    if (typeof first === 'string') {
-      if (!named) throw new Error('script(marker, script) needs the script');
-      scripts.set(first, named);
-      return;
-    }
-    requests.length = 0;
-    handled = 0;
-    if (typeof first === 'function') handler = first;
-    else {
-      const replies = first;
-      handler = (_request, index) => replies[Math.min(index, replies.length - 1)]!;
-    }
-  }
-
   return {
     baseUrl: `${root}/v1`,
     root,
-    requests,
-    requestsFor: (name) => requests.filter((r) => r.marker === name),
-    script,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    requests: state.requests,
+    requestsFor: (name) => state.requests.filter((r) => r.marker === name),
+    script: (first: ScriptTarget, named?: FakeOpenAiScript) => setScript(state, first, named),
+    close: () => closeServer(server),
   };
+}
+
+/** What the server keeps between requests: what it saw, and who answers. */
+interface FakeOpenAiState {
+  /** Every request since the last `script(handler)`, unless `keepRequests` is off. */
+  readonly requests: FakeOpenAiRequest[];
+  /** The marker scripts, by marker. */
+  readonly scripts: Map<string, FakeOpenAiScript>;
+  /** Answers what no marker script claims; null: nothing does (400). */
+  handler: FakeOpenAiHandler | null;
+  /** The requests the handler answered since the last `script(handler)` (its `index`). */
+  handled: number;
+  readonly keepRequests: boolean;
+}
+
+type ScriptTarget = string | FakeOpenAiHandler | readonly FakeOpenAiReply[];
+
+/** `script(marker, script)` adds a marker script; `script(handler)` or `script(replies)` answers every other request and forgets the requests seen so far. */
+function setScript(state: FakeOpenAiState, first: ScriptTarget, named?: FakeOpenAiScript): void {
+  if (typeof first === 'string') {
+    if (!named) throw new Error('script(marker, script) needs the script');
+    state.scripts.set(first, named);
+    return;
+  }
+  state.requests.length = 0;
+  state.handled = 0;
+  if (typeof first === 'function') state.handler = first;
+  else {
+    const replies = first;
+    state.handler = (_request, index) => replies[Math.min(index, replies.length - 1)]!;
+  }
+}
+
+/** Reads a request's body, then records and answers it. */
+function receive(state: FakeOpenAiState, req: IncomingMessage, res: ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const request = toRequest(req, Buffer.concat(chunks).toString('utf8'));
+    if (state.keepRequests) state.requests.push(request);
+    answer(state, request, (reply) => sendReply(res, reply));
+  });
+}
+
+/** The request as the tests see it: its body parsed (`{ unparsable }` when it is not JSON), its marker and turn. */
+function toRequest(req: IncomingMessage, text: string): FakeOpenAiRequest {
+  let body: ChatRequestBody;
+  try {
+    body = text ? (JSON.parse(text) as ChatRequestBody) : {};
+  } catch {
+    body = { unparsable: text };
+  }
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  const firstUser = messages.find((m) => m.role === 'user');
+  return {
+    method: req.method ?? '',
+    path: req.url ?? '',
+    headers: req.headers,
+    body,
+    text,
+    marker: firstUser ? (MARKER.exec(textOf(firstUser.content))?.[1] ?? null) : null,
+    turn: messages.filter((m) => m.role === 'assistant').length,
+    at: Date.now(),
+  };
+}
+
+/** 404 off the chat-completions route, 400 for a body that is not JSON; else the marker's script, or the handler, or 400 saying there is none (or that the script threw). */
+function answer(state: FakeOpenAiState, request: FakeOpenAiRequest, send: (reply: FakeOpenAiReply) => void): void {
+  if (request.method !== 'POST' || !request.path.endsWith('/v1/chat/completions')) {
+    send({ status: 404, body: errorBody(`no route ${request.method} ${request.path}`, 'invalid_request_error') });
+    return;
+  }
+  if ('unparsable' in request.body) {
+    send({ status: 400, body: errorBody('the body is not JSON', 'invalid_request_error') });
+    return;
+  }
+  const name = request.marker;
+  const script = name === null ? undefined : state.scripts.get(name);
+  try {
+    if (script) send(script(request.turn, request));
+    else if (state.handler) send(state.handler(request, state.handled++));
+    else
+      send({
+        status: 400,
+        body: errorBody(`the fake server has no script ${String(name)}`, 'invalid_request_error'),
+      });
+  } catch (error) {
+    send({
+      status: 400,
+      body: errorBody(`script ${String(name)} failed: ${String(error)}`, 'invalid_request_error'),
+    });
+  }
+}
+
+/** Sends a reply: nothing for 'hang', half a body and a dropped connection for 'drop', else the status and body after its delay (unless the client has gone). */
+function sendReply(res: ServerResponse, reply: FakeOpenAiReply): void {
+  if (reply === 'hang') return;
+  if (reply === 'drop') {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+    res.write('{"id":"chatcmpl-1","choices":[');
+    setTimeout(() => res.destroy(), 20);
+    return;
+  }
+  const write = () => {
+    if (res.destroyed || res.writableEnded) return;
+    const isText = typeof reply.body === 'string';
+    res.writeHead(reply.status, { 'content-type': isText ? 'text/html' : 'application/json', ...reply.headers });
+    res.end(isText ? (reply.body as string) : JSON.stringify(reply.body));
+  };
+  if (reply.delayMs) setTimeout(write, reply.delayMs).unref();
+  else write();
+}
+
+/** Closes the server and every connection it holds (a hanging request's too). */
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
 }
