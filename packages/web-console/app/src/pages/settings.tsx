@@ -160,8 +160,13 @@ function useSettings() {
   const loaded = useLoad(loadSettings, []);
   const [form, setForm] = useState<Form | null>(null);
   const [saved, setSaved] = useState(false);
+  // The form is made from the first load only. The reload after a save refreshes the view (which
+  // keys are set); it must not put the stored values back over what the user has typed since
+  // (an effect runs after the paint, so an edit made in between was lost: the console test
+  // filled a field in that moment and saved the stored value instead).
   useEffect(() => {
-    if (loaded.value) setForm(formOf(loaded.value.view));
+    const view = loaded.value?.view;
+    if (view !== undefined) setForm((current) => current ?? formOf(view));
   }, [loaded.value]);
   const save = useAction(async (current: Form) => {
     setSaved(false);
