@@ -1,6 +1,7 @@
 // Why this file is over 400 lines: it is the whole SandboxRuntime port over dockerode (lifecycle,
 // labels and adoption, exec, the archive API for files, spawn), each method short. The persistent
 // shell is core's (openSandboxShell), built on spawn with a terminal.
+import { readFirstTarEntry, tarOneFile, type TarHead } from '@acs/core';
 import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -27,7 +28,6 @@ import {
 import type { ExposedPort, ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
-import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
 
 export interface DockerResourceLimits {
   /** Memory limit in bytes (default 2 GiB). */

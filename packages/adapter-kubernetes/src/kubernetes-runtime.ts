@@ -1,6 +1,7 @@
 // Why this file is over 400 lines: it is the whole SandboxRuntime port over the Kubernetes API
 // (lifecycle on a StatefulSet of one, labels and adoption, exec, files as tar through exec,
 // spawn), each method short; manifests, pod readings, the exec channel and processes are their own files.
+import { readFirstTarEntry, tarOneFile, type TarHead } from '@acs/core';
 import { PassThrough } from 'node:stream';
 import {
   ApiException,
@@ -48,7 +49,6 @@ import {
   type KubernetesResources,
 } from './manifest.js';
 import { latestEvent, readPod } from './observe.js';
-import { readFirstTarEntry, tarOneFile, type TarHead } from './tar.js';
 
 export interface KubernetesRuntimeOptions {
   /** The cluster and the credentials (a kubeconfig file, or the pod's service account in the cluster). */

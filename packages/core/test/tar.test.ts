@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { readFirstTarEntry, tarOneFile } from '../src/tar.js';
+import { readFirstTarEntry, tarOneFile } from '../src/sandbox/tar.js';
 
 /**
  * The streaming reader of the archive API's answer, without an engine: it must read the first

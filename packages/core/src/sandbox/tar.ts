@@ -1,9 +1,9 @@
 /**
- * The little of the tar format that files through `exec` need (what `kubectl cp` does): one
- * regular file in (piped to `tar -x` in the pod), the first entry out (of `tar -c` in the pod),
- * read from the stream only as far as needed. ustar headers; PAX and GNU long-name headers are
- * understood for the path, size and link target they may carry. (The same reader as
- * @acs/adapter-docker's archive API uses; adapters share no code, so each keeps its copy.)
+ * The little of the tar format a runtime's file transfer needs: one regular file in, the first
+ * entry out, read from the stream only as far as needed. ustar headers; PAX and GNU long-name
+ * headers are understood for the path, size and link target they may carry. Docker's archive API
+ * speaks it, and so does `tar` in a Kubernetes pod through exec (what `kubectl cp` does): one
+ * reader and writer here, for every runtime adapter.
  */
 const BLOCK = 512;
 
