@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
+import { killArgv, spawnArgv, spawnedPid } from '@acs/core';
 import { ProcessOutputChannel, type SandboxProcess } from '@acs/core/ports';
 import { untilStreamEnds } from './stream-end.js';
 
@@ -29,37 +30,6 @@ const KILL_GRACE_MS = 2_000;
 const STREAM_END_WAIT_MS = 3_000;
 
 /**
- * Runs as `sh -c WRAPPER acs-spawn <nonce> <argv…>`: checks that the program exists, prints
- * `ACS-SPAWN <nonce> <pid>` as the first line of stdout, then execs the program in its place,
- * so the pid is the program's. A docker exec process leads its own session and process group
- * (runc calls setsid), so that pid names the group kill() signals.
- */
-const WRAPPER = [
-  'n=$1; shift',
-  'case $1 in */*) p=$1 ;; *) p=$(command -v "$1") || p= ;; esac',
-  'case $p in "") printf \'%s: program not found\\n\' "$1" >&2; exit 127 ;; esac',
-  'case $p in */*) if [ ! -e "$p" ]; then printf \'%s: program not found\\n\' "$1" >&2; exit 127; fi',
-  '  if [ -d "$p" ] || [ ! -x "$p" ]; then printf \'%s: not an executable file\\n\' "$1" >&2; exit 126; fi ;; esac',
-  'printf \'ACS-SPAWN %s %s\\n\' "$n" "$$"',
-  'exec "$@"',
-].join('\n');
-
-/**
- * Signals the process group (and, where `pkill` exists, the session, which also holds
- * children that made a group of their own) with TERM, then KILL for whatever is left after
- * the grace period.
- */
-const KILLER = [
-  'p=$1; g=$2',
-  'pk() { command -v pkill >/dev/null 2>&1 && pkill "-$1" -s "$p" 2>/dev/null; }',
-  'alive() { kill -0 -- "-$p" 2>/dev/null || kill -0 "$p" 2>/dev/null || { command -v pgrep >/dev/null 2>&1 && pgrep -s "$p" >/dev/null 2>&1; }; }',
-  'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; pk TERM',
-  'i=0; while [ "$i" -lt "$g" ] && alive; do sleep 0.1; i=$((i+1)); done',
-  'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; pk KILL',
-  'exit 0',
-].join('\n');
-
-/**
  * Starts `command` in the container over an interactive, non-TTY, hijacked `docker exec`,
  * stdout and stderr demultiplexed. Resolves once the program has been found and started;
  * a program that does not exist or is not executable rejects with ProcessStartFailure
@@ -68,7 +38,7 @@ const KILLER = [
 export async function startDockerProcess(options: DockerProcessOptions): Promise<SandboxProcess> {
   const nonce = randomBytes(8).toString('hex');
   const exec = await options.container.exec({
-    Cmd: ['sh', '-c', WRAPPER, 'acs-spawn', nonce, ...options.command],
+    Cmd: spawnArgv(nonce, options.command),
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,
@@ -182,7 +152,7 @@ class DockerProcess implements SandboxProcess {
   /** Runs the killer script in a second exec beside the process, and waits for it. */
   async #signalGroup(pid: number): Promise<void> {
     const exec = await this.options.container.exec({
-      Cmd: ['sh', '-c', KILLER, 'acs-kill', String(pid), String(Math.ceil(KILL_GRACE_MS / 100))],
+      Cmd: killArgv(pid, KILL_GRACE_MS),
       AttachStdout: true,
       AttachStderr: true,
       AttachStdin: false,
@@ -211,16 +181,15 @@ class DockerProcess implements SandboxProcess {
         );
       return;
     }
-    // On a terminal the line ends in \r\n.
-    const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)\r?$`).exec(seen.subarray(0, newline).toString('utf8'));
-    if (!match) {
+    const pid = spawnedPid(seen.subarray(0, newline).toString('utf8'), this.nonce);
+    if (pid === null) {
       this.#failStartup(
         new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`),
       );
       return;
     }
     this.#preamble = null;
-    this.#pid = Number(match[1]);
+    this.#pid = pid;
     this.#startupSettled = true;
     this.#startupResolve();
     this.#stdout.push(seen.subarray(newline + 1));

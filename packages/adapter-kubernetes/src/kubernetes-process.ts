@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { killArgv, spawnArgv, spawnedPid } from '@acs/core';
 import { ProcessOutputChannel, type SandboxProcess } from '@acs/core/ports';
 import type { ExecChannel } from './exec-channel.js';
 
@@ -11,36 +12,6 @@ const START_TIMEOUT_MS = 15_000;
 const KILL_GRACE_MS = 2_000;
 /** How long kill() waits for the session to end after the kill exec before cutting it. */
 const STREAM_END_WAIT_MS = 3_000;
-
-/**
- * Run as `sh -c WRAPPER acs-spawn <nonce> <argv…>`: checks that the program exists, prints
- * `ACS-SPAWN <nonce> <pid>` as the first line of stdout, then execs the program in its place, so
- * the pid is the program's. `setsid` is not needed: every exec the kubelet starts (through runc)
- * leads its own session and process group, whose id is that pid, so kill() can signal the group.
- */
-const SPAWN_WRAPPER = [
-  'n=$1; shift',
-  'case $1 in */*) p=$1 ;; *) p=$(command -v "$1") || p= ;; esac',
-  'case $p in "") printf \'%s: program not found\\n\' "$1" >&2; exit 127 ;; esac',
-  'case $p in */*) if [ ! -e "$p" ]; then printf \'%s: program not found\\n\' "$1" >&2; exit 127; fi',
-  '  if [ -d "$p" ] || [ ! -x "$p" ]; then printf \'%s: not an executable file\\n\' "$1" >&2; exit 126; fi ;; esac',
-  'printf \'ACS-SPAWN %s %s\\n\' "$n" "$$"',
-  'exec "$@"',
-].join('\n');
-
-/**
- * Signals the process group (and, where `pkill` exists, the session, which also holds children
- * that made a group of their own) with TERM, then KILL for whatever is left after the grace period.
- */
-const KILLER = [
-  'p=$1; g=$2',
-  'pk() { command -v pkill >/dev/null 2>&1 && pkill "-$1" -s "$p" 2>/dev/null; }',
-  'alive() { kill -0 -- "-$p" 2>/dev/null || kill -0 "$p" 2>/dev/null || { command -v pgrep >/dev/null 2>&1 && pgrep -s "$p" >/dev/null 2>&1; }; }',
-  'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; pk TERM',
-  'i=0; while [ "$i" -lt "$g" ] && alive; do sleep 0.1; i=$((i+1)); done',
-  'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; pk KILL',
-  'exit 0',
-].join('\n');
 
 export interface KubernetesProcessOptions {
   sandboxId: string;
@@ -59,11 +30,7 @@ export interface KubernetesProcessOptions {
  */
 export async function startKubernetesProcess(options: KubernetesProcessOptions): Promise<SandboxProcess> {
   const nonce = randomBytes(8).toString('hex');
-  const channel = await options.open(
-    [...options.prefix, 'sh', '-c', SPAWN_WRAPPER, 'acs-spawn', nonce, ...options.command],
-    true,
-    options.tty,
-  );
+  const channel = await options.open([...options.prefix, ...spawnArgv(nonce, options.command)], true, options.tty);
   const spawned = new KubernetesProcess(options, channel, nonce);
   await spawned.started();
   return spawned;
@@ -156,11 +123,7 @@ class KubernetesProcess implements SandboxProcess {
 
   /** Runs the killer script in a second exec beside the process, and waits for it. */
   async #signalGroup(pid: number): Promise<void> {
-    const killer = await this.options.open(
-      ['sh', '-c', KILLER, 'acs-kill', String(pid), String(Math.ceil(KILL_GRACE_MS / 100))],
-      false,
-      false,
-    );
+    const killer = await this.options.open(killArgv(pid, KILL_GRACE_MS), false, false);
     const timer = setTimeout(() => killer.destroy(), KILL_GRACE_MS + 5_000);
     await killer.ended;
     clearTimeout(timer);
@@ -183,16 +146,15 @@ class KubernetesProcess implements SandboxProcess {
         );
       return;
     }
-    // On a terminal the line ends in \r\n.
-    const match = new RegExp(`^ACS-SPAWN ${this.nonce} (\\d+)\r?$`).exec(seen.subarray(0, newline).toString('utf8'));
-    if (!match) {
+    const pid = spawnedPid(seen.subarray(0, newline).toString('utf8'), this.nonce);
+    if (pid === null) {
       this.#failStartup(
         new ProcessStartFailure(`cannot start ${this.#what()}: ${seen.toString('utf8').trim().slice(0, 500)}`),
       );
       return;
     }
     this.#preamble = null;
-    this.#pid = Number(match[1]);
+    this.#pid = pid;
     this.#startupSettled = true;
     this.#startupResolve();
     this.#stdout.push(seen.subarray(newline + 1));

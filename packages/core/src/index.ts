@@ -103,6 +103,7 @@ export { checkSecretKeys, SecretKeyMismatchError, secretKeyCheckValue } from './
 // Domain rules an agent builds on.
 export { openSandboxShell } from './sandbox/persistent-shell.js';
 export { readFirstTarEntry, tarOneFile, type TarHead } from './sandbox/tar.js';
+export { killArgv, spawnArgv, spawnedPid } from './sandbox/spawn-protocol.js';
 export {
   nextExecutionStatus,
   type ExecutionEvent,
