@@ -1,7 +1,7 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import type { EventStore, LeaseFence, LeaseLost, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
 import type { MemoryConversationLeaseStore } from './lease-store.js';
-import { cloneData } from './clone.js';
+import { cloneData } from '@acs/core';
 
 /**
  * Conversation event logs in memory. Appends are synchronous, so ids are gap-free by

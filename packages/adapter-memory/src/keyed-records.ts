@@ -1,6 +1,6 @@
 import { errAsync, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { StoreFailure } from '@acs/core/ports';
-import { cloneData } from './clone.js';
+import { cloneData } from '@acs/core';
 
 /**
  * A map of records owned by users, keyed by (user, id). Records are copied in and

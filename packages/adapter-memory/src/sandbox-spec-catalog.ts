@@ -1,7 +1,7 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
 import { type Page, type PageRequest, encodeCursor, type SandboxSpecCatalog, type StoreFailure } from '@acs/core/ports';
 import type { SandboxSpec } from '@acs/core/schemas';
-import { cloneData } from './clone.js';
+import { cloneData } from '@acs/core';
 
 export type SandboxSpecPreset = Omit<SandboxSpec, 'created_at' | 'description' | 'command' | 'initial_env'> &
   Partial<Pick<SandboxSpec, 'created_at' | 'description' | 'command' | 'initial_env'>>;

@@ -9,7 +9,7 @@ import {
 } from '@acs/core/ports';
 import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import { KeyedRecords } from './keyed-records.js';
-import { cloneData } from './clone.js';
+import { cloneData } from '@acs/core';
 
 /** Sandbox records in memory (the fake runtime keeps the sandboxes themselves). */
 export class MemorySandboxStore implements SandboxStore {

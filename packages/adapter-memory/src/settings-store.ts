@@ -1,7 +1,7 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
 import type { SettingsStore, StoreFailure } from '@acs/core/ports';
 import type { StoredSettings } from '@acs/core/schemas';
-import { cloneData } from './clone.js';
+import { cloneData } from '@acs/core';
 
 /** Settings per user, in memory. */
 export class MemorySettingsStore implements SettingsStore {

@@ -118,3 +118,4 @@ export {
 } from './conversation/replay-trajectory.js';
 export { applySettingsInput } from './settings/merge.js';
 export { splitShellWords } from './mcp/shell-words.js';
+export { cloneData } from './clone.js';

@@ -1,7 +1,7 @@
 /**
  * A deep copy of stored data. Records and events are plain data (what a database would hold:
  * objects, arrays, strings, numbers, booleans, null), which this copies about five times faster
- * than `structuredClone` (0.9 µs against 5.2 µs for a conversation record); the memory stores copy
+ * than `structuredClone` (0.9 µs against 5.2 µs for a conversation record); the memory stores (and the record caches of the SQL adapters) copy
  * on every read and write, several times per agent step (issue 27). Anything else inside (a Date,
  * a Map, a typed array) is handed to `structuredClone`.
  */
