@@ -14,6 +14,12 @@ import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
 
 /**
+ * Appends of up to this many events put each event in a parameter of its own; parsing a jsonb[]
+ * parameter and unnesting it cost as much again as the insert on PGlite (issue 27).
+ */
+const FEW_EVENTS = 8;
+
+/**
  * Conversation event logs in PostgreSQL. Ids come from a per-conversation counter row
  * bumped in the same transaction as the insert: the row lock orders concurrent appends
  * and a rolled-back append gives its ids back, so ids stay gap-free and unique. A fenced
@@ -21,10 +27,41 @@ import type { Tables } from './tables.js';
  * takeover (which updates the row) waits for it, or it sees the new epoch and is refused.
  */
 export class PostgresEventStore implements EventStore {
+  private readonly appendFew: string[] = [];
+  private readonly appendManySql: string;
+
   constructor(
     private readonly db: SqlExecutor,
     private readonly t: Tables,
-  ) {}
+  ) {
+    this.appendManySql = `WITH counter AS (
+         INSERT INTO ${t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, $3)
+         ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id RETURNING last_id
+       )
+       INSERT INTO ${t.events} (user_id, conversation_id, id, event)
+       SELECT $1, $2, (counter.last_id - $3 + u.ord)::integer,
+              u.event || jsonb_build_object('id', (counter.last_id - $3 + u.ord)::integer, 'conversation_id', $2::text)
+       FROM counter, unnest($4::jsonb[]) WITH ORDINALITY AS u(event, ord)
+       RETURNING id`;
+  }
+
+  /** The append of `n` ≤ FEW_EVENTS events, each its own parameter ($3…): a VALUES list instead of a jsonb[] to unnest. */
+  private appendFewSql(n: number): string {
+    const known = this.appendFew[n];
+    if (known) return known;
+    const rows = Array.from({ length: n }, (_, i) => `(${i + 1}, $${i + 3}::jsonb)`).join(', ');
+    const sql = `WITH counter AS (
+         INSERT INTO ${this.t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, ${n})
+         ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + ${n} RETURNING last_id
+       )
+       INSERT INTO ${this.t.events} (user_id, conversation_id, id, event)
+       SELECT $1, $2, counter.last_id - ${n} + u.ord,
+              u.event || jsonb_build_object('id', counter.last_id - ${n} + u.ord, 'conversation_id', $2::text)
+       FROM counter, (VALUES ${rows}) AS u(ord, event)
+       RETURNING id`;
+    this.appendFew[n] = sql;
+    return sql;
+  }
 
   append(
     userId: string,
@@ -37,19 +74,21 @@ export class PostgresEventStore implements EventStore {
       if (!fence) {
         // One statement, so one round trip (and on PGlite one call into it) instead of a
         // transaction's four: the counter's row lock and the rollback of a failed insert are the
-        // statement's own. The agent appends twice per step (issue 27).
-        const inserted = await this.db.query<{ id: number }>(
-          `WITH counter AS (
-             INSERT INTO ${this.t.eventCounters} AS c (user_id, conversation_id, last_id) VALUES ($1, $2, $3)
-             ON CONFLICT (user_id, conversation_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id RETURNING last_id
-           )
-           INSERT INTO ${this.t.events} (user_id, conversation_id, id, event)
-           SELECT $1, $2, (counter.last_id - $3 + u.ord)::integer,
-                  u.event || jsonb_build_object('id', (counter.last_id - $3 + u.ord)::integer, 'conversation_id', $2::text)
-           FROM counter, unnest($4::jsonb[]) WITH ORDINALITY AS u(event, ord)
-           RETURNING id`,
-          [userId, conversationId, events.length, events.map((e) => JSON.stringify(e))],
-        );
+        // statement's own. The agent appends twice per step, one event each time (issue 27): that
+        // case has a statement of its own, as unnesting a jsonb[] doubles its cost on PGlite.
+        const inserted =
+          events.length <= FEW_EVENTS
+            ? await this.db.query<{ id: number }>(this.appendFewSql(events.length), [
+                userId,
+                conversationId,
+                ...events.map((e) => JSON.stringify(e)),
+              ])
+            : await this.db.query<{ id: number }>(this.appendManySql, [
+                userId,
+                conversationId,
+                events.length,
+                events.map((e) => JSON.stringify(e)),
+              ]);
         const first = Math.min(...inserted.rows.map((r) => Number(r.id)));
         return events.map((e, i): StoredEvent => ({ ...e, id: first + i, conversation_id: conversationId }));
       }

@@ -133,6 +133,8 @@ export function fromPgPool(pool: PgPoolLike, owned = false): SqlExecutor {
   };
 }
 
+import { PGliteStatements } from './pglite-statements.js';
+
 /**
  * How long PGlite may run statements before the event loop gets a turn. Node accepts one new
  * connection per turn of its event loop, so this bounds how long a new request waits to be
@@ -198,16 +200,26 @@ class PGliteTurns {
   }
 }
 
-/** One queue per PGlite instance, shared by every executor made from it. */
-const pgliteTurns = new WeakMap<PGliteLike, PGliteTurns>();
+/** One queue (and one set of prepared statements) per PGlite instance, shared by every executor made from it. */
+const pgliteTurns = new WeakMap<PGliteLike, { queue: PGliteTurns; statements: PGliteStatements | null }>();
 
 export function fromPGlite(db: PGliteLike, owned = false): SqlExecutor {
-  const queue = pgliteTurns.get(db) ?? new PGliteTurns();
-  pgliteTurns.set(db, queue);
+  const shared = pgliteTurns.get(db) ?? {
+    queue: new PGliteTurns(),
+    statements: PGliteStatements.supported(db) ? new PGliteStatements(db) : null,
+  };
+  pgliteTurns.set(db, shared);
+  const { queue, statements } = shared;
   return {
     kind: 'pglite',
+    // A statement with parameters is one the stores run again and again: prepared once, then one
+    // call into PGlite each time. Those without (DDL, the migrations) go through PGlite's query.
     query: <R>(text: string, params: readonly unknown[] = []) =>
-      queue.run(async () => (await db.query(text, [...params])) as { rows: R[] }),
+      queue.run(async () =>
+        statements && params.length > 0
+          ? statements.query<R>(text, params)
+          : ((await db.query(text, [...params])) as { rows: R[] }),
+      ),
     // The whole transaction is one entry: its statements (on `tx`) run inside it, never queued
     // behind it. (A statement on this executor from inside `work` would wait for the transaction
     // to end, forever, as it would on PGlite itself: transactions use `tx` only.)
