@@ -175,7 +175,10 @@ async function openPostgres(url: string, keys: OpenKeys): Promise<Storage> {
   }
 }
 
-/** PGlite in DATA_DIR/pglite (loaded only for it); one process, so no leases to share. */
+/**
+ * PGlite in DATA_DIR/pglite (loaded only for it); one process, so no leases to share, and, as the
+ * data directory is locked, nothing else writes it: the storage is exclusive (records cached).
+ */
 async function openPglite(dataDir: string, keys: OpenKeys, lock: DataDirLock | null): Promise<Storage> {
   const directory = pgliteDirectory(dataDir);
   const [{ PGlite }, { createPostgresStorage }] = await Promise.all([
@@ -188,6 +191,7 @@ async function openPglite(dataDir: string, keys: OpenKeys, lock: DataDirLock | n
       db: pglite,
       cipher: keys.cipher,
       migrations: 'auto',
+      exclusive: true,
     });
     return {
       ports: storage,

@@ -2,6 +2,7 @@ import type { Result, ResultAsync } from 'neverthrow';
 import type { Page, PageRequest, ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
+import type { RecordCache } from './record-cache.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -13,29 +14,36 @@ export class PostgresConversationStore implements ConversationStore {
   constructor(
     private readonly db: SqlExecutor,
     private readonly t: Tables,
+    /** Set on an exclusive storage: the records read and written, so the agent's per-step reads are not queries. */
+    cache: RecordCache<ConversationRecord> | null = null,
   ) {
-    this.table = new RecordTable(db, t.conversations, {
-      names: [
-        'title',
-        'status',
-        'sandbox_id',
-        'parent_conversation_id',
-        'selected_repository',
-        'trigger',
-        'created_at',
-        'updated_at',
-      ],
-      values: (r) => [
-        r.title,
-        r.status,
-        r.sandbox_id,
-        r.parent_conversation_id,
-        r.selected_repository,
-        r.trigger,
-        r.created_at,
-        r.updated_at,
-      ],
-    });
+    this.table = new RecordTable(
+      db,
+      t.conversations,
+      {
+        names: [
+          'title',
+          'status',
+          'sandbox_id',
+          'parent_conversation_id',
+          'selected_repository',
+          'trigger',
+          'created_at',
+          'updated_at',
+        ],
+        values: (r) => [
+          r.title,
+          r.status,
+          r.sandbox_id,
+          r.parent_conversation_id,
+          r.selected_repository,
+          r.trigger,
+          r.created_at,
+          r.updated_at,
+        ],
+      },
+      cache,
+    );
   }
 
   insert(record: ConversationRecord): ResultAsync<'inserted' | 'exists', StoreFailure> {

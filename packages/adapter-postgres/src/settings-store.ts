@@ -3,6 +3,7 @@ import type { SecretCipher, SettingsStore, StoreFailure } from '@acs/core/ports'
 import type { StoredSettings } from '@acs/core/schemas';
 import { run } from './query-helpers.js';
 import { openSettings, sealSettings } from '@acs/core';
+import type { RecordCache } from './record-cache.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
 
@@ -10,12 +11,17 @@ import type { Tables } from './tables.js';
  * Settings in PostgreSQL, one row per user, every secret value encrypted with the
  * SecretCipher. Updates of one user are serialised with a transaction-scoped advisory
  * lock (which also covers the first insert, when there is no row to lock yet).
+ *
+ * On an exclusive storage (nothing else writes the database) the sealed rows read and written
+ * are kept in a cache: the agent reads the user's settings on every step. They stay sealed there;
+ * every read opens a copy, as a read of the row would.
  */
 export class PostgresSettingsStore implements SettingsStore {
   constructor(
     private readonly db: SqlExecutor,
     private readonly t: Tables,
     private readonly cipher: SecretCipher,
+    private readonly cache: RecordCache<StoredSettings> | null = null,
   ) {}
 
   private open(data: StoredSettings, userId: string): StoredSettings {
@@ -26,21 +32,42 @@ export class PostgresSettingsStore implements SettingsStore {
 
   get(userId: string): ResultAsync<StoredSettings | null, StoreFailure> {
     return run('load settings', async () => {
-      const rows = await this.db.query<{ data: StoredSettings }>(
-        `SELECT data FROM ${this.t.settings} WHERE user_id = $1`,
-        [userId],
-      );
-      const data = rows.rows[0]?.data;
+      const cache = this.cache;
+      const held = cache?.get(userId);
+      if (held) return this.open(held, userId);
+      const data = cache ? await cache.serially(userId, () => this.readSealed(userId)) : await this.readSealed(userId);
       return data ? this.open(data, userId) : null;
     });
+  }
+
+  private async readSealed(userId: string): Promise<StoredSettings | null> {
+    const rows = await this.db.query<{ data: StoredSettings }>(
+      `SELECT data FROM ${this.t.settings} WHERE user_id = $1`,
+      [userId],
+    );
+    const data = rows.rows[0]?.data ?? null;
+    if (data) this.cache?.set(userId, data);
+    return data;
   }
 
   update(
     userId: string,
     mutate: (current: StoredSettings | null) => StoredSettings,
   ): ResultAsync<StoredSettings, StoreFailure> {
+    const cache = this.cache;
     return run('store settings', () =>
-      this.db.transaction(async (tx) => {
+      cache ? cache.serially(userId, () => this.write(userId, mutate, cache)) : this.write(userId, mutate, null),
+    );
+  }
+
+  private write(
+    userId: string,
+    mutate: (current: StoredSettings | null) => StoredSettings,
+    cache: RecordCache<StoredSettings> | null,
+  ): Promise<StoredSettings> {
+    cache?.delete(userId);
+    return this.db
+      .transaction(async (tx) => {
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [
           `acs.settings:${this.t.schema ?? ''}`,
           userId,
@@ -58,8 +85,11 @@ export class PostgresSettingsStore implements SettingsStore {
            ON CONFLICT (user_id) DO UPDATE SET data = EXCLUDED.data, key_ids = EXCLUDED.key_ids, updated_at = now()`,
           [userId, JSON.stringify(sealed.data), sealed.keyIds],
         );
-        return structuredClone(next);
-      }),
-    );
+        return { next: structuredClone(next), sealed: sealed.data };
+      })
+      .then(({ next, sealed }) => {
+        cache?.set(userId, sealed);
+        return next;
+      });
   }
 }

@@ -8,6 +8,7 @@ import { PostgresEventStore } from './event-store.js';
 import { PostgresInstallationStore } from './installation-store.js';
 import { PostgresConversationLeaseStore } from './lease-store.js';
 import { appliedMigrations, LATEST_SCHEMA_VERSION, migrate, MIGRATIONS } from './migrations.js';
+import { RecordCache } from './record-cache.js';
 import { PostgresSandboxStore } from './sandbox-store.js';
 import { verifySecretKeys } from './secret-keys.js';
 import { PostgresSettingsStore } from './settings-store.js';
@@ -27,6 +28,15 @@ export interface PostgresStorageOptions {
    * migrations are pending, so a host that runs `migrate()` itself never gets surprised.
    */
   migrations?: 'auto' | 'check';
+  /**
+   * Set when this process is the only one that writes the database: PGlite in a data directory
+   * the process has locked (the example server's `ACS_STORAGE=pglite`). The conversation and
+   * settings stores then keep the records they read and write in memory (up to 1,000 of each),
+   * so the agent's per-step reads are not queries and an update is one statement. Never set it
+   * with replicas, or with anything else (another storage, a script) writing the same tables:
+   * it would go on reading what it last wrote. Default false.
+   */
+  exclusive?: boolean;
 }
 
 /** The store ports backed by PostgreSQL, ready for createAgentConversationService. */
@@ -73,10 +83,10 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
   const locks = db.session ? new PostgresLocks(db, { namespace: t.schema ?? '' }) : new InProcessLocks();
   return {
     db,
-    settings: new PostgresSettingsStore(db, t, options.cipher),
+    settings: new PostgresSettingsStore(db, t, options.cipher, options.exclusive ? new RecordCache() : null),
     apiKeys: new PostgresApiKeyStore(db, t),
     deviceGrants: new PostgresDeviceGrantStore(db, t),
-    conversations: new PostgresConversationStore(db, t),
+    conversations: new PostgresConversationStore(db, t, options.exclusive ? new RecordCache() : null),
     startTasks: new PostgresStartTaskStore(db, t),
     sandboxes: new PostgresSandboxStore(db, t),
     events: new PostgresEventStore(db, t),

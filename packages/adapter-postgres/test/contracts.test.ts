@@ -12,6 +12,14 @@ import {
 import { createPostgresStorage } from '@acs/adapter-postgres';
 import { DATABASES, freshStorage, testCipher } from './databases.js';
 
+// An exclusive storage keeps the conversations and settings it reads and writes in memory: the
+// same contracts, with the cache in front of the table.
+for (const db of DATABASES) {
+  const exclusive = async () => freshStorage(db, testCipher(), { exclusive: true });
+  describeSettingsStoreContract(`${db.name}, exclusive`, async () => (await exclusive()).settings);
+  describeConversationStoreContract(`${db.name}, exclusive`, async () => (await exclusive()).conversations);
+}
+
 for (const db of DATABASES) {
   describeSettingsStoreContract(db.name, async () => (await freshStorage(db)).settings);
   describeApiKeyStoreContract(db.name, async () => (await freshStorage(db)).apiKeys);

@@ -79,9 +79,16 @@ export const KEY_2 = randomBytes(32);
 export async function freshStorage(
   db: TestDatabase,
   cipher: SecretCipher = testCipher(),
+  options: { exclusive?: boolean } = {},
 ): Promise<PostgresStorage & { schema: string }> {
   const schema = freshSchema(db);
-  const storage = await createPostgresStorage({ db: await db.executor(), cipher, schema, migrations: 'auto' });
+  const storage = await createPostgresStorage({
+    db: await db.executor(),
+    cipher,
+    schema,
+    migrations: 'auto',
+    exclusive: options.exclusive ?? false,
+  });
   return Object.assign(storage, { schema });
 }
 
