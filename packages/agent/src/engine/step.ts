@@ -334,8 +334,9 @@ async function answer(
       image_urls: [],
     });
   }
-  const appended = await recording.append(r, drafts);
-  await recording.saveMetrics(r, call.metrics);
+  // Both at once: a store that commits the calls of one turn together (SQLite) makes them one
+  // commit, one fsync, instead of two in a row (issue 27).
+  const [appended] = await Promise.all([recording.append(r, drafts), recording.saveMetrics(r, call.metrics)]);
   deps.host.sandboxes.touch(r.userId, input.sandboxId);
   const appendedActions = appended.filter((e): e is ActionEvent => e.kind === 'action');
 
