@@ -28,7 +28,15 @@ export interface StandaloneConfig {
    * when ACS_STORAGE names it), embedded PGlite in dataDir, a PostgreSQL server, or memory only.
    */
   storage:
-    { kind: 'sqlite'; chosen: boolean } | { kind: 'pglite' } | { kind: 'postgres'; url: string } | { kind: 'memory' };
+    | {
+        kind: 'sqlite';
+        chosen: boolean;
+        /** ACS_SQLITE_SYNCHRONOUS: `full` (default) fsyncs every commit; `normal` survives a crash or SIGKILL, not a power cut. */
+        synchronous: 'full' | 'normal';
+      }
+    | { kind: 'pglite' }
+    | { kind: 'postgres'; url: string }
+    | { kind: 'memory' };
   /** Absolute; holds the embedded database (SQLite or PGlite) and the generated secret key. */
   dataDir: string;
   /** ACS_SECRET_KEY, if given (else a key file in dataDir is used or created). */
@@ -151,6 +159,7 @@ const EnvSchema = z.object({
     )
     .optional(),
   ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
+  ACS_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string')
@@ -226,7 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       storageKind === 'postgres'
         ? { kind: 'postgres', url: e.DATABASE_URL as string }
         : storageKind === 'sqlite'
-          ? { kind: 'sqlite', chosen: e.ACS_STORAGE === 'sqlite' }
+          ? { kind: 'sqlite', chosen: e.ACS_STORAGE === 'sqlite', synchronous: e.ACS_SQLITE_SYNCHRONOUS }
           : { kind: storageKind },
     dataDir: isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(base, e.DATA_DIR),
     secretKey: e.ACS_SECRET_KEY ?? null,

@@ -101,7 +101,10 @@ export async function openStorage(
     if (config.storage.kind === 'postgres') return await openPostgres(config.storage.url, keys);
     const embedded =
       config.storage.kind === 'sqlite' ? sqliteOrPglite(config.dataDir, config.storage.chosen) : config.storage.kind;
-    if (embedded === 'sqlite') return await openSqlite(config.dataDir, keys, lock, warn);
+    if (embedded === 'sqlite') {
+      const synchronous = config.storage.kind === 'sqlite' ? config.storage.synchronous : 'full';
+      return await openSqlite({ dataDir: config.dataDir, synchronous }, keys, lock, warn);
+    }
     if (config.storage.kind === 'sqlite') {
       warn(
         { dataDir: config.dataDir, pglite: pgliteDirectory(config.dataDir), move: MOVE_COMMAND },
@@ -124,7 +127,7 @@ interface OpenKeys {
 
 /** SQLite in DATA_DIR/acs.sqlite (the default); the data directory's lock is released when it closes. */
 async function openSqlite(
-  dataDir: string,
+  { dataDir, synchronous }: { dataDir: string; synchronous: 'full' | 'normal' },
   keys: OpenKeys,
   lock: DataDirLock | null,
   warn: (fields: Record<string, unknown>, message: string) => void,
@@ -136,7 +139,7 @@ async function openSqlite(
     countRows: _count,
     close,
     ...ports
-  } = await createSqliteStorage({ path: file, cipher: keys.cipher, migrations: 'auto' });
+  } = await createSqliteStorage({ path: file, cipher: keys.cipher, migrations: 'auto', synchronous });
   if (holdsPglite(dataDir)) {
     warn(
       { dataDir, unused: pgliteDirectory(dataDir) },
@@ -146,7 +149,7 @@ async function openSqlite(
   return {
     ports,
     signingSecret: keys.signingSecret,
-    description: { storage: 'sqlite', file, ...keys.info },
+    description: { storage: 'sqlite', file, synchronous, ...keys.info },
     close: async () => {
       await close();
       await lock?.release();

@@ -45,5 +45,17 @@ describe('the example server configuration', () => {
     refused({ ACS_SANDBOX_SPECS: '[]' }, /ACS_SANDBOX_SPECS: /);
     refused({ ACS_STANDALONE_SANDBOX_SPEC: 'nowhere' }, /ACS_STANDALONE_SANDBOX_SPEC: no spec "nowhere"/);
     refused({ ACS_STORAGE: 'postgres' }, /ACS_STORAGE=postgres needs DATABASE_URL/);
+    refused({ ACS_SQLITE_SYNCHRONOUS: 'off' }, /Invalid configuration: ACS_SQLITE_SYNCHRONOUS/);
+  });
+
+  it('fsyncs every SQLite commit unless told that surviving a crash is enough', () => {
+    expect(loadConfig({ ACS_SANDBOXES: 'fake' }).storage).toEqual({
+      kind: 'sqlite',
+      chosen: false,
+      synchronous: 'full',
+    });
+    expect(
+      loadConfig({ ACS_SANDBOXES: 'fake', ACS_STORAGE: 'sqlite', ACS_SQLITE_SYNCHRONOUS: 'normal' }).storage,
+    ).toEqual({ kind: 'sqlite', chosen: true, synchronous: 'normal' });
   });
 });

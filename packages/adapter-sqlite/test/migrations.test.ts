@@ -62,4 +62,12 @@ describe('sqlite migrations', () => {
     expect(db.prepare('PRAGMA synchronous').get()).toEqual({ synchronous: 2 });
     db.close();
   });
+
+  it("fsync only at checkpoints with synchronous: 'normal' (a crash or SIGKILL loses nothing, a power cut may)", async () => {
+    const db = new DatabaseSync(freshPath());
+    const storage = await createSqliteStorage({ db, cipher: testCipher(), migrations: 'auto', synchronous: 'normal' });
+    expect(db.prepare('PRAGMA synchronous').get()).toEqual({ synchronous: 1 });
+    await storage.close();
+    db.close();
+  });
 });
