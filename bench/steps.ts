@@ -10,7 +10,8 @@
  * service as the example server does (its storage from `openStorage`, the OpenAI adapter, the
  * fake sandbox runtime, the agent with the example's options), without the HTTP router: the
  * conversations are created through the service, so the only client work is the agent's.
- * The storages are memory, SQLite (the embedded default) and PGlite; BENCH_STEPS_STORAGE picks others.
+ * The storages are memory, SQLite (the embedded default; fsync per commit, and `sqlite-normal` without)
+ * and PGlite; BENCH_STEPS_STORAGE picks others.
  *
  * 1. CPU per step: one conversation of STEPS_LONG model calls, default condenser on; this
  *    process's CPU per model call against the stub's CPU per call, per storage, and each
@@ -53,8 +54,11 @@ import { percentile, positiveInt } from './stats.js';
 
 // ---- configuration ----
 
-/** The storages measured; memory is the reference the others are compared with. Add `sqlite` here once it exists. */
-const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,pglite')
+/**
+ * The storages measured; memory is the reference the others are compared with. `sqlite` fsyncs
+ * every commit (the default), `sqlite-normal` only at checkpoints (ACS_SQLITE_SYNCHRONOUS=normal).
+ */
+const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,sqlite-normal,pglite')
   .split(',')
   .map((s) => s.trim())
   .filter(Boolean);
@@ -387,7 +391,9 @@ function counted<T extends object>(ports: T, calls: Map<string, number>): T {
 async function openServer(kind: string, maxIterations: number, model?: LlmClient): Promise<Server> {
   const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-steps-'));
   const config = loadConfig({
-    ACS_STORAGE: kind,
+    // `sqlite-normal`: SQLite without an fsync per commit (ACS_SQLITE_SYNCHRONOUS=normal).
+    ACS_STORAGE: kind === 'sqlite-normal' ? 'sqlite' : kind,
+    ACS_SQLITE_SYNCHRONOUS: kind === 'sqlite-normal' ? 'normal' : 'full',
     DATA_DIR: dataDir,
     ACS_SANDBOXES: 'fake',
     SESSION_API_KEY: 'bench-steps-default-key-0001',
