@@ -673,7 +673,10 @@ async function followStartTask(
   };
   stop = parts.records.watchTask(userId, id, deliver);
   const current = await parts.deps.startTasks.get(userId, id);
-  if (current.isErr()) return err(current.error);
+  if (current.isErr()) {
+    stop();
+    return err(current.error);
+  }
   if (!current.value) {
     stop();
     return err({ type: 'StartTaskNotFound', taskId });
