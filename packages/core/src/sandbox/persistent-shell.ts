@@ -167,6 +167,8 @@ class PersistentShell implements SandboxShell {
   #busy = false;
   /** Set once the shell's process has ended: why a call cannot be made any more. */
   #ended: SandboxRuntimeError | null = null;
+  /** Set while #onEnd asks the runtime why the shell's process ended (#ended says only that it did until then). */
+  #explaining: Promise<void> | null = null;
   #closed = false;
   readonly #listeners = new Set<() => void>();
 
@@ -199,6 +201,9 @@ class PersistentShell implements SandboxShell {
   }
 
   run(command: string, options: { softTimeoutMs?: number } = {}): ResultAsync<ShellOutput, SandboxRuntimeError> {
+    // The shell's process has just ended and why is being asked of the runtime: answer with that.
+    const explaining = this.#explaining;
+    if (explaining) return ResultAsync.fromSafePromise(explaining).andThen(() => this.run(command, options));
     const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
     if (refused) return failed(refused);
     const running = this.#current && !this.#current.done ? this.#current : null;
@@ -577,9 +582,19 @@ class PersistentShell implements SandboxShell {
     const cmd = this.#current && !this.#current.done ? this.#current : null;
     this.#ended = { type: 'failed', message: this.#closed ? 'this shell is closed' : 'the shell has exited' };
     if (!this.#closed) {
-      // The usual reason a shell ends by itself: its sandbox went away or stopped.
+      // The usual reason a shell ends by itself: its sandbox went away, stopped or was paused
+      // (a pause that stops the processes, as Kubernetes' scale to zero does).
+      let explained = () => {};
+      this.#explaining = new Promise<void>((resolve) => (explained = resolve));
       const observed = await this.runtime.inspect(this.sandboxId);
+      this.#explaining = null;
+      explained();
       if (observed.isErr()) this.#ended = observed.error;
+      else if (observed.value.state === 'paused')
+        this.#ended = {
+          type: 'failed',
+          message: `sandbox ${this.sandboxId} was paused, which ended this shell; open a new one once it runs again`,
+        };
       else if (observed.value.state === 'missing')
         this.#ended = {
           type: 'not_found',
