@@ -1,4 +1,5 @@
 import { ok, type Result } from 'neverthrow';
+import { cloneData } from '@acs/core';
 import type { Sqlite, SqliteValue } from './driver.js';
 import { jsonList } from './query-helpers.js';
 
@@ -9,7 +10,8 @@ import { jsonList } from './query-helpers.js';
  */
 export class RecordTable<R extends { id: string; user_id: string }> {
   private readonly insertSql: string;
-  private readonly updateSql: string;
+  /** The UPDATE of each set of changed columns (by bit mask), made when first needed. */
+  private readonly updateSql = new Map<number, string>();
 
   constructor(
     private readonly db: Sqlite,
@@ -19,7 +21,31 @@ export class RecordTable<R extends { id: string; user_id: string }> {
   ) {
     const placeholders = columns.names.map(() => '?');
     this.insertSql = `INSERT INTO ${name} (user_id, id, ${columns.names.map(quote).join(', ')}, record) VALUES (?, ?, ${placeholders.join(', ')}, ?) ON CONFLICT (user_id, id) DO NOTHING`;
-    this.updateSql = `UPDATE ${name} SET ${columns.names.map((c) => `${quote(c)} = ?`).join(', ')}, record = ? WHERE user_id = ? AND id = ?`;
+  }
+
+  /**
+   * Writes `next` over `current`, setting only the copied columns whose value changed: SQLite
+   * rewrites the index entries of every column an UPDATE sets, and the agent's per-step update
+   * (metrics, updated_at) changes none of the indexed ones, so its commit writes the table's page
+   * and no index pages to the WAL.
+   */
+  private write(userId: string, id: string, current: R, next: R): void {
+    const before = this.columns.values(current);
+    const after = this.columns.values(next);
+    let mask = 0;
+    const changed: SqliteValue[] = [];
+    after.forEach((value, i) => {
+      if (value === before[i]) return;
+      mask |= 1 << i;
+      changed.push(value);
+    });
+    let sql = this.updateSql.get(mask);
+    if (!sql) {
+      const set = this.columns.names.filter((_, i) => mask & (1 << i)).map((c) => `${quote(c)} = ?, `);
+      sql = `UPDATE ${this.name} SET ${set.join('')}record = ? WHERE user_id = ? AND id = ?`;
+      this.updateSql.set(mask, sql);
+    }
+    this.db.run(sql, ...changed, JSON.stringify(next), userId, id);
   }
 
   /** False when this user already has a record with that id (nothing is written then). */
@@ -57,8 +83,8 @@ export class RecordTable<R extends { id: string; user_id: string }> {
       if (next.isErr() || next.value === current) return next;
       if (next.value.id !== id || next.value.user_id !== userId)
         throw new Error('A store update may not change the id or the owner of a record.');
-      this.db.run(this.updateSql, ...this.columns.values(next.value), JSON.stringify(next.value), userId, id);
-      return ok(structuredClone(next.value));
+      this.write(userId, id, current, next.value);
+      return ok(cloneData(next.value));
     });
   }
 

@@ -1,7 +1,7 @@
 import { err, ok, type ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import type { ConversationRecord, StartTaskRecord } from '../conversation/schema.js';
-import type { ConversationStore, StartTaskStore } from '../conversation/store.js';
+import type { ConversationFilter, ConversationStore, StartTaskStore } from '../conversation/store.js';
 import type { Page, PageRequest } from '../pagination.js';
 import { decodeCursor } from '../pagination.js';
 import { POOLED_SANDBOX_OWNER, type SandboxRecord } from '../sandbox/schema.js';
@@ -196,6 +196,37 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       ).toBeNull();
       expect(await expectOk(store.update('alice', 'missing', (c) => ok<ConversationRecord, never>(c)))).toBeNull();
       expect((await expectOk(store.get('alice', record.id)))?.title).toBe(record.title);
+    });
+
+    it('finds an updated record by what changed and by what did not', async () => {
+      const store = await make();
+      const record = conversationFixture({
+        title: 'Alpha task',
+        sandbox_id: 'sandbox-1',
+        selected_repository: 'acme/one',
+        execution_status: null,
+      });
+      await expectOk(store.insert(record));
+      const ids = async (filter: ConversationFilter) =>
+        (await expectOk(store.search('alice', filter, { limit: 10, after: null }))).items.map((c) => c.id);
+      await expectOk(
+        store.update('alice', record.id, (c) =>
+          ok<ConversationRecord, never>({ ...c, title: 'Beta task', execution_status: 'running' }),
+        ),
+      );
+      expect(await ids({ title_contains: 'beta' })).toEqual([record.id]);
+      expect(await ids({ title_contains: 'alpha' })).toEqual([]);
+      expect(await ids({ sandbox_id: 'sandbox-1', selected_repository: 'acme/one' })).toEqual([record.id]);
+      expect((await expectOk(store.listByExecutionStatus(['running']))).map((c) => c.id)).toContain(record.id);
+      await expectOk(
+        store.update('alice', record.id, (c) =>
+          ok<ConversationRecord, never>({ ...c, sandbox_id: 'sandbox-2', execution_status: 'finished' }),
+        ),
+      );
+      expect((await expectOk(store.listBySandbox('alice', 'sandbox-2'))).map((c) => c.id)).toEqual([record.id]);
+      expect(await expectOk(store.listBySandbox('alice', 'sandbox-1'))).toEqual([]);
+      expect((await expectOk(store.listByExecutionStatus(['running']))).map((c) => c.id)).not.toContain(record.id);
+      expect(await ids({ title_contains: 'beta', sandbox_id: 'sandbox-2' })).toEqual([record.id]);
     });
 
     it('leaves the record unchanged when mutate refuses', async () => {
