@@ -215,12 +215,13 @@ fail_up() {
 
 # wait_for PART SECONDS COMMAND…: until COMMAND succeeds; fails with PART's log.
 wait_for() {
-  local part="$1" seconds="$2" binary
+  local part="$1" seconds="$2"
   shift 2
   local deadline=$(( $(date +%s) + seconds ))
-  binary=$(basename "$(readlink -f "/proc/$(cat "$(pid_file "$part")")/exe" 2>/dev/null || echo "$part")")
+  # Each part's binary has the part's name. (It used to be read from /proc right after the start,
+  # where it could still be setsid's before its exec: the part then looked exited, and was torn down.)
   until "$@" >/dev/null 2>&1; do
-    our_pid "$part" "$binary" >/dev/null || fail_up "$part" "it exited"
+    our_pid "$part" "$part" >/dev/null || fail_up "$part" "it exited"
     [ "$(date +%s)" -lt "$deadline" ] || fail_up "$part" "not ready after ${seconds}s"
     sleep 0.3
   done
