@@ -1,4 +1,4 @@
-import { cloneData } from '@acs/core';
+import { cloneData, KeyedQueue } from '@acs/core';
 
 /** How many records of one kind an exclusive storage keeps in memory (conversations, settings). */
 const RECORD_CACHE_CAPACITY = 1_000;
@@ -18,7 +18,7 @@ const RECORD_CACHE_CAPACITY = 1_000;
  */
 export class RecordCache<V> {
   readonly #entries = new Map<string, V>();
-  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #queue = new KeyedQueue();
 
   constructor(readonly capacity: number = RECORD_CACHE_CAPACITY) {}
 
@@ -50,22 +50,12 @@ export class RecordCache<V> {
 
   /** Keys with work queued or running in `serially` (each is forgotten once its work has settled). */
   get waiting(): number {
-    return this.#tails.size;
+    return this.#queue.size;
   }
 
   /** Runs `work` once every earlier `serially` call for this key has settled (whether or not it failed). */
   serially<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const before = this.#tails.get(key) ?? Promise.resolve();
-    const result = before.then(work, work);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#tails.set(key, tail);
-    void tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return result;
+    return this.#queue.run(key, work);
   }
 }
 

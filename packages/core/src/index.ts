@@ -119,3 +119,4 @@ export {
 export { applySettingsInput } from './settings/merge.js';
 export { splitShellWords } from './mcp/shell-words.js';
 export { cloneData } from './clone.js';
+export { KeyedQueue } from './keyed-queue.js';

@@ -1,4 +1,5 @@
 import { okAsync, ResultAsync } from 'neverthrow';
+import { KeyedQueue } from './keyed-queue.js';
 import type { StoreFailure } from './store-failure.js';
 
 /**
@@ -33,22 +34,12 @@ export interface Locks {
  * in one process that share these locks (as tests of replicas do).
  */
 export class InProcessLocks implements Locks {
-  /** The tail of each key's queue: the next taker waits for it. */
-  readonly #queues = new Map<string, Promise<unknown>>();
+  /** Each key's takers, one after another. */
+  readonly #queue = new KeyedQueue();
   readonly #leaders = new Map<string, string>();
 
   withLock<T, E>(key: string, work: () => ResultAsync<T, E>): ResultAsync<T, E | StoreFailure> {
-    const previous = this.#queues.get(key) ?? Promise.resolve();
-    const result = previous.then(() => work());
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queues.set(key, settled);
-    void settled.then(() => {
-      if (this.#queues.get(key) === settled) this.#queues.delete(key);
-    });
-    return new ResultAsync(result);
+    return new ResultAsync(this.#queue.run(key, work));
   }
 
   lead(role: string, candidate: string): ResultAsync<boolean, StoreFailure> {
