@@ -136,15 +136,9 @@ const encoder = new TextEncoder();
 
 /** One message: its type byte, its length (itself included), its body. */
 function message(type: string, body: readonly Uint8Array[]): Uint8Array {
-  const length = 4 + body.reduce((sum, part) => sum + part.length, 0);
-  const out = new Uint8Array(1 + length);
+  const out = frames([new Uint8Array(5), ...body]);
   out[0] = type.charCodeAt(0);
-  new DataView(out.buffer).setInt32(1, length);
-  let offset = 5;
-  for (const part of body) {
-    out.set(part, offset);
-    offset += part.length;
-  }
+  new DataView(out.buffer).setInt32(1, out.length - 1);
   return out;
 }
 
@@ -189,6 +183,7 @@ const closeMessage = (name: string): Uint8Array => message('C', [encoder.encode(
 const EXECUTE = message('E', [cString(''), int32(0)]);
 const SYNC = message('S', []);
 
+/** The parts one after another in one buffer. */
 function frames(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let offset = 0;

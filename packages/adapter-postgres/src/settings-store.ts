@@ -56,16 +56,12 @@ export class PostgresSettingsStore implements SettingsStore {
   ): ResultAsync<StoredSettings, StoreFailure> {
     const cache = this.cache;
     return run('store settings', () =>
-      cache ? cache.serially(userId, () => this.write(userId, mutate, cache)) : this.write(userId, mutate, null),
+      cache ? cache.serially(userId, () => this.write(userId, mutate)) : this.write(userId, mutate),
     );
   }
 
-  private write(
-    userId: string,
-    mutate: (current: StoredSettings | null) => StoredSettings,
-    cache: RecordCache<StoredSettings> | null,
-  ): Promise<StoredSettings> {
-    cache?.delete(userId);
+  private write(userId: string, mutate: (current: StoredSettings | null) => StoredSettings): Promise<StoredSettings> {
+    this.cache?.delete(userId);
     return this.db
       .transaction(async (tx) => {
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [
@@ -88,7 +84,7 @@ export class PostgresSettingsStore implements SettingsStore {
         return { next: structuredClone(next), sealed: sealed.data };
       })
       .then(({ next, sealed }) => {
-        cache?.set(userId, sealed);
+        this.cache?.set(userId, sealed);
         return next;
       });
   }
