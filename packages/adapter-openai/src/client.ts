@@ -11,7 +11,8 @@ import {
 import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
-import { fetchTransport, nodeHttpTransport, type Transport } from './transport.js';
+import { createHttp1Transport } from './http1.js';
+import { fetchTransport, type Transport } from './transport.js';
 
 export interface OpenAiLlmClientOptions {
   /** Retries after the first attempt, on 408/429/5xx (500, 502, 503, 504, 529), connection errors and timeouts. Default 4. */
@@ -27,9 +28,10 @@ export interface OpenAiLlmClientOptions {
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
   headers?: Record<string, string>;
   /**
-   * The fetch each request is sent with. Default: none, the adapter sends with node:http(s) on
-   * keep-alive connections, which costs a fraction of the CPU of the global fetch per call (see
-   * transport.ts); pass `globalThis.fetch` (or a proxy-aware fetch) to use that instead.
+   * The fetch each request is sent with. Default: none, the adapter sends with its own HTTP/1.1
+   * client on keep-alive connections (http1.ts), which costs a fraction of the CPU of node:http's
+   * client and of the global fetch per call; pass `globalThis.fetch` (or a proxy-aware fetch) to
+   * use that instead.
    */
   fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
@@ -76,6 +78,10 @@ type Attempt =
 
 const USER_AGENT = 'acs-adapter-openai';
 
+let shared: Transport | undefined;
+/** The adapter's own HTTP/1.1 client, one for every client made without a fetch, so they share connections. */
+const sharedTransport = () => (shared ??= createHttp1Transport());
+
 /** The body of an answer: parsed JSON when it is JSON, else its text (a proxy's HTML page, say). */
 function parseBody(text: string): unknown {
   if (text.trim() === '') return text;
@@ -88,8 +94,8 @@ function parseBody(text: string): unknown {
 
 /**
  * The `LlmClient` port over any OpenAI-compatible chat-completions API: one `POST
- * {base}/chat/completions` per attempt with Node's own fetch (connections are kept and reused
- * per origin by Node's global agent). This adapter retries, so it can count attempts, honour
+ * {base}/chat/completions` per attempt with the adapter's own HTTP/1.1 client (connections are kept and
+ * reused per origin), or with a fetch the host gives. This adapter retries, so it can count attempts, honour
  * cancellation during a backoff and cap `retry-after`.
  *
  * ```ts
@@ -144,7 +150,7 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
       Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]),
     ),
     extraHeaders: { ...options.headers },
-    send: options.fetch ? fetchTransport(options.fetch) : nodeHttpTransport,
+    send: options.fetch ? fetchTransport(options.fetch) : sharedTransport(),
     cancelled: {
       code: 'cancelled',
       detail: 'the request was aborted',
@@ -193,6 +199,18 @@ async function attempt(
       return { ok: false, failure: settings.timedOut };
     case 'failed':
       return { ok: false, failure: classifyError(exchange.error, exchange.stage) };
+    case 'unsendable':
+      return {
+        ok: false,
+        failure: {
+          code: 'bad_request',
+          detail: exchange.detail,
+          status: null,
+          retry: false,
+          retryableLater: false,
+          retryAfterMs: null,
+        },
+      };
     case 'answered': {
       const data = parseBody(exchange.text);
       const headers = { get: exchange.header };

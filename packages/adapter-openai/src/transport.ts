@@ -1,6 +1,3 @@
-import http from 'node:http';
-import https from 'node:https';
-
 /** A chat-completions request as the adapter sends it: one POST of a JSON text. */
 export interface Post {
   url: string;
@@ -13,89 +10,15 @@ export interface Post {
 }
 
 /** How one exchange ended. `stage` says whether the answer had begun when the connection failed. */
-type Exchange =
+export type Exchange =
   | { outcome: 'answered'; status: number; header: (name: string) => string | null; text: string }
   | { outcome: 'failed'; stage: 'connecting' | 'reading'; error: unknown }
-  | { outcome: 'timed_out' | 'cancelled' };
+  | { outcome: 'timed_out' | 'cancelled' }
+  /** Nothing was sent: the request cannot be sent as given (a line break in a header's value, say). */
+  | { outcome: 'unsendable'; detail: string };
 
 /** Sends one request and reads its whole answer; never rejects. */
 export type Transport = (post: Post) => Promise<Exchange>;
-
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-
-/**
- * node:http(s) on keep-alive agents, the answer read whole. A chat completion (not streamed) needs
- * no more, and Node's own fetch (undici, with WHATWG streams, Request, Response, Headers and an
- * AbortSignal.any around every call) spends several times the CPU of a plain http.request: a
- * large part of what the server spent per agent step (issue 27, bench/steps.ts). One timer and
- * one abort listener per exchange, both gone when it ends.
- */
-export const nodeHttpTransport: Transport = (post) =>
-  new Promise<Exchange>((resolve) => {
-    const { signal } = post;
-    if (signal?.aborted) {
-      resolve({ outcome: 'cancelled' });
-      return;
-    }
-    const url = new URL(post.url);
-    const secure = url.protocol === 'https:';
-    let answered = false;
-    let settled = false;
-    const settle = (exchange: Exchange) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(exchange);
-    };
-    const stop = (exchange: Exchange) => {
-      settle(exchange);
-      request.destroy();
-    };
-    const onAbort = () => stop({ outcome: 'cancelled' });
-    const timer = setTimeout(() => stop({ outcome: 'timed_out' }), post.timeoutMs);
-    const headers = { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) };
-    const request = (secure ? https : http).request(
-      url,
-      { method: 'POST', headers, agent: secure ? agents.https : agents.http },
-      (response) => {
-        answered = true;
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
-          const received = response.headers;
-          const header = (name: string) => {
-            const value = received[name.toLowerCase()];
-            return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
-          };
-          settle({ outcome: 'answered', status: response.statusCode ?? 0, header, text });
-        });
-        response.on('error', (error) => settle({ outcome: 'failed', stage: 'reading', error: dropped(error) }));
-        response.on('close', () => {
-          if (!response.complete) settle({ outcome: 'failed', stage: 'reading', error: dropped(null) });
-        });
-      },
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-    // As undici's fetch fails to connect: a TypeError whose cause says why (what the error classification reads).
-    request.on('error', (error) =>
-      settle(
-        answered
-          ? { outcome: 'failed', stage: 'reading', error: dropped(error) }
-          : { outcome: 'failed', stage: 'connecting', error: new TypeError('fetch failed', { cause: error }) },
-      ),
-    );
-    request.end(post.body);
-  });
-
-/** The answer ended early: said in the words (and with the code) the error classification knows. */
-function dropped(error: Error | null): Error {
-  return Object.assign(
-    new Error(`the connection dropped while reading the answer${error ? ` (${error.message})` : ''}`),
-    { code: 'ECONNRESET' },
-  );
-}
 
 /** A transport over a fetch the host gives (a proxy-aware one, say): its timer and cancellation as an AbortSignal. */
 export function fetchTransport(

@@ -2,10 +2,11 @@ import { createServer, type AddressInfo } from 'node:net';
 import type { LlmRequest } from '@acs/core/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOpenAiLlmClient } from '../src/index.js';
-import { fetchTransport, nodeHttpTransport, type Post, type Transport } from '../src/transport.js';
+import { createHttp1Transport } from '../src/http1.js';
+import { fetchTransport, type Post, type Transport } from '../src/transport.js';
 import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 
-/** How requests leave the adapter: node:http by default (issue 27: a fraction of the global fetch's CPU per call), or a fetch the host gives. */
+/** How requests leave the adapter: its own HTTP/1.1 client by default (issue 27: a fraction of node:http's and the global fetch's CPU per call), or a fetch the host gives. */
 
 let fake: FakeOpenAi;
 beforeAll(async () => {
@@ -52,7 +53,7 @@ describe('the transport', () => {
     ...overrides,
   });
   const transports: [string, Transport][] = [
-    ['node:http', nodeHttpTransport],
+    ['the HTTP/1.1 client', createHttp1Transport()],
     ['a fetch the host gives', fetchTransport((input, init) => globalThis.fetch(input, init))],
   ];
 
