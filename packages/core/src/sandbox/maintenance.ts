@@ -218,9 +218,9 @@ async function refreshStored(
     const observed = await deps.runtime.inspect(record.id);
     if (observed.isErr()) continue;
     if (deps.startups.startingElsewhere(record, observed.value)) continue;
-    const updated = (await deps.observations.applyObservation(record.user_id, record.id, observed.value)).unwrapOr(
-      null,
-    );
+    const updated = (
+      await deps.observations.applyObservation(record.user_id, record.id, observed.value, record)
+    ).unwrapOr(null);
     if (updated && updated.status !== record.status) report.changed++;
     if (updated?.status === 'STARTING')
       deps.startups.track(record.id, () => deps.startups.awaitRunning(record.user_id, record.id));

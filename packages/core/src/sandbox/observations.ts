@@ -21,11 +21,17 @@ export interface ObservationsDeps {
 export interface Observations {
   /** Whether an observation would change nothing on this record (then there is nothing to write). */
   changesNothing(record: SandboxRecord, observation: RuntimeObservation): boolean;
-  /** Writes the observation to the record; null when there is no record. */
+  /**
+   * Writes the observation to the record; null when there is no record. With `seen`, the record
+   * as it was read before the runtime was asked: when it has changed since (a pause, a resume or
+   * another observation wrote meanwhile), the observation is older than what the record says,
+   * and the record is left as it is.
+   */
   applyObservation(
     userId: string,
     id: string,
     observation: RuntimeObservation,
+    seen?: SandboxRecord,
   ): ResultAsync<SandboxRecord | null, StoreFailure>;
   /** Records the sandbox as ERROR with `detail`. */
   markError(userId: string, id: string, detail: string): ResultAsync<SandboxRecord | null, StoreFailure>;
@@ -34,7 +40,8 @@ export interface Observations {
 export function createObservations(deps: ObservationsDeps): Observations {
   return {
     changesNothing,
-    applyObservation: (userId, id, observation) => resultAsync(applyObservation(deps, userId, id, observation)),
+    applyObservation: (userId, id, observation, seen) =>
+      resultAsync(applyObservation(deps, userId, id, observation, seen)),
     markError: (userId, id, detail) =>
       resultAsync(applyObservation(deps, userId, id, { state: 'error', detail, exposed_urls: [] })),
   };
@@ -53,15 +60,27 @@ function changesNothing(record: SandboxRecord, observation: RuntimeObservation):
   );
 }
 
+/**
+ * Whether the record was written after `seen` was read. An inspection that began before a pause
+ * (a refresh on read, under load) can answer after it: had it been written, a paused sandbox
+ * would have shown STARTING ("waiting for the container to answer", its pod going away), and then
+ * PAUSED without the reason it was paused for.
+ */
+const changedSince = (current: SandboxRecord, seen: SandboxRecord) =>
+  current.updated_at !== seen.updated_at ||
+  current.status !== seen.status ||
+  current.status_detail !== seen.status_detail;
+
 async function applyObservation(
   deps: ObservationsDeps,
   userId: string,
   id: string,
   observation: RuntimeObservation,
+  seen?: SandboxRecord,
 ): Promise<Result<SandboxRecord | null, StoreFailure>> {
   let lostNow = false;
   const updated = await deps.sandboxes.update(userId, id, (current): Result<SandboxRecord, never> => {
-    if (changesNothing(current, observation)) return ok(current);
+    if (changesNothing(current, observation) || (seen && changedSince(current, seen))) return ok(current);
     const status = statusAfterObservation(current.status, observation.state);
     lostNow = !isSandboxLost(current.status) && isSandboxLost(status);
     return ok({

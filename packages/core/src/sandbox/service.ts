@@ -269,7 +269,7 @@ async function refresh(parts: SandboxParts, record: SandboxRecord): Promise<Resu
     parts.startups.startingElsewhere(record, inspected.value)
   )
     return ok(record);
-  const updated = await parts.observations.applyObservation(record.user_id, record.id, inspected.value);
+  const updated = await parts.observations.applyObservation(record.user_id, record.id, inspected.value, record);
   if (updated.isErr()) return err(updated.error);
   return ok(updated.value ?? record);
 }
