@@ -10,7 +10,7 @@
  * service as the example server does (its storage from `openStorage`, the OpenAI adapter, the
  * fake sandbox runtime, the agent with the example's options), without the HTTP router: the
  * conversations are created through the service, so the only client work is the agent's.
- * The storages are memory, SQLite (the embedded default; fsync per commit, and `sqlite-normal` without)
+ * The storages are memory, SQLite (the embedded default, no fsync per commit; `sqlite-full` with one)
  * and PGlite; BENCH_STEPS_STORAGE picks others.
  *
  * 1. CPU per step: one conversation of STEPS_LONG model calls, default condenser on; this
@@ -55,10 +55,10 @@ import { percentile, positiveInt } from './stats.js';
 // ---- configuration ----
 
 /**
- * The storages measured; memory is the reference the others are compared with. `sqlite` fsyncs
- * every commit (the default), `sqlite-normal` only at checkpoints (ACS_SQLITE_SYNCHRONOUS=normal).
+ * The storages measured; memory is the reference the others are compared with. `sqlite` as the
+ * example server opens it (fsync at checkpoints), `sqlite-full` fsyncs every commit (ACS_SQLITE_SYNCHRONOUS=full).
  */
-const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,sqlite-normal,pglite')
+const STORAGES = (process.env.BENCH_STEPS_STORAGE || 'memory,sqlite,sqlite-full,pglite')
   .split(',')
   .map((s) => s.trim())
   .filter(Boolean);
@@ -391,9 +391,9 @@ function counted<T extends object>(ports: T, calls: Map<string, number>): T {
 async function openServer(kind: string, maxIterations: number, model?: LlmClient): Promise<Server> {
   const dataDir = await mkdtemp(join(tmpdir(), 'acs-bench-steps-'));
   const config = loadConfig({
-    // `sqlite-normal`: SQLite without an fsync per commit (ACS_SQLITE_SYNCHRONOUS=normal).
-    ACS_STORAGE: kind === 'sqlite-normal' ? 'sqlite' : kind,
-    ACS_SQLITE_SYNCHRONOUS: kind === 'sqlite-normal' ? 'normal' : 'full',
+    // `sqlite-full`: SQLite with an fsync per commit (ACS_SQLITE_SYNCHRONOUS=full).
+    ACS_STORAGE: kind === 'sqlite-full' ? 'sqlite' : kind,
+    ACS_SQLITE_SYNCHRONOUS: kind === 'sqlite-full' ? 'full' : 'normal',
     DATA_DIR: dataDir,
     ACS_SANDBOXES: 'fake',
     SESSION_API_KEY: 'bench-steps-default-key-0001',

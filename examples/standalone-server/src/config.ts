@@ -31,7 +31,7 @@ export interface StandaloneConfig {
     | {
         kind: 'sqlite';
         chosen: boolean;
-        /** ACS_SQLITE_SYNCHRONOUS: `full` (default) fsyncs every commit; `normal` survives a crash or SIGKILL, not a power cut. */
+        /** ACS_SQLITE_SYNCHRONOUS: `normal` (default) survives a crash or SIGKILL, not a power cut; `full` fsyncs every commit. */
         synchronous: 'full' | 'normal';
       }
     | { kind: 'pglite' }
@@ -159,7 +159,9 @@ const EnvSchema = z.object({
     )
     .optional(),
   ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
-  ACS_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
+  // `normal` by default: an acknowledged write survives the server's crash or SIGKILL (what the
+  // embedded default promises), at no fsync per commit; see the README's table.
+  ACS_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('normal'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string')

@@ -48,14 +48,14 @@ describe('the example server configuration', () => {
     refused({ ACS_SQLITE_SYNCHRONOUS: 'off' }, /Invalid configuration: ACS_SQLITE_SYNCHRONOUS/);
   });
 
-  it('fsyncs every SQLite commit unless told that surviving a crash is enough', () => {
+  it('keeps SQLite commits through a crash by default, and fsyncs each one when told to', () => {
     expect(loadConfig({ ACS_SANDBOXES: 'fake' }).storage).toEqual({
       kind: 'sqlite',
       chosen: false,
-      synchronous: 'full',
+      synchronous: 'normal',
     });
     expect(
-      loadConfig({ ACS_SANDBOXES: 'fake', ACS_STORAGE: 'sqlite', ACS_SQLITE_SYNCHRONOUS: 'normal' }).storage,
-    ).toEqual({ kind: 'sqlite', chosen: true, synchronous: 'normal' });
+      loadConfig({ ACS_SANDBOXES: 'fake', ACS_STORAGE: 'sqlite', ACS_SQLITE_SYNCHRONOUS: 'full' }).storage,
+    ).toEqual({ kind: 'sqlite', chosen: true, synchronous: 'full' });
   });
 });

@@ -1,4 +1,5 @@
 import type { ResultAsync } from 'neverthrow';
+import { cloneData } from '@acs/core';
 import type { EventStore, LeaseFence, LeaseLost, NewEvent, StoredEvent, StoreFailure } from '@acs/core/ports';
 import type { Sqlite } from './driver.js';
 import { run } from './query-helpers.js';
@@ -28,7 +29,7 @@ export class SqliteEventStore implements EventStore {
         );
         const first = Number(last?.last ?? 0) + 1;
         const stored = events.map((e, i): StoredEvent => ({
-          ...structuredClone(e),
+          ...cloneData(e),
           id: first + i,
           conversation_id: conversationId,
         }));

@@ -1,4 +1,5 @@
 import { err, ok, type Result } from 'neverthrow';
+import { cloneData } from '../clone.js';
 import type { StoredSettings } from '../settings/schema.js';
 import type { SecretCipher } from './cipher.js';
 
@@ -66,7 +67,7 @@ export function sealSettings(
   userId: string,
   cipher: SecretCipher,
 ): { data: StoredSettings; keyIds: string[] } {
-  const data = structuredClone(settings);
+  const data = cloneData(settings);
   let used = false;
   for (const slot of secretSlots(data)) {
     const value = slot.get(data);
@@ -83,7 +84,8 @@ export function openSettings(
   userId: string,
   cipher: SecretCipher,
 ): Result<StoredSettings, Error> {
-  const settings = structuredClone(data);
+  // Opened on every read of a user's settings (each agent step): the plain-data copy, not structuredClone.
+  const settings = cloneData(data);
   for (const slot of secretSlots(settings)) {
     const envelope = slot.get(settings);
     if (envelope === null) continue;
