@@ -32,8 +32,8 @@ export interface Http1TransportOptions {
 const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_IDLE_MS = 4000;
 const MAX_HEAD_BYTES = 64 * 1024;
-/** Idle connections kept per origin; more are closed as they come back. */
-const MAX_IDLE_PER_ORIGIN = 32;
+/** Idle connections kept per origin (as many as node:http's agent keeps); more are closed as they come back. */
+const MAX_IDLE_PER_ORIGIN = 256;
 
 /** Where a request goes: the origin its connections are pooled by, and how to reach it. */
 interface Target {
@@ -276,6 +276,7 @@ class ConnectionPool {
     while (idle && idle.length > 0) {
       const connection = idle.pop()!;
       if (connection.wake()) return connection;
+      connection.close();
     }
     return new Connection(target, this);
   }
