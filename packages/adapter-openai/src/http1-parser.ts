@@ -106,13 +106,9 @@ export class ResponseParser {
 
   #readHead(): boolean {
     const end = this.#buffer.indexOf(HEAD_END);
-    if (end < 0) {
-      if (this.#buffer.length > this.limits.maxHeadBytes)
-        throw new HttpAnswerError(`the answer's header is larger than ${this.limits.maxHeadBytes} bytes`);
-      return false;
-    }
-    if (end > this.limits.maxHeadBytes)
+    if (end > this.limits.maxHeadBytes || (end < 0 && this.#buffer.length > this.limits.maxHeadBytes))
       throw new HttpAnswerError(`the answer's header is larger than ${this.limits.maxHeadBytes} bytes`);
+    if (end < 0) return false;
     const lines = this.#buffer.toString('latin1', 0, end).split('\r\n');
     this.#buffer = this.#buffer.subarray(end + HEAD_END.length);
     const status = STATUS_LINE.exec(lines[0]!);

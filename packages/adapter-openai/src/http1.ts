@@ -348,11 +348,8 @@ export function createHttp1Transport(options: Http1TransportOptions = {}): Trans
         connection = pool.connection(target, fresh);
         connection.send(target.head, post.body, {
           parser: new ResponseParser(pool.limits),
-          finish: (result) => {
-            if (result !== 'stale') settle(result);
-            else if (!fresh) send(true);
-            else settle(connectFailure(new Error('the server closed the connection')));
-          },
+          // Only a reused connection can be stale, so the new one sent on is never.
+          finish: (result) => (result === 'stale' ? send(true) : settle(result)),
         });
       };
       send(false);
