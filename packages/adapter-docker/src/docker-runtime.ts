@@ -28,6 +28,12 @@ import {
 import type { ExposedPort, ExposedUrl } from '@acs/core/schemas';
 import { ProcessStartFailure, startDockerProcess } from './docker-process.js';
 import type { SandboxImageProvider } from './image-provider.js';
+import {
+  createSandboxNetwork,
+  SANDBOX_NETWORK,
+  SandboxNetworkFailure,
+  type SandboxNetwork,
+} from './sandbox-network.js';
 
 export interface DockerResourceLimits {
   /** Memory limit in bytes (default 2 GiB). */
@@ -42,8 +48,19 @@ export interface DockerRuntimeOptions {
   /** A dockerode client already set to the negotiated API version (see createDockerRuntime). */
   docker: Docker;
   limits?: DockerResourceLimits;
-  /** `bridge` (default), `none` (no network), or `host` (shares the host's network; allow it only for trusted users). */
+  /**
+   * `bridge` (default): each sandbox on the engine's sandbox network (`sandboxNetwork`), a bridge
+   * with inter-container traffic off, so sandboxes reach the outside but not each other; `none`
+   * (no network); or `host` (shares the host's network; allow it only for trusted users).
+   */
   networkMode?: 'bridge' | 'none' | 'host';
+  /**
+   * The name of the sandbox network of `bridge` mode (default `acs-sandboxes`), one per engine,
+   * made on first use with `com.docker.network.bridge.enable_icc=false`. A network of that name
+   * the operator made is used when it is a bridge with that option (its subnet, say, chosen);
+   * any other is refused.
+   */
+  sandboxNetwork?: string;
   /**
    * Container ports of every sandbox published on 127.0.0.1 (a free host port each) and reported
    * as exposed URLs; a spec's own `exposed_ports` are added to these for its sandboxes.
@@ -105,6 +122,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   readonly #docker: Docker;
   readonly #limits: Required<DockerResourceLimits>;
   readonly #networkMode: 'bridge' | 'none' | 'host';
+  readonly #network: SandboxNetwork;
   readonly #exposedPorts: readonly { name: string; port: number }[];
   readonly #prefix: string;
   /** Sandboxes that have answered an exec since this process started: they are up. */
@@ -125,6 +143,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       pids: options.limits?.pids ?? 512,
     };
     this.#networkMode = options.networkMode ?? 'bridge';
+    this.#network = createSandboxNetwork({
+      docker: options.docker,
+      name: options.sandboxNetwork ?? SANDBOX_NETWORK,
+      labels: { [LABELS.managed]: 'true' },
+    });
     this.#exposedPorts = options.exposedPorts ?? [];
     this.#prefix = options.namePrefix ?? 'acs-sandbox-';
     this.#images = options.images;
@@ -259,6 +282,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const { spec } = request;
     const ports = await this.#portsFor(request);
     const hostNetwork = this.#networkMode === 'host';
+    // On a bridge: the engine's sandbox network (its id), made first if the engine has none.
+    const networkMode = this.#networkMode === 'bridge' ? await this.#network.ensure() : this.#networkMode;
     await this.#docker.createVolume({
       Name: this.volumeName(request.sandbox_id),
       Labels: {
@@ -293,7 +318,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           Memory: Math.round(this.#limits.memoryBytes * factor),
           NanoCpus: Math.round(this.#limits.cpus * factor * 1e9),
           PidsLimit: Math.round(this.#limits.pids * factor),
-          NetworkMode: this.#networkMode,
+          NetworkMode: networkMode,
           PortBindings:
             this.#networkMode === 'bridge'
               ? Object.fromEntries(ports.map((p) => [`${p.port}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '' }]]))
@@ -303,7 +328,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
         },
       })
       .catch((error: DockerError) => {
-        if (error.statusCode === 404) throw missingImage(spec.image);
+        // A 404 that names the network: it was removed since it was looked up (the next create makes it again).
+        if (error.statusCode === 404 && !/network/i.test(error.json?.message ?? '')) throw missingImage(spec.image);
         throw error;
       });
     this.#workingDirs.set(request.sandbox_id, spec.working_dir);
@@ -773,6 +799,7 @@ const ENGINE_UNREACHABLE = new Set([
 
 function toRuntimeError(operation: string, error: unknown): SandboxRuntimeError {
   if (error instanceof RuntimeFailure) return { type: error.type, message: error.message };
+  if (error instanceof SandboxNetworkFailure) return { type: 'failed', message: error.message };
   const e = error as DockerError;
   // Codes of a connection to the engine that could not be made or was cut (not of the operation).
   if (e.code !== undefined && ENGINE_UNREACHABLE.has(e.code)) {

@@ -23,5 +23,6 @@ export {
   type DockerRuntimeOptions,
 } from './docker-runtime.js';
 export { commandImageProvider, type SandboxImageProvider } from './image-provider.js';
+export { SANDBOX_NETWORK } from './sandbox-network.js';
 export { connectionOf, createDockerEnginePool, type DockerEnginePool } from './engines.js';
 export { parseDockerHosts, type DockerEngineHost } from './hosts.js';

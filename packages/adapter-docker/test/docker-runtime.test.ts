@@ -7,7 +7,7 @@ import {
   MIN_DOCKER_API_VERSION,
   SANDBOX_CAPABILITIES,
 } from '@acs/adapter-docker';
-import { bookworm, dockerRuntime } from './engine.js';
+import { bookworm, dockerRuntime, TEST_NETWORK } from './engine.js';
 
 const until = async <T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 90_000): Promise<T> => {
   const deadline = Date.now() + ms;
@@ -60,7 +60,9 @@ describe('Docker sandbox runtime', () => {
       expect(host.Memory).toBe(2 * 256 * 1024 ** 2);
       expect(host.NanoCpus).toBe(1e9);
       expect(host.PidsLimit).toBe(200);
-      expect(host.NetworkMode).toBe('bridge');
+      // The sandbox network (by id), and nothing else.
+      expect(host.NetworkMode).toBe((await runtime.connection.docker.getNetwork(TEST_NETWORK).inspect()).Id);
+      expect(Object.keys(info.NetworkSettings.Networks)).toEqual([TEST_NETWORK]);
       expect(info.Mounts.map((m) => m.Destination)).toEqual(['/workspace']);
       expect(info.Mounts.some((m) => m.Source.includes('docker.sock'))).toBe(false);
       expect(info.Config.Labels).toMatchObject({

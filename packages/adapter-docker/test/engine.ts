@@ -7,7 +7,9 @@ import { createDockerRuntime, type DockerRuntimeOptions } from '@acs/adapter-doc
 /** The image .ci/run builds with scripts/build-sandbox-image.sh. */
 export const SANDBOX_IMAGE = 'acs-sandbox:bookworm';
 /** Per test file (vitest gives each file its own module instance), so one file's cleanup never touches another's sandboxes. */
-const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
+export const TEST_PREFIX = `acs-test-${randomBytes(3).toString('hex')}-`;
+/** This file's sandbox network (bridge mode), in place of the engine's `acs-sandboxes`, removed after the file. */
+export const TEST_NETWORK = `${TEST_PREFIX}sandboxes`;
 export const bookworm = specFixture({
   id: 'bookworm',
   image: SANDBOX_IMAGE,
@@ -20,6 +22,7 @@ export const bookworm = specFixture({
 export async function dockerRuntime(options: Omit<DockerRuntimeOptions, 'docker'> = {}) {
   const runtime = await createDockerRuntime({
     namePrefix: TEST_PREFIX,
+    sandboxNetwork: TEST_NETWORK,
     limits: { memoryBytes: 512 * 1024 ** 2, cpus: 1, pids: 256 },
     ...options,
   }).catch((error: unknown) => {
@@ -39,7 +42,7 @@ export async function dockerRuntime(options: Omit<DockerRuntimeOptions, 'docker'
   return runtime;
 }
 
-/** Removes whatever this test file left behind (containers and volumes with its prefix). */
+/** Removes whatever this test file left behind (containers, volumes and networks with its prefix). */
 afterAll(async () => {
   const docker = new Docker();
   const containers = await docker.listContainers({ all: true, filters: { name: [TEST_PREFIX] } }).catch(() => []);
@@ -58,6 +61,17 @@ afterAll(async () => {
       .map((v) =>
         docker
           .getVolume(v.Name)
+          .remove()
+          .catch(() => {}),
+      ),
+  );
+  const networks = await docker.listNetworks({ filters: { name: [TEST_PREFIX] } }).catch(() => []);
+  await Promise.all(
+    networks
+      .filter((n) => n.Name.startsWith(TEST_PREFIX))
+      .map((n) =>
+        docker
+          .getNetwork(n.Id)
           .remove()
           .catch(() => {}),
       ),

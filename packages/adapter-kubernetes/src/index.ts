@@ -12,3 +12,4 @@
 export { createKubernetesRuntime, type CreateKubernetesRuntimeOptions } from './connect.js';
 export { KubernetesSandboxRuntime, type KubernetesRuntimeOptions } from './kubernetes-runtime.js';
 export { LABELS, SANDBOX_CAPABILITIES, type KubernetesPlacement, type KubernetesResources } from './manifest.js';
+export { DEFAULT_EGRESS_EXCEPT, sandboxNetworkPolicy, type NetworkPolicyOptions } from './network-policy.js';

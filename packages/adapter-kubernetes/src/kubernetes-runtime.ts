@@ -7,6 +7,7 @@ import {
   ApiException,
   AppsV1Api,
   CoreV1Api,
+  NetworkingV1Api,
   PatchStrategy,
   setHeaderOptions,
   type CoreV1Event,
@@ -25,6 +26,7 @@ import {
   type ExecRequest,
   type ExecResult,
   type FileContent,
+  type Logger,
   type ReadFileOptions,
   type RuntimeCreateRequest,
   type RuntimeObservation,
@@ -48,6 +50,12 @@ import {
   type KubernetesPlacement,
   type KubernetesResources,
 } from './manifest.js';
+import {
+  checkEgressExcept,
+  createSandboxNetworkPolicies,
+  DEFAULT_EGRESS_EXCEPT,
+  type SandboxNetworkPolicies,
+} from './network-policy.js';
 import { latestEvent, readPod } from './observe.js';
 
 export interface KubernetesRuntimeOptions {
@@ -80,6 +88,21 @@ export interface KubernetesRuntimeOptions {
    * autoscaler has time to add a node.
    */
   unschedulableAfterMs?: number;
+  /**
+   * A NetworkPolicy per installation (default true), applied before its first sandbox is made or
+   * listed: no ingress to its sandbox pods, egress to the cluster's DNS and to addresses outside
+   * `egressExcept`. False where the operator keeps the namespace's policies. A policy the Role
+   * does not let the service apply is a warning in the log, and sandboxes start without it.
+   */
+  networkPolicy?: boolean;
+  /**
+   * Address ranges (CIDR) sandbox pods may not reach: default the private, shared and link-local
+   * ranges of IPv4 and IPv6 (the cluster's pods, services and nodes on nearly every cluster, and
+   * the cloud metadata address). Give the cluster's own ranges to let sandboxes reach the rest.
+   */
+  egressExcept?: readonly string[];
+  /** Where the warnings go (a policy that cannot be applied); default the console. */
+  logger?: Logger;
 }
 
 const DEFAULT_WRITABLE_PATHS = ['/tmp', '/var/tmp', '/run', '/root', '/home'] as const;
@@ -105,6 +128,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
   /** Sandboxes whose current pod has answered an exec since this process started: they are up. */
   readonly #answered = new Map<string, string>();
   readonly #workingDirs = new Map<string, string>();
+  /** The installations' NetworkPolicies; null when the operator keeps them (`networkPolicy: false`). */
+  readonly #policies: SandboxNetworkPolicies | null;
 
   constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -113,6 +138,18 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.#apps = options.kubeConfig.makeApiClient(AppsV1Api);
     this.#prefix = options.namePrefix ?? 'acs-';
+    const egressExcept = options.egressExcept ?? DEFAULT_EGRESS_EXCEPT;
+    checkEgressExcept(egressExcept);
+    this.#policies =
+      options.networkPolicy === false
+        ? null
+        : createSandboxNetworkPolicies({
+            networking: options.kubeConfig.makeApiClient(NetworkingV1Api),
+            namespace: options.namespace,
+            options: { namePrefix: this.#prefix, egressExcept },
+            logger: options.logger ?? consoleWarnings,
+            now: Date.now,
+          });
   }
 
   /** The StatefulSet of a sandbox; its pod is this name with `-0`, its claim `workspace-` that. */
@@ -137,6 +174,8 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
 
   list(installationId: string): ResultAsync<RuntimeSandboxSummary[], SandboxRuntimeError> {
     return this.#attempt('list', async () => {
+      // At a service's start (its reconcile lists first): sandboxes made before the policy existed are kept apart too.
+      await this.#policies?.ensure(installationId);
       const sets = await this.#apps.listNamespacedStatefulSet({
         namespace: this.namespace,
         labelSelector: `${LABELS.managed}=true,${LABELS.installation}=${labelValue(installationId)}`,
@@ -178,6 +217,7 @@ export class KubernetesSandboxRuntime implements SandboxRuntime {
         );
       }
       const placement = this.#options.placementBySpec?.[request.spec.id] ?? this.#options.placement ?? {};
+      await this.#policies?.ensure(request.installation_id);
       const manifest = sandboxStatefulSet(request, {
         namePrefix: this.#prefix,
         resources: this.#resources(),
@@ -721,3 +761,11 @@ class Bounded {
 }
 
 const parentOf = (path: string): string => path.slice(0, path.lastIndexOf('/')) || '/';
+
+/** The default logger: warnings on the console (the rest is silent). */
+const consoleWarnings: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: (fields, message) => console.warn(`${message} ${JSON.stringify(fields)}`),
+  error: (fields, message) => console.error(`${message} ${JSON.stringify(fields)}`),
+};

@@ -22,6 +22,8 @@ export const kubernetesRuntime = defineSandboxRuntime({
       .string()
       .regex(/^\d+(\.\d+)?(Ki|Mi|Gi|Ti)?$/, 'a Kubernetes quantity such as 10Gi')
       .default('10Gi'),
+    ACS_KUBERNETES_NETWORK_POLICY: z.enum(['true', 'false', '1', '0']).default('true'),
+    ACS_KUBERNETES_SANDBOX_EGRESS_EXCEPT: z.string().optional(),
   }),
   options: (e) => ({
     /** The package reads these names itself (and KUBECONFIG); passed on as they were given. */
@@ -35,12 +37,23 @@ export const kubernetesRuntime = defineSandboxRuntime({
       ACS_KUBERNETES_RUNTIME_CLASS: e.ACS_KUBERNETES_RUNTIME_CLASS,
     },
     workspaceSize: e.ACS_KUBERNETES_WORKSPACE_SIZE,
+    /** The installation's NetworkPolicy (sandboxes reach the outside, not each other); `false`: the operator keeps the namespace's policies. */
+    networkPolicy: e.ACS_KUBERNETES_NETWORK_POLICY === 'true' || e.ACS_KUBERNETES_NETWORK_POLICY === '1',
+    /** Address ranges sandboxes may not reach (CIDR, comma-separated); unset: the package's default (private, shared and link-local ranges). */
+    egressExcept:
+      e.ACS_KUBERNETES_SANDBOX_EGRESS_EXCEPT === undefined
+        ? undefined
+        : e.ACS_KUBERNETES_SANDBOX_EGRESS_EXCEPT.split(',')
+            .map((range) => range.trim())
+            .filter(Boolean),
   }),
   async open(options, common) {
     const { createKubernetesRuntime } = await import('@acs/adapter-kubernetes');
     try {
       const runtime = await createKubernetesRuntime({
         env: options.env,
+        networkPolicy: options.networkPolicy,
+        ...(options.egressExcept ? { egressExcept: options.egressExcept } : {}),
         resources: {
           cpus: common.cpus,
           memoryBytes: common.memoryMb * 1024 * 1024,
