@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { normalizeHostEntry } from '@acs/core';
 import { ExposedPortSchema } from '@acs/core/schemas';
 import { z } from 'zod';
 import type { CommonSandboxSettings, ConfiguredSandboxRuntime } from './runtimes/runtime-module.js';
@@ -21,6 +22,8 @@ export interface StandaloneConfig {
   allowClientConversationIds: boolean;
   /** ACS_TRUST_PROXY: believe X-Forwarded-Proto/-Host (the server is behind a proxy that sets them). */
   trustProxy: boolean;
+  /** ACS_DEVICE_KEY_TTL_DAYS: how long a device sign-in's key (`openhands login`) opens things; null: until revoked. */
+  deviceKeyTtlDays: number | null;
   /** ACS_SANDBOX_URL_HOST: the base host of sandboxes' exposed URLs (`agent-server-<id>.<host>`); null: the host the client reached. */
   sandboxUrlHost: string | null;
   /**
@@ -46,6 +49,22 @@ export interface StandaloneConfig {
   sandboxes: SandboxConfig;
   llm: LlmConfig;
   git: GitConfig;
+  /** What users' settings may make the server spend for them (the operator's caps). */
+  userLimits: UserLimitsConfig;
+}
+
+/** The operator's caps on users' settings (core's UserSettingLimits) and the images users may name. */
+interface UserLimitsConfig {
+  /** ACS_MAX_RESOURCE_FACTOR: the most remote_runtime_resource_factor applied (1: users cannot raise their sandbox limits). */
+  maxResourceFactor: number;
+  /** ACS_MAX_CONDENSER_SIZE: the most condenser_max_size applied. */
+  maxCondenserSize: number;
+  /** ACS_MAX_USER_ITERATIONS: the most max_iterations applied (at least ACS_MAX_ITERATIONS when unset). */
+  maxIterations: number;
+  /** ACS_MAX_BUDGET_PER_TASK: the most max_budget_per_task applied, in USD; null: none. */
+  maxBudgetPerTask: number | null;
+  /** ACS_ALLOWED_IMAGES: images users may name besides the specs' own (exact, or a prefix ending in `*`); null: any (`*`). */
+  allowedImages: string[] | null;
 }
 
 /** How the server reaches git providers with users' tokens (the git searches and `users/git-info`). */
@@ -73,6 +92,12 @@ interface LlmConfig {
   mcpConnectTimeoutMs: number;
   /** One MCP tool call. */
   mcpCallTimeoutMs: number;
+  /** ACS_LLM_ALLOWED_HOSTS: the hosts (host or host:port) model URLs may name, base URLs and providers' own; null: any. */
+  allowedHosts: string[] | null;
+  /** ACS_MCP_ALLOWED_HOSTS: the hosts HTTP and SSE MCP servers may be on; null: any. */
+  mcpAllowedHosts: string[] | null;
+  /** ACS_MAX_MODEL_CALLS_PER_USER: one user's model calls under way at once; more wait their turn. */
+  maxModelCallsPerUser: number;
 }
 
 export interface SandboxConfig {
@@ -151,6 +176,7 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACS_ALLOW_CLIENT_CONVERSATION_IDS: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false'),
+  ACS_DEVICE_KEY_TTL_DAYS: z.coerce.number().int().min(0).max(3650).default(90),
   ACS_SANDBOX_URL_HOST: z
     .string()
     .regex(
@@ -188,13 +214,21 @@ const EnvSchema = z.object({
   ACS_LLM_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   ACS_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
   ACS_MAX_ITERATIONS: z.coerce.number().int().min(1).max(100_000).default(100),
+  ACS_MAX_MODEL_CALLS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(16),
   ACS_MCP_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(30),
   ACS_MCP_CALL_TIMEOUT_SECONDS: z.coerce.number().positive().max(86_400).default(300),
+  ACS_LLM_ALLOWED_HOSTS: z.string().optional(),
+  ACS_MCP_ALLOWED_HOSTS: z.string().optional(),
   ACS_GITHUB_API_URL: httpUrl.default('https://api.github.com'),
   ACS_GITLAB_API_URL: httpUrl.default('https://gitlab.com/api/v4'),
   ACS_GIT_ALLOWED_HOSTS: z.string().optional(),
   ACS_GIT_ALLOW_HTTP: z.enum(['true', 'false', '1', '0']).default('false'),
   ACS_GIT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
+  ACS_MAX_RESOURCE_FACTOR: z.coerce.number().int().min(1).max(64).default(1),
+  ACS_MAX_CONDENSER_SIZE: z.coerce.number().int().min(20).max(100_000).default(1000),
+  ACS_MAX_USER_ITERATIONS: z.coerce.number().int().min(1).max(100_000).optional(),
+  ACS_MAX_BUDGET_PER_TASK: z.coerce.number().positive().max(1_000_000).optional(),
+  ACS_ALLOWED_IMAGES: z.string().optional(),
   /** Set by npm to the directory `npm start` was run from; relative paths are taken from there. */
   INIT_CWD: z.string().optional(),
 });
@@ -224,6 +258,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       defaultMaxIterations: e.ACS_MAX_ITERATIONS,
       mcpConnectTimeoutMs: e.ACS_MCP_CONNECT_TIMEOUT_SECONDS * 1000,
       mcpCallTimeoutMs: e.ACS_MCP_CALL_TIMEOUT_SECONDS * 1000,
+      allowedHosts: hostList(e.ACS_LLM_ALLOWED_HOSTS, 'ACS_LLM_ALLOWED_HOSTS'),
+      mcpAllowedHosts: hostList(e.ACS_MCP_ALLOWED_HOSTS, 'ACS_MCP_ALLOWED_HOSTS'),
+      maxModelCallsPerUser: e.ACS_MAX_MODEL_CALLS_PER_USER,
     },
     git: {
       githubApiUrl: e.ACS_GITHUB_API_URL,
@@ -233,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
       allowHttp: yes(e.ACS_GIT_ALLOW_HTTP),
       timeoutMs: e.ACS_GIT_TIMEOUT_SECONDS * 1000,
     },
+    userLimits: userLimitsOf(e),
     storage:
       storageKind === 'postgres'
         ? { kind: 'postgres', url: e.DATABASE_URL as string }
@@ -252,7 +290,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     logLevel: e.LOG_LEVEL,
     allowClientConversationIds: yes(e.ACS_ALLOW_CLIENT_CONVERSATION_IDS),
     trustProxy: yes(e.ACS_TRUST_PROXY),
+    deviceKeyTtlDays: e.ACS_DEVICE_KEY_TTL_DAYS === 0 ? null : e.ACS_DEVICE_KEY_TTL_DAYS,
     sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
+  };
+}
+
+/** The caps on users' settings; the iterations cap is never below the default (ACS_MAX_ITERATIONS) users without a setting get. */
+function userLimitsOf(e: Env): UserLimitsConfig {
+  const images = list(e.ACS_ALLOWED_IMAGES);
+  return {
+    maxResourceFactor: e.ACS_MAX_RESOURCE_FACTOR,
+    maxCondenserSize: e.ACS_MAX_CONDENSER_SIZE,
+    maxIterations: e.ACS_MAX_USER_ITERATIONS ?? Math.max(500, e.ACS_MAX_ITERATIONS),
+    maxBudgetPerTask: e.ACS_MAX_BUDGET_PER_TASK ?? null,
+    allowedImages: images.includes('*') ? null : images,
   };
 }
 
@@ -265,6 +316,24 @@ const list = (value: string | undefined) =>
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean);
+
+/**
+ * An allow-list of hosts (`host` or `host:port`, comma-separated, any case) as it is matched;
+ * null when the variable is unset (any host). Entries that are not hosts, or a list of none, are
+ * refused: a list that allows nothing by mistake would stop every model call.
+ */
+function hostList(value: string | undefined, name: string): string[] | null {
+  if (value === undefined) return null;
+  const entries = list(value);
+  if (entries.length === 0)
+    throw new Error(`Invalid configuration: ${name} names no host; leave it unset to allow any`);
+  const invalid = entries.filter((entry) => normalizeHostEntry(entry) === null);
+  if (invalid.length > 0)
+    throw new Error(
+      `Invalid configuration: ${name}: ${invalid.map((entry) => JSON.stringify(entry)).join(', ')} is not a host or host:port (e.g. api.openai.com, litellm.internal:4000)`,
+    );
+  return entries.map((entry) => normalizeHostEntry(entry)!);
+}
 
 /** The common variables parsed, and every runtime's checked, whichever runs: a mistake is found before it matters. */
 function parseEnv(variables: Record<string, string | undefined>): Env {

@@ -110,7 +110,10 @@ async function copy(
     key_hash: string;
     created_at: Date;
     last_used_at: Date | null;
-  }>(`SELECT id, user_id, name, key_hash, created_at, last_used_at FROM acs_api_keys ORDER BY created_at, id`);
+    expires_at: Date | null;
+  }>(
+    `SELECT id, user_id, name, key_hash, created_at, last_used_at, expires_at FROM acs_api_keys ORDER BY created_at, id`,
+  );
   const deviceGrants = await rows<{ record: DeviceGrant }>(`SELECT record FROM acs_device_grants`);
   const deviceCodeFailures = await rows<{ user_id: string; opened_at: Date; failures: number }>(
     `SELECT user_id, opened_at, failures FROM acs_device_code_failures`,
@@ -140,8 +143,9 @@ async function copy(
       ...k,
       created_at: iso(k.created_at),
       last_used_at: k.last_used_at === null ? null : iso(k.last_used_at),
+      expires_at: k.expires_at === null ? null : iso(k.expires_at),
     })),
-    deviceGrants: deviceGrants.map((g) => g.record),
+    deviceGrants: deviceGrants.map((g) => ({ ...g.record, client: g.record.client ?? null })),
     deviceCodeFailures: deviceCodeFailures.map((f) => ({
       user_id: f.user_id,
       opened_at: iso(f.opened_at),

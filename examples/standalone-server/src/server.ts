@@ -66,8 +66,17 @@ function composeService(
       ...storage.ports,
       sandboxSpecs: new StaticSandboxSpecCatalog(config.sandboxes.specs),
       runtime: sandboxes.runtime,
-      llm: createOpenAiLlmClient({ timeoutMs: config.llm.timeoutMs, maxRetries: config.llm.maxRetries }),
-      mcp: createLazyMcpConnector({ logger: (message, fields) => logger.debug(fields, message) }),
+      llm: createOpenAiLlmClient({
+        timeoutMs: config.llm.timeoutMs,
+        maxRetries: config.llm.maxRetries,
+        allowedHosts: config.llm.allowedHosts,
+        allowedHostsName: 'ACS_LLM_ALLOWED_HOSTS',
+      }),
+      mcp: createLazyMcpConnector({
+        logger: (message, fields) => logger.debug(fields, message),
+        allowedHosts: config.llm.mcpAllowedHosts,
+        allowedHostsName: 'ACS_MCP_ALLOWED_HOSTS',
+      }),
       gitProviders: createGitProviders({
         github: { apiUrl: config.git.githubApiUrl },
         gitlab: { apiUrl: config.git.gitlabApiUrl },
@@ -77,12 +86,29 @@ function composeService(
       }),
       agent: createAgent({
         defaultMaxIterations: config.llm.defaultMaxIterations,
+        maxModelCallsPerUser: config.llm.maxModelCallsPerUser,
         mcp: { connectTimeoutMs: config.llm.mcpConnectTimeoutMs, callTimeoutMs: config.llm.mcpCallTimeoutMs },
       }),
       logger,
     },
     {
+      userSettingLimits: {
+        maxResourceFactor: config.userLimits.maxResourceFactor,
+        maxCondenserSize: config.userLimits.maxCondenserSize,
+        maxIterations: config.userLimits.maxIterations,
+        maxBudgetPerTask: config.userLimits.maxBudgetPerTask,
+      },
+      sandboxImages: { allowed: config.userLimits.allowedImages, listName: 'ACS_ALLOWED_IMAGES' },
       allowClientConversationIds: config.allowClientConversationIds,
+      deviceKeyLifetimeMs: config.deviceKeyTtlDays === null ? null : config.deviceKeyTtlDays * 24 * 3600_000,
+      // Checked when a URL is stored; the adapters check again before they connect.
+      egress: {
+        llmAllowedHosts: config.llm.allowedHosts && { hosts: config.llm.allowedHosts, name: 'ACS_LLM_ALLOWED_HOSTS' },
+        mcpAllowedHosts: config.llm.mcpAllowedHosts && {
+          hosts: config.llm.mcpAllowedHosts,
+          name: 'ACS_MCP_ALLOWED_HOSTS',
+        },
+      },
       maxRunningSandboxesPerUser: config.sandboxes.maxRunningPerUser,
       atSandboxLimit: config.sandboxes.atLimit,
       ...(config.sandboxes.standaloneSpec ? { standaloneSpecId: config.sandboxes.standaloneSpec } : {}),

@@ -48,6 +48,37 @@ describe('the example server configuration', () => {
     refused({ ACS_SQLITE_SYNCHRONOUS: 'off' }, /Invalid configuration: ACS_SQLITE_SYNCHRONOUS/);
   });
 
+  it('caps what users’ settings may scale, by default and as the operator says, and reads the image allow-list', () => {
+    expect(loadConfig(base).userLimits).toEqual({
+      maxResourceFactor: 1,
+      maxCondenserSize: 1000,
+      maxIterations: 500,
+      maxBudgetPerTask: null,
+      allowedImages: [],
+    });
+    const set = loadConfig({
+      ...base,
+      ACS_MAX_ITERATIONS: '900',
+      ACS_MAX_RESOURCE_FACTOR: '4',
+      ACS_MAX_BUDGET_PER_TASK: '2.5',
+      ACS_ALLOWED_IMAGES: 'ghcr.io/acme/*, python:3.12',
+    }).userLimits;
+    expect(set).toMatchObject({ maxResourceFactor: 4, maxIterations: 900, maxBudgetPerTask: 2.5 });
+    expect(set.allowedImages).toEqual(['ghcr.io/acme/*', 'python:3.12']);
+    expect(loadConfig({ ...base, ACS_ALLOWED_IMAGES: '*' }).userLimits.allowedImages).toBeNull();
+    expect(() => loadConfig({ ...base, ACS_MAX_RESOURCE_FACTOR: '65' })).toThrow(/ACS_MAX_RESOURCE_FACTOR/);
+  });
+
+  it('gives device sign-in keys 90 days by default, the days ACS_DEVICE_KEY_TTL_DAYS says, or no expiry with 0', () => {
+    expect(loadConfig(base).deviceKeyTtlDays).toBe(90);
+    expect(loadConfig({ ...base, ACS_DEVICE_KEY_TTL_DAYS: '7' }).deviceKeyTtlDays).toBe(7);
+    expect(loadConfig({ ...base, ACS_DEVICE_KEY_TTL_DAYS: '0' }).deviceKeyTtlDays).toBeNull();
+    for (const wrong of ['-1', '1.5', '3651', 'soon'])
+      expect(() => loadConfig({ ...base, ACS_DEVICE_KEY_TTL_DAYS: wrong }), wrong).toThrow(
+        /Invalid configuration: ACS_DEVICE_KEY_TTL_DAYS/,
+      );
+  });
+
   it('keeps SQLite commits through a crash by default, and fsyncs each one when told to', () => {
     expect(loadConfig({ ACS_SANDBOXES: 'fake' }).storage).toEqual({
       kind: 'sqlite',
@@ -57,5 +88,28 @@ describe('the example server configuration', () => {
     expect(
       loadConfig({ ACS_SANDBOXES: 'fake', ACS_STORAGE: 'sqlite', ACS_SQLITE_SYNCHRONOUS: 'full' }).storage,
     ).toEqual({ kind: 'sqlite', chosen: true, synchronous: 'full' });
+  });
+});
+
+describe('the outbound allow-lists', () => {
+  it('read host and host:port entries in any case, as they are matched; unset or blank allows any host', () => {
+    const config = loadConfig({
+      ...base,
+      ACS_LLM_ALLOWED_HOSTS: ' API.OpenAI.com , litellm.internal:4000,[::1]:11434 ',
+      ACS_MCP_ALLOWED_HOSTS: 'mcp.example',
+    });
+    expect(config.llm.allowedHosts).toEqual(['api.openai.com', 'litellm.internal:4000', '[::1]:11434']);
+    expect(config.llm.mcpAllowedHosts).toEqual(['mcp.example']);
+    const open = loadConfig({ ...base, ACS_LLM_ALLOWED_HOSTS: '' });
+    expect([open.llm.allowedHosts, open.llm.mcpAllowedHosts]).toEqual([null, null]);
+  });
+
+  it('refuse an entry that is not a host, and a list of none', () => {
+    expect(() => loadConfig({ ...base, ACS_LLM_ALLOWED_HOSTS: 'api.openai.com, https://x.example/v1' })).toThrow(
+      'Invalid configuration: ACS_LLM_ALLOWED_HOSTS: "https://x.example/v1" is not a host or host:port',
+    );
+    expect(() => loadConfig({ ...base, ACS_MCP_ALLOWED_HOSTS: ' , ' })).toThrow(
+      'Invalid configuration: ACS_MCP_ALLOWED_HOSTS names no host; leave it unset to allow any',
+    );
   });
 });

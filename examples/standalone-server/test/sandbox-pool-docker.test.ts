@@ -29,6 +29,8 @@ const env = () => ({
   ACS_SANDBOX_NETWORK: 'none',
   ACS_SANDBOX_MEMORY_MB: String(MEMORY_MB),
   ACS_SANDBOX_POOL: 'bookworm=1',
+  // The user with a resource factor of 2 gets it: the operator allows it (the default applies 1).
+  ACS_MAX_RESOURCE_FACTOR: '2',
 });
 const POOL_LABEL = 'io.acs.user-id=acs:sandbox-pool';
 

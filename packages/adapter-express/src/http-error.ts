@@ -59,6 +59,8 @@ export const HTTP_ERROR_CODES = {
   REQUEST_HEADERS_TOO_LARGE: 'REQUEST_HEADERS_TOO_LARGE',
   /** The user holds as many live connections (event streams, sockets) as allowed. */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
+  /** One client address holds as many WebSockets that have not authenticated yet as allowed (429 at the upgrade). */
+  TOO_MANY_UNAUTHENTICATED: 'TOO_MANY_UNAUTHENTICATED',
   /** A sandbox's key was sent for a sandbox that is not running (it opens it only while it runs). */
   SANDBOX_NOT_RUNNING: 'SANDBOX_NOT_RUNNING',
   /** A sandbox's key was sent for another sandbox. */
@@ -101,6 +103,7 @@ export function statusOf(error: DomainError | DomainErrorType): number {
       // RFC 6749 §5.2: every refusal of the token endpoint is a 400; the body's `error` says which.
       .with('DeviceTokenRefused', () => 400)
       .with('DeviceAuthorizationsFull', () => 503)
+      .with('DeviceAuthorizationsFromClientFull', () => 429)
       .with('UserCodeNotFound', () => 404)
       .with('UserCodeAttemptsExceeded', () => 429)
       .with('DeviceAuthorizationAnswered', () => 409)
@@ -114,6 +117,8 @@ export function statusOf(error: DomainError | DomainErrorType): number {
       .with('InvalidIds', () => 400)
       .with('TooManyPendingMessages', () => 429)
       .with('ExportTooLarge', () => 413)
+      .with('HostNotAllowed', () => 400)
+      .with('SandboxImageNotAllowed', () => 400)
       .with('StoreUnavailable', () => 503)
       .exhaustive()
   );

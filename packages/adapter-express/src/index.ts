@@ -8,7 +8,14 @@
 export { createAcsRouter, type AcsRouter, type AcsRouterOptions } from './router.js';
 export { serveUi, type UiHandlerOptions } from './ui.js';
 export { answerClientErrors } from './client-errors.js';
-export { MemoryBrowserSessions, SESSION_COOKIE, type BrowserSessionStore } from './auth/browser-sessions.js';
+export {
+  HOST_SESSION_COOKIE,
+  MemoryBrowserSessions,
+  SESSION_COOKIE,
+  type BrowserSession,
+  type BrowserSessionStore,
+  type MemoryBrowserSessionsOptions,
+} from './auth/browser-sessions.js';
 export { ConversationKeys } from './auth/conversation-keys.js';
 export type { Caller } from './auth/caller.js';
 export type { RealtimeChannels } from './realtime/attach.js';

@@ -19,7 +19,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'The body is larger than the limit, or what is asked for is larger than an answer may be.',
   415: 'The body is not JSON.',
   422: 'The input is invalid; issues lists the fields.',
-  429: 'A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again.',
+  429: 'A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again.',
   431: "The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body.",
   500: 'A defect on the server.',
   502: 'The sandbox runtime failed.',

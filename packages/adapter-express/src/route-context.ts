@@ -4,9 +4,9 @@ import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip
 
 /** What route handlers need from the router besides the service. */
 export interface RouteContext {
-  /** Ends the caller's browser session (sign-out). */
+  /** Ends the caller's browser session, or every one of the user's (sign-out, sign-out everywhere). */
   endBrowserSession: EndBrowserSession;
-  /** Mints each conversation's own key (`session_api_key`). */
+  /** Mints each conversation's own key (`session_api_key`), bound to its sandbox and key generation. */
   conversationKeys: ConversationKeys;
   /** The model names the UI offers (`GET /api/options/models`, `/api/v1/config/models/search`). */
   models: () => readonly string[];
@@ -23,7 +23,7 @@ export interface RouteContext {
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
 export function defaultRouteContext(overrides: Partial<RouteContext> = {}): RouteContext {
   return {
-    endBrowserSession: async () => {},
+    endBrowserSession: () => Promise.resolve(0),
     conversationKeys: new ConversationKeys(),
     models: () => [],
     lastRequestAt: () => Date.now(),

@@ -15,6 +15,11 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
   mountPath: string;
   /** The origin the client sees (`https://host:port`; behind a proxy only with `trustProxy`), for the absolute URLs some answers hold (a sandbox's exposed URLs). */
   origin: string;
+  /**
+   * Who the client is for limits per client: its address (an IPv6 one by its /64), the socket's,
+   * or with `trustProxy` the one the proxy appended to X-Forwarded-For.
+   */
+  client: string;
   params: P;
   query: Q;
   body: B;

@@ -16,13 +16,14 @@ import {
 } from '@acs/core';
 import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
-import { apiKeyLookup, presentedKeyOf, type Authenticate } from './auth/api-keys.js';
+import { presentedKeyOf, type Authenticate } from './auth/api-keys.js';
 import { SANDBOX_KEY_REFUSALS, sandboxKeyChecker, type SandboxKeyChecker } from './auth/sandbox-keys.js';
-import { MemoryBrowserSessions, sessionCookie, type BrowserSessionStore } from './auth/browser-sessions.js';
+import { sessionCookie, type BrowserSessionStore, type CookieScope } from './auth/browser-sessions.js';
 import { requestOrigin, type ProxyTrust } from './auth/origin.js';
+import { clientAddressOf } from './auth/client-address.js';
 import { signInHandler } from './auth/sign-in.js';
-import { callerResolver, crossSiteRefusal, type Caller } from './auth/caller.js';
-import { ConversationKeys } from './auth/conversation-keys.js';
+import { crossSiteRefusal, type Caller } from './auth/caller.js';
+import { createRouterAuth, type RouterAuth } from './router-auth.js';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import { buildOpenApiDocument, type OpenApiDocument, type OpenApiInfo } from './openapi.js';
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
@@ -44,10 +45,14 @@ export interface AcsRouterOptions {
   apiKeys?: Readonly<Record<string, string>>;
   /**
    * Browser sign-in (with `apiKeys`): opening any page with `?key=<API key>` starts a session
-   * (an HttpOnly, SameSite=Strict cookie holding an opaque id, never the key) and redirects to
-   * the same URL without the key; the cookie then authenticates like the header, CSRF-guarded.
-   * Default: sessions in memory. `false` turns browser sign-in off. Ignored with `authenticate`,
-   * which keeps full control.
+   * (an HttpOnly, SameSite=Strict cookie holding an opaque id, never the key; named
+   * `__Host-acs_session` on https where the router is mounted at `/`, else `acs_session`) and
+   * redirects to the same URL without the key; the cookie then authenticates like the header,
+   * CSRF-guarded. A session remembers the key that made it and ends when that key is revoked or
+   * expires (with a store that implements `sessionOf`); `POST /api/sign-out` with
+   * `{"everywhere": true}` ends all of a user's (with `endAllOf`). Default: sessions in memory
+   * (`MemoryBrowserSessions`: 7 days idle, 30 days at most). `false` turns browser sign-in off.
+   * Ignored with `authenticate`, which keeps full control.
    */
   browserSessions?: BrowserSessionStore | false;
   /**
@@ -161,12 +166,11 @@ interface RouterParts {
   readonly routes: RouteDefinition[];
   readonly openPaths: string[];
   readonly methodsFor: AllowedMethods;
-  /** API keys given as an option, browser sessions (unless off or the host authenticates), and keys users made. */
-  readonly apiKeys: ((key: string) => string | null) | undefined;
-  readonly sessions: BrowserSessionStore | undefined;
-  readonly storedKeys: (key: string) => Promise<string | null>;
-  readonly conversationKeys: ConversationKeys;
-  readonly resolveCaller: ReturnType<typeof callerResolver>;
+  /** API keys given as an option, browser sessions (unless off or the host authenticates), keys users made, conversations' keys. */
+  readonly auth: RouterAuth;
+  readonly resolveCaller: RouterAuth['resolveCaller'];
+  /** Where `attach` was told the router is mounted: the cookie path of the realtime channels' upgrades. */
+  readonly attached: { mountPath: string };
   readonly live: LiveConnections;
   readonly eventStreams: ReturnType<typeof createEventStreams>;
   readonly bodyStream: ReturnType<typeof sendBodyStream>;
@@ -195,34 +199,26 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
   if (!(Number.isFinite(maxBufferedBytes) && maxBufferedBytes > 0))
     throw new Error('sseMaxBufferedBytes must be a positive number of bytes.');
 
-  const apiKeys = options.apiKeys ? apiKeyLookup(options.apiKeys) : undefined;
-  const sessions =
-    options.authenticate || options.browserSessions === false
-      ? undefined
-      : (options.browserSessions ?? new MemoryBrowserSessions());
-  const conversationKeys = new ConversationKeys(options.secret);
-  const storedKeys = (key: string) => storedKeyOwner(service, logger, key);
-  const resolveCaller = callerResolver({
-    ...(options.authenticate ? { authenticate: options.authenticate } : {}),
-    ...(apiKeys ? { apiKeys } : {}),
-    ...(sessions ? { sessions } : {}),
-    storedKeys,
-    conversationKeys,
-  });
   const proxy: ProxyTrust = { trustProxy: options.trustProxy ?? false };
+  const attached = { mountPath: '' };
+  const auth = createRouterAuth({
+    service,
+    options,
+    logger,
+    cookieScopeOf: (req) => cookieScopeOf(req, proxy, attached),
+    // Every live channel the session opened closes now, not at its next check.
+    endSessionChannels: (sessionId) => live.endSession(sessionId),
+    endUserSessionChannels: (userId) => live.endSessionsOf(userId),
+  });
+  const resolveCaller = auth.resolveCaller;
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const activity = { lastRequestAt: Date.now() };
   const routes = buildRoutes(
     service,
     defaultRouteContext({
       lastRequestAt: () => activity.lastRequestAt,
-      endBrowserSession: async (caller) => {
-        if (!caller.sessionId || !sessions) return;
-        await sessions.end(caller.sessionId);
-        // Every live channel the session opened closes now, not at its next request.
-        live.endSession(caller.sessionId);
-      },
-      conversationKeys,
+      endBrowserSession: auth.endBrowserSession,
+      conversationKeys: auth.conversationKeys,
       models: () => options.models?.() ?? [],
       deviceVerificationPath,
       exportLimits: exportLimitsOf(options.conversationExport),
@@ -246,11 +242,9 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
     // The status routes outside /api (/alive, /health, /ready, /server_info): they do not count as activity.
     openPaths: [...new Set(routes.filter((r) => !r.path.startsWith('/api/')).map((r) => r.path))],
     methodsFor: allowedMethods(routes),
-    apiKeys,
-    sessions,
-    storedKeys,
-    conversationKeys,
+    auth,
     resolveCaller,
+    attached,
     live,
     eventStreams: createEventStreams({
       logger,
@@ -268,6 +262,8 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
     sandboxProxy: createSandboxProxy({
       service,
       logger,
+      enterUnauthenticated: (req) => live.enterUnauthenticated(clientAddressOf(req, proxy)),
+      pendingLimits: live.limits,
       resolveCaller: (req, upgrade) =>
         resolveCaller(req).then((caller) => {
           if (caller?.via !== 'session') return caller;
@@ -294,14 +290,14 @@ function jsonParser(bodyLimit: number, maxJsonDepth: number): express.RequestHan
   });
 }
 
-/** The owner of an API key a user made (null: no such key). A storage failure is logged and thrown, so the request fails as a 500 rather than a 401. */
-async function storedKeyOwner(service: AgentConversationService, logger: Logger, key: string): Promise<string | null> {
-  const found = await service.apiKeys.authenticate(key);
-  if (found.isErr()) {
-    logger.error({ operation: found.error.operation, errorClass: found.error.errorClass }, 'storage failed');
-    throw new Error('storage failed while an API key was checked');
-  }
-  return found.value?.userId ?? null;
+/**
+ * Where a request's session cookie applies: over https or not (as `requestOrigin` sees it), and
+ * the router's mount (the cookie's path): a request's own, or for a realtime upgrade, which no
+ * Express router saw, where `attach` was told the router is.
+ */
+function cookieScopeOf(req: IncomingMessage, proxy: ProxyTrust, attached: { mountPath: string }): CookieScope {
+  const mount = (req as WithUser)[MOUNT] ?? (req as Partial<Request>).baseUrl ?? attached.mountPath;
+  return { secure: requestOrigin(req, proxy).protocol === 'https', path: mount || '/' };
 }
 
 /** What comes before the routes: the sandbox hosts' proxy, the request log, security headers, browser sign-in, OPTIONS. */
@@ -340,13 +336,13 @@ function mountFront(router: Router, parts: RouterParts): void {
   );
 
   // Browser sign-in: a page opened with ?key=<API key> starts a session and comes back without the key (auth/sign-in.ts).
-  const { sessions, apiKeys } = parts;
+  const { sessions, apiKeys } = parts.auth;
   if (sessions && apiKeys) {
-    const userOfKey = async (key: string) => (await parts.storedKeys(key)) ?? apiKeys(key);
     router.use(
       signInHandler({
         sessions,
-        userOfKey,
+        userOfKey: (key) => parts.auth.signInKey(key),
+        currentSession: (req) => parts.auth.browserSession(req),
         logger: parts.logger,
         proxy: parts.proxy,
         routePathOf,
@@ -380,7 +376,7 @@ function mountRoutes(router: Router, parts: RouterParts): void {
   // Routes a sandbox's key opens (and nothing else): before the user auth, which would refuse that key.
   const sandboxKeyGuard = sandboxKeyGuardFor(
     parts,
-    sandboxKeyChecker({ conversationKeys: parts.conversationKeys, service: parts.service }),
+    sandboxKeyChecker({ conversationKey: parts.auth.conversationKey, service: parts.service }),
   );
   for (const route of routes.filter((r) => r.sandboxKeyOnly)) {
     router[route.method](toExpressPath(route.path), sandboxKeyGuard, handlerFor(parts, route));
@@ -526,12 +522,14 @@ function errorHandler(parts: RouterParts) {
 
 /** Adds the realtime channels to the host's HTTP server (`AcsRouter.attach`). */
 function attach(parts: RouterParts, server: HttpServer, mountPath: string): RealtimeChannels {
+  parts.attached.mountPath = mountPath;
   const channels = attachRealtime(server, mountPath, {
     service: parts.service,
     logger: parts.logger,
     live: parts.live,
     sandboxProxy: parts.sandboxProxy,
     maxMessageBytes: parts.bodyLimit,
+    clientAddressOf: (req) => clientAddressOf(req, parts.proxy),
     resolveCaller: (req, key) =>
       parts
         .resolveCaller(req, key)
@@ -647,6 +645,7 @@ function runRoute(
     caller,
     mountPath: (req as WithUser)[MOUNT] ?? '',
     origin: requestOrigin(req, parts.proxy).origin,
+    client: clientAddressOf(req, parts.proxy),
     params,
     query,
     body,

@@ -1,10 +1,13 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import { explainDomainError, isSandboxKey, type AgentConversationService, type SandboxEndpoint } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
 import type { Caller } from './auth/caller.js';
 import { HTTP_ERROR_CODES, statusOf, type ErrorBody } from './http-error.js';
+import type { PendingLimits } from './realtime/pending-authentication.js';
+import { createSocketRelay, type SocketRelay } from './sandbox-socket-relay.js';
+import { TOO_MANY_UNAUTHENTICATED } from './realtime/agent-server-channel.js';
 
 /**
  * A sandbox's exposed URL (e.g. its OpenHands agent-server) is served by this router on a host
@@ -51,10 +54,23 @@ export interface SandboxProxyDeps {
   /** The caller of a request by its API key or browser session (null: none, or refused as cross-site). */
   resolveCaller(req: IncomingMessage, upgrade: boolean): Promise<Caller | null>;
   logger: Logger;
+  /**
+   * Counts a WebSocket opened with no key against its client address's unauthenticated
+   * connections (null: the address holds the most allowed) — LiveConnections.enterUnauthenticated.
+   */
+  enterUnauthenticated(req: IncomingMessage): (() => void) | null;
+  /** How long and how large a keyless WebSocket's authentication frame may be. */
+  pendingLimits: PendingLimits;
 }
 
 type Refusal = { status: number; code: string; message: string };
-type Admission = { endpoint: SandboxEndpoint & { target: string }; keyed: boolean } | Refusal;
+/**
+ * How a caller goes through: `keyed` (the sandbox's key or its owner's credentials: the server
+ * gets the sandbox key), `open` (a health check: no credentials, none given on), or
+ * `first-frame` (a WebSocket with no key, which authenticates in its first frame).
+ */
+type Access = 'keyed' | 'open' | 'first-frame';
+type Admission = { endpoint: SandboxEndpoint & { target: string }; access: Access } | Refusal;
 
 /** What the router does with a sandbox's exposed URLs (see createSandboxProxy). */
 export interface SandboxProxy {
@@ -74,6 +90,7 @@ interface ProxyParts {
   readonly server: ReturnType<typeof proxyServer>;
   readonly agent: Agent;
   readonly sockets: Set<Duplex>;
+  readonly relay: SocketRelay;
 }
 
 /** The sandbox and path a request is for. */
@@ -86,11 +103,19 @@ type ProxyTarget = { path: ProxyPath & { rest: string }; query: URLSearchParams 
  * server gets the sandbox key instead, and never the caller's API key or cookies. `/health`
  * and `/alive` need no key. A sandbox that is not RUNNING answers 503 (starting, paused: resume
  * it) or 404, at once, without a connection to it. A WebSocket opened with no credentials at all
- * goes through keyless: the agent-server then takes its key from the first frame.
+ * authenticates with its first frame, read here before the sandbox is asked (sandbox-socket-relay.ts).
+ * What a sandbox's server answers goes back as it is, but for its cookies: a sandbox's page must
+ * not set cookies for this service's host (see `cookiesFromSandbox`).
  */
 export function createSandboxProxy(deps: SandboxProxyDeps): SandboxProxy {
   const agent = new Agent({ keepAlive: true, maxFreeSockets: 16 });
-  const parts: ProxyParts = { deps, server: proxyServer(deps, agent), agent, sockets: new Set() };
+  const parts: ProxyParts = {
+    deps,
+    server: proxyServer(deps, agent),
+    agent,
+    sockets: new Set(),
+    relay: createSocketRelay(deps.pendingLimits, deps.logger),
+  };
   return {
     claims: (req) => sandboxHostOf(req.headers.host) !== null,
     http: (req, res, next) => proxyHttp(parts, req, res, next),
@@ -98,6 +123,7 @@ export function createSandboxProxy(deps: SandboxProxyDeps): SandboxProxy {
     close: () => {
       for (const socket of parts.sockets) socket.destroy();
       parts.sockets.clear();
+      parts.relay.close();
       agent.destroy();
     },
   };
@@ -108,23 +134,46 @@ function proxyServer(deps: SandboxProxyDeps, agent: Agent) {
   const server = createProxyServer({ agent, xfwd: false, changeOrigin: true, proxyTimeout: 600_000 });
   // Errors are answered per request (the callbacks below); this keeps the emitter from throwing.
   server.on('error', (error) => deps.logger.debug({ err: error.message }, 'sandbox proxy error'));
+  // Every answer's cookies are made host-only before its headers are copied: the answer to a
+  // request, and to a WebSocket upgrade (its 101, or the plain answer of a server that refuses it).
+  server.on('proxyRes', (proxyRes) => hostOnlyCookies(proxyRes));
+  server.on('proxyReqWs', (proxyReq) => {
+    proxyReq.prependListener('upgrade', (proxyRes) => hostOnlyCookies(proxyRes));
+    proxyReq.prependListener('response', (proxyRes) => hostOnlyCookies(proxyRes));
+  });
   return server;
+}
+
+/**
+ * A sandbox's server may set cookies, but only for its own host name (`agent-server-<id>.<base>`):
+ * every `Domain` attribute is removed (all of them: with several, a browser takes the last), so
+ * a page in one user's sandbox cannot set a cookie for the service's domain (a session cookie
+ * planted on the console, "cookie tossing") or for other sandboxes under the same base host.
+ * A sandbox's server is only ever reached by a browser through this proxy, on a host name of
+ * its own (its published ports are bound to loopback and handed to no client), so no sandbox
+ * answer comes from the service's own host, where cookies would have to be dropped instead.
+ */
+function hostOnlyCookies(answer: IncomingMessage): void {
+  const cookies = answer.headers['set-cookie'];
+  if (!cookies) return;
+  answer.headers['set-cookie'] = cookies.map((cookie) =>
+    cookie
+      .split(';')
+      .filter((part, index) => index === 0 || !/^\s*domain\s*(=|$)/i.test(part))
+      .join(';'),
+  );
 }
 
 const refusal = (status: number, code: string, message: string): Refusal => ({ status, code, message });
 
-/**
- * Whether the caller may use the sandbox's URL: `keyed` (its key, or its owner's credentials:
- * the server gets the sandbox key), `open` (no credentials, where none are needed: the
- * server gets none), or the refusal.
- */
+/** Whether and how the caller may use the sandbox's URL (see `Access`), or the refusal. */
 async function authorize(
   deps: SandboxProxyDeps,
   req: IncomingMessage,
   endpoint: SandboxEndpoint,
   { path, query }: ProxyTarget,
   upgrade: boolean,
-): Promise<'keyed' | 'open' | Refusal> {
+): Promise<Access | Refusal> {
   const header = req.headers['x-session-api-key'];
   const presented =
     (typeof header === 'string' && header !== '' ? header : null) ?? (upgrade ? query.get('session_api_key') : null);
@@ -139,8 +188,9 @@ async function authorize(
       `That is not the key of sandbox ${path.sandboxId}: send its session_api_key as X-Session-API-Key.`,
     );
   const health = (req.method === 'GET' || req.method === 'HEAD') && OPEN_PATHS.has(path.rest);
-  // A socket with no credentials at all: the agent-server asks for the key in its first frame.
-  if (health || (upgrade && path.rest.startsWith('/sockets/'))) return 'open';
+  if (health) return 'open';
+  // A socket with no credentials at all authenticates with its first frame, which must hold the sandbox's key.
+  if (upgrade && path.rest.startsWith('/sockets/') && endpoint.sessionApiKey !== null) return 'first-frame';
   return refusal(
     401,
     HTTP_ERROR_CODES.UNAUTHENTICATED,
@@ -194,7 +244,7 @@ async function admit(
   const access = await authorize(deps, req, endpoint, target, upgrade);
   if (typeof access !== 'string') return access;
   const refused = notReady(endpoint);
-  return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, keyed: access === 'keyed' };
+  return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, access };
 }
 
 /** The request as the sandbox's server gets it: its own path, its own key, none of the caller's credentials. */
@@ -210,7 +260,7 @@ function rewrite(
   delete req.headers.authorization;
   delete req.headers.cookie;
   delete req.headers['x-session-api-key'];
-  if (admitted.keyed && admitted.endpoint.sessionApiKey)
+  if (admitted.access === 'keyed' && admitted.endpoint.sessionApiKey)
     req.headers['x-session-api-key'] = admitted.endpoint.sessionApiKey;
   deps.service.sandboxes.touch(admitted.endpoint.userId, admitted.endpoint.sandboxId);
 }
@@ -264,26 +314,57 @@ function proxyUpgrade(parts: ProxyParts, req: IncomingMessage, socket: Duplex, h
   }
   admit(parts.deps, req, target, true).then(
     (admitted) => {
-      if ('status' in admitted) {
-        refuse(socket, admitted);
-        return;
-      }
-      rewrite(parts.deps, req, target, admitted);
-      parts.sockets.add(socket);
-      socket.once('close', () => parts.sockets.delete(socket));
-      const { userId, sandboxId } = admitted.endpoint;
-      // A socket in use is the sandbox in use (idle pausing leaves it alone).
-      socket.on('data', () => parts.deps.service.sandboxes.touch(userId, sandboxId));
-      parts.server.ws(req, socket, head, { target: admitted.endpoint.target }, (error) => {
-        parts.deps.logger.warn({ sandboxId, err: error.message }, 'sandbox server did not take the WebSocket');
-        socket.destroy();
-      });
+      if ('status' in admitted) refuse(socket, admitted);
+      else if (admitted.access === 'first-frame') relayKeyless(parts, req, socket, head, target, admitted);
+      else pipeSocket(parts, req, socket, head, target, admitted);
     },
     (error: unknown) => {
       parts.deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'sandbox proxy failed');
       socket.destroy();
     },
   );
+}
+
+/** A socket opened with the sandbox's key or its owner's credentials: the bytes go through as they are. */
+function pipeSocket(
+  parts: ProxyParts,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  target: ProxyTarget,
+  admitted: Exclude<Admission, Refusal>,
+): void {
+  rewrite(parts.deps, req, target, admitted);
+  parts.sockets.add(socket);
+  socket.once('close', () => parts.sockets.delete(socket));
+  const { userId, sandboxId } = admitted.endpoint;
+  // A socket in use is the sandbox in use (idle pausing leaves it alone).
+  socket.on('data', () => parts.deps.service.sandboxes.touch(userId, sandboxId));
+  parts.server.ws(req, socket, head, { target: admitted.endpoint.target }, (error) => {
+    parts.deps.logger.warn({ sandboxId, err: error.message }, 'sandbox server did not take the WebSocket');
+    socket.destroy();
+  });
+}
+
+/** A socket opened with no key: it authenticates with its first frame here, then is relayed (sandbox-socket-relay.ts). */
+function relayKeyless(
+  parts: ProxyParts,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  target: ProxyTarget,
+  admitted: Exclude<Admission, Refusal>,
+): void {
+  const leave = parts.deps.enterUnauthenticated(req);
+  if (!leave) {
+    refuse(socket, refusal(429, HTTP_ERROR_CODES.TOO_MANY_UNAUTHENTICATED, TOO_MANY_UNAUTHENTICATED));
+    return;
+  }
+  socket.once('close', leave);
+  rewrite(parts.deps, req, target, admitted);
+  const { userId, sandboxId, target: server, sessionApiKey } = admitted.endpoint;
+  socket.on('data', () => parts.deps.service.sandboxes.touch(userId, sandboxId));
+  parts.relay.take({ req, socket, head, target: server, sessionApiKey: sessionApiKey as string, leave });
 }
 
 function sendJson(res: ServerResponse, refused: Refusal): void {
@@ -307,7 +388,7 @@ function refuse(socket: Duplex, refused: Refusal): void {
     detail: refused.message,
   } satisfies ErrorBody);
   socket.end(
-    `HTTP/1.1 ${refused.status} ${refused.status === 401 ? 'Unauthorized' : refused.status === 404 ? 'Not Found' : refused.status === 503 ? 'Service Unavailable' : 'Bad Gateway'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n\r\n${body}`,
+    `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n\r\n${body}`,
   );
   setTimeout(() => socket.destroy(), 5_000).unref();
 }

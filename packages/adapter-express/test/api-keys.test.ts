@@ -51,12 +51,13 @@ describe('API keys', () => {
       name: 'laptop',
       created_at: expect.any(String) as string,
       last_used_at: null,
+      expires_at: null,
       key: expect.stringMatching(/^acsk_[A-Za-z0-9_-]{43}$/) as string,
     });
 
     const listed = await h.call('GET', '/api/keys');
     expect(listed.body).toEqual([
-      { id: made.id, name: 'laptop', created_at: obj(made).created_at, last_used_at: null },
+      { id: made.id, name: 'laptop', created_at: obj(made).created_at, last_used_at: null, expires_at: null },
     ]);
     expect(listed.text).not.toContain(made.key);
 
@@ -139,8 +140,9 @@ describe('API keys', () => {
     const byor = await h.call('GET', '/api/keys/llm/byor', session);
     expect(byor.status).toBe(403);
     expect(errorCode(byor.body)).toBe('API_KEY_REQUIRED');
-    // Revoking the key ends nothing of the session (it holds no key), but the key signs in no more.
+    // Revoking the key ends the session it signed in (the session remembers its key), and it signs in no more.
     expect((await h.call('DELETE', `/api/keys/${made.id}`, session)).status).toBe(200);
+    expect((await h.call('GET', '/api/keys', session)).status).toBe(401);
     const again = await fetch(`${h.baseUrl}/console/keys?key=${made.key}`, {
       redirect: 'manual',
       headers: { 'Sec-Fetch-Site': 'none' },

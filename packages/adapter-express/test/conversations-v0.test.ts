@@ -210,8 +210,8 @@ describe('POST /api/conversations: success', () => {
     });
   });
 
-  it('uses sandbox_base_container_image from the settings as the sandbox image', async () => {
-    const h = await harness();
+  it('uses sandbox_base_container_image from the settings as the sandbox image, where the operator allows it', async () => {
+    const h = await harness({ service: { sandboxImages: { allowed: ['ghcr.io/acme/*'] } } });
     await storeSettings(h, { ...LLM_SETTINGS, sandbox_base_container_image: 'ghcr.io/acme/sandbox:7' });
     const id = await createConversation(h);
     await h.idle();

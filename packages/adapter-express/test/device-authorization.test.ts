@@ -66,6 +66,15 @@ function oauthError(r: CallResult): string {
   return String(body.error);
 }
 
+/** A device sign-in approved by alice, and the token the device then gets. */
+async function approvedKey(h: ManualHarness): Promise<{ access_token: string; expires_in: number | null }> {
+  const codes = await authorize(h);
+  expect((await answer(h, 'approve', codes.user_code)).status).toBe(200);
+  const token = await poll(h, codes.device_code);
+  expect(token.status, token.text).toBe(200);
+  return token.body as { access_token: string; expires_in: number | null };
+}
+
 describe('device sign-in', () => {
   it('gives codes, answers authorization_pending until approved, then once a new key of the approving user', async () => {
     const h = await harness();
@@ -96,7 +105,7 @@ describe('device sign-in', () => {
     expect(token.body).toEqual({
       access_token: expect.stringMatching(/^acsk_/) as string,
       token_type: 'Bearer',
-      expires_in: null,
+      expires_in: 90 * 24 * 3600,
     });
     expect(token.headers.get('cache-control')).toBe('no-store');
     const key = obj(token.body).access_token as string;
@@ -246,6 +255,75 @@ describe('device sign-in', () => {
     expect(errorCode(full.body)).toBe('DEVICE_AUTHORIZATIONS_FULL');
     h.clock.advance(600_000);
     await authorize(h);
+  });
+
+  it('holds at most so many sign-ins from one client address (an IPv6 /64 counts as one): 429, while other addresses still get in', async () => {
+    const h = await harness({
+      router: { trustProxy: true },
+      service: { maxPendingDeviceAuthorizations: 7, maxPendingDeviceAuthorizationsPerClient: 3 },
+    });
+    const from = (address: string) =>
+      h.call('POST', '/oauth/device/authorize', { key: null, body: {}, headers: { 'X-Forwarded-For': address } });
+    for (let i = 0; i < 3; i++) expect((await from('203.0.113.5')).status).toBe(200);
+    const refused = await from('203.0.113.5');
+    expect(refused.status, refused.text).toBe(429);
+    expect(errorCode(refused.body)).toBe('DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL');
+    expect(obj(refused.body).message).toContain('3 device sign-ins from your address');
+    // The proxy's own entry (the last) counts, not what the client put before it.
+    expect((await from('198.51.100.1, 203.0.113.5')).status).toBe(429);
+    // Addresses of one /64 are one client; another /64, or another IPv4 address, is another.
+    for (let i = 0; i < 3; i++) expect((await from(`2001:db8:1:2::${i + 1}`)).status).toBe(200);
+    expect((await from('2001:db8:1:2:ffff:ffff:ffff:ffff')).status).toBe(429);
+    expect((await from('203.0.113.6')).status).toBe(200);
+    // Only the global bound is 503, once many addresses together reach it.
+    const full = await from('2001:db8:1:3::1');
+    expect(full.status).toBe(503);
+    expect(errorCode(full.body)).toBe('DEVICE_AUTHORIZATIONS_FULL');
+    // Room again once they expire.
+    h.clock.advance(600_000);
+    expect((await from('203.0.113.5')).status).toBe(200);
+  });
+
+  it('counts by the connection’s address when the router trusts no proxy (X-Forwarded-For is ignored)', async () => {
+    const h = await harness({ service: { maxPendingDeviceAuthorizationsPerClient: 2 } });
+    const from = (address: string) =>
+      h.call('POST', '/oauth/device/authorize', { key: null, body: {}, headers: { 'X-Forwarded-For': address } });
+    expect((await from('203.0.113.1')).status).toBe(200);
+    expect((await from('203.0.113.2')).status).toBe(200);
+    expect(errorCode((await from('203.0.113.3')).body)).toBe('DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL');
+  });
+
+  it('gives a key that expires after the device key lifetime (90 days by default), listed with when it expires', async () => {
+    const h = await harness();
+    const key = await approvedKey(h);
+    expect(key.expires_in).toBe(90 * 24 * 3600);
+    const [listed] = arr((await h.call('GET', '/api/keys')).body).map(obj);
+    expect(Date.parse(listed!.expires_at as string) - Date.parse(listed!.created_at as string)).toBe(
+      90 * 24 * 3600_000,
+    );
+    const me = () => h.call('GET', '/api/v1/users/me', { key: key.access_token });
+    expect((await me()).status).toBe(200);
+    h.clock.advance(90 * 24 * 3600_000 - 60_000);
+    expect((await me()).status).toBe(200);
+    h.clock.advance(60_000);
+    const expired = await me();
+    expect(expired.status).toBe(401);
+    expect(errorCode(expired.body)).toBe('UNAUTHENTICATED');
+  });
+
+  it('takes the device key lifetime from the service’s options, or makes keys that never expire with null', async () => {
+    const hour = await harness({ service: { deviceKeyLifetimeMs: 3600_000 } });
+    expect((await approvedKey(hour)).expires_in).toBe(3600);
+    hour.clock.advance(3600_000);
+    expect((await hour.call('GET', '/api/v1/users/me', { key: (await approvedKey(hour)).access_token })).status).toBe(
+      200,
+    );
+    const never = await harness({ service: { deviceKeyLifetimeMs: null } });
+    const key = await approvedKey(never);
+    expect(key.expires_in).toBeNull();
+    expect(obj(arr((await never.call('GET', '/api/keys')).body)[0]).expires_at).toBeNull();
+    never.clock.advance(100 * 24 * 3600_000);
+    expect((await never.call('GET', '/api/v1/users/me', { key: key.access_token })).status).toBe(200);
   });
 
   it('needs a signed-in user to answer, and a browser session to answer from this origin', async () => {

@@ -119,6 +119,7 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   getUserGitInfo: GitServiceErrors.user,
   getAppConversation: ConversationServiceErrors.get,
   updateAppConversation: ConversationServiceErrors.update,
+  rotateAppConversationKey: [...ConversationServiceErrors.rotateKey, ...ConversationServiceErrors.get],
   deleteAppConversation: ConversationServiceErrors.delete,
   sendAppConversationMessage: [...ConversationServiceErrors.sendMessage, ...ConversationServiceErrors.get],
   readAppConversationFile: [],
@@ -189,6 +190,7 @@ const STATUS: Record<DomainErrorType, number> = {
   ApiKeyLimitReached: 409,
   DeviceTokenRefused: 400,
   DeviceAuthorizationsFull: 503,
+  DeviceAuthorizationsFromClientFull: 429,
   UserCodeNotFound: 404,
   UserCodeAttemptsExceeded: 429,
   DeviceAuthorizationAnswered: 409,
@@ -201,6 +203,8 @@ const STATUS: Record<DomainErrorType, number> = {
   InvalidIds: 400,
   TooManyPendingMessages: 429,
   ExportTooLarge: 413,
+  HostNotAllowed: 400,
+  SandboxImageNotAllowed: 400,
   StoreUnavailable: 503,
 };
 
@@ -366,6 +370,7 @@ describe('documented error statuses', () => {
         note: null,
       })),
       DeviceAuthorizationsFull: [{ type: 'DeviceAuthorizationsFull', limit: 1 }],
+      DeviceAuthorizationsFromClientFull: [{ type: 'DeviceAuthorizationsFromClientFull', limit: 1 }],
       UserCodeNotFound: [{ type: 'UserCodeNotFound', userCode: 'BBBB-BBBB' }],
       UserCodeAttemptsExceeded: [{ type: 'UserCodeAttemptsExceeded', limit: 1, windowSeconds: 60 }],
       DeviceAuthorizationAnswered: [{ type: 'DeviceAuthorizationAnswered', userCode: 'BBBB-BBBB' }],
@@ -388,6 +393,15 @@ describe('documented error statuses', () => {
       InvalidIds: [{ type: 'InvalidIds', field: 'ids', reason: 'r' }],
       TooManyPendingMessages: [{ type: 'TooManyPendingMessages', conversationId: 'c', limit: 10 }],
       ExportTooLarge: [{ type: 'ExportTooLarge', conversationId: 'c', limit: 1 }],
+      HostNotAllowed: (['llm', 'mcp'] as const).map((target) => ({
+        type: 'HostNotAllowed' as const,
+        target,
+        path: 'p',
+        host: 'h',
+        allowed: [],
+        listName: null,
+      })),
+      SandboxImageNotAllowed: [{ type: 'SandboxImageNotAllowed', image: 'evil:1', allowed: [], listName: null }],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

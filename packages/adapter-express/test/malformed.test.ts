@@ -52,7 +52,7 @@ describe('malformed requests', () => {
 
   it('malformed JSON → 400 MALFORMED_JSON on every route that takes a body', async () => {
     const routes = bodyRoutes();
-    expect(routes).toHaveLength(22);
+    expect(routes).toHaveLength(23);
     for (const path of routes) {
       for (const raw of ['{"a":', '{a:1}', "{'a':1}", '{"a":1,}', '{"a":1}}', 'nul', '{"a":"\\x"}']) {
         const r = await send(`${path} ${raw}`, 'POST', path, { rawBody: raw, headers: JSON_HEADERS });

@@ -153,6 +153,7 @@ describe('OpenAPI document', () => {
         'PUT /api/v1/secrets/{secret_id}',
         'POST /api/v1/secrets/git-providers',
         'POST /api/keys',
+        'POST /api/sign-out',
         'POST /oauth/device/authorize',
         'POST /oauth/device/token',
       ].sort(),

@@ -21,8 +21,17 @@ interface Seen {
   body: string;
 }
 
+/** Cookies a sandbox's server sets with Domain attributes (two in one cookie: a browser takes the last). */
+const TOSSED_COOKIES = [
+  'acs_session=planted; Domain=localhost; Path=/; HttpOnly',
+  'theme=dark; Domain=.example.com; Path=/; domain=localhost',
+  'plain=1; Path=/',
+];
+
 let upstream: Server;
 let upstreamUrl: string;
+/** WebSockets the stand-in agent-server was opened with. */
+let upstreamSockets = 0;
 let h: Harness;
 
 beforeAll(async () => {
@@ -31,6 +40,8 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       res.setHeader('Content-Type', 'application/json');
+      // A page in the sandbox that tries to set cookies for the service's domain (and every sandbox's).
+      if (req.url === '/set-cookies') res.setHeader('Set-Cookie', TOSSED_COOKIES);
       res.end(
         JSON.stringify(
           req.url === '/health'
@@ -41,7 +52,11 @@ beforeAll(async () => {
     });
   });
   const sockets = new WebSocketServer({ server: upstream });
+  sockets.on('headers', (headers, req) => {
+    if (req.url?.startsWith('/sockets/set-cookies')) headers.push(`Set-Cookie: ${TOSSED_COOKIES[0]}`);
+  });
   sockets.on('connection', (socket, req) => {
+    upstreamSockets += 1;
     socket.send(JSON.stringify({ url: req.url, headers: req.headers }));
     socket.on('message', (data: Buffer) => socket.send(`echo:${data.toString()}`));
   });
@@ -121,6 +136,18 @@ function socketVia(
     });
     socket.once('error', reject);
   });
+}
+
+/** Opens a WebSocket to a sandbox's URL with no key at all; resolves once it is open. */
+async function keylessVia(url: string, path: string): Promise<{ socket: WebSocket }> {
+  const { host } = new URL(url);
+  const socket = new WebSocket(`${h.baseUrl.replace('http://', 'ws://')}${path}`, { headers: { host } });
+  socket.on('error', () => {});
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
+  });
+  return { socket };
 }
 
 /** Starts alice's sandbox with no spec named (the standalone spec), and waits until it is RUNNING. */
@@ -248,12 +275,65 @@ describe('the proxy of a sandbox exposed URL', () => {
     opened.socket.send('hello');
     expect(String((await echoed)[0])).toBe('echo:hello');
     opened.socket.close();
+  });
 
-    // With no credentials at all the socket goes through keyless: the agent-server asks for its key in the first frame.
-    const keyless = await socketVia(url, '/sockets/events/abc');
-    if (!keyless.opened) throw new Error(`refused with ${keyless.status}`);
-    expect((keyless.first.headers as IncomingHttpHeaders)['x-session-api-key']).toBeUndefined();
-    keyless.socket.close();
+  it('takes a WebSocket opened with no key (SDK 1.58) only once its first frame holds the sandbox key, then relays it with the key in a header', async () => {
+    const { key, url } = await runningSandbox();
+    const before = upstreamSockets;
+    const keyless = await keylessVia(url, '/sockets/events/abc?resend_all=true');
+    keyless.socket.send(JSON.stringify({ type: 'auth', session_api_key: key }));
+    const first = JSON.parse(String((await once(keyless.socket, 'message'))[0])) as Record<string, unknown>;
+    expect(first.url).toBe('/sockets/events/abc?resend_all=true');
+    expect((first.headers as IncomingHttpHeaders)['x-session-api-key']).toBe(key);
+    // The authentication frame was this side's: the agent-server gets the frames after it, text and binary as sent.
+    const echoed = once(keyless.socket, 'message');
+    keyless.socket.send('hello');
+    expect(String((await echoed)[0])).toBe('echo:hello');
+    expect(upstreamSockets).toBe(before + 1);
+    const closed = once(keyless.socket, 'close');
+    keyless.socket.close(4000, 'bye');
+    await closed;
+  });
+
+  it('passes a sandbox’s cookies on only as host-only cookies of its own host name, on requests and WebSocket upgrades', async () => {
+    const { key, url } = await runningSandbox();
+    const { host } = new URL(url);
+    const answer = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+      const req = request(`${h.baseUrl}/set-cookies`, { headers: { host, 'X-Session-API-Key': key } }, (res) => {
+        res.resume();
+        resolve(res.headers);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer['set-cookie']).toEqual([
+      'acs_session=planted; Path=/; HttpOnly',
+      'theme=dark; Path=/',
+      'plain=1; Path=/',
+    ]);
+
+    const socket = new WebSocket(
+      `${h.baseUrl.replace('http://', 'ws://')}/sockets/set-cookies?session_api_key=${key}`,
+      {
+        headers: { host },
+      },
+    );
+    socket.on('error', () => {});
+    const [upgrade] = (await once(socket, 'upgrade')) as [{ headers: IncomingHttpHeaders }];
+    expect(upgrade.headers['set-cookie']).toEqual(['acs_session=planted; Path=/; HttpOnly']);
+    socket.terminate();
+  });
+
+  it('closes a keyless WebSocket whose first frame does not authenticate, and the sandbox never hears of it', async () => {
+    const { url } = await runningSandbox();
+    const before = upstreamSockets;
+    const wrongKey = await keylessVia(url, '/sockets/events/abc');
+    wrongKey.socket.send(JSON.stringify({ type: 'auth', session_api_key: 'not-the-key' }));
+    expect((await once(wrongKey.socket, 'close'))[0]).toBe(4001);
+    const talker = await keylessVia(url, '/sockets/events/abc');
+    talker.socket.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'hi' }] }));
+    expect((await once(talker.socket, 'close'))[0]).toBe(4001);
+    expect(upstreamSockets).toBe(before);
   });
 
   it('answers 503 at once while the sandbox is paused, and goes through again once it is resumed', async () => {

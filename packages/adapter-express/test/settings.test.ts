@@ -69,7 +69,11 @@ const DEFAULT_VIEW = {
 let h: Harness;
 
 beforeEach(async () => {
-  h = await startHarness();
+  // An operator who lets users raise their sandbox limits and name any image: the merge rules are what is tested here
+  // (the operator's caps are, below).
+  h = await startHarness({
+    service: { userSettingLimits: { maxResourceFactor: 64 }, sandboxImages: { allowed: null } },
+  });
 });
 
 afterEach(async () => {
@@ -731,5 +735,50 @@ describe('secrets never leave the server', () => {
     expect(h.responses.length).toBeGreaterThan(10);
     expect(h.logger.lines.length).toBeGreaterThan(10);
     // afterEach scans all of the above for the marker.
+  });
+});
+
+describe('the operator’s limits on settings', () => {
+  it('applies a resource factor, condenser size, iterations and budget at most the caps, and shows what is applied', async () => {
+    await h.close();
+    h = await startHarness({
+      service: { userSettingLimits: { maxCondenserSize: 200, maxIterations: 50, maxBudgetPerTask: 5 } },
+    });
+    const stored = await h.call('POST', '/api/settings', {
+      body: { remote_runtime_resource_factor: 64, condenser_max_size: 100_000, max_iterations: 100_000 },
+    });
+    expect(stored.status).toBe(200);
+    expect(obj((await h.call('GET', '/api/settings')).body)).toMatchObject({
+      remote_runtime_resource_factor: 1,
+      condenser_max_size: 200,
+      max_iterations: 50,
+      max_budget_per_task: 5,
+    });
+    // Below the caps a value is applied as sent.
+    await h.call('POST', '/api/settings', { body: { condenser_max_size: 80, max_budget_per_task: 2 } });
+    expect(obj((await h.call('GET', '/api/settings')).body)).toMatchObject({
+      condenser_max_size: 80,
+      max_budget_per_task: 2,
+    });
+  });
+
+  it('refuses an image the operator does not allow with 400 SANDBOX_IMAGE_NOT_ALLOWED, storing nothing of the body', async () => {
+    await h.close();
+    h = await startHarness({
+      service: { sandboxImages: { allowed: ['ghcr.io/acme/*'], listName: 'ACS_ALLOWED_IMAGES' } },
+    });
+    const refused = await h.call('POST', '/api/settings', {
+      body: { language: 'de', sandbox_base_container_image: 'registry.internal/ops:1' },
+    });
+    expect(refused.status).toBe(400);
+    expect(errorCode(refused.body)).toBe('SANDBOX_IMAGE_NOT_ALLOWED');
+    expect(refused.text).toContain('ACS_ALLOWED_IMAGES');
+    expect((await h.call('GET', '/api/settings')).status).toBe(404);
+    const v1 = await h.call('POST', '/api/v1/settings', { body: { sandbox_base_container_image: 'evil:latest' } });
+    expect(v1.status, v1.text).toBe(400);
+    for (const allowed of ['ghcr.io/acme/dev:2', 'acs-sandbox:bookworm'])
+      expect((await h.call('POST', '/api/settings', { body: { sandbox_base_container_image: allowed } })).status).toBe(
+        200,
+      );
   });
 });

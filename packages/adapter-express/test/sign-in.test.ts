@@ -3,7 +3,11 @@
  * switch a session; a redirect is always a path of this site; behind a trusted proxy the cookie
  * and the origin checks follow the scheme the browser sees.
  */
+import { once } from 'node:events';
 import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createAcsRouter } from '@acs/adapter-express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KEY_A, KEY_B, startHarness, type Harness, type HarnessOptions } from './harness.js';
 
@@ -196,6 +200,57 @@ describe('behind a proxy', () => {
       headers: { cookie, Origin: 'http://acs.example', ...forwarded },
     });
     expect(other.status).toBe(403);
+  });
+
+  it('on https at the root the cookie is __Host-acs_session (Secure, Path=/, no Domain), and only that name is read there', async () => {
+    const h = await harness({ router: { trustProxy: true } });
+    const signIn = await raw(h, 'GET', `/?key=${KEY_A}`, { ...TYPED, ...forwarded });
+    const setCookie = cookieOf(signIn)!;
+    expect(setCookie).toMatch(/^__Host-acs_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Secure$/);
+    const id = setCookie.split(';')[0]!.split('=')[1]!;
+    const asked = (cookie: string, headers: Record<string, string> = forwarded) =>
+      h.call('GET', '/api/settings', { key: null, headers: { cookie, ...headers } });
+    expect((await asked(`__Host-acs_session=${id}`)).status).toBe(404); // signed in: no settings yet
+    // The same id under the plain name, as a page on a sibling host could set it (Domain=…): not read here.
+    expect((await asked(`acs_session=${id}`)).status).toBe(401);
+    // A __Host- cookie is taken wherever it comes (no other host can set one), also where the scheme looks like http.
+    expect((await asked(`__Host-acs_session=${id}`, {})).status).toBe(404);
+    // Sign-out clears the cookie of that name.
+    const out = await h.call('POST', '/api/sign-out', {
+      key: null,
+      headers: { cookie: `__Host-acs_session=${id}`, Origin: 'https://acs.example', ...forwarded },
+    });
+    expect(out.status, out.text).toBe(200);
+    expect(out.headers.get('set-cookie')).toBe(
+      '__Host-acs_session=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0',
+    );
+    expect((await asked(`__Host-acs_session=${id}`)).status).toBe(401);
+  });
+
+  it('mounted below the root, the cookie keeps the plain name with the mount as its path (Secure on https)', async () => {
+    const h = await harness();
+    const app = express();
+    app.use('/acs', createAcsRouter(h.service, { apiKeys: { [KEY_A]: 'alice' }, trustProxy: true }));
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const at = (path: string, headers: Record<string, string>, method = 'GET') =>
+        fetch(`http://127.0.0.1:${port}${path}`, { method, headers, redirect: 'manual' });
+      const signIn = await at(`/acs/console/?key=${KEY_A}`, { ...TYPED, ...forwarded });
+      expect(signIn.status).toBe(303);
+      const setCookie = signIn.headers.get('set-cookie')!;
+      expect(setCookie).toMatch(/^acs_session=[A-Za-z0-9_-]{43}; Path=\/acs; HttpOnly; SameSite=Strict; Secure$/);
+      const cookie = setCookie.split(';')[0]!;
+      expect((await at('/acs/api/settings', { cookie, ...forwarded })).status).toBe(404);
+      const out = await at('/acs/api/sign-out', { cookie, Origin: 'https://acs.example', ...forwarded }, 'POST');
+      expect(out.headers.get('set-cookie')).toBe(
+        'acs_session=; Path=/acs; HttpOnly; SameSite=Strict; Secure; Max-Age=0',
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('without it (the default) the forwarded headers are not believed', async () => {

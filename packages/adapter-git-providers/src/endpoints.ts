@@ -1,3 +1,5 @@
+import { isHostAllowed } from '@acs/core/ports';
+
 /** Where one provider's APIs are, for one stored host. */
 export interface ProviderEndpoints {
   /** REST base, without a trailing slash (`https://api.github.com`, `https://gitlab.example.com/api/v4`). */
@@ -17,7 +19,7 @@ export interface PublicEndpoints {
 }
 
 export interface HostPolicy {
-  /** Hosts (host or host:port, lower case) tokens may name besides the public one; null: any. */
+  /** Hosts (host or host:port, as `normalizeHostEntry` writes them) tokens may name besides the public one; null: any. */
   allowedHosts: ReadonlySet<string> | null;
   /** Tokens may name http:// hosts. */
   allowHttp: boolean;
@@ -76,11 +78,7 @@ export function resolveEndpoints(
       reason: `The stored ${provider} host "${text}" is plain http://; this server calls git providers over https only.`,
     };
   }
-  if (
-    policy.allowedHosts &&
-    !policy.allowedHosts.has(hostPort) &&
-    !policy.allowedHosts.has(url.hostname.toLowerCase())
-  ) {
+  if (policy.allowedHosts && !isHostAllowed(policy.allowedHosts, url)) {
     return { ok: false, reason: `The stored ${provider} host "${url.host}" is not one this server may call.` };
   }
   const base = `${url.origin}${prefix}`;

@@ -1,5 +1,5 @@
 import type { GitProviderFailure, GitProviderFailureType } from '@acs/core/ports';
-import { resultAsync } from '@acs/core/ports';
+import { BodyTooLargeError, readBoundedBody, resultAsync } from '@acs/core/ports';
 import { err, errAsync, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { z } from 'zod';
 
@@ -188,18 +188,17 @@ export class ProviderHttp {
     }
   }
 
-  /** The body as text, or null when it is longer than allowed (reading stops there). */
+  /**
+   * The body as text, or null when it is longer than allowed (reading stops there). Gathered in
+   * one buffer: an answer in a million one-byte pieces costs its bytes, not a million pieces.
+   */
   private async readBody(response: Response): Promise<string | null> {
-    if (!response.body) return '';
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    // Leaving the loop early cancels the stream: the rest is never read.
-    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      if (size > this.settings.maxResponseBytes) return null;
-      chunks.push(chunk);
+    try {
+      return new TextDecoder().decode(await readBoundedBody(response.body, this.settings.maxResponseBytes));
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) return null;
+      throw error;
     }
-    return Buffer.concat(chunks).toString('utf8');
   }
 
   private statusFailure(response: Response, body: unknown): GitProviderFailure {

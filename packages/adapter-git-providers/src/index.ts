@@ -7,6 +7,7 @@
  * ```
  */
 import type { GitProviderClient, GitProviderCredentials, GitProviderFailure, GitProviders } from '@acs/core/ports';
+import { normalizeHostEntry } from '@acs/core/ports';
 import type { GitProviderType } from '@acs/core/schemas';
 import { errAsync } from 'neverthrow';
 import { graphqlNextTo, resolveEndpoints, type HostPolicy, type PublicEndpoints } from './endpoints.js';
@@ -79,7 +80,8 @@ function gitLabMessage(body: unknown): string | null {
 export function createGitProviders(options: GitProvidersOptions = {}): GitProviders {
   const policy: HostPolicy = {
     allowedHosts: options.allowedHosts
-      ? new Set(options.allowedHosts.map((h) => h.trim().toLowerCase()).filter(Boolean))
+      ? // An entry that is not a host or host:port is kept as it is, and matches nothing.
+        new Set(options.allowedHosts.map((h) => normalizeHostEntry(h) ?? h.trim().toLowerCase()).filter(Boolean))
       : null,
     allowHttp: options.allowHttp ?? false,
   };

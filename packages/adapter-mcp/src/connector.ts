@@ -14,6 +14,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ResultAsync } from 'neverthrow';
 import { classify, clip, McpFailureError, redact, type ClassifyContext } from './errors.js';
+import { boundedFetch, hostRefusal, httpPolicyOf, type HttpPolicy } from './http-bounds.js';
 import { flattenCallResult, toToolInfo } from './mapping.js';
 import { SandboxProcessTransport } from './stdio-transport.js';
 
@@ -28,6 +29,26 @@ export interface McpConnectorOptions {
   logger?: McpLogger;
   /** Most list pages followed when listing tools. Default 50. */
   maxToolPages?: number;
+  /**
+   * What one server's tool list may hold, kept for the conversation and sent to the model with
+   * every call: at most `count` tools (default 256) and `bytes` of their names, descriptions and
+   * input schemas as JSON (default 1 MiB). A server that lists more fails to connect (its tools
+   * are not offered), saying which bound it passed.
+   */
+  maxToolList?: { count?: number; bytes?: number };
+  /**
+   * Largest message an HTTP or SSE server may send, in bytes: a JSON answer whole, or one event
+   * of an event stream. A server that sends more loses its connection (and its tools). Default 16 MiB.
+   */
+  maxMessageBytes?: number;
+  /**
+   * The hosts (`host` or `host:port`) HTTP and SSE servers may be on: a server elsewhere is
+   * refused before any connection (`unreachable`, saying why). Default: any. Stdio servers run in
+   * the sandbox and are not affected.
+   */
+  allowedHosts?: readonly string[] | null;
+  /** What the list is called where the operator sets it (e.g. `ACS_MCP_ALLOWED_HOSTS`), for refusals. */
+  allowedHostsName?: string;
 }
 
 /** Names the server in messages without anything a URL's query or userinfo might hide. */
@@ -109,6 +130,13 @@ class Session {
     if (this.connection !== null) this.log('MCP connection lost', { server: this.context.server, reason: clean });
     this.connection?.notifyLost(clean);
     void this.dispose();
+  }
+
+  /** The server sent a message past the bound: the session ends, and a connect in progress fails at once (the SSE transport's start would wait for ever). */
+  readonly overflowed = new AbortController();
+  tooLarge(reason: string): void {
+    this.lost(reason);
+    this.overflowed.abort();
   }
 
   transportError(error: Error): void {
@@ -216,7 +244,12 @@ class Connection implements McpConnection {
   }
 }
 
-function httpTransport(target: Extract<McpServerTarget, { transport: 'sse' | 'shttp' }>, server: string): Transport {
+function httpTransport(
+  target: Extract<McpServerTarget, { transport: 'sse' | 'shttp' }>,
+  session: Session,
+  policy: HttpPolicy,
+): Transport {
+  const { server } = session.context;
   let url: URL;
   try {
     url = new URL(target.url);
@@ -226,10 +259,14 @@ function httpTransport(target: Extract<McpServerTarget, { transport: 'sse' | 'sh
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw failure('unreachable', `${server}: the url must start with http:// or https://`);
   }
+  const refused = hostRefusal(policy, url, server);
+  if (refused !== null) throw failure('unreachable', refused);
   const headers: Record<string, string> = target.api_key !== null ? { Authorization: `Bearer ${target.api_key}` } : {};
+  // An answer past the bound ends the session: the SDK would only log its stream's error.
+  const fetch = boundedFetch(policy, server, (error) => session.tooLarge(`the server sent ${error.message}`));
   // Both SDK transports add requestInit.headers to every request, the SSE GET stream included.
-  if (target.transport === 'shttp') return new StreamableHTTPClientTransport(url, { requestInit: { headers } });
-  return new SSEClientTransport(url, { requestInit: { headers } });
+  if (target.transport === 'shttp') return new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch });
+  return new SSEClientTransport(url, { requestInit: { headers }, fetch });
 }
 
 async function startProcess(
@@ -267,9 +304,28 @@ async function startProcess(
   return transport;
 }
 
+const DEFAULT_MAX_TOOLS = 256;
+const DEFAULT_MAX_TOOL_LIST_BYTES = 1024 * 1024;
+
+/** Refuses a tool list past its bounds: it is held for the conversation and sent with every model call. */
+function checkToolList(server: string, tools: readonly McpToolInfo[], bounds: { count: number; bytes: number }): void {
+  if (tools.length > bounds.count)
+    throw failure('protocol', `${server} lists more than ${bounds.count} tools, the most one server may offer`);
+  let bytes = 0;
+  for (const tool of tools) bytes += JSON.stringify(tool).length;
+  if (bytes > bounds.bytes)
+    throw failure(
+      'protocol',
+      `${server} lists tools whose definitions take more than ${bounds.bytes} bytes, the most one server may offer`,
+    );
+}
+
 async function establish(
   session: Session,
-  settings: Required<Omit<McpConnectorOptions, 'logger'>>,
+  settings: Required<Pick<McpConnectorOptions, 'clientName' | 'clientVersion' | 'maxToolPages'>> & {
+    maxToolList: Required<NonNullable<McpConnectorOptions['maxToolList']>>;
+  },
+  policy: HttpPolicy,
   deadline: { signal: AbortSignal; at: number },
 ): Promise<Connection> {
   const { target } = session;
@@ -277,7 +333,7 @@ async function establish(
   const transport =
     target.transport === 'stdio'
       ? await startProcess(session, target, deadline.signal)
-      : httpTransport(target, session.context.server);
+      : httpTransport(target, session, policy);
   session.transport = transport;
   if (deadline.signal.aborted) throw failure('cancelled', 'gave up');
 
@@ -308,6 +364,7 @@ async function establish(
       timeout: remaining(),
     });
     tools.push(...listed.tools.map(toToolInfo));
+    checkToolList(session.context.server, tools, settings.maxToolList);
     if (listed.nextCursor === undefined || listed.nextCursor === '' || listed.nextCursor === cursor) break;
     cursor = listed.nextCursor;
   }
@@ -322,6 +379,7 @@ async function connect(
   target: McpServerTarget,
   { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number },
   settings: McpConnectorOptions,
+  policy: HttpPolicy,
 ): Promise<McpConnection> {
   const log = settings.logger ?? (() => undefined);
   const session = new Session(target, log);
@@ -332,18 +390,22 @@ async function connect(
   if (signal.aborted) throw cancelled();
 
   const giveUp = new AbortController();
-  let why: 'timeout' | 'cancelled' | null = null;
-  const stop = (reason: 'timeout' | 'cancelled') => {
+  let why: 'timeout' | 'cancelled' | 'overflowed' | null = null;
+  const stop = (reason: NonNullable<typeof why>) => {
     why ??= reason;
     giveUp.abort();
   };
   const timer = setTimeout(() => stop('timeout'), timeoutMs);
   const onAbort = () => stop('cancelled');
   signal.addEventListener('abort', onAbort, { once: true });
+  session.overflowed.signal.addEventListener('abort', () => stop('overflowed'), { once: true });
+  const overflowed = () => failure('closed', `the connection to ${server} closed: ${session.lostReason ?? ''}`);
   const stopped = new Promise<never>((_, reject) => {
-    giveUp.signal.addEventListener('abort', () => reject(why === 'cancelled' ? cancelled() : timedOut()), {
-      once: true,
-    });
+    giveUp.signal.addEventListener(
+      'abort',
+      () => reject(why === 'cancelled' ? cancelled() : why === 'overflowed' ? overflowed() : timedOut()),
+      { once: true },
+    );
   });
   stopped.catch(() => undefined);
 
@@ -355,7 +417,12 @@ async function connect(
           clientName: settings.clientName ?? 'agent-conversation-service',
           clientVersion: settings.clientVersion ?? '0.1.0',
           maxToolPages: settings.maxToolPages ?? 50,
+          maxToolList: {
+            count: settings.maxToolList?.count ?? DEFAULT_MAX_TOOLS,
+            bytes: settings.maxToolList?.bytes ?? DEFAULT_MAX_TOOL_LIST_BYTES,
+          },
         },
+        policy,
         { signal: giveUp.signal, at: Date.now() + timeoutMs },
       ),
       stopped,
@@ -379,9 +446,10 @@ async function connect(
  * (a process in the conversation's sandbox) servers.
  */
 export function createMcpConnector(options: McpConnectorOptions = {}): McpConnector {
+  const policy = httpPolicyOf(options);
   return {
     connect: (target, connectOptions) =>
-      ResultAsync.fromPromise(connect(target, connectOptions, options), (error) =>
+      ResultAsync.fromPromise(connect(target, connectOptions, options, policy), (error) =>
         error instanceof McpFailureError
           ? {
               type: error.failure.type,

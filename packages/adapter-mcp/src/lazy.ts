@@ -1,4 +1,4 @@
-import type { McpConnector } from '@acs/core/ports';
+import { allowedHostSet, type McpConnector } from '@acs/core/ports';
 import { errAsync, ResultAsync } from 'neverthrow';
 import type { McpConnectorOptions } from './connector.js';
 
@@ -13,6 +13,8 @@ import type { McpConnectorOptions } from './connector.js';
  * ```
  */
 export function createLazyMcpConnector(options: McpConnectorOptions = {}): McpConnector {
+  // An allowed host that is not a host is found now, at start, not at the first connection.
+  if (options.allowedHosts) allowedHostSet(options.allowedHosts, options.allowedHostsName);
   let loading: Promise<McpConnector> | null = null;
   const load = () => (loading ??= import('./connector.js').then((module) => module.createMcpConnector(options)));
   return {

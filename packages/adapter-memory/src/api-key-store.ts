@@ -6,6 +6,9 @@ export class MemoryApiKeyStore implements ApiKeyStore {
   readonly #byHash = new Map<string, StoredApiKey>();
 
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure> {
+    const now = Date.parse(key.created_at);
+    for (const held of this.#ofUser(key.user_id))
+      if (held.expires_at !== null && Date.parse(held.expires_at) <= now) this.#byHash.delete(held.key_hash);
     if (this.#ofUser(key.user_id).length >= maxPerUser) return okAsync('limit_reached');
     this.#byHash.set(key.key_hash, { ...key });
     return okAsync('inserted');

@@ -1,19 +1,30 @@
 import { okAsync, type ResultAsync } from 'neverthrow';
-import type { DeviceGrant, DeviceGrantKey, DeviceGrantStore, StoreFailure } from '@acs/core/ports';
+import type {
+  DeviceGrant,
+  DeviceGrantInsertOutcome,
+  DeviceGrantKey,
+  DeviceGrantLimits,
+  DeviceGrantStore,
+  StoreFailure,
+} from '@acs/core/ports';
 
 /** Device sign-ins in memory (one process: replicas need a shared store, e.g. PostgreSQL). */
 export class MemoryDeviceGrantStore implements DeviceGrantStore {
   readonly #byDeviceCode = new Map<string, DeviceGrant>();
   readonly #failures = new Map<string, { opened: number; count: number }>();
 
-  insert(
-    grant: DeviceGrant,
-    limits: { now: string; maxLive: number; dropExpiredBefore: string },
-  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+  insert(grant: DeviceGrant, limits: DeviceGrantLimits): ResultAsync<DeviceGrantInsertOutcome, StoreFailure> {
     for (const [hash, stored] of this.#byDeviceCode)
       if (stored.expires_at < limits.dropExpiredBefore) this.#byDeviceCode.delete(hash);
     const stored = [...this.#byDeviceCode.values()];
-    if (stored.filter((g) => g.expires_at > limits.now).length >= limits.maxLive) return okAsync('full');
+    const live = stored.filter((g) => g.expires_at > limits.now);
+    if (
+      grant.client !== null &&
+      limits.maxLivePerClient !== undefined &&
+      live.filter((g) => g.client === grant.client).length >= limits.maxLivePerClient
+    )
+      return okAsync('client_full');
+    if (live.length >= limits.maxLive) return okAsync('full');
     if (stored.some((g) => g.user_code === grant.user_code)) return okAsync('user_code_taken');
     this.#byDeviceCode.set(grant.device_code_hash, { ...grant });
     return okAsync('inserted');

@@ -1,4 +1,5 @@
 import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
+import { allowedHostSet, describeAllowedHosts, isHostAllowed } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import {
   classifyError,
@@ -12,7 +13,7 @@ import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionReques
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
 import { createHttp1Transport } from './http1.js';
-import { fetchTransport, type Transport } from './transport.js';
+import { DEFAULT_MAX_RESPONSE_BYTES, fetchTransport, type Transport } from './transport.js';
 
 export interface OpenAiLlmClientOptions {
   /** Retries after the first attempt, on 408/429/5xx (500, 502, 503, 504, 529), connection errors and timeouts. Default 4. */
@@ -34,6 +35,17 @@ export interface OpenAiLlmClientOptions {
    * use that instead.
    */
   fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /** Largest answer body read, in bytes (as sent, and once a content coding is undone). Default 32 MiB. */
+  maxResponseBytes?: number;
+  /**
+   * The hosts (`host` or `host:port`) the client may send to: a call whose URL names another is
+   * refused before any connection (`bad_request`, no attempt). It applies to the URL a call
+   * resolves to, so a model name routed to a provider's own endpoint (`openai/…` →
+   * api.openai.com) needs that provider's host on the list. Default: any host.
+   */
+  allowedHosts?: readonly string[] | null;
+  /** What the list is called where the operator sets it (e.g. `ACS_LLM_ALLOWED_HOSTS`), for refusals. */
+  allowedHostsName?: string;
 }
 
 /** Sent as the key to servers that need none (Ollama, vLLM, a local LiteLLM proxy) when `llm_api_key` is empty. */
@@ -79,8 +91,31 @@ type Attempt =
 const USER_AGENT = 'acs-adapter-openai';
 
 let shared: Transport | undefined;
-/** The adapter's own HTTP/1.1 client, one for every client made without a fetch, so they share connections. */
+/** The adapter's own HTTP/1.1 client, one for every client made without a fetch (and with the default bound), so they share connections. */
 const sharedTransport = () => (shared ??= createHttp1Transport());
+
+/** How a client sends: the host's fetch, the shared client, or one of its own for another bound. */
+function transportOf(options: OpenAiLlmClientOptions): Transport {
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (options.fetch) return fetchTransport(options.fetch, { maxResponseBytes });
+  return maxResponseBytes === DEFAULT_MAX_RESPONSE_BYTES
+    ? sharedTransport()
+    : createHttp1Transport({ maxResponseBytes });
+}
+
+/**
+ * The chat-completions URL of a base URL, composed as a URL: `/chat/completions` is appended to
+ * the base's path, and a query the base has stays the query (Azure's `api-version`), so no
+ * character of the base can turn the path into another (`/v1?x=` asks for `/v1/chat/completions?x=`).
+ * Null for what is not a URL.
+ */
+export function chatCompletionsUrl(baseUrl: string): URL | null {
+  const url = URL.parse(baseUrl.trim());
+  if (url === null) return null;
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  url.hash = '';
+  return url;
+}
 
 /** The body of an answer: parsed JSON when it is JSON, else its text (a proxy's HTML page, say). */
 function parseBody(text: string): unknown {
@@ -132,6 +167,8 @@ interface ClientSettings {
   prices: PriceTable;
   extraHeaders: Record<string, string>;
   send: Transport;
+  /** The hosts calls may go to (see `allowedHosts`); null: any. */
+  allowedHosts: { hosts: ReadonlySet<string>; name: string | null } | null;
   /** What an aborted attempt, and one past the time limit, fail with. */
   cancelled: AttemptFailure;
   timedOut: AttemptFailure;
@@ -150,7 +187,13 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
       Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]),
     ),
     extraHeaders: { ...options.headers },
-    send: options.fetch ? fetchTransport(options.fetch) : sharedTransport(),
+    send: transportOf(options),
+    allowedHosts: options.allowedHosts
+      ? {
+          hosts: allowedHostSet(options.allowedHosts, options.allowedHostsName),
+          name: options.allowedHostsName ?? null,
+        }
+      : null,
     cancelled: {
       code: 'cancelled',
       detail: 'the request was aborted',
@@ -254,11 +297,14 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
       `"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`,
     );
   }
-  if (!/^https?:$/.test(URL.parse(resolved.baseUrl)?.protocol ?? ''))
+  const target = chatCompletionsUrl(resolved.baseUrl);
+  if (target === null || !/^https?:$/.test(target.protocol))
     return refuse(`llm_base_url "${resolved.baseUrl}" is not an http(s) URL`);
+  const notAllowed = hostRefusal(settings, target, credentials);
+  if (notAllowed !== null) return refuse(notAllowed);
   if (resolved.model === '') return refuse('llm_model is empty');
 
-  const url = `${resolved.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const url = target.href;
   const body: ChatCompletionRequest = {
     model: resolved.model,
     messages: toChatMessages(request.messages),
@@ -274,6 +320,16 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
     if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, settings.backoff), signal)))
       return failWith(call, settings.cancelled, attempts);
   }
+}
+
+/** Why a call to `target` may not be made (its host is not on the list), or null. */
+function hostRefusal(settings: ClientSettings, target: URL, credentials: LlmRequest['credentials']): string | null {
+  const list = settings.allowedHosts;
+  if (list === null || isHostAllowed(list.hosts, target)) return null;
+  const where = credentials.base_url?.trim()
+    ? `llm_base_url names the host ${target.host}`
+    : `the model ${credentials.model} is served at ${target.host} (no llm_base_url is set)`;
+  return `${where}, which this server may not call for models; the hosts it may: ${describeAllowedHosts(list.hosts, 10)}${list.name ? ` (${list.name})` : ''}`;
 }
 
 /** A 2xx answer as the port's response: parsed, its cost from the proxy's header or the price table. */

@@ -38,6 +38,20 @@ const MODEL_WORDS = /invalid model name/i;
 const QUOTA_CODES = new Set(['insufficient_quota', 'billing_hard_limit_reached', 'insufficient_balance']);
 
 const MAX_DETAIL = 600;
+/**
+ * Of an error body that is not JSON (a proxy's or some other server's page), the start of its
+ * text: enough to tell nginx's 502 from a login page, not a page of whatever answered.
+ */
+const MAX_TEXT_DETAIL = 200;
+
+/** A page's text without its tags, its spaces collapsed, cut at MAX_TEXT_DETAIL characters. */
+function textExcerpt(text: string): string {
+  const flat = text
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return flat.length > MAX_TEXT_DETAIL ? `${flat.slice(0, MAX_TEXT_DETAIL)}…` : flat;
+}
 
 /** Seconds or an HTTP date (`retry-after`), or milliseconds (`retry-after-ms`); null when absent or nonsense. */
 export function retryAfterMs(headers: AnswerHeaders | undefined, now = Date.now()): number | null {
@@ -71,7 +85,8 @@ function describeBody(status: number, body: unknown): { message: string; codes: 
     .filter((c): c is string | number => typeof c === 'string' || typeof c === 'number')
     .map((c) => String(c).toLowerCase());
   let message: string;
-  if (typeof raw === 'string') message = raw.trim() === '' ? `${status} status code (no body)` : raw;
+  if (typeof body === 'string') message = body.trim() === '' ? `${status} status code (no body)` : textExcerpt(body);
+  else if (typeof raw === 'string') message = raw.trim() === '' ? `${status} status code (no body)` : raw;
   else if (typeof inner?.['message'] === 'string') message = inner['message'];
   else if (typeof inner?.['detail'] === 'string') message = inner['detail'];
   else if (typeof inner?.['error'] === 'string') message = inner['error'];
@@ -202,6 +217,9 @@ const ADVICE: Record<LlmErrorCode, string> = {
   cancelled: 'The LLM call was cancelled.',
 };
 
+/** A call refused before anything was sent (no endpoint, a URL that is not one, a host not allowed). */
+const NOT_SENT_ADVICE = 'The LLM call was not made; check llm_model and llm_base_url.';
+
 const QUOTA_ADVICE =
   'The LLM provider says the quota or credit of this key is exhausted; top it up or use another key.';
 
@@ -210,7 +228,12 @@ export function toLlmError(
   failure: AttemptFailure,
   context: { apiKey: string | null; attempts: number; model: string },
 ): LlmError {
-  const advice = failure.code === 'rate_limited' && !failure.retryableLater ? QUOTA_ADVICE : ADVICE[failure.code];
+  const advice =
+    failure.code === 'rate_limited' && !failure.retryableLater
+      ? QUOTA_ADVICE
+      : failure.code === 'bad_request' && context.attempts === 0
+        ? NOT_SENT_ADVICE
+        : ADVICE[failure.code];
   const where = failure.status === null ? '' : `HTTP ${failure.status}, `;
   const tries = context.attempts > 1 ? `, after ${context.attempts} attempts` : '';
   // Redact before shortening, so a cut cannot leave half a key behind.

@@ -1,8 +1,12 @@
+import { ByteAccumulator } from '@acs/core/ports';
+
 /**
  * An HTTP/1.1 response read from a byte stream (RFC 9112): status line, header fields, and a body
  * framed by Content-Length, by chunked transfer coding, or by the end of the connection. Fed
  * whatever arrives, split anywhere. Every part has a bound, so a server that sends without end
- * costs a failed call, not the process's memory.
+ * costs a failed call, not the process's memory; and what is kept is copied into one buffer
+ * (`ByteAccumulator`), so memory follows the bytes, not the pieces they came in (a body of 4
+ * million one-byte chunks held a view object per chunk, over 400 MiB for 4 MB, issue 35).
  */
 
 /** The answer does not read as HTTP/1.1, or is larger than allowed; `message` says which. */
@@ -22,7 +26,6 @@ export interface ParserLimits {
 
 type State = 'head' | 'length' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'until-close' | 'done';
 
-const EMPTY = Buffer.alloc(0);
 const HEAD_END = Buffer.from('\r\n\r\n');
 const LINE_END = Buffer.from('\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [^\r\n]*)?$/;
@@ -38,7 +41,34 @@ export const tokensOf = (value: string | undefined) =>
     .map((token) => token.trim())
     .filter(Boolean);
 
-/** One response, read as its bytes arrive: `push` them, then `status`, `header` and `body` once it says the response is whole. */
+/** The value of a hex digit's byte, or -1. */
+function hexValue(byte: number): number {
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  const lower = byte | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
+}
+
+/** A chunk-size line of 1 to 15 hex digits and CRLF at `at`, read off the bytes; null for any other (or one not whole yet). */
+function plainChunkSize(data: Buffer, at: number): { size: number; next: number } | null {
+  let size = 0;
+  let i = at;
+  for (; i < data.length && i - at < 15; i++) {
+    const digit = hexValue(data[i]!);
+    if (digit < 0) break;
+    size = size * 16 + digit;
+  }
+  if (i === at || data[i] !== 0x0d || data[i + 1] !== 0x0a) return null;
+  return { size, next: i + 2 };
+}
+
+/** A Buffer over the same bytes (no copy), for Buffer's search and decoding. */
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+
+/**
+ * One response, read as its bytes arrive: `push` them, then `status`, `header` and `body` once it
+ * says the response is whole. Each push is read where it lies; only what waits for more (part of
+ * a head, a line, a chunk's end) is copied aside, and body bytes are copied into the body.
+ */
 export class ResponseParser {
   status = 0;
   /** Field values by lower-cased name; a repeated field's values joined with ", ". */
@@ -46,18 +76,47 @@ export class ResponseParser {
   /** Whether the connection can carry another request once this response is whole. */
   keepAlive = false;
   #state: State = 'head';
-  #buffer: Buffer = EMPTY;
+  /** Bytes that arrived and wait for more: at most a head or a line (each bounded), and the push that completes it. */
+  readonly #carry = new ByteAccumulator();
+  /** Bytes at the start of the carry already searched for the end of the head or line, without finding it. */
+  #searched = 0;
+  readonly #body: ByteAccumulator;
   #remaining = 0;
-  #parts: Buffer[] = [];
-  #bodyBytes = 0;
   #trailerBytes = 0;
+  #started = false;
+  #surplus = 0;
 
-  constructor(private readonly limits: ParserLimits) {}
+  constructor(private readonly limits: ParserLimits) {
+    this.#body = new ByteAccumulator(limits.maxBodyBytes);
+  }
 
   /** Feeds the next bytes; true once the response is whole. Throws `HttpAnswerError` for what is not HTTP. */
   push(chunk: Buffer): boolean {
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
-    while (this.#advance());
+    if (chunk.length > 0) this.#started = true;
+    if (this.#whole()) {
+      this.#surplus += chunk.length;
+      return true;
+    }
+    const fromCarry = this.#carry.length > 0;
+    if (fromCarry) this.#carry.append(chunk);
+    const data = fromCarry ? asBuffer(this.#carry.view()) : chunk;
+    let at = 0;
+    while (!this.#whole()) {
+      const next = this.#advance(data, at);
+      if (next < 0) break;
+      at = next;
+    }
+    if (this.#whole()) {
+      this.#surplus = data.length - at;
+      this.#carry.take();
+    } else if (fromCarry) this.#carry.discard(at);
+    // Copied, so that no view of a large chunk is kept for the few bytes that wait.
+    else this.#carry.append(data, at);
+    return this.#whole();
+  }
+
+  /** Whether the response is whole (a method, so that what a step did is read afresh). */
+  #whole(): boolean {
     return this.#state === 'done';
   }
 
@@ -69,48 +128,64 @@ export class ResponseParser {
 
   /** Whether any byte of the response has arrived. */
   get started(): boolean {
-    return this.#state !== 'head' || this.#buffer.length > 0;
+    return this.#started;
   }
 
   /** Bytes that arrived after the response ended (a server that answers what was not asked). */
   get surplus(): number {
-    return this.#state === 'done' ? this.#buffer.length : 0;
+    return this.#state === 'done' ? this.#surplus : 0;
   }
 
-  /** The body as sent, once the response is whole. */
+  /** The body as sent, once the response is whole (a view of the one buffer it was gathered in). */
   body(): Buffer {
-    return this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts, this.#bodyBytes);
+    return asBuffer(this.#body.view());
   }
 
-  /** One step of reading; false when it needs more bytes (or the response is whole). */
-  #advance(): boolean {
+  /** One step of reading `data` from `at`: where the next step starts, or -1 when it needs more bytes. */
+  #advance(data: Buffer, at: number): number {
     switch (this.#state) {
       case 'head':
-        return this.#readHead();
+        return this.#readHead(data, at);
       case 'length':
       case 'chunk-data':
-        return this.#readCounted();
+        return this.#readCounted(data, at);
       case 'chunk-size':
-        return this.#readChunkSize();
+        return this.#readChunkSize(data, at);
       case 'chunk-end':
-        return this.#readChunkEnd();
+        return this.#readChunkEnd(data, at);
       case 'trailers':
-        return this.#readTrailer();
+        return this.#readTrailer(data, at);
       case 'until-close':
-        if (this.#buffer.length > 0) this.#take(this.#buffer.length);
-        return false;
+        if (at === data.length) return -1;
+        this.#take(data, at, data.length - at);
+        return data.length;
       case 'done':
-        return false;
+        return -1;
     }
   }
 
-  #readHead(): boolean {
-    const end = this.#buffer.indexOf(HEAD_END);
-    if (end > this.limits.maxHeadBytes || (end < 0 && this.#buffer.length > this.limits.maxHeadBytes))
-      throw new HttpAnswerError(`the answer's header is larger than ${this.limits.maxHeadBytes} bytes`);
-    if (end < 0) return false;
-    const lines = this.#buffer.toString('latin1', 0, end).split('\r\n');
-    this.#buffer = this.#buffer.subarray(end + HEAD_END.length);
+  /**
+   * Where `end` begins in `data` after `at` (-1: not yet), at most `max` bytes on; throws with
+   * `tooLong` past that. Bytes searched in vain are not searched again at the next push.
+   */
+  #find(data: Buffer, at: number, end: Buffer, max: number, tooLong: string): number {
+    const found = data.indexOf(end, at + this.#searched);
+    if (found - at > max || (found < 0 && data.length - at > max)) throw new HttpAnswerError(tooLong);
+    this.#searched = found < 0 ? Math.max(0, data.length - at - (end.length - 1)) : 0;
+    return found;
+  }
+
+  #readHead(data: Buffer, at: number): number {
+    const { maxHeadBytes } = this.limits;
+    const end = this.#find(
+      data,
+      at,
+      HEAD_END,
+      maxHeadBytes,
+      `the answer's header is larger than ${maxHeadBytes} bytes`,
+    );
+    if (end < 0) return -1;
+    const lines = data.toString('latin1', at, end).split('\r\n');
     const status = STATUS_LINE.exec(lines[0]!);
     if (!status) throw new HttpAnswerError(`the answer does not begin with an HTTP/1.x status line`);
     this.headers.clear();
@@ -124,9 +199,8 @@ export class ResponseParser {
     this.status = Number(status[2]);
     if (this.status === 101) throw new HttpAnswerError('the server switched protocols, which was not asked for');
     // An interim answer (100 Continue, 103 Early Hints): the final one follows.
-    if (this.status < 200) return true;
-    this.#frame(status[1] === '1');
-    return true;
+    if (this.status >= 200) this.#frame(status[1] === '1');
+    return end + HEAD_END.length;
   }
 
   /** How the body is delimited (RFC 9112 §6.3), and whether the connection stays open after it. */
@@ -161,65 +235,69 @@ export class ResponseParser {
   }
 
   #ensureRoom(more: number): void {
-    if (this.#bodyBytes + more > this.limits.maxBodyBytes)
+    if (this.#body.length + more > this.limits.maxBodyBytes)
       throw new HttpAnswerError(`the answer's body is larger than ${this.limits.maxBodyBytes} bytes`);
   }
 
-  /** Moves `count` buffered bytes into the body. */
-  #take(count: number): void {
+  /** Copies `count` bytes of `data` from `at` into the body. */
+  #take(data: Buffer, at: number, count: number): void {
     this.#ensureRoom(count);
-    this.#parts.push(this.#buffer.subarray(0, count));
-    this.#bodyBytes += count;
-    this.#buffer = this.#buffer.subarray(count);
+    this.#body.append(data, at, at + count);
   }
 
-  #readCounted(): boolean {
-    const count = Math.min(this.#remaining, this.#buffer.length);
-    if (count === 0) return false;
-    this.#take(count);
+  #readCounted(data: Buffer, at: number): number {
+    const count = Math.min(this.#remaining, data.length - at);
+    if (count === 0) return -1;
+    this.#take(data, at, count);
     this.#remaining -= count;
     if (this.#remaining === 0) this.#state = this.#state === 'length' ? 'done' : 'chunk-end';
-    return true;
+    return at + count;
   }
 
-  /** The next line, without its CRLF; null until it has arrived. */
-  #line(max: number, what: string): string | null {
-    const end = this.#buffer.indexOf(LINE_END);
-    if (end > max || (end < 0 && this.#buffer.length > max))
-      throw new HttpAnswerError(`the answer has a ${what} that is too long`);
+  /** The next line from `at`, without its CRLF, and where what follows it begins; null until it has arrived. */
+  #line(data: Buffer, at: number, max: number, what: string): { line: string; next: number } | null {
+    const end = this.#find(data, at, LINE_END, max, `the answer has a ${what} that is too long`);
     if (end < 0) return null;
-    const line = this.#buffer.toString('latin1', 0, end);
-    this.#buffer = this.#buffer.subarray(end + LINE_END.length);
-    return line;
+    return { line: data.toString('latin1', at, end), next: end + LINE_END.length };
   }
 
-  #readChunkSize(): boolean {
-    const line = this.#line(MAX_CHUNK_LINE, 'chunk-size line');
-    if (line === null) return false;
-    const size = CHUNK_SIZE.exec(line);
-    if (!size) throw new HttpAnswerError(`the answer has a chunk whose size is not hexadecimal`);
-    this.#remaining = parseInt(size[1]!, 16);
+  #readChunkSize(data: Buffer, at: number): number {
+    // The usual line, hex digits and CRLF, read off the bytes: no string per chunk.
+    const plain = plainChunkSize(data, at);
+    let next: number;
+    if (plain !== null) {
+      this.#remaining = plain.size;
+      next = plain.next;
+      // What an earlier push searched in vain for is read now.
+      this.#searched = 0;
+    } else {
+      const read = this.#line(data, at, MAX_CHUNK_LINE, 'chunk-size line');
+      if (read === null) return -1;
+      const size = CHUNK_SIZE.exec(read.line);
+      if (!size) throw new HttpAnswerError(`the answer has a chunk whose size is not hexadecimal`);
+      this.#remaining = parseInt(size[1]!, 16);
+      next = read.next;
+    }
     this.#ensureRoom(this.#remaining);
     this.#state = this.#remaining === 0 ? 'trailers' : 'chunk-data';
-    return true;
+    return next;
   }
 
-  #readChunkEnd(): boolean {
-    if (this.#buffer.length < LINE_END.length) return false;
-    if (this.#buffer[0] !== 0x0d || this.#buffer[1] !== 0x0a)
+  #readChunkEnd(data: Buffer, at: number): number {
+    if (data.length - at < LINE_END.length) return -1;
+    if (data[at] !== 0x0d || data[at + 1] !== 0x0a)
       throw new HttpAnswerError('the answer has a chunk longer than its size');
-    this.#buffer = this.#buffer.subarray(LINE_END.length);
     this.#state = 'chunk-size';
-    return true;
+    return at + LINE_END.length;
   }
 
   /** Trailer fields after the last chunk: read over (a chat completion has none it needs), up to the empty line. */
-  #readTrailer(): boolean {
+  #readTrailer(data: Buffer, at: number): number {
     const room = this.limits.maxHeadBytes - this.#trailerBytes;
-    const line = this.#line(room, 'trailer section');
-    if (line === null) return false;
-    this.#trailerBytes += line.length + LINE_END.length;
-    if (line === '') this.#state = 'done';
-    return true;
+    const read = this.#line(data, at, room, 'trailer section');
+    if (read === null) return -1;
+    this.#trailerBytes += read.next - at;
+    if (read.line === '') this.#state = 'done';
+    return read.next;
   }
 }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import { HttpAnswerError, ResponseParser, tokensOf, type ParserLimits } from './http1-parser.js';
-import type { Exchange, Post, Transport } from './transport.js';
+import { DEFAULT_MAX_RESPONSE_BYTES, type Exchange, type Post, type Transport } from './transport.js';
 
 /**
  * The adapter's own HTTP/1.1 client: one POST, its whole answer, on keep-alive connections over
@@ -29,7 +29,6 @@ export interface Http1TransportOptions {
   ca?: string | Buffer | readonly (string | Buffer)[];
 }
 
-const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_IDLE_MS = 4000;
 const MAX_HEAD_BYTES = 64 * 1024;
 /** Idle connections kept per origin (as many as node:http's agent keeps); more are closed as they come back. */

@@ -11,6 +11,7 @@
  */
 export {
   backoffMs,
+  chatCompletionsUrl,
   createOpenAiLlmClient,
   LITELLM_COST_HEADER,
   PLACEHOLDER_API_KEY,

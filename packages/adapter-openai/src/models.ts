@@ -48,15 +48,13 @@ const sameHost = (a: string, b: string) => {
   }
 };
 
-/** Ollama's OpenAI-compatible API lives under `/v1`; LiteLLM-style settings give the bare server root. */
+/** Ollama's OpenAI-compatible API lives under `/v1`; LiteLLM-style settings give the bare server root (a query stays the query). */
 const ollamaBase = (url: string) => {
-  try {
-    const parsed = new URL(url);
-    if (parsed.pathname === '/' || parsed.pathname === '') return `${trimSlashes(url)}/v1`;
-  } catch {
-    // an invalid URL is reported by the caller
-  }
-  return url;
+  const parsed = URL.parse(url);
+  // An invalid URL is reported by the caller.
+  if (parsed === null || (parsed.pathname !== '/' && parsed.pathname !== '')) return url;
+  parsed.pathname = '/v1';
+  return parsed.href;
 };
 
 /**

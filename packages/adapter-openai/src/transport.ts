@@ -1,3 +1,5 @@
+import { readBoundedBody } from '@acs/core/ports';
+
 /** A chat-completions request as the adapter sends it: one POST of a JSON text. */
 export interface Post {
   url: string;
@@ -20,10 +22,26 @@ export type Exchange =
 /** Sends one request and reads its whole answer; never rejects. */
 export type Transport = (post: Post) => Promise<Exchange>;
 
-/** A transport over a fetch the host gives (a proxy-aware one, say): its timer and cancellation as an AbortSignal. */
+/** The largest answer body read, whichever client reads it: 32 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+interface FetchTransportOptions {
+  /** Largest answer body read (once the fetch has undone any content coding), in bytes. Default 32 MiB. */
+  maxResponseBytes?: number;
+}
+
+/**
+ * A transport over a fetch the host gives (a proxy-aware one, say): its timer and cancellation as
+ * an AbortSignal. The answer is read into one buffer of at most `maxResponseBytes` (an answer in
+ * a million pieces costs its bytes, not a million pieces); past that the exchange fails and the
+ * rest is not read. Redirects are not followed.
+ */
 export function fetchTransport(
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>,
+  options: FetchTransportOptions = {},
 ): Transport {
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const utf8 = new TextDecoder();
   return async (post) => {
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), post.timeoutMs);
@@ -36,13 +54,15 @@ export function fetchTransport(
           method: 'POST',
           headers: post.headers,
           body: post.body,
+          // As the own client: a redirect is an answer, not followed (it could lead off the allowed hosts).
+          redirect: 'manual',
           signal: post.signal ? AbortSignal.any([post.signal, timer.signal]) : timer.signal,
         });
       } catch (error) {
         return stopped() ?? { outcome: 'failed', stage: 'connecting', error };
       }
       try {
-        const text = await response.text();
+        const text = utf8.decode(await readBoundedBody(response.body, maxBytes, "the answer's body"));
         return { outcome: 'answered', status: response.status, header: (name) => response.headers.get(name), text };
       } catch (error) {
         return stopped() ?? { outcome: 'failed', stage: 'reading', error };

@@ -295,9 +295,14 @@ describe('the HTTP/1.1 transport', () => {
       `console.log(answer.outcome);`,
     ].join('\n');
     // Ten minutes of keep-alive: only the process's own end can come first.
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      // The client imports @acs/core (its byte accumulator): from its sources, as the tests do.
+      ['--conditions=@acs/source', '--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -11,6 +11,7 @@ interface ApiKeyRow {
   key_hash: string;
   created_at: Date | string;
   last_used_at: Date | string | null;
+  expires_at: Date | string | null;
 }
 
 const iso = (value: Date | string) => new Date(value).toISOString();
@@ -22,9 +23,10 @@ const keyOf = (row: ApiKeyRow): StoredApiKey => ({
   key_hash: row.key_hash,
   created_at: iso(row.created_at),
   last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+  expires_at: row.expires_at === null ? null : iso(row.expires_at),
 });
 
-const COLUMNS = 'id, user_id, name, key_hash, created_at, last_used_at';
+const COLUMNS = 'id, user_id, name, key_hash, created_at, last_used_at, expires_at';
 
 /**
  * API keys in PostgreSQL: one row per key with the SHA-256 of its secret (unique, so a presented
@@ -44,17 +46,22 @@ export class PostgresApiKeyStore implements ApiKeyStore {
           `acs.api_keys:${this.t.schema ?? ''}`,
           key.user_id,
         ]);
+        await tx.query(
+          `DELETE FROM ${this.t.apiKeys} WHERE user_id = $1 AND expires_at IS NOT NULL AND expires_at <= $2::timestamptz`,
+          [key.user_id, key.created_at],
+        );
         const held = await tx.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t.apiKeys} WHERE user_id = $1`, [
           key.user_id,
         ]);
         if (Number(held.rows[0]?.n ?? 0) >= maxPerUser) return 'limit_reached' as const;
-        await tx.query(`INSERT INTO ${this.t.apiKeys} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+        await tx.query(`INSERT INTO ${this.t.apiKeys} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
           key.id,
           key.user_id,
           key.name,
           key.key_hash,
           key.created_at,
           key.last_used_at,
+          key.expires_at,
         ]);
         return 'inserted' as const;
       }),

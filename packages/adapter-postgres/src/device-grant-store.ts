@@ -1,5 +1,12 @@
 import type { ResultAsync } from 'neverthrow';
-import type { DeviceGrant, DeviceGrantKey, DeviceGrantStore, StoreFailure } from '@acs/core/ports';
+import type {
+  DeviceGrant,
+  DeviceGrantInsertOutcome,
+  DeviceGrantKey,
+  DeviceGrantLimits,
+  DeviceGrantStore,
+  StoreFailure,
+} from '@acs/core/ports';
 import { run } from './query-helpers.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -16,27 +23,31 @@ export class PostgresDeviceGrantStore implements DeviceGrantStore {
     private readonly t: Tables,
   ) {}
 
-  insert(
-    grant: DeviceGrant,
-    limits: { now: string; maxLive: number; dropExpiredBefore: string },
-  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+  insert(grant: DeviceGrant, limits: DeviceGrantLimits): ResultAsync<DeviceGrantInsertOutcome, StoreFailure> {
     return run('start a device sign-in', () =>
-      this.db.transaction(async (tx) => {
+      this.db.transaction(async (tx): Promise<DeviceGrantInsertOutcome> => {
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`acs.device_grants:${this.t.schema ?? ''}`]);
         await tx.query(`DELETE FROM ${this.t.deviceGrants} WHERE expires_at < $1::timestamptz`, [
           limits.dropExpiredBefore,
         ]);
+        if (grant.client !== null && limits.maxLivePerClient !== undefined) {
+          const fromClient = await tx.query<{ n: string }>(
+            `SELECT count(*) AS n FROM ${this.t.deviceGrants} WHERE client = $1 AND expires_at > $2::timestamptz`,
+            [grant.client, limits.now],
+          );
+          if (Number(fromClient.rows[0]?.n ?? 0) >= limits.maxLivePerClient) return 'client_full';
+        }
         const live = await tx.query<{ n: string }>(
           `SELECT count(*) AS n FROM ${this.t.deviceGrants} WHERE expires_at > $1::timestamptz`,
           [limits.now],
         );
-        if (Number(live.rows[0]?.n ?? 0) >= limits.maxLive) return 'full' as const;
+        if (Number(live.rows[0]?.n ?? 0) >= limits.maxLive) return 'full';
         const inserted = await tx.query(
-          `INSERT INTO ${this.t.deviceGrants} (device_code_hash, user_code, expires_at, record) VALUES ($1, $2, $3, $4::jsonb)
+          `INSERT INTO ${this.t.deviceGrants} (device_code_hash, user_code, expires_at, client, record) VALUES ($1, $2, $3, $4, $5::jsonb)
            ON CONFLICT DO NOTHING RETURNING device_code_hash`,
-          [grant.device_code_hash, grant.user_code, grant.expires_at, JSON.stringify(grant)],
+          [grant.device_code_hash, grant.user_code, grant.expires_at, grant.client, JSON.stringify(grant)],
         );
-        return inserted.rows.length > 0 ? ('inserted' as const) : ('user_code_taken' as const);
+        return inserted.rows.length > 0 ? 'inserted' : 'user_code_taken';
       }),
     );
   }

@@ -150,6 +150,17 @@ export const MIGRATIONS: readonly Migration[] = [
     // A sandbox's exposed URL names only the sandbox: its proxy finds the owner by id (ownerOf).
     statements: (t) => [`CREATE INDEX IF NOT EXISTS acs_sandboxes_by_id ON ${t.sandboxes} (id)`],
   },
+  {
+    version: 7,
+    name: 'key expiry and device sign-ins per client',
+    // Keys that expire (device sign-ins' keys); the client (a digest of its address) a device
+    // sign-in came from, so one client's waiting sign-ins are counted alone.
+    statements: (t) => [
+      `ALTER TABLE ${t.apiKeys} ADD COLUMN IF NOT EXISTS expires_at timestamptz`,
+      `ALTER TABLE ${t.deviceGrants} ADD COLUMN IF NOT EXISTS client text`,
+      `CREATE INDEX IF NOT EXISTS acs_device_grants_by_client ON ${t.deviceGrants} (client, expires_at)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

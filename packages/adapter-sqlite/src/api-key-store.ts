@@ -3,7 +3,7 @@ import type { ApiKeyStore, StoredApiKey, StoreFailure } from '@acs/core/ports';
 import type { Sqlite } from './driver.js';
 import { run } from './query-helpers.js';
 
-const COLUMNS = 'id, user_id, name, key_hash, created_at, last_used_at';
+const COLUMNS = 'id, user_id, name, key_hash, created_at, last_used_at, expires_at';
 
 /** An instant as the record shows it (what PostgreSQL gives back: ISO 8601 with milliseconds). */
 const iso = (value: string) => new Date(value).toISOString();
@@ -11,13 +11,14 @@ const iso = (value: string) => new Date(value).toISOString();
 /** Writes one key's row (the caller holds the transaction). */
 export function insertApiKey(db: Sqlite, key: StoredApiKey): void {
   db.run(
-    `INSERT INTO acs_api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO acs_api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     key.id,
     key.user_id,
     key.name,
     key.key_hash,
     iso(key.created_at),
     key.last_used_at === null ? null : iso(key.last_used_at),
+    key.expires_at === null ? null : iso(key.expires_at),
   );
 }
 
@@ -32,6 +33,12 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure> {
     return run(this.db, 'add an API key', () =>
       this.db.transaction(() => {
+        // ISO 8601 with milliseconds in UTC sorts as the instants do.
+        this.db.run(
+          `DELETE FROM acs_api_keys WHERE user_id = ? AND expires_at IS NOT NULL AND expires_at <= ?`,
+          key.user_id,
+          iso(key.created_at),
+        );
         const held = this.db.get<{ n: number }>(
           `SELECT count(*) AS n FROM acs_api_keys WHERE user_id = ?`,
           key.user_id,
@@ -86,4 +93,5 @@ const plain = (row: StoredApiKey): StoredApiKey => ({
   key_hash: row.key_hash,
   created_at: row.created_at,
   last_used_at: row.last_used_at,
+  expires_at: row.expires_at ?? null,
 });

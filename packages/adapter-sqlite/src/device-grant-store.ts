@@ -1,5 +1,12 @@
 import type { ResultAsync } from 'neverthrow';
-import type { DeviceGrant, DeviceGrantKey, DeviceGrantStore, StoreFailure } from '@acs/core/ports';
+import type {
+  DeviceGrant,
+  DeviceGrantInsertOutcome,
+  DeviceGrantKey,
+  DeviceGrantLimits,
+  DeviceGrantStore,
+  StoreFailure,
+} from '@acs/core/ports';
 import type { Sqlite } from './driver.js';
 import { instant, run } from './query-helpers.js';
 
@@ -13,26 +20,32 @@ const windowStart = (now: string, windowMs: number) => instant(new Date(Date.par
 export class SqliteDeviceGrantStore implements DeviceGrantStore {
   constructor(private readonly db: Sqlite) {}
 
-  insert(
-    grant: DeviceGrant,
-    limits: { now: string; maxLive: number; dropExpiredBefore: string },
-  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure> {
+  insert(grant: DeviceGrant, limits: DeviceGrantLimits): ResultAsync<DeviceGrantInsertOutcome, StoreFailure> {
     return run(this.db, 'start a device sign-in', () =>
-      this.db.transaction(() => {
+      this.db.transaction((): DeviceGrantInsertOutcome => {
         this.db.run(`DELETE FROM acs_device_grants WHERE expires_at < ?`, instant(limits.dropExpiredBefore));
+        if (grant.client !== null && limits.maxLivePerClient !== undefined) {
+          const fromClient = this.db.get<{ n: number }>(
+            `SELECT count(*) AS n FROM acs_device_grants WHERE client = ? AND expires_at > ?`,
+            grant.client,
+            instant(limits.now),
+          );
+          if (Number(fromClient?.n ?? 0) >= limits.maxLivePerClient) return 'client_full';
+        }
         const live = this.db.get<{ n: number }>(
           `SELECT count(*) AS n FROM acs_device_grants WHERE expires_at > ?`,
           instant(limits.now),
         );
-        if (Number(live?.n ?? 0) >= limits.maxLive) return 'full' as const;
+        if (Number(live?.n ?? 0) >= limits.maxLive) return 'full';
         const inserted = this.db.run(
-          `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, client, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
           grant.device_code_hash,
           grant.user_code,
           instant(grant.expires_at),
+          grant.client,
           JSON.stringify(grant),
         );
-        return inserted > 0 ? ('inserted' as const) : ('user_code_taken' as const);
+        return inserted > 0 ? 'inserted' : 'user_code_taken';
       }),
     );
   }

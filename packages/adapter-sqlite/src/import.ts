@@ -92,10 +92,11 @@ export function importBatch(db: Sqlite, batch: ImportBatch): void {
     for (const key of batch.apiKeys ?? []) insertApiKey(db, key);
     for (const g of batch.deviceGrants ?? []) {
       db.run(
-        `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, record) VALUES (?, ?, ?, ?)`,
+        `INSERT INTO acs_device_grants (device_code_hash, user_code, expires_at, client, record) VALUES (?, ?, ?, ?, ?)`,
         g.device_code_hash,
         g.user_code,
         instant(g.expires_at),
+        g.client ?? null,
         JSON.stringify(g),
       );
     }

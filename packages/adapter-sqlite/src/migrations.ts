@@ -105,6 +105,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT`,
     ],
   },
+  {
+    version: 2,
+    name: 'key expiry and device sign-ins per client',
+    // Keys that expire (device sign-ins' keys); the client (a digest of its address) a device
+    // sign-in came from, so one client's waiting sign-ins are counted alone.
+    statements: [
+      `ALTER TABLE acs_api_keys ADD COLUMN expires_at TEXT`,
+      `ALTER TABLE acs_device_grants ADD COLUMN client TEXT`,
+      `CREATE INDEX acs_device_grants_by_client ON acs_device_grants (client, expires_at)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

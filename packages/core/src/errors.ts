@@ -70,6 +70,8 @@ export type DomainError =
       readonly note: string | null;
     }
   | { readonly type: 'DeviceAuthorizationsFull'; readonly limit: number }
+  /** One client (an address, an IPv6 /64) has as many device sign-ins waiting as one client may. */
+  | { readonly type: 'DeviceAuthorizationsFromClientFull'; readonly limit: number }
   | { readonly type: 'UserCodeNotFound'; readonly userCode: string }
   | { readonly type: 'UserCodeAttemptsExceeded'; readonly limit: number; readonly windowSeconds: number }
   | { readonly type: 'DeviceAuthorizationAnswered'; readonly userCode: string }
@@ -108,6 +110,30 @@ export type DomainError =
   | { readonly type: 'TooManyPendingMessages'; readonly conversationId: string; readonly limit: number }
   /** A conversation's log is larger than an export may be. */
   | { readonly type: 'ExportTooLarge'; readonly conversationId: string; readonly limit: number }
+  /**
+   * A URL the user gave names a host outside the operator's allow-list for it (`target`: a
+   * model's base URL, or an MCP server's URL): `path` is the field, `allowed` the list's entries,
+   * `listName` what the list is called where the operator sets it (an environment variable).
+   */
+  | {
+      readonly type: 'HostNotAllowed';
+      readonly target: 'llm' | 'mcp';
+      readonly path: string;
+      readonly host: string;
+      readonly allowed: readonly string[];
+      readonly listName: string | null;
+    }
+  /**
+   * An image a user named (`sandbox_base_container_image`) is not one the operator lets users
+   * name: `allowed` the operator's entries (exact names, or prefixes ending in `*`), besides the
+   * images of the sandbox specs; `listName` what the list is called where it is set.
+   */
+  | {
+      readonly type: 'SandboxImageNotAllowed';
+      readonly image: string;
+      readonly allowed: readonly string[];
+      readonly listName: string | null;
+    }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -171,6 +197,7 @@ export const DOMAIN_ERROR_CODES = {
   ApiKeyLimitReached: ['API_KEY_LIMIT_REACHED'],
   DeviceTokenRefused: ['AUTHORIZATION_PENDING', 'SLOW_DOWN', 'EXPIRED_TOKEN', 'ACCESS_DENIED', 'INVALID_GRANT'],
   DeviceAuthorizationsFull: ['DEVICE_AUTHORIZATIONS_FULL'],
+  DeviceAuthorizationsFromClientFull: ['DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL'],
   UserCodeNotFound: ['USER_CODE_NOT_FOUND'],
   UserCodeAttemptsExceeded: ['USER_CODE_ATTEMPTS_EXCEEDED'],
   DeviceAuthorizationAnswered: ['DEVICE_AUTHORIZATION_ANSWERED'],
@@ -183,6 +210,8 @@ export const DOMAIN_ERROR_CODES = {
   InvalidIds: ['INVALID_IDS'],
   TooManyPendingMessages: ['TOO_MANY_PENDING_MESSAGES'],
   ExportTooLarge: ['EXPORT_TOO_LARGE'],
+  HostNotAllowed: ['LLM_HOST_NOT_ALLOWED', 'MCP_HOST_NOT_ALLOWED'],
+  SandboxImageNotAllowed: ['SANDBOX_IMAGE_NOT_ALLOWED'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -371,6 +400,15 @@ const EXPLAINERS: Explainers = {
     code: 'EXPORT_TOO_LARGE' as const,
     message: `Conversation ${e.conversationId} has more than ${e.limit} events, more than an export may hold; read its events page by page instead.`,
   }),
+  HostNotAllowed: (e) => explainHostNotAllowed(e),
+  SandboxImageNotAllowed: (e) => ({
+    code: 'SANDBOX_IMAGE_NOT_ALLOWED' as const,
+    message: `sandbox_base_container_image names the image ${e.image}, which users of this server may not name. Allowed: the images of the sandbox specs${
+      e.allowed.length > 0
+        ? `, and ${e.allowed.slice(0, 20).join(', ')}${e.allowed.length > 20 ? ` and ${e.allowed.length - 20} more` : ''}`
+        : ''
+    }${e.listName ? ` (${e.listName})` : ''}; or leave it empty for the default sandbox.`,
+  }),
   SandboxCapReached: (e) => ({
     code: 'SANDBOX_LIMIT_REACHED',
     message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once${
@@ -393,6 +431,10 @@ const EXPLAINERS: Explainers = {
   DeviceAuthorizationsFull: (e) => ({
     code: 'DEVICE_AUTHORIZATIONS_FULL' as const,
     message: `${e.limit} device sign-ins are waiting to be answered, the most allowed at once; try again in a few minutes.`,
+  }),
+  DeviceAuthorizationsFromClientFull: (e) => ({
+    code: 'DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL' as const,
+    message: `${e.limit} device sign-ins from your address are waiting to be answered, the most one address may have; answer them, or wait until they expire (minutes), then try again.`,
   }),
   UserCodeNotFound: (e) => ({
     code: 'USER_CODE_NOT_FOUND' as const,
@@ -443,6 +485,20 @@ function explainDeviceTokenRefusal(e: DomainErrorOf<'DeviceTokenRefused'>): Expl
       message: `The device code is not one of a waiting sign-in (unknown, or already used).${note}`,
     }))
     .exhaustive();
+}
+
+/** The hosts shown in a refusal: the first 20 entries of the list. */
+const SHOWN_HOSTS = 20;
+
+function explainHostNotAllowed(e: DomainErrorOf<'HostNotAllowed'>): ExplainedDomainError {
+  const what = e.target === 'llm' ? 'call for models' : 'connect to for MCP servers';
+  const shown = e.allowed.slice(0, SHOWN_HOSTS).join(', ');
+  const more = e.allowed.length > SHOWN_HOSTS ? ` and ${e.allowed.length - SHOWN_HOSTS} more` : '';
+  const list = e.allowed.length === 0 ? 'none' : `${shown}${more}`;
+  return {
+    code: e.target === 'llm' ? 'LLM_HOST_NOT_ALLOWED' : 'MCP_HOST_NOT_ALLOWED',
+    message: `${e.path} names the host ${e.host}, which this server may not ${what}. The hosts it may: ${list}${e.listName ? ` (${e.listName})` : ''}.`,
+  };
 }
 
 const PROVIDER_NAMES: Readonly<Record<string, string>> = {

@@ -26,13 +26,24 @@ export {
   type SandboxSpecService,
 } from './service.js';
 export { SettingsServiceErrors, type SettingsOverview, type SettingsService } from './settings/service.js';
+export { DEFAULT_USER_SETTING_LIMITS, applyUserSettingLimits, type UserSettingLimits } from './settings/limits.js';
+export { imageMatches, type SandboxImagePolicy } from './sandbox/images.js';
 export type { LlmProfileInput, LlmProfilesView, LlmProfileView, SaveProfileRequest } from './settings/profiles.js';
 export type { SettingsChange } from './settings/merge.js';
-export { API_KEY_PREFIX, ApiKeyServiceErrors, type ApiKeyHolder, type ApiKeyService } from './access/api-keys.js';
+export type { AllowedHostList, EgressOptions } from './settings/egress.js';
+export { allowedHostSet, normalizeHostEntry } from './net/allowed-hosts.js';
+export {
+  API_KEY_PREFIX,
+  ApiKeyServiceErrors,
+  type ApiKeyHolder,
+  type ApiKeyService,
+  type NewApiKeyOptions,
+} from './access/api-keys.js';
 export {
   DeviceAuthorizationErrors,
   type DeviceAuthorizationOptions,
   type DeviceAuthorizationService,
+  type DeviceToken,
   type StartedDeviceAuthorization,
 } from './access/device-authorization.js';
 export {
@@ -58,6 +69,7 @@ export {
   type CreatedConversation,
 } from './conversation/service.js';
 export type { ConversationOverview, ConversationStatusChange } from './conversation/overview.js';
+export type { ConversationKeyBinding } from './conversation/keys.js';
 export {
   WorkspaceServiceErrors,
   type GitChange,
@@ -120,3 +132,4 @@ export { applySettingsInput } from './settings/merge.js';
 export { splitShellWords } from './mcp/shell-words.js';
 export { cloneData } from './clone.js';
 export { KeyedQueue } from './keyed-queue.js';
+export { KeyedSemaphore } from './keyed-semaphore.js';

@@ -7,7 +7,15 @@
  * ```
  */
 export type { SettingsStore } from './settings/store.js';
-export type { ApiKeyStore, DeviceGrant, DeviceGrantKey, DeviceGrantStore, StoredApiKey } from './access/store.js';
+export type {
+  ApiKeyStore,
+  DeviceGrant,
+  DeviceGrantInsertOutcome,
+  DeviceGrantKey,
+  DeviceGrantLimits,
+  DeviceGrantStore,
+  StoredApiKey,
+} from './access/store.js';
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export type { EventNotifier, EventNotifierListener } from './events/notifier.js';
@@ -57,6 +65,10 @@ export type { BackgroundTasks } from './background.js';
 export { manualClock, millisOf, systemClock, type Clock } from './clock.js';
 export { normalizeId, randomIdGenerator, sequentialIdGenerator, type IdGenerator } from './ids.js';
 export { silentLogger, type Logger } from './logger.js';
+// For adapters that read what a peer sends, and connect where users say: bounds that follow bytes, not pieces, and the operators' host allow-lists.
+export { ByteAccumulator } from './net/byte-accumulator.js';
+export { BodyTooLargeError, eventStreamBound, readBoundedBody, wholeBodyBound } from './net/bounded-body.js';
+export { allowedHostSet, describeAllowedHosts, isHostAllowed, normalizeHostEntry } from './net/allowed-hosts.js';
 export { storeUnavailable } from './errors.js';
 // Keyset pages, for stores: opaque cursors on (created_at, id), and paging an in-memory list.
 export {

@@ -31,6 +31,8 @@ import { createWorkspaceService, type WorkspaceService } from './workspace/files
 import { createGitService, type GitService } from './git/service.js';
 import type { GitProviders } from './git/port.js';
 import type { SettingsStore } from './settings/store.js';
+import { limitedSettingsStore, resolveUserSettingLimits, type UserSettingLimits } from './settings/limits.js';
+import { checkImage } from './sandbox/images.js';
 import { createApiKeyService, type ApiKeyService } from './access/api-keys.js';
 import {
   createDeviceAuthorizationService,
@@ -94,6 +96,12 @@ export interface AgentConversationServiceOptions
   extends ConversationServiceOptions, SandboxServiceOptions, OwnershipOptions, DeviceAuthorizationOptions {
   /** API keys one user may hold (default 100). */
   maxApiKeysPerUser?: number;
+  /**
+   * The most each setting that scales what the server spends for a user may be (resource
+   * factor 1, condenser 1,000 events, 500 iterations, no budget cap by default): what is applied,
+   * and what every read of the settings shows, is at most these (settings/limits.ts).
+   */
+  userSettingLimits?: UserSettingLimits;
 }
 
 /** What each sandbox spec operation can fail with (the compiler holds the implementation to it). */
@@ -147,7 +155,14 @@ export function createAgentConversationService(
   const ids = ports.ids ?? randomIdGenerator;
   const logger = ports.logger ?? silentLogger;
   const background = new BackgroundTasks(logger);
-  const settings = createSettingsService({ store: ports.settings, ids });
+  // Every part reads users' settings capped by the operator's limits (settings/limits.ts).
+  const settingsStore = limitedSettingsStore(ports.settings, resolveUserSettingLimits(options.userSettingLimits));
+  const settings = createSettingsService({
+    store: settingsStore,
+    ids,
+    egress: options.egress,
+    checkImage: (image) => checkImage(ports.sandboxSpecs, options.sandboxImages ?? {}, image),
+  });
   const apiKeys = createApiKeyService({
     store: ports.apiKeys,
     clock,
@@ -174,7 +189,7 @@ export function createAgentConversationService(
     shared: ownership.shared,
     options,
     onSandboxGone: (userId, sandboxId, reason) => conversations.handleSandboxGone(userId, sandboxId, reason),
-    resourceFactorOf: (userId) => resourceFactorOf(ports.settings, userId),
+    resourceFactorOf: (userId) => resourceFactorOf(settingsStore, userId),
     useOf: (userId, sandboxId) => ports.conversations.listBySandbox(userId, sandboxId).map(sandboxUseOf),
   });
   // With neither a notifier nor leases this service is the only one appending to its logs (one process).
@@ -217,7 +232,7 @@ export function createAgentConversationService(
     sandboxes,
     sandboxSpecs: createSandboxSpecService(ports.sandboxSpecs),
     workspace: createWorkspaceService({ conversations: ports.conversations, sandboxes, runtime: ports.runtime }),
-    git: createGitService({ settings: ports.settings, providers: ports.gitProviders ?? null, logger }),
+    git: createGitService({ settings: settingsStore, providers: ports.gitProviders ?? null, logger }),
     agent,
     recover: () => sandboxes.reconcile().andThen(() => agent.recover()),
     idle: () => background.idle(),

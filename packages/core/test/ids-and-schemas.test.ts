@@ -334,6 +334,7 @@ describe('explainDomainError', () => {
     ApiKeyLimitReached: { type: 'ApiKeyLimitReached', limit: 100 },
     DeviceTokenRefused: { type: 'DeviceTokenRefused', reason: 'slow_down', interval: 10, note: null },
     DeviceAuthorizationsFull: { type: 'DeviceAuthorizationsFull', limit: 1000 },
+    DeviceAuthorizationsFromClientFull: { type: 'DeviceAuthorizationsFromClientFull', limit: 10 },
     UserCodeNotFound: { type: 'UserCodeNotFound', userCode: 'WDJB-MJHT' },
     UserCodeAttemptsExceeded: { type: 'UserCodeAttemptsExceeded', limit: 10, windowSeconds: 900 },
     DeviceAuthorizationAnswered: { type: 'DeviceAuthorizationAnswered', userCode: 'WDJB-MJHT' },
@@ -361,6 +362,20 @@ describe('explainDomainError', () => {
     InvalidIds: { type: 'InvalidIds', field: 'ids', reason: 'nope is not a UUID' },
     TooManyPendingMessages: { type: 'TooManyPendingMessages', conversationId: 'conv-123', limit: 10 },
     ExportTooLarge: { type: 'ExportTooLarge', conversationId: 'conv-123', limit: 10000 },
+    HostNotAllowed: {
+      type: 'HostNotAllowed',
+      target: 'llm',
+      path: 'llm_base_url',
+      host: '10.0.0.5:8080',
+      allowed: ['api.openai.com', 'litellm.internal:4000'],
+      listName: 'ACS_LLM_ALLOWED_HOSTS',
+    },
+    SandboxImageNotAllowed: {
+      type: 'SandboxImageNotAllowed',
+      image: 'registry.internal/secret:1',
+      allowed: ['ghcr.io/acme/*'],
+      listName: 'ACS_ALLOWED_IMAGES',
+    },
     StoreUnavailable: {
       type: 'StoreUnavailable',
       operation: 'settings.save',
@@ -399,6 +414,10 @@ describe('explainDomainError', () => {
     ApiKeyLimitReached: { code: 'API_KEY_LIMIT_REACHED', mentions: ['100 API keys', 'revoke one'] },
     DeviceTokenRefused: { code: 'SLOW_DOWN', mentions: ['10 seconds'] },
     DeviceAuthorizationsFull: { code: 'DEVICE_AUTHORIZATIONS_FULL', mentions: ['1000'] },
+    DeviceAuthorizationsFromClientFull: {
+      code: 'DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL',
+      mentions: ['10 device sign-ins from your address'],
+    },
     UserCodeNotFound: { code: 'USER_CODE_NOT_FOUND', mentions: ['WDJB-MJHT'] },
     UserCodeAttemptsExceeded: { code: 'USER_CODE_ATTEMPTS_EXCEEDED', mentions: ['10 within 15 minutes'] },
     DeviceAuthorizationAnswered: {
@@ -417,6 +436,14 @@ describe('explainDomainError', () => {
     InvalidIds: { code: 'INVALID_IDS', mentions: ['ids', 'nope is not a UUID'] },
     TooManyPendingMessages: { code: 'TOO_MANY_PENDING_MESSAGES', mentions: ['conv-123', '10 messages'] },
     ExportTooLarge: { code: 'EXPORT_TOO_LARGE', mentions: ['conv-123', 'more than 10000 events'] },
+    HostNotAllowed: {
+      code: 'LLM_HOST_NOT_ALLOWED',
+      mentions: ['llm_base_url', '10.0.0.5:8080', 'api.openai.com, litellm.internal:4000 (ACS_LLM_ALLOWED_HOSTS)'],
+    },
+    SandboxImageNotAllowed: {
+      code: 'SANDBOX_IMAGE_NOT_ALLOWED',
+      mentions: ['registry.internal/secret:1', 'ghcr.io/acme/*', 'ACS_ALLOWED_IMAGES'],
+    },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

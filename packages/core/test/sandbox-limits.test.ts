@@ -133,9 +133,12 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     expect(ports.runtime.peek(box.id)?.state).toBe('running');
   });
 
-  it('uses the user’s remote_runtime_resource_factor when creating a sandbox', async () => {
+  it('uses the user’s remote_runtime_resource_factor when creating a sandbox, up to the operator’s cap', async () => {
     const ports = createMemoryPorts();
-    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
+    const service = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, userSettingLimits: { maxResourceFactor: 8 } },
+    );
     await expectOk(service.settings.store('alice', { remote_runtime_resource_factor: 4 }));
     const box = await expectOk(service.sandboxes.start('alice'));
     await service.idle();
@@ -143,5 +146,28 @@ describe('sandbox limits and maintenance (memory adapters)', () => {
     const other = await expectOk(service.sandboxes.start('bob'));
     await service.idle();
     expect(ports.runtime.peek(other.id)?.request.resource_factor).toBe(1);
+    await expectOk(service.settings.store('carol', { remote_runtime_resource_factor: 64 }));
+    const carols = await expectOk(service.sandboxes.start('carol'));
+    await service.idle();
+    expect(ports.runtime.peek(carols.id)?.request.resource_factor).toBe(8);
+  });
+
+  it('applies no resource factor above 1 unless the operator allows it, and the settings say what is applied', async () => {
+    const ports = createMemoryPorts();
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }, { pollIntervalMs: 1 });
+    await expectOk(service.settings.store('alice', { remote_runtime_resource_factor: 64 }));
+    expect((await expectOk(service.settings.load('alice'))).remote_runtime_resource_factor).toBe(1);
+    const box = await expectOk(service.sandboxes.start('alice'));
+    await service.idle();
+    expect(ports.runtime.peek(box.id)?.request.resource_factor).toBe(1);
+    // What the user sent is kept: an operator who raises the cap later gives it to them.
+    expect((await expectOk(ports.settings.get('alice')))?.remote_runtime_resource_factor).toBe(64);
+    const raised = createAgentConversationService(
+      { ...ports, agent: createAgent() },
+      { pollIntervalMs: 1, userSettingLimits: { maxResourceFactor: 4 } },
+    );
+    expect((await expectOk(raised.settings.load('alice'))).remote_runtime_resource_factor).toBe(4);
+    await service.close();
+    await raised.close();
   });
 });

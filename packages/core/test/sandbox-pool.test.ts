@@ -13,7 +13,15 @@ const SPECS = [{ id: 'bookworm', image: 'acs-sandbox:bookworm', working_dir: '/w
 function compose(options: AgentConversationServiceOptions = {}, ports = createMemoryPorts({ specs: SPECS })) {
   const service = createAgentConversationService(
     { ...ports, agent: createAgent() },
-    { pollIntervalMs: 1, sandboxPool: { bookworm: 1 }, sandboxPoolRefillDelayMs: 0, ...options },
+    {
+      pollIntervalMs: 1,
+      sandboxPool: { bookworm: 1 },
+      sandboxPoolRefillDelayMs: 0,
+      // The operator lets users raise their limits (the default caps the factor at 1) and name images.
+      userSettingLimits: { maxResourceFactor: 8 },
+      sandboxImages: { allowed: null },
+      ...options,
+    },
   );
   return { ports, service };
 }
@@ -109,7 +117,8 @@ describe('warm sandbox pool (memory adapters, fake runtime)', () => {
     const pooled = compose();
     await pooled.service.idle();
     expect((await expectOk(pooled.service.sandboxes.start('alice', 'other'))).status).toBe('STARTING');
-    const adHoc = await expectOk(pooled.service.sandboxes.specForImage('acs-sandbox:bookworm'));
+    const adHoc = await expectOk(pooled.service.sandboxes.specForImage('ghcr.io/acme/dev:1'));
+    expect(adHoc.id).toBe('ghcr.io/acme/dev:1');
     expect((await expectOk(pooled.service.sandboxes.startFromSpec('alice', { ...adHoc, id: 'bookworm' }))).status).toBe(
       'STARTING',
     );

@@ -191,13 +191,34 @@ describe('conversation lifecycle', () => {
     expect(runtime.calls).toEqual([]);
   });
 
-  it('uses sandbox_base_container_image from settings as an ad-hoc spec', async () => {
-    const { service, runtime } = await setup();
+  it('uses sandbox_base_container_image from settings as an ad-hoc spec, where the operator allows the image', async () => {
+    const { service, runtime } = await setup({ sandboxImages: { allowed: ['ghcr.io/acme/*'] } });
     await expectOk(service.settings.store('alice', { sandbox_base_container_image: 'ghcr.io/acme/dev:1' }));
     const info = await startConversation(service);
     const box = await expectOk(service.sandboxes.get('alice', info.record.sandbox_id!));
     expect(box.sandbox_spec_id).toBe('ghcr.io/acme/dev:1');
     expect(runtime.peek(info.record.sandbox_id!)?.request.spec.image).toBe('ghcr.io/acme/dev:1');
+  });
+
+  it('refuses a sandbox image the operator does not allow, when it is stored and when a conversation would start with it', async () => {
+    const { service, ports } = await setup();
+    const refused = await service.settings.store('alice', { sandbox_base_container_image: 'registry.internal/ops:1' });
+    expect(refused._unsafeUnwrapErr()).toMatchObject({
+      type: 'SandboxImageNotAllowed',
+      image: 'registry.internal/ops:1',
+    });
+    // The image of a spec is always one a user may name.
+    await expectOk(service.settings.store('alice', { sandbox_base_container_image: 'acs-sandbox:bookworm' }));
+    // Stored before the operator's list (written to the store directly): refused at use, nothing started.
+    await expectOk(
+      ports.settings.update('alice', (current) => ({
+        ...current!,
+        sandbox_base_container_image: 'registry.internal/ops:1',
+      })),
+    );
+    const created = await service.conversations.create('alice', { initial_user_msg: 'hello' });
+    expect(created._unsafeUnwrapErr()).toMatchObject({ type: 'SandboxImageNotAllowed' });
+    expect(ports.runtime.size).toBe(0);
   });
 
   it('needs no API key for keyless model providers', async () => {

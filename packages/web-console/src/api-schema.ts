@@ -14,8 +14,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * End the browser session
-         * @description Ends the session of the session cookie this request came with and clears the cookie; the browser must sign in again (open the server URL with ?key=). With an API key (no session) it changes nothing.
+         * End the browser session (or every one of yours)
+         * @description Ends the session of the session cookie this request came with and clears the cookie; the browser must sign in again (open the server URL with ?key=). With an API key (no session) it changes nothing. With `{"everywhere": true}` it also ends every other browser session of the caller’s user (also when called with an API key: e.g. after a laptop was lost), and their live channels close at once. Sessions live in each server process’s memory: with several processes, each ends its own.
          */
         post: operations["signOut"];
         delete?: never;
@@ -945,13 +945,13 @@ export interface paths {
         };
         /**
          * List your API keys
-         * @description The keys you made (here, in the console, or by signing in a device such as the OpenHands CLI), oldest first, without their secrets. Keys from the server’s configuration are not listed.
+         * @description The keys you made (here, in the console, or by signing in a device such as the OpenHands CLI), oldest first, without their secrets, with when each expires (`expires_at`; an expired key opens nothing and goes when you next make one). Keys from the server’s configuration are not listed.
          */
         get: operations["listApiKeys"];
         put?: never;
         /**
          * Make an API key
-         * @description A new key of yours with the name given. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user.
+         * @description A new key of yours with the name given, never expiring unless `expires_in_days` says when. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user (expired keys do not count).
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -972,7 +972,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description From now on the key opens nothing: requests with it get 401, and live channels opened with it close within a second.
+         * @description From now on the key opens nothing: requests with it get 401, browser sessions it signed in end, and live channels opened with it (or with those sessions) close within a second.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -1011,7 +1011,7 @@ export interface paths {
         put?: never;
         /**
          * Start a device sign-in (RFC 8628 §3.1)
-         * @description No key: the device has none yet. Answers the codes and where the person approves (the console’s page, `verification_uri_complete` with the user code in it). The codes expire after `expires_in` seconds; at most a bounded number of sign-ins wait at once (503 DEVICE_AUTHORIZATIONS_FULL past it).
+         * @description No key: the device has none yet. Answers the codes and where the person approves (the console’s page, `verification_uri_complete` with the user code in it). The codes expire after `expires_in` seconds. At most a few sign-ins from one client address wait at once (an IPv6 address counts by its /64; behind a trusted proxy, the address the proxy appended to X-Forwarded-For): 429 DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL past it; and at most a bounded number from everyone together (503 DEVICE_AUTHORIZATIONS_FULL).
          */
         post: operations["startDeviceAuthorization"];
         delete?: never;
@@ -1031,7 +1031,7 @@ export interface paths {
         put?: never;
         /**
          * Poll for the key of a device sign-in (RFC 8628 §3.4)
-         * @description Form-encoded `device_code=…` (JSON is taken too), no key. Until the person answers: 400 with `error: authorization_pending` (or `slow_down` and a longer `interval` when polled faster than the interval). Then once: 200 with a new API key of the approving user (named "OpenHands CLI (<date>)"), or 400 `access_denied`; afterwards, or for a code never issued, 400 `invalid_grant`; after expiry 400 `expired_token`.
+         * @description Form-encoded `device_code=…` (JSON is taken too), no key. Until the person answers: 400 with `error: authorization_pending` (or `slow_down` and a longer `interval` when polled faster than the interval). Then once: 200 with a new API key of the approving user (named "OpenHands CLI (<date>)") that expires after `expires_in` seconds (the server’s device key lifetime, 90 days by default), or 400 `access_denied`; afterwards, or for a code never issued, 400 `invalid_grant`; after expiry 400 `expired_token`.
          */
         post: operations["pollDeviceToken"];
         delete?: never;
@@ -1376,6 +1376,26 @@ export interface paths {
          * @description Its title, whether it is public, its repository, branch and provider: only what the body names changes (null clears it). Nothing runs: a new repository is cloned when the conversation is next started in a new sandbox.
          */
         patch: operations["updateAppConversation"];
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/rotate-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the conversation a new key
+         * @description Its `session_api_key` (which opens its live channels and agent routes, and, while its sandbox runs, the sandbox’s secret routes) is replaced: the old one opens nothing from now on, and live channels opened with it close within a second. Answers the conversation with its new key. A key also stops working when the conversation’s sandbox is deleted, or when the conversation moves to another sandbox. Not with the conversation’s own key: an API key or a browser session.
+         */
+        post: operations["rotateAppConversationKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/app-conversations/{conversation_id}/send-message": {
@@ -1916,6 +1936,10 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        SignOutRequest: {
+            /** @description Also end every other browser session of yours (every browser signed in as you, in this server process) and close their live channels. */
+            everywhere?: boolean;
+        };
         CustomSecretCreate: {
             name: string;
             /** Format: password */
@@ -2157,6 +2181,8 @@ export interface components {
         ApiKeyCreate: {
             /** @description A name to tell the key from the others (where it is used). */
             name: string;
+            /** @description Days until the key expires; absent or null: it never expires (revoke it when done). */
+            expires_in_days?: number | null;
         };
         DeviceAuthorizationRequest: {
             /** @description Names the device on the approval page; default "OpenHands CLI". */
@@ -2175,6 +2201,12 @@ export interface components {
             accept: boolean;
             /** @description Shown to the model with a rejection. */
             reason?: string | null;
+        };
+        SignedOut: {
+            /** @constant */
+            signed_out: true;
+            /** @description How many browser sessions ended (yours included). */
+            sessions_ended: number;
         };
         UiConfig: {
             /** @enum {string} */
@@ -2457,6 +2489,11 @@ export interface components {
              * @description When a request last came with it (to the minute); null when never.
              */
             last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this the key opens nothing (keys of device sign-ins expire; others when made with expires_in_days); null: it never expires.
+             */
+            expires_at: string | null;
         };
         CreatedApiKey: {
             /** @description The key’s id (32 hex): what revoking names. */
@@ -2470,6 +2507,11 @@ export interface components {
              * @description When a request last came with it (to the minute); null when never.
              */
             last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this the key opens nothing (keys of device sign-ins expire; others when made with expires_in_days); null: it never expires.
+             */
+            expires_at: string | null;
             /** @description The secret (acsk_…): shown this once, never again. Send it as X-Session-API-Key or Authorization: Bearer. */
             key: string;
         };
@@ -2496,8 +2538,8 @@ export interface components {
             access_token: string;
             /** @constant */
             token_type: "Bearer";
-            /** @description null: API keys do not expire; they are revoked. */
-            expires_in: null;
+            /** @description Seconds until the key expires (RFC 6749 §5.1; the server’s device key lifetime, 90 days by default); null when this server makes device keys that do not expire. */
+            expires_in: number | null;
         };
         DeviceAuthorization: {
             /** @description As shown: XXXX-XXXX. */
@@ -2921,7 +2963,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SignOutRequest"];
+            };
+        };
         responses: {
             /** @description Signed out. */
             200: {
@@ -2929,10 +2975,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        signed_out: true;
-                    };
+                    "application/json": components["schemas"]["SignedOut"];
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
@@ -2946,6 +2998,33 @@ export interface operations {
             };
             /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the limit, or what is asked for is larger than an answer may be. Codes: PAYLOAD_TOO_LARGE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON. Codes: UNSUPPORTED_MEDIA_TYPE. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5814,7 +5893,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_HOST_NOT_ALLOWED, MALFORMED_JSON, MCP_HOST_NOT_ALLOWED, SANDBOX_IMAGE_NOT_ALLOWED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5986,7 +6065,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_HOST_NOT_ALLOWED, MALFORMED_JSON, MCP_HOST_NOT_ALLOWED, SANDBOX_IMAGE_NOT_ALLOWED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6328,7 +6407,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileMutationResponse"];
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, MALFORMED_JSON. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_HOST_NOT_ALLOWED, MALFORMED_JSON, MCP_HOST_NOT_ALLOWED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8175,6 +8254,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
             431: {
                 headers: {
@@ -8358,7 +8446,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8471,7 +8559,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8584,7 +8672,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: USER_CODE_ATTEMPTS_EXCEEDED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8849,7 +8937,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_HOST_NOT_ALLOWED, LLM_MODEL_REQUIRED, MALFORMED_JSON, MCP_HOST_NOT_ALLOWED, SANDBOX_IMAGE_NOT_ALLOWED, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8921,7 +9009,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9001,7 +9089,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST, JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SANDBOX_IMAGE_NOT_ALLOWED, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9073,7 +9161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9765,7 +9853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SANDBOX_IMAGE_NOT_ALLOWED, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9837,7 +9925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9983,7 +10071,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SETTINGS_REQUIRED. */
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: JSON_TOO_DEEP, LLM_API_KEY_REQUIRED, LLM_MODEL_REQUIRED, MALFORMED_JSON, SANDBOX_IMAGE_NOT_ALLOWED, SETTINGS_REQUIRED. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10055,7 +10143,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10968,6 +11056,145 @@ export interface operations {
             };
         };
     };
+    rotateAppConversationKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation, with its new key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        created_by_user_id: string | null;
+                        /** @description Its sandbox ('' for a record without one). */
+                        sandbox_id: string;
+                        selected_repository: string | null;
+                        selected_branch: string | null;
+                        git_provider: ("github" | "gitlab" | "bitbucket" | "enterprise_sso") | null;
+                        title: string | null;
+                        trigger: ("resolver" | "gui" | "suggested_task" | "openhands_api" | "slack" | "microagent_management" | "jira" | "jira_dc" | "linear" | "bitbucket" | "automation") | null;
+                        pr_number: number[];
+                        llm_model: string | null;
+                        /**
+                         * @description Always openhands: this server runs no ACP agents.
+                         * @constant
+                         */
+                        agent_kind: "openhands";
+                        /** @description null until the first model call. */
+                        metrics: components["schemas"]["MetricsSnapshot"] | null;
+                        parent_conversation_id: string | null;
+                        sub_conversation_ids: string[];
+                        public: boolean | null;
+                        /** @description Always empty here. */
+                        tags: {
+                            [key: string]: string;
+                        };
+                        /** @description The ACP provider of an ACP agent: always null here. */
+                        acp_server: string | null;
+                        /** @description The agent profile that launched it: always null here (no agent profiles). */
+                        launched_agent_profile: {
+                            agent_profile_id: string;
+                            revision: number;
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @enum {string} */
+                        sandbox_status: "STARTING" | "RUNNING" | "PAUSED" | "ERROR" | "MISSING";
+                        execution_status: ("idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck") | null;
+                        /** @enum {string} */
+                        conversation_status: "STARTING" | "RUNNING" | "STOPPED";
+                        status_detail: string | null;
+                        conversation_url: string | null;
+                        session_api_key: string | null;
+                    };
+                };
+            };
+            /** @description The request could not be read (malformed JSON, bad percent-encoding in the path, ids no record can have or too many of them), or a precondition is missing; from the device token endpoint, why there is no token yet (`error` says it as OAuth does). Codes: BAD_REQUEST. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: CROSS_SITE_REQUEST. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (or not yours). Codes: CONVERSATION_NOT_FOUND. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request line and headers are larger than the HTTP server accepts (Node: 16 KiB by default). The JSON body comes from answerClientErrors(server), which the example server calls; a host that does not call it gets Node's 431 without a body. Codes: REQUEST_HEADERS_TOO_LARGE. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A defect on the server. Codes: INTERNAL_ERROR. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A backend (storage or the sandbox runtime) is unavailable. Codes: STORE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     sendAppConversationMessage: {
         parameters: {
             query?: never;
@@ -11392,7 +11619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_CONNECTIONS. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_CONNECTIONS. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12392,7 +12619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_PENDING_MESSAGES. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: TOO_MANY_PENDING_MESSAGES. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12807,7 +13034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13377,7 +13604,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: SANDBOX_LIMIT_REACHED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13687,7 +13914,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13810,7 +14037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13931,7 +14158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14046,7 +14273,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14147,7 +14374,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
+            /** @description A limit is reached: sandboxes running at once (pause or delete one), live connections of the user (close one), user codes that matched nothing (wait), device sign-ins waiting from one address (answer them or wait), or messages waiting for an agent (wait until it takes them); then try again. Codes: GIT_PROVIDER_RATE_LIMITED. */
             429: {
                 headers: {
                     [name: string]: unknown;

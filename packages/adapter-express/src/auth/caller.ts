@@ -2,8 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import express, { type Request } from 'express';
 import { normalizeId } from '@acs/core/ports';
 import { presentedKeyOf, type ApiKeyLookup, type Authenticate } from './api-keys.js';
-import { readCookie, SESSION_COOKIE, type BrowserSessionStore } from './browser-sessions.js';
-import type { ConversationKeys } from './conversation-keys.js';
+import type { ConversationKeyCheck } from './conversation-keys.js';
 import { requestOrigin, type ProxyTrust } from './origin.js';
 
 /** Who is calling, and how they proved it. */
@@ -38,8 +37,12 @@ export function channelAccess(
   return { caller };
 }
 
-/** Ends the caller's browser session, if it came with one. */
-export type EndBrowserSession = (caller: Caller) => Promise<void>;
+/**
+ * Ends the caller's browser session, if it came with one; with `everywhere`, every browser
+ * session of the caller's user as well (whoever calls: a key may end its user's sessions).
+ * Resolves to how many sessions ended.
+ */
+export type EndBrowserSession = (caller: Caller, options?: { everywhere?: boolean }) => Promise<number>;
 
 export interface CallerSources {
   /** The host's own authentication; when given it decides alone (no configured keys, no session cookie). */
@@ -52,13 +55,15 @@ export interface CallerSources {
    * like conversation keys, they are the service's own to verify.
    */
   storedKeys?: (key: string) => Promise<string | null>;
-  sessions?: BrowserSessionStore;
-  conversationKeys: ConversationKeys;
+  /** The browser session the request's cookie names, while it is live and the key that made it still holds. */
+  browserSession?: (req: Request) => Promise<{ id: string; userId: string } | null>;
+  /** What a conversation key opens now (not rotated, its sandbox not deleted). */
+  conversationKey: ConversationKeyCheck;
 }
 
 /**
  * Finds the caller of a request: a conversation key (`acsc_…`) in X-Session-API-Key opens its
- * conversation only; a key the service made (`acsk_…`, not revoked) is its user's; otherwise
+ * conversation only (while it is its key as the conversation is bound now); a key the service made (`acsk_…`, not revoked) is its user's; otherwise
  * the host's `authenticate` decides, or, by default, an API key in the header or the browser
  * session cookie. A store that fails while a key is looked up is thrown (a 500, as a failing
  * `authenticate` is), never taken for a wrong key: a client that drops keys on 401 keeps it. `key` overrides where the presented key comes
@@ -69,7 +74,7 @@ export function callerResolver(sources: CallerSources) {
     const req = asExpressRequest(incoming);
     const key = presentedKey ?? presentedKeyOf(req);
     if (key) {
-      const scoped = sources.conversationKeys.verify(key);
+      const scoped = await sources.conversationKey(key);
       if (scoped)
         return {
           userId: scoped.userId,
@@ -88,12 +93,8 @@ export function callerResolver(sources: CallerSources) {
       const userId = sources.apiKeys(key);
       return userId ? { userId, via: 'api-key', conversationId: null, sessionId: null } : null;
     }
-    const sessionId = sources.sessions ? readCookie(req, SESSION_COOKIE) : null;
-    if (sessionId && sources.sessions) {
-      const userId = await sources.sessions.userOf(sessionId);
-      return userId ? { userId, via: 'session', conversationId: null, sessionId } : null;
-    }
-    return null;
+    const session = sources.browserSession ? await sources.browserSession(req) : null;
+    return session ? { userId: session.userId, via: 'session', conversationId: null, sessionId: session.id } : null;
   };
 }
 

@@ -1,6 +1,6 @@
 import type { AgentConversationService, DomainError } from '@acs/core';
 import { HTTP_ERROR_CODES } from '../http-error.js';
-import type { ConversationKeys } from './conversation-keys.js';
+import type { ConversationKeyCheck } from './conversation-keys.js';
 
 /**
  * Sandbox keys: what code running inside a sandbox presents (OpenHands 1.11's
@@ -11,13 +11,17 @@ import type { ConversationKeys } from './conversation-keys.js';
  * sandbox's key is the `session_api_key` of a conversation in it, which for us is that
  * conversation's key (`acsc_…`). So a sandbox key is **the key of a conversation whose sandbox
  * it is**, accepted while that sandbox is RUNNING (as 1.11 accepts a sandbox's key only while it
- * runs). As in 1.11, whoever holds that key (the sandbox, and its owner, who reads it off the
+ * runs), and only as it is bound now: a rotated key (`POST …/rotate-key`), or one of a deleted
+ * sandbox, opens nothing (auth/conversation-keys.ts). As in 1.11, whoever holds that key (the sandbox, and its owner, who reads it off the
  * conversation) can read the owner's secret values through these routes; an API key alone
  * cannot.
  *
  * Other kinds of sandboxes with a key of their own (an agent-server sandbox with a per-sandbox
  * session key) are added here, in `checkSandboxKey`: everything that decides whether a key
- * opens a sandbox is in this one function.
+ * opens a sandbox is in this one function. (Such a key, `acss_…`, is given to the sandbox's
+ * server in its environment when the container starts, so it cannot be rotated while the
+ * sandbox runs; it is cleared when the sandbox is deleted, and a pooled sandbox gets a new one
+ * when a user claims it.)
  */
 
 /** Why a key does not open the sandbox: 401 for the first three, 403 for `other_sandbox`. */
@@ -26,7 +30,8 @@ export type SandboxKeyRefusal = 'missing' | 'invalid' | 'not_running' | 'other_s
 type SandboxKeyCheck = { userId: string } | { refused: SandboxKeyRefusal } | { failed: DomainError };
 
 export interface SandboxKeySources {
-  conversationKeys: ConversationKeys;
+  /** What a conversation key opens now (its conversation as it is bound now). */
+  conversationKey: ConversationKeyCheck;
   service: AgentConversationService;
 }
 
@@ -36,7 +41,7 @@ export type SandboxKeyChecker = (key: string | null, sandboxId: string) => Promi
 export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker {
   return async function checkSandboxKey(key, sandboxId) {
     if (!key) return { refused: 'missing' };
-    const scoped = sources.conversationKeys.verify(key);
+    const scoped = await sources.conversationKey(key);
     if (!scoped) return { refused: 'invalid' };
     const found = await sources.service.conversations.get(scoped.userId, scoped.conversationId);
     if (found.isErr())

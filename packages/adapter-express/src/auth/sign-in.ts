@@ -1,13 +1,21 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from '@acs/core/ports';
-import { readCookie, SESSION_COOKIE, sessionCookie, type BrowserSessionStore } from './browser-sessions.js';
+import { sessionCookie, type BrowserSessionStore } from './browser-sessions.js';
 import { requestOrigin, type ProxyTrust } from './origin.js';
+
+/** A key that signs a browser in: its user, and the credential the session keeps (it ends when the key stops opening things). */
+export interface SignInKey {
+  userId: string;
+  credential: string;
+}
 
 export interface SignInDeps {
   sessions: BrowserSessionStore;
   /** The user of an API key (configured or made by the service), or null. */
-  userOfKey(key: string): Promise<string | null>;
+  userOfKey(key: string): Promise<SignInKey | null>;
+  /** The browser's live session from its cookie (the key that made it still holding), or null. */
+  currentSession(req: Request): Promise<{ id: string; userId: string } | null>;
   logger: Logger;
   proxy: ProxyTrust;
   /** The path below the router's mount point (`/api/…` paths never sign in). */
@@ -41,8 +49,8 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
       return;
     }
     res.set('Cache-Control', 'no-store');
-    deps.userOfKey(key).then((userId) => {
-      if (!userId) {
+    deps.userOfKey(key).then((signedBy) => {
+      if (!signedBy) {
         res
           .status(401)
           .type('text/plain')
@@ -50,10 +58,10 @@ export function signInHandler(deps: SignInDeps): RequestHandler {
         return;
       }
       const target = keylessLocation(req);
-      if (isPage) void answerPage(deps, pageHeaders, req, res, next, userId, target);
+      if (isPage) void answerPage(deps, pageHeaders, req, res, next, signedBy, target);
       else
         readForm(req, res, (error?: unknown) =>
-          error ? next(error) : void confirm(deps, req, res, next, userId, target),
+          error ? next(error) : void confirm(deps, req, res, next, signedBy, target),
         );
     }, next);
   };
@@ -85,11 +93,12 @@ async function answerPage(
   req: Request,
   res: Response,
   next: NextFunction,
-  userId: string,
+  signedBy: SignInKey,
   target: string,
 ): Promise<void> {
+  const userId = signedBy.userId;
   try {
-    const current = await currentSession(deps, req);
+    const current = await deps.currentSession(req);
     if (current?.userId === userId) {
       // Already signed in as this user: only drop the key from the address.
       res.status(303).set('Referrer-Policy', 'no-referrer').location(target).end();
@@ -97,7 +106,7 @@ async function answerPage(
     }
     const site = req.get('sec-fetch-site');
     if (!current && (site === 'none' || site === 'same-origin')) {
-      await startSession(deps, req, res, userId, target, null);
+      await startSession(deps, req, res, signedBy, target, null);
       return;
     }
     pageHeaders(req, res, () => {
@@ -117,9 +126,10 @@ async function confirm(
   req: Request,
   res: Response,
   next: NextFunction,
-  userId: string,
+  signedBy: SignInKey,
   target: string,
 ): Promise<void> {
+  const userId = signedBy.userId;
   try {
     const form = (req.body ?? {}) as Record<string, unknown>;
     if (form[CONFIRM_FIELD] !== userId) {
@@ -131,30 +141,25 @@ async function confirm(
       res.status(403).type('text/plain').send('Refused: sign-in is confirmed only from this site.\n');
       return;
     }
-    await startSession(deps, req, res, userId, target, await currentSession(deps, req));
+    await startSession(deps, req, res, signedBy, target, await deps.currentSession(req));
   } catch (error) {
     next(error);
   }
 }
 
-/** The browser's session from its cookie, when that session is live. */
-async function currentSession(deps: SignInDeps, req: Request): Promise<{ id: string; userId: string } | null> {
-  const id = readCookie(req, SESSION_COOKIE);
-  const userId = id ? await deps.sessions.userOf(id) : null;
-  return id && userId ? { id, userId } : null;
-}
-
-/** Signs the browser in as `userId` (ending the session it replaces) and sends it to `target`. */
+/** Signs the browser in as the key's user (ending the session it replaces) and sends it to `target`. */
 async function startSession(
   deps: SignInDeps,
   req: Request,
   res: Response,
-  userId: string,
+  signedBy: SignInKey,
   target: string,
   replaced: { id: string } | null,
 ): Promise<void> {
+  const userId = signedBy.userId;
   if (replaced) await deps.sessions.end(replaced.id);
-  const sessionId = await deps.sessions.create(userId);
+  // The session remembers its key, so it ends when the key is revoked or expires.
+  const sessionId = await deps.sessions.create(userId, signedBy.credential);
   const secure = requestOrigin(req, deps.proxy).protocol === 'https';
   res
     .status(303)

@@ -7,6 +7,14 @@ import { channelAccess, type Caller } from '../auth/caller.js';
 import { openFeed, type Feed } from './feed.js';
 import { CLOSE_MESSAGES, type LiveConnections } from './live-connections.js';
 import { webSocketOutbound, type Pacing } from './outbound.js';
+import {
+  frameText,
+  isAuthFrame,
+  pendingAuthentication,
+  type Frame,
+  type PendingAuthentication,
+} from './pending-authentication.js';
+import { refuseUpgrade } from './upgrades.js';
 import { userMessage } from './user-message.js';
 import { agentError, stateUpdate, V1EventTranslator } from './v1-events.js';
 
@@ -18,6 +26,8 @@ export interface V1ChannelDeps {
   live: LiveConnections;
   /** The largest message a client may send (the router's body limit: one limit whichever way a message comes). */
   maxMessageBytes: number;
+  /** Who a connection comes from, for the limit of unauthenticated connections per address (auth/client-address.ts). */
+  clientAddressOf(req: IncomingMessage): string;
 }
 
 /** Close codes of the agent-server's socket (4xxx: the HTTP status they stand for). */
@@ -56,19 +66,19 @@ function messageOf(data: unknown): { text: string; images: string[] } | null {
   return { text, images };
 }
 
-const textOf = (raw: RawData): string =>
-  (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString('utf8');
-
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * The OpenHands agent-server's event socket, which the UI opens in V1 mode:
- * `<mount>/sockets/events/<conversation id>?resend_all=true&session_api_key=…`. Frames are
- * agent-server events (see v1-events.ts); with `resend_all` the whole history comes first, then
- * each new event. A frame the client sends is a user message that runs the agent. Unknown
- * key: close 4001; unknown conversation: close 4004; more live connections than the user may
- * hold: close 4029. A frame that breaks the protocol or exceeds the message limit closes that
- * connection only (ws answers 1002, 1007 or 1009).
+ * `<mount>/sockets/events/<conversation id>?resend_all=true&session_api_key=…`, and SDK 1.58
+ * without the key, sending `{"type":"auth","session_api_key":…}` as its first frame instead.
+ * Frames are agent-server events (see v1-events.ts); with `resend_all` the whole history comes
+ * first, then each new event. A frame the client sends is a user message that runs the agent.
+ * Unknown key: close 4001; unknown conversation: close 4004; more live connections than the
+ * user may hold: close 4029. Until it has authenticated a connection may send only its
+ * authentication frame (pending-authentication.ts), and one address may hold only a few such
+ * connections (429 at the upgrade). A frame that breaks the protocol or exceeds the message
+ * limit closes that connection only (ws answers 1002, 1007 or 1009).
  */
 export function createV1Channel(deps: V1ChannelDeps) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false });
@@ -82,7 +92,15 @@ export function createV1Channel(deps: V1ChannelDeps) {
       conversationId: string,
       query: URLSearchParams,
     ): void {
-      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, socket, req, conversationId, query, deps));
+      // A socket that offers a key is answered at once; one that does not may wait for its first frame, and counts.
+      const leave = offersKey(req, query) ? () => {} : deps.live.enterUnauthenticated(deps.clientAddressOf(req));
+      if (!leave) {
+        refuseUpgrade(socket, 429, TOO_MANY_UNAUTHENTICATED);
+        return;
+      }
+      // However the handshake ends (ws answers a bad one itself), the place is given back.
+      socket.once('close', leave);
+      wss.handleUpgrade(req, socket, head, (ws) => serve(ws, socket, req, conversationId, query, deps, leave));
     },
     close(): void {
       for (const client of wss.clients) closeWith(client, CLOSE.goingAway, CLOSE_MESSAGES.shutting_down);
@@ -90,6 +108,14 @@ export function createV1Channel(deps: V1ChannelDeps) {
     },
   };
 }
+
+/** Whether the upgrade itself carries a key (in the query, X-Session-API-Key or Authorization). */
+const offersKey = (req: IncomingMessage, query: URLSearchParams) =>
+  !!query.get('session_api_key') || req.headers['x-session-api-key'] !== undefined || !!req.headers.authorization;
+
+/** Why an upgrade is refused before the WebSocket opens (429). */
+export const TOO_MANY_UNAUTHENTICATED =
+  'Too many connections from this address have not authenticated yet: authenticate one (or close it) first.';
 
 /** One connection, from the handshake to its close. Every listener is in place before anything is awaited. */
 function serve(
@@ -99,8 +125,9 @@ function serve(
   conversationId: string,
   query: URLSearchParams,
   deps: V1ChannelDeps,
+  leave: () => void,
 ): void {
-  const connection = new V1Connection(deps, ws, socket, req, conversationId, query);
+  const connection = new V1Connection(deps, ws, socket, req, conversationId, query, leave);
   connection.open().catch((error: unknown) => {
     deps.logger.error({ conversationId, err: errorText(error) }, 'agent-server socket failed');
     closeWith(ws, CLOSE.internal, 'internal error');
@@ -113,14 +140,16 @@ function serve(
  * sent to the conversation, and the feed (history with `resend_all`, then live events) follows.
  */
 class V1Connection {
-  /** Messages sent before authentication, handled once it is known who sent them. */
+  /** Messages that came once it was known who sent them, before the conversation is followed. */
   readonly #early: RawData[] = [];
   #onMessage: ((raw: RawData) => void) | null = null;
   #feed: Feed | null = null;
   #release: (() => void) | null = null;
   #closed = false;
   readonly #authDeadline: NodeJS.Timeout;
-  readonly #key: string | null;
+  readonly #pending: PendingAuthentication;
+  /** The key the connection authenticated with: the query's, else its authentication frame's. */
+  #key: string | null;
 
   constructor(
     private readonly deps: V1ChannelDeps,
@@ -129,8 +158,10 @@ class V1Connection {
     private readonly req: IncomingMessage,
     private readonly conversationId: string,
     private readonly query: URLSearchParams,
+    leave: () => void,
   ) {
     this.#key = query.get('session_api_key') || null;
+    this.#pending = pendingAuthentication(ws, socket, deps.live.limits, leave);
     ws.on('error', (error: Error) => {
       // A protocol error or an oversized frame: ws closes this connection with the matching code.
       deps.logger.info(
@@ -144,13 +175,8 @@ class V1Connection {
       this.#feed?.close();
       this.#release?.();
     });
-    ws.on('message', (raw: RawData) => {
-      if (this.#onMessage) this.#onMessage(raw);
-      else if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(raw);
-      else closeWith(ws, CLOSE.policy, 'too many messages before authentication');
-    });
     this.#authDeadline = setTimeout(
-      () => closeWith(ws, CLOSE.unauthenticated, 'not authenticated in time'),
+      () => this.#refuse(CLOSE.unauthenticated, 'not authenticated in time'),
       deps.live.limits.authDeadlineMs,
     );
     this.#authDeadline.unref();
@@ -158,16 +184,17 @@ class V1Connection {
 
   /** Who is connecting, and whether they may: then admitted among the user's live connections, and followed. */
   async open(): Promise<void> {
-    const { ws, deps } = this;
-    const access = channelAccess(await deps.resolveCaller(this.req, this.#key), this.#key, this.conversationId);
+    const { deps } = this;
+    const urlKey = this.#key;
+    const access = channelAccess(await this.#caller(), urlKey, this.conversationId);
     clearTimeout(this.#authDeadline);
     if (this.#closed) return;
     if ('refused' in access) {
-      closeWith(ws, CLOSE.unauthenticated, 'not authenticated for this conversation');
+      this.#refuse(CLOSE.unauthenticated, 'not authenticated for this conversation');
       return;
     }
     const caller = access.caller;
-    const outbound = webSocketOutbound(ws, this.socket);
+    const outbound = webSocketOutbound(this.ws, this.socket);
     const admission = deps.live.admit({
       caller,
       channel: 'websocket',
@@ -175,18 +202,53 @@ class V1Connection {
       stillValid: () =>
         deps.resolveCaller(this.req, this.#key).then((now) => now !== null && now.userId === caller.userId),
       close: (reason) =>
-        closeWith(ws, reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated, CLOSE_MESSAGES[reason]),
+        closeWith(
+          this.ws,
+          reason === 'shutting_down' ? CLOSE.goingAway : CLOSE.unauthenticated,
+          CLOSE_MESSAGES[reason],
+        ),
     });
     if ('refused' in admission) {
-      closeWith(ws, CLOSE.tooMany, admission.refused);
+      this.#refuse(CLOSE.tooMany, admission.refused);
       return;
     }
     this.#release = admission.release;
+    this.#admitFrames(this.#pending.authenticated());
     await this.#follow(
       caller.userId,
       { outbound, stallMs: deps.live.limits.stallMs, userHasRoom: admission.userHasRoom },
       admission.tooFarBehind,
     );
+  }
+
+  /**
+   * Who is connecting: by the query's key, a key in a header or the session cookie; else, when
+   * the upgrade offered no key at all, by the key of its authentication frame.
+   */
+  async #caller(): Promise<Caller | null> {
+    const found = await this.deps.resolveCaller(this.req, this.#key);
+    if (found || offersKey(this.req, this.query) || this.#closed) return found;
+    const frameKey = await this.#pending.authFrame();
+    if (frameKey === null || this.#closed) return null;
+    this.#key = frameKey;
+    return this.deps.resolveCaller(this.req, frameKey);
+  }
+
+  /** From now on the client's frames are its messages: those that came before, then each as it comes. */
+  #admitFrames(before: Frame[]): void {
+    const take = (raw: RawData) => {
+      if (this.#onMessage) this.#onMessage(raw);
+      else if (this.#early.length < MAX_EARLY_MESSAGES) this.#early.push(raw);
+      else closeWith(this.ws, CLOSE.policy, 'too many messages before the conversation is followed');
+    };
+    for (const frame of before) take(frame.data);
+    this.ws.on('message', take);
+  }
+
+  /** Closes a connection that is not let in; nothing it sends from now on is kept. */
+  #refuse(code: number, reason: string): void {
+    this.#pending.abandon();
+    closeWith(this.ws, code, reason);
   }
 
   async #follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
@@ -239,9 +301,11 @@ class V1Connection {
 
   /** A frame from the client: a user message for the conversation, or a refusal saying what to send. */
   #received(userId: string, raw: RawData): void {
-    const message = messageOf(parseJson(textOf(raw)));
+    // An authentication frame once authenticated (a client that sends one whatever the URL held) is passed over, as the agent-server does.
+    if (isAuthFrame({ data: raw, isBinary: false })) return;
+    const message = messageOf(parseJson(frameText(raw)));
     if (!message) {
-      this.#refuse('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
+      this.#refuseMessage('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
       return;
     }
     this.deps.service.conversations
@@ -249,7 +313,7 @@ class V1Connection {
       .then(
         (sent) => {
           if (sent.isErr())
-            this.#refuse(
+            this.#refuseMessage(
               sent.error.type === 'ValidationFailed'
                 ? sent.error.message
                 : `The message was not sent (${sent.error.type}).`,
@@ -269,7 +333,7 @@ class V1Connection {
       this.ws.send(Buffer.from(JSON.stringify(frame), 'utf8'), { binary: false });
   }
 
-  #refuse(error: string): void {
+  #refuseMessage(error: string): void {
     this.#send(agentError(`refused-${Date.now()}`, new Date().toISOString(), error));
   }
 

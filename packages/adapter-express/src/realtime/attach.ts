@@ -22,6 +22,8 @@ export interface RealtimeDeps {
   maxMessageBytes: number;
   /** Takes the upgrades of sandboxes' exposed URLs (by their host names). */
   sandboxProxy: SandboxProxy;
+  /** Who a connection comes from, for the limit of unauthenticated connections per address. */
+  clientAddressOf(req: IncomingMessage): string;
 }
 
 /**

@@ -21,6 +21,23 @@ export interface LiveChannelLimits {
   /** A connection that has not proved who it is after this long is closed (default 10 s). */
   authDeadlineMs?: number;
   /**
+   * A WebSocket that opened with no credentials proves who it is in its first frame, as the
+   * OpenHands SDK 1.58 does (`{"type":"auth","session_api_key":…}`): that frame must come
+   * within this long (default 5 s) …
+   */
+  authFrameMs?: number;
+  /**
+   * … and be at most this large (default 4 KiB). Until a connection is authenticated, nothing
+   * more than this (and the frame's header) is read from it: a client that sends more, or
+   * anything but the authentication frame, is closed and nothing it sent is kept.
+   */
+  maxAuthFrameBytes?: number;
+  /**
+   * Connections from one client address (an IPv6 /64) that have not authenticated yet, at once
+   * (default 8); past it a new one is refused with 429 before the WebSocket opens.
+   */
+  maxUnauthenticatedPerAddress?: number;
+  /**
    * How often each connection's credentials are checked again (default 1 s): a session that
    * ended (signed out elsewhere, expired) or a key the host no longer accepts closes its
    * connections. Sign-out in this process closes them at once.
@@ -38,6 +55,9 @@ export function resolveLiveChannelLimits(limits: LiveChannelLimits = {}): Resolv
     maxBufferedBytesPerUser: 32 * 1024 * 1024,
     stallMs: 60_000,
     authDeadlineMs: 10_000,
+    authFrameMs: 5_000,
+    maxAuthFrameBytes: 4096,
+    maxUnauthenticatedPerAddress: 8,
     recheckMs: 1_000,
     ...given,
   };
@@ -90,6 +110,8 @@ export class LiveConnections {
   readonly #logger: Logger;
   readonly #open = new Set<LiveConnection>();
   readonly #perUser = new Map<string, Set<LiveConnection>>();
+  /** Connections not yet authenticated, by client address group. */
+  readonly #unauthenticated = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
   #checking = false;
 
@@ -138,10 +160,38 @@ export class LiveConnections {
     };
   }
 
+  /**
+   * Counts a connection that has not authenticated yet against its client address's limit;
+   * null when the address holds the most allowed. Call the function returned once the
+   * connection has authenticated or closed (more calls do nothing).
+   */
+  enterUnauthenticated(address: string): (() => void) | null {
+    const held = this.#unauthenticated.get(address) ?? 0;
+    if (held >= this.limits.maxUnauthenticatedPerAddress) {
+      this.#logger.warn({ address, held }, 'connection refused: too many unauthenticated connections from one address');
+      return null;
+    }
+    this.#unauthenticated.set(address, held + 1);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const now = (this.#unauthenticated.get(address) ?? 1) - 1;
+      if (now <= 0) this.#unauthenticated.delete(address);
+      else this.#unauthenticated.set(address, now);
+    };
+  }
+
   /** Closes every connection of a browser session now (sign-out). */
   endSession(sessionId: string): void {
     for (const connection of [...this.#open])
       if (connection.caller.sessionId === sessionId) connection.close('signed_out');
+  }
+
+  /** Closes every connection a browser session of the user opened, now (sign-out everywhere). */
+  endSessionsOf(userId: string): void {
+    for (const connection of [...(this.#perUser.get(userId) ?? [])])
+      if (connection.caller.via === 'session') connection.close('signed_out');
   }
 
   /** How many live connections the user holds in this process. */

@@ -33,7 +33,7 @@ export function apiKeyRoutes(service: AgentConversationService): RouteDefinition
       operationId: 'listApiKeys',
       summary: 'List your API keys',
       description:
-        'The keys you made (here, in the console, or by signing in a device such as the OpenHands CLI), oldest first, without their secrets. Keys from the server’s configuration are not listed.',
+        'The keys you made (here, in the console, or by signing in a device such as the OpenHands CLI), oldest first, without their secrets, with when each expires (`expires_at`; an expired key opens nothing and goes when you next make one). Keys from the server’s configuration are not listed.',
       tags: ['keys'],
       success: { status: 200, description: 'Your keys.', schema: z.array(ApiKeyInfoSchema) },
       errors: ApiKeyServiceErrors.list,
@@ -45,12 +45,15 @@ export function apiKeyRoutes(service: AgentConversationService): RouteDefinition
       operationId: 'createApiKey',
       summary: 'Make an API key',
       description:
-        'A new key of yours with the name given. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user.',
+        'A new key of yours with the name given, never expiring unless `expires_in_days` says when. Its secret (acsk_…) is in this answer only: only its hash is kept. 409 API_KEY_LIMIT_REACHED past the limit per user (expired keys do not count).',
       tags: ['keys'],
       body: ApiKeyCreateSchema,
       success: { status: 200, description: 'The key, with its secret this once.', schema: CreatedApiKeySchema },
       errors: ApiKeyServiceErrors.create,
-      handle: ({ userId, body }) => apiKeys.create(userId, body.name),
+      handle: ({ userId, body }) =>
+        apiKeys.create(userId, body.name, {
+          lifetimeMs: body.expires_in_days ? body.expires_in_days * 24 * 3600_000 : null,
+        }),
     }),
     defineRoute({
       method: 'delete',
@@ -58,7 +61,7 @@ export function apiKeyRoutes(service: AgentConversationService): RouteDefinition
       operationId: 'revokeApiKey',
       summary: 'Revoke an API key',
       description:
-        'From now on the key opens nothing: requests with it get 401, and live channels opened with it close within a second.',
+        'From now on the key opens nothing: requests with it get 401, browser sessions it signed in end, and live channels opened with it (or with those sessions) close within a second.',
       tags: ['keys'],
       params: keyPath,
       success: { status: 200, description: 'Revoked.', schema: SuccessSchema },

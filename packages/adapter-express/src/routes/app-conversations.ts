@@ -88,7 +88,7 @@ const UUID = new RegExp(UUID_PATTERN);
 export function appConversationRoutes(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
   const app = (c: ConversationOverview, userId: string, mountPath: string) =>
-    toAppConversation(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
+    toAppConversation(c, conversationLinks(c.record, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',
@@ -322,6 +322,23 @@ export function appConversationRoutes(service: AgentConversationService, context
       errors: ConversationServiceErrors.delete,
       handle: ({ userId, params }) =>
         conversations.delete(userId, params.conversation_id).map(() => ({ success: true as const })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/app-conversations/{conversation_id}/rotate-key',
+      operationId: 'rotateAppConversationKey',
+      summary: 'Give the conversation a new key',
+      description:
+        'Its `session_api_key` (which opens its live channels and agent routes, and, while its sandbox runs, the sandbox’s secret routes) is replaced: the old one opens nothing from now on, and live channels opened with it close within a second. Answers the conversation with its new key. A key also stops working when the conversation’s sandbox is deleted, or when the conversation moves to another sandbox. Not with the conversation’s own key: an API key or a browser session.',
+      tags: ['app conversations (V1)'],
+      params: conversationIdParams,
+      success: { status: 200, description: 'The conversation, with its new key.', schema: AppConversationSchema },
+      errors: ConversationServiceErrors.rotateKey,
+      handle: ({ userId, params, mountPath }) =>
+        conversations
+          .rotateKey(userId, params.conversation_id)
+          .andThen(() => conversations.get(userId, params.conversation_id))
+          .map((c) => app(c, userId, mountPath)),
     }),
     defineRoute({
       method: 'post',

@@ -29,7 +29,7 @@ const V0MessageRequestSchema = z.strictObject({
 export function conversationRoutesV0(service: AgentConversationService, context: RouteContext): RouteDefinition[] {
   const { conversations } = service;
   const info = (c: ConversationOverview, userId: string, mountPath: string) =>
-    toConversationInfo(c, conversationLinks(c.record.id, userId, mountPath, context.conversationKeys));
+    toConversationInfo(c, conversationLinks(c.record, userId, mountPath, context.conversationKeys));
   return [
     defineRoute({
       method: 'post',

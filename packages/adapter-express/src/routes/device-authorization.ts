@@ -29,7 +29,7 @@ export function deviceAuthorizationRoutes(service: AgentConversationService, con
       operationId: 'startDeviceAuthorization',
       summary: 'Start a device sign-in (RFC 8628 §3.1)',
       description:
-        'No key: the device has none yet. Answers the codes and where the person approves (the console’s page, `verification_uri_complete` with the user code in it). The codes expire after `expires_in` seconds; at most a bounded number of sign-ins wait at once (503 DEVICE_AUTHORIZATIONS_FULL past it).',
+        'No key: the device has none yet. Answers the codes and where the person approves (the console’s page, `verification_uri_complete` with the user code in it). The codes expire after `expires_in` seconds. At most a few sign-ins from one client address wait at once (an IPv6 address counts by its /64; behind a trusted proxy, the address the proxy appended to X-Forwarded-For): 429 DEVICE_AUTHORIZATIONS_FROM_CLIENT_FULL past it; and at most a bounded number from everyone together (503 DEVICE_AUTHORIZATIONS_FULL).',
       tags: ['device sign-in'],
       authenticated: false,
       formBody: true,
@@ -37,8 +37,8 @@ export function deviceAuthorizationRoutes(service: AgentConversationService, con
       bodyRequired: false,
       success: { status: 200, description: 'The codes.', schema: DeviceAuthorizationResponseSchema },
       errors: DeviceAuthorizationErrors.start,
-      handle: ({ body, origin }) =>
-        deviceAuthorization.start(body ?? {}).map((started) => {
+      handle: ({ body, origin, client }) =>
+        deviceAuthorization.start(body ?? {}, client).map((started) => {
           const verificationUri = `${origin}${context.deviceVerificationPath}`;
           return {
             device_code: started.device_code,
@@ -56,7 +56,7 @@ export function deviceAuthorizationRoutes(service: AgentConversationService, con
       operationId: 'pollDeviceToken',
       summary: 'Poll for the key of a device sign-in (RFC 8628 §3.4)',
       description:
-        'Form-encoded `device_code=…` (JSON is taken too), no key. Until the person answers: 400 with `error: authorization_pending` (or `slow_down` and a longer `interval` when polled faster than the interval). Then once: 200 with a new API key of the approving user (named "OpenHands CLI (<date>)"), or 400 `access_denied`; afterwards, or for a code never issued, 400 `invalid_grant`; after expiry 400 `expired_token`.',
+        'Form-encoded `device_code=…` (JSON is taken too), no key. Until the person answers: 400 with `error: authorization_pending` (or `slow_down` and a longer `interval` when polled faster than the interval). Then once: 200 with a new API key of the approving user (named "OpenHands CLI (<date>)") that expires after `expires_in` seconds (the server’s device key lifetime, 90 days by default), or 400 `access_denied`; afterwards, or for a code never issued, 400 `invalid_grant`; after expiry 400 `expired_token`.',
       tags: ['device sign-in'],
       authenticated: false,
       formBody: true,
@@ -66,7 +66,7 @@ export function deviceAuthorizationRoutes(service: AgentConversationService, con
       handle: ({ body }) =>
         deviceAuthorization
           .poll(body.device_code)
-          .map(({ access_token }) => ({ access_token, token_type: 'Bearer' as const, expires_in: null })),
+          .map(({ access_token, expires_in }) => ({ access_token, token_type: 'Bearer' as const, expires_in })),
     }),
     defineRoute({
       method: 'get',

@@ -146,7 +146,8 @@ export type ConversationStatusResponse = z.infer<typeof ConversationStatusRespon
 /**
  * Where a conversation's agent routes and realtime channels are, for the client: relative to the
  * router's mount point (so one origin serves the UI, the API and the channels), and the
- * conversation's own key, which opens only those.
+ * conversation's own key, which opens only those (bound to its sandbox and key generation: a
+ * rotation, or another sandbox, makes another key).
  */
 export interface ConversationLinks {
   url: string;
@@ -154,14 +155,17 @@ export interface ConversationLinks {
 }
 
 export function conversationLinks(
-  conversationId: string,
+  record: Pick<ConversationOverview['record'], 'id' | 'sandbox_id' | 'key_generation'>,
   userId: string,
   mountPath: string,
   keys: ConversationKeys,
 ): ConversationLinks {
   return {
-    url: `${mountPath.replace(/\/+$/, '')}/api/conversations/${conversationId}`,
-    session_api_key: keys.mint(userId, conversationId),
+    url: `${mountPath.replace(/\/+$/, '')}/api/conversations/${record.id}`,
+    session_api_key: keys.mint(userId, record.id, {
+      sandbox_id: record.sandbox_id,
+      key_generation: record.key_generation ?? 0,
+    }),
   };
 }
 

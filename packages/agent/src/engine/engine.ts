@@ -1,4 +1,4 @@
-import type { DomainError } from '@acs/core';
+import { KeyedSemaphore, type DomainError } from '@acs/core';
 import { storeUnavailable, type OwnedLease, type RecoveryReport, type StoreFailure } from '@acs/core/ports';
 import type { ConversationRecord } from '@acs/core/schemas';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
@@ -8,7 +8,12 @@ import { prepareRepository } from '../workspace-setup.js';
 import { createActions } from './actions.js';
 import { createConfirmation, type Confirmation } from './confirmation.js';
 import { runLoop, type LoopDeps } from './loop.js';
-import { DEFAULT_MAX_ITERATIONS, type AgentEngine, type AgentEngineDeps } from './options.js';
+import {
+  DEFAULT_MAX_ITERATIONS,
+  DEFAULT_MAX_MODEL_CALLS_PER_USER,
+  type AgentEngine,
+  type AgentEngineDeps,
+} from './options.js';
 import { createRecording, type Recording } from './recording.js';
 import { closeInterrupted, type RecoveryDeps } from './recovery.js';
 import { createReplayer } from './replay-run.js';
@@ -53,7 +58,14 @@ export function createAgentEngine(host: AgentEngineDeps): AgentEngine {
     actions,
     wake: (userId, conversationId) => wake(ctx, userId, conversationId),
   });
-  const stepper = createStepper({ host, options, defaultMaxIterations, recording, actions });
+  const stepper = createStepper({
+    host,
+    options,
+    defaultMaxIterations,
+    recording,
+    actions,
+    modelCalls: new KeyedSemaphore(options.maxModelCallsPerUser ?? DEFAULT_MAX_MODEL_CALLS_PER_USER),
+  });
   const replayer = createReplayer({ host, defaultToolset: new Toolset(builtinTools), recording, actions });
   const ctx: EngineContext = {
     host,

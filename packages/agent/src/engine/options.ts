@@ -5,6 +5,8 @@ import type { WorkspaceOptions } from '../workspace-setup.js';
 
 /** Steps per user message when neither the options nor the user's settings say. */
 export const DEFAULT_MAX_ITERATIONS = 100;
+/** Model calls one user's agents make at once when the options do not say. */
+export const DEFAULT_MAX_MODEL_CALLS_PER_USER = 16;
 
 export interface AgentEngineOptions {
   /** Steps per user message when the user's `max_iterations` is unset. Default 100. */
@@ -19,6 +21,12 @@ export interface AgentEngineOptions {
   security?: { trustedHosts?: readonly string[]; secretPaths?: readonly string[] };
   /** Repository setup: clone and setup-script time limits, where credentials live in the sandbox. */
   workspace?: WorkspaceOptions;
+  /**
+   * Model calls one user's agents make at once, in this process (default 16); more wait their
+   * turn. One user's many conversations then share what the server spends on them instead of
+   * taking it from everyone else.
+   */
+  maxModelCallsPerUser?: number;
 }
 
 /** What the engine is built from: the domain's side of the agent port, and its options. */

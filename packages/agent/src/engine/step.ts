@@ -5,7 +5,9 @@ import type {
   ConversationRecord,
   StoredSettings,
 } from '@acs/core/schemas';
-import type { AgentHost, LlmCredentials, LlmMessage, LlmResponse } from '@acs/core/ports';
+import type { KeyedSemaphore } from '@acs/core';
+import type { AgentHost, LlmCredentials, LlmError, LlmMessage, LlmRequest, LlmResponse } from '@acs/core/ports';
+import { err, type Result } from 'neverthrow';
 import { CUT_OFF_ANSWER_NOTE, CUT_OFF_CALL_RESULT, EMPTY_ANSWER_NOTE, noteStillStands } from '../answer-notes.js';
 import { planCondensation, summaryRequest, type CondenserOptions } from '../condenser.js';
 import { systemPrompt } from '../prompt.js';
@@ -26,6 +28,8 @@ export interface StepperDeps {
   defaultMaxIterations: number;
   recording: Recording;
   actions: Actions;
+  /** Each user's model calls at once (`maxModelCallsPerUser`): a call waits here for its turn. */
+  modelCalls: KeyedSemaphore;
 }
 
 /** What a run steps with: read once when it starts (the credentials again before each step). */
@@ -51,6 +55,21 @@ export function createStepper(deps: StepperDeps): Stepper {
   return { step: (r, input) => step(deps, r, input) };
 }
 
+/** One model call, once the user has a free place among their calls at once; a stop while it waits is a cancelled call. */
+async function callModel(deps: StepperDeps, r: Runner, request: LlmRequest): Promise<Result<LlmResponse, LlmError>> {
+  const answered = await deps.modelCalls.run(r.userId, r.signal, () => deps.host.llm.complete(request));
+  return (
+    answered ??
+    err({
+      type: 'cancelled',
+      message: 'The run was stopped while its model call waited for its turn.',
+      status: null,
+      retryable: false,
+      attempts: 0,
+    })
+  );
+}
+
 async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<StepEnd> {
   const { recording, actions } = deps;
   await recording.catchUp(r);
@@ -63,7 +82,7 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
   const toolset = actions.toolsetOf(r, input.workingDir);
   const seenUpTo = r.log.lastId;
   r.handled(seenUpTo);
-  const response = await deps.host.llm.complete({
+  const response = await callModel(deps, r, {
     credentials: input.credentials,
     messages: promptOf(r, input),
     tools: toolset.definitions,
@@ -215,7 +234,7 @@ async function condense(
   if (!force && r.log.withinCondenserBounds(options)) return 'none';
   const plan = planCondensation(r.log.events, options, force);
   if (!plan) return 'none';
-  const response = await deps.host.llm.complete({
+  const response = await callModel(deps, r, {
     credentials: input.credentials,
     messages: summaryRequest(plan, options),
     tools: [],

@@ -19,6 +19,14 @@ export const ApiKeyServiceErrors = {
 export interface ApiKeyHolder {
   userId: string;
   keyId: string;
+  /** The hex SHA-256 of its secret: what `holderOfHash` checks again later (a browser session remembers it). */
+  keyHash: string;
+}
+
+/** How a new key is made besides its name. */
+export interface NewApiKeyOptions {
+  /** How long it opens things (ms); null or absent: until it is revoked. */
+  lifetimeMs?: number | null;
 }
 
 export interface ApiKeyService {
@@ -27,14 +35,25 @@ export interface ApiKeyService {
   /** The user's keys, oldest first, without secrets. */
   list(userId: string): ResultAsync<ApiKeyInfo[], ErrorsOf<typeof ApiKeyServiceErrors.list>>;
   /** Makes a key for the user; its secret is in the answer and nowhere else. */
-  create(userId: string, name: string): ResultAsync<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>;
+  create(
+    userId: string,
+    name: string,
+    options?: NewApiKeyOptions,
+  ): ResultAsync<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>;
   /** Revokes one of the user's keys: from now on it opens nothing. */
   revoke(userId: string, keyId: string): ResultAsync<void, ErrorsOf<typeof ApiKeyServiceErrors.revoke>>;
   /**
-   * Whose key this is, when the service made it and it is not revoked; null otherwise (also for
-   * text that is no key of ours, without asking the store). Notes the use, at most once a minute.
+   * Whose key this is, when the service made it and it is neither revoked nor expired; null
+   * otherwise (also for text that is no key of ours, without asking the store). Notes the use,
+   * at most once a minute.
    */
   authenticate(presented: string): ResultAsync<ApiKeyHolder | null, StoreFailure>;
+  /**
+   * The holder of the key whose secret hashes to `keyHash`, while it still opens things (neither
+   * revoked nor expired); null otherwise. Notes no use: it checks again what was checked before
+   * (a browser session's key, on each of the session's requests).
+   */
+  holderOfHash(keyHash: string): ResultAsync<ApiKeyHolder | null, StoreFailure>;
 }
 
 export interface ApiKeyServiceDeps {
@@ -59,7 +78,14 @@ const infoOf = (key: StoredApiKey): ApiKeyInfo => ({
   name: key.name,
   created_at: key.created_at,
   last_used_at: key.last_used_at,
+  expires_at: key.expires_at,
 });
+
+/** Whether a key has expired at `now` (an instant). */
+export const isExpired = (key: Pick<StoredApiKey, 'expires_at'>, now: string): boolean =>
+  key.expires_at !== null && Date.parse(key.expires_at) <= Date.parse(now);
+
+const holderOf = (key: StoredApiKey): ApiKeyHolder => ({ userId: key.user_id, keyId: key.id, keyHash: key.key_hash });
 
 export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   const maxPerUser = deps.maxPerUser ?? 100;
@@ -68,9 +94,10 @@ export function createApiKeyService(deps: ApiKeyServiceDeps): ApiKeyService {
   return {
     maxPerUser,
     list: (userId) => deps.store.list(userId).map((keys) => keys.map(infoOf)),
-    create: (userId, name) => resultAsync(create(deps, maxPerUser, userId, name)),
+    create: (userId, name, options = {}) => resultAsync(create(deps, maxPerUser, userId, name, options)),
     revoke: (userId, keyId) => resultAsync(revoke(deps, userId, keyId)),
     authenticate: (presented) => resultAsync(authenticate(deps, presented)),
+    holderOfHash: (keyHash) => resultAsync(holderOfHash(deps, keyHash)),
   };
 }
 
@@ -79,15 +106,21 @@ async function create(
   maxPerUser: number,
   userId: string,
   name: string,
+  options: NewApiKeyOptions,
 ): Promise<Result<CreatedApiKey, ErrorsOf<typeof ApiKeyServiceErrors.create>>> {
+  const lifetimeMs = options.lifetimeMs ?? null;
+  if (lifetimeMs !== null && !(Number.isSafeInteger(lifetimeMs) && lifetimeMs > 0))
+    throw new Error('An API key’s lifetime must be a positive whole number of milliseconds.');
   const secret = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
+  const now = deps.clock.now();
   const key: StoredApiKey = {
     id: deps.ids.next(),
     user_id: userId,
     name,
     key_hash: hashSecret(secret),
-    created_at: deps.clock.now(),
+    created_at: now,
     last_used_at: null,
+    expires_at: lifetimeMs === null ? null : new Date(Date.parse(now) + lifetimeMs).toISOString(),
   };
   const outcome = await deps.store.insert(key, maxPerUser);
   if (outcome.isErr()) return err(outcome.error);
@@ -113,12 +146,22 @@ async function authenticate(
   if (!presented.startsWith(API_KEY_PREFIX) || presented.length !== SECRET_LENGTH) return ok(null);
   const key = await deps.store.findByHash(hashSecret(presented));
   if (key.isErr()) return err(key.error);
-  if (!key.value) return ok(null);
-  const holder = { userId: key.value.user_id, keyId: key.value.id };
   const now = deps.clock.now();
+  if (!key.value || isExpired(key.value, now)) return ok(null);
+  const holder = holderOf(key.value);
   const stale =
     key.value.last_used_at === null || Date.parse(now) - Date.parse(key.value.last_used_at) >= USE_RESOLUTION_MS;
   // Noting the use is best effort: a key that works must not fail because its last use could not be written.
   if (stale) await deps.store.recordUse(key.value.id, now);
   return ok(holder);
+}
+
+async function holderOfHash(
+  deps: ApiKeyServiceDeps,
+  keyHash: string,
+): Promise<Result<ApiKeyHolder | null, StoreFailure>> {
+  const key = await deps.store.findByHash(keyHash);
+  if (key.isErr()) return err(key.error);
+  if (!key.value || isExpired(key.value, deps.clock.now())) return ok(null);
+  return ok(holderOf(key.value));
 }

@@ -4,7 +4,7 @@ import { millisOf, type Clock } from '../clock.js';
 import type { DomainErrorOf, DomainErrorType, DeviceTokenRefusal, ErrorsOf } from '../errors.js';
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
-import { hashSecret, type ApiKeyService } from './api-keys.js';
+import { hashSecret, isExpired, type ApiKeyService } from './api-keys.js';
 import {
   displayUserCode,
   USER_CODE_ALPHABET,
@@ -16,7 +16,7 @@ import type { DeviceGrant, DeviceGrantStore } from './store.js';
 
 /** What each device sign-in operation can fail with (the compiler holds the implementation to it). */
 export const DeviceAuthorizationErrors = {
-  start: ['DeviceAuthorizationsFull', 'StoreUnavailable'],
+  start: ['DeviceAuthorizationsFull', 'DeviceAuthorizationsFromClientFull', 'StoreUnavailable'],
   poll: ['DeviceTokenRefused', 'StoreUnavailable'],
   describe: ['UserCodeNotFound', 'UserCodeAttemptsExceeded', 'DeviceAuthorizationAnswered', 'StoreUnavailable'],
   approve: [
@@ -37,6 +37,13 @@ export interface DeviceAuthorizationOptions {
   devicePollIntervalSeconds?: number;
   /** Sign-ins waiting at once, over all replicas (default 1000): past it, starting one is refused until some expire. */
   maxPendingDeviceAuthorizations?: number;
+  /**
+   * Sign-ins one client (an IPv4 address, an IPv6 /64: as the edge names it) may have waiting at
+   * once (default 10), so no single client fills `maxPendingDeviceAuthorizations` for everyone.
+   */
+  maxPendingDeviceAuthorizationsPerClient?: number;
+  /** How long the key a device sign-in makes opens things (default 90 days); null: until it is revoked. */
+  deviceKeyLifetimeMs?: number | null;
   /** User codes one user may enter that match no sign-in (default 10) … */
   maxUserCodeFailures?: number;
   /** … within this window (default 15 minutes), before more are refused: guessing another's code stays hopeless. */
@@ -52,16 +59,28 @@ export interface StartedDeviceAuthorization {
   interval: number;
 }
 
+/** The key a device gets once its sign-in is approved. */
+export interface DeviceToken {
+  access_token: string;
+  /** Seconds until the key expires; null when device keys do not expire here. */
+  expires_in: number | null;
+}
+
 export interface DeviceAuthorizationService {
-  /** Starts a sign-in for a device (no user yet: the person answers it in the console). */
+  /**
+   * Starts a sign-in for a device (no user yet: the person answers it in the console). `client`
+   * names who asks, as the edge groups clients (e.g. `ip:203.0.113.7`, `ip:2001:db8:1:2::/64`);
+   * only a digest of it is stored. Null: not counted per client.
+   */
   start(
     request: DeviceAuthorizationRequest,
+    client?: string | null,
   ): ResultAsync<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>;
   /**
    * The device polls: once approved, a new API key of the approving user (the grant is used up);
    * until then why not (pending, slow down, expired, denied, unknown).
    */
-  poll(deviceCode: string): ResultAsync<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>;
+  poll(deviceCode: string): ResultAsync<DeviceToken, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>;
   /** The sign-in waiting with this (normalised) user code, for the person to answer. */
   describe(
     userId: string,
@@ -129,15 +148,22 @@ interface Limits {
   lifetimeMs: number;
   intervalSeconds: number;
   maxPending: number;
+  maxPendingPerClient: number;
   maxFailures: number;
   failureWindowMs: number;
+  /** Null: device keys do not expire. */
+  keyLifetimeMs: number | null;
 }
+
+/** The default lifetime of a device sign-in's key: 90 days. */
+const DEFAULT_DEVICE_KEY_LIFETIME_MS = 90 * 24 * 3600_000;
 
 function resolveOptions(options: DeviceAuthorizationOptions = {}): Limits {
   const resolved = {
     lifetimeMs: options.deviceCodeLifetimeMs ?? 10 * 60_000,
     intervalSeconds: options.devicePollIntervalSeconds ?? 5,
     maxPending: options.maxPendingDeviceAuthorizations ?? 1000,
+    maxPendingPerClient: options.maxPendingDeviceAuthorizationsPerClient ?? 10,
     maxFailures: options.maxUserCodeFailures ?? 10,
     failureWindowMs: options.userCodeFailureWindowMs ?? 15 * 60_000,
   };
@@ -145,14 +171,21 @@ function resolveOptions(options: DeviceAuthorizationOptions = {}): Limits {
     if (!(Number.isInteger(value) && value > 0))
       throw new Error(`device authorization option ${name} must be a positive integer.`);
   }
-  return resolved;
+  const keyLifetimeMs =
+    options.deviceKeyLifetimeMs === undefined ? DEFAULT_DEVICE_KEY_LIFETIME_MS : options.deviceKeyLifetimeMs;
+  if (keyLifetimeMs !== null && !(Number.isSafeInteger(keyLifetimeMs) && keyLifetimeMs >= 1000))
+    throw new Error('device authorization option deviceKeyLifetimeMs must be at least a second, or null.');
+  return { ...resolved, keyLifetimeMs };
 }
+
+/** What is stored of a client's name: a digest (the grant store keeps no addresses). */
+const clientDigest = (client: string) => hashSecret(`acs-device-client\0${client}`);
 
 export function createDeviceAuthorizationService(deps: DeviceAuthorizationDeps): DeviceAuthorizationService {
   const limits = resolveOptions(deps.options);
   return {
-    start: (request) => resultAsync(start(deps, limits, request)),
-    poll: (deviceCode) => resultAsync(poll(deps, deviceCode)),
+    start: (request, client = null) => resultAsync(start(deps, limits, request, client)),
+    poll: (deviceCode) => resultAsync(poll(deps, limits, deviceCode)),
     describe: (userId, userCode) => resultAsync(withUserCode(deps, limits, userId, userCode, describeFor(userId))),
     approve: (userId, userCode) => resultAsync(approve(deps, limits, userId, userCode)),
     deny: (userId, userCode) => resultAsync(withUserCode(deps, limits, userId, userCode, answerWith(userId, 'denied'))),
@@ -165,10 +198,12 @@ async function start(
   deps: DeviceAuthorizationDeps,
   limits: Limits,
   request: DeviceAuthorizationRequest,
+  client: string | null,
 ): Promise<Result<StartedDeviceAuthorization, ErrorsOf<typeof DeviceAuthorizationErrors.start>>> {
   const now = millisOf(deps.clock);
   const deviceCode = randomBytes(32).toString('base64url');
   const grant = {
+    client: client === null ? null : clientDigest(client),
     device_code_hash: hashSecret(deviceCode),
     client_name: request.client_id ?? DEFAULT_CLIENT_NAME,
     status: 'pending' as const,
@@ -200,10 +235,13 @@ async function insertWithFreshCode(
     const outcome = await deps.store.insert(candidate, {
       now: at(now),
       maxLive: limits.maxPending,
+      maxLivePerClient: limits.maxPendingPerClient,
       dropExpiredBefore: at(now - limits.lifetimeMs),
     });
     if (outcome.isErr()) return err(outcome.error);
     if (outcome.value === 'inserted') return ok(candidate);
+    if (outcome.value === 'client_full')
+      return err({ type: 'DeviceAuthorizationsFromClientFull', limit: limits.maxPendingPerClient });
     if (outcome.value === 'full' || draws <= 1)
       return err({ type: 'DeviceAuthorizationsFull', limit: limits.maxPending });
   }
@@ -211,8 +249,9 @@ async function insertWithFreshCode(
 
 async function poll(
   deps: DeviceAuthorizationDeps,
+  limits: Limits,
   deviceCode: string,
-): Promise<Result<{ access_token: string }, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>> {
+): Promise<Result<DeviceToken, ErrorsOf<typeof DeviceAuthorizationErrors.poll>>> {
   const now = deps.clock.now();
   // Set inside the store's atomic update: what the poll decided on the grant as it was there.
   const decided: { outcome: ReturnType<typeof decidePoll>['outcome'] } = {
@@ -227,8 +266,14 @@ async function poll(
   const outcome = decided.outcome;
   if ('refused' in outcome) return err(outcome.refused);
   const grant = outcome.approved;
-  const key = await deps.apiKeys.create(grant.user_id ?? '', keyNameOf(grant, now));
-  if (key.isOk()) return ok({ access_token: key.value.key });
+  const key = await deps.apiKeys.create(grant.user_id ?? '', keyNameOf(grant, now), {
+    lifetimeMs: limits.keyLifetimeMs,
+  });
+  if (key.isOk())
+    return ok({
+      access_token: key.value.key,
+      expires_in: limits.keyLifetimeMs === null ? null : Math.round(limits.keyLifetimeMs / 1000),
+    });
   if (key.error.type !== 'ApiKeyLimitReached') return err(key.error);
   return err(
     refused(
@@ -248,7 +293,9 @@ async function approve(
   // Refused before anything is bound: an approval whose key could not be made would leave the device with nothing.
   const keys = await deps.apiKeys.list(userId);
   if (keys.isErr()) return err(keys.error);
-  if (keys.value.length >= deps.apiKeys.maxPerUser)
+  // Expired keys open nothing and make way for the new one (the store drops them when it adds it).
+  const now = deps.clock.now();
+  if (keys.value.filter((key) => !isExpired(key, now)).length >= deps.apiKeys.maxPerUser)
     return err({ type: 'ApiKeyLimitReached', limit: deps.apiKeys.maxPerUser });
   return withUserCode(deps, limits, userId, userCode, answerWith(userId, 'approved'));
 }

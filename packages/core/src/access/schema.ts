@@ -16,11 +16,18 @@ export const ApiKeyInfoSchema = z
       .string()
       .nullable()
       .meta({ format: 'date-time', description: 'When a request last came with it (to the minute); null when never.' }),
+    expires_at: z.string().nullable().meta({
+      format: 'date-time',
+      description:
+        'After this the key opens nothing (keys of device sign-ins expire; others when made with expires_in_days); null: it never expires.',
+    }),
   })
   .meta({ id: 'ApiKey' });
 export type ApiKeyInfo = z.infer<typeof ApiKeyInfoSchema>;
 
 export const MAX_API_KEY_NAME_LENGTH = 100;
+/** The longest lifetime a key can be made with (ten years). */
+const MAX_API_KEY_LIFETIME_DAYS = 3650;
 
 export const ApiKeyCreateSchema = z
   .strictObject({
@@ -30,6 +37,13 @@ export const ApiKeyCreateSchema = z
       .min(1, 'give the key a name')
       .max(MAX_API_KEY_NAME_LENGTH)
       .meta({ description: 'A name to tell the key from the others (where it is used).' }),
+    expires_in_days: z
+      .int()
+      .min(1)
+      .max(MAX_API_KEY_LIFETIME_DAYS)
+      .nullable()
+      .optional()
+      .meta({ description: 'Days until the key expires; absent or null: it never expires (revoke it when done).' }),
   })
   .meta({ id: 'ApiKeyCreate' });
 export type ApiKeyCreate = z.output<typeof ApiKeyCreateSchema>;
@@ -117,14 +131,17 @@ export const DeviceTokenRequestSchema = z
   })
   .meta({ id: 'DeviceTokenRequest' });
 
-/** The token: a new API key of the user who approved (it does not expire; revoke it in the console). */
+/** The token: a new API key of the user who approved (it expires after the server's device key lifetime; revoke it in the console sooner). */
 export const DeviceTokenResponseSchema = z
   .object({
     access_token: z.string().meta({
       description: 'A new API key (acsk_…) named "OpenHands CLI (<date>)", listed and revoked like any other.',
     }),
     token_type: z.literal('Bearer'),
-    expires_in: z.null().meta({ description: 'null: API keys do not expire; they are revoked.' }),
+    expires_in: z.int().min(1).nullable().meta({
+      description:
+        'Seconds until the key expires (RFC 6749 §5.1; the server’s device key lifetime, 90 days by default); null when this server makes device keys that do not expire.',
+    }),
   })
   .meta({ id: 'DeviceTokenResponse' });
 export type DeviceTokenResponse = z.infer<typeof DeviceTokenResponseSchema>;

@@ -10,6 +10,8 @@ export interface StoredApiKey {
   key_hash: string;
   created_at: string;
   last_used_at: string | null;
+  /** After this it opens nothing (a device sign-in's key, or one made with a lifetime); null: it never expires, it is revoked. */
+  expires_at: string | null;
 }
 
 /**
@@ -17,7 +19,11 @@ export interface StoredApiKey {
  * user's keys are invisible to another; `findByHash` is how a presented key finds its user.
  */
 export interface ApiKeyStore {
-  /** Adds a key, unless its user already has `maxPerUser` (checked and added atomically). */
+  /**
+   * Adds a key, unless its user already has `maxPerUser` (checked and added atomically). The
+   * user's keys that have expired by the new key's `created_at` are dropped in the same step
+   * (they open nothing), so they neither count nor pile up.
+   */
   insert(key: StoredApiKey, maxPerUser: number): ResultAsync<'inserted' | 'limit_reached', StoreFailure>;
   /** The user's keys, oldest first. */
   list(userId: string): ResultAsync<StoredApiKey[], StoreFailure>;
@@ -44,7 +50,25 @@ export interface DeviceGrant {
   /** Seconds the device must wait between polls (grows with each slow_down). */
   interval_seconds: number;
   last_polled_at: string | null;
+  /**
+   * Who asked, as a digest the service made of the client's address (an IPv4 address or an IPv6
+   * /64): at most so many grants of one client wait at once. Null when the edge gave none (and on
+   * grants stored before it was kept).
+   */
+  client: string | null;
 }
+
+/** The bounds `DeviceGrantStore.insert` holds. */
+export interface DeviceGrantLimits {
+  now: string;
+  /** Grants not yet expired, of every client together. */
+  maxLive: number;
+  /** Grants not yet expired of the new grant's client (ignored for a grant without one). */
+  maxLivePerClient?: number;
+  dropExpiredBefore: string;
+}
+
+export type DeviceGrantInsertOutcome = 'inserted' | 'full' | 'client_full' | 'user_code_taken';
 
 /** Which grant an update is about: by the device's code (polling) or by the user code (the approval page). */
 export type DeviceGrantKey = { device_code_hash: string } | { user_code: string };
@@ -57,13 +81,11 @@ export type DeviceGrantKey = { device_code_hash: string } | { user_code: string 
 export interface DeviceGrantStore {
   /**
    * Drops the grants that expired before `dropExpiredBefore`, then stores `grant`, unless
-   * `maxLive` grants not yet expired at `now` are stored (`full`) or another grant has its user
-   * code (`user_code_taken`: draw another). Atomic among replicas.
+   * `maxLive` grants not yet expired at `now` are stored (`full`), `maxLivePerClient` of them
+   * have the grant's `client` (`client_full`; only when both are given), or another grant has
+   * its user code (`user_code_taken`: draw another). Atomic among replicas.
    */
-  insert(
-    grant: DeviceGrant,
-    limits: { now: string; maxLive: number; dropExpiredBefore: string },
-  ): ResultAsync<'inserted' | 'full' | 'user_code_taken', StoreFailure>;
+  insert(grant: DeviceGrant, limits: DeviceGrantLimits): ResultAsync<DeviceGrantInsertOutcome, StoreFailure>;
   /**
    * Changes one grant atomically: `change` gets the stored grant (or null) and returns the next
    * one, null to delete it, or the very object it got to leave it as it is (nothing is written).

@@ -39,7 +39,9 @@ export interface ConversationRecords {
     modelOverride: string | null,
   ): Result<StoredSettings | null, DomainErrorOf<'SettingsRequired'>>;
   /** The spec of a new sandbox: the user's `sandbox_base_container_image`, or the default. */
-  specFor(stored: StoredSettings | null): ResultAsync<SandboxSpec, StoreFailure>;
+  specFor(
+    stored: StoredSettings | null,
+  ): ResultAsync<SandboxSpec, DomainErrorOf<'SandboxImageNotAllowed'> | StoreFailure>;
   /** Transition a stored conversation; returns null when it no longer exists. */
   transition(
     userId: string,

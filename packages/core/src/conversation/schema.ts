@@ -302,6 +302,12 @@ export interface ConversationRecord {
   public?: boolean | null;
   /** The repository prepared in the sandbox (clone, branch, guidance); absent without a repository or before it is ready. */
   workspace?: ConversationWorkspace | null;
+  /**
+   * The generation of the conversation's own key (`session_api_key`): the edge signs it into the
+   * key with the sandbox's id, so `rotateKey` (which adds one) ends every key given out before.
+   * Absent on records from before it was kept: 0.
+   */
+  key_generation?: number;
   created_at: string;
   updated_at: string;
 }

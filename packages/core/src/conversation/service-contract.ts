@@ -10,7 +10,9 @@ import type { Page, PageRequest } from '../pagination.js';
 import type { SandboxService } from '../sandbox/service.js';
 import type { SandboxStore } from '../sandbox/store.js';
 import type { SettingsService } from '../settings/service.js';
+import type { EgressOptions } from '../settings/egress.js';
 import type { AgentPort, ConfirmationDecision } from './agent-port.js';
+import type { ConversationKeyBinding } from './keys.js';
 import type { ConversationOverview, ConversationStatusChange } from './overview.js';
 import type { GitProvider } from '../settings/schema.js';
 import type {
@@ -27,6 +29,8 @@ export interface ConversationServiceOptions {
   allowClientConversationIds?: boolean;
   /** Models that need no API key (local or cloud-credential providers). */
   keylessModelPrefixes?: readonly string[];
+  /** The operator's allow-lists of the hosts model and MCP URLs may name (also the `mcp_config` of a V0 create); none: any host. */
+  egress?: EgressOptions;
 }
 
 export const DEFAULT_KEYLESS_MODEL_PREFIXES = ['bedrock/', 'lemonade/', 'ollama/', 'ollama_chat/'] as const;
@@ -88,7 +92,9 @@ export const MAX_PENDING_MESSAGES = 10;
 export const ConversationServiceErrors = {
   create: [
     'ValidationFailed',
+    'HostNotAllowed',
     'SettingsRequired',
+    'SandboxImageNotAllowed',
     'ConversationIdTaken',
     'SandboxCapReached',
     'SandboxNotFound',
@@ -100,6 +106,7 @@ export const ConversationServiceErrors = {
   startApp: [
     'ValidationFailed',
     'SettingsRequired',
+    'SandboxImageNotAllowed',
     'SandboxNotFound',
     'IllegalSandboxTransition',
     'ConversationIdTaken',
@@ -118,6 +125,7 @@ export const ConversationServiceErrors = {
     'ConversationNotFound',
     'IllegalConversationTransition',
     'SettingsRequired',
+    'SandboxImageNotAllowed',
     'SandboxCapReached',
     'SandboxNotFound',
     'IllegalSandboxTransition',
@@ -139,6 +147,8 @@ export const ConversationServiceErrors = {
   runAgent: ['ConversationNotFound', 'StoreUnavailable'],
   searchEvents: ['ConversationNotFound', 'StoreUnavailable'],
   subscribeEvents: ['ConversationNotFound', 'StoreUnavailable'],
+  keyBinding: ['ConversationNotFound', 'StoreUnavailable'],
+  rotateKey: ['ConversationNotFound', 'StoreUnavailable'],
 } as const satisfies Record<string, readonly DomainErrorType[]>;
 
 /** The error union of a conversation operation. */
@@ -278,6 +288,14 @@ export interface ConversationService {
     listener: EventListener,
     onEnd?: (reason: string) => void,
   ): ResultAsync<EventSubscription, ConversationServiceError<'subscribeEvents'>>;
+  /**
+   * What the conversation's own key is bound to now (its sandbox, the key's generation, whether
+   * the sandbox was deleted), for an edge that checks a presented key: read from the stores
+   * only, never from the runtime.
+   */
+  keyBinding(userId: string, id: string): ResultAsync<ConversationKeyBinding, ConversationServiceError<'keyBinding'>>;
+  /** Gives the conversation's key a new generation: every key given out before opens nothing from now on. */
+  rotateKey(userId: string, id: string): ResultAsync<ConversationKeyBinding, ConversationServiceError<'rotateKey'>>;
   /** Marks the conversations of a lost sandbox STOPPED. */
   handleSandboxGone(userId: string, sandboxId: string, reason: string): Promise<void>;
 }

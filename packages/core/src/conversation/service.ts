@@ -7,7 +7,9 @@ import type { Page, PageRequest } from '../pagination.js';
 import { resultAsync } from '../result.js';
 import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
 import type { StoredSettings } from '../settings/schema.js';
+import { refusalOfMcpConfig, resolveEgress } from '../settings/egress.js';
 import type { ConfirmationDecision } from './agent-port.js';
+import { keyBinding, rotateKey } from './keys.js';
 import { createConversationRecords, type ConversationRecords } from './records.js';
 import { parseReplayTrajectory } from './replay-trajectory.js';
 import { initialMessageFromV0, normalizedTaskFilter, userMessageOf } from './requests.js';
@@ -107,6 +109,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     searchEvents: (userId, id, query) => resultAsync(searchEvents(parts, userId, id, query)),
     subscribeEvents: (userId, id, afterId, listener, onEnd) =>
       resultAsync(subscribeEvents(parts, userId, id, afterId, listener, onEnd)),
+    keyBinding: (userId, id) => resultAsync(keyBinding(deps, userId, id)),
+    rotateKey: (userId, id) => resultAsync(rotateKey(deps, userId, id)),
     handleSandboxGone: (userId, sandboxId, reason) => handleSandboxGone(parts, userId, sandboxId, reason),
   };
 }
@@ -135,6 +139,8 @@ async function createV0(
     if (plan.isErr()) return err(plan.error);
     request = { ...request, initial_user_msg: plan.value.initial.text, image_urls: plan.value.initial.image_urls };
   }
+  const refused = refusalOfMcpConfig(resolveEgress(deps.options?.egress), request.mcp_config);
+  if (refused) return err(refused);
   const id = request.conversation_id !== undefined ? normalizeId(request.conversation_id) : deps.ids.next();
   const stored = await deps.settings.loadWithSecrets(userId);
   if (stored.isErr()) return err(stored.error);

@@ -1,13 +1,14 @@
 import type { ResultAsync } from 'neverthrow';
 import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
-import type { DomainErrorType, ErrorsOf } from '../errors.js';
+import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
 import type { InstallationStore } from '../installation.js';
 import type { Locks } from '../locks.js';
 import type { Logger } from '../logger.js';
 import type { Page, PageRequest } from '../pagination.js';
 import type { StoreFailure } from '../store-failure.js';
+import type { SandboxImagePolicy } from './images.js';
 import type { SandboxRuntime } from './runtime.js';
 import type { SandboxInfo, SandboxRecord, SandboxSpec, SandboxStatus } from './schema.js';
 import type { SandboxSpecCatalog, SandboxStore } from './store.js';
@@ -83,6 +84,11 @@ export interface SandboxServiceOptions {
   sandboxPoolCheckIntervalMs?: number;
   /** How long after a claim the pool is refilled: the new container's start would slow the claimant's first commands. Default 2 s. */
   sandboxPoolRefillDelayMs?: number;
+  /**
+   * Which images users may name (`sandbox_base_container_image`) besides the specs' own.
+   * Default: none (a user picks among the specs). See `SandboxImagePolicy`.
+   */
+  sandboxImages?: SandboxImagePolicy;
 }
 
 /** How many pooled sandboxes of one spec there are (`SandboxService.poolStatus`). */
@@ -253,8 +259,14 @@ export interface SandboxService {
   resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, SandboxServiceError<'resolveSpec'>>;
   /** The catalog's default spec. */
   defaultSpec(): ResultAsync<SandboxSpec, StoreFailure>;
-  /** An ad-hoc spec for an image (from `sandbox_base_container_image`), based on the default spec. */
-  specForImage(image: string): ResultAsync<SandboxSpec, StoreFailure>;
+  /**
+   * The spec a user's image (`sandbox_base_container_image`) runs with: the spec of that image,
+   * else an ad-hoc spec on the default one when `sandboxImages` allows the image, else
+   * SandboxImageNotAllowed.
+   */
+  specForImage(image: string): ResultAsync<SandboxSpec, DomainErrorOf<'SandboxImageNotAllowed'> | StoreFailure>;
+  /** Null when users may name the image (see specForImage), else why not. */
+  checkImage(image: string): ResultAsync<DomainErrorOf<'SandboxImageNotAllowed'> | null, StoreFailure>;
   /**
    * Resolves when the sandbox has settled (RUNNING, PAUSED, ERROR, MISSING or deleted),
    * waiting for start-up in progress. Null when it does not exist for this user. `onProgress`

@@ -4,6 +4,7 @@ import type { InstallationStore } from '../installation.js';
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { createActivity, type Activity } from './activity.js';
+import { checkImage, specForImage } from './images.js';
 import { createMaintenance, type Maintenance } from './maintenance.js';
 import { createObservations, type Observations } from './observations.js';
 import { createResting } from './resting.js';
@@ -57,13 +58,8 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
   return {
     resolveSpec: (specId) => resultAsync(resolveSpec(deps, specId)),
     defaultSpec: () => deps.specs.getDefault(),
-    specForImage: (image) =>
-      deps.specs.getDefault().map((base) => ({
-        ...base,
-        id: image,
-        image,
-        description: 'Ad-hoc spec from the sandbox_base_container_image setting',
-      })),
+    specForImage: (image) => specForImage(deps.specs, deps.options?.sandboxImages ?? {}, image),
+    checkImage: (image) => checkImage(deps.specs, deps.options?.sandboxImages ?? {}, image),
     reserve: (userId, spec) => resultAsync(reserve(parts, userId, spec)),
     startFromSpec: (userId, spec) => resultAsync(reserve(parts, userId, spec)).map(commitNow),
     start: (userId, specId) => resultAsync(start(parts, userId, specId)),

@@ -1,9 +1,17 @@
-import { err, ok, type Result, type ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { DomainErrorOf, DomainErrorType, ErrorsOf } from '../errors.js';
 import type { IdGenerator } from '../ids.js';
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { applySettingsChange, applySettingsInput, reconcileActiveProfile, type SettingsChange } from './merge.js';
+import {
+  refusalOfChange,
+  refusalOfInput,
+  refusalOfProfile,
+  resolveEgress,
+  unlessRefused,
+  type EgressOptions,
+} from './egress.js';
 import {
   activateProfile,
   deleteProfile,
@@ -34,7 +42,7 @@ import { toSettingsView } from './view.js';
 /** What each settings operation can fail with (the compiler holds the implementation to it). */
 export const SettingsServiceErrors = {
   load: ['SettingsNotFound', 'StoreUnavailable'],
-  store: ['StoreUnavailable'],
+  store: ['HostNotAllowed', 'SandboxImageNotAllowed', 'StoreUnavailable'],
   listSecrets: ['StoreUnavailable'],
   createSecret: ['SecretNameTaken', 'StoreUnavailable'],
   updateSecret: ['SecretNotFound', 'SecretNameTaken', 'StoreUnavailable'],
@@ -42,11 +50,11 @@ export const SettingsServiceErrors = {
   setProviderTokens: ['StoreUnavailable'],
   unsetProviderTokens: ['StoreUnavailable'],
   loadWithProfiles: ['SettingsNotFound', 'StoreUnavailable'],
-  change: ['StoreUnavailable'],
+  change: ['HostNotAllowed', 'SandboxImageNotAllowed', 'StoreUnavailable'],
   putSecret: ['StoreUnavailable'],
   listProfiles: ['StoreUnavailable'],
   getProfile: ['ProfileNotFound', 'StoreUnavailable'],
-  saveProfile: ['SettingsNotFound', 'ProfileLimitReached', 'StoreUnavailable'],
+  saveProfile: ['SettingsNotFound', 'ProfileLimitReached', 'HostNotAllowed', 'StoreUnavailable'],
   deleteProfile: ['StoreUnavailable'],
   activateProfile: ['ProfileNotFound', 'StoreUnavailable'],
   renameProfile: ['SettingsNotFound', 'ProfileNotFound', 'ProfileNameTaken', 'StoreUnavailable'],
@@ -131,6 +139,23 @@ export interface SettingsServiceDeps {
   store: SettingsStore;
   /** Ids of new LLM profiles. */
   ids: IdGenerator;
+  /** The operator's allow-lists of the hosts model and MCP URLs may name (egress.ts); none: any host. */
+  egress?: EgressOptions;
+  /**
+   * Whether users may name a sandbox image (`sandbox_base_container_image`): null when they
+   * may, else why not (the sandbox service's `checkImage`). Without it any image is stored.
+   */
+  checkImage?: (image: string) => ResultAsync<DomainErrorOf<'SandboxImageNotAllowed'> | null, StoreFailure>;
+}
+
+/** Runs `then` unless the sandbox image a change names is one users may not name. */
+function unlessImageRefused<T, E>(
+  deps: SettingsServiceDeps,
+  image: string | null | undefined,
+  then: () => ResultAsync<T, E>,
+): ResultAsync<T, E | DomainErrorOf<'SandboxImageNotAllowed'> | StoreFailure> {
+  if (!image || !deps.checkImage) return then();
+  return deps.checkImage(image).andThen((refusal) => (refusal ? errAsync(refusal) : then()));
 }
 
 /** Secrets as stored in the settings. */
@@ -139,6 +164,7 @@ type Secrets = StoredSettings['secrets_store'];
 type SecretsChange<E> = (secrets: Secrets) => { ok: Secrets } | { refused: E };
 
 export function createSettingsService(deps: SettingsServiceDeps): SettingsService {
+  const egress = resolveEgress(deps.egress);
   return {
     listSecrets: (userId) => deps.store.get(userId).map(secretInfosOf),
     createSecret: (userId, secret) => changeSecrets(deps, userId, addSecret(secret)),
@@ -149,24 +175,34 @@ export function createSettingsService(deps: SettingsServiceDeps): SettingsServic
       changeSecrets<never>(deps, userId, (secrets) => ({ ok: { ...secrets, provider_tokens: {} } })),
     load: (userId) => resultAsync(load(deps, userId)),
     store: (userId, input) =>
-      deps.store
-        .update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input)))
-        .map(() => undefined),
+      unlessImageRefused(deps, input.sandbox_base_container_image, () =>
+        unlessRefused(refusalOfInput(egress, input), () =>
+          deps.store
+            .update(userId, (current) => reconcileActiveProfile(applySettingsInput(withDefaults(current), input)))
+            .map(() => undefined),
+        ),
+      ),
     loadWithSecrets: (userId) => deps.store.get(userId).map(withDefaults),
     loadWithProfiles: (userId) => resultAsync(loadWithProfiles(deps, userId)),
     change: (userId, change) =>
-      resultAsync(
-        changeSettings<never>(deps, userId, (settings) =>
-          ok(reconcileActiveProfile(applySettingsChange(settings, change))),
+      unlessImageRefused(deps, change.sandbox_base_container_image, () =>
+        unlessRefused(refusalOfChange(egress, change), () =>
+          resultAsync(
+            changeSettings<never>(deps, userId, (settings) =>
+              ok(reconcileActiveProfile(applySettingsChange(settings, change))),
+            ),
+          ).map(() => undefined),
         ),
-      ).map(() => undefined),
+      ),
     putSecret: (userId, secret) => changeSecrets(deps, userId, putSecret(secret)),
     listProfiles: (userId) => deps.store.get(userId).map((stored) => profilesView(withDefaults(stored))),
     getProfile: (userId, name) => resultAsync(getProfile(deps, userId, name)),
     saveProfile: (userId, name, request) =>
-      resultAsync(
-        changeExisting(deps, userId, (settings) => saveProfile(settings, name, request, () => deps.ids.next())),
-      ).map(() => undefined),
+      unlessRefused(refusalOfProfile(egress, request), () =>
+        resultAsync(
+          changeExisting(deps, userId, (settings) => saveProfile(settings, name, request, () => deps.ids.next())),
+        ).map(() => undefined),
+      ),
     deleteProfile: (userId, name) => resultAsync(removeProfile(deps, userId, name)),
     activateProfile: (userId, name) => resultAsync(activate(deps, userId, name)),
     renameProfile: (userId, name, newName) =>

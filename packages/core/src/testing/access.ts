@@ -14,6 +14,7 @@ function apiKeyFixture(userId: string, overrides: Partial<StoredApiKey> = {}): S
     key_hash: `${'a'.repeat(32)}${hex(counter)}`,
     created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, counter)).toISOString(),
     last_used_at: null,
+    expires_at: null,
     ...overrides,
   };
 }
@@ -63,6 +64,25 @@ export function describeApiKeyStoreContract(name: string, make: StoreFactory<Api
       expect(await expectOk(store.insert(apiKeyFixture('alice'), 3))).toBe('inserted');
     });
 
+    it('keeps when a key expires, and drops a user’s expired keys when that user adds one', async () => {
+      const store = await make();
+      const at = (day: number) => new Date(Date.UTC(2026, 1, day)).toISOString();
+      const expired = apiKeyFixture('alice', { created_at: at(1), expires_at: at(2) });
+      const expiresLater = apiKeyFixture('alice', { created_at: at(1), expires_at: at(20) });
+      const bobsExpired = apiKeyFixture('bob', { created_at: at(1), expires_at: at(2) });
+      for (const key of [expired, expiresLater, bobsExpired])
+        expect(await expectOk(store.insert(key, 3))).toBe('inserted');
+      expect(await expectOk(store.findByHash(expiresLater.key_hash))).toEqual(expiresLater);
+      expect(await expectOk(store.list('alice'))).toEqual([expired, expiresLater]);
+      // At the limit while both still open things; on day 10 the expired one is dropped (only it, only Alice's).
+      expect(await expectOk(store.insert(apiKeyFixture('alice', { created_at: at(1) }), 2))).toBe('limit_reached');
+      const added = apiKeyFixture('alice', { created_at: at(10) });
+      expect(await expectOk(store.insert(added, 2))).toBe('inserted');
+      expect((await expectOk(store.list('alice'))).map((k) => k.id)).toEqual([expiresLater.id, added.id]);
+      expect(await expectOk(store.findByHash(expired.key_hash))).toBeNull();
+      expect(await expectOk(store.findByHash(bobsExpired.key_hash))).toEqual(bobsExpired);
+    });
+
     it('notes a key’s last use without going back in time, and never brings a revoked key back', async () => {
       const store = await make();
       const key = apiKeyFixture('alice');
@@ -93,6 +113,7 @@ function grantFixture(overrides: Partial<DeviceGrant> = {}): DeviceGrant {
     expires_at: later(600_000),
     interval_seconds: 5,
     last_polled_at: null,
+    client: null,
     ...overrides,
   };
 }
@@ -165,6 +186,37 @@ export function describeDeviceGrantStoreContract(name: string, make: StoreFactor
       const store2 = await make();
       for (let i = 0; i < 3; i++) await expectOk(store2.insert(grantFixture({ expires_at: expiredAt }), limits(3)));
       expect(await expectOk(store2.insert(grantFixture(), { ...limits(3), now: later(2_000) }))).toBe('inserted');
+    });
+
+    it('holds at most maxLivePerClient grants of one client, also when many are added at once, so others still get in', async () => {
+      const store = await make();
+      const perClient = { ...limits(5), maxLivePerClient: 2 };
+      const outcomes = await Promise.all(
+        Array.from({ length: 6 }, () => expectOk(store.insert(grantFixture({ client: 'client-a' }), perClient))),
+      );
+      expect(outcomes.filter((o) => o === 'inserted')).toHaveLength(2);
+      expect(outcomes.filter((o) => o === 'client_full')).toHaveLength(4);
+      // Another client, and grants without a client, are counted apart (but still against maxLive).
+      expect(await expectOk(store.insert(grantFixture({ client: 'client-b' }), perClient))).toBe('inserted');
+      expect(await expectOk(store.insert(grantFixture(), perClient))).toBe('inserted');
+      expect(await expectOk(store.insert(grantFixture(), perClient))).toBe('inserted');
+      expect(await expectOk(store.insert(grantFixture({ client: 'client-c' }), perClient))).toBe('full');
+      // A client's expired grants do not count; without maxLivePerClient there is no cap per client.
+      const store2 = await make();
+      const expiredAt = later(1_000);
+      for (let i = 0; i < 2; i++)
+        await expectOk(store2.insert(grantFixture({ client: 'client-a', expires_at: expiredAt }), perClient));
+      const after = { ...perClient, now: later(2_000) };
+      expect(await expectOk(store2.insert(grantFixture({ client: 'client-a' }), after))).toBe('inserted');
+      expect(await expectOk(store2.insert(grantFixture({ client: 'client-a' }), after))).toBe('inserted');
+      expect(await expectOk(store2.insert(grantFixture({ client: 'client-a' }), after))).toBe('client_full');
+      expect(
+        await expectOk(store2.insert(grantFixture({ client: 'client-a' }), { ...limits(5), now: later(2_000) })),
+      ).toBe('inserted');
+      // The client is kept with the grant.
+      const kept = grantFixture({ client: 'client-d' });
+      await expectOk(store2.insert(kept, after));
+      expect(await expectOk(store2.update({ user_code: kept.user_code }, (g) => g))).toEqual(kept);
     });
 
     it('drops grants that expired before dropExpiredBefore when adding one', async () => {

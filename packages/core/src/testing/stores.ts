@@ -152,6 +152,14 @@ export function describeConversationStoreContract(name: string, make: StoreFacto
       expect(await expectOk(store.get('alice', record.id))).toEqual(record);
     });
 
+    it('keeps the generation of a conversation’s key through an update', async () => {
+      const store = await make();
+      const record = conversationFixture();
+      await expectOk(store.insert(record));
+      await expectOk(store.update('alice', record.id, (c) => ok({ ...c, key_generation: 3 })));
+      expect((await expectOk(store.get('alice', record.id)))?.key_generation).toBe(3);
+    });
+
     it('refuses a second record with the same id for the same user, keeping the first', async () => {
       const store = await make();
       const record = conversationFixture({ title: 'first' });

@@ -1,6 +1,7 @@
 /**
  * API keys: the user's named keys (made here or by signing in a device such as the OpenHands
- * CLI), when each was last used, revoke; and a new key, whose secret is shown once.
+ * CLI), when each was last used and when it expires, revoke; a new key, whose secret is shown
+ * once; and signing out every browser signed in as the user.
  */
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.js';
@@ -39,7 +40,30 @@ export function KeysPage() {
       <h2>New key</h2>
       <NewKeyForm name={keys.name} setName={keys.setName} create={keys.create} />
       {keys.create.error !== undefined && <ErrorBox error={keys.create.error} />}
+      <SignOutEverywhere />
     </section>
+  );
+}
+
+/** Ends every browser session of the user (this one too), e.g. after a laptop was lost. */
+function SignOutEverywhere() {
+  const signOut = useAction(async () => {
+    if (!confirm('Sign out every browser signed in as you, this one too?')) return;
+    await unwrap(api.POST('/api/sign-out', { body: { everywhere: true } }));
+    location.reload();
+  });
+  return (
+    <>
+      <h2>Browsers</h2>
+      <p class="hint">
+        Revoking a key signs out the browsers it signed in. To sign out every browser signed in as you, whatever key
+        they used:
+      </p>
+      <button type="button" class="secondary" disabled={signOut.busy} onClick={() => void signOut.run()}>
+        Sign out everywhere
+      </button>
+      {signOut.error !== undefined && <ErrorBox error={signOut.error} />}
+    </>
   );
 }
 
@@ -89,6 +113,7 @@ function KeyTable({ keys, revoke }: { keys: ApiKey[]; revoke: Keys['revoke'] }) 
           <th class="wide">Name</th>
           <th>Made</th>
           <th>Last used</th>
+          <th>Expires</th>
           <th>Actions</th>
         </tr>
       </thead>
@@ -113,6 +138,9 @@ function KeyRow({ k, revoke }: { k: ApiKey; revoke: Keys['revoke'] }) {
       <td data-label="Last used" title={k.last_used_at ?? undefined}>
         {k.last_used_at ? formatAge(k.last_used_at) : 'never'}
       </td>
+      <td data-label="Expires" title={k.expires_at ?? undefined}>
+        {expiryOf(k.expires_at)}
+      </td>
       <td data-label="Actions" class="buttons">
         <button type="button" class="danger" disabled={revoke.busy} onClick={() => void revoke.run(k.id, k.name)}>
           Revoke
@@ -120,6 +148,12 @@ function KeyRow({ k, revoke }: { k: ApiKey; revoke: Keys['revoke'] }) {
       </td>
     </tr>
   );
+}
+
+/** When a key expires, in words: never, expired, or its date. */
+function expiryOf(expiresAt: string | null): string {
+  if (expiresAt === null) return 'never';
+  return Date.parse(expiresAt) <= Date.now() ? 'expired' : new Date(expiresAt).toLocaleDateString();
 }
 
 function NewKeyForm({ name, setName, create }: Pick<Keys, 'name' | 'setName' | 'create'>) {
