@@ -77,7 +77,13 @@ cmd_build() {
   # One build at a time per machine.
   exec 9>"$CACHE/.build.lock"
   flock -w 3600 9 || die "another build holds $CACHE/.build.lock"
-  if built; then log "binaries of $K8S_VERSION are in $BIN"; return 0; fi
+  # The lock is let go when the build is done, before `up` starts the cluster's parts: a part that
+  # inherited it would hold it as long as the cluster runs, and the next build would wait an hour.
+  if built; then
+    log "binaries of $K8S_VERSION are in $BIN"
+    exec 9>&-
+    return 0
+  fi
   local started work
   started=$(date +%s)
   work="$CACHE/build"
@@ -127,6 +133,7 @@ cmd_build() {
   chmod -R go-w "$BIN"
   rm -rf "$work"
   log "built in $(elapsed "$started")s: $(du -sh "$BIN" | cut -f1) in $BIN"
+  exec 9>&-
 }
 
 # A static program that waits for SIGINT/SIGTERM (and reaps children), packed as an OCI image
@@ -200,7 +207,7 @@ start_part() {
   local name="$1" binary="$2"
   shift 2
   log "starting $name"
-  setsid "$binary" "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
+  setsid "$binary" "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$(pid_file "$name")"
 }
 
