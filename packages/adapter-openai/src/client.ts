@@ -12,7 +12,7 @@ import {
 import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
-import { createHttp1Transport } from './http1.js';
+import { createDefaultTransport } from './default-transport.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, fetchTransport, type Transport } from './transport.js';
 
 export interface OpenAiLlmClientOptions {
@@ -29,12 +29,14 @@ export interface OpenAiLlmClientOptions {
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
   headers?: Record<string, string>;
   /**
-   * The fetch each request is sent with. Default: none, the adapter sends with its own HTTP/1.1
-   * client on keep-alive connections (http1.ts), which costs a fraction of the CPU of node:http's
-   * client and of the global fetch per call; pass `globalThis.fetch` (or a proxy-aware fetch) to
-   * use that instead.
+   * The fetch each request is sent with. Default: none, Node's own HTTP client on keep-alive
+   * agents that honour `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` and trust Node's roots,
+   * `NODE_EXTRA_CA_CERTS`, the system's store and `ca` (default-transport.ts); one for every
+   * client made without a fetch, `ca` or bound of its own, so they share connections.
    */
   fetch?: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /** Certificates to trust for https besides the default ones (added to them, never in their place). Ignored with `fetch`. */
+  ca?: readonly (string | Buffer)[];
   /** Largest answer body read, in bytes (as sent, and once a content coding is undone). Default 32 MiB. */
   maxResponseBytes?: number;
   /**
@@ -91,16 +93,16 @@ type Attempt =
 const USER_AGENT = 'acs-adapter-openai';
 
 let shared: Transport | undefined;
-/** The adapter's own HTTP/1.1 client, one for every client made without a fetch (and with the default bound), so they share connections. */
-const sharedTransport = () => (shared ??= createHttp1Transport());
+/** The default client, one for every client made without a fetch, `ca` or bound of its own, so they share connections. */
+const sharedTransport = () => (shared ??= createDefaultTransport());
 
-/** How a client sends: the host's fetch, the shared client, or one of its own for another bound. */
+/** How a client sends: the host's fetch, the shared default, or a default of its own for its `ca` or bound. */
 function transportOf(options: OpenAiLlmClientOptions): Transport {
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (options.fetch) return fetchTransport(options.fetch, { maxResponseBytes });
-  return maxResponseBytes === DEFAULT_MAX_RESPONSE_BYTES
-    ? sharedTransport()
-    : createHttp1Transport({ maxResponseBytes });
+  if (options.ca || maxResponseBytes !== DEFAULT_MAX_RESPONSE_BYTES)
+    return createDefaultTransport({ ...(options.ca ? { ca: options.ca } : {}), maxResponseBytes });
+  return sharedTransport();
 }
 
 /**
@@ -129,8 +131,8 @@ function parseBody(text: string): unknown {
 
 /**
  * The `LlmClient` port over any OpenAI-compatible chat-completions API: one `POST
- * {base}/chat/completions` per attempt with the adapter's own HTTP/1.1 client (connections are kept and
- * reused per origin), or with a fetch the host gives. This adapter retries, so it can count attempts, honour
+ * {base}/chat/completions` per attempt with Node's own HTTP client (connections kept and reused
+ * per origin, the operator's proxy honoured), or with a fetch the host gives. This adapter retries, so it can count attempts, honour
  * cancellation during a backoff and cap `retry-after`.
  *
  * ```ts

@@ -1,8 +1,9 @@
 /**
  * @acs/adapter-openai: the `LlmClient` port over any OpenAI-compatible chat-completions API
  * (OpenAI, a LiteLLM proxy, OpenRouter, Ollama, vLLM, Anthropic/Gemini/DeepSeek compatibility
- * endpoints) over node:http(s) keep-alive connections: tools, retries with backoff, error codes,
- * token usage and cost.
+ * endpoints) over Node's own HTTP client (kept connections, the operator's HTTP_PROXY / HTTPS_PROXY /
+ * NO_PROXY honoured, NODE_EXTRA_CA_CERTS and the system's roots trusted): tools, retries with
+ * backoff, error codes, token usage and cost.
  *
  * ```ts
  * const llm = createOpenAiLlmClient({ maxRetries: 4, timeoutMs: 120_000 });

@@ -22,6 +22,25 @@ export type Exchange =
 /** Sends one request and reads its whole answer; never rejects. */
 export type Transport = (post: Post) => Promise<Exchange>;
 
+/** An HTTP token: what a header's name may be. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What a header's value may hold: no line break, no NUL, no other control but tab. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\uffff]*$/;
+
+/**
+ * Why a header cannot be sent as given (a line break in a key, say), or null. Checked before
+ * anything is sent, and said without the value (it may be a key): a fetch would throw its own
+ * error, which reads like a failure to connect and would be retried.
+ */
+export function unsendableHeader(headers: Record<string, string>): string | null {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name)) return `the header name ${JSON.stringify(name.slice(0, 60))} is not an HTTP token`;
+    if (!FIELD_VALUE.test(value))
+      return `the header ${name} holds a character HTTP does not allow in a value (a line break, say)`;
+  }
+  return null;
+}
+
 /** The largest answer body read, whichever client reads it: 32 MiB. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
@@ -48,6 +67,8 @@ export function fetchTransport(
     const stopped = (): Exchange | null =>
       post.signal?.aborted ? { outcome: 'cancelled' } : timer.signal.aborted ? { outcome: 'timed_out' } : null;
     try {
+      const unsendable = unsendableHeader(post.headers);
+      if (unsendable) return { outcome: 'unsendable', detail: unsendable };
       let response: Response;
       try {
         response = await fetch(post.url, {

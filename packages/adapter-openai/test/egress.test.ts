@@ -79,7 +79,7 @@ describe('the chat-completions URL', () => {
   });
 
   it.each([
-    ['the own HTTP/1.1 client', {}],
+    ['the default client (undici)', {}],
     ['a fetch the host gives', { fetch: (input: string | URL | Request, init?: RequestInit) => fetch(input, init) }],
   ])('is what goes on the wire, over %s', async (_, options) => {
     const server = await modelServer();

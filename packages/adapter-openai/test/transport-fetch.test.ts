@@ -1,12 +1,12 @@
 import { createServer, type AddressInfo } from 'node:net';
 import type { LlmRequest } from '@acs/core/ports';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOpenAiLlmClient } from '../src/index.js';
-import { createHttp1Transport } from '../src/http1.js';
+import { classifyError, createOpenAiLlmClient } from '../src/index.js';
+import { createDefaultTransport } from '../src/default-transport.js';
 import { fetchTransport, type Post, type Transport } from '../src/transport.js';
 import { completion, startFakeOpenAi, type FakeOpenAi } from '@acs/testing';
 
-/** How requests leave the adapter: its own HTTP/1.1 client by default (issue 27: a fraction of node:http's and the global fetch's CPU per call), or a fetch the host gives. */
+/** How requests leave the adapter: undici's fetch by default (proxy-aware, kept connections), or a fetch the host gives. */
 
 let fake: FakeOpenAi;
 beforeAll(async () => {
@@ -53,7 +53,7 @@ describe('the transport', () => {
     ...overrides,
   });
   const transports: [string, Transport][] = [
-    ['the HTTP/1.1 client', createHttp1Transport()],
+    ['the default client (undici)', createDefaultTransport()],
     ['a fetch the host gives', fetchTransport((input, init) => globalThis.fetch(input, init))],
   ];
 
@@ -73,6 +73,16 @@ describe('the transport', () => {
       expect(await send(post())).toMatchObject({ outcome: 'answered', status: 204, text: '' });
     });
 
+    it('sends nothing for a header a line break would split, and says which header without its value', async () => {
+      const before = fake.requests.length;
+      const answer = await send(post({ headers: { Authorization: 'Bearer sk-one\r\nX-Injected: yes' } }));
+      expect(answer).toEqual({
+        outcome: 'unsendable',
+        detail: 'the header Authorization holds a character HTTP does not allow in a value (a line break, say)',
+      });
+      expect(fake.requests.length).toBe(before);
+    });
+
     it('says cancelled when the signal aborts, timed out when the limit passes, and failed while connecting with the cause', async () => {
       fake.script(() => 'hang');
       const controller = new AbortController();
@@ -82,11 +92,12 @@ describe('the transport', () => {
       expect(await send(post({ signal: AbortSignal.abort() }))).toEqual({ outcome: 'cancelled' });
       expect(await send(post({ timeoutMs: 50 }))).toEqual({ outcome: 'timed_out' });
       const refused = await send(post({ url: `http://127.0.0.1:${await closedPort()}/v1/chat/completions` }));
-      expect(refused).toMatchObject({
-        outcome: 'failed',
-        stage: 'connecting',
-        error: { name: 'TypeError', message: 'fetch failed', cause: { code: 'ECONNREFUSED' } },
-      });
+      expect(refused).toMatchObject({ outcome: 'failed', stage: 'connecting' });
+      // A fetch says it in its TypeError's cause, undici's request in the error itself: the classification reads both.
+      const error = (refused as { error: Error & { code?: string; cause?: { code?: string } } }).error;
+      expect(error.code ?? error.cause?.code).toBe('ECONNREFUSED');
+      expect(classifyError(error, 'connecting')).toMatchObject({ code: 'unreachable', retry: true });
+      expect(classifyError(error, 'connecting').detail).toContain('ECONNREFUSED');
     });
   });
 });

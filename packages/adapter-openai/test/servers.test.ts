@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHttp1Transport } from '../src/http1.js';
+import { createDefaultTransport } from '../src/default-transport.js';
 import type { Exchange, Post } from '../src/transport.js';
 
 /**
- * The adapter's own HTTP/1.1 client against HTTP servers it did not write: uvicorn (h11, what
+ * The adapter's default client (undici's fetch) against HTTP servers we did not write: uvicorn (h11, what
  * LiteLLM's proxy and vLLM's OpenAI server run on) from the OpenHands SDK's venv, and Python's
  * http.server. The venv is made by scripts/openhands-sdk-venv.sh and kept by .ci/run
  * (ACS_OPENHANDS_PYTHON, default /var/cache/acs/openhands-sdk-venv/bin/python).
@@ -105,19 +105,21 @@ const answered = (exchange: Exchange) => {
   return exchange;
 };
 
-describe('the HTTP/1.1 client against other servers', () => {
-  it('reads uvicorn’s answers, with a length and in chunks, on one kept connection', async () => {
+describe('the default client against other servers', () => {
+  it('reads uvicorn’s answers, with a length and in chunks, on kept connections', async () => {
     const port = await startServer(VENV_PYTHON, ['-c', UVICORN_APP], /^port (\d+)$/m);
-    const send = createHttp1Transport();
+    const send = createDefaultTransport();
     const answers = [];
-    for (const path of ['/v1/chat/completions', '/v1/chunked', '/v1/chat/completions', '/v1/chunked'])
+    const paths = ['/v1/chat/completions', '/v1/chunked'];
+    for (const path of [...paths, ...paths, ...paths, ...paths])
       answers.push(answered(await send(post(`http://127.0.0.1:${port}${path}`))));
     const bodies = answers.map((a) => JSON.parse(a.text) as { port: number; prompt: string });
-    expect(bodies.map((b) => b.prompt)).toEqual(Array(4).fill('é and 日本 ✓'));
+    expect(bodies.map((b) => b.prompt)).toEqual(Array(8).fill('é and 日本 ✓'));
     expect(answers[1]!.header('Transfer-Encoding')).toBe('chunked');
     expect(answers[0]!.header('content-length')).toBe(String(Buffer.byteLength(answers[0]!.text)));
-    // One client port: every call went over the same connection.
-    expect(new Set(bodies.map((b) => b.port)).size).toBe(1);
+    // Eight calls one after another over one or two connections (undici may open a second while
+    // the first is being handed back after a chunked answer): kept and reused, not one per call.
+    expect(new Set(bodies.map((b) => b.port)).size).toBeLessThanOrEqual(2);
   });
 
   it('reads the error page of Python’s http.server, which answers POST with 501 and closes', async () => {
@@ -126,7 +128,7 @@ describe('the HTTP/1.1 client against other servers', () => {
       ['-m', 'http.server', '--bind', '127.0.0.1', '0'],
       /Serving HTTP on \S+ port (\d+)/,
     );
-    const send = createHttp1Transport();
+    const send = createDefaultTransport();
     for (let n = 0; n < 2; n++) {
       const answer = answered(await send(post(`http://127.0.0.1:${port}/v1/chat/completions`)));
       expect(answer.status).toBe(501);
