@@ -645,7 +645,10 @@ function runRoute(
     caller,
     mountPath: (req as WithUser)[MOUNT] ?? '',
     origin: requestOrigin(req, parts.proxy).origin,
-    client: clientAddressOf(req, parts.proxy),
+    // Read only by the routes that count per client (device sign-in), not worked out for every request.
+    get client() {
+      return clientAddressOf(req, parts.proxy);
+    },
     params,
     query,
     body,

@@ -28,8 +28,10 @@ export interface DefaultTransportOptions {
  * (README, Benchmark), for nothing a chat completion needs. Connections are kept per origin and reused, and an idle one never keeps the process
  * alive; node:http never sends a POST again by itself on a connection found closed (a retry is
  * the adapter's, counted and logged). TLS trusts Node's bundled roots, `NODE_EXTRA_CA_CERTS` and
- * the system's store, plus `ca`. An answer is read into one buffer of at most `maxResponseBytes`
- * however many pieces it comes in, and one compressed unasked is decoded within the same bound.
+ * the system's store, plus `ca` (node:tls is used only to list those roots). An answer is read
+ * into one buffer of at most `maxResponseBytes` however many pieces it comes in; node:http leaves
+ * content codings to its caller, so one a server used unasked is undone here with Node's zlib,
+ * within the same bound.
  */
 export function createDefaultTransport(options: DefaultTransportOptions = {}): Transport {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;

@@ -35,6 +35,7 @@ export { allowedHostSet, normalizeHostEntry } from './net/allowed-hosts.js';
 export {
   API_KEY_PREFIX,
   ApiKeyServiceErrors,
+  hashSecret,
   type ApiKeyHolder,
   type ApiKeyService,
   type NewApiKeyOptions,

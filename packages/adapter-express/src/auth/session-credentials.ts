@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hashSecret } from '@acs/core';
 import type { BrowserSessionStore } from './browser-sessions.js';
 
 /**
@@ -11,13 +11,11 @@ import type { BrowserSessionStore } from './browser-sessions.js';
 export const storedKeyCredential = (keyHash: string): string => `acsk:${keyHash}`;
 
 /** One of the router's configured API keys, by its hex SHA-256. */
-export const configuredKeyCredential = (key: string): string => `configured:${sha256Hex(key)}`;
-
-const sha256Hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
+export const configuredKeyCredential = (key: string): string => `configured:${hashSecret(key)}`;
 
 /** The configured keys (key → user) as credentials check them: the hex SHA-256 of each key → its user. */
 export function configuredKeyDigests(keys: Readonly<Record<string, string>> | undefined): ReadonlyMap<string, string> {
-  return new Map(Object.entries(keys ?? {}).map(([key, userId]) => [sha256Hex(key), userId]));
+  return new Map(Object.entries(keys ?? {}).map(([key, userId]) => [hashSecret(key), userId]));
 }
 
 /** What a credential is checked against. */

@@ -8,8 +8,8 @@ import { openFeed, type Feed } from './feed.js';
 import { CLOSE_MESSAGES, type LiveConnections } from './live-connections.js';
 import { webSocketOutbound, type Pacing } from './outbound.js';
 import {
-  frameText,
-  isAuthFrame,
+  authKeyIn,
+  frameJson,
   pendingAuthentication,
   type Frame,
   type PendingAuthentication,
@@ -301,9 +301,10 @@ class V1Connection {
 
   /** A frame from the client: a user message for the conversation, or a refusal saying what to send. */
   #received(userId: string, raw: RawData): void {
+    const value = frameJson(raw);
     // An authentication frame once authenticated (a client that sends one whatever the URL held) is passed over, as the agent-server does.
-    if (isAuthFrame({ data: raw, isBinary: false })) return;
-    const message = messageOf(parseJson(frameText(raw)));
+    if (authKeyIn(value) !== null) return;
+    const message = messageOf(value);
     if (!message) {
       this.#refuseMessage('Send a message as {"role":"user","content":[{"type":"text","text":"…"}]}.');
       return;
@@ -357,12 +358,4 @@ function closeWith(ws: WebSocket, code: number, reason: string): void {
           .toString('utf8')
           .replace(/\uFFFD$/, '') + '…',
   );
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }

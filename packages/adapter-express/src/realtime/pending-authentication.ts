@@ -67,15 +67,18 @@ export function pendingAuthentication(
     if (take) take({ data, isBinary });
     else held.push({ data, isBinary });
   };
-  const stop = () => {
-    socket.off('data', onData);
+  // No more frames are held or waited for, and the address's place is given back (bytes may still be counted).
+  const release = () => {
     ws.off('message', onMessage);
     waiter?.(null);
     leave();
   };
   socket.on('data', onData);
   ws.on('message', onMessage);
-  ws.once('close', stop);
+  ws.once('close', () => {
+    socket.off('data', onData);
+    release();
+  });
   return {
     authFrame: async () => {
       const frame = held?.shift() ?? (held === null ? null : await nextFrame(limits.authFrameMs, (w) => (waiter = w)));
@@ -85,14 +88,14 @@ export function pendingAuthentication(
     authenticated: () => {
       const frames = held ?? [];
       held = null;
-      stop();
+      socket.off('data', onData);
+      release();
       return frames;
     },
     abandon: () => {
       held = null;
-      stop();
-      // Still closing: whatever comes now is read and dropped, and counted, so it cannot run on.
-      socket.on('data', onData);
+      // Still closing: whatever comes now is dropped, and its bytes still counted, so it cannot run on.
+      release();
     },
   };
 }
@@ -111,20 +114,21 @@ function nextFrame(ms: number, listen: (waiter: (frame: Frame | null) => void) =
 
 /** The key of an authentication frame (`{"type":"auth","session_api_key":"…"}`), or null. */
 function authKeyOf(frame: Frame): string | null {
-  if (frame.isBinary) return null;
-  const value = parseJson(frameText(frame.data));
+  return frame.isBinary ? null : authKeyIn(frameJson(frame.data));
+}
+
+/** The key of a parsed authentication frame, or null for any other value. */
+export function authKeyIn(value: unknown): string | null {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
   const { type, session_api_key: key } = value as Record<string, unknown>;
   return type === 'auth' && typeof key === 'string' && key !== '' ? key : null;
 }
 
-/** Whether a frame is an authentication frame (one that comes again after authentication is passed over, as the agent-server does). */
-export const isAuthFrame = (frame: Frame) => authKeyOf(frame) !== null;
-
-export const frameText = (raw: RawData): string =>
-  (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString('utf8');
-
-function parseJson(text: string): unknown {
+/** A text frame's JSON, or null when it is not JSON. */
+export function frameJson(raw: RawData): unknown {
+  const text = (Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw)).toString(
+    'utf8',
+  );
   try {
     return JSON.parse(text);
   } catch {

@@ -7,7 +7,7 @@ import type { Page, PageRequest } from '../pagination.js';
 import { resultAsync } from '../result.js';
 import { isSandboxLost, planSandboxAction } from '../sandbox/state.js';
 import type { StoredSettings } from '../settings/schema.js';
-import { refusalOfMcpConfig, resolveEgress } from '../settings/egress.js';
+import { refusalOfMcpConfig, resolveEgress, type EgressPolicy } from '../settings/egress.js';
 import type { ConfirmationDecision } from './agent-port.js';
 import { keyBinding, rotateKey } from './keys.js';
 import { createConversationRecords, type ConversationRecords } from './records.js';
@@ -49,6 +49,8 @@ interface ConversationParts {
   readonly deps: ConversationServiceDeps;
   readonly records: ConversationRecords;
   readonly pipeline: StartPipeline;
+  /** The operator's allow-lists, resolved once (a V0 create's `mcp_config` is checked against them). */
+  readonly egress: EgressPolicy;
 }
 
 /** V0 and V1 conversations over one record: one entry per operation, each a function below over the parts. */
@@ -75,7 +77,7 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     background: deps.background,
     records,
   });
-  const parts: ConversationParts = { deps, records, pipeline };
+  const parts: ConversationParts = { deps, records, pipeline, egress: resolveEgress(deps.options?.egress) };
   return {
     acceptsClientIds: deps.options?.allowClientConversationIds === true,
     create: (userId, request) => resultAsync(createV0(parts, userId, request)),
@@ -139,7 +141,7 @@ async function createV0(
     if (plan.isErr()) return err(plan.error);
     request = { ...request, initial_user_msg: plan.value.initial.text, image_urls: plan.value.initial.image_urls };
   }
-  const refused = refusalOfMcpConfig(resolveEgress(deps.options?.egress), request.mcp_config);
+  const refused = refusalOfMcpConfig(parts.egress, request.mcp_config);
   if (refused) return err(refused);
   const id = request.conversation_id !== undefined ? normalizeId(request.conversation_id) : deps.ids.next();
   const stored = await deps.settings.loadWithSecrets(userId);
