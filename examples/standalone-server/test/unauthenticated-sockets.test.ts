@@ -56,8 +56,12 @@ describe('unauthenticated WebSockets on the example server', () => {
     // Today's code grew by hundreds of MiB (608 measured); the bound leaves room for the
     // connections themselves and the garbage collector's pace, far below that.
     expect(peakGrowthMiB, server.stderr().slice(-2000)).toBeLessThan(100);
-    // One address holds only a few connections that have not authenticated (8 by default).
-    expect(outcomes.filter((o) => o === 'refused').length).toBeGreaterThanOrEqual(CONNECTIONS - 8);
+    // One address holds only a few connections that have not authenticated (8 by default); a
+    // place freed when the server closes one of them (for its first large frame) may go to a
+    // later connection, so a few more than 8 may be let in over the whole flood.
+    const admitted = outcomes.filter((o) => o !== 'refused').length;
+    expect(admitted).toBeGreaterThanOrEqual(1);
+    expect(admitted).toBeLessThanOrEqual(16);
     // The server still answers.
     const health = await fetch(`${server.url}/api/settings`, { headers: { 'X-Session-API-Key': KEY } });
     expect([200, 404]).toContain(health.status);

@@ -53,8 +53,10 @@ function ensureOnce(deps: SandboxNetworkDeps, ensuring: Ensuring): Promise<strin
 /**
  * Looked up on every call (one request), so a network removed meanwhile (`docker network prune`
  * while no sandbox ran) is made again. Made with the name checked by the engine; two services
- * making it at once may still both succeed on engines before API 1.44, whose check is best
- * effort: every caller then takes the oldest, and either network keeps its sandboxes apart.
+ * making it at the same moment may still both succeed on engines before API 1.44, whose check is
+ * best effort, and each may take its own (it lists before the other's is stored). Both keep their
+ * sandboxes apart, and from then on every caller takes the oldest; the other stays, unused once
+ * its sandboxes are gone, until `docker network prune`.
  */
 async function ensureNetwork(deps: SandboxNetworkDeps): Promise<string> {
   const found = await networksNamed(deps);
