@@ -89,6 +89,7 @@ export {
 export { decodeGitPageId, encodeGitPageId, GIT_PAGE_ID_PATTERN } from './git/page-id.js';
 export type { Page, PageRequest } from './pagination.js';
 export { EventLog, type EventListener, type EventSubscription } from './events/log.js';
+export type { StreamingDelta, TransientEvent, TransientListener } from './events/transient.js';
 
 // What the operations fail with, and how an edge explains it.
 export {

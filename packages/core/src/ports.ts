@@ -19,6 +19,8 @@ export type {
 export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskStore } from './conversation/store.js';
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export type { EventNotifier, EventNotifierListener } from './events/notifier.js';
+export type { StreamingDelta, TransientEvent, TransientListener } from './events/transient.js';
+export { MAX_DELTA_TEXT, parseTransientEvent } from './events/transient.js';
 export type {
   ConversationLease,
   ConversationLeaseStore,

@@ -3,6 +3,7 @@ import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
 import type { DomainErrorType, ErrorsOf } from '../errors.js';
 import type { EventListener, EventLog, EventSubscription } from '../events/log.js';
+import type { TransientListener } from '../events/transient.js';
 import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import type { IdGenerator } from '../ids.js';
 import type { Logger } from '../logger.js';
@@ -280,6 +281,8 @@ export interface ConversationService {
   /**
    * Replays the events after `afterId`, then delivers new ones as they happen, each once, in
    * order. `onEnd` is called if the service ends the subscription (the conversation was deleted).
+   * `onTransient` hears the pieces of answers being written from the end of the replay on
+   * (never stored, never replayed: a later subscriber gets the stored event instead).
    */
   subscribeEvents(
     userId: string,
@@ -287,6 +290,7 @@ export interface ConversationService {
     afterId: number,
     listener: EventListener,
     onEnd?: (reason: string) => void,
+    onTransient?: TransientListener,
   ): ResultAsync<EventSubscription, ConversationServiceError<'subscribeEvents'>>;
   /**
    * What the conversation's own key is bound to now (its sandbox, the key's generation, whether

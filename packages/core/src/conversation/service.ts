@@ -1,6 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { validationFailed } from '../errors.js';
 import type { EventListener, EventSubscription } from '../events/log.js';
+import type { TransientListener } from '../events/transient.js';
 import type { ConfirmationEvent, EventPage, EventQuery, MessageEvent } from '../events/schema.js';
 import { normalizeId } from '../ids.js';
 import type { Page, PageRequest } from '../pagination.js';
@@ -109,8 +110,8 @@ export function createConversationService(deps: ConversationServiceDeps): Conver
     pauseAgent: (userId, id) => resultAsync(pauseAgent(parts, userId, id)),
     runAgent: (userId, id) => resultAsync(runAgent(parts, userId, id)),
     searchEvents: (userId, id, query) => resultAsync(searchEvents(parts, userId, id, query)),
-    subscribeEvents: (userId, id, afterId, listener, onEnd) =>
-      resultAsync(subscribeEvents(parts, userId, id, afterId, listener, onEnd)),
+    subscribeEvents: (userId, id, afterId, listener, onEnd, onTransient) =>
+      resultAsync(subscribeEvents(parts, userId, id, afterId, listener, onEnd, onTransient)),
     keyBinding: (userId, id) => resultAsync(keyBinding(deps, userId, id)),
     rotateKey: (userId, id) => resultAsync(rotateKey(deps, userId, id)),
     handleSandboxGone: (userId, sandboxId, reason) => handleSandboxGone(parts, userId, sandboxId, reason),
@@ -735,10 +736,11 @@ async function subscribeEvents(
   afterId: number,
   listener: EventListener,
   onEnd?: (reason: string) => void,
+  onTransient?: TransientListener,
 ): Promise<Result<EventSubscription, ConversationServiceError<'subscribeEvents'>>> {
   const found = await parts.records.getRecord(userId, id);
   if (found.isErr()) return err(found.error);
-  return parts.deps.log.subscribe(userId, found.value.id, afterId, listener, onEnd);
+  return parts.deps.log.subscribe(userId, found.value.id, afterId, listener, onEnd, onTransient);
 }
 
 async function handleSandboxGone(

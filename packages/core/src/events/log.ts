@@ -12,6 +12,7 @@ import {
   type EventPage,
 } from './schema.js';
 import type { EventNotifier } from './notifier.js';
+import { MAX_DELTA_TEXT, type TransientEvent, type TransientListener } from './transient.js';
 import type { EventStore } from './store.js';
 
 /** Receives events of one conversation, in id order, each exactly once. */
@@ -27,6 +28,8 @@ const READ_BATCH = 500;
 
 interface LiveSubscriber {
   live(event: ConversationEvent): void;
+  /** A transient event (a piece of an answer being written), delivered only to who listens now. */
+  transient(event: TransientEvent): void;
   /** The log reaches `lastId` (appended by another process), or, with null, may have grown unseen: read the store. */
   wake(lastId: number | null): void;
   end(reason: string): void;
@@ -66,6 +69,7 @@ export class EventLog {
           for (const subscriber of [...(this.#subscribers.get(EventLog.#key(userId, conversationId)) ?? [])])
             subscriber.wake(lastId);
         },
+        transient: (userId, conversationId, event) => this.#deliverTransient(userId, conversationId, event),
         resync: () => {
           for (const subscribers of this.#subscribers.values())
             for (const subscriber of [...subscribers]) subscriber.wake(null);
@@ -134,6 +138,31 @@ export class EventLog {
       }
       return events;
     });
+  }
+
+  /**
+   * Publishes a transient event (a piece of the answer being written) to the conversation's live
+   * subscriptions here and, through the notifier, in the other processes. Nothing is stored:
+   * a subscription that starts later never sees it. Text longer than `MAX_DELTA_TEXT` goes out
+   * as several deltas, so one event always fits a notifier's payload.
+   */
+  publishTransient(userId: string, conversationId: string, event: TransientEvent): void {
+    for (const piece of splitDelta(event)) {
+      this.#deliverTransient(userId, conversationId, piece);
+      this.#notifier?.publish?.(userId, conversationId, piece);
+    }
+  }
+
+  #deliverTransient(userId: string, conversationId: string, event: TransientEvent): void {
+    const subscribers = this.#subscribers.get(EventLog.#key(userId, conversationId));
+    if (!subscribers) return;
+    for (const subscriber of [...subscribers]) {
+      try {
+        subscriber.transient(event);
+      } catch {
+        /* the subscriber's problem */
+      }
+    }
   }
 
   /** The log is known to reach `lastId` (only ever moved forward: a read that started before an append may end after it). */
@@ -211,12 +240,14 @@ export class EventLog {
     afterId: number,
     listener: EventListener,
     onEnd?: (reason: string) => void,
+    onTransient?: TransientListener,
   ): ResultAsync<EventSubscription, StoreFailure> {
     const key = EventLog.#key(userId, conversationId);
     const follower: LogFollower = new LogFollower({
       afterId,
       listener,
       onEnd,
+      onTransient,
       readAfter: (after) => this.readAll(userId, conversationId, after),
       detach: () => {
         const current = this.#subscribers.get(key);
@@ -279,6 +310,8 @@ interface LogFollowerDeps {
   afterId: number;
   listener: EventListener;
   onEnd: ((reason: string) => void) | undefined;
+  /** Transient events published while it follows (none during the replay). */
+  onTransient: TransientListener | undefined;
   /** Every event after an id, from the store (to fill a gap, or what another process appended). */
   readAfter: (afterId: number) => ResultAsync<ConversationEvent[], StoreFailure>;
   /** Takes it off the log's live subscribers. */
@@ -339,6 +372,16 @@ class LogFollower implements LiveSubscriber, EventSubscription {
     if (!this.#replaying) void this.#drain();
   }
 
+  transient(event: TransientEvent): void {
+    // During the replay the subscriber is still reading older events: it gets the final one instead.
+    if (this.#closed || this.#replaying || !this.#deps.onTransient) return;
+    try {
+      this.#deps.onTransient(event);
+    } catch {
+      /* the subscriber's problem */
+    }
+  }
+
   wake(id: number | null): void {
     if (this.#closed) return;
     if (id === null) this.#recheck = true;
@@ -380,4 +423,28 @@ class LogFollower implements LiveSubscriber, EventSubscription {
       this.#draining = false;
     }
   }
+}
+
+/** A delta whose text is longer than `MAX_DELTA_TEXT` (in UTF-16 units) as several, in order; others as they are. */
+function splitDelta(event: TransientEvent): TransientEvent[] {
+  const content = event.content ?? '';
+  const reasoning = event.reasoning_content ?? '';
+  if (content.length <= MAX_DELTA_TEXT && reasoning.length <= MAX_DELTA_TEXT) return [event];
+  return [
+    ...pieces(reasoning).map((piece) => ({ ...event, content: null, reasoning_content: piece })),
+    ...pieces(content).map((piece) => ({ ...event, content: piece, reasoning_content: null })),
+  ];
+}
+
+/** `text` in pieces of at most `MAX_DELTA_TEXT` UTF-16 units, never cutting a surrogate pair in two. */
+function pieces(text: string): string[] {
+  const out: string[] = [];
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(text.length, at + MAX_DELTA_TEXT);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    out.push(text.slice(at, end));
+    at = end;
+  }
+  return out;
 }

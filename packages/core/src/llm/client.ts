@@ -40,6 +40,19 @@ export interface LlmRequest {
   tools: readonly LlmToolDefinition[];
   /** Aborting it cancels the call (and any retry wait); the result is then a `cancelled` error. */
   signal?: AbortSignal;
+  /**
+   * Asks for the answer as a stream (`stream: true`) and is called with each piece of text or
+   * reasoning as it arrives; the result is still the whole answer, as without it. Without it
+   * the adapter asks for the answer whole.
+   */
+  onDelta?: (delta: LlmDelta) => void;
+}
+
+/** A piece of an answer being streamed. `attempt` is the adapter's attempt (1-based): a retried call streams afresh. */
+export interface LlmDelta {
+  content: string | null;
+  reasoning_content: string | null;
+  attempt: number;
 }
 
 export interface LlmUsage {
@@ -68,6 +81,8 @@ export interface LlmResponse {
   model: string;
   /** Text the model wrote (a reply to the user, or its thought next to tool calls). */
   content: string | null;
+  /** The model's reasoning, for providers that return it (`reasoning_content`); absent or null otherwise. */
+  reasoning_content?: string | null;
   tool_calls: LlmToolCall[];
   /** Why the model stopped; null when the provider did not say, or said something not listed in `LlmFinishReason`. */
   finish_reason: LlmFinishReason | null;
