@@ -1,4 +1,4 @@
-import type { LlmClient, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
+import type { LlmClient, LlmDelta, LlmError, LlmRequest, LlmResponse } from '@acs/core/ports';
 import { allowedHostSet, describeAllowedHosts, isHostAllowed } from '@acs/core/ports';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import {
@@ -9,11 +9,27 @@ import {
   type AnswerHeaders,
   type AttemptFailure,
 } from './errors.js';
-import { parseCompletion, toChatMessages, toChatTools, type ChatCompletionRequest } from './mapping.js';
+import {
+  parseCompletion,
+  toChatMessages,
+  toChatTools,
+  type ChatCompletionRequest,
+  type ParsedCompletion,
+} from './mapping.js';
 import { resolveModel } from './models.js';
 import { costOf, type PriceTable } from './prices.js';
 import { createDefaultTransport } from './default-transport.js';
-import { DEFAULT_MAX_RESPONSE_BYTES, fetchTransport, type Transport } from './transport.js';
+import {
+  assembled,
+  feedEvent,
+  isWhole,
+  newAssembly,
+  refusesStreamOptions,
+  streamErrorFailure,
+  tell,
+  type StreamAssembly,
+} from './stream.js';
+import { DEFAULT_MAX_RESPONSE_BYTES, fetchTransport, type Exchange, type Transport } from './transport.js';
 
 export interface OpenAiLlmClientOptions {
   /** Retries after the first attempt, on 408/429/5xx (500, 502, 503, 504, 529), connection errors and timeouts. Default 4. */
@@ -22,8 +38,16 @@ export interface OpenAiLlmClientOptions {
   initialBackoffMs?: number;
   /** Upper bound of one backoff, including a server's `retry-after` / `retry-after-ms`. Default 30000 ms. */
   maxBackoffMs?: number;
-  /** Time limit of one HTTP attempt, from sending the request to the end of the answer. Default 120000 ms. */
+  /**
+   * Time limit of one HTTP attempt, from sending the request to the end of the answer. Default
+   * 120000 ms. A streamed call (`onDelta`) is cut by it only when it falls silent: the limit runs
+   * until the answer's first bytes and restarts on each piece; `streamTimeoutMs` bounds it whole.
+   */
   timeoutMs?: number;
+  /** Time limit of one streamed attempt, from sending the request to the end of the stream. Default 600000 ms (never less than `timeoutMs`). */
+  streamTimeoutMs?: number;
+  /** Largest event of a streamed answer, in bytes (what is held of a stream at a time). Default 4 MiB, never more than `maxResponseBytes`. */
+  maxEventBytes?: number;
   /** Add or override prices (USD per 1M tokens) by model name; see `priceFor`. */
   prices?: PriceTable;
   /** Headers sent with every call (e.g. OpenRouter's `HTTP-Referer` and `X-Title`). */
@@ -54,7 +78,16 @@ export interface OpenAiLlmClientOptions {
 export const PLACEHOLDER_API_KEY = 'not-needed';
 export const LITELLM_COST_HEADER = 'x-litellm-response-cost';
 
-const DEFAULTS = { maxRetries: 4, initialBackoffMs: 1000, maxBackoffMs: 30_000, timeoutMs: 120_000 };
+const DEFAULTS = {
+  maxRetries: 4,
+  initialBackoffMs: 1000,
+  maxBackoffMs: 30_000,
+  timeoutMs: 120_000,
+  streamTimeoutMs: 600_000,
+  maxEventBytes: 4 * 1024 * 1024,
+};
+/** How many base URLs a client remembers as refusing `stream_options` (then it forgets them all and learns again). */
+const MAX_REFUSING_BASES = 1000;
 
 const nonNegative = (value: number | undefined, fallback: number) =>
   value !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback;
@@ -87,8 +120,12 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
   });
 }
 
+/** A 2xx answer: read as a chat completion (null when it is not one: `shape` says what it is), or a failure. */
 type Attempt =
-  { ok: true; data: unknown; headers: AnswerHeaders; status: number } | { ok: false; failure: AttemptFailure };
+  | { ok: true; parsed: ParsedCompletion | null; shape: string; headers: AnswerHeaders; status: number }
+  | { ok: false; failure: AttemptFailure };
+
+const NO_HEADERS: AnswerHeaders = { get: () => null };
 
 const USER_AGENT = 'acs-adapter-openai';
 
@@ -165,19 +202,35 @@ interface ClientSettings {
   maxRetries: number;
   backoff: { initialBackoffMs: number; maxBackoffMs: number };
   timeoutMs: number;
+  streamTimeoutMs: number;
+  maxEventBytes: number;
+  /** The base URLs whose servers refused `stream_options`: streamed calls to them are sent without it. */
+  refuseStreamOptions: Set<string>;
   /** By lower-cased model name. */
   prices: PriceTable;
   extraHeaders: Record<string, string>;
   send: Transport;
   /** The hosts calls may go to (see `allowedHosts`); null: any. */
   allowedHosts: { hosts: ReadonlySet<string>; name: string | null } | null;
-  /** What an aborted attempt, and one past the time limit, fail with. */
+  /** What an aborted attempt, and one past a time limit (whole, a stream's silence, a stream's whole), fail with. */
   cancelled: AttemptFailure;
   timedOut: AttemptFailure;
+  stalled: AttemptFailure;
+  streamTimedOut: AttemptFailure;
 }
 
 function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
   const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
+  const streamTimeoutMs = Math.max(timeoutMs, nonNegative(options.streamTimeoutMs, DEFAULTS.streamTimeoutMs));
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const timeout = (detail: string): AttemptFailure => ({
+    code: 'timeout',
+    detail,
+    status: null,
+    retry: true,
+    retryableLater: true,
+    retryAfterMs: null,
+  });
   return {
     maxRetries: Math.floor(nonNegative(options.maxRetries, DEFAULTS.maxRetries)),
     backoff: {
@@ -185,6 +238,9 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
       maxBackoffMs: nonNegative(options.maxBackoffMs, DEFAULTS.maxBackoffMs),
     },
     timeoutMs,
+    streamTimeoutMs,
+    maxEventBytes: Math.max(1, Math.min(nonNegative(options.maxEventBytes, DEFAULTS.maxEventBytes), maxResponseBytes)),
+    refuseStreamOptions: new Set(),
     prices: Object.fromEntries(
       Object.entries(options.prices ?? {}).map(([name, price]) => [name.trim().toLowerCase(), price]),
     ),
@@ -204,25 +260,41 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
       retryableLater: false,
       retryAfterMs: null,
     },
-    timedOut: {
-      code: 'timeout',
-      detail: `no answer within ${timeoutMs} ms`,
-      status: null,
-      retry: true,
-      retryableLater: true,
-      retryAfterMs: null,
-    },
+    timedOut: timeout(`no answer within ${timeoutMs} ms`),
+    stalled: timeout(`the streamed answer stalled: nothing came for ${timeoutMs} ms`),
+    streamTimedOut: timeout(`the streamed answer did not end within ${streamTimeoutMs} ms`),
   };
 }
 
-/** One HTTP attempt: the answer, or why there was none (classified for the retry loop). */
+/** A streamed call's listener and the attempt it is at (the deltas of each attempt say which). */
+interface Streaming {
+  onDelta: (delta: LlmDelta) => void;
+  attempt: number;
+}
+
+const refusal = (code: AttemptFailure['code'], detail: string, status: number | null): AttemptFailure => ({
+  code,
+  detail,
+  status,
+  retry: false,
+  retryableLater: false,
+  retryAfterMs: null,
+});
+
+/**
+ * One HTTP attempt: the answer, or why there was none (classified for the retry loop). With
+ * `streaming`, a streamed answer's events are assembled as they come and each piece of text is
+ * told to `onDelta`.
+ */
 async function attempt(
   settings: ClientSettings,
   url: string,
   apiKey: string,
   body: ChatCompletionRequest,
   signal: AbortSignal | undefined,
+  streaming: Streaming | null,
 ): Promise<Attempt> {
+  const assembly = streaming ? newAssembly() : null;
   const exchange = await settings.send({
     url,
     headers: {
@@ -234,36 +306,87 @@ async function attempt(
     },
     body: JSON.stringify(body),
     signal,
-    // One timer covers the whole attempt, reading the answer included.
-    timeoutMs: settings.timeoutMs,
+    // One timer covers the whole attempt, reading the answer included; a stream has a longer one,
+    // and a second that restarts on each piece (a silence).
+    timeoutMs: streaming ? settings.streamTimeoutMs : settings.timeoutMs,
+    ...(streaming && assembly
+      ? {
+          events: {
+            onEvent: (data: string) => {
+              const piece = feedEvent(assembly, data);
+              if (piece) tell(streaming.onDelta, piece, streaming.attempt);
+            },
+            maxEventBytes: settings.maxEventBytes,
+            idleTimeoutMs: settings.timeoutMs,
+          },
+        }
+      : {}),
   });
+  return outcomeOf(settings, exchange, assembly, streaming);
+}
+
+/** How an exchange ended, as the retry loop reads it. */
+function outcomeOf(
+  settings: ClientSettings,
+  exchange: Exchange,
+  assembly: StreamAssembly | null,
+  streaming: Streaming | null,
+): Attempt {
   switch (exchange.outcome) {
     case 'cancelled':
       return { ok: false, failure: settings.cancelled };
     case 'timed_out':
-      return { ok: false, failure: settings.timedOut };
+      if (!streaming) return { ok: false, failure: settings.timedOut };
+      return { ok: false, failure: exchange.idle ? settings.stalled : settings.streamTimedOut };
     case 'failed':
+      // The stream had said the answer was whole when the connection broke: it is kept, not bought again.
+      if (assembly && !assembly.error && isWhole(assembly) && exchange.stage === 'reading')
+        return streamed(assembly, NO_HEADERS, 200);
       return { ok: false, failure: classifyError(exchange.error, exchange.stage) };
     case 'unsendable':
-      return {
-        ok: false,
-        failure: {
-          code: 'bad_request',
-          detail: exchange.detail,
-          status: null,
-          retry: false,
-          retryableLater: false,
-          retryAfterMs: null,
-        },
-      };
-    case 'answered': {
-      const data = parseBody(exchange.text);
-      const headers = { get: exchange.header };
-      if (exchange.status < 200 || exchange.status > 299)
-        return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
-      return { ok: true, data, headers, status: exchange.status };
-    }
+      return { ok: false, failure: refusal('bad_request', exchange.detail, null) };
+    case 'streamed':
+      return streamed(assembly ?? newAssembly(), { get: exchange.header }, exchange.status);
+    case 'answered':
+      return answered(exchange, streaming);
   }
+}
+
+/** A whole answer: an error's status classified, a 2xx read as a completion (told to `onDelta` at once when the server did not stream). */
+function answered(exchange: Extract<Exchange, { outcome: 'answered' }>, streaming: Streaming | null): Attempt {
+  const data = parseBody(exchange.text);
+  const headers = { get: exchange.header };
+  if (exchange.status < 200 || exchange.status > 299)
+    return { ok: false, failure: classifyStatus(exchange.status, data, headers) };
+  const parsed = parseCompletion(data);
+  if (streaming && parsed && (parsed.content || parsed.reasoning_content))
+    tell(
+      streaming.onDelta,
+      { content: parsed.content, reasoning_content: parsed.reasoning_content },
+      streaming.attempt,
+    );
+  const shape =
+    typeof data === 'string' ? `text starting ${JSON.stringify(data.slice(0, 80))}` : 'JSON without choices';
+  return { ok: true, parsed, shape, headers, status: exchange.status };
+}
+
+/** A stream read to its end: its error, a stream that broke off before the answer was whole, or the answer. */
+function streamed(assembly: StreamAssembly, headers: AnswerHeaders, status: number): Attempt {
+  if (assembly.error) return { ok: false, failure: streamErrorFailure(assembly.error, headers) };
+  if (!isWhole(assembly))
+    return {
+      ok: false,
+      // As a connection dropped mid-answer: another attempt may well get it whole.
+      failure: {
+        code: 'unreachable',
+        detail: 'the connection dropped while reading the answer (the stream ended before [DONE] or a finish_reason)',
+        status: null,
+        retry: true,
+        retryableLater: true,
+        retryAfterMs: null,
+      },
+    };
+  return { ok: true, parsed: assembled(assembly), shape: 'a stream', headers, status };
 }
 
 /** What a call's failures are reported with: the key to mask, the model to name. */
@@ -312,9 +435,10 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
     messages: toChatMessages(request.messages),
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
   };
+  const send = sender(settings, url, apiKey ?? PLACEHOLDER_API_KEY, body, request, resolved.baseUrl);
   for (let attempts = 1; ; attempts++) {
     if (signal?.aborted) return failWith(call, settings.cancelled, attempts - 1);
-    const outcome = await attempt(settings, url, apiKey ?? PLACEHOLDER_API_KEY, body, signal);
+    const outcome = await send(attempts);
     if (outcome.ok) return answer(settings, call, outcome, attempts);
     const { failure } = outcome;
     if (failure.code === 'cancelled') return failWith(call, failure, attempts);
@@ -322,6 +446,39 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
     if (!(await sleep(backoffMs(attempts, failure.retryAfterMs, settings.backoff), signal)))
       return failWith(call, settings.cancelled, attempts);
   }
+}
+
+/**
+ * Sends attempt number n of a call. A streamed call asks for `stream: true` with
+ * `stream_options.include_usage` (so the last chunk carries the usage); a server that refuses
+ * `stream_options` (a 400 saying so) is asked again at once without it, within the same attempt
+ * (no backoff, not counted), and the client remembers its base URL so later calls skip it.
+ */
+function sender(
+  settings: ClientSettings,
+  url: string,
+  apiKey: string,
+  body: ChatCompletionRequest,
+  request: LlmRequest,
+  baseUrl: string,
+): (attempts: number) => Promise<Attempt> {
+  const onDelta = request.onDelta;
+  if (!onDelta) return () => attempt(settings, url, apiKey, body, request.signal, null);
+  const bare: ChatCompletionRequest = { ...body, stream: true };
+  const withOptions: ChatCompletionRequest = { ...bare, stream_options: { include_usage: true } };
+  let options = !settings.refuseStreamOptions.has(baseUrl);
+  return async (attempts) => {
+    const streaming = { onDelta, attempt: attempts };
+    const outcome = await attempt(settings, url, apiKey, options ? withOptions : bare, request.signal, streaming);
+    if (!options || outcome.ok || !refusesStreamOptions(outcome.failure)) return outcome;
+    options = false;
+    const again = await attempt(settings, url, apiKey, bare, request.signal, streaming);
+    if (again.ok || !refusesStreamOptions(again.failure)) {
+      if (settings.refuseStreamOptions.size >= MAX_REFUSING_BASES) settings.refuseStreamOptions.clear();
+      settings.refuseStreamOptions.add(baseUrl);
+    }
+    return again;
+  };
 }
 
 /** Why a call to `target` may not be made (its host is not on the list), or null. */
@@ -341,39 +498,15 @@ function answer(
   outcome: Extract<Attempt, { ok: true }>,
   attempts: number,
 ): Result<LlmResponse, LlmError> {
-  const parsed = parseCompletion(outcome.data);
-  const status = outcome.status;
-  if (!parsed) {
-    const shape =
-      typeof outcome.data === 'string'
-        ? `text starting ${JSON.stringify(outcome.data.slice(0, 80))}`
-        : 'JSON without choices';
+  const { parsed, status } = outcome;
+  if (!parsed)
     return failWith(
       call,
-      {
-        code: 'provider_error',
-        detail: `the answer is not a chat completion (${shape})`,
-        status,
-        retry: false,
-        retryableLater: false,
-        retryAfterMs: null,
-      },
+      refusal('provider_error', `the answer is not a chat completion (${outcome.shape})`, status),
       attempts,
     );
-  }
   if (parsed.finish_reason === 'content_filter' && parsed.content === null && parsed.tool_calls.length === 0) {
-    return failWith(
-      call,
-      {
-        code: 'content_refused',
-        detail: 'finish_reason content_filter with no content',
-        status,
-        retry: false,
-        retryableLater: false,
-        retryAfterMs: null,
-      },
-      attempts,
-    );
+    return failWith(call, refusal('content_refused', 'finish_reason content_filter with no content', status), attempts);
   }
   const tokens = parsed.usage ?? { prompt_tokens: 0, completion_tokens: 0, cached_prompt_tokens: 0 };
   const header = outcome.headers.get(LITELLM_COST_HEADER)?.trim();
@@ -388,6 +521,7 @@ function answer(
     id: parsed.id,
     model: parsed.model ?? call.resolvedModel,
     content: parsed.content,
+    ...(parsed.reasoning_content ? { reasoning_content: parsed.reasoning_content } : {}),
     tool_calls: parsed.tool_calls,
     finish_reason: parsed.finish_reason,
     usage: { ...tokens, cost_usd },

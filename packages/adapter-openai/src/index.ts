@@ -3,7 +3,7 @@
  * (OpenAI, a LiteLLM proxy, OpenRouter, Ollama, vLLM, Anthropic/Gemini/DeepSeek compatibility
  * endpoints) over Node's own HTTP client (kept connections, the operator's HTTP_PROXY / HTTPS_PROXY /
  * NO_PROXY honoured, NODE_EXTRA_CA_CERTS and the system's roots trusted): tools, retries with
- * backoff, error codes, token usage and cost.
+ * backoff, error codes, token usage and cost, and streamed answers (`onDelta`, README "Streaming").
  *
  * ```ts
  * const llm = createOpenAiLlmClient({ maxRetries: 4, timeoutMs: 120_000 });

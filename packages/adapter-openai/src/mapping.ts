@@ -25,11 +25,13 @@ export interface ChatCompletionFunctionTool {
   function: { name: string; description?: string; parameters?: Record<string, unknown> };
 }
 
-/** The body of a (non-streaming) chat-completions request. */
+/** The body of a chat-completions request; `stream` (and `stream_options`) when the caller takes deltas. */
 export interface ChatCompletionRequest {
   model: string;
   messages: ChatCompletionMessageParam[];
   tools?: ChatCompletionFunctionTool[];
+  stream?: boolean;
+  stream_options?: { include_usage: boolean };
 }
 
 /** `LlmMessage`s as chat-completions messages (tool calls as `function` tool calls). */
@@ -76,7 +78,7 @@ export function toChatTools(tools: readonly LlmToolDefinition[]): ChatCompletion
   }));
 }
 
-const asRecord = (value: unknown): Record<string, unknown> | null =>
+export const asRecord = (value: unknown): Record<string, unknown> | null =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 
 const count = (value: unknown): number =>
@@ -113,10 +115,55 @@ export interface ParsedCompletion {
   id: string | null;
   model: string | null;
   content: string | null;
+  /** The model's reasoning (`reasoning_content`, or `reasoning` as OpenRouter names it); null when none. */
+  reasoning_content: string | null;
   tool_calls: LlmToolCall[];
   finish_reason: LlmFinishReason | null;
   /** Null when the provider reported no usage at all. */
-  usage: { prompt_tokens: number; completion_tokens: number; cached_prompt_tokens: number } | null;
+  usage: TokenCounts | null;
+}
+
+export interface TokenCounts {
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_prompt_tokens: number;
+}
+
+/** The token counts of a `usage` object (a completion's, or a stream's last chunk's); null when there is none. */
+export function readUsage(value: unknown): TokenCounts | null {
+  const usage = asRecord(value);
+  if (!usage) return null;
+  const details = asRecord(usage['prompt_tokens_details']);
+  return {
+    prompt_tokens: count(usage['prompt_tokens']),
+    completion_tokens: count(usage['completion_tokens']),
+    cached_prompt_tokens: count(details?.['cached_tokens']),
+  };
+}
+
+/** Text as providers send it: a string, or a list of parts with `text`; '' for anything else. */
+export function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) return '';
+  return value
+    .map((part) => asRecord(part))
+    .map((part) => (part && typeof part['text'] === 'string' ? part['text'] : ''))
+    .join('');
+}
+
+/** The reasoning of a message or a delta: `reasoning_content` (DeepSeek, vLLM, LiteLLM), else `reasoning` (OpenRouter, Ollama). */
+export function reasoningOf(message: Record<string, unknown>): string {
+  return textOf(message['reasoning_content']) || textOf(message['reasoning']);
+}
+
+/** A tool call's id as given, or `call_<random>` when the provider gave none. */
+export function toolCallId(raw: unknown): string {
+  return typeof raw === 'string' && raw !== '' ? raw : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+}
+
+/** Tool-call arguments as the raw text the model wrote: an object (some servers) as JSON, none as `{}`. */
+export function argumentsText(args: unknown): string {
+  return typeof args === 'string' ? args : args === undefined || args === null ? '{}' : JSON.stringify(args);
 }
 
 /**
@@ -132,16 +179,7 @@ export function parseCompletion(data: unknown): ParsedCompletion | null {
   const message = asRecord(choice?.['message']);
   if (!choice || !message) return null;
 
-  const rawContent = message['content'];
-  let content: string | null = null;
-  if (typeof rawContent === 'string') content = rawContent;
-  else if (Array.isArray(rawContent)) {
-    content = rawContent
-      .map((part) => asRecord(part))
-      .map((part) => (part && typeof part['text'] === 'string' ? part['text'] : ''))
-      .join('');
-  }
-  if (content === '') content = null;
+  const content = textOf(message['content']) || null;
 
   const rawCalls = Array.isArray(message['tool_calls']) ? (message['tool_calls'] as unknown[]) : [];
   const tool_calls: LlmToolCall[] = [];
@@ -151,29 +189,19 @@ export function parseCompletion(data: unknown): ParsedCompletion | null {
     if (!call || !fn) continue; // custom (non-function) tool calls are not part of the port
     const args = fn['arguments'];
     tool_calls.push({
-      id:
-        typeof call['id'] === 'string' && call['id'] !== ''
-          ? call['id']
-          : `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+      id: toolCallId(call['id']),
       name: typeof fn['name'] === 'string' ? fn['name'] : '',
-      arguments: typeof args === 'string' ? args : args === undefined || args === null ? '{}' : JSON.stringify(args),
+      arguments: argumentsText(args),
     });
   }
 
-  const usage = asRecord(body['usage']);
-  const details = asRecord(usage?.['prompt_tokens_details']);
   return {
     id: typeof body['id'] === 'string' && body['id'] !== '' ? body['id'] : null,
     model: typeof body['model'] === 'string' && body['model'] !== '' ? body['model'] : null,
     content,
+    reasoning_content: reasoningOf(message) || null,
     tool_calls,
     finish_reason: normaliseFinishReason(choice['finish_reason']),
-    usage: usage
-      ? {
-          prompt_tokens: count(usage['prompt_tokens']),
-          completion_tokens: count(usage['completion_tokens']),
-          cached_prompt_tokens: count(details?.['cached_tokens']),
-        }
-      : null,
+    usage: readUsage(body['usage']),
   };
 }

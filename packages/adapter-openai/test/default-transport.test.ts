@@ -1,47 +1,29 @@
 /**
- * The default client (undici's request over an EnvHttpProxyAgent) as an operator runs it (issue 36):
+ * The default client (Node's own HTTP client, its proxy support on) as an operator runs it (issue 36):
  * through a real forward proxy (`proxy`, the one undici is tested against) when HTTP_PROXY or
  * HTTPS_PROXY says so and not for NO_PROXY's hosts; over TLS with a private CA from
  * NODE_EXTRA_CA_CERTS; never sending a POST again by itself on a connection the server closed;
  * and never keeping a process alive with a connection kept for reuse.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createProxy } from 'proxy';
 import type { LlmRequest } from '@acs/core/ports';
 import { completion } from '@acs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { createOpenAiLlmClient } from '../src/index.js';
 import { createDefaultTransport } from '../src/default-transport.js';
+import * as fixtures from './network-fixtures.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()?.();
 });
 
-const portOf = (server: Server) => (server.address() as AddressInfo).port;
-
-async function listen(server: Server): Promise<Server> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  cleanups.push(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return server;
-}
+const portOf = fixtures.portOf;
+const listen = (server: Server) => fixtures.listen(server, cleanups);
+const forwardProxy = () => fixtures.forwardProxy(cleanups);
+const withEnv = fixtures.withEnv;
 
 /** A chat-completions server answering one completion; counts the requests it got. */
 async function modelServer(): Promise<{ url: string; requests: () => number }> {
@@ -56,36 +38,11 @@ async function modelServer(): Promise<{ url: string; requests: () => number }> {
   return { url: `http://127.0.0.1:${portOf(server)}/v1`, requests: () => requests };
 }
 
-/** A forward proxy; `seen` lists each request it was asked to make or tunnel ("GET http://…", "CONNECT host:port"). */
-async function forwardProxy(): Promise<{ url: string; seen: string[] }> {
-  const seen: string[] = [];
-  const proxy = createProxy(createServer());
-  proxy.authenticate = (req: IncomingMessage) => {
-    seen.push(`${req.method} ${req.url}`);
-    return true;
-  };
-  await listen(proxy);
-  return { url: `http://127.0.0.1:${portOf(proxy)}`, seen };
-}
-
 const call = (baseUrl: string): LlmRequest => ({
   credentials: { model: 'gpt-4o', api_key: 'sk-test', base_url: baseUrl },
   messages: [{ role: 'user', content: 'Hi' }],
   tools: [],
 });
-
-/** Runs `fn` with these environment variables set (the agent reads them when it is made), then puts them back. */
-async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
-  const before = Object.fromEntries(Object.keys(vars).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, vars);
-  try {
-    return await fn();
-  } finally {
-    for (const [name, value] of Object.entries(before))
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-  }
-}
 
 describe('the operator’s proxy', () => {
   it('carries calls when HTTP_PROXY says so, and not calls to a NO_PROXY host', async () => {
@@ -111,53 +68,17 @@ describe('TLS', () => {
     'trusts a private CA from NODE_EXTRA_CA_CERTS, through HTTPS_PROXY’s CONNECT, and refuses the server without it',
     { timeout: 120_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'acs-tls-'));
-      const pem = (name: string) => join(dir, name);
-      const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-      openssl(
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=ACS test CA',
-        '-keyout',
-        pem('ca.key'),
-        '-out',
-        pem('ca.pem'),
-      );
-      openssl(
-        'req',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-keyout',
-        pem('server.key'),
-        '-out',
-        pem('server.csr'),
-      );
-      execFileSync('sh', [
-        '-c',
-        `printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > ${pem('san.ext')} && openssl x509 -req -in ${pem('server.csr')} -CA ${pem('ca.pem')} -CAkey ${pem('ca.key')} -CAcreateserial -days 2 -extfile ${pem('san.ext')} -out ${pem('server.pem')} 2>/dev/null`,
-      ]);
-      const https = createHttpsServer(
-        { key: readFileSync(pem('server.key')), cert: readFileSync(pem('server.pem')) },
-        (req, res) => {
-          req.resume();
-          req.on('end', () =>
-            res.setHeader('content-type', 'application/json').end(JSON.stringify(completion({ content: 'over TLS' }))),
-          );
-        },
-      );
+      const ca = fixtures.privateCa();
+      const https = createHttpsServer({ key: ca.key, cert: ca.cert }, (req, res) => {
+        req.resume();
+        req.on('end', () =>
+          res.setHeader('content-type', 'application/json').end(JSON.stringify(completion({ content: 'over TLS' }))),
+        );
+      });
       await listen(https);
       const proxy = await forwardProxy();
       const baseUrl = `https://localhost:${portOf(https)}/v1`;
-      const trusting = await runClient(baseUrl, { NODE_EXTRA_CA_CERTS: pem('ca.pem'), HTTPS_PROXY: proxy.url });
+      const trusting = await runClient(baseUrl, { NODE_EXTRA_CA_CERTS: ca.caFile, HTTPS_PROXY: proxy.url });
       expect(trusting).toMatchObject({ ok: true, content: 'over TLS' });
       expect(proxy.seen).toEqual([`CONNECT localhost:${portOf(https as unknown as Server)}`]);
       const doubting = await runClient(baseUrl, {});
@@ -237,45 +158,15 @@ describe('connections', () => {
   );
 });
 
-/**
- * One call with the default client in a child Node with `env` (read at its start, as
- * NODE_EXTRA_CA_CERTS must be); its answer as JSON. The child must end by itself: past 60 s it is
- * killed and the test fails with its output.
- */
-async function runClient(baseUrl: string, env: Record<string, string>): Promise<unknown> {
+/** One call with the default client in a child Node with `env` (read at its start, as NODE_EXTRA_CA_CERTS must be); its answer as JSON. */
+function runClient(baseUrl: string, env: Record<string, string>): Promise<unknown> {
   const script = `
-    import { createOpenAiLlmClient } from ${JSON.stringify(new URL('../src/index.ts', import.meta.url).href)};
+    import { createOpenAiLlmClient } from ${fixtures.SOURCE_ENTRY};
     const r = await createOpenAiLlmClient({ maxRetries: 0 }).complete({
       credentials: { model: 'gpt-4o', api_key: 'sk-test', base_url: ${JSON.stringify(baseUrl)} },
       messages: [{ role: 'user', content: 'Hi' }], tools: [],
     });
     console.log(JSON.stringify(r.isOk() ? { ok: true, content: r.value.content } : { ok: false, type: r.error.type, message: r.error.message }));
   `;
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@acs/source', '--import', 'tsx', '--input-type=module', '-e', script],
-    {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  try {
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const deadline = setTimeout(
-        () => reject(new Error(`the child did not end within 60 s; its output:\n${output}`)),
-        60_000,
-      );
-      child.on('exit', (exitCode) => {
-        clearTimeout(deadline);
-        resolve(exitCode);
-      });
-    });
-    if (code !== 0) throw new Error(`the child exited with ${code}:\n${output}`);
-    return JSON.parse(output.trim().split('\n').at(-1)!) as unknown;
-  } finally {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
+  return fixtures.runChild(script, env);
 }

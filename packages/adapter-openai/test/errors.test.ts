@@ -72,6 +72,7 @@ describe('parseCompletion', () => {
       id: null,
       model: null,
       content: 'ab',
+      reasoning_content: null,
       tool_calls: [
         { id: 'x', name: 'f', arguments: '{"a":1}' },
         { id: 'y', name: 'g', arguments: '{}' },

@@ -7,7 +7,7 @@ import type { Exchange, Post } from '../src/transport.js';
 /**
  * The adapter's default client (undici's fetch) against HTTP servers we did not write: uvicorn (h11, what
  * LiteLLM's proxy and vLLM's OpenAI server run on) from the OpenHands SDK's venv, and Python's
- * http.server. The venv is made by scripts/openhands-sdk-venv.sh and kept by .ci/run
+ * http.server. The venv is made by scripts/python-venv.sh openhands-sdk and kept by .ci/run
  * (ACS_OPENHANDS_PYTHON, default /var/cache/acs/openhands-sdk-venv/bin/python).
  */
 
@@ -63,7 +63,7 @@ afterAll(() => {
 async function startServer(command: string, args: string[], pattern: RegExp): Promise<number> {
   if (!existsSync(command))
     throw new Error(
-      `${command} is missing: make the OpenHands SDK venv with scripts/openhands-sdk-venv.sh (.ci/run does)`,
+      `${command} is missing: make the OpenHands SDK venv with scripts/python-venv.sh openhands-sdk (.ci/run does)`,
     );
   const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

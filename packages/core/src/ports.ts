@@ -69,7 +69,13 @@ export { normalizeId, randomIdGenerator, sequentialIdGenerator, type IdGenerator
 export { silentLogger, type Logger } from './logger.js';
 // For adapters that read what a peer sends, and connect where users say: bounds that follow bytes, not pieces, and the operators' host allow-lists.
 export { ByteAccumulator } from './net/byte-accumulator.js';
-export { BodyTooLargeError, eventStreamBound, readBoundedBody, wholeBodyBound } from './net/bounded-body.js';
+export {
+  BodyTooLargeError,
+  eventSizeCheck,
+  eventStreamBound,
+  readBoundedBody,
+  wholeBodyBound,
+} from './net/bounded-body.js';
 export { allowedHostSet, describeAllowedHosts, isHostAllowed, normalizeHostEntry } from './net/allowed-hosts.js';
 export { storeUnavailable } from './errors.js';
 // Keyset pages, for stores: opaque cursors on (created_at, id), and paging an in-memory list.

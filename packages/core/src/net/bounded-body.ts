@@ -115,6 +115,17 @@ export function eventStreamBound(
   });
 }
 
+/**
+ * The same bound as `eventStreamBound` for a reader that parses as it goes (an SSE parser that
+ * keeps only the event being read): a check each chunk passes through, false once one event has
+ * passed `maxEventBytes`. Nothing is held or copied, and no stream is made per chunk (a token
+ * stream's chunks are many and small).
+ */
+export function eventSizeCheck(maxEventBytes: number): (chunk: Uint8Array) => boolean {
+  const scan: EventScan = { pending: new ByteAccumulator(), eventBytes: 0, lineEmpty: true, afterCr: 'none' };
+  return (chunk) => lastEventEnd(scan, chunk, maxEventBytes) >= 0;
+}
+
 /** Hands on the events that end in `chunk` (up to `ended`) as one piece, and keeps the rest for the next. */
 function passWholeEvents(
   scan: EventScan,
