@@ -24,6 +24,7 @@ function storedSettings(): StoredSettings {
     llm_model: 'anthropic/claude-sonnet',
     llm_api_key: 'sk-stored-llm-key',
     llm_base_url: 'https://llm.example.com/v1',
+    llm_stream: false,
     remote_runtime_resource_factor: 2,
     secrets_store: {
       provider_tokens: {
@@ -102,6 +103,7 @@ const SCALAR_CASES: FieldCase[] = [
   { field: 'llm_model', sent: '  openai/gpt-4o  ', expected: 'openai/gpt-4o', onNull: 'keep' },
   { field: 'llm_api_key', sent: 'sk-new-key', expected: 'sk-new-key', onNull: 'keep' },
   { field: 'llm_base_url', sent: 'http://localhost:4000', expected: 'http://localhost:4000', onNull: 'keep' },
+  { field: 'llm_stream', sent: true, expected: true, onNull: 'reject' },
   { field: 'remote_runtime_resource_factor', sent: 4, expected: 4, onNull: 'write' },
   { field: 'enable_default_condenser', sent: true, expected: true, onNull: 'reject' },
   { field: 'condenser_max_size', sent: 40, expected: 40, onNull: 'write' },
@@ -132,8 +134,8 @@ function bodyChangingEverything(): Record<string, unknown> {
 }
 
 describe('settings field table', () => {
-  it('covers all 26 Settings fields', () => {
-    expect(SETTINGS_FIELDS).toHaveLength(26);
+  it('covers all 27 Settings fields', () => {
+    expect(SETTINGS_FIELDS).toHaveLength(27);
     expect([...SCALAR_CASES.map((c) => c.field), 'secrets_store', 'mcp_config'].sort()).toEqual(
       [...SETTINGS_FIELDS].sort(),
     );
@@ -215,6 +217,7 @@ describe('applySettingsInput: defaults', () => {
     expect(after.enable_sound_notifications).toBe(false);
     expect(after.enable_proactive_conversation_starters).toBe(true);
     expect(after.enable_solvability_analysis).toBe(true);
+    expect(after.llm_stream).toBe(true);
     expect(after.llm_api_key).toBeNull();
     expect(after.max_iterations).toBeNull();
     expect(after.secrets_store).toEqual({ provider_tokens: {}, custom_secrets: {} });
@@ -274,7 +277,7 @@ describe('SettingsInputSchema: unknown keys and value rules', () => {
     expect(parse({ llm_base_url: value }).llm_base_url).toBe(parsed);
   });
 
-  it.each(['enable_default_condenser', 'confirmation_mode', 'email_verified'])(
+  it.each(['enable_default_condenser', 'confirmation_mode', 'email_verified', 'llm_stream'])(
     'rejects a string for boolean %s',
     (field) => {
       expect(issuePaths(SettingsInputSchema, { [field]: 'true' })).toEqual([field]);
@@ -653,5 +656,19 @@ describe('settings stored before a field existed', () => {
     expect((await service.loadWithSecrets('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
     await service.store('alice', { language: 'fr' });
     expect((await store.get('alice'))._unsafeUnwrap()).toHaveProperty('condenser_max_size', null);
+  });
+
+  it('read llm_stream as true (model calls stream) until it is turned off', async () => {
+    const ports = createMemoryPorts();
+    const old = defaultSettings() as unknown as Record<string, unknown>;
+    delete old.llm_stream;
+    await ports.settings.update('alice', () => old as unknown as StoredSettings);
+    const service = createAgentConversationService({ ...ports, agent: createAgent() }).settings;
+    expect((await service.load('alice'))._unsafeUnwrap()).toHaveProperty('llm_stream', true);
+    expect((await service.loadWithSecrets('alice'))._unsafeUnwrap()).toHaveProperty('llm_stream', true);
+    await service.store('alice', { llm_stream: false });
+    expect((await service.load('alice'))._unsafeUnwrap()).toHaveProperty('llm_stream', false);
+    await service.store('alice', { language: 'fr' });
+    expect((await service.load('alice'))._unsafeUnwrap()).toHaveProperty('llm_stream', false);
   });
 });

@@ -6,6 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isStreamableCompletion, streamCompletion } from './fake-openai-stream.js';
 
 /** The parts of a chat message the tests look at. */
 export interface ChatMessage {
@@ -46,6 +47,10 @@ export type FakeOpenAiReply =
       headers?: Record<string, string>;
       /** Answer only after this long (a slow model); nothing is sent if the client has gone meanwhile. */
       delayMs?: number;
+      /** Streamed (the request asked `stream: true`): a wait before each chunk, instead of the server's `streamPieceDelayMs`. */
+      streamPieceDelayMs?: number;
+      /** Streamed: the connection drops after this many chunks (a stream that breaks mid-answer; no `[DONE]`). */
+      streamDropAfterChunks?: number;
     }
   /** Never answer (the socket stays open until the client gives up or the server closes). */
   | 'hang'
@@ -76,6 +81,8 @@ export interface FakeOpenAi {
 export interface FakeOpenAiOptions {
   /** Keep every request for inspection. Default true; a benchmark sending thousands turns it off. */
   keepRequests?: boolean;
+  /** A request with `stream: true` gets its completion in chunks; this long a wait before each one after the first. Default 0. */
+  streamPieceDelayMs?: number;
 }
 
 /** The text of a message's content (string or text parts). */
@@ -144,6 +151,11 @@ export const errorBody = (message: string, type: string | null, code: string | n
  * no conversation id, so a conversation is known by the marker in its first user message, and
  * a script is given the turn, so a retried request gets the same answer). A request that no
  * script claims and no handler answers gets 400 saying so, so a test fails loudly.
+ *
+ * A request with `stream: true` gets a successful chat completion as OpenAI streams one
+ * (`chat.completion.chunk` events, text and tool-call arguments in token-like pieces, the usage
+ * last with `stream_options.include_usage`, then `data: [DONE]`; see fake-openai-stream.ts);
+ * errors, and any other body, are sent as they are. Without it, the completion is one JSON body.
  */
 export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
   const state: FakeOpenAiState = {
@@ -152,6 +164,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     handler: null,
     handled: 0,
     keepRequests: options.keepRequests !== false,
+    streamPieceDelayMs: options.streamPieceDelayMs ?? 0,
   };
   const server: Server = createServer((req, res) => receive(state, req, res));
   server.keepAliveTimeout = 30_000;
@@ -179,6 +192,8 @@ interface FakeOpenAiState {
   /** The requests the handler answered since the last `script(handler)` (its `index`). */
   handled: number;
   readonly keepRequests: boolean;
+  /** The wait before each streamed chunk unless a reply says otherwise. */
+  readonly streamPieceDelayMs: number;
 }
 
 type ScriptTarget = string | FakeOpenAiHandler | readonly FakeOpenAiReply[];
@@ -206,7 +221,7 @@ function receive(state: FakeOpenAiState, req: IncomingMessage, res: ServerRespon
   req.on('end', () => {
     const request = toRequest(req, Buffer.concat(chunks).toString('utf8'));
     if (state.keepRequests) state.requests.push(request);
-    answer(state, request, (reply) => sendReply(res, reply));
+    answer(state, request, (reply) => sendReply(state, res, reply, request.body['stream'] === true ? request : null));
   });
 }
 
@@ -260,8 +275,17 @@ function answer(state: FakeOpenAiState, request: FakeOpenAiRequest, send: (reply
   }
 }
 
-/** Sends a reply: nothing for 'hang', half a body and a dropped connection for 'drop', else the status and body after its delay (unless the client has gone). */
-function sendReply(res: ServerResponse, reply: FakeOpenAiReply): void {
+/**
+ * Sends a reply: nothing for 'hang', half a body and a dropped connection for 'drop', else the
+ * status and body after its delay (unless the client has gone): a chat completion streamed when
+ * `streamed` (the request that asked for a stream) is given, else as one JSON body.
+ */
+function sendReply(
+  state: FakeOpenAiState,
+  res: ServerResponse,
+  reply: FakeOpenAiReply,
+  streamed: FakeOpenAiRequest | null,
+): void {
   if (reply === 'hang') return;
   if (reply === 'drop') {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
@@ -271,6 +295,15 @@ function sendReply(res: ServerResponse, reply: FakeOpenAiReply): void {
   }
   const write = () => {
     if (res.destroyed || res.writableEnded) return;
+    if (streamed && reply.status === 200 && isStreamableCompletion(reply.body)) {
+      const streamOptions = streamed.body['stream_options'] as { include_usage?: unknown } | undefined;
+      void streamCompletion(res, reply.status, reply.headers, reply.body, {
+        includeUsage: streamOptions?.include_usage === true,
+        pieceDelayMs: reply.streamPieceDelayMs ?? state.streamPieceDelayMs,
+        dropAfterChunks: reply.streamDropAfterChunks,
+      });
+      return;
+    }
     const isText = typeof reply.body === 'string';
     res.writeHead(reply.status, { 'content-type': isText ? 'text/html' : 'application/json', ...reply.headers });
     res.end(isText ? (reply.body as string) : JSON.stringify(reply.body));

@@ -23,6 +23,7 @@ import { FakeSandboxRuntime, type FakeSandboxRuntimeOptions } from './fake-sandb
 import { ScriptedLlm, type ScriptedLlmOptions } from './scripted-llm.js';
 
 export * from './fake-openai.js';
+export { tokenPieces } from './fake-openai-stream.js';
 export { startFakeGitHub, type FakeGitHub, type FakeGitHubAccount, type FakeGitHubRepository } from './fake-github.js';
 export { startFakeGitLab, type FakeGitLab, type FakeGitLabAccount, type FakeGitLabProject } from './fake-gitlab.js';
 export type {
@@ -48,6 +49,7 @@ export {
   ScriptedLlm,
   type ScriptedLlmOptions,
   type ScriptedResponder,
+  type ScriptedStream,
   type ScriptedToolCall,
   type ScriptedTurn,
 } from './scripted-llm.js';

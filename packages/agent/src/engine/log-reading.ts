@@ -107,15 +107,17 @@ export const lastHandledId = (events: readonly ConversationEvent[]): number => {
   return 0;
 };
 
+/** The LLM profile a conversation was switched to, if it still exists. */
+const switchedProfile = (record: ConversationRecord, settings: StoredSettings | null) =>
+  record.llm_profile_id ? settings?.llm_profiles?.profiles.find((p) => p.id === record.llm_profile_id) : undefined;
+
 /**
  * The model a conversation calls now: the LLM profile it was switched to (its model, base URL
  * and key, the settings' key when it has none), else its own `llm_model` with the settings' key
  * and base URL. A profile deleted since counts as none.
  */
 export const credentialsOf = (record: ConversationRecord, settings: StoredSettings | null): LlmCredentials | null => {
-  const profile = record.llm_profile_id
-    ? settings?.llm_profiles?.profiles.find((p) => p.id === record.llm_profile_id)
-    : undefined;
+  const profile = switchedProfile(record, settings);
   if (profile) {
     const model = profile.model ?? record.llm_model ?? settings?.llm_model ?? null;
     return model
@@ -125,4 +127,10 @@ export const credentialsOf = (record: ConversationRecord, settings: StoredSettin
   const model = record.llm_model ?? settings?.llm_model ?? null;
   if (!model) return null;
   return { model, api_key: settings?.llm_api_key ?? null, base_url: settings?.llm_base_url || null };
+};
+
+/** Whether the model's answers stream: as the profile the conversation was switched to says, else the settings' `llm_stream` (default true). */
+export const streamsOf = (record: ConversationRecord, settings: StoredSettings | null): boolean => {
+  const profile = switchedProfile(record, settings);
+  return (profile ? profile.stream : settings?.llm_stream) ?? true;
 };

@@ -2,7 +2,7 @@ import type { AgentHost, LlmCredentials } from '@acs/core/ports';
 import { securityPolicyOf } from '../security.js';
 import type { Actions } from './actions.js';
 import type { Confirmation } from './confirmation.js';
-import { credentialsOf, decisionOn, pendingConfirmation } from './log-reading.js';
+import { credentialsOf, decisionOn, pendingConfirmation, streamsOf } from './log-reading.js';
 import type { Recording } from './recording.js';
 import type { Replayer } from './replay-run.js';
 import type { Runner } from './runner.js';
@@ -126,24 +126,35 @@ async function runOnce(deps: LoopDeps, r: Runner): Promise<void> {
   await deps.actions.ensureMcp(r, record, storedSettings, sandboxId, workingDir);
   if (pending.length > 0 && (await settlePending(r, pending, decision, sandboxId, workingDir)) === 'stop') return;
   const policy = securityPolicyOf(storedSettings);
-  const input = { record, stored: storedSettings, policy, credentials, sandboxId, workingDir };
+  const stream = streamsOf(record, storedSettings);
+  const input = { record, stored: storedSettings, policy, credentials, stream, sandboxId, workingDir };
   while (!r.stopped) {
     const end = await deps.stepper.step(r, input);
     if (end === 'stop') break;
-    input.credentials = await latestCredentials(deps, r, input.credentials);
+    Object.assign(input, await latestModel(deps, r, input));
   }
 }
 
+/** The model a step calls, and whether its answer streams. */
+interface ModelChoice {
+  credentials: LlmCredentials;
+  stream: boolean;
+}
+
 /**
- * The model for the next step, read again: a switch to another LLM profile (or a new key in the
- * settings) takes effect from the next model call. If the record cannot be read, the last ones.
+ * The model for the next step, read again: a switch to another LLM profile (or a new key, or
+ * streaming turned off, in the settings) takes effect from the next model call. If the record
+ * cannot be read, the last ones.
  */
-async function latestCredentials(deps: LoopDeps, r: Runner, last: LlmCredentials): Promise<LlmCredentials> {
+async function latestModel(deps: LoopDeps, r: Runner, last: ModelChoice): Promise<ModelChoice> {
   const { conversations, settings } = deps.host;
   const [record, stored] = await Promise.all([
     conversations.get(r.userId, r.conversationId),
     settings.loadWithSecrets(r.userId),
   ]);
-  if (record.isErr() || !record.value || stored.isErr()) return last;
-  return credentialsOf(record.value, stored.value) ?? last;
+  if (record.isErr() || !record.value || stored.isErr()) return { credentials: last.credentials, stream: last.stream };
+  return {
+    credentials: credentialsOf(record.value, stored.value) ?? last.credentials,
+    stream: streamsOf(record.value, stored.value),
+  };
 }

@@ -27,6 +27,12 @@ export interface AgentEngineOptions {
    * taking it from everyone else.
    */
   maxModelCallsPerUser?: number;
+  /**
+   * How long the pieces of a streamed answer are held to be published together (default 10 ms;
+   * 0: each piece at once). A model that writes a token every few milliseconds then costs a
+   * publish, a notification across replicas and a write per live client per window, not per token.
+   */
+  deltaWindowMs?: number;
 }
 
 /** What the engine is built from: the domain's side of the agent port, and its options. */

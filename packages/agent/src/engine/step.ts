@@ -16,13 +16,14 @@ import { detectStuck } from '../stuck.js';
 import { parseToolArguments, type Toolset } from '../toolset.js';
 import type { Actions } from './actions.js';
 import { errorCodeOf } from './log-reading.js';
+import { coalescingSink, DELTA_WINDOW_MS, deltaPublisher } from './deltas.js';
 import type { AgentEngineOptions } from './options.js';
 import type { Recording } from './recording.js';
 import type { Runner, StepEnd } from './runner.js';
 
-/** What a step needs: the model and the sandboxes, the engine's options and step limit, recording and actions. */
+/** What a step needs: the model, the sandboxes and the log (for the answer's deltas), the engine's options and step limit, recording and actions. */
 export interface StepperDeps {
-  host: Pick<AgentHost, 'llm' | 'sandboxes'>;
+  host: Pick<AgentHost, 'llm' | 'sandboxes' | 'log'>;
   options: AgentEngineOptions;
   /** Steps per user message when the user's `max_iterations` is unset. */
   defaultMaxIterations: number;
@@ -32,12 +33,14 @@ export interface StepperDeps {
   modelCalls: KeyedSemaphore;
 }
 
-/** What a run steps with: read once when it starts (the credentials again before each step). */
+/** What a run steps with: read once when it starts (the credentials and `stream` again before each step). */
 interface StepInput {
   record: ConversationRecord;
   stored: StoredSettings | null;
   policy: SecurityPolicy;
   credentials: LlmCredentials;
+  /** The model's answer streams, each piece published to live clients as a transient delta. */
+  stream: boolean;
   sandboxId: string;
   workingDir: string;
 }
@@ -82,12 +85,17 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
   const toolset = actions.toolsetOf(r, input.workingDir);
   const seenUpTo = r.log.lastId;
   r.handled(seenUpTo);
+  const deltas = input.stream ? coalescingSink(deps.host.log, deps.options.deltaWindowMs ?? DELTA_WINDOW_MS) : null;
   const response = await callModel(deps, r, {
     credentials: input.credentials,
     messages: promptOf(r, input),
     tools: toolset.definitions,
     signal: r.signal,
+    ...(deltas ? { onDelta: deltaPublisher({ log: deltas, now: deps.recording.now }, r) } : {}),
   });
+  // The last pieces go out before the stored event that holds the whole answer (none once stopped).
+  if (r.stopped) deltas?.drop();
+  else deltas?.flush();
   if (response.isErr()) {
     if (response.error.type === 'cancelled' || r.stopped) return 'stop';
     // Too long for the model: condense harder and try again, once per step.

@@ -63,8 +63,8 @@ export function applySettingsChange(current: StoredSettings | null, change: Sett
 }
 
 /**
- * The active profile stays active only while the settings' model, base URL and key are the
- * profile's: once they differ it no longer says what runs, and is cleared (as OpenHands does).
+ * The active profile stays active only while the settings' model, base URL, key and streaming
+ * are the profile's: once they differ it no longer says what runs, and is cleared (as OpenHands does).
  */
 export function reconcileActiveProfile(settings: StoredSettings): StoredSettings {
   const { active, profiles } = settings.llm_profiles;
@@ -74,7 +74,8 @@ export function reconcileActiveProfile(settings: StoredSettings): StoredSettings
     profile &&
     profile.model === settings.llm_model &&
     profile.base_url === settings.llm_base_url &&
-    profile.api_key === settings.llm_api_key;
+    profile.api_key === settings.llm_api_key &&
+    (profile.stream ?? true) === settings.llm_stream;
   return same ? settings : { ...settings, llm_profiles: { ...settings.llm_profiles, active: null } };
 }
 

@@ -4,7 +4,7 @@ import { MAX_LLM_PROFILES, type StoredLlmProfile, type StoredSettings } from './
 import { reconcileActiveProfile } from './merge.js';
 
 /**
- * LLM profiles: named model configurations (model, base URL, key) kept in the user's settings.
+ * LLM profiles: named model configurations (model, base URL, key, streaming) kept in the user's settings.
  * Activating one makes it the settings' own model; a running conversation can be switched to
  * one (its next model calls use it). Pure functions over the stored settings; the settings
  * service runs them inside the store's atomic update.
@@ -16,10 +16,12 @@ export interface LlmProfileInput {
   base_url: string | null;
   /** Absent or null: when a profile of that name exists, its key stays. "" saves no key. */
   api_key?: string | null | undefined;
+  /** Whether its calls stream; absent or null: they do (the default of `llm_stream`). */
+  stream?: boolean | null | undefined;
 }
 
 export interface SaveProfileRequest {
-  /** What to save; null saves the settings' own model, base URL and key. */
+  /** What to save; null saves the settings' own model, base URL, key and streaming. */
   llm: LlmProfileInput | null;
   /** False saves the profile without a key. */
   include_secrets: boolean;
@@ -33,6 +35,7 @@ export interface LlmProfileView {
   model: string | null;
   base_url: string | null;
   api_key_set: boolean;
+  stream: boolean;
 }
 
 export interface LlmProfilesView {
@@ -48,6 +51,7 @@ export const profileView = (profile: StoredLlmProfile): LlmProfileView => ({
   model: profile.model,
   base_url: profile.base_url,
   api_key_set: hasKey(profile.api_key),
+  stream: profile.stream ?? true,
 });
 
 export function profilesView(settings: StoredSettings | null): LlmProfilesView {
@@ -90,12 +94,13 @@ export function saveProfile(
     model: orNull(source.model),
     base_url: orNull(source.base_url),
     api_key: keyToSave(settings, existing, request),
+    stream: request.llm ? (request.llm.stream ?? true) : settings.llm_stream,
   };
   const next = existing ? profiles.map((p) => (p.name === name ? saved : p)) : [...profiles, saved];
   return ok(reconcileActiveProfile({ ...settings, llm_profiles: { ...settings.llm_profiles, profiles: next } }));
 }
 
-/** Makes the profile the settings' own model, base URL and key, and the active one. */
+/** Makes the profile the settings' own model, base URL, key and streaming, and the active one. */
 export function activateProfile(
   settings: StoredSettings,
   name: string,
@@ -107,6 +112,7 @@ export function activateProfile(
     llm_model: profile.model,
     llm_base_url: profile.base_url,
     llm_api_key: profile.api_key,
+    llm_stream: profile.stream ?? true,
     llm_profiles: { ...settings.llm_profiles, active: name },
   });
 }

@@ -97,6 +97,10 @@ export const SettingsInputSchema = z.object({
   llm_model: shortText(512).trim().nullable().optional(),
   llm_api_key: secretValue.nullable().optional(),
   llm_base_url: httpUrlOrEmpty.nullable().optional(),
+  llm_stream: z.boolean().optional().meta({
+    description:
+      'Ask the model for its answer as a stream, each piece shown to live clients as it is written (default true). Turn it off for a provider that breaks with streaming.',
+  }),
   remote_runtime_resource_factor: z.int().min(1).max(64).nullable().optional(),
   secrets_store: UserSecretsInputSchema.optional(),
   enable_default_condenser: z.boolean().optional(),
@@ -155,6 +159,8 @@ export interface StoredLlmProfile {
   base_url: string | null;
   /** Sealed at rest like `llm_api_key`; never returned. */
   api_key: string | null;
+  /** Whether calls with this profile stream (the settings' `llm_stream`); absent (saved before it existed): true. */
+  stream?: boolean;
 }
 
 export interface StoredLlmProfiles {
@@ -174,6 +180,8 @@ export interface StoredSettings {
   llm_model: string | null;
   llm_api_key: string | null;
   llm_base_url: string | null;
+  /** Model calls stream their answer (and live clients see it as it is written); false for a provider that breaks with it. */
+  llm_stream: boolean;
   remote_runtime_resource_factor: number | null;
   secrets_store: StoredUserSecrets;
   enable_default_condenser: boolean;
@@ -208,6 +216,7 @@ export const SETTINGS_FIELDS = [
   'llm_model',
   'llm_api_key',
   'llm_base_url',
+  'llm_stream',
   'remote_runtime_resource_factor',
   'secrets_store',
   'enable_default_condenser',
@@ -241,6 +250,7 @@ export function defaultSettings(): StoredSettings {
     llm_model: null,
     llm_api_key: null,
     llm_base_url: null,
+    llm_stream: true,
     remote_runtime_resource_factor: null,
     secrets_store: { provider_tokens: {}, custom_secrets: {} },
     enable_default_condenser: true,
@@ -285,6 +295,7 @@ export const SettingsViewSchema = z.object({
   llm_model: nullableString,
   llm_api_key: z.null().meta({ description: 'Always null: the key is write-only. See llm_api_key_set.' }),
   llm_base_url: nullableString,
+  llm_stream: z.boolean(),
   remote_runtime_resource_factor: z.int().nullable(),
   secrets_store: UserSecretsViewSchema,
   enable_default_condenser: z.boolean(),

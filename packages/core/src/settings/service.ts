@@ -116,7 +116,7 @@ export interface SettingsService {
   ): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.saveProfile>>;
   /** Deletes a profile (nothing to do when there is none); deleting the active one activates the first left. */
   deleteProfile(userId: string, name: string): ResultAsync<void, ErrorsOf<typeof SettingsServiceErrors.deleteProfile>>;
-  /** Makes the profile's model, base URL and key the settings' own; returns the model. */
+  /** Makes the profile's model, base URL, key and streaming the settings' own; returns the model. */
   activateProfile(
     userId: string,
     name: string,
