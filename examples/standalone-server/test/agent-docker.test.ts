@@ -190,7 +190,8 @@ function followEvents(server: Running, id: string) {
           fields.set(line.slice(0, colon), line.slice(colon + 1).replace(/^ /, ''));
         }
         const data = fields.get('data');
-        if (data === undefined) continue;
+        // A delta (a piece of the answer being written) has no id and is not a stored event.
+        if (data === undefined || fields.get('event') === 'delta') continue;
         const event = JSON.parse(data) as ConversationEvent;
         if (fields.get('id') !== String(event.id) || fields.get('event') !== event.kind)
           problems.push(`frame ${JSON.stringify(frame)} does not match its data`);

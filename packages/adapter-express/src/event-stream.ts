@@ -4,6 +4,7 @@ import type { Logger } from '@acs/core/ports';
 import { HTTP_ERROR_CODES, sendDomainError, sendError } from './http-error.js';
 import type { Caller } from './auth/caller.js';
 import type { Admission, Admitted, LiveConnections } from './realtime/live-connections.js';
+import { roomForDelta } from './realtime/deltas.js';
 import { httpResponseOutbound, type Outbound } from './realtime/outbound.js';
 import type { EventStreamHandle, RouteDefinition, SseMessage, StreamPacing, StreamRouteDefinition } from './route.js';
 
@@ -178,6 +179,7 @@ class SseStream {
       stallMs: this.#options.live.limits.stallMs,
       userHasRoom: admission.userHasRoom,
       drop: (why) => this.drop(why),
+      roomForTransient: () => roomForDelta(this.#outbound.pending(), this.#options.maxBufferedBytes, admission),
     };
   }
 
@@ -206,7 +208,8 @@ class SseStream {
     if (this.gone) return;
     if (this.#held) this.#held.push(message);
     else {
-      this.#sent++;
+      // Only stored events count (a delta is a piece of one).
+      if (message.id !== undefined) this.#sent++;
       this.#write(formatSse(message));
     }
   }
@@ -269,7 +272,8 @@ class SseStream {
   }
 }
 
-/** One SSE message; JSON never contains a raw line break, so `data` is one line. */
+/** One SSE message (without an `id:` line when it has no id); JSON never contains a raw line break, so `data` is one line. */
 function formatSse(message: SseMessage): string {
-  return `id: ${String(message.id)}\nevent: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
+  const id = message.id === undefined ? '' : `id: ${String(message.id)}\n`;
+  return `${id}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
 }

@@ -177,7 +177,7 @@ function successOf(route: RouteDefinition): ZodOpenApiResponseObject {
         'text/event-stream': {
           schema: z.string().meta({
             description:
-              'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per message, and `: ping` comments.',
+              'Server-Sent Events: `id: <event id>`, `event: <kind>`, `data: <JSON>` per stored event; `event: delta` messages without an `id:` (pieces of an answer being written, never stored); and `: ping` comments.',
           }),
           // OpenAPI 3.1 has no way to describe the messages of a stream (3.2 adds itemSchema).
           ...(dataId ? { 'x-sse-data': { $ref: `#/components/schemas/${dataId}` } } : {}),

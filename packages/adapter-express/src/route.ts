@@ -29,7 +29,11 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
 
 /** One Server-Sent Events message: sent as `id: …`, `event: …`, `data: <JSON>`. */
 export interface SseMessage {
-  id: number | string;
+  /**
+   * Absent for a transient message (a delta): it is sent without an `id:` line, so the client's
+   * last event id (what Last-Event-ID resumes from) is always a stored event's.
+   */
+  id?: number | string;
   event: string;
   data: unknown;
 }
@@ -45,6 +49,12 @@ export interface EventStreamHandle {
 export interface StreamPacing extends Pacing {
   /** Ends the response at once, dropping what waits unsent (a client that is not reading; it resumes with Last-Event-ID). */
   drop(reason: string): void;
+  /**
+   * Whether a transient message (a delta) may be sent now: little waits unsent for this client
+   * and its user has room (see `roomForDelta`). One sent then never gets the client cut off;
+   * one that may not is left out (see `deltaGate`).
+   */
+  roomForTransient(): boolean;
 }
 
 /** The domain error types a route's handler may return. */

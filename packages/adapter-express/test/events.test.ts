@@ -129,7 +129,10 @@ interface SseEvent {
 
 interface SseClient {
   readonly response: Response;
+  /** The stored events (messages with an id). */
   readonly events: SseEvent[];
+  /** The deltas of answers being written (`event: delta`, no id; deltas.test.ts covers them). */
+  readonly deltas: Record<string, unknown>[];
   readonly comments: string[];
   /** Resolves once `done(events)` holds; fails after `timeoutMs`. */
   until(done: (events: SseEvent[]) => boolean, timeoutMs?: number): Promise<SseEvent[]>;
@@ -153,6 +156,7 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
   });
   if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
   const received: SseEvent[] = [];
+  const deltas: Record<string, unknown>[] = [];
   const comments: string[] = [];
   const waiters = new Set<() => void>();
   const notify = () => {
@@ -164,7 +168,8 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
       for await (const message of sseMessages(response.body!)) {
         comments.push(...message.comments);
         const { id, event, data } = message.fields;
-        if (data !== undefined)
+        if (data !== undefined && id === undefined) deltas.push(obj(JSON.parse(data)));
+        else if (data !== undefined)
           received.push({ id: Number(id), event: event ?? 'message', data: obj(JSON.parse(data)) });
         notify();
       }
@@ -179,6 +184,7 @@ async function openStream(h: Harness, id: string, options: StreamOptions = {}): 
   const client: SseClient = {
     response,
     events: received,
+    deltas,
     comments,
     ended,
     until: (done, timeoutMs = 60_000) =>

@@ -168,10 +168,10 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('marks the secret settings fields as passwords and lists all 26 settings fields', () => {
+  it('marks the secret settings fields as passwords and lists all 27 settings fields', () => {
     const schema = doc.paths['/api/settings']?.post?.requestBody?.content['application/json']?.schema as JsonSchema;
     const properties = schema.properties ?? {};
-    expect(Object.keys(properties)).toHaveLength(26);
+    expect(Object.keys(properties)).toHaveLength(27);
     for (const field of ['llm_api_key', 'search_api_key', 'sandbox_api_key']) {
       expect(JSON.stringify(properties[field]), field).toContain('"format":"password"');
     }

@@ -107,9 +107,15 @@ describe('LLM profiles', () => {
     });
     expect(await list()).toEqual({
       profiles: [
-        { name: 'current', model: 'anthropic/claude-sonnet-4', base_url: null, api_key_set: true },
-        { name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key_set: true },
-        { name: 'local', model: 'ollama/qwen', base_url: 'http://127.0.0.1:11434/v1', api_key_set: false },
+        { name: 'current', model: 'anthropic/claude-sonnet-4', base_url: null, api_key_set: true, stream: true },
+        { name: 'fast', model: 'openai/gpt-4o-mini', base_url: null, api_key_set: true, stream: true },
+        {
+          name: 'local',
+          model: 'ollama/qwen',
+          base_url: 'http://127.0.0.1:11434/v1',
+          api_key_set: false,
+          stream: true,
+        },
       ],
       active_profile: null,
     });
@@ -119,7 +125,7 @@ describe('LLM profiles', () => {
     expectOpenHandsShape('LLM', detail.config);
     expect(detail).toEqual({
       name: 'fast',
-      config: { model: 'openai/gpt-4o-mini', api_key: null, base_url: null, is_subscription: false },
+      config: { model: 'openai/gpt-4o-mini', api_key: null, base_url: null, stream: true, is_subscription: false },
       api_key_set: true,
     });
     expectCode(await call('GET', '/api/v1/settings/profiles/nope'), 404, 'PROFILE_NOT_FOUND');
@@ -197,6 +203,31 @@ describe('LLM profiles', () => {
     expect((await stored())?.api_key).toBe(FAST_KEY);
     await save('fast', { llm: { model: 'openai/gpt-4.1-mini', api_key: '' } });
     expect((await stored())?.api_key).toBeNull();
+  });
+
+  it('a profile carries llm.stream: saved with it (or the settings’ own), activated into llm_stream, and ending the active profile when changed', async () => {
+    await storeV1Settings();
+    await save('plain', { llm: { model: 'openai/qwen-local', stream: false } });
+    await save('default', { llm: { model: 'openai/gpt-4o-mini' } });
+    await ok('POST', '/api/v1/settings', { agent_settings_diff: { llm: { stream: false } } });
+    await save('current');
+    expect(arr((await list()).profiles).map((p) => [obj(p).name, obj(p).stream])).toEqual([
+      ['plain', false],
+      ['default', true],
+      ['current', false],
+    ]);
+    expect(obj((await ok('GET', '/api/v1/settings/profiles/plain')).config).stream).toBe(false);
+
+    await ok('POST', '/api/v1/settings/profiles/default/activate');
+    const llm = async () => obj(obj(obj((await call('GET', '/api/v1/settings')).body).agent_settings).llm);
+    expect(await llm()).toMatchObject({ model: 'openai/gpt-4o-mini', stream: true });
+    await ok('POST', '/api/v1/settings/profiles/plain/activate');
+    expect(await llm()).toMatchObject({ model: 'openai/qwen-local', stream: false });
+    expect(obj((await call('GET', '/api/settings')).body).llm_stream).toBe(false);
+    expect((await list()).active_profile).toBe('plain');
+    // Streaming turned on is no longer the profile's configuration.
+    await storeSettings(h, { llm_stream: true });
+    expect((await list()).active_profile).toBeNull();
   });
 
   it('keeps at most 10 profiles (409 PROFILE_LIMIT_REACHED), and takes overwrites at the limit', async () => {
@@ -284,10 +315,10 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
     return { called: calledPromise, release };
   }
 
-  it('the next model calls of a running conversation use the profile’s model, base URL and key', async () => {
+  it('the next model calls of a running conversation use the profile’s model, base URL, key and streaming', async () => {
     await storeV1Settings();
     await save('local', {
-      llm: { model: 'openai/qwen-local', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY },
+      llm: { model: 'openai/qwen-local', base_url: 'http://127.0.0.1:11434/v1', api_key: LOCAL_KEY, stream: false },
     });
     const first = holdFirstCall();
     const task = await startAppConversation(h, {
@@ -314,6 +345,9 @@ describe('POST /api/v1/app-conversations/{id}/switch_profile', () => {
       api_key: LOCAL_KEY,
       base_url: 'http://127.0.0.1:11434/v1',
     });
+    // The settings stream; the profile does not.
+    expect(before?.onDelta).toBeTypeOf('function');
+    expect(after?.onDelta).toBeUndefined();
     expect(obj((await call('GET', `/api/v1/app-conversations/${id}`)).body).llm_model).toBe('openai/qwen-local');
     // The settings themselves are unchanged.
     expect(await activeModel()).toBe('anthropic/claude-sonnet-4');

@@ -94,6 +94,7 @@ describe('GET /api/v1/settings', () => {
       model: 'openai/gpt-4o-mini',
       api_key: null,
       base_url: 'http://127.0.0.1:9/v1',
+      stream: true,
       is_subscription: false,
     });
     expect(conversationOf(s)).toEqual({
@@ -150,6 +151,7 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
       model: 'openai/gpt-4o',
       api_key: null,
       base_url: 'https://llm.example.com/v1',
+      stream: true,
       is_subscription: false,
     });
     expect(s.llm_api_key_set).toBe(true);
@@ -188,7 +190,28 @@ describe('POST /api/v1/settings: diffs are merge patches', () => {
     });
     // llm: null empties the whole model configuration.
     await stored({ agent_settings_diff: { llm: null } });
-    expect(llmOf(await v1())).toEqual({ model: null, api_key: null, base_url: null, is_subscription: false });
+    expect(llmOf(await v1())).toEqual({
+      model: null,
+      api_key: null,
+      base_url: null,
+      stream: true,
+      is_subscription: false,
+    });
+  });
+
+  it('llm.stream is true unless turned off; it is V0’s llm_stream, and null puts it back to true', async () => {
+    expect(llmOf(await v1()).stream).toBe(true);
+    await stored({ agent_settings_diff: { llm: { stream: false } } });
+    expect(llmOf(await v1())).toMatchObject({ stream: false, model: 'anthropic/claude-sonnet-4' });
+    expect((await v0()).llm_stream).toBe(false);
+    await stored({ agent_settings_diff: { llm: { model: 'openai/gpt-4o' } } });
+    expect(llmOf(await v1()).stream).toBe(false);
+    await stored({ agent_settings_diff: { llm: { stream: null } } });
+    expect(llmOf(await v1()).stream).toBe(true);
+    expect((await v0()).llm_stream).toBe(true);
+    expect((await h.call('POST', '/api/settings', { body: { llm_stream: false } })).status).toBe(200);
+    expect(llmOf(await v1()).stream).toBe(false);
+    await expect422(await post({ agent_settings_diff: { llm: { stream: 'yes' } } }), 'agent_settings_diff.llm.stream');
   });
 
   it('"" removes the keys; a no_op condenser turns condensing off', async () => {
@@ -341,6 +364,7 @@ describe('one settings record for V0 and V1', () => {
       model: 'openai/gpt-4o',
       api_key: null,
       base_url: 'https://proxy.example.com/v1',
+      stream: true,
       is_subscription: false,
     });
     expect(conversationOf(body)).toEqual({
@@ -452,6 +476,7 @@ describe('the settings forms', () => {
       'llm.model',
       'llm.api_key',
       'llm.base_url',
+      'llm.stream',
       'condenser.enabled',
       'condenser.max_size',
     ]);
@@ -467,6 +492,7 @@ describe('the settings forms', () => {
       'llm.model': 'openai/gpt-4o',
       'llm.api_key': LLM_KEY,
       'llm.base_url': 'https://proxy.example.com/v1',
+      'llm.stream': false,
       'condenser.enabled': false,
       'condenser.max_size': 90,
     };
@@ -481,7 +507,7 @@ describe('the settings forms', () => {
     expect(agent).toMatchObject({
       agent: 'CodeActAgent',
       mcp_config: {},
-      llm: { model: 'openai/gpt-4o', base_url: 'https://proxy.example.com/v1' },
+      llm: { model: 'openai/gpt-4o', base_url: 'https://proxy.example.com/v1', stream: false },
       condenser: { enabled: false, max_size: 90 },
     });
   });

@@ -14,6 +14,7 @@ const SETTINGS_FIELDS = [
   'llm_model',
   'llm_api_key',
   'llm_base_url',
+  'llm_stream',
   'remote_runtime_resource_factor',
   'secrets_store',
   'enable_default_condenser',
@@ -43,6 +44,7 @@ const DEFAULT_VIEW = {
   llm_model: null,
   llm_api_key: null,
   llm_base_url: null,
+  llm_stream: true,
   remote_runtime_resource_factor: null,
   secrets_store: { provider_tokens: {}, custom_secrets: {} },
   enable_default_condenser: true,
@@ -121,7 +123,7 @@ describe('Load Settings', () => {
     expect(errorCode(r.body)).toBe('SETTINGS_NOT_FOUND');
   });
 
-  it('after an empty store, returns all 26 fields and the three _set fields with their defaults', async () => {
+  it('after an empty store, returns all 27 fields and the three _set fields with their defaults', async () => {
     await store({});
     const view = await load();
     expect(Object.keys(view).sort()).toEqual(
@@ -140,6 +142,7 @@ describe('Load Settings', () => {
       llm_model: 'anthropic/claude-sonnet-4',
       llm_api_key: `${MARK}llm`,
       llm_base_url: 'https://llm.example.com/v1',
+      llm_stream: false,
       remote_runtime_resource_factor: 2,
       secrets_store: {
         provider_tokens: { github: { token: `${MARK}gh`, host: 'github.example.com', user_id: 'u1' } },
@@ -252,6 +255,7 @@ describe('Store Settings merge rules', () => {
     ['enable_sound_notifications', false],
     ['enable_proactive_conversation_starters', true],
     ['enable_solvability_analysis', true],
+    ['llm_stream', true],
   ];
 
   it.each(booleans)(

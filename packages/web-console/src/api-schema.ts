@@ -600,7 +600,7 @@ export interface paths {
         put?: never;
         /**
          * Store settings (V1)
-         * @description A partial update. agent_settings_diff and conversation_settings_diff are merge patches of what GET shows (RFC 7386: a key left out stays, null puts a field back to unset, for llm.api_key: removes it; objects merge; mcp_config is replaced whole, a remote server without auth keeping the stored key of its URL). Other keys set the field of that name ("" or null removes search_api_key and sandbox_api_key). Sending agent_settings or conversation_settings whole is refused (422), as in 1.11. Accepted and ignored (no such behaviour here): disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url and api_key, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …). The same record as /api/settings.
+         * @description A partial update. agent_settings_diff and conversation_settings_diff are merge patches of what GET shows (RFC 7386: a key left out stays, null puts a field back to unset, for llm.api_key: removes it; objects merge; mcp_config is replaced whole, a remote server without auth keeping the stored key of its URL). Other keys set the field of that name ("" or null removes search_api_key and sandbox_api_key). Sending agent_settings or conversation_settings whole is refused (422), as in 1.11. Accepted and ignored (no such behaviour here): disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url, api_key and stream, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …). The same record as /api/settings.
          */
         post: operations["storeSettingsV1"];
         delete?: never;
@@ -681,7 +681,7 @@ export interface paths {
         put?: never;
         /**
          * Save an LLM profile
-         * @description Saves llm (model, base_url, api_key) under the name, or, without llm, the settings’ own model, base URL and key; overwrites a profile of that name in place (an api_key left out or null keeps its key). include_secrets false saves no key; preserve_existing_api_key keeps the stored profile’s key. At most 10 profiles (409 PROFILE_LIMIT_REACHED); 404 SETTINGS_NOT_FOUND before settings are stored. Unknown llm keys are refused (422).
+         * @description Saves llm (model, base_url, api_key, stream: true unless given) under the name, or, without llm, the settings’ own model, base URL, key and streaming; overwrites a profile of that name in place (an api_key left out or null keeps its key). include_secrets false saves no key; preserve_existing_api_key keeps the stored profile’s key. At most 10 profiles (409 PROFILE_LIMIT_REACHED); 404 SETTINGS_NOT_FOUND before settings are stored. Unknown llm keys are refused (422).
          */
         post: operations["saveLlmProfile"];
         /**
@@ -705,7 +705,7 @@ export interface paths {
         put?: never;
         /**
          * Activate an LLM profile
-         * @description Its model, base URL and key become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.
+         * @description Its model, base URL, key and streaming become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.
          */
         post: operations["activateLlmProfile"];
         delete?: never;
@@ -745,7 +745,7 @@ export interface paths {
         put?: never;
         /**
          * Switch a conversation to an LLM profile
-         * @description From its next model call on (one in flight finishes as it began), the conversation uses the profile’s model, base URL and key (the settings’ key when the profile has none); its llm_model shows the profile’s model. Works whatever the conversation’s state. A rename keeps the switch; once the profile is deleted the conversation uses its llm_model with the settings’ key again.
+         * @description From its next model call on (one in flight finishes as it began), the conversation uses the profile’s model, base URL, key (the settings’ key when the profile has none) and streaming; its llm_model shows the profile’s model. Works whatever the conversation’s state. A rename keeps the switch; once the profile is deleted the conversation uses its llm_model with the settings’ key again.
          */
         post: operations["switchConversationProfile"];
         delete?: never;
@@ -1467,7 +1467,9 @@ export interface paths {
         };
         /**
          * Follow a conversation's events (Server-Sent Events)
-         * @description A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.
+         * @description A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every such message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.
+         *
+         *     While the model writes an answer, its pieces come live as `event: delta` messages with NO `id:` line (so Last-Event-ID and EventSource's lastEventId always name a stored event) and `data: {kind: "delta", message_id, attempt, content, reasoning_content, timestamp}`: `content` is text of the answer (or of the thought beside tool calls), `reasoning_content` the model's reasoning, either null; pieces of one `message_id` and `attempt` join in order, and a new `attempt` of the same `message_id` starts the text afresh (drop what was shown of the earlier one). Deltas are never stored: they are not replayed on resume, not sent to a stream that opens later, and not in the event search; the stored event that follows (a message, or an action's thought) holds the whole text and replaces them. A client that falls behind is not cut off for deltas: the rest of the answer's deltas are left out for it (it keeps the start it has) until the stored event comes.
          */
         get: operations["streamConversationEvents"];
         put?: never;
@@ -1968,6 +1970,8 @@ export interface components {
                     base_url?: string | null;
                     /** @description Write-only. null or "" removes the key (merge patch). */
                     api_key?: string | null;
+                    /** @description Model calls stream their answer (default true; null puts it back); false for a provider that breaks with streaming. */
+                    stream?: boolean | null;
                 } & {
                     [key: string]: unknown;
                 }) | null;
@@ -2035,7 +2039,7 @@ export interface components {
             /** @default true */
             include_secrets: boolean;
             /**
-             * @description Left out: the settings’ own model, base URL and key are saved.
+             * @description Left out: the settings’ own model, base URL, key and streaming are saved.
              * @default null
              */
             llm: components["schemas"]["ProfileLlm"] | null;
@@ -2130,8 +2134,6 @@ export interface components {
             /** @description Accepted; this service has no such behaviour. */
             seed?: unknown;
             /** @description Accepted; this service has no such behaviour. */
-            stream?: unknown;
-            /** @description Accepted; this service has no such behaviour. */
             subscription_vendor?: unknown;
             /** @description Accepted; this service has no such behaviour. */
             temperature?: unknown;
@@ -2149,6 +2151,8 @@ export interface components {
             base_url?: string | null;
             /** @description Write-only. null or "" removes the key (merge patch). */
             api_key?: string | null;
+            /** @description Model calls stream their answer (default true; null puts it back); false for a provider that breaks with streaming. */
+            stream?: boolean | null;
         };
         RenameProfileRequest: {
             new_name: string;
@@ -2301,6 +2305,8 @@ export interface components {
                     /** @description Always null: see llm_api_key_set (or api_key_set of a profile). */
                     api_key: null;
                     base_url: string | null;
+                    /** @description Whether model calls stream (deltas shown as the model writes); default true. */
+                    stream: boolean;
                     /** @constant */
                     is_subscription: false;
                 };
@@ -2347,6 +2353,8 @@ export interface components {
                         /** @description Always null: see llm_api_key_set (or api_key_set of a profile). */
                         api_key: null;
                         base_url: string | null;
+                        /** @description Whether model calls stream (deltas shown as the model writes); default true. */
+                        stream: boolean;
                         /** @constant */
                         is_subscription: false;
                     };
@@ -2397,6 +2405,7 @@ export interface components {
                 model: string | null;
                 base_url: string | null;
                 api_key_set: boolean;
+                stream: boolean;
             }[];
             active_profile: string | null;
         };
@@ -5698,6 +5707,7 @@ export interface operations {
                         /** @description Always null: the key is write-only. See llm_api_key_set. */
                         llm_api_key: null;
                         llm_base_url: string | null;
+                        llm_stream: boolean;
                         remote_runtime_resource_factor: number | null;
                         secrets_store: {
                             provider_tokens: {
@@ -5824,6 +5834,8 @@ export interface operations {
                     llm_model?: string | null;
                     llm_api_key?: string | null;
                     llm_base_url?: string | null;
+                    /** @description Ask the model for its answer as a stream, each piece shown to live clients as it is written (default true). Turn it off for a provider that breaks with streaming. */
+                    llm_stream?: boolean;
                     remote_runtime_resource_factor?: number | null;
                     secrets_store?: {
                         provider_tokens?: {
@@ -11574,7 +11586,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream; the data of every message is a ConversationEvent. */
+            /** @description The event stream; the data of every message with an id is a ConversationEvent, that of an `event: delta` message (no id) a piece of an answer being written. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -16,7 +16,8 @@ import {
 } from './pending-authentication.js';
 import { refuseUpgrade } from './upgrades.js';
 import { userMessage } from './user-message.js';
-import { agentError, stateUpdate, V1EventTranslator } from './v1-events.js';
+import { deltaGate, roomForDelta } from './deltas.js';
+import { agentError, stateUpdate, streamingDeltaEvent, V1EventTranslator } from './v1-events.js';
 
 export interface V1ChannelDeps {
   service: AgentConversationService;
@@ -73,7 +74,10 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
  * `<mount>/sockets/events/<conversation id>?resend_all=true&session_api_key=…`, and SDK 1.58
  * without the key, sending `{"type":"auth","session_api_key":…}` as its first frame instead.
  * Frames are agent-server events (see v1-events.ts); with `resend_all` the whole history comes
- * first, then each new event. A frame the client sends is a user message that runs the agent.
+ * first, then each new event, and, live only, each piece of an answer being written as a
+ * `StreamingDeltaEvent` (as the agent-server sends them to its socket subscribers; never
+ * replayed, left out for a client that falls behind: see deltas.ts). A frame the client sends
+ * is a user message that runs the agent.
  * Unknown key: close 4001; unknown conversation: close 4004; more live connections than the
  * user may hold: close 4029. Until it has authenticated a connection may send only its
  * authentication frame (pending-authentication.ts), and one address may hold only a few such
@@ -254,6 +258,13 @@ class V1Connection {
   async #follow(userId: string, pacing: Pacing, tooFarBehind: () => boolean): Promise<void> {
     const { ws } = this;
     const translator = new V1EventTranslator();
+    // Deltas go out while the client has room for them, never at the cost of cutting it off (deltas.ts).
+    const mayGo = deltaGate(() =>
+      roomForDelta(pacing.outbound.pending(), this.deps.live.limits.maxBufferedBytes, {
+        tooFarBehind,
+        userHasRoom: pacing.userHasRoom,
+      }),
+    );
     this.#onMessage = (raw) => this.#received(userId, raw);
     for (const raw of this.#early.splice(0)) this.#onMessage(raw);
 
@@ -280,6 +291,9 @@ class V1Connection {
           // Checked before sending, so one event larger than the bound still reaches a client that reads.
           if (tooFarBehind()) dropSlowClient('it is not reading live events');
           else for (const frame of translator.translate(event)) this.#send(frame);
+        },
+        transient: (event) => {
+          if (mayGo(event)) this.#send(streamingDeltaEvent(event));
         },
         end: () => closeWith(ws, CLOSE.notFound, 'the conversation was deleted'),
         failed: (failure) =>

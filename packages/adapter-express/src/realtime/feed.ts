@@ -1,6 +1,6 @@
 import { resultAsync } from '@acs/core/ports';
 import { err, ok, type Result, type ResultAsync } from 'neverthrow';
-import type { AgentConversationService, ConversationServiceError, EventSubscription } from '@acs/core';
+import type { AgentConversationService, ConversationServiceError, EventSubscription, TransientEvent } from '@acs/core';
 import type { ConversationEvent } from '@acs/core/schemas';
 import { drained, type Pacing } from './outbound.js';
 
@@ -12,6 +12,12 @@ export interface FeedHandlers {
   caughtUp?(lastId: number): void;
   /** Each event appended afterwards, once, in order. */
   live(event: ConversationEvent): void;
+  /**
+   * Each transient event (a piece of an answer being written) published from the end of the
+   * replay on; never one from before (the stored event that follows holds the whole text).
+   * A channel without it hears none.
+   */
+  transient?(event: TransientEvent): void;
   /** The service ended the feed (the conversation was deleted). */
   end(reason: string): void;
   /** The feed could not go on after it opened: storage failed, or the client took nothing for the stall deadline. */
@@ -130,6 +136,7 @@ export function openFeed(
       last,
       (event) => handlers.live(event),
       (reason) => handlers.end(reason),
+      handlers.transient && ((event) => handlers.transient?.(event)),
     );
     if (followed.isErr()) {
       if (followed.error.type === 'ConversationNotFound') handlers.end('the conversation was deleted');

@@ -184,6 +184,9 @@ function serve(deps: V0ChannelDeps, socket: Socket): void {
     socket.emit('oh_event', { error: true, message });
     socket.disconnect(true);
   };
+  // No `transient` handler: deltas are not sent here. V0 events (`oh_event`) have no kind for a
+  // piece of an answer, and the OpenHands UI that speaks this channel (0.62) renders whole
+  // events only; it shows the stored message when it comes, as before.
   void openFeed(
     deps.service,
     userId,

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { StreamingDelta } from '@acs/core';
 import type { ActionEvent, ConversationEvent, ExecutionStatus, ObservationEvent } from '@acs/core/schemas';
 
 /** An event in the OpenHands agent-server form (a V1 WebSocket frame): string `id`, `kind`, `timestamp`, `source`. */
@@ -37,6 +39,22 @@ export function agentError(
   tool: { tool_name: string; tool_call_id: string } = { tool_name: '', tool_call_id: '' },
 ): V1Event {
   return { id, kind: 'AgentErrorEvent', timestamp, source: 'agent', ...tool, error };
+}
+
+/**
+ * A delta as the agent-server sends it on its event socket (the SDK's `StreamingDeltaEvent`:
+ * exactly these fields, as its model forbids others). Its id is new each time, as there: a
+ * delta is never stored, so no id of ours names it.
+ */
+export function streamingDeltaEvent(delta: StreamingDelta): V1Event {
+  return {
+    kind: 'StreamingDeltaEvent',
+    id: randomUUID(),
+    timestamp: delta.timestamp,
+    source: 'agent',
+    content: delta.content,
+    reasoning_content: delta.reasoning_content,
+  };
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   timestampParam,
 } from '../query.js';
 import type { RouteContext } from '../route-context.js';
-import { defineRoute, type RouteDefinition } from '../route.js';
+import { defineRoute, type RouteDefinition, type SseMessage, type StreamPacing } from '../route.js';
 import { conversationIdParams } from './params.js';
 import {
   ConfirmationRequestSchema,
@@ -36,6 +36,7 @@ import {
   toFilter,
 } from './shared.js';
 import { AppConversationSchema, conversationLinks, toAppConversation } from '../views/conversations.js';
+import { deltaGate } from '../realtime/deltas.js';
 import { openFeed } from '../realtime/feed.js';
 import { chunkQueue } from '../chunk-queue.js';
 
@@ -414,7 +415,7 @@ export function appConversationRoutes(service: AgentConversationService, context
       operationId: 'streamConversationEvents',
       summary: "Follow a conversation's events (Server-Sent Events)",
       description:
-        "A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.",
+        "A text/event-stream: first the events after the resume point, then each new event as it happens, each exactly once and in order. Every such message is `id: <event id>`, `event: <kind>`, `data: <ConversationEvent JSON>`; a `: ping` comment is sent periodically. Resume with the standard Last-Event-ID header (EventSource sends it when it reconnects) or `?after=<id>`; the header wins. Authenticate like every other route (X-Session-API-Key header or the host's own authentication); keys in the URL are not accepted.\n\nWhile the model writes an answer, its pieces come live as `event: delta` messages with NO `id:` line (so Last-Event-ID and EventSource's lastEventId always name a stored event) and `data: {kind: \"delta\", message_id, attempt, content, reasoning_content, timestamp}`: `content` is text of the answer (or of the thought beside tool calls), `reasoning_content` the model's reasoning, either null; pieces of one `message_id` and `attempt` join in order, and a new `attempt` of the same `message_id` starts the text afresh (drop what was shown of the earlier one). Deltas are never stored: they are not replayed on resume, not sent to a stream that opens later, and not in the event search; the stored event that follows (a message, or an action's thought) holds the whole text and replaces them. A client that falls behind is not cut off for deltas: the rest of the answer's deltas are left out for it (it keeps the start it has) until the stored event comes.",
       tags: ['events (V1)'],
       params: conversationIdParams,
       query: z.object({
@@ -430,26 +431,51 @@ export function appConversationRoutes(service: AgentConversationService, context
       }),
       success: {
         status: 200,
-        description: 'The event stream; the data of every message is a ConversationEvent.',
+        description:
+          'The event stream; the data of every message with an id is a ConversationEvent, that of an `event: delta` message (no id) a piece of an answer being written.',
         schema: ConversationEventSchema,
       },
       errors: ConversationServiceErrors.subscribeEvents,
       stream: ({ userId, params, query, headers }, send, end, pacing) =>
-        openFeed(
-          service,
-          userId,
-          params.conversation_id,
-          headers['Last-Event-ID'] ?? query.after ?? 0,
-          {
-            history: (event) => send({ id: event.id, event: event.kind, data: event }),
-            live: (event) => send({ id: event.id, event: event.kind, data: event }),
-            end,
-            // The client resumes with Last-Event-ID either way.
-            failed: (failure) =>
-              failure.type === 'ClientNotReading' ? pacing.drop('the client took nothing of the replay') : end(),
-          },
+        followEvents(service, userId, params.conversation_id, headers['Last-Event-ID'] ?? query.after ?? 0, {
+          send,
+          end,
           pacing,
-        ),
+        }),
     }),
   ];
+}
+
+/**
+ * A conversation's events after `after` as Server-Sent Events: stored events with their ids,
+ * then, live, the deltas of answers being written as `event: delta` without an id (while the
+ * client has room for them: see `deltaGate`).
+ */
+function followEvents(
+  service: AgentConversationService,
+  userId: string,
+  conversationId: string,
+  after: number,
+  stream: { send: (message: SseMessage) => void; end: () => void; pacing: StreamPacing },
+) {
+  const { send, end, pacing } = stream;
+  const mayGo = deltaGate(() => pacing.roomForTransient());
+  return openFeed(
+    service,
+    userId,
+    conversationId,
+    after,
+    {
+      history: (event) => send({ id: event.id, event: event.kind, data: event }),
+      live: (event) => send({ id: event.id, event: event.kind, data: event }),
+      transient: (event) => {
+        if (mayGo(event)) send({ event: event.kind, data: event });
+      },
+      end,
+      // The client resumes with Last-Event-ID either way.
+      failed: (failure) =>
+        failure.type === 'ClientNotReading' ? pacing.drop('the client took nothing of the replay') : end(),
+    },
+    pacing,
+  );
 }

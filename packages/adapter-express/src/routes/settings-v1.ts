@@ -25,7 +25,7 @@ const ProfileMutationSchema = z
   .meta({ id: 'ProfileMutationResponse' });
 
 const IGNORED_V1_FIELDS =
-  'disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url and api_key, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …)';
+  'disabled_skills, git_full_clone, v1_enabled, sandbox_grouping_strategy, default_sandbox_spec_id, registered_marketplaces, secrets_store, llm_profiles, active_agent_profile_id/revision, and in agent_settings_diff every LLM field but model, base_url, api_key and stream, tools, enable_sub_agents, enable_switch_llm_tool, tool_concurrency_limit, agent_context, verification and the condenser’s tuning (keep_first, max_tokens, …)';
 
 /**
  * The V1 settings (OpenHands 1.11's `/api/v1/settings`): the same record as V0's
@@ -110,6 +110,7 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
                 model: z.string().nullable(),
                 base_url: z.string().nullable(),
                 api_key_set: z.boolean(),
+                stream: z.boolean(),
               }),
             ),
             active_profile: z.string().nullable(),
@@ -146,7 +147,7 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       operationId: 'saveLlmProfile',
       summary: 'Save an LLM profile',
       description:
-        'Saves llm (model, base_url, api_key) under the name, or, without llm, the settings’ own model, base URL and key; overwrites a profile of that name in place (an api_key left out or null keeps its key). include_secrets false saves no key; preserve_existing_api_key keeps the stored profile’s key. At most 10 profiles (409 PROFILE_LIMIT_REACHED); 404 SETTINGS_NOT_FOUND before settings are stored. Unknown llm keys are refused (422).',
+        'Saves llm (model, base_url, api_key, stream: true unless given) under the name, or, without llm, the settings’ own model, base URL, key and streaming; overwrites a profile of that name in place (an api_key left out or null keeps its key). include_secrets false saves no key; preserve_existing_api_key keeps the stored profile’s key. At most 10 profiles (409 PROFILE_LIMIT_REACHED); 404 SETTINGS_NOT_FOUND before settings are stored. Unknown llm keys are refused (422).',
       tags: TAGS,
       params: profileParams,
       body: SaveProfileBodySchema.optional(),
@@ -185,7 +186,7 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       operationId: 'activateLlmProfile',
       summary: 'Activate an LLM profile',
       description:
-        'Its model, base URL and key become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.',
+        'Its model, base URL, key and streaming become the settings’ own (what new conversations use). 404 PROFILE_NOT_FOUND when there is no such profile.',
       tags: TAGS,
       params: profileParams,
       bodyRequired: false,
@@ -225,7 +226,7 @@ function profileRoutes(service: AgentConversationService): RouteDefinition[] {
       operationId: 'switchConversationProfile',
       summary: 'Switch a conversation to an LLM profile',
       description:
-        'From its next model call on (one in flight finishes as it began), the conversation uses the profile’s model, base URL and key (the settings’ key when the profile has none); its llm_model shows the profile’s model. Works whatever the conversation’s state. A rename keeps the switch; once the profile is deleted the conversation uses its llm_model with the settings’ key again.',
+        'From its next model call on (one in flight finishes as it began), the conversation uses the profile’s model, base URL, key (the settings’ key when the profile has none) and streaming; its llm_model shows the profile’s model. Works whatever the conversation’s state. A rename keeps the switch; once the profile is deleted the conversation uses its llm_model with the settings’ key again.',
       tags: ['app-conversations (V1)'],
       params: conversationIdParams,
       body: z.object({ profile_name: z.string().min(1).max(64) }).meta({ id: 'SwitchProfileRequest' }),

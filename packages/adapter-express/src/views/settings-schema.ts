@@ -113,6 +113,15 @@ export function agentSettingsSchema(defaults: AgentSettingsDefaults): SettingsSc
           prominence: 'major',
           description: 'An OpenAI-compatible endpoint; empty for the provider’s own.',
         },
+        {
+          key: 'llm.stream',
+          label: 'Stream responses',
+          value_type: 'boolean',
+          default: true,
+          prominence: 'minor',
+          description:
+            'Show the model’s answer as it is written. Turn it off for a provider that breaks with streaming.',
+        },
       ]),
       section('condenser', 'Condenser', 'openhands', [
         {

@@ -13,7 +13,7 @@ import { z } from 'zod';
 
 const field = SettingsInputSchema.shape;
 
-/** The model fields of 1.11's `LLM`. Only model, base_url and api_key do anything here; the others are accepted and ignored. */
+/** The model fields of 1.11's `LLM`. Only model, base_url, api_key and stream do anything here; the others are accepted and ignored. */
 const OPENHANDS_LLM_FIELDS = [
   'api_key',
   'api_version',
@@ -74,13 +74,17 @@ const OPENHANDS_LLM_FIELDS = [
 
 const ignored = z.unknown().optional().meta({ description: 'Accepted; this service has no such behaviour.' });
 const ignoredLlmFields = Object.fromEntries(
-  OPENHANDS_LLM_FIELDS.filter((k) => !['model', 'base_url', 'api_key'].includes(k)).map((k) => [k, ignored]),
+  OPENHANDS_LLM_FIELDS.filter((k) => !['model', 'base_url', 'api_key', 'stream'].includes(k)).map((k) => [k, ignored]),
 );
 
 const llmFields = {
   model: field.llm_model,
   base_url: field.llm_base_url,
   api_key: field.llm_api_key.meta({ description: 'Write-only. null or "" removes the key (merge patch).' }),
+  stream: z.boolean().nullable().optional().meta({
+    description:
+      'Model calls stream their answer (default true; null puts it back); false for a provider that breaks with streaming.',
+  }),
 };
 
 /** `agent_settings_diff.llm`: unknown keys are ignored (1.11's `LLM` ignores them too). */
@@ -95,7 +99,7 @@ export const SaveProfileBodySchema = z
     include_secrets: z.boolean().default(true),
     llm: ProfileLlmSchema.nullable()
       .default(null)
-      .meta({ description: 'Left out: the settings’ own model, base URL and key are saved.' }),
+      .meta({ description: 'Left out: the settings’ own model, base URL, key and streaming are saved.' }),
     preserve_existing_api_key: z.boolean().default(false),
   })
   .meta({ id: 'SaveProfileRequest' });
@@ -104,6 +108,7 @@ export const profileInputOf = (llm: z.output<typeof ProfileLlmSchema>): LlmProfi
   model: llm.model ?? null,
   base_url: llm.base_url ?? null,
   api_key: llm.api_key,
+  stream: llm.stream,
 });
 
 /** `{name}` of a profile, and `new_name` of a rename: 1.11's rule. */
@@ -245,9 +250,10 @@ export type V1SettingsUpdate = z.output<typeof V1SettingsUpdateSchema>;
 const blankToNull = (value: string | null | undefined) => (value === '' || value === undefined ? null : value);
 
 function llmChange(llm: z.output<typeof LlmDiffSchema> | null): SettingsChange {
-  if (llm === null) return { llm_model: null, llm_base_url: null, llm_api_key: null };
+  if (llm === null) return { llm_model: null, llm_base_url: null, llm_api_key: null, llm_stream: true };
   return {
     ...(llm.model !== undefined ? { llm_model: blankToNull(llm.model) } : {}),
+    ...(llm.stream !== undefined ? { llm_stream: llm.stream ?? true } : {}),
     ...(llm.base_url !== undefined ? { llm_base_url: blankToNull(llm.base_url) } : {}),
     ...(llm.api_key !== undefined ? { llm_api_key: blankToNull(llm.api_key) } : {}),
   };

@@ -17,6 +17,9 @@ const LlmViewSchema = z.object({
   model: z.string().nullable().meta({ description: 'null until a model is stored.' }),
   api_key: z.null().meta({ description: 'Always null: see llm_api_key_set (or api_key_set of a profile).' }),
   base_url: z.string().nullable(),
+  stream: z
+    .boolean()
+    .meta({ description: 'Whether model calls stream (deltas shown as the model writes); default true.' }),
   is_subscription: z.literal(false),
 });
 
@@ -92,16 +95,20 @@ export type V1Settings = z.infer<typeof V1SettingsSchema>;
 type LlmView = z.infer<typeof LlmViewSchema>;
 type McpServerView = z.infer<typeof McpServerViewSchema>;
 
-const llmView = (model: string | null, baseUrl: string | null): LlmView => ({
+const llmView = (model: string | null, baseUrl: string | null, stream: boolean): LlmView => ({
   model,
   api_key: null,
   base_url: baseUrl,
+  stream,
   is_subscription: false,
 });
 
 /** One LLM profile's configuration as 1.11 shows it (`ProfileDetailResponse.config`). */
-export const profileConfigView = (profile: { model: string | null; base_url: string | null }): LlmView =>
-  llmView(profile.model, profile.base_url);
+export const profileConfigView = (profile: {
+  model: string | null;
+  base_url: string | null;
+  stream: boolean;
+}): LlmView => llmView(profile.model, profile.base_url, profile.stream);
 
 /** Remote servers have no name here; 1.11 keys them by one, so they get their host (made unique). */
 function mcpView(config: SettingsView['mcp_config']): Record<string, McpServerView> {
@@ -124,7 +131,7 @@ function mcpView(config: SettingsView['mcp_config']): Record<string, McpServerVi
 }
 
 const profilesView = (profiles: LlmProfilesView) => ({
-  profiles: Object.fromEntries(profiles.profiles.map((p) => [p.name, llmView(p.model, p.base_url)])),
+  profiles: Object.fromEntries(profiles.profiles.map((p) => [p.name, llmView(p.model, p.base_url, p.stream)])),
   active: profiles.active,
 });
 
@@ -154,7 +161,7 @@ export function toV1Settings(s: SettingsOverview, defaults: AgentSettingsDefault
       schema_version: 4,
       agent_kind: 'openhands',
       agent: s.agent ?? 'CodeActAgent',
-      llm: llmView(s.llm_model, s.llm_base_url),
+      llm: llmView(s.llm_model, s.llm_base_url, s.llm_stream),
       mcp_config: mcpView(s.mcp_config),
       condenser: {
         enabled: s.enable_default_condenser,
