@@ -6,9 +6,28 @@
  * lost costs nothing once the next arrives, and when the listening connection is lost and found
  * again every subscription is told to look (`resync`). Notifications this replica could not
  * send (no connection) are sent when it is back.
+ *
+ * Transient events (pieces of an answer being written) travel on the same channel, as the data
+ * itself: a payload of their own (`transient-payload.ts`), at most 8000 bytes, told apart from
+ * the append notifications and carrying this notifier's origin id, so it does not tell its own
+ * process's listeners (that process's log delivered them already). One channel rather than a
+ * second `<channel>_transient`: a channel name may already take PostgreSQL's 63 characters, and
+ * one LISTEN keeps the connection's single queue in the order things were sent. They are best
+ * effort: none is kept across a lost connection, and what waits to be sent is bounded.
  */
-import type { EventNotifier, EventNotifierListener } from '@acs/core/ports';
+import { randomBytes } from 'node:crypto';
+import type { EventNotifier, EventNotifierListener, TransientEvent } from '@acs/core/ports';
 import type * as pgModule from 'pg';
+import {
+  decodeTransient,
+  encodeTransient,
+  fitDelta,
+  join,
+  joinedCost,
+  PAYLOAD_LIMIT,
+  sameMessage,
+  type FittedDelta,
+} from './transient-payload.js';
 
 export interface PostgresEventNotifierOptions {
   /** The database the replicas share (a connection string: the notifier keeps one connection of its own). */
@@ -43,6 +62,41 @@ const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 
 type PgModule = typeof pgModule;
 
+/**
+ * Most payload bytes one conversation's deltas may hold while they wait to be sent (eight full
+ * payloads; a model writes far less between two round trips): past it, deltas are dropped.
+ */
+const HELD_PER_CONVERSATION = 64 * 1024;
+/** Most payload bytes of deltas held or being sent, all conversations together. */
+const HELD_IN_ALL = 1024 * 1024;
+
+/** Several payloads in one statement, one round trip; NOTIFYs of a transaction are delivered in the order made. */
+const NOTIFY_MANY = 'SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS t(p, n) ORDER BY n';
+
+/** One conversation's deltas waiting to be sent, in order; each fits one payload. */
+interface HeldDeltas {
+  userId: string;
+  conversationId: string;
+  deltas: FittedDelta[];
+  bytes: number;
+}
+
+/**
+ * Deltas on their way out. They are sent at the end of the event loop's turn, all that wait in
+ * one statement, one statement at a time: what is published meanwhile waits and is joined into
+ * fewer payloads (coalescing grows with the load, a lone delta goes out at once).
+ */
+interface TransientOutbox {
+  /** This notifier's id in its payloads: it ignores its own. */
+  origin: string;
+  seq: number;
+  held: Map<string, HeldDeltas>;
+  /** Payload bytes held or in a statement not yet answered (bounded by HELD_IN_ALL). */
+  bytes: number;
+  sending: number;
+  scheduled: boolean;
+}
+
 /** What the notifier's functions share: made once by `createPostgresEventNotifier`. */
 interface NotifierState {
   pg: PgModule;
@@ -54,6 +108,7 @@ interface NotifierState {
   /** The listening connection; null while it is lost (and after close). */
   client: ListeningClient | null;
   closed: boolean;
+  outbox: TransientOutbox;
 }
 
 /** Connects and LISTENs before it resolves, so a wrong URL fails the start with the server's words. */
@@ -73,10 +128,19 @@ export async function createPostgresEventNotifier(
     unsent: new Map(),
     client: null,
     closed: false,
+    outbox: {
+      origin: randomBytes(12).toString('base64url'),
+      seq: 0,
+      held: new Map(),
+      bytes: 0,
+      sending: 0,
+      scheduled: false,
+    },
   };
   state.client = await open(state);
   return {
     notify: (userId, conversationId, lastId) => send(state, userId, conversationId, lastId),
+    publish: (userId, conversationId, event) => publish(state, userId, conversationId, event),
     listen: (listener) => {
       state.listeners.add(listener);
       return { close: () => void state.listeners.delete(listener) };
@@ -105,36 +169,117 @@ function keep(state: NotifierState, userId: string, conversationId: string, last
 function send(state: NotifierState, userId: string, conversationId: string, lastId: number): void {
   const current = state.client;
   if (!current) return keep(state, userId, conversationId, lastId);
+  // Deltas published before this append go first: a replica shows them before the stored event.
+  sendHeld(state);
   current
     .query('SELECT pg_notify($1, $2)', [state.channel, JSON.stringify([userId, conversationId, lastId])])
     .catch(() => keep(state, userId, conversationId, lastId));
 }
 
-/** Tells every listener of a notification on our channel; anything else is ignored. */
+/**
+ * Tells every listener of a notification on our channel; anything else is ignored. Any client
+ * of the database may NOTIFY on it: nothing here trusts a payload, keeps anything, or throws
+ * (a throw would surface in the connection's socket handler).
+ */
 function onNotification(state: NotifierState, message: Notification): void {
   if (message.channel !== state.channel || !message.payload) return;
-  const appended = parsePayload(message.payload);
-  if (!appended) return;
-  const [userId, conversationId, lastId] = appended;
-  for (const listener of [...state.listeners]) listener.appended(userId, conversationId, lastId);
-}
-
-/** A payload `send` wrote, `[userId, conversationId, lastId]`; null when it is not one of ours. */
-function parsePayload(payload: string): [string, string, number] | null {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(payload);
+    parsed = JSON.parse(message.payload);
   } catch {
-    return null;
+    return;
   }
-  if (
-    !Array.isArray(parsed) ||
-    typeof parsed[0] !== 'string' ||
-    typeof parsed[1] !== 'string' ||
-    typeof parsed[2] !== 'number'
-  )
-    return null;
-  return parsed as [string, string, number];
+  if (Array.isArray(parsed)) {
+    const appended = parseAppended(parsed);
+    if (!appended) return;
+    const [userId, conversationId, lastId] = appended;
+    for (const listener of [...state.listeners]) tell(() => listener.appended(userId, conversationId, lastId));
+    return;
+  }
+  const transient = decodeTransient(parsed);
+  if (!transient || transient.origin === state.outbox.origin) return;
+  const { userId, conversationId, event } = transient;
+  for (const listener of [...state.listeners]) tell(() => listener.transient?.(userId, conversationId, event));
+}
+
+/** A listener's failure is its own: the others are told, and the connection goes on. */
+function tell(call: () => void): void {
+  try {
+    call();
+  } catch {
+    /* the listener's problem */
+  }
+}
+
+/** An append notification `send` wrote, `[userId, conversationId, lastId]`; null when it is not one. */
+function parseAppended(parsed: unknown[]): [string, string, number] | null {
+  if (typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string' || typeof parsed[2] !== 'number') return null;
+  return [parsed[0], parsed[1], parsed[2]];
+}
+
+/**
+ * Holds a transient event for the next send: cut to payload size, joined onto the conversation's
+ * last held delta when it is of the same message and the payload still fits. Dropped without a
+ * connection, or when the bounds are reached (the stored event will hold the whole text).
+ */
+function publish(state: NotifierState, userId: string, conversationId: string, event: TransientEvent): void {
+  const outbox = state.outbox;
+  if (!state.client) return;
+  const key = `${userId}\u0000${conversationId}`;
+  const held = outbox.held.get(key) ?? { userId, conversationId, deltas: [], bytes: 0 };
+  for (const piece of fitDelta(outbox.origin, userId, conversationId, event)) {
+    const last = held.deltas.at(-1);
+    const added = joinedCost(piece.event);
+    const joins = last !== undefined && sameMessage(last.event, piece.event) && last.bytes + added <= PAYLOAD_LIMIT;
+    const cost = joins ? added : piece.bytes;
+    if (held.bytes + cost > HELD_PER_CONVERSATION || outbox.bytes + cost > HELD_IN_ALL) break;
+    if (joins)
+      held.deltas[held.deltas.length - 1] = { event: join(last.event, piece.event), bytes: last.bytes + added };
+    else held.deltas.push(piece);
+    held.bytes += cost;
+    outbox.bytes += cost;
+  }
+  if (held.deltas.length === 0) return;
+  outbox.held.set(key, held);
+  if (outbox.scheduled) return;
+  outbox.scheduled = true;
+  setImmediate(() => {
+    outbox.scheduled = false;
+    // While a statement is out, what comes meanwhile waits for it (and is joined): its end sends it.
+    if (outbox.sending === 0) sendHeld(state);
+  });
+}
+
+/** Sends every held delta in one statement. A failure drops them: deltas are never sent late. */
+function sendHeld(state: NotifierState): void {
+  const { outbox, client } = state;
+  if (!client || outbox.held.size === 0) return;
+  const payloads: string[] = [];
+  let bytes = 0;
+  for (const held of outbox.held.values()) {
+    for (const { event, bytes: counted } of held.deltas) {
+      bytes += counted;
+      const payload = encodeTransient(outbox.origin, ++outbox.seq, held.userId, held.conversationId, event);
+      // Counted as an upper bound, measured anyway: a payload too long would fail the whole statement.
+      if (Buffer.byteLength(payload) <= PAYLOAD_LIMIT) payloads.push(payload);
+    }
+  }
+  outbox.held.clear();
+  outbox.sending++;
+  void client
+    .query(NOTIFY_MANY, [state.channel, payloads])
+    .catch(() => {})
+    .finally(() => {
+      outbox.sending--;
+      outbox.bytes -= bytes;
+      if (outbox.sending === 0) sendHeld(state);
+    });
+}
+
+/** Drops the held deltas (the connection is lost or closed): transient events are never kept for later. */
+function dropHeld(outbox: TransientOutbox): void {
+  for (const held of outbox.held.values()) outbox.bytes -= held.bytes;
+  outbox.held.clear();
 }
 
 /** A new listening connection; when it ends while it is the notifier's, the notifier reconnects. */
@@ -151,6 +296,7 @@ async function open(state: NotifierState): Promise<ListeningClient> {
   next.on('end', () => {
     if (state.client !== next) return;
     state.client = null;
+    dropHeld(state.outbox);
     if (!state.closed) void reconnect(state);
   });
   return next;
@@ -185,5 +331,6 @@ async function close(state: NotifierState): Promise<void> {
   state.closed = true;
   const current = state.client;
   state.client = null;
+  dropHeld(state.outbox);
   await current?.end().catch(() => {});
 }
