@@ -15,12 +15,26 @@ import type { components } from '../src/client.js';
 type ConversationEvent = components['schemas']['ConversationEvent'];
 
 const eventView = fileURLToPath(new URL('../app/src/events/event-view.tsx', import.meta.url));
+const liveText = fileURLToPath(new URL('../app/src/events/live-text.ts', import.meta.url));
 
-/** The page's script: Preact renders the entries of the events it is given into #app. */
+/**
+ * The page's script: Preact renders the entries of the events it is given into #app; or, as the
+ * live stream does, of the events and pieces of an answer applied one by one (`live.*`).
+ */
 const HARNESS = `
 import { h, render } from 'preact';
-import { entriesOf, EntryView } from ${JSON.stringify(eventView)};
-window.renderEvents = (events) => render(h('div', { class: 'story' }, entriesOf(events).map((entry) => h(EntryView, { key: entry.key, entry }))), document.getElementById('app'));
+import { entriesOf, entriesWithLiveText, EntryView } from ${JSON.stringify(eventView)};
+import { NO_LIVE_TEXT, withDelta, withStoredEvent, withoutWriting } from ${JSON.stringify(liveText)};
+const draw = (entries) => render(h('div', { class: 'story' }, entries.map((entry) => h(EntryView, { key: entry.key, entry }))), document.getElementById('app'));
+window.renderEvents = (events) => draw(entriesOf(events));
+const stream = { events: [], live: NO_LIVE_TEXT };
+const redraw = () => draw(entriesWithLiveText(entriesOf(stream.events), stream.live));
+window.live = {
+  reset: () => { stream.events = []; stream.live = NO_LIVE_TEXT; redraw(); },
+  delta: (d) => { stream.live = withDelta(stream.live, d, stream.events.at(-1)?.id ?? 0); redraw(); },
+  event: (e) => { stream.events = stream.events.concat([e]); stream.live = withStoredEvent(stream.live, e); redraw(); },
+  reconnect: () => { stream.live = withoutWriting(stream.live); redraw(); },
+};
 `;
 
 async function bundleHarness(): Promise<string> {
@@ -322,5 +336,79 @@ describe('the event views', () => {
       '38 older events were summarised for the model (too many events)',
     );
     expect(await page.locator('details.condensation .markdown em').textContent()).toBe('trim');
+  });
+
+  it('draw the answer being written as the agent message it becomes, updated in place by the stored message', async () => {
+    type Live = { live: Record<'reset' | 'reconnect', () => void> & Record<'delta' | 'event', (x: unknown) => void> };
+    const live = (what: 'reset' | 'reconnect' | 'delta' | 'event', arg?: unknown) =>
+      page.evaluate(([w, a]) => (globalThis as unknown as Live).live[w as 'delta'](a), [what, arg] as const);
+    const delta = (content: string | null, reasoning: string | null = null, attempt = 1) =>
+      live('delta', {
+        kind: 'delta',
+        message_id: 'm1',
+        attempt,
+        content,
+        reasoning_content: reasoning,
+        timestamp: at(1),
+      });
+    await live('reset');
+    await live('event', stamp({ kind: 'message', source: 'user', text: 'Say hello', image_urls: [] }));
+    await delta(null, 'A greeting, in **bold**.');
+    await delta('Hello, ');
+    await delta('**world**');
+    const bubble = page.locator('article.message.agent');
+    expect(await bubble.locator('header .writing').innerText()).toBe('writing…');
+    expect(await bubble.getAttribute('aria-busy')).toBe('true');
+    expect(await bubble.getAttribute('data-event-id')).toBeNull();
+    expect(await bubble.locator('.markdown').innerText()).toBe('Hello, world');
+    expect(await bubble.locator('.markdown strong').innerText()).toBe('world');
+    // The reasoning: folded, as text (not markdown).
+    expect(await bubble.locator('details.reasoning').getAttribute('open')).toBeNull();
+    expect(await bubble.locator('details.reasoning .reasoning-text').textContent()).toBe('A greeting, in **bold**.');
+    // A newer attempt starts afresh.
+    await delta('Hello again, ', null, 2);
+    await delta('**world**', null, 2);
+    expect(await bubble.locator('.markdown').innerText()).toBe('Hello again, world');
+    expect(await bubble.locator('details.reasoning').count()).toBe(0);
+
+    // The stored answer: the same element, its marker gone, its text unchanged.
+    await bubble.evaluate((el) => ((el as unknown as { dataset: Record<string, string> }).dataset['mark'] = 'kept'));
+    await live(
+      'event',
+      stamp({
+        kind: 'llm_call',
+        source: 'environment',
+        response_id: 'r',
+        model: 'm',
+        prompt_tokens: 1,
+        completion_tokens: 1,
+        cached_prompt_tokens: 0,
+        cost_usd: null,
+        latency_ms: 1,
+        attempts: 2,
+      }),
+    );
+    expect(await bubble.locator('header .writing').count()).toBe(1);
+    const final = stamp({ kind: 'message', source: 'agent', text: 'Hello again, **world**', image_urls: [] });
+    await live('event', final);
+    expect(await page.locator('article.message.agent').count()).toBe(1);
+    expect(await bubble.getAttribute('data-mark')).toBe('kept');
+    expect(await bubble.getAttribute('data-event-id')).toBe(String(final.id));
+    expect(await bubble.getAttribute('aria-busy')).toBeNull();
+    expect(await bubble.locator('header').innerText()).toBe('Agent');
+    expect(await bubble.locator('.markdown').innerText()).toBe('Hello again, world');
+
+    // A reconnect drops what was being written.
+    await live('delta', {
+      kind: 'delta',
+      message_id: 'm2',
+      attempt: 1,
+      content: 'Half an ans',
+      reasoning_content: null,
+      timestamp: at(2),
+    });
+    expect(await page.locator('article.message.agent').count()).toBe(2);
+    await live('reconnect');
+    expect(await page.locator('article.message.agent').count()).toBe(1);
   });
 });

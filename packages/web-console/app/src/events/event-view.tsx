@@ -2,16 +2,27 @@
  * One entry of a conversation's story: messages as markdown, commands with their output, exit
  * code and duration, file edits as diffs, thoughts, errors, setup steps, confirmations and
  * condensation summaries. An action and its observation (matched by tool_call_id) are one entry.
+ * The answer the model is writing is an entry too, drawn as the agent's message it will become.
  */
 import { memo } from 'preact/compat';
 import type { ActionEvent, ConversationEvent, LlmCallEvent, ObservationEvent } from '../api.js';
 import { highlight, languageOfPath, lineDiff, markdown } from '../render.js';
 import { Badge, formatDuration } from '../ui.js';
+import { shownWriting, type LiveText } from './live-text.js';
+
+type MessageEvent = Extract<ConversationEvent, { kind: 'message' }>;
 
 export type Entry =
-  | { key: string; kind: 'event'; event: Exclude<ConversationEvent, ActionEvent | ObservationEvent | LlmCallEvent> }
+  | {
+      key: string;
+      kind: 'event';
+      event: Exclude<ConversationEvent, ActionEvent | ObservationEvent | LlmCallEvent>;
+      /** The model's reasoning seen while this message was written (this page only). */
+      reasoning?: string;
+    }
   | { key: string; kind: 'tool'; action: ActionEvent; observation: ObservationEvent | null }
-  | { key: string; kind: 'orphan'; observation: ObservationEvent };
+  | { key: string; kind: 'orphan'; observation: ObservationEvent }
+  | { key: string; kind: 'writing'; content: string; reasoning: string };
 
 /** Pairs actions with their observations; hides the per-call accounting (shown in the header). */
 export function entriesOf(events: readonly ConversationEvent[]): Entry[] {
@@ -31,6 +42,38 @@ export function entriesOf(events: readonly ConversationEvent[]): Entry[] {
     } else entries.push({ key: `e${e.id}`, kind: 'event', event: e });
   }
   return entries;
+}
+
+/** The key of the entry of a message being written, which the stored message that replaces it takes over. */
+const writingKey = (messageId: string) => `w-${messageId}`;
+
+/**
+ * The entries with the answer being written drawn last, and each stored message that replaced
+ * one keeping its key (Preact updates the same element in place: nothing is drawn anew, nothing
+ * jumps) and the reasoning the reader saw.
+ */
+export function entriesWithLiveText(entries: readonly Entry[], live: LiveText): Entry[] {
+  const out =
+    live.replaced.size === 0
+      ? entries.slice()
+      : entries.map((entry) => {
+          const replaced = entry.kind === 'event' ? live.replaced.get(entry.event.id) : undefined;
+          if (!replaced || entry.kind !== 'event') return entry;
+          return {
+            ...entry,
+            key: writingKey(replaced.messageId),
+            ...(replaced.reasoning ? { reasoning: replaced.reasoning } : {}),
+          };
+        });
+  const writing = shownWriting(live);
+  if (writing)
+    out.push({
+      key: writingKey(writing.messageId),
+      kind: 'writing',
+      content: writing.content,
+      reasoning: writing.reasoning,
+    });
+  return out;
 }
 
 /** A tool argument as text (the model may send anything: a number, an object…). */
@@ -81,7 +124,8 @@ export const EntryView = memo(EntryViewOf, (a, b) => sameEntry(a.entry, b.entry)
 
 function sameEntry(a: Entry, b: Entry): boolean {
   if (a.kind === 'tool' && b.kind === 'tool') return a.action === b.action && a.observation === b.observation;
-  if (a.kind === 'event' && b.kind === 'event') return a.event === b.event;
+  if (a.kind === 'event' && b.kind === 'event') return a.event === b.event && a.reasoning === b.reasoning;
+  if (a.kind === 'writing' && b.kind === 'writing') return a.content === b.content && a.reasoning === b.reasoning;
   if (a.kind === 'orphan' && b.kind === 'orphan') return a.observation === b.observation;
   return false;
 }
@@ -89,16 +133,11 @@ function sameEntry(a: Entry, b: Entry): boolean {
 function EntryViewOf({ entry }: { entry: Entry }) {
   if (entry.kind === 'tool') return <ToolView action={entry.action} observation={entry.observation} />;
   if (entry.kind === 'orphan') return <Output observation={entry.observation} />;
+  if (entry.kind === 'writing') return <Message event={null} text={entry.content} reasoning={entry.reasoning} />;
   const e = entry.event;
   switch (e.kind) {
     case 'message':
-      return (
-        <article class={`event message ${e.source}`} data-event-id={e.id} aria-label={`${e.source} message`}>
-          <header>{e.source === 'user' ? 'You' : e.source === 'agent' ? 'Agent' : 'Service note'}</header>
-          <Markdown text={e.text} />
-          <Images urls={e.image_urls} />
-        </article>
-      );
+      return <Message event={e} text={e.text} reasoning={entry.reasoning} />;
     case 'status':
       return (
         <div class="event status" data-event-id={e.id}>
@@ -147,6 +186,44 @@ function EntryViewOf({ entry }: { entry: Entry }) {
       // A new kind: draw it here (entriesOf decides which kinds are entries of their own).
       return e satisfies never;
   }
+}
+
+/**
+ * A message; also the agent's answer while it is written, in the same element with the same
+ * look, so the stored message that replaces it changes only its header's "writing…" marker.
+ * `aria-busy` while writing: a screen reader announces the answer once, whole.
+ */
+function Message({
+  event,
+  text,
+  reasoning,
+}: {
+  event: MessageEvent | null;
+  text: string;
+  reasoning?: string | undefined;
+}) {
+  const source = event?.source ?? 'agent';
+  return (
+    <article
+      class={`event message ${source}`}
+      data-event-id={event?.id}
+      aria-label={`${source} message`}
+      aria-busy={event ? undefined : 'true'}
+    >
+      <header>
+        {source === 'user' ? 'You' : source === 'agent' ? 'Agent' : 'Service note'}
+        {!event && <span class="writing">writing…</span>}
+      </header>
+      {reasoning && (
+        <details class="reasoning">
+          <summary>Reasoning</summary>
+          <div class="reasoning-text">{reasoning}</div>
+        </details>
+      )}
+      <Markdown text={text} />
+      {event && <Images urls={event.image_urls} />}
+    </article>
+  );
 }
 
 function ToolView({ action, observation }: { action: ActionEvent; observation: ObservationEvent | null }) {

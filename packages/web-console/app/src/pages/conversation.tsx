@@ -1,5 +1,5 @@
 /**
- * One conversation: its events streamed live, what it has cost so far, the actions waiting for
+ * One conversation: its events streamed live (and the agent's answer as it is written), what it has cost so far, the actions waiting for
  * the user (risk and reasons, accept or reject), a composer (text and images), stop and resume.
  */
 import type { TargetedEvent } from 'preact';
@@ -13,7 +13,7 @@ import {
   type ExecutionStatus,
   type LlmCallEvent,
 } from '../api.js';
-import { entriesOf, EntryView } from '../events/event-view.js';
+import { entriesOf, entriesWithLiveText, EntryView } from '../events/event-view.js';
 import { useEventStream, type EventStream } from '../events/stream.js';
 import { Badge, ErrorBox, formatCost, Loading, useAction, useLoad } from '../ui.js';
 
@@ -23,7 +23,7 @@ const WINDOW = 150;
 export function ConversationPage({ id }: { id: string }) {
   const { conversation, stream, entries, status, usage, waiting } = useConversation(id);
   const earlier = useEventWindow(entries);
-  const scroller = useStickToBottom(entries.length, conversation.value);
+  const scroller = useStickToBottom(entries.length, conversation.value, writingSize(stream));
   const lifecycle = useLifecycle(id, conversation.reload);
 
   const c = conversation.value;
@@ -50,7 +50,8 @@ function useConversation(id: string) {
     [id],
   );
   const stream = useEventStream(id);
-  const entries = useMemo(() => entriesOf(stream.events), [stream.events]);
+  const stored = useMemo(() => entriesOf(stream.events), [stream.events]);
+  const entries = useMemo(() => entriesWithLiveText(stored, stream.live), [stored, stream.live]);
   const status = useMemo(() => latestStatus(stream.events), [stream.events]);
   const usage = useMemo(() => usageOf(stream.events), [stream.events]);
   const waiting = useMemo(() => waitingActions(stream.events, status), [stream.events, status]);
@@ -72,14 +73,18 @@ function useEventWindow(entries: Entries) {
   return { visible, hidden: entries.length - visible.length, showMore: () => setShown(shown + WINDOW) };
 }
 
-/** Keeps the event list at its bottom while new events come in, unless the reader scrolled up. */
-function useStickToBottom(entryCount: number, record: unknown) {
+/** How much of the answer being written there is: the list follows it as it grows. */
+const writingSize = (stream: EventStream) =>
+  (stream.live.writing?.content.length ?? 0) + (stream.live.writing?.reasoning.length ?? 0);
+
+/** Keeps the event list at its bottom while new events (or words) come in, unless the reader scrolled up. */
+function useStickToBottom(entryCount: number, record: unknown, writing: number) {
   const list = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   useLayoutEffect(() => {
     const el = list.current;
     if (el && atBottom.current) el.scrollTop = el.scrollHeight;
-  }, [entryCount, record]);
+  }, [entryCount, record, writing]);
   // The pane also changes size (the header grows a line, the window turns): keep the bottom in view.
   useEffect(() => {
     const el = list.current;
