@@ -6,7 +6,7 @@
  *
  * The CLI is found at ACS_OPENHANDS_CLI, else beside the python of the OpenHands SDK venv
  * (ACS_OPENHANDS_PYTHON, default /var/cache/acs/openhands-sdk-venv/bin/python), which
- * scripts/openhands-sdk-venv.sh makes and .ci/run keeps. Without it the test fails, saying how to make it.
+ * scripts/python-venv.sh openhands-sdk makes and .ci/run keeps. Without it the test fails, saying how to make it.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
@@ -99,7 +99,7 @@ describe('the OpenHands CLI against the example server', () => {
   it('logs in through the console, starts a cloud conversation with its key, and finds the key expired once revoked', async () => {
     expect(
       existsSync(CLI),
-      `no OpenHands CLI at ${CLI}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_CLI)`,
+      `no OpenHands CLI at ${CLI}: run scripts/python-venv.sh openhands-sdk (or set ACS_OPENHANDS_CLI)`,
     ).toBe(true);
     const server = await startServer({ SESSION_API_KEY: KEY, ACS_STORAGE: 'memory', ACS_SANDBOXES: 'fake' });
     await body(

@@ -5,7 +5,7 @@
  * agent-server 1.34.0, on the host network to reach the scripted model on 127.0.0.1).
  *
  * Needs a Docker engine, the image acs-openhands-agent-server:1.34.0
- * (scripts/build-agent-server-image.sh) and the venv of scripts/openhands-sdk-venv.sh, whose
+ * (scripts/build-agent-server-image.sh) and the venv of scripts/python-venv.sh openhands-sdk, whose
  * python is ACS_OPENHANDS_PYTHON (default /var/cache/acs/openhands-sdk-venv/bin/python);
  * .ci/run makes both.
  */
@@ -54,7 +54,7 @@ const toolNamed = (request: FakeOpenAiRequest, pattern: RegExp): string => {
 async function needs(): Promise<void> {
   if (!existsSync(OPENHANDS_PYTHON))
     throw new Error(
-      `This test needs the OpenHands SDK venv at ${OPENHANDS_PYTHON}: run scripts/openhands-sdk-venv.sh (or set ACS_OPENHANDS_PYTHON)`,
+      `This test needs the OpenHands SDK venv at ${OPENHANDS_PYTHON}: run scripts/python-venv.sh openhands-sdk (or set ACS_OPENHANDS_PYTHON)`,
     );
   await docker
     .getImage(IMAGE)
