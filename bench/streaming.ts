@@ -442,13 +442,23 @@ async function atOnce(stub: Stub): Promise<string[][]> {
       loneSteps.push(...(await steps(stub, `lone${i}`)));
     }
     writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    const cpuOf = () => ({ server: cpuMs(pid), stub: cpuMs(stub.child.pid!), bench: process.cpuUsage() });
+    const spent = (before: ReturnType<typeof cpuOf>) => {
+      const bench = process.cpuUsage(before.bench);
+      return `server ${((cpuMs(pid) - before.server) / 1000).toFixed(1)} s, model stub ${((cpuMs(stub.child.pid!) - before.stub) / 1000).toFixed(1)} s, clients ${((bench.user + bench.system) / 1e6).toFixed(1)} s`;
+    };
+    let before = cpuOf();
     const many = await runConversations(server, users, 'many');
+    const manyCpu = spent(before);
     const manySteps = await steps(stub, 'many');
     const rssMiB = statusKib(pid, 'VmHWM') / 1024;
     const ratio = pct(manySteps, 99) / pct(loneSteps, 99);
-    // The same at once with whole answers: what streaming adds to the step under load.
+    // The same at once with whole answers: what streaming adds to the step under load (the three
+    // processes share the machine's cores, so the stub's and the clients' work is the server's wait too).
     await configure(server, users, stub, false);
+    before = cpuOf();
     await runConversations(server, users, 'whole');
+    const wholeCpu = spent(before);
     const wholeSteps = await steps(stub, 'whole');
     const wholeRatio = pct(wholeSteps, 99) / pct(loneSteps, 99);
     return [
@@ -467,6 +477,8 @@ async function atOnce(stub: Stub): Promise<string[][]> {
         `${ms(pct(wholeSteps, 99))} / ${ms(pct(loneSteps, 99))} ms → ${wholeRatio.toFixed(2)}×`,
         'baseline',
       ],
+      [`3. CPU, streamed`, manyCpu, ''],
+      [`3. CPU, whole`, wholeCpu, ''],
       [`3. server peak RSS`, `${rssMiB.toFixed(0)} MiB`, '≤ 300 MiB'],
     ];
   } finally {

@@ -341,7 +341,9 @@ describe('the agent-server socket (/sockets/events/{id})', () => {
 
   it('is read by the OpenHands SDK as StreamingDeltaEvents (its own websocket client and event model)', async () => {
     if (!existsSync(VENV_PYTHON))
-      throw new Error(`${VENV_PYTHON} is missing: make the OpenHands SDK venv with scripts/python-venv.sh openhands-sdk`);
+      throw new Error(
+        `${VENV_PYTHON} is missing: make the OpenHands SDK venv with scripts/python-venv.sh openhands-sdk`,
+      );
     const { h, log, id } = await harness();
     const conversation = await h.call('GET', `/api/v1/app-conversations?ids=${id}`);
     const key = obj((conversation.body as unknown[])[0]).session_api_key as string;
