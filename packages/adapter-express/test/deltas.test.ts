@@ -36,7 +36,8 @@ async function harness(): Promise<{ h: Harness; log: EventLog; id: string }> {
     storage: {
       agent: (host) => {
         log = host.log;
-        return createAgent()(host);
+        // Each piece published as it comes (no joining window), so the test sees them one by one.
+        return createAgent({ deltaWindowMs: 0 })(host);
       },
     },
   });

@@ -56,7 +56,13 @@ async function withLiteLlm(fn: (baseUrl: string) => Promise<void>): Promise<void
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
     // The model price list shipped in the package, not fetched (there is no internet here).
-    env: { ...process.env, PYTHONUNBUFFERED: '1', LITELLM_LOCAL_MODEL_COST_MAP: 'True' },
+    // Only what it needs: LiteLLM takes a DATABASE_URL it finds (CI sets one for our tests) as its own.
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PYTHONUNBUFFERED: '1',
+      LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+    },
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
