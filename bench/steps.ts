@@ -18,6 +18,8 @@
  *    storage against memory. Variants alternate, ROUNDS times, medians.
  *    Before it (part `engine`), the same conversation with the model in this process: the engine and
  *    the storage alone, no HTTP (what to profile: BENCH_STEPS_PARTS=engine node --cpu-prof …).
+ *    BENCH_STEPS_STREAM=false has the users ask for whole answers (streaming is on by default; its
+ *    own costs are bench:streaming's).
  *    BENCH_MODEL_WAIT=immediate|timer makes that model answer after a turn of the event loop or a
  *    1 ms timer: what going idle between steps costs (caches cold after other processes ran).
  * 2. Growth with the log, condenser off: one conversation of STEPS_GROWTH steps. The engine's
@@ -447,6 +449,8 @@ async function configureUsers(server: Server, stub: Stub, condenser: boolean): P
         llm_api_key: 'sk-bench-fake',
         llm_base_url: stub.baseUrl,
         enable_default_condenser: condenser,
+        // Streaming is on by default (issue 36); BENCH_STEPS_STREAM=false asks for whole answers, as before it.
+        llm_stream: process.env.BENCH_STEPS_STREAM !== 'false',
       }),
       'store settings',
     );
