@@ -88,7 +88,7 @@ describe('deltas across two servers on one PostgreSQL', () => {
       const { conversation_id: id } = await body<{ conversation_id: string }>(
         call(a.url, '/api/conversations', KEY, { initial_user_msg: `${marker('replicas-deltas')} hello` }),
       );
-      const seen = [a, b].map(() => ({ ids: [], kinds: [], deltas: [], deltaAt: [] }));
+      const seen: Seen[] = [a, b].map(() => ({ ids: [], kinds: [], deltas: [], deltaAt: [] }));
       for (const [i, server] of [a, b].entries()) {
         const abort = new AbortController();
         aborts.push(abort);
