@@ -16,16 +16,15 @@
  * effort: none is kept across a lost connection, and what waits to be sent is bounded.
  */
 import { randomBytes } from 'node:crypto';
+import { continuesDelta, joinDeltas } from '@acs/core/ports';
 import type { EventNotifier, EventNotifierListener, TransientEvent } from '@acs/core/ports';
 import type * as pgModule from 'pg';
 import {
   decodeTransient,
   encodeTransient,
   fitDelta,
-  join,
   joinedCost,
   PAYLOAD_LIMIT,
-  sameMessage,
   type FittedDelta,
 } from './transient-payload.js';
 
@@ -230,11 +229,11 @@ function publish(state: NotifierState, userId: string, conversationId: string, e
   for (const piece of fitDelta(outbox.origin, userId, conversationId, event)) {
     const last = held.deltas.at(-1);
     const added = joinedCost(piece.event);
-    const joins = last !== undefined && sameMessage(last.event, piece.event) && last.bytes + added <= PAYLOAD_LIMIT;
+    const joins = last !== undefined && continuesDelta(last.event, piece.event) && last.bytes + added <= PAYLOAD_LIMIT;
     const cost = joins ? added : piece.bytes;
     if (held.bytes + cost > HELD_PER_CONVERSATION || outbox.bytes + cost > HELD_IN_ALL) break;
     if (joins)
-      held.deltas[held.deltas.length - 1] = { event: join(last.event, piece.event), bytes: last.bytes + added };
+      held.deltas[held.deltas.length - 1] = { event: joinDeltas(last.event, piece.event), bytes: last.bytes + added };
     else held.deltas.push(piece);
     held.bytes += cost;
     outbox.bytes += cost;

@@ -140,11 +140,6 @@ export function fitDelta(origin: string, userId: string, conversationId: string,
   return out;
 }
 
-/** Whether `next` may be joined onto `held`: a piece of the same attempt of the same message. */
-export function sameMessage(held: StreamingDelta, next: StreamingDelta): boolean {
-  return held.kind === next.kind && held.message_id === next.message_id && held.attempt === next.attempt;
-}
-
 /**
  * The bytes joining `next` onto a held delta adds to its payload, at most: its texts' own bytes
  * (a field going from null to text adds two bytes less; a surrogate pair split across the two
@@ -152,14 +147,4 @@ export function sameMessage(held: StreamingDelta, next: StreamingDelta): boolean
  */
 export function joinedCost(next: StreamingDelta): number {
   return textCost(next.content) + textCost(next.reasoning_content);
-}
-
-/** `next` joined onto `held` (its text after held's); the held delta's time stays (when its first piece came). */
-export function join(held: StreamingDelta, next: StreamingDelta): StreamingDelta {
-  const cat = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a + b);
-  return {
-    ...held,
-    content: cat(held.content, next.content),
-    reasoning_content: cat(held.reasoning_content, next.reasoning_content),
-  };
 }

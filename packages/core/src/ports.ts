@@ -20,7 +20,7 @@ export type { ConversationFilter, ConversationStore, StartTaskFilter, StartTaskS
 export type { EventSource, EventStore, NewEvent, StoredEvent } from './events/store.js';
 export type { EventNotifier, EventNotifierListener } from './events/notifier.js';
 export type { StreamingDelta, TransientEvent, TransientListener } from './events/transient.js';
-export { MAX_DELTA_TEXT, parseTransientEvent } from './events/transient.js';
+export { continuesDelta, joinDeltas, MAX_DELTA_TEXT, parseTransientEvent } from './events/transient.js';
 export type {
   ConversationLease,
   ConversationLeaseStore,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentHost, LlmDelta, StreamingDelta } from '@acs/core/ports';
+import { continuesDelta, joinDeltas, type AgentHost, type LlmDelta, type StreamingDelta } from '@acs/core/ports';
 import type { Runner } from './runner.js';
 
 /** Where a model call's pieces go: the conversation's live subscriptions (never the stored log), stamped with the time. */
@@ -156,7 +156,6 @@ export function coalescingSink(log: Pick<AgentHost['log'], 'publishTransient'>, 
     held = null;
     log.publishTransient(userId, conversationId, event);
   };
-  const join = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a + b);
   return {
     flush,
     drop: () => {
@@ -165,13 +164,12 @@ export function coalescingSink(log: Pick<AgentHost['log'], 'publishTransient'>, 
     },
     publishTransient: (userId, conversationId, event) => {
       if (windowMs <= 0) return log.publishTransient(userId, conversationId, event);
-      if (held && (held.event.message_id !== event.message_id || held.event.attempt !== event.attempt)) flush();
+      if (held && !continuesDelta(held.event, event)) flush();
       if (held) {
-        held.event.content = join(held.event.content, event.content);
-        held.event.reasoning_content = join(held.event.reasoning_content, event.reasoning_content);
+        held.event = joinDeltas(held.event, event);
         return;
       }
-      held = { userId, conversationId, event: { ...event } };
+      held = { userId, conversationId, event };
       timer = setTimeout(flush, windowMs);
     },
   };

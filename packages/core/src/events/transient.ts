@@ -31,6 +31,21 @@ export type TransientEvent = StreamingDelta;
 /** Receives a conversation's transient events while it is subscribed; a late subscriber never sees earlier ones. */
 export type TransientListener = (event: TransientEvent) => void;
 
+/** Whether `next` goes on from `held`: a piece of the same attempt of the same message, so the two may be joined. */
+export function continuesDelta(held: StreamingDelta, next: StreamingDelta): boolean {
+  return held.kind === next.kind && held.message_id === next.message_id && held.attempt === next.attempt;
+}
+
+/** `next` joined onto `held` (its texts after held's); held's time stays (when its first piece came). */
+export function joinDeltas(held: StreamingDelta, next: StreamingDelta): StreamingDelta {
+  const cat = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a + b);
+  return {
+    ...held,
+    content: cat(held.content, next.content),
+    reasoning_content: cat(held.reasoning_content, next.reasoning_content),
+  };
+}
+
 const isText = (value: unknown): value is string | null => value === null || typeof value === 'string';
 
 /** A transient event as another process sent it (through a notifier), or null when it is not one. */
