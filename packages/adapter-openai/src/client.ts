@@ -219,6 +219,16 @@ interface ClientSettings {
   streamTimedOut: AttemptFailure;
 }
 
+/** A failure that no retry mends. */
+const refusal = (code: AttemptFailure['code'], detail: string, status: number | null): AttemptFailure => ({
+  code,
+  detail,
+  status,
+  retry: false,
+  retryableLater: false,
+  retryAfterMs: null,
+});
+
 function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
   const timeoutMs = Math.max(1, nonNegative(options.timeoutMs, DEFAULTS.timeoutMs));
   const streamTimeoutMs = Math.max(timeoutMs, nonNegative(options.streamTimeoutMs, DEFAULTS.streamTimeoutMs));
@@ -252,14 +262,7 @@ function settingsOf(options: OpenAiLlmClientOptions): ClientSettings {
           name: options.allowedHostsName ?? null,
         }
       : null,
-    cancelled: {
-      code: 'cancelled',
-      detail: 'the request was aborted',
-      status: null,
-      retry: false,
-      retryableLater: false,
-      retryAfterMs: null,
-    },
+    cancelled: refusal('cancelled', 'the request was aborted', null),
     timedOut: timeout(`no answer within ${timeoutMs} ms`),
     stalled: timeout(`the streamed answer stalled: nothing came for ${timeoutMs} ms`),
     streamTimedOut: timeout(`the streamed answer did not end within ${streamTimeoutMs} ms`),
@@ -271,15 +274,6 @@ interface Streaming {
   onDelta: (delta: LlmDelta) => void;
   attempt: number;
 }
-
-const refusal = (code: AttemptFailure['code'], detail: string, status: number | null): AttemptFailure => ({
-  code,
-  detail,
-  status,
-  retry: false,
-  retryableLater: false,
-  retryAfterMs: null,
-});
 
 /**
  * One HTTP attempt: the answer, or why there was none (classified for the retry loop). With
@@ -411,12 +405,7 @@ async function complete(settings: ClientSettings, request: LlmRequest): Promise<
     resolvedModel: resolved.model,
     started: performance.now(),
   };
-  const refuse = (detail: string) =>
-    failWith(
-      call,
-      { code: 'bad_request', detail, status: null, retry: false, retryableLater: false, retryAfterMs: null },
-      0,
-    );
+  const refuse = (detail: string) => failWith(call, refusal('bad_request', detail, null), 0);
   if (resolved.baseUrl === null) {
     return refuse(
       `"${credentials.model}" names no provider this adapter can reach on its own; set llm_base_url to the endpoint (e.g. a LiteLLM proxy) that serves it`,
