@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { allEvents, call, exampleDir, freshDataDir, startServer, type Running } from './process.js';
+import { scratchDatabase } from './databases.js';
 
 const KEY = 'persist-key-0123456789abcdef';
 const SECRET = 'sk-live-PERSISTED-SECRET-99';
@@ -252,16 +252,9 @@ describe('the example server keeps its data across restarts', () => {
   });
 
   it('on a PostgreSQL server given by DATABASE_URL', async () => {
-    const admin = new pg.Client({
-      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
-    });
-    await admin.connect();
-    const database = `acs_example_${randomBytes(5).toString('hex')}`;
-    await admin.query(`CREATE DATABASE ${database}`);
+    const database = await scratchDatabase('acs_example');
     try {
-      const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
-      url.pathname = `/${database}`;
-      const env = { SESSION_API_KEY: KEY, DATABASE_URL: url.toString(), DATA_DIR: freshDataDir() };
+      const env = { SESSION_API_KEY: KEY, DATABASE_URL: database.url, DATA_DIR: freshDataDir() };
       const first = await startServer(env);
       expect(first.stdout()).toContain('"storage":"postgres"');
       const ids = await populate(first);
@@ -270,8 +263,7 @@ describe('the example server keeps its data across restarts', () => {
       await expectEverything(second, ids);
       await kill(second);
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     }
   });
 

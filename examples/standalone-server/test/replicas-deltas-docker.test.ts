@@ -6,11 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { marker, scriptedCompletion, sseMessages, startFakeOpenAi } from '@acs/testing';
 import { removeContainersOf } from './containers.js';
 import { allEvents, body, call, freshDataDir, startServer, waitFor } from './process.js';
+import { scratchDatabase } from './databases.js';
 
 const KEY = 'replicas-deltas-key-0123456789abcdef';
 const USER = `replicas-deltas-${randomBytes(3).toString('hex')}`;
@@ -40,12 +40,7 @@ function watch(response: Response, seen: Seen): Promise<void> {
 
 describe('deltas across two servers on one PostgreSQL', () => {
   it('the pieces of an answer being written reach the streams on both servers, and are never stored', async () => {
-    const admin = new pg.Client({
-      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
-    });
-    await admin.connect();
-    const database = `acs_replicas_${randomBytes(5).toString('hex')}`;
-    await admin.query(`CREATE DATABASE ${database}`);
+    const database = await scratchDatabase('acs_replicas');
     const ANSWER = 'Streams on both replicas see this answer as it is written, piece by piece, before it is stored.';
     const llm = await startFakeOpenAi();
     // The answer starts 10 s after the model is asked (both streams follow by then), in pieces 30 ms apart.
@@ -59,14 +54,12 @@ describe('deltas across two servers on one PostgreSQL', () => {
     const aborts: AbortController[] = [];
     const readings: Promise<void>[] = [];
     try {
-      const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
-      url.pathname = `/${database}`;
       // Docker sandboxes: both servers see the conversation's container (a fake runtime's
       // sandboxes would be one process's, and the other would stop the conversation as lost).
       const env = {
         SESSION_API_KEY: 'replicas-deltas-unused-key-0123456789',
         ACS_API_KEYS: `${USER}:${KEY}`,
-        DATABASE_URL: url.toString(),
+        DATABASE_URL: database.url,
         ACS_SANDBOXES: 'docker',
         ACS_SANDBOX_NETWORK: 'none',
         ACS_SANDBOX_POOL: 'none',
@@ -127,8 +120,7 @@ describe('deltas across two servers on one PostgreSQL', () => {
       for (const abort of aborts) abort.abort();
       await Promise.all(readings);
       await llm.close();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
       await removeContainersOf(new Docker(), USER).catch(() => {});
     }
   });

@@ -4,10 +4,10 @@
  * PostgreSQL event notifier wakes the stream; the log is read from the database).
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { marker, scriptedCompletion, sseMessages, startFakeOpenAi } from '@acs/testing';
 import { body, call, freshDataDir, startServer, waitFor } from './process.js';
+import { scratchDatabase } from './databases.js';
 
 const KEY = 'replicas-test-key-0123456789abcdef';
 
@@ -20,21 +20,14 @@ function follow(response: Response, ids: number[]): Promise<void> {
 
 describe('two servers on one PostgreSQL', () => {
   it('a stream on one follows appends made through the other', async () => {
-    const admin = new pg.Client({
-      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
-    });
-    await admin.connect();
-    const database = `acs_replicas_${randomBytes(5).toString('hex')}`;
-    await admin.query(`CREATE DATABASE ${database}`);
+    const database = await scratchDatabase('acs_replicas');
     const llm = await startFakeOpenAi();
     llm.script('replicas', (turn) => ({ status: 200, body: scriptedCompletion(turn, { content: `reply ${turn}` }) }));
     try {
-      const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
-      url.pathname = `/${database}`;
       // Replicas share the database, so they share its secret key too.
       const env = {
         SESSION_API_KEY: KEY,
-        DATABASE_URL: url.toString(),
+        DATABASE_URL: database.url,
         ACS_SANDBOXES: 'fake',
         ACS_SECRET_KEY: randomBytes(32).toString('hex'),
       };
@@ -88,8 +81,7 @@ describe('two servers on one PostgreSQL', () => {
       }
     } finally {
       await llm.close();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     }
   });
 });

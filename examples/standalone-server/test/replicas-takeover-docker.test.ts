@@ -7,10 +7,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { marker, scriptedCompletion, startFakeOpenAi, toolCall } from '@acs/testing';
 import { allEvents, body, call, freshDataDir, startServer, waitFor, type Running } from './process.js';
+import { scratchDatabase } from './databases.js';
 import { removeContainersOf } from './containers.js';
 
 const user = `replicas-${randomBytes(4).toString('hex')}`;
@@ -21,12 +21,7 @@ const events = (server: Running, id: string) => allEvents(server.url, KEY, id);
 describe('two servers on one PostgreSQL and one Docker engine', () => {
   it('a replica killed mid-call: the other takes its conversation over and finishes it', async () => {
     const docker = new Docker();
-    const admin = new pg.Client({
-      connectionString: process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test',
-    });
-    await admin.connect();
-    const database = `acs_takeover_${randomBytes(5).toString('hex')}`;
-    await admin.query(`CREATE DATABASE ${database}`);
+    const database = await scratchDatabase('acs_takeover');
     const llm = await startFakeOpenAi();
     llm.script('takeover', (turn) =>
       turn === 0
@@ -46,12 +41,10 @@ describe('two servers on one PostgreSQL and one Docker engine', () => {
           },
     );
     try {
-      const url = new URL(process.env.DATABASE_URL ?? 'postgres://acs:acs@127.0.0.1:5432/acs_test');
-      url.pathname = `/${database}`;
       const env = {
         ACS_API_KEYS: `${user}:${KEY}`,
         SESSION_API_KEY: 'unused-default-key-0123456789',
-        DATABASE_URL: url.toString(),
+        DATABASE_URL: database.url,
         ACS_SANDBOXES: 'docker',
         ACS_SANDBOX_NETWORK: 'none',
         ACS_SECRET_KEY: randomBytes(32).toString('hex'),
@@ -105,8 +98,7 @@ describe('two servers on one PostgreSQL and one Docker engine', () => {
     } finally {
       await llm.close();
       await removeContainersOf(docker, user);
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     }
   });
 });
