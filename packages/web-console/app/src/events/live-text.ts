@@ -6,12 +6,20 @@
  */
 // The generated types themselves (api.ts reads the page): the tests type-check this file outside a browser.
 import type { components } from '../../../src/client.js';
-// Core's own type of a delta (erased: nothing of core is bundled).
-import type { StreamingDelta } from '@acs/core';
-
-export type { StreamingDelta };
 
 type ConversationEvent = components['schemas']['ConversationEvent'];
+
+/** A piece of the answer, as the V1 stream sends it (`event: delta`, no `id:`; core's StreamingDelta). */
+export interface StreamingDelta {
+  kind: 'delta';
+  /** The model call it belongs to (one per step). */
+  message_id: string;
+  /** The call's attempt: a newer one starts the text afresh (the earlier attempt's stream was dropped). */
+  attempt: number;
+  content: string | null;
+  reasoning_content: string | null;
+  timestamp: string;
+}
 
 /** The message being written: its text and reasoning so far. */
 export interface Writing {
@@ -50,11 +58,7 @@ const CLOSED_KEPT = 64;
 
 const isText = (value: unknown): value is string | null => value === null || typeof value === 'string';
 
-/**
- * A `delta` message's data, or null when it is not one (it is dropped, as any unknown message).
- * The check of core's `parseTransientEvent`, written again here: importing it from
- * `@acs/core/ports` brings 6.6 kB more of core into the page's bundle.
- */
+/** A `delta` message's data, or null when it is not one (it is dropped, as any unknown message). */
 export function parseDelta(data: string): StreamingDelta | null {
   let value: unknown;
   try {
