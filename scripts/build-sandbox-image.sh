@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the local sandbox image acs-sandbox:bookworm (Debian bookworm with bash, git, python3,
-# ca-certificates, procps; working directory /workspace). Skipped when the image exists.
+# Builds the local sandbox image acs-sandbox:bookworm (Debian bookworm with bash, git, python3 and
+# python-is-python3 (`python`, as OpenHands' own images answer), ca-certificates, procps; working
+# directory /workspace). Skipped when the image exists, unless this script built it with an older
+# content version (its label io.acs.sandbox-image.version): such an image is built again.
 #
 # Two ways, chosen automatically:
 #   dockerfile   docker build -f scripts/sandbox-image/Dockerfile, FROM debian:bookworm-slim; used when
@@ -16,7 +18,7 @@
 # for the first (flock) and then finds the image.
 #
 # Usage: bash scripts/build-sandbox-image.sh [--force] [--tag IMAGE] [--method METHOD]
-#   --force, ACS_SANDBOX_IMAGE_FORCE=1   rebuild even if the image exists (the old image is
+#   --force, ACS_SANDBOX_IMAGE_FORCE=1   rebuild even if the image is current (the old image is
 #                                        removed once the new one answers, if nothing uses it)
 #   --tag, ACS_SANDBOX_IMAGE             the image to build (default acs-sandbox:bookworm)
 #   --method, ACS_SANDBOX_IMAGE_METHOD   auto (default), dockerfile or debootstrap
@@ -30,9 +32,10 @@ set -Eeuo pipefail
 
 NAME="build-sandbox-image"
 SUITE="bookworm"
-PACKAGES=(bash git python3 ca-certificates procps)
-# Bump when what the image contains or how it is configured changes (label io.acs.sandbox-image.version).
-CONTENT_VERSION="2"
+PACKAGES=(bash git python3 python-is-python3 ca-certificates procps)
+# Bump when what the image contains or how it is configured changes (label io.acs.sandbox-image.version):
+# an image of this script with an older one is then built again.
+CONTENT_VERSION="3"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DOCKERFILE="$HERE/sandbox-image/Dockerfile"
 
@@ -160,9 +163,28 @@ if ! docker_err=$(docker info 2>&1 >/dev/null); then
   die "the Docker engine is not reachable (is dockerd running, and may this user use it?)"
 fi
 
-if [ "$force" = 0 ] && found=$(image_id "$image"); then
+# Whether the image exists and needs no new build: not one of this script's (no io.acs.sandbox-image
+# label: someone's own image, kept), or one of its current content version. Sets found and outdated.
+current() {
+  local labels ours has
+  outdated=""
+  found=$(image_id "$1") || return 1
+  labels=$(docker image inspect --format '{{index .Config.Labels "io.acs.sandbox-image"}}|{{index .Config.Labels "io.acs.sandbox-image.version"}}' "$1" 2>/dev/null) || return 0
+  ours="${labels%%|*}"
+  has="${labels#*|}"
+  [ "$has" != "<no value>" ] || has=""
+  if [ -n "$ours" ] && [ "$ours" != "<no value>" ] && { ! [[ "$has" =~ ^[0-9]+$ ]] || [ "$has" -lt "$CONTENT_VERSION" ]; }; then
+    outdated="${has:-none}"
+    return 1
+  fi
+}
+
+if [ "$force" = 0 ] && current "$image"; then
   log "$image already exists (${found:0:19}, $(megabytes "$image")); nothing to do (--force rebuilds it)"
   exit 0
+fi
+if [ "$force" = 0 ] && [ -n "$outdated" ]; then
+  log "$image exists (${found:0:19}) but has content version $outdated, older than this script's $CONTENT_VERSION (packages: ${PACKAGES[*]}); building it again"
 fi
 
 # One build at a time on this machine: a second run waits here, then finds the image.
@@ -174,7 +196,7 @@ if command -v flock >/dev/null 2>&1; then
   if ! flock -n 9; then
     log "another sandbox image build is under way; waiting for it (at most $lock_timeout s)"
     run flock -w "$lock_timeout" 9 || die "another sandbox image build still holds $lock_file after $lock_timeout s"
-    if [ "$force" = 0 ] && found=$(image_id "$image"); then
+    if [ "$force" = 0 ] && current "$image"; then
       log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
       exit 0
     fi
@@ -333,7 +355,7 @@ build_dockerfile() {
     fi
   fi
 
-  local args=(--iidfile "$workdir/build.id" --force-rm --build-arg "BASE_IMAGE=$base_image")
+  local args=(--iidfile "$workdir/build.id" --force-rm --build-arg "BASE_IMAGE=$base_image" --build-arg "PACKAGES=${PACKAGES[*]}")
   local l
   for l in "${labels[@]}"; do args+=(--label "$l"); done
   if [ -n "$mirror" ]; then
@@ -365,14 +387,14 @@ build_dockerfile() {
 if [ "$method" = debootstrap ]; then build_debootstrap; else build_dockerfile; fi
 
 # --- step 4: check, then tag -------------------------------------------------------------
-log "step 4/4: checking the image answers (bash, git, python3)"
+log "step 4/4: checking the image answers (bash, git, python3, python)"
 check_name="acs-sandbox-check-$$-$RANDOM"
 # shellcheck disable=SC2016
 if ! run timeout -k 5 120 docker run --rm --name "$check_name" --network none "$built_id" \
-    bash -lc 'git --version && python3 --version && command -v ps >/dev/null && [ "$PWD" = /workspace ]' \
+    bash -lc 'git --version && python3 --version && [ "$(python --version 2>&1)" = "$(python3 --version 2>&1)" ] && command -v ps >/dev/null && [ "$PWD" = /workspace ]' \
     >"$workdir/check.log" 2>&1; then
   details <"$workdir/check.log"
-  die "the new image does not answer (bash -lc 'git --version && python3 --version' in /workspace; its output is above); $image is unchanged"
+  die "the new image does not answer (bash -lc 'git --version && python3 --version && python --version' in /workspace; its output is above); $image is unchanged"
 fi
 check_name=""
 versions=$(sed -E -e 's/^git version /git /' "$workdir/check.log" | paste -sd, - | sed 's/,/, /g')

@@ -6,9 +6,9 @@
 #                              (examples/standalone-server/test/openhands-sdk-docker.test.ts, the
 #                              uvicorn of packages/adapter-openai/test/servers.test.ts);
 #                              tests find its python as ACS_OPENHANDS_PYTHON
-#   openhands-sdk-streaming    the SDK 1.58.2, whose RemoteConversation hands streamed deltas to
-#                              token callbacks (openhands-sdk-deltas-docker.test.ts);
-#                              ACS_OPENHANDS_STREAMING_PYTHON
+#   openhands-sdk-latest       the SDK, tools and workspace pinned with the agent-server image
+#                              (1.58.2; openhands-sdk-docker.test.ts, openhands-sdk-deltas-docker.test.ts);
+#                              ACS_OPENHANDS_LATEST_PYTHON
 #   litellm                    the LiteLLM proxy 1.106.12, a streaming OpenAI-compatible server we
 #                              did not write (packages/adapter-openai/test/litellm.test.ts);
 #                              ACS_LITELLM_PYTHON
