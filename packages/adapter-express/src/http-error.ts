@@ -119,6 +119,8 @@ export function statusOf(error: DomainError | DomainErrorType): number {
       .with('ExportTooLarge', () => 413)
       .with('HostNotAllowed', () => 400)
       .with('SandboxImageNotAllowed', () => 400)
+      // Not 401 either: the caller's own key is good; what is missing is a sandbox's.
+      .with('SecretsNotExposed', () => 403)
       .with('StoreUnavailable', () => 503)
       .exhaustive()
   );

@@ -1,6 +1,9 @@
+import { errAsync } from 'neverthrow';
 import type { EndBrowserSession } from './auth/caller.js';
+import type { OwnSandboxKeyCheck } from './auth/sandbox-keys.js';
 import { ConversationKeys } from './auth/conversation-keys.js';
 import { DEFAULT_EXPORT_LIMITS, type ExportLimits } from './views/trajectory-zip.js';
+import type { LoopbackSandboxPorts } from './sandbox-loopback-ports.js';
 
 /** What route handlers need from the router besides the service. */
 export interface RouteContext {
@@ -18,6 +21,10 @@ export interface RouteContext {
   exportLimits: ExportLimits;
   /** The base host of sandboxes' exposed URLs (`<name>-<id>.<base host>`); null: the host the client reached. */
   sandboxUrlHost: string | null;
+  /** Loopback ports for the exposed URLs given to clients on loopback (router option `loopbackSandboxPorts`); null: off. */
+  loopbackSandboxPorts: LoopbackSandboxPorts | null;
+  /** Whether a key is that of one of the user's running sandboxes (for secret values shown to code in it). */
+  ownSandboxKey: OwnSandboxKeyCheck;
 }
 
 /** A context for building the routes outside a router (tests, the OpenAPI document). */
@@ -30,6 +37,8 @@ export function defaultRouteContext(overrides: Partial<RouteContext> = {}): Rout
     deviceVerificationPath: '/console/device',
     exportLimits: DEFAULT_EXPORT_LIMITS,
     sandboxUrlHost: null,
+    loopbackSandboxPorts: null,
+    ownSandboxKey: () => errAsync({ type: 'SecretsNotExposed', reason: 'invalid' }),
     ...overrides,
   };
 }

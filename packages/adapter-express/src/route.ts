@@ -20,6 +20,12 @@ export interface RouteInput<P, Q, B, H = Record<string, never>> {
    * or with `trustProxy` the one the proxy appended to X-Forwarded-For.
    */
   client: string;
+  /**
+   * The address of this server the client's connection came in on (the socket's local address,
+   * e.g. `127.0.0.1`); null when unknown. With a loopback origin it is where a sandbox's
+   * loopback port is opened (sandbox-loopback-ports.ts).
+   */
+  localAddress: string | null;
   params: P;
   query: Q;
   body: B;

@@ -17,7 +17,12 @@ import {
 import { normalizeId, silentLogger, type Logger } from '@acs/core/ports';
 import { z } from 'zod';
 import { presentedKeyOf, type Authenticate } from './auth/api-keys.js';
-import { SANDBOX_KEY_REFUSALS, sandboxKeyChecker, type SandboxKeyChecker } from './auth/sandbox-keys.js';
+import {
+  ownSandboxKeyCheck,
+  SANDBOX_KEY_REFUSALS,
+  sandboxKeyChecker,
+  type SandboxKeyChecker,
+} from './auth/sandbox-keys.js';
 import { sessionCookie, type BrowserSessionStore, type CookieScope } from './auth/browser-sessions.js';
 import { requestOrigin, type ProxyTrust } from './auth/origin.js';
 import { clientAddressOf } from './auth/client-address.js';
@@ -98,6 +103,21 @@ export interface AcsRouterOptions {
    * the client reached (`localhost:<port>` when that is a loopback address).
    */
   sandboxUrlHost?: string;
+  /**
+   * Give a client that reached the router on a loopback address (and no `sandboxUrlHost` is set)
+   * each sandbox exposed URL as `http://<that address>:<a port of its own>`, which resolves
+   * everywhere, instead of `http://agent-server-<id>.localhost:<port>`, which resolves only where
+   * the resolver knows `*.localhost` (not glibc without `libnss-myhostname`, nor Python on macOS).
+   * Each port listens on that address and serves only that URL, proxied and authenticated as the
+   * host name is; every `Set-Cookie` from it is dropped (it shares the service's host: cookies
+   * ignore ports). A port opens when its URL is first given out and closes when the sandbox is
+   * deleted or found gone (checked every `checkIntervalMs`, default 60 s), and when the realtime
+   * channels close (`attach`'s `close()`) or `shutdownSignal` aborts. At most `maxPorts` (default
+   * 256) are open; past that URLs are host names again, with a warning logged once. A port is
+   * this process's: with several replicas, a URL names a port on the machine of the replica
+   * that gave it out. Default false.
+   */
+  loopbackSandboxPorts?: boolean | { maxPorts?: number; checkIntervalMs?: number };
   /** How often an event stream sends a `: ping` comment so proxies keep it open (default 15 s). */
   sseHeartbeatMs?: number;
   /**
@@ -213,6 +233,7 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
   const resolveCaller = auth.resolveCaller;
   const bodyLimit = options.bodyLimit ?? 1024 * 1024;
   const activity = { lastRequestAt: Date.now() };
+  const sandboxProxy = sandboxProxyOf(service, options, { logger, live, proxy, resolveCaller });
   const routes = buildRoutes(
     service,
     defaultRouteContext({
@@ -223,6 +244,8 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
       deviceVerificationPath,
       exportLimits: exportLimitsOf(options.conversationExport),
       sandboxUrlHost: options.sandboxUrlHost ?? null,
+      loopbackSandboxPorts: sandboxProxy.ports,
+      ownSandboxKey: ownSandboxKeyCheck({ conversationKey: auth.conversationKey, service }),
     }),
   );
   const maxJsonDepth = options.maxJsonDepth ?? 64;
@@ -258,22 +281,48 @@ function createRouterParts(service: AgentConversationService, options: AcsRouter
     bodyStream: sendBodyStream({ logger, onBackendFailure }),
     parseForm: express.urlencoded({ extended: false, limit: bodyLimit, parameterLimit: 32 }),
     parseJson: jsonParser(bodyLimit, maxJsonDepth),
-    // A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth.
-    sandboxProxy: createSandboxProxy({
-      service,
-      logger,
-      enterUnauthenticated: (req) => live.enterUnauthenticated(clientAddressOf(req, proxy)),
-      pendingLimits: live.limits,
-      resolveCaller: (req, upgrade) =>
-        resolveCaller(req).then((caller) => {
-          if (caller?.via !== 'session') return caller;
-          const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
-          return crossSite ? null : caller;
-        }),
-    }),
+    sandboxProxy,
     openApiDocument: () => (document ??= buildOpenApiDocument(routes, options.openApi)),
     activity,
   };
+}
+
+/** A sandbox's exposed URLs (its OpenHands agent-server): proxied, with the sandbox's own auth. */
+function sandboxProxyOf(
+  service: AgentConversationService,
+  options: AcsRouterOptions,
+  made: { logger: Logger; live: LiveConnections; proxy: ProxyTrust; resolveCaller: RouterAuth['resolveCaller'] },
+): SandboxProxy {
+  const { logger, live, proxy, resolveCaller } = made;
+  const sandboxProxy = createSandboxProxy({
+    service,
+    logger,
+    enterUnauthenticated: (req) => live.enterUnauthenticated(clientAddressOf(req, proxy)),
+    pendingLimits: live.limits,
+    resolveCaller: (req, upgrade) =>
+      resolveCaller(req).then((caller) => {
+        if (caller?.via !== 'session') return caller;
+        // A loopback port's raw request is an Express one by now (resolveCaller made it so).
+        const crossSite = upgrade ? crossSiteUpgrade(req, proxy) : crossSiteRefusal(req as Request, proxy) !== null;
+        return crossSite ? null : caller;
+      }),
+    loopbackPorts: loopbackPortsOf(options),
+  });
+  // The loopback ports close with the host even where the realtime channels are never attached.
+  options.shutdownSignal?.addEventListener('abort', () => sandboxProxy.ports?.close(), { once: true });
+  return sandboxProxy;
+}
+
+/** The `loopbackSandboxPorts` option, checked, with its defaults; null when off. */
+function loopbackPortsOf(options: AcsRouterOptions): { maxPorts: number; checkIntervalMs: number } | null {
+  const chosen = options.loopbackSandboxPorts ?? false;
+  if (chosen === false) return null;
+  const { maxPorts = 256, checkIntervalMs = 60_000 } = chosen === true ? {} : chosen;
+  if (!(Number.isInteger(maxPorts) && maxPorts > 0))
+    throw new Error('loopbackSandboxPorts.maxPorts must be a positive integer.');
+  if (!(Number.isFinite(checkIntervalMs) && checkIntervalMs > 0))
+    throw new Error('loopbackSandboxPorts.checkIntervalMs must be a positive number of milliseconds.');
+  return { maxPorts, checkIntervalMs };
 }
 
 /** Any content type as JSON (the handler checked it), refused as too deep while it is read. */
@@ -649,6 +698,7 @@ function runRoute(
     get client() {
       return clientAddressOf(req, parts.proxy);
     },
+    localAddress: req.socket.localAddress ?? null,
     params,
     query,
     body,

@@ -7,6 +7,7 @@ import type { Caller } from './auth/caller.js';
 import { HTTP_ERROR_CODES, statusOf, type ErrorBody } from './http-error.js';
 import type { PendingLimits } from './realtime/pending-authentication.js';
 import { createSocketRelay, type SocketRelay } from './sandbox-socket-relay.js';
+import { createLoopbackPorts, type LoopbackSandboxPorts, type PortTarget } from './sandbox-loopback-ports.js';
 import { TOO_MANY_UNAUTHENTICATED } from './realtime/agent-server-channel.js';
 
 /**
@@ -16,7 +17,9 @@ import { TOO_MANY_UNAUTHENTICATED } from './realtime/agent-server-channel.js';
  * server (`OpenHandsCloudWorkspace` asserts its HTTP client's base URL equals the URL, and
  * httpx adds a slash to one with a path). The base host needs a wildcard DNS name (and
  * certificate) in front of this server; by default it is the host the client reached, with
- * `localhost` for an address on loopback (`*.localhost` is loopback, RFC 6761).
+ * `localhost` for an address on loopback (`*.localhost` is loopback, RFC 6761). With
+ * `loopbackPorts`, a client on loopback is given a port of this server instead, which resolves
+ * everywhere (sandbox-loopback-ports.ts), and the same proxy serves it.
  */
 const LABEL = /^([a-z][a-z0-9-]{0,29})-([0-9a-f]{32})\./;
 
@@ -61,9 +64,12 @@ export interface SandboxProxyDeps {
   enterUnauthenticated(req: IncomingMessage): (() => void) | null;
   /** How long and how large a keyless WebSocket's authentication frame may be. */
   pendingLimits: PendingLimits;
+  /** Serve exposed URLs on loopback ports of their own for clients on loopback (null: host names only). */
+  loopbackPorts: { maxPorts: number; checkIntervalMs: number } | null;
 }
 
-type Refusal = { status: number; code: string; message: string };
+/** A refusal; `gone` when the sandbox no longer exists (its loopback ports close). */
+type Refusal = { status: number; code: string; message: string; gone?: true };
 /**
  * How a caller goes through: `keyed` (the sandbox's key or its owner's credentials: the server
  * gets the sandbox key), `open` (a health check: no credentials, none given on), or
@@ -80,7 +86,9 @@ export interface SandboxProxy {
   http(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void;
   /** An upgrade for a sandbox's host (see `claims`). */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Ends every proxied WebSocket and the kept connections to sandboxes. */
+  /** The loopback ports of exposed URLs (null: off). */
+  readonly ports: LoopbackSandboxPorts | null;
+  /** Ends every proxied WebSocket and the kept connections to sandboxes, and closes the loopback ports. */
   close(): void;
 }
 
@@ -91,6 +99,9 @@ interface ProxyParts {
   readonly agent: Agent;
   readonly sockets: Set<Duplex>;
   readonly relay: SocketRelay;
+  /** Requests that came in on a loopback port: the answer's cookies are dropped (see `cookiesFromSandbox`). */
+  readonly viaPort: WeakSet<IncomingMessage>;
+  ports: LoopbackSandboxPorts | null;
 }
 
 /** The sandbox and path a request is for. */
@@ -109,18 +120,24 @@ type ProxyTarget = { path: ProxyPath & { rest: string }; query: URLSearchParams 
  */
 export function createSandboxProxy(deps: SandboxProxyDeps): SandboxProxy {
   const agent = new Agent({ keepAlive: true, maxFreeSockets: 16 });
+  const viaPort = new WeakSet<IncomingMessage>();
   const parts: ProxyParts = {
     deps,
-    server: proxyServer(deps, agent),
+    server: proxyServer(deps, agent, viaPort),
     agent,
     sockets: new Set(),
     relay: createSocketRelay(deps.pendingLimits, deps.logger),
+    viaPort,
+    ports: null,
   };
+  parts.ports = deps.loopbackPorts && loopbackPortsOf(parts, deps.loopbackPorts);
   return {
     claims: (req) => sandboxHostOf(req.headers.host) !== null,
     http: (req, res, next) => proxyHttp(parts, req, res, next),
     upgrade: (req, socket, head) => proxyUpgrade(parts, req, socket, head),
+    ports: parts.ports,
     close: () => {
+      parts.ports?.close();
       for (const socket of parts.sockets) socket.destroy();
       parts.sockets.clear();
       parts.relay.close();
@@ -129,19 +146,67 @@ export function createSandboxProxy(deps: SandboxProxyDeps): SandboxProxy {
   };
 }
 
-function proxyServer(deps: SandboxProxyDeps, agent: Agent) {
+/** Loopback ports served by this proxy: a port's requests are its sandbox's, whatever their Host says. */
+function loopbackPortsOf(
+  parts: ProxyParts,
+  options: { maxPorts: number; checkIntervalMs: number },
+): LoopbackSandboxPorts {
+  const { service, logger } = parts.deps;
+  const onPort = (target: PortTarget, req: IncomingMessage): ProxyPath => {
+    parts.viaPort.add(req);
+    return target;
+  };
+  return createLoopbackPorts({
+    ...options,
+    logger,
+    http: (target, req, res) =>
+      proxyHttp(parts, req, res, (error?: unknown) => answerUnserved(parts, res, error), onPort(target, req)),
+    upgrade: (target, req, socket, head) => proxyUpgrade(parts, req, socket, head, onPort(target, req)),
+    exists: async (target) => {
+      const found = await service.sandboxes.endpoint(target.sandboxId, target.name);
+      if (found.isOk()) return found.value.status !== 'MISSING';
+      return found.error.type === 'SandboxNotFound' ? false : null;
+    },
+  });
+}
+
+/** A port's request the proxy did not take: a target that is not a path (no error), or a failure. */
+function answerUnserved(parts: ProxyParts, res: ServerResponse, error?: unknown): void {
+  if (error === undefined)
+    sendJson(res, refusal(400, HTTP_ERROR_CODES.BAD_REQUEST, 'The request target must be a path (/…).'));
+  else answerFailure(parts, res, error);
+}
+
+function answerFailure(parts: ProxyParts, res: ServerResponse, error: unknown): void {
+  parts.deps.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'sandbox proxy failed');
+  if (res.headersSent) res.destroy();
+  else sendJson(res, refusal(500, HTTP_ERROR_CODES.INTERNAL_ERROR, 'The sandbox proxy failed; it has been logged.'));
+}
+
+function proxyServer(deps: SandboxProxyDeps, agent: Agent, viaPort: WeakSet<IncomingMessage>) {
   // An agent-server may take minutes to answer a request that waits for the agent (10 min at most).
   const server = createProxyServer({ agent, xfwd: false, changeOrigin: true, proxyTimeout: 600_000 });
   // Errors are answered per request (the callbacks below); this keeps the emitter from throwing.
   server.on('error', (error) => deps.logger.debug({ err: error.message }, 'sandbox proxy error'));
-  // Every answer's cookies are made host-only before its headers are copied: the answer to a
-  // request, and to a WebSocket upgrade (its 101, or the plain answer of a server that refuses it).
-  server.on('proxyRes', (proxyRes) => hostOnlyCookies(proxyRes));
-  server.on('proxyReqWs', (proxyReq) => {
-    proxyReq.prependListener('upgrade', (proxyRes) => hostOnlyCookies(proxyRes));
-    proxyReq.prependListener('response', (proxyRes) => hostOnlyCookies(proxyRes));
+  // Every answer's cookies are dealt with before its headers are copied: the answer to a request,
+  // and to a WebSocket upgrade (its 101, or the plain answer of a server that refuses it).
+  server.on('proxyRes', (proxyRes, req) => cookiesFromSandbox(proxyRes, viaPort.has(req)));
+  server.on('proxyReqWs', (proxyReq, req) => {
+    const dropAll = viaPort.has(req);
+    proxyReq.prependListener('upgrade', (proxyRes) => cookiesFromSandbox(proxyRes, dropAll));
+    proxyReq.prependListener('response', (proxyRes) => cookiesFromSandbox(proxyRes, dropAll));
   });
   return server;
+}
+
+/**
+ * A sandbox's cookies: host-only on its own host name (`hostOnlyCookies`); none at all from a
+ * loopback port, which shares the service's host (cookies ignore ports), so any cookie it set
+ * would be the console's too.
+ */
+function cookiesFromSandbox(answer: IncomingMessage, viaPort: boolean): void {
+  if (viaPort) delete answer.headers['set-cookie'];
+  else hostOnlyCookies(answer);
 }
 
 /**
@@ -149,9 +214,9 @@ function proxyServer(deps: SandboxProxyDeps, agent: Agent) {
  * every `Domain` attribute is removed (all of them: with several, a browser takes the last), so
  * a page in one user's sandbox cannot set a cookie for the service's domain (a session cookie
  * planted on the console, "cookie tossing") or for other sandboxes under the same base host.
- * A sandbox's server is only ever reached by a browser through this proxy, on a host name of
- * its own (its published ports are bound to loopback and handed to no client), so no sandbox
- * answer comes from the service's own host, where cookies would have to be dropped instead.
+ * A sandbox's server is only ever reached by a browser through this proxy (its published ports
+ * are bound to loopback and handed to no client): on a host name of its own, or on a loopback
+ * port of the service's own host, whose cookies are dropped instead (`cookiesFromSandbox`).
  */
 function hostOnlyCookies(answer: IncomingMessage): void {
   const cookies = answer.headers['set-cookie'];
@@ -232,7 +297,8 @@ async function admit(
   const found = await deps.service.sandboxes.endpoint(target.path.sandboxId, target.path.name);
   if (found.isErr()) {
     const { code, message } = explainDomainError(found.error);
-    return refusal(statusOf(found.error), code, message);
+    const refused = refusal(statusOf(found.error), code, message);
+    return found.error.type === 'SandboxNotFound' ? { ...refused, gone: true } : refused;
   }
   const endpoint = found.value;
   if (!endpoint.offered)
@@ -244,6 +310,7 @@ async function admit(
   const access = await authorize(deps, req, endpoint, target, upgrade);
   if (typeof access !== 'string') return access;
   const refused = notReady(endpoint);
+  if (refused && endpoint.status === 'MISSING') return { ...refused, gone: true };
   return refused ?? { endpoint: { ...endpoint, target: endpoint.target as string }, access };
 }
 
@@ -265,9 +332,12 @@ function rewrite(
   deps.service.sandboxes.touch(admitted.endpoint.userId, admitted.endpoint.sandboxId);
 }
 
-/** The sandbox and path a request is for (its Host and its target), or null when it is not for a sandbox. */
-function targetOf(req: IncomingMessage): ProxyTarget | null {
-  const sandbox = sandboxHostOf(req.headers.host);
+/**
+ * The sandbox and path a request is for (the port's sandbox, else its Host's, and its target),
+ * or null when it is not for a sandbox.
+ */
+function targetOf(req: IncomingMessage, port: ProxyPath | undefined): ProxyTarget | null {
+  const sandbox = port ?? sandboxHostOf(req.headers.host);
   const url = req.url ?? '/';
   if (!sandbox || !url.startsWith('/')) return null;
   const mark = url.indexOf('?');
@@ -277,13 +347,15 @@ function targetOf(req: IncomingMessage): ProxyTarget | null {
   };
 }
 
+/** Serves a request for a sandbox's URL: on its host name, or on its loopback port (`port`). */
 function proxyHttp(
   parts: ProxyParts,
   req: IncomingMessage,
   res: ServerResponse,
   next: (error?: unknown) => void,
+  port?: ProxyPath,
 ): void {
-  const target = targetOf(req);
+  const target = targetOf(req, port);
   if (!target) {
     next();
     return;
@@ -291,6 +363,7 @@ function proxyHttp(
   admit(parts.deps, req, target, false).then((admitted) => {
     if ('status' in admitted) {
       sendJson(res, admitted);
+      if (admitted.gone) parts.ports?.forget(target.path.sandboxId);
       return;
     }
     rewrite(parts.deps, req, target, admitted);
@@ -306,16 +379,18 @@ function proxyHttp(
   }, next);
 }
 
-function proxyUpgrade(parts: ProxyParts, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-  const target = targetOf(req);
+function proxyUpgrade(parts: ProxyParts, req: IncomingMessage, socket: Duplex, head: Buffer, port?: ProxyPath): void {
+  const target = targetOf(req, port);
   if (!target) {
     refuse(socket, refusal(400, HTTP_ERROR_CODES.BAD_REQUEST, 'The request target must be a path (/…).'));
     return;
   }
   admit(parts.deps, req, target, true).then(
     (admitted) => {
-      if ('status' in admitted) refuse(socket, admitted);
-      else if (admitted.access === 'first-frame') relayKeyless(parts, req, socket, head, target, admitted);
+      if ('status' in admitted) {
+        refuse(socket, admitted);
+        if (admitted.gone) parts.ports?.forget(target.path.sandboxId);
+      } else if (admitted.access === 'first-frame') relayKeyless(parts, req, socket, head, target, admitted);
       else pipeSocket(parts, req, socket, head, target, admitted);
     },
     (error: unknown) => {

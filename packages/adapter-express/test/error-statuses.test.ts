@@ -154,7 +154,7 @@ const DECLARED: Record<string, readonly DomainErrorType[]> = {
   createApiKey: ApiKeyServiceErrors.create,
   revokeApiKey: ApiKeyServiceErrors.revoke,
   getLlmApiKey: ['StoreUnavailable'],
-  getCurrentUser: ['StoreUnavailable'],
+  getCurrentUser: ['SecretsNotExposed', 'StoreUnavailable'],
   startDeviceAuthorization: DeviceAuthorizationErrors.start,
   pollDeviceToken: DeviceAuthorizationErrors.poll,
   getDeviceAuthorization: DeviceAuthorizationErrors.describe,
@@ -205,6 +205,7 @@ const STATUS: Record<DomainErrorType, number> = {
   ExportTooLarge: 413,
   HostNotAllowed: 400,
   SandboxImageNotAllowed: 400,
+  SecretsNotExposed: 403,
   StoreUnavailable: 503,
 };
 
@@ -402,6 +403,11 @@ describe('documented error statuses', () => {
         listName: null,
       })),
       SandboxImageNotAllowed: [{ type: 'SandboxImageNotAllowed', image: 'evil:1', allowed: [], listName: null }],
+      SecretsNotExposed: [
+        { type: 'SecretsNotExposed', reason: 'missing' },
+        { type: 'SecretsNotExposed', reason: 'invalid' },
+        { type: 'SecretsNotExposed', reason: 'other_user' },
+      ],
       StoreUnavailable: [{ type: 'StoreUnavailable', operation: 'o', message: 'm', errorClass: 'Error' }],
     };
     for (const [type, errors] of Object.entries(samples) as [DomainErrorType, DomainErrorOf<DomainErrorType>[]][]) {

@@ -134,6 +134,12 @@ export type DomainError =
       readonly allowed: readonly string[];
       readonly listName: string | null;
     }
+  /**
+   * Secret values were asked for (`GET /api/v1/users/me?expose_secrets=true`) without the key of
+   * a running sandbox of the caller's: `missing` no key, `invalid` not such a key (or its
+   * sandbox is not running), `other_user` the key of another user's sandbox.
+   */
+  | { readonly type: 'SecretsNotExposed'; readonly reason: 'missing' | 'invalid' | 'other_user' }
   | {
       readonly type: 'StoreUnavailable';
       readonly operation: string;
@@ -212,6 +218,7 @@ export const DOMAIN_ERROR_CODES = {
   ExportTooLarge: ['EXPORT_TOO_LARGE'],
   HostNotAllowed: ['LLM_HOST_NOT_ALLOWED', 'MCP_HOST_NOT_ALLOWED'],
   SandboxImageNotAllowed: ['SANDBOX_IMAGE_NOT_ALLOWED'],
+  SecretsNotExposed: ['SESSION_API_KEY_REQUIRED', 'SESSION_API_KEY_INVALID', 'SESSION_API_KEY_MISMATCH'],
   StoreUnavailable: ['STORE_UNAVAILABLE'],
 } as const satisfies { readonly [T in DomainErrorType]: readonly [string, ...string[]] };
 
@@ -409,6 +416,24 @@ const EXPLAINERS: Explainers = {
         : ''
     }${e.listName ? ` (${e.listName})` : ''}; or leave it empty for the default sandbox.`,
   }),
+  SecretsNotExposed: (e) =>
+    match(e.reason)
+      .with('missing', () => ({
+        code: 'SESSION_API_KEY_REQUIRED' as const,
+        message:
+          'Secret values are shown only to code in one of your running sandboxes: send its session_api_key as X-Session-API-Key, or leave expose_secrets out to see them masked.',
+      }))
+      .with('invalid', () => ({
+        code: 'SESSION_API_KEY_INVALID' as const,
+        message:
+          'X-Session-API-Key is not the key of a running sandbox of yours (or of a conversation in one); secret values are shown only with such a key.',
+      }))
+      .with('other_user', () => ({
+        code: 'SESSION_API_KEY_MISMATCH' as const,
+        message:
+          'X-Session-API-Key belongs to a sandbox of another user; secret values are shown only with a key of yours.',
+      }))
+      .exhaustive(),
   SandboxCapReached: (e) => ({
     code: 'SANDBOX_LIMIT_REACHED',
     message: `You already have ${e.limit} running sandbox${e.limit === 1 ? '' : 'es'}, the most allowed at once${

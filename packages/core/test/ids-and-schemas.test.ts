@@ -376,6 +376,7 @@ describe('explainDomainError', () => {
       allowed: ['ghcr.io/acme/*'],
       listName: 'ACS_ALLOWED_IMAGES',
     },
+    SecretsNotExposed: { type: 'SecretsNotExposed', reason: 'other_user' },
     StoreUnavailable: {
       type: 'StoreUnavailable',
       operation: 'settings.save',
@@ -444,6 +445,7 @@ describe('explainDomainError', () => {
       code: 'SANDBOX_IMAGE_NOT_ALLOWED',
       mentions: ['registry.internal/secret:1', 'ghcr.io/acme/*', 'ACS_ALLOWED_IMAGES'],
     },
+    SecretsNotExposed: { code: 'SESSION_API_KEY_MISMATCH', mentions: ['X-Session-API-Key', 'another user'] },
     StoreUnavailable: { code: 'STORE_UNAVAILABLE', mentions: ['settings.save'] },
   };
 

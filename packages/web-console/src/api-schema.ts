@@ -1109,7 +1109,7 @@ export interface paths {
         };
         /**
          * The calling user
-         * @description OpenHands 1.11 `UserInfo`: the user’s id and settings, secrets masked (never their values; 200 with defaults before anything is stored). OpenHands clients (the CLI) call it to check a key: 200 while it works, 401 once it does not.
+         * @description OpenHands 1.11 `UserInfo`: the user’s id and settings, secrets masked (200 with defaults before anything is stored). OpenHands clients (the CLI) call it to check a key: 200 while it works, 401 once it does not. With `expose_secrets=true` the secret values are shown, as OpenHands shows them to code in a sandbox (the SDK’s `OpenHandsCloudWorkspace.get_llm()`): only when `X-Session-API-Key` also holds the key of one of the caller’s running sandboxes (or of a conversation in one): 403 otherwise (the code says whether the key was missing, not such a key, or another user’s).
          */
         get: operations["getCurrentUser"];
         put?: never;
@@ -2592,6 +2592,21 @@ export interface components {
                 security_analyzer?: ("llm" | "none") | null;
             } & {
                 [key: string]: unknown;
+            };
+            /** @description The model, as `agent_settings.llm.model` (SDK 1.58 reads it here). */
+            llm_model: string | null;
+            llm_base_url: string | null;
+            /** @description "**********" when a key is stored, else null; the key itself only with expose_secrets. */
+            llm_api_key: string | null;
+            /** @description The LLM profiles by name, as `OpenHandsCloudWorkspace.get_llm(profile_name)` reads them; keys masked unless exposed. */
+            llm_profiles: {
+                profiles: {
+                    [key: string]: {
+                        model: string | null;
+                        base_url: string | null;
+                        api_key: string | null;
+                    };
+                };
             };
             search_api_key: string | null;
             sandbox_api_key: string | null;
@@ -8724,8 +8739,12 @@ export interface operations {
     };
     getCurrentUser: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                expose_secrets?: "0" | "1" | "true" | "false" | "yes" | "no" | "on" | "off";
+            };
+            header?: {
+                "X-Session-API-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8742,6 +8761,24 @@ export interface operations {
             };
             /** @description Missing or wrong X-Session-API-Key (on a sandbox’s routes: not its key, or the sandbox is not running). Codes: UNAUTHENTICATED. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser-session request that changes state came from another site, or not as JSON (the CSRF guard; API keys are not refused here), a browser session asked for what only an API key may read, or a sandbox’s key was sent for another sandbox. Codes: SESSION_API_KEY_INVALID, SESSION_API_KEY_MISMATCH, SESSION_API_KEY_REQUIRED. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The input is invalid; issues lists the fields. Codes: VALIDATION_FAILED. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,14 +11,20 @@ export const SESSION_API_KEY_HEADER = 'x-session-api-key';
 
 /**
  * The key a request presents: `X-Session-API-Key`, or the token of `Authorization: Bearer <key>`
- * (as OpenHands 1.x clients send it). The header wins when both are there.
+ * (as OpenHands 1.x clients send it). The header wins when both are there, except when it holds
+ * a sandbox's or a conversation's key (`acss_…`, `acsc_…`) beside a Bearer: then the Bearer says
+ * who calls and the header is that caller's proof of a sandbox, as the SDK's
+ * `OpenHandsCloudWorkspace.get_llm()` sends them (`/api/v1/users/me?expose_secrets=true`).
  */
 export function presentedKeyOf(req: Pick<Request, 'get'>): string | null {
   const header = req.get(SESSION_API_KEY_HEADER);
-  if (header) return header;
-  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(req.get('authorization') ?? '');
-  return match?.[1] ?? null;
+  const bearer = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(req.get('authorization') ?? '')?.[1] ?? null;
+  if (header && !(bearer && SANDBOX_ISSUED.test(header))) return header;
+  return bearer;
 }
+
+/** Keys this service gives sandboxes and conversations (sandbox/keys.ts in core, conversation-keys.ts). */
+const SANDBOX_ISSUED = /^acs[sc]_/;
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 

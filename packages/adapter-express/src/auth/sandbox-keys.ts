@@ -1,4 +1,6 @@
-import type { AgentConversationService, DomainError } from '@acs/core';
+import type { AgentConversationService, DomainError, DomainErrorOf } from '@acs/core';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { isSandboxKey } from '@acs/core';
 import { HTTP_ERROR_CODES } from '../http-error.js';
 import type { ConversationKeyCheck } from './conversation-keys.js';
 
@@ -16,12 +18,11 @@ import type { ConversationKeyCheck } from './conversation-keys.js';
  * conversation) can read the owner's secret values through these routes; an API key alone
  * cannot.
  *
- * Other kinds of sandboxes with a key of their own (an agent-server sandbox with a per-sandbox
- * session key) are added here, in `checkSandboxKey`: everything that decides whether a key
- * opens a sandbox is in this one function. (Such a key, `acss_…`, is given to the sandbox's
- * server in its environment when the container starts, so it cannot be rotated while the
- * sandbox runs; it is cleared when the sandbox is deleted, and a pooled sandbox gets a new one
- * when a user claims it.)
+ * A sandbox with a key of its own (an agent-server sandbox: `acss_…`, given to its server in its
+ * environment when the container starts) opens the same routes with that key while it runs. It
+ * cannot be rotated while the sandbox runs; it is cleared when the sandbox is deleted, and a
+ * pooled sandbox gets a new one when a user claims it. Everything that decides whether a key
+ * opens a sandbox is in this file.
  */
 
 /** Why a key does not open the sandbox: 401 for the first three, 403 for `other_sandbox`. */
@@ -42,7 +43,7 @@ export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker
   return async function checkSandboxKey(key, sandboxId) {
     if (!key) return { refused: 'missing' };
     const scoped = await sources.conversationKey(key);
-    if (!scoped) return { refused: 'invalid' };
+    if (!scoped) return ownKeyOpens(sources.service, key, sandboxId);
     const found = await sources.service.conversations.get(scoped.userId, scoped.conversationId);
     if (found.isErr())
       return found.error.type === 'ConversationNotFound' ? { refused: 'invalid' } : { failed: found.error };
@@ -50,6 +51,55 @@ export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker
     if (record.sandbox_id !== sandboxId) return { refused: 'other_sandbox' };
     if (sandbox_status !== 'RUNNING') return { refused: 'not_running' };
     return { userId: scoped.userId };
+  };
+}
+
+/** Whether `key` is the sandbox's own key (an agent-server sandbox's), and the sandbox runs. */
+async function ownKeyOpens(
+  service: AgentConversationService,
+  key: string,
+  sandboxId: string,
+): Promise<SandboxKeyCheck> {
+  // The name only picks a URL, which is not read here: any name gives the owner, status and key.
+  const found = await service.sandboxes.endpoint(sandboxId, '');
+  if (found.isErr()) return found.error.type === 'SandboxNotFound' ? { refused: 'invalid' } : { failed: found.error };
+  const endpoint = found.value;
+  if (!isSandboxKey({ session_api_key: endpoint.sessionApiKey }, key)) return { refused: 'invalid' };
+  return endpoint.status === 'RUNNING' ? { userId: endpoint.userId } : { refused: 'not_running' };
+}
+
+/** Whether a key held by `userId`'s caller is the key of a running sandbox of theirs (or of a conversation in one). */
+export type OwnSandboxKeyCheck = (
+  userId: string,
+  key: string | null,
+) => ResultAsync<void, DomainErrorOf<'SecretsNotExposed' | 'StoreUnavailable'>>;
+
+/**
+ * For `GET /api/v1/users/me?expose_secrets=true` (OpenHands' rule): secret values go only to a
+ * caller who also shows the key of one of their running sandboxes, i.e. code inside it (the
+ * SDK's `OpenHandsCloudWorkspace.get_llm()` sends both its API key and the sandbox's key). A
+ * conversation key counts as its sandbox's, as on the sandbox secret routes.
+ */
+export function ownSandboxKeyCheck(sources: SandboxKeySources): OwnSandboxKeyCheck {
+  const refuse = (reason: 'missing' | 'invalid' | 'other_user') =>
+    errAsync<void, DomainErrorOf<'SecretsNotExposed'>>({ type: 'SecretsNotExposed', reason });
+  return (userId, key) => {
+    if (!key) return refuse('missing');
+    return ResultAsync.fromSafePromise(sources.conversationKey(key)).andThen((scoped) => {
+      if (scoped && scoped.userId !== userId) return refuse('other_user');
+      if (scoped)
+        return sources.service.conversations
+          .get(scoped.userId, scoped.conversationId)
+          .orElse((error) =>
+            error.type === 'ConversationNotFound' ? okAsync(null) : errAsync<null, typeof error>(error),
+          )
+          .andThen((found) =>
+            found?.sandbox_status === 'RUNNING' && found.record.sandbox_id ? okAsync(undefined) : refuse('invalid'),
+          );
+      return sources.service.sandboxes
+        .runningByKey(userId, key)
+        .andThen((found) => (found ? okAsync(undefined) : refuse('invalid')));
+    });
   };
 }
 

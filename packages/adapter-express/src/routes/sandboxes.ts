@@ -1,9 +1,13 @@
 import { SandboxServiceErrors, type AgentConversationService } from '@acs/core';
+import { normalizeId } from '@acs/core/ports';
 import { SandboxInfoSchema, StartSandboxRequestSchema, type SandboxInfo } from '@acs/core/schemas';
+import { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { idList, pagingQuery } from '../query.js';
 import { defineRoute, recordPathParams, type RouteDefinition } from '../route.js';
+import type { RouteContext } from '../route-context.js';
 import { exposedUrlOf } from '../sandbox-proxy.js';
+import { loopbackAddressOf } from '../sandbox-loopback-ports.js';
 import { pathSegment } from './params.js';
 import { paged, pageOf, SuccessSchema } from './shared.js';
 
@@ -12,26 +16,42 @@ const sandboxIdParams = recordPathParams(z.object({ sandbox_id: pathSegment(128)
   sandboxId: p.sandbox_id ?? '',
 }));
 
+/** Where the client reached this server: the origin it sees and the local address of its connection. */
+type Reached = { origin: string; localAddress: string | null };
+type UrlContext = Pick<RouteContext, 'sandboxUrlHost' | 'loopbackSandboxPorts'>;
+
 /**
- * A sandbox as its owner sees it over HTTP: each exposed URL is this server's proxy of it (on
- * a host name of its own, see sandbox-proxy.ts), never the runtime's own address.
+ * A sandbox as its owner sees it over HTTP: each exposed URL is this server's proxy of it, never
+ * the runtime's own address: a loopback port of its own for a client on loopback, when the
+ * router has them (sandbox-loopback-ports.ts), else a host name of its own (sandbox-proxy.ts).
  */
-function publicSandbox(info: SandboxInfo, input: { origin: string }, baseHost: string | null): SandboxInfo {
+async function publicSandbox(info: SandboxInfo, input: Reached, context: UrlContext): Promise<SandboxInfo> {
   if (!info.exposed_urls) return info;
+  const ports = context.sandboxUrlHost === null ? context.loopbackSandboxPorts : null;
+  const address = ports && loopbackAddressOf(input.origin, input.localAddress);
+  const urlOf = async (name: string) =>
+    (address && (await ports?.urlOf(info.id, name, address))) ||
+    exposedUrlOf(info.id, name, input.origin, context.sandboxUrlHost);
   return {
     ...info,
-    exposed_urls: info.exposed_urls.map((u) => ({
-      name: u.name,
-      url: exposedUrlOf(info.id, u.name, input.origin, baseHost),
-      port: u.port,
-    })),
+    exposed_urls: await Promise.all(
+      info.exposed_urls.map(async (u) => ({ name: u.name, url: await urlOf(u.name), port: u.port })),
+    ),
   };
 }
 
 /** V1 sandboxes: start, search, read, pause, resume, delete. */
-export function sandboxRoutes(service: AgentConversationService, baseHost: string | null = null): RouteDefinition[] {
+export function sandboxRoutes(
+  service: AgentConversationService,
+  context: UrlContext = { sandboxUrlHost: null, loopbackSandboxPorts: null },
+): RouteDefinition[] {
   const { sandboxes } = service;
-  const publicOf = (info: SandboxInfo, input: { origin: string }) => publicSandbox(info, input, baseHost);
+  const publicOf = (info: SandboxInfo, input: Reached) =>
+    ResultAsync.fromSafePromise(publicSandbox(info, input, context));
+  const publicOrNull = (info: SandboxInfo | null, input: Reached) =>
+    info ? publicSandbox(info, input, context) : Promise.resolve(null);
+  // A deleted sandbox's loopback ports close now (the periodic check finds those deleted elsewhere).
+  const forget = (sandboxId: string) => context.loopbackSandboxPorts?.forget(normalizeId(sandboxId));
   return [
     defineRoute({
       method: 'get',
@@ -43,10 +63,11 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       success: { status: 200, description: 'A page of sandboxes, newest first.', schema: pageOf(SandboxInfoSchema) },
       errors: SandboxServiceErrors.search,
       handle: (input) =>
-        paged(input.query, (page) => sandboxes.search(input.userId, page)).map((p) => ({
-          ...p,
-          items: p.items.map((i) => publicOf(i, input)),
-        })),
+        paged(input.query, (page) => sandboxes.search(input.userId, page)).andThen((p) =>
+          ResultAsync.fromSafePromise(Promise.all(p.items.map((i) => publicSandbox(i, input, context)))).map(
+            (items) => ({ ...p, items }),
+          ),
+        ),
     }),
     defineRoute({
       method: 'get',
@@ -62,7 +83,9 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       },
       errors: SandboxServiceErrors.getMany,
       handle: (input) =>
-        sandboxes.getMany(input.userId, input.query.id).map((list) => list.map((i) => (i ? publicOf(i, input) : null))),
+        sandboxes
+          .getMany(input.userId, input.query.id)
+          .andThen((list) => ResultAsync.fromSafePromise(Promise.all(list.map((i) => publicOrNull(i, input))))),
     }),
     defineRoute({
       method: 'post',
@@ -80,7 +103,7 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       handle: (input) =>
         sandboxes
           .start(input.userId, input.body?.sandbox_spec_id ?? input.query.sandbox_spec_id ?? null)
-          .map((i) => publicOf(i, input)),
+          .andThen((i) => publicOf(i, input)),
     }),
     defineRoute({
       method: 'delete',
@@ -93,7 +116,11 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       query: z.object({ sandbox_id: pathSegment(128) }),
       success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
       errors: SandboxServiceErrors.delete,
-      handle: ({ userId, query }) => sandboxes.delete(userId, query.sandbox_id).map(() => ({ success: true as const })),
+      handle: ({ userId, query }) =>
+        sandboxes.delete(userId, query.sandbox_id).map(() => {
+          forget(query.sandbox_id);
+          return { success: true as const };
+        }),
     }),
     defineRoute({
       method: 'get',
@@ -108,7 +135,7 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
         schema: SandboxInfoSchema,
       },
       errors: SandboxServiceErrors.get,
-      handle: (input) => sandboxes.get(input.userId, input.params.sandbox_id).map((i) => publicOf(i, input)),
+      handle: (input) => sandboxes.get(input.userId, input.params.sandbox_id).andThen((i) => publicOf(i, input)),
     }),
     defineRoute({
       method: 'delete',
@@ -124,7 +151,10 @@ export function sandboxRoutes(service: AgentConversationService, baseHost: strin
       success: { status: 200, description: 'Deleted.', schema: SuccessSchema },
       errors: SandboxServiceErrors.delete,
       handle: ({ userId, params }) =>
-        sandboxes.delete(userId, params.sandbox_id).map(() => ({ success: true as const })),
+        sandboxes.delete(userId, params.sandbox_id).map(() => {
+          forget(params.sandbox_id);
+          return { success: true as const };
+        }),
     }),
     defineRoute({
       method: 'post',

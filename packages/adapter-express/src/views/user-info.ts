@@ -1,4 +1,4 @@
-import type { SettingsView } from '@acs/core/schemas';
+import type { SettingsView, StoredSettings } from '@acs/core/schemas';
 import { z } from 'zod';
 
 /** What OpenHands 1.11 shows in place of a secret that is set. */
@@ -30,6 +30,26 @@ export const UserInfoSchema = z
       confirmation_mode: z.boolean(),
       security_analyzer: z.enum(['llm', 'none']).nullable().optional(),
     }),
+    llm_model: z
+      .string()
+      .nullable()
+      .meta({ description: 'The model, as `agent_settings.llm.model` (SDK 1.58 reads it here).' }),
+    llm_base_url: z.string().nullable(),
+    llm_api_key: z
+      .string()
+      .nullable()
+      .meta({ description: `"${MASK}" when a key is stored, else null; the key itself only with expose_secrets.` }),
+    llm_profiles: z
+      .object({
+        profiles: z.record(
+          z.string(),
+          z.object({ model: z.string().nullable(), base_url: z.string().nullable(), api_key: z.string().nullable() }),
+        ),
+      })
+      .meta({
+        description:
+          'The LLM profiles by name, as `OpenHandsCloudWorkspace.get_llm(profile_name)` reads them; keys masked unless exposed.',
+      }),
     search_api_key: z.string().nullable(),
     sandbox_api_key: z.string().nullable(),
     secrets_store: z.object({ provider_tokens: z.record(z.string(), z.unknown()) }),
@@ -51,22 +71,27 @@ function analyzerOf(name: string | null): { security_analyzer?: 'llm' | 'none' }
 }
 
 export function toUserInfo(userId: string, view: SettingsView | null): UserInfo {
+  const llm = {
+    model: view?.llm_model ?? null,
+    base_url: view?.llm_base_url ?? null,
+    api_key: mask(view?.llm_api_key_set ?? false),
+  };
   return {
     id: userId,
     language: view?.language ?? null,
     agent_settings: {
       ...(view?.agent ? { agent: view.agent } : {}),
-      llm: {
-        model: view?.llm_model ?? null,
-        base_url: view?.llm_base_url ?? null,
-        api_key: mask(view?.llm_api_key_set ?? false),
-      },
+      llm,
     },
     conversation_settings: {
       ...(view?.max_iterations ? { max_iterations: view.max_iterations } : {}),
       confirmation_mode: view?.confirmation_mode ?? false,
       ...analyzerOf(view?.security_analyzer ?? null),
     },
+    llm_model: llm.model,
+    llm_base_url: llm.base_url,
+    llm_api_key: llm.api_key,
+    llm_profiles: { profiles: {} },
     search_api_key: mask(view?.search_api_key_set ?? false),
     sandbox_api_key: null,
     // Git provider tokens are never shown, masked or not; which providers are set is in GET /api/settings.
@@ -83,5 +108,28 @@ export function toUserInfo(userId: string, view: SettingsView | null): UserInfo 
     remote_runtime_resource_factor: view?.remote_runtime_resource_factor ?? null,
     max_budget_per_task: view?.max_budget_per_task ?? null,
     v1_enabled: true,
+  };
+}
+
+/**
+ * The same with secret values shown (`expose_secrets=true`, for code in one of the user's
+ * running sandboxes): the model key, the search key and each LLM profile with its key.
+ */
+export function toExposedUserInfo(userId: string, view: SettingsView | null, stored: StoredSettings | null): UserInfo {
+  const info = toUserInfo(userId, view);
+  const key = stored?.llm_api_key ?? null;
+  return {
+    ...info,
+    agent_settings: { ...info.agent_settings, llm: { ...info.agent_settings.llm, api_key: key } },
+    llm_api_key: key,
+    llm_profiles: {
+      profiles: Object.fromEntries(
+        (stored?.llm_profiles.profiles ?? []).map((p) => [
+          p.name,
+          { model: p.model, base_url: p.base_url, api_key: p.api_key },
+        ]),
+      ),
+    },
+    search_api_key: stored?.search_api_key ?? null,
   };
 }

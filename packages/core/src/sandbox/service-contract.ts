@@ -255,6 +255,11 @@ export interface SandboxService {
    * is, for the URL's proxy: found by the sandbox id alone (the proxy checks the caller).
    */
   endpoint(id: string, name: string): ResultAsync<SandboxEndpoint, SandboxServiceError<'endpoint'>>;
+  /**
+   * The user's RUNNING sandbox whose own key (`session_api_key`, e.g. an agent-server's) is
+   * `key`; null when none is. Compared in constant time; a user has only a few running.
+   */
+  runningByKey(userId: string, key: string): ResultAsync<SandboxInfo | null, StoreFailure>;
   /** The spec to use: by id, or the catalog default. */
   resolveSpec(specId?: string | null): ResultAsync<SandboxSpec, SandboxServiceError<'resolveSpec'>>;
   /** The catalog's default spec. */

@@ -4,6 +4,7 @@ import type { InstallationStore } from '../installation.js';
 import { resultAsync } from '../result.js';
 import type { StoreFailure } from '../store-failure.js';
 import { createActivity, type Activity } from './activity.js';
+import { isSandboxKey } from './keys.js';
 import { checkImage, specForImage } from './images.js';
 import { createMaintenance, type Maintenance } from './maintenance.js';
 import { createObservations, type Observations } from './observations.js';
@@ -73,6 +74,11 @@ export function createSandboxService(deps: SandboxServiceDeps): SandboxService {
     resume: (userId, id) => resultAsync(resume(parts, userId, id)),
     delete: (userId, id) => resultAsync(deleteSandbox(parts, userId, id)),
     endpoint: (id, name) => resultAsync(endpoint(deps, id, name)),
+    runningByKey: (userId, key) =>
+      deps.sandboxes
+        .listByStatus(userId, ['RUNNING'])
+        .map((records) => records.find((record) => isSandboxKey(record, key)) ?? null)
+        .map((record) => (record ? toSandboxInfo(record) : null)),
     whenSettled: (userId, id, onProgress) => parts.startups.whenSettled(userId, id, onProgress),
     liveRecords: (userId, idList) => resultAsync(liveRecords(parts, userId, idList)),
     touch: (userId, sandboxId) => parts.activity.touch(userId, sandboxId),
