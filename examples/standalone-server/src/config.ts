@@ -27,6 +27,12 @@ export interface StandaloneConfig {
   /** ACS_SANDBOX_URL_HOST: the base host of sandboxes' exposed URLs (`agent-server-<id>.<host>`); null: the host the client reached. */
   sandboxUrlHost: string | null;
   /**
+   * ACS_SANDBOX_LOOPBACK_PORTS: a client on loopback gets each sandbox URL as a loopback port of
+   * its own (`http://127.0.0.1:<port>`, resolvable everywhere) instead of a `*.localhost` name.
+   * Default: on when HOST is a loopback address.
+   */
+  sandboxLoopbackPorts: boolean;
+  /**
    * Where data lives: embedded SQLite in dataDir (the default without DATABASE_URL; `chosen`
    * when ACS_STORAGE names it), embedded PGlite in dataDir, a PostgreSQL server, or memory only.
    */
@@ -140,27 +146,57 @@ type SpecConfig = z.infer<typeof SpecSchema>;
 /** The id of the OpenHands agent-server spec the example server offers by default. */
 const AGENT_SERVER_SPEC_ID = 'openhands-agent-server';
 
+/** The agent-server versions the default specs offer: the newest pin first (scripts/openhands-pins.sh moves it). */
+const AGENT_SERVER_VERSION = '1.58.2';
+const majorMinor = (version: string) => version.split('.').slice(0, 2).join('.');
+const PREVIOUS_AGENT_SERVER_VERSION = '1.34.0';
+/** The two agent-server specs the example server offers by default, newest first (their tests read them here). */
+export const AGENT_SERVER_SPECS = [
+  { id: AGENT_SERVER_SPEC_ID, image: `acs-openhands-agent-server:${AGENT_SERVER_VERSION}` },
+  {
+    id: `${AGENT_SERVER_SPEC_ID}-${majorMinor(PREVIOUS_AGENT_SERVER_VERSION)}`,
+    image: `acs-openhands-agent-server:${PREVIOUS_AGENT_SERVER_VERSION}`,
+  },
+] as const;
+
+/**
+ * The spec of the previous pin. Sandboxes started with no spec named get it by default: the
+ * OpenHands CLI 1.16 names none, and the SDK it pins (1.21) cannot read the events of
+ * agent-server 1.58 (their `parent_id` is a field its models forbid), while the newest SDK works
+ * with both.
+ */
+const PREVIOUS_AGENT_SERVER_SPEC_ID = AGENT_SERVER_SPECS[1].id;
+
+/** A spec of the OpenHands agent-server image of one version (scripts/build-agent-server-image.sh builds it on first use). */
+const agentServerSpec = (id: string, version: string, why: string): SandboxConfig['specs'][number] => ({
+  id,
+  image: `acs-openhands-agent-server:${version}`,
+  working_dir: '/workspace',
+  description: `The OpenHands agent-server ${version} (Debian trixie, Python 3.13), ${why}`,
+  exposed_ports: [{ name: 'AGENT_SERVER', port: 8000, health_path: '/ready' }],
+  session_api_key_variable: 'OH_SESSION_API_KEYS_0',
+});
+
 /**
  * The default specs: the image scripts/build-sandbox-image.sh builds (the default, which
- * conversations use), and the OpenHands agent-server's, which scripts/build-agent-server-image.sh
- * builds on first use: its server is reached through this one at the AGENT_SERVER URL, opened
- * by the sandbox's own key (the agent-server's OH_SESSION_API_KEYS_0).
+ * conversations use), and the OpenHands agent-server's, newest and previous pin, which
+ * scripts/build-agent-server-image.sh builds on first use: its server is reached through this
+ * one at the AGENT_SERVER URL, opened by the sandbox's own key (the agent-server's
+ * OH_SESSION_API_KEYS_0).
  */
 const DEFAULT_SPECS: SandboxConfig['specs'] = [
   {
     id: 'bookworm',
     image: 'acs-sandbox:bookworm',
     working_dir: '/workspace',
-    description: 'Debian bookworm with bash, git and python3',
+    description: 'Debian bookworm with bash, git and python3 (also as python)',
   },
-  {
-    id: AGENT_SERVER_SPEC_ID,
-    image: 'acs-openhands-agent-server:1.34.0',
-    working_dir: '/workspace',
-    description: 'The OpenHands agent-server 1.34.0 (Debian trixie, Python 3.13), for the OpenHands SDK and CLI',
-    exposed_ports: [{ name: 'AGENT_SERVER', port: 8000, health_path: '/ready' }],
-    session_api_key_variable: 'OH_SESSION_API_KEYS_0',
-  },
+  agentServerSpec(AGENT_SERVER_SPEC_ID, AGENT_SERVER_VERSION, 'for the OpenHands SDK'),
+  agentServerSpec(
+    PREVIOUS_AGENT_SERVER_SPEC_ID,
+    PREVIOUS_AGENT_SERVER_VERSION,
+    'the previous pin, for the OpenHands CLI 1.16 and SDKs before 1.5x',
+  ),
 ];
 
 const KEY = z.string().min(16, 'API keys must be at least 16 characters long');
@@ -184,6 +220,7 @@ const EnvSchema = z.object({
       'must be a host name, with a port if needed (e.g. sandboxes.example.com)',
     )
     .optional(),
+  ACS_SANDBOX_LOOPBACK_PORTS: z.enum(['true', 'false', '1', '0']).optional(),
   ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
   // `normal` by default: an acknowledged write survives the server's crash or SIGKILL (what the
   // embedded default promises), at no fsync per commit; see the README's table.
@@ -292,6 +329,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     trustProxy: yes(e.ACS_TRUST_PROXY),
     deviceKeyTtlDays: e.ACS_DEVICE_KEY_TTL_DAYS === 0 ? null : e.ACS_DEVICE_KEY_TTL_DAYS,
     sandboxUrlHost: e.ACS_SANDBOX_URL_HOST ?? null,
+    sandboxLoopbackPorts:
+      e.ACS_SANDBOX_LOOPBACK_PORTS === undefined
+        ? /^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/i.test(e.HOST)
+        : yes(e.ACS_SANDBOX_LOOPBACK_PORTS),
   };
 }
 
@@ -373,7 +414,9 @@ function sandboxesOf(e: Env, variables: Record<string, string | undefined>): Sta
   const runtime = SANDBOX_RUNTIMES.find((r) => r.name === e.ACS_SANDBOXES) ?? SANDBOX_RUNTIMES[0];
   const specs = e.ACS_SANDBOX_SPECS ? parseSpecs(e.ACS_SANDBOX_SPECS) : DEFAULT_SPECS;
   const standaloneSpec =
-    e.ACS_STANDALONE_SANDBOX_SPEC ?? (specs.some((s) => s.id === AGENT_SERVER_SPEC_ID) ? AGENT_SERVER_SPEC_ID : null);
+    e.ACS_STANDALONE_SANDBOX_SPEC ??
+    [PREVIOUS_AGENT_SERVER_SPEC_ID, AGENT_SERVER_SPEC_ID].find((id) => specs.some((s) => s.id === id)) ??
+    null;
   if (standaloneSpec !== null && !specs.some((s) => s.id === standaloneSpec)) {
     throw new Error(
       `Invalid configuration: ACS_STANDALONE_SANDBOX_SPEC: no spec "${standaloneSpec}" (the specs are ${specs.map((s) => s.id).join(', ')})`,

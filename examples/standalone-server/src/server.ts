@@ -154,6 +154,8 @@ function createApp(
     models: () => models,
     trustProxy: config.trustProxy,
     ...(config.sandboxUrlHost ? { sandboxUrlHost: config.sandboxUrlHost } : {}),
+    // Clients on loopback get sandbox URLs that resolve without `*.localhost` (ACS_SANDBOX_LOOPBACK_PORTS).
+    loopbackSandboxPorts: config.sandboxLoopbackPorts,
     ...(storage.signingSecret ? { secret: storage.signingSecret } : {}),
   });
   app.use(router);

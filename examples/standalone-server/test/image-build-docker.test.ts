@@ -29,7 +29,11 @@ beforeAll(async () => {
           status: 200,
           body: scriptedCompletion(turn, {
             content: null,
-            tool_calls: [toolCall('call_1', 'execute_bash', { command: 'cat /etc/debian_version && git --version' })],
+            tool_calls: [
+              toolCall('call_1', 'execute_bash', {
+                command: 'cat /etc/debian_version && git --version && python --version',
+              }),
+            ],
           }),
         }
       : {
@@ -126,6 +130,8 @@ describe('the example server on a Docker engine without its sandbox image', () =
         120_000,
       );
       expect(observed.content).toMatch(/^12\.\d+/m);
+      // `python` answers, as in OpenHands' images (models reach for it before python3).
+      expect(observed.content).toMatch(/^Python 3\.\d+/m);
       const containers = await docker.listContainers({ all: true, filters: { label: [`io.acs.user-id=${user}`] } });
       expect(containers.map((c) => c.Image)).toEqual([IMAGE]);
     },

@@ -1,19 +1,19 @@
 /**
- * Tokens as they come, on an agent-server sandbox: the real OpenHands agent-server 1.34.0 (Docker,
+ * Tokens as they come, on an agent-server sandbox: the real OpenHands agent-server (Docker,
  * host network, to reach the model on 127.0.0.1) runs an agent whose LLM streams
  * (`LLM(stream=True)`), and sends each piece of the answer on its event socket as a
  * `StreamingDeltaEvent`; the real SDK (test/openhands-sdk/token_callbacks.py) reaches that socket
  * through this service's proxy and gets every piece, unchanged, before the final message.
  *
- * Two SDKs, for the two ways their sockets pass the proxy: 1.58.2 (ACS_OPENHANDS_STREAMING_PYTHON,
+ * Two SDKs, for the two ways their sockets pass the proxy: 1.58.2 (ACS_OPENHANDS_LATEST_PYTHON,
  * whose RemoteConversation hands deltas to `token_callbacks`) authenticates with its first
  * frame, so its socket is relayed message by message (sandbox-socket-relay.ts); the CLI's 1.21.0
  * (ACS_OPENHANDS_PYTHON) puts the key in the URL, so its socket is proxied as bytes
  * (sandbox-proxy.ts); it drops `token_callbacks`, but its event callbacks see the delta frames.
  *
- * Needs a Docker engine, the image acs-openhands-agent-server:1.34.0
- * (scripts/build-agent-server-image.sh) and two venvs of scripts/python-venv.sh (`openhands-sdk`
- * and `openhands-sdk-streaming`); .ci/run makes them.
+ * Needs a Docker engine, the newest agent-server image (scripts/build-agent-server-image.sh; the
+ * previous pin's, for the CLI's SDK, is built here when missing) and two venvs of scripts/python-venv.sh (`openhands-sdk`
+ * and `openhands-sdk-latest`); .ci/run makes them.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,13 +22,15 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedCompletion, startFakeOpenAi, tokenPieces, type FakeOpenAi } from '@acs/testing';
-import { removeContainersOf } from './containers.js';
+import { AGENT_SERVER_SPECS } from '../src/config.js';
+import { ensureAgentServerImage, removeContainersOf } from './containers.js';
 import { startServer, type Running } from './process.js';
 
 const CLI_PYTHON = process.env.ACS_OPENHANDS_PYTHON ?? '/var/cache/acs/openhands-sdk-venv/bin/python';
 const STREAMING_PYTHON =
-  process.env.ACS_OPENHANDS_STREAMING_PYTHON ?? '/var/cache/acs/openhands-sdk-streaming-venv/bin/python';
-const IMAGE = 'acs-openhands-agent-server:1.34.0';
+  process.env.ACS_OPENHANDS_LATEST_PYTHON ?? '/var/cache/acs/openhands-sdk-latest-venv/bin/python';
+/** The newest agent-server for the newest SDK; the previous pin for the CLI's SDK, which cannot read 1.58's events. */
+const [NEWEST, PREVIOUS] = AGENT_SERVER_SPECS;
 const SDK_DIR = fileURLToPath(new URL('./openhands-sdk/', import.meta.url));
 const DEADLINE_MS = 120_000;
 const ANSWER = 'Streamed from the sandbox, through the proxy, piece by piece as the model wrote it.';
@@ -43,15 +45,11 @@ let server: Running;
 async function needs(): Promise<void> {
   for (const [python, how] of [
     [CLI_PYTHON, 'bash scripts/python-venv.sh openhands-sdk (or set ACS_OPENHANDS_PYTHON)'],
-    [STREAMING_PYTHON, 'bash scripts/python-venv.sh openhands-sdk-streaming (or set ACS_OPENHANDS_STREAMING_PYTHON)'],
+    [STREAMING_PYTHON, 'bash scripts/python-venv.sh openhands-sdk-latest (or set ACS_OPENHANDS_LATEST_PYTHON)'],
   ] as const)
     if (!existsSync(python)) throw new Error(`This test needs the OpenHands SDK venv at ${python}: run ${how}`);
-  await docker
-    .getImage(IMAGE)
-    .inspect()
-    .catch((error: unknown) => {
-      throw new Error(`This test needs the image ${IMAGE}: run scripts/build-agent-server-image.sh`, { cause: error });
-    });
+  // CI builds the newest image; the previous pin's is built here on its first use on a machine.
+  for (const { image } of AGENT_SERVER_SPECS) await ensureAgentServerImage(docker, image);
 }
 
 const api = (path: string, method = 'GET') =>
@@ -64,8 +62,8 @@ interface AgentServer {
 }
 
 /** Starts a sandbox of the agent-server spec through the service and waits until it runs (its URL answers). */
-async function startAgentServer(): Promise<AgentServer> {
-  const started = await api('/api/v1/sandboxes?sandbox_spec_id=openhands-agent-server', 'POST');
+async function startAgentServer(spec: string): Promise<AgentServer> {
+  const started = await api(`/api/v1/sandboxes?sandbox_spec_id=${spec}`, 'POST');
   const startedText = await started.text();
   expect(started.status, startedText).toBe(200);
   const id = (JSON.parse(startedText) as { id: string }).id;
@@ -156,7 +154,7 @@ beforeAll(async () => {
     },
     { lifetime: 'file' },
   );
-}, 180_000);
+}, 1_800_000);
 
 afterAll(async () => {
   await llm?.close();
@@ -165,10 +163,11 @@ afterAll(async () => {
 
 describe("the agent-server's streamed deltas reach the OpenHands SDK through the proxy", () => {
   it('SDK 1.58 (first-frame key, relayed socket): the token callbacks get every piece, which joined are the final message', async () => {
-    const agentServer = await startAgentServer();
+    const agentServer = await startAgentServer(NEWEST.id);
     try {
       const report = await runTokenCallbacks(STREAMING_PYTHON, agentServer, '[script:deltas-relayed] Say it.');
-      expect(report.sdk).toBe('1.58.2');
+      // The SDK is pinned with the agent-server, at the same version.
+      expect(report.sdk).toBe(NEWEST.image.split(':')[1]);
       expect(report.status).toBe('finished');
       expect(report.final).toBe(ANSWER);
       // Several callbacks, as the model wrote them (the agent-server forwards the role chunk's "" too).
@@ -196,7 +195,7 @@ describe("the agent-server's streamed deltas reach the OpenHands SDK through the
   });
 
   it("the CLI's SDK 1.21 (key in the URL, proxied socket): its event callbacks get the StreamingDeltaEvent frames unchanged", async () => {
-    const agentServer = await startAgentServer();
+    const agentServer = await startAgentServer(PREVIOUS.id);
     try {
       const report = await runTokenCallbacks(CLI_PYTHON, agentServer, '[script:deltas-proxied] Say it.');
       expect(report.sdk).toBe('1.21.0');

@@ -12,7 +12,6 @@ import os
 import sys
 from importlib.metadata import version
 
-import loopback_names  # noqa: F401  (agent-server-<id>.localhost is loopback)
 import httpx
 from pydantic import SecretStr
 
