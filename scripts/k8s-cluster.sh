@@ -2,20 +2,26 @@
 # A real single-node Kubernetes (v1.34.4) on this machine, for the Kubernetes sandbox tests and
 # benchmarks: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet on a
 # containerd of its own (its own config, socket, root and state; Docker's containerd is left
-# alone). Everything listens on 127.0.0.1; pods are reached only through the API (exec), never
-# by their IP. No kube-proxy, no cluster DNS, no pod egress.
+# alone), kube-proxy (iptables) and CoreDNS as kube-dns, so applications run in it too.
+# Everything listens on 127.0.0.1, but for the pods' bridge (acsk8s0, 10.89.0.1/24): the API
+# server is relayed there (socat) for pods, whose traffic out of the bridge is masqueraded. Tests
+# reach pods through the API (exec, port-forward), never by their IP.
 #
 # Usage: bash scripts/k8s-cluster.sh build|up|down|status|import-image [IMAGE…]|env
 #   build          builds the binaries once per machine into the cache (kube-apiserver,
-#                  kube-controller-manager, kube-scheduler, kubelet, kubectl from the Go module
-#                  proxy through a wrapper module; crictl; the pause image). About 10 minutes on 2
-#                  cores from empty Go caches; a no-op when the cache has them.
+#                  kube-controller-manager, kube-scheduler, kubelet, kubectl, kube-proxy from the
+#                  Go module proxy through a wrapper module; crictl; CoreDNS; the pause and CoreDNS
+#                  images). About 10 minutes on 2 cores from empty Go caches; a no-op when the
+#                  cache has them (only what an older cache lacks is built).
 #   up             build (if needed), start the cluster, wait for a Ready node and the default
-#                  ServiceAccount, make the default StorageClass, import the sandbox image from
+#                  ServiceAccount, make the default StorageClass, add the node's rules for the
+#                  pods' traffic (masquerade, forward), wait for kube-proxy and a ready CoreDNS
+#                  (cluster.local, at 10.96.0.10), import the sandbox image from
 #                  Docker (if Docker has it) and write the kubeconfig. Fails with the log of the
 #                  part that did not come up (and tears down what it started).
 #   down           ends only the processes `up` started (by their recorded PIDs), removes the pods'
-#                  containers, mounts, cgroups, network bridge and the files `up` made. Keeps the
+#                  containers, mounts, cgroups, network bridge, kube-proxy's chains (KUBE-*), its
+#                  own iptables rules and the files `up` made. Keeps the
 #                  cached binaries and the containerd image store.
 #   status         says whether the cluster is up (exit 0) or not (exit 1).
 #   import-image   copies images from Docker into the cluster's containerd (default
@@ -34,18 +40,26 @@ NAME="k8s-cluster"
 K8S_VERSION="v1.34.4"
 STAGING_VERSION="v0.34.4"
 CRICTL_VERSION="v1.34.0"
+COREDNS_VERSION="v1.14.7"
 PAUSE_IMAGE="acs.local/pause:3.10"
+COREDNS_IMAGE="acs.local/coredns:$COREDNS_VERSION"
 CACHE="${ACS_K8S_CACHE:-/var/cache/acs/kubernetes}"
 BIN="$CACHE/$K8S_VERSION/bin"
 STATE="${ACS_K8S_STATE:-/var/lib/acs-k8s}"
 RUN="${ACS_K8S_RUN:-/run/acs-k8s}"
 API_PORT="${ACS_K8S_PORT:-16443}"
+# The processes `up` starts; each one's binary has its name.
+PARTS=(etcd kube-apiserver socat kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
 ETCD_PORT=23790
 ETCD_PEER_PORT=23800
 KUBELET_PORT=10250
 STREAM_PORT=10011
 BRIDGE="acsk8s0"
 POD_SUBNET="10.89.0.0/24"
+# The bridge's own address: the pods' gateway, and where pods reach the API server (through socat).
+BRIDGE_ADDRESS="10.89.0.1"
+SERVICE_SUBNET="10.96.0.0/24"
+DNS_ADDRESS="10.96.0.10"
 CNI_NET="acs-k8s"
 HOSTPATH_PV="/tmp/hostpath_pv"
 KUBECONFIG_FILE="$STATE/admin.kubeconfig"
@@ -63,12 +77,12 @@ STAGING_MODULES=(api apimachinery client-go apiserver apiextensions-apiserver co
   controller-manager cloud-provider cluster-bootstrap code-generator cri-api cri-client csi-translation-lib
   dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator kube-controller-manager kube-proxy
   kube-scheduler kubectl kubelet metrics mount-utils pod-security-admission sample-apiserver cli-runtime)
-KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
 
 built() {
   local b
-  for b in "${KUBE_BINARIES[@]}" crictl pause; do [ -x "$BIN/$b" ] || return 1; done
-  [ -s "$BIN/pause.oci.tar" ]
+  for b in "${KUBE_BINARIES[@]}" crictl pause coredns; do [ -x "$BIN/$b" ] || return 1; done
+  [ -s "$BIN/pause.oci.tar" ] && [ -s "$BIN/coredns.oci.tar" ]
 }
 
 cmd_build() {
@@ -87,7 +101,9 @@ cmd_build() {
   local started work
   started=$(date +%s)
   work="$CACHE/build"
-  mkdir -p "$work/wrapper/empty/sample-controller" "$work/wrapper/empty/sample-cli-plugin" "$work/crictl" "$work/pause" "$BIN.tmp"
+  mkdir -p "$work/wrapper/empty/sample-controller" "$work/wrapper/empty/sample-cli-plugin" "$work/crictl" "$work/pause" "$work/coredns" "$BIN.tmp"
+  # A cache from an earlier version of this script: only what it lacks is built.
+  [ -d "$BIN" ] && cp -al "$BIN/." "$BIN.tmp/"
   # The go caches of the build are its own, removed when it succeeds (about 4.5 GB).
   export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOMODCACHE="$work/gomod" GOCACHE="$work/gocache" CGO_ENABLED=0
   # k8s.io/kubernetes' module zip has no staging/ directory while its go.mod replaces every
@@ -108,12 +124,15 @@ cmd_build() {
   echo "module k8s.io/sample-controller" >"$work/wrapper/empty/sample-controller/go.mod"
   echo "module k8s.io/sample-cli-plugin" >"$work/wrapper/empty/sample-cli-plugin/go.mod"
   log "resolving k8s.io/kubernetes $K8S_VERSION (Go module proxy)"
-  local packages=() b
-  for b in "${KUBE_BINARIES[@]}"; do packages+=("k8s.io/kubernetes/cmd/$b@$K8S_VERSION"); done
-  # go get of the commands records every module (and checksum) they need.
-  (cd "$work/wrapper" && go get "${packages[@]}" >"$work/get.log" 2>&1) || { tail -30 "$work/get.log" >&2; die "resolving the modules failed (log above)"; }
+  local packages=() missing=() b
   for b in "${KUBE_BINARIES[@]}"; do
-    [ -x "$BIN.tmp/$b" ] && continue
+    [ -x "$BIN.tmp/$b" ] || { missing+=("$b"); packages+=("k8s.io/kubernetes/cmd/$b@$K8S_VERSION"); }
+  done
+  # go get of the commands records every module (and checksum) they need.
+  if [ ${#missing[@]} -gt 0 ]; then
+    (cd "$work/wrapper" && go get "${packages[@]}" >"$work/get.log" 2>&1) || { tail -30 "$work/get.log" >&2; die "resolving the modules failed (log above)"; }
+  fi
+  for b in "${missing[@]}"; do
     log "building $b ($(elapsed "$started")s)"
     (cd "$work/wrapper" && nice -n 10 go build -mod=mod -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34" -o "$BIN.tmp/$b" "k8s.io/kubernetes/cmd/$b" >"$work/$b.log" 2>&1) ||
       { tail -30 "$work/$b.log" >&2; die "building $b failed (log above)"; }
@@ -127,8 +146,14 @@ cmd_build() {
       nice -n 10 go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN.tmp/crictl" sigs.k8s.io/cri-tools/cmd/crictl >>"$work/crictl.log" 2>&1) ||
       { tail -30 "$work/crictl.log" >&2; die "building crictl failed (log above)"; }
   fi
-  log "building the pause image $PAUSE_IMAGE"
-  build_pause "$work/pause" "$BIN.tmp"
+  if [ ! -x "$BIN.tmp/coredns" ]; then
+    log "building coredns $COREDNS_VERSION ($(elapsed "$started")s)"
+    build_coredns "$work/coredns" "$BIN.tmp" >"$work/coredns.log" 2>&1 || { tail -30 "$work/coredns.log" >&2; die "building coredns failed (log above)"; }
+  fi
+  if [ ! -s "$BIN.tmp/pause.oci.tar" ]; then
+    log "building the pause image $PAUSE_IMAGE"
+    build_pause "$work/pause" "$BIN.tmp"
+  fi
   rm -rf "$BIN" && mv "$BIN.tmp" "$BIN"
   chmod -R go-w "$BIN"
   rm -rf "$work"
@@ -140,7 +165,7 @@ cmd_build() {
 # archive that `ctr images import` loads: there is no registry to pull registry.k8s.io/pause from.
 build_pause() {
   local dir="$1" out="$2"
-  mkdir -p "$dir/src" "$dir/rootfs" "$dir/oci/blobs/sha256"
+  mkdir -p "$dir/src" "$dir/rootfs"
   cat >"$dir/src/main.go" <<'GO'
 package main
 
@@ -169,12 +194,48 @@ GO
   echo "module acs.local/pause" >"$dir/src/go.mod"
   (cd "$dir/src" && go build -trimpath -ldflags "-s -w" -o "$dir/rootfs/pause" .) || die "building the pause binary failed"
   cp "$dir/rootfs/pause" "$out/pause"
-  tar --numeric-owner --owner=0 --group=0 --mtime='2000-01-01' -C "$dir/rootfs" -cf "$dir/layer.tar" pause
+  oci_image "$dir" "$PAUSE_IMAGE" '{"Entrypoint":["/pause"],"User":"65535:65535"}' "$out/pause.oci.tar"
+}
+
+# CoreDNS with only the plugins the cluster's Corefile uses (no forward: names outside the
+# cluster are not resolved, so no query leaves the node), packed as an image like pause.
+build_coredns() {
+  local dir="$1" out="$2"
+  mkdir -p "$dir/src" "$dir/rootfs"
+  cat >"$dir/src/main.go" <<'GO'
+package main
+
+import (
+	_ "github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func main() { coremain.Run() }
+GO
+  (cd "$dir/src" && { [ -f go.mod ] || go mod init acs.local/coredns-build; } &&
+    go get "github.com/coredns/coredns@$COREDNS_VERSION" && go mod tidy &&
+    nice -n 10 go build -mod=mod -trimpath -ldflags "-s -w" -o "$dir/rootfs/coredns" .) || return 1
+  cp "$dir/rootfs/coredns" "$out/coredns"
+  oci_image "$dir" "$COREDNS_IMAGE" '{"Entrypoint":["/coredns"]}' "$out/coredns.oci.tar"
+}
+
+# oci_image DIR NAME CONFIG ARCHIVE: DIR/rootfs as a one-layer OCI image archive named NAME.
+oci_image() {
+  local dir="$1" name="$2" image_config="$3" archive="$4"
+  mkdir -p "$dir/oci/blobs/sha256"
+  # The root's entries by name, not `.`: the layer holds `pause`, not `./pause` (names of our own, no spaces).
+  # shellcheck disable=SC2046
+  tar --numeric-owner --owner=0 --group=0 --mtime='2000-01-01' -C "$dir/rootfs" -cf "$dir/layer.tar" $(ls "$dir/rootfs")
   local layer_digest layer_size config config_digest manifest manifest_digest
   layer_digest=$(sha256sum "$dir/layer.tar" | cut -d' ' -f1)
   layer_size=$(stat -c %s "$dir/layer.tar")
   cp "$dir/layer.tar" "$dir/oci/blobs/sha256/$layer_digest"
-  config="{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/pause\"],\"User\":\"65535:65535\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$layer_digest\"]}}"
+  config="{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":$image_config,\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$layer_digest\"]}}"
   printf '%s' "$config" >"$dir/config.json"
   config_digest=$(sha256sum "$dir/config.json" | cut -d' ' -f1)
   cp "$dir/config.json" "$dir/oci/blobs/sha256/$config_digest"
@@ -183,9 +244,9 @@ GO
   manifest_digest=$(sha256sum "$dir/manifest.json" | cut -d' ' -f1)
   cp "$dir/manifest.json" "$dir/oci/blobs/sha256/$manifest_digest"
   printf '{"imageLayoutVersion":"1.0.0"}' >"$dir/oci/oci-layout"
-  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"3.10"}}]}' \
-    "$manifest_digest" "${#manifest}" "$PAUSE_IMAGE" >"$dir/oci/index.json"
-  tar --numeric-owner --owner=0 --group=0 -C "$dir/oci" -cf "$out/pause.oci.tar" oci-layout index.json blobs
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_digest" "${#manifest}" "$name" "${name##*:}" >"$dir/oci/index.json"
+  tar --numeric-owner --owner=0 --group=0 -C "$dir/oci" -cf "$archive" oci-layout index.json blobs
 }
 
 # --- up ------------------------------------------------------------------------------------
@@ -250,10 +311,11 @@ make_certs() {
       { [ -n "$4" ] && echo "subjectAltName = $4"; echo "extendedKeyUsage = $5"; } >"$1.ext"
       openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -sha256 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
     }
-    cert apiserver kube-apiserver "" "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1" serverAuth
+    cert apiserver kube-apiserver "" "IP:127.0.0.1,IP:$BRIDGE_ADDRESS,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1" serverAuth
     cert admin acs-admin system:masters "" clientAuth
     cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
     cert kubelet system:node:localhost system:nodes "" clientAuth
+    cert kube-proxy system:kube-proxy "" "" clientAuth
     cert kubelet-serving localhost "" "IP:127.0.0.1,DNS:localhost" serverAuth
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
@@ -315,14 +377,14 @@ state = "$RUN/containerd-state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
 EOF
-  # A bridge with addresses from host-local and no gateway, masquerade or forwarding: pods get
-  # an interface (the CRI needs one) and reach nothing beyond it.
+  # A bridge with addresses from host-local, the bridge's address as the pods' gateway; the one
+  # masquerade rule for the pod subnet is up's own (node_rules), not one per pod.
   cat >"$STATE/cni/net.d/10-acs-k8s.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$CNI_NET",
   "plugins": [
-    { "type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": false,
+    { "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": false,
       "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$POD_SUBNET" }]] } },
     { "type": "loopback" }
   ]
@@ -348,6 +410,8 @@ failCgroupV1: false
 failSwapOn: false
 makeIPTablesUtilChains: false
 resolvConf: ""
+clusterDNS: [$DNS_ADDRESS]
+clusterDomain: cluster.local
 containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
 # The shared disk of a development machine is often fuller than the defaults allow.
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
@@ -359,12 +423,13 @@ nodeStatusUpdateFrequency: 5s
 EOF
   kubeconfig "$STATE/admin.kubeconfig" admin
   kubeconfig "$STATE/kubelet.kubeconfig" kubelet
+  kubeconfig "$STATE/kube-proxy.kubeconfig" kube-proxy
 }
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "needs root (containerd, the kubelet, cgroups, mounts)"
   local part
-  for part in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for part in "${PARTS[@]}"; do
     if our_pid "$part" "$part" >/dev/null; then
       cmd_status >/dev/null && { log "already up: export KUBECONFIG=$KUBECONFIG_FILE"; return 0; }
       die "$part is running (PID $(our_pid "$part" "$part")) but the cluster is not ready: run \`bash scripts/k8s-cluster.sh down\` first"
@@ -388,6 +453,11 @@ cmd_up() {
   done
   make_certs
   write_configs
+  # The bridge is made before its first pod: socat listens on its address.
+  ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+  ip addr replace "$BRIDGE_ADDRESS/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  node_rules add
 
   start_part etcd etcd --name acs-k8s --data-dir "$STATE/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
@@ -399,8 +469,8 @@ cmd_up() {
   start_part kube-apiserver "$BIN/kube-apiserver" \
     --bind-address=127.0.0.1 --secure-port="$API_PORT" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --endpoint-reconciler-type=none \
-    --service-cluster-ip-range=10.96.0.0/24 \
+    --advertise-address="$BRIDGE_ADDRESS" \
+    --service-cluster-ip-range="$SERVICE_SUBNET" \
     --client-ca-file="$STATE/pki/ca.crt" \
     --tls-cert-file="$STATE/pki/apiserver.crt" --tls-private-key-file="$STATE/pki/apiserver.key" \
     --kubelet-client-certificate="$STATE/pki/apiserver-kubelet-client.crt" --kubelet-client-key="$STATE/pki/apiserver-kubelet-client.key" \
@@ -412,6 +482,9 @@ cmd_up() {
     --allow-privileged=false --profiling=false --v=1
   wait_for kube-apiserver 90 kubectl_ get --raw /readyz
   log "API server ready ($(elapsed "$started")s)"
+  # The API server listens on 127.0.0.1 only; pods reach it at the address it advertises (the
+  # endpoint of the `kubernetes` Service) through this relay, which listens on the bridge only.
+  start_part socat socat "TCP-LISTEN:$API_PORT,bind=$BRIDGE_ADDRESS,reuseaddr,fork" "TCP:127.0.0.1:$API_PORT"
 
   start_part kube-controller-manager "$BIN/kube-controller-manager" \
     --kubeconfig="$STATE/admin.kubeconfig" --authentication-kubeconfig="$STATE/admin.kubeconfig" --authorization-kubeconfig="$STATE/admin.kubeconfig" \
@@ -428,6 +501,9 @@ cmd_up() {
   if ! ctr_ images ls -q | grep -qx "$PAUSE_IMAGE"; then
     ctr_ images import "$BIN/pause.oci.tar" >/dev/null || fail_up containerd "importing the pause image failed"
   fi
+  if ! ctr_ images ls -q | grep -qx "$COREDNS_IMAGE"; then
+    ctr_ images import "$BIN/coredns.oci.tar" >/dev/null || fail_up containerd "importing the CoreDNS image failed"
+  fi
   # Pods a crashed earlier run left in this containerd.
   "$BIN/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" rmp -fa >/dev/null 2>&1 || true
 
@@ -435,6 +511,11 @@ cmd_up() {
     --root-dir="$STATE/kubelet" --hostname-override=localhost --v=1
   wait_for kubelet 90 node_ready
   log "node Ready ($(elapsed "$started")s)"
+  # NodePorts only on the bridge, and the node's conntrack settings left as they are.
+  start_part kube-proxy "$BIN/kube-proxy" --kubeconfig="$STATE/kube-proxy.kubeconfig" --hostname-override=localhost \
+    --proxy-mode=iptables --cluster-cidr="$POD_SUBNET" --nodeport-addresses="$BRIDGE_ADDRESS/32" --iptables-localhost-nodeports=false \
+    --healthz-bind-address=127.0.0.1:10256 --metrics-bind-address=127.0.0.1:10249 \
+    --conntrack-max-per-core=0 --conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 --v=1
   wait_for kube-controller-manager 60 kubectl_ -n default get serviceaccount default
   kubectl_ apply -f - >/dev/null <<EOF
 apiVersion: storage.k8s.io/v1
@@ -446,6 +527,13 @@ provisioner: kubernetes.io/host-path
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOF
+  wait_for kube-proxy 60 curl -fsS http://127.0.0.1:10256/healthz
+  sed -e "s|@DNS_ADDRESS@|$DNS_ADDRESS|" -e "s|@COREDNS_IMAGE@|$COREDNS_IMAGE|" "$(dirname "${BASH_SOURCE[0]}")/k8s-cluster-dns.yaml" | kubectl_ apply -f - >/dev/null
+  # Ready means it has read the Services through the `kubernetes` Service: kube-proxy, the relay
+  # and the pods' routes work.
+  kubectl_ -n kube-system rollout status deployment/coredns --timeout=90s >/dev/null ||
+    { kubectl_ -n kube-system logs deployment/coredns --tail=20 >>"$STATE/logs/kube-proxy.log" 2>&1 || true; fail_up kube-proxy "CoreDNS is not ready after 90s (its log is at the end)"; }
+  log "cluster DNS ready ($(elapsed "$started")s)"
   if command -v docker >/dev/null && docker image inspect acs-sandbox:bookworm >/dev/null 2>&1; then
     cmd_import_image acs-sandbox:bookworm
   else
@@ -485,6 +573,50 @@ cmd_import_image() {
   done
 }
 
+# node_rules add|delete: the node's rules for the pods' traffic out through the node (masqueraded)
+# and back, past Docker's FORWARD policy DROP; each is marked, so only these are deleted.
+node_rules() {
+  local table chain spec
+  while read -r table chain spec; do
+    # shellcheck disable=SC2086 # spec is several words
+    if [ "$1" = add ]; then
+      iptables -w -t "$table" -C "$chain" $spec -m comment --comment acs-k8s 2>/dev/null ||
+        iptables -w -t "$table" -A "$chain" $spec -m comment --comment acs-k8s
+    else
+      while iptables -w -t "$table" -D "$chain" $spec -m comment --comment acs-k8s 2>/dev/null; do :; done
+    fi
+  done <<RULES
+nat POSTROUTING -s $POD_SUBNET ! -o $BRIDGE -j MASQUERADE
+filter FORWARD -i $BRIDGE -j ACCEPT
+filter FORWARD -o $BRIDGE -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+RULES
+  if [ "$1" = add ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" != 1 ]; then
+    echo 1 >/proc/sys/net/ipv4/ip_forward
+    touch "$RUN/ip_forward"
+  elif [ "$1" = delete ] && [ -f "$RUN/ip_forward" ]; then
+    echo 0 >/proc/sys/net/ipv4/ip_forward
+  fi
+}
+
+# kube-proxy's chains (KUBE-*) and the jumps to them, in both families: what `kube-proxy --cleanup`
+# does, without its flushing every IPVS rule of the node.
+remove_kube_chains() {
+  local cmd table rule chain
+  for cmd in iptables ip6tables; do
+    command -v "$cmd" >/dev/null || continue
+    for table in nat filter mangle; do
+      { "$cmd" -w -t "$table" -S 2>/dev/null || true; } | { grep -E '^-A (PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING) .*-j KUBE-' || true; } |
+        sed 's/^-A /-D /' | while read -r rule; do eval "$cmd -w -t $table $rule" 2>/dev/null || true; done
+      for chain in $("$cmd" -w -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do
+        "$cmd" -w -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $("$cmd" -w -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do
+        "$cmd" -w -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+}
+
 # --- down ----------------------------------------------------------------------------------
 
 stop_part() {
@@ -508,9 +640,18 @@ cmd_down() {
   if our_pid containerd containerd >/dev/null; then
     "$BIN/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" rmp -fa >/dev/null 2>&1 || true
   fi
+  local proxied=""
+  [ -f "$(pid_file kube-proxy)" ] && proxied=1
+  stop_part kube-proxy kube-proxy
+  [ -z "$proxied" ] || remove_kube_chains
+  node_rules delete
   stop_part kube-scheduler kube-scheduler
   stop_part kube-controller-manager kube-controller-manager
   stop_part kube-apiserver kube-apiserver
+  # socat's children (one per connection) are in its process group.
+  local relay
+  if relay=$(our_pid socat socat); then kill -TERM -- "-$relay" 2>/dev/null || true; fi
+  stop_part socat socat
   stop_part etcd etcd
   stop_part containerd containerd
   # Shims of our containerd that outlived it (they name its socket on their command line).
@@ -533,13 +674,13 @@ cmd_down() {
   if [ -f "$RUN/made" ]; then
     while read -r path; do rm -rf "$path"; done <"$RUN/made"
   fi
-  rm -rf "$STATE/etcd" "$STATE/kubelet" "$STATE/pki" "$STATE/cni" "$STATE/admin.kubeconfig" "$STATE/kubelet.kubeconfig" "$RUN"
+  rm -rf "$STATE/etcd" "$STATE/kubelet" "$STATE/pki" "$STATE/cni" "$STATE/admin.kubeconfig" "$STATE/kubelet.kubeconfig" "$STATE/kube-proxy.kubeconfig" "$RUN"
   log "down in $(elapsed "$started")s (logs of the last run in $STATE/logs)"
 }
 
 cmd_status() {
   local part up=0
-  for part in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for part in "${PARTS[@]}"; do
     if pid=$(our_pid "$part" "$part"); then echo "$part: running (PID $pid)"; else echo "$part: not running"; up=1; fi
   done
   if [ "$up" = 0 ] && node_ready; then
