@@ -8740,7 +8740,7 @@ export interface operations {
     getCurrentUser: {
         parameters: {
             query?: {
-                expose_secrets?: "0" | "1" | "true" | "false" | "yes" | "no" | "on" | "off";
+                expose_secrets?: "0" | "1" | "true" | "false";
             };
             header?: {
                 "X-Session-API-Key"?: string;

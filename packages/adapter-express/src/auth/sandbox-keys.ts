@@ -1,8 +1,7 @@
-import type { AgentConversationService, DomainError, DomainErrorOf } from '@acs/core';
+import { isSandboxKey, type AgentConversationService, type DomainError, type DomainErrorOf } from '@acs/core';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { isSandboxKey } from '@acs/core';
 import { HTTP_ERROR_CODES } from '../http-error.js';
-import type { ConversationKeyCheck } from './conversation-keys.js';
+import type { ConversationKeyCheck, ConversationKeyClaims } from './conversation-keys.js';
 
 /**
  * Sandbox keys: what code running inside a sandbox presents (OpenHands 1.11's
@@ -44,14 +43,24 @@ export function sandboxKeyChecker(sources: SandboxKeySources): SandboxKeyChecker
     if (!key) return { refused: 'missing' };
     const scoped = await sources.conversationKey(key);
     if (!scoped) return ownKeyOpens(sources.service, key, sandboxId);
-    const found = await sources.service.conversations.get(scoped.userId, scoped.conversationId);
-    if (found.isErr())
-      return found.error.type === 'ConversationNotFound' ? { refused: 'invalid' } : { failed: found.error };
-    const { record, sandbox_status } = found.value;
-    if (record.sandbox_id !== sandboxId) return { refused: 'other_sandbox' };
-    if (sandbox_status !== 'RUNNING') return { refused: 'not_running' };
+    const found = await conversationSandbox(sources.service, scoped);
+    if (found.isErr()) return { failed: found.error };
+    if (!found.value) return { refused: 'invalid' };
+    if (found.value.sandboxId !== sandboxId) return { refused: 'other_sandbox' };
+    if (!found.value.running) return { refused: 'not_running' };
     return { userId: scoped.userId };
   };
+}
+
+/** The sandbox of a conversation key's conversation, and whether it runs; null when the conversation is gone. */
+function conversationSandbox(
+  service: AgentConversationService,
+  scoped: ConversationKeyClaims,
+): ResultAsync<{ sandboxId: string | null; running: boolean } | null, DomainErrorOf<'StoreUnavailable'>> {
+  return service.conversations
+    .get(scoped.userId, scoped.conversationId)
+    .map((found) => ({ sandboxId: found.record.sandbox_id, running: found.sandbox_status === 'RUNNING' }))
+    .orElse((error) => (error.type === 'ConversationNotFound' ? okAsync(null) : errAsync(error)));
 }
 
 /** Whether `key` is the sandbox's own key (an agent-server sandbox's), and the sandbox runs. */
@@ -88,14 +97,9 @@ export function ownSandboxKeyCheck(sources: SandboxKeySources): OwnSandboxKeyChe
     return ResultAsync.fromSafePromise(sources.conversationKey(key)).andThen((scoped) => {
       if (scoped && scoped.userId !== userId) return refuse('other_user');
       if (scoped)
-        return sources.service.conversations
-          .get(scoped.userId, scoped.conversationId)
-          .orElse((error) =>
-            error.type === 'ConversationNotFound' ? okAsync(null) : errAsync<null, typeof error>(error),
-          )
-          .andThen((found) =>
-            found?.sandbox_status === 'RUNNING' && found.record.sandbox_id ? okAsync(undefined) : refuse('invalid'),
-          );
+        return conversationSandbox(sources.service, scoped).andThen((found) =>
+          found?.running && found.sandboxId ? okAsync(undefined) : refuse('invalid'),
+        );
       return sources.service.sandboxes
         .runningByKey(userId, key)
         .andThen((found) => (found ? okAsync(undefined) : refuse('invalid')));
