@@ -29,13 +29,39 @@ export async function removeContainersOf(docker: Docker, userId: string): Promis
   );
 }
 
+/** The repository's root (the build scripts run from there). */
+export const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const AGENT_SERVER_BUILD = fileURLToPath(new URL('../../../scripts/build-agent-server-image.sh', import.meta.url));
 
+/** Runs a command to its end, with its output; never throws. */
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; deadlineMs?: number } = {},
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGTERM'), options.deadlineMs ?? 300_000);
+  return new Promise((resolve) => {
+    child.on('error', (error) => (output += `\n${error.message}`));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
 /**
- * Builds an OpenHands agent-server image the engine lacks, as the service would on its first
- * sandbox (a few minutes; CI builds only the newest pin), failing with the build's output.
+ * Builds an image the engine lacks with one of the repository's build scripts (`bash` and
+ * `script`, from the repository's root; a few minutes), failing with the build's output.
  */
-export async function ensureAgentServerImage(docker: Docker, image: string): Promise<void> {
+export async function ensureImage(docker: Docker, image: string, script: readonly string[]): Promise<void> {
   const present = await docker
     .getImage(image)
     .inspect()
@@ -44,12 +70,13 @@ export async function ensureAgentServerImage(docker: Docker, image: string): Pro
       () => false,
     );
   if (present) return;
-  const build = spawn('bash', [AGENT_SERVER_BUILD, '--tag', image], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  build.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  build.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const timer = setTimeout(() => build.kill('SIGTERM'), 1_500_000);
-  const code = await new Promise<number | null>((resolve) => build.on('close', resolve));
-  clearTimeout(timer);
+  const { code, output } = await runCommand('bash', script, { cwd: repositoryRoot, deadlineMs: 1_500_000 });
   if (code !== 0) throw new Error(`Building ${image} failed (exit ${code}):\n${output.slice(-6000)}`);
 }
+
+/**
+ * An OpenHands agent-server image, built as the service would on its first sandbox when the
+ * engine lacks it (CI builds only the newest pin).
+ */
+export const ensureAgentServerImage = (docker: Docker, image: string): Promise<void> =>
+  ensureImage(docker, image, [AGENT_SERVER_BUILD, '--tag', image]);

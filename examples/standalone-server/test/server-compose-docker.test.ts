@@ -19,12 +19,11 @@ import {
   freePort,
   installationOf,
   removeSandboxesOf,
-  repositoryRoot,
-  runCommand,
   scriptSandboxCommand,
   startScriptedConversation,
   untilFinished,
 } from './server-image.js';
+import { repositoryRoot, runCommand } from './containers.js';
 
 const docker = new Docker();
 const COMPOSE_FILE = join(repositoryRoot, 'deploy/compose/compose.yaml');

@@ -22,12 +22,12 @@ import {
   imageMegabytes,
   installationOf,
   removeSandboxesOf,
-  runCommand,
   scriptSandboxCommand,
   startScriptedConversation,
   untilFinished,
   type Attached,
 } from './server-image.js';
+import { runCommand } from './containers.js';
 
 const docker = new Docker();
 const run = randomBytes(4).toString('hex');

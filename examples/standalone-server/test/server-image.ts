@@ -6,52 +6,17 @@ import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { marker, scriptedCompletion, toolCall, type FakeOpenAi } from '@acs/testing';
 import type { ConversationEvent } from '@acs/core/schemas';
+import { ensureImage } from './containers.js';
 import { allEvents, body, call, waitFor } from './process.js';
 
 export const SERVER_IMAGE = 'acs-server:latest';
-export const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const BUILD_SCRIPT = fileURLToPath(new URL('../../../scripts/build-server-image.sh', import.meta.url));
 
 /** The group of the engine's socket, for `--group-add` (the image's user is not root). */
 export const dockerSocketGroup = () => String(statSync('/var/run/docker.sock').gid);
 
-/** Runs a command to its end, with its output; never throws. */
-export function runCommand(
-  command: string,
-  args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; deadlineMs?: number } = {},
-): Promise<{ code: number | null; output: string }> {
-  const child = spawn(command, args, {
-    cwd: options.cwd,
-    env: options.env ?? process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGTERM'), options.deadlineMs ?? 300_000);
-  return new Promise((resolve) => {
-    child.on('error', (error) => (output += `\n${error.message}`));
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
-
 /** Builds the image with `npm run image`'s script when the engine lacks it, failing with the build's output. */
-export async function ensureServerImage(docker: Docker): Promise<void> {
-  const present = await docker
-    .getImage(SERVER_IMAGE)
-    .inspect()
-    .then(
-      () => true,
-      () => false,
-    );
-  if (present) return;
-  const { code, output } = await runCommand('bash', [BUILD_SCRIPT], { cwd: repositoryRoot, deadlineMs: 1_500_000 });
-  if (code !== 0) throw new Error(`Building ${SERVER_IMAGE} failed (exit ${code}):\n${output.slice(-6000)}`);
-}
+export const ensureServerImage = (docker: Docker): Promise<void> => ensureImage(docker, SERVER_IMAGE, [BUILD_SCRIPT]);
 
 /** The image's size in MB (as `docker images` counts it). */
 export async function imageMegabytes(docker: Docker, image = SERVER_IMAGE): Promise<number> {
