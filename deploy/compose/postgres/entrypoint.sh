@@ -9,6 +9,11 @@ set -eu
 if [ "$(id -u)" = 0 ]; then
   mkdir -p "$PGDATA" /run/postgresql
   chown postgres:postgres "$PGDATA" /run/postgresql
+  # PGDATA may be a directory below the mount (a fresh volume can hold lost+found), and a
+  # volume's root may be root's and closed to others (a hostPath claim's is 0750): the way down
+  # to PGDATA is made postgres's too.
+  parent=$(dirname "$PGDATA")
+  if [ "$parent" != / ]; then chown postgres:postgres "$parent"; fi
   chmod 0700 "$PGDATA"
   chmod 2775 /run/postgresql
   exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"

@@ -44,7 +44,7 @@ export interface StandaloneConfig {
         synchronous: 'full' | 'normal';
       }
     | { kind: 'pglite' }
-    | { kind: 'postgres'; url: string }
+    | { kind: 'postgres'; url: string; waitMs: number }
     | { kind: 'memory' };
   /** Absolute; holds the embedded database (SQLite or PGlite) and the generated secret key. */
   dataDir: string;
@@ -229,6 +229,7 @@ const EnvSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// connection string')
     .optional(),
+  ACS_DATABASE_WAIT_SECONDS: z.coerce.number().min(0).max(3600).default(60),
   DATA_DIR: z.string().default('./data'),
   ACS_SECRET_KEY: z.string().optional(),
   ACS_PREVIOUS_SECRET_KEYS: z.string().optional(),
@@ -310,7 +311,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StandaloneConf
     userLimits: userLimitsOf(e),
     storage:
       storageKind === 'postgres'
-        ? { kind: 'postgres', url: e.DATABASE_URL as string }
+        ? { kind: 'postgres', url: e.DATABASE_URL as string, waitMs: e.ACS_DATABASE_WAIT_SECONDS * 1000 }
         : storageKind === 'sqlite'
           ? { kind: 'sqlite', chosen: e.ACS_STORAGE === 'sqlite', synchronous: e.ACS_SQLITE_SYNCHRONOUS }
           : { kind: storageKind },

@@ -98,7 +98,7 @@ export async function openStorage(
       signingSecret,
       info: { secretKey: source, secretKeyId: cipher.currentKeyId, ...(keyFile ? { secretKeyFile: keyFile } : {}) },
     };
-    if (config.storage.kind === 'postgres') return await openPostgres(config.storage.url, keys);
+    if (config.storage.kind === 'postgres') return await openPostgresWhenUp(config.storage, keys, warn);
     const embedded =
       config.storage.kind === 'sqlite' ? sqliteOrPglite(config.dataDir, config.storage.chosen) : config.storage.kind;
     if (embedded === 'sqlite') {
@@ -155,6 +155,37 @@ async function openSqlite(
       await lock?.release();
     },
   };
+}
+
+/**
+ * Errors of a database that is not there yet rather than one that refuses us: no listener, a name
+ * not resolved yet, no socket file yet, or PostgreSQL still starting (57P03). A service started
+ * beside its database (a chart's pods, a compose file without health checks) waits for these;
+ * a wrong password or a missing database fails at once.
+ */
+const NOT_UP_YET = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'ENOENT', '57P03']);
+
+/** openPostgres, tried again while the database is not up yet, for up to ACS_DATABASE_WAIT_SECONDS. */
+async function openPostgresWhenUp(
+  { url, waitMs }: { url: string; waitMs: number },
+  keys: OpenKeys,
+  warn: (fields: Record<string, unknown>, message: string) => void,
+): Promise<Storage> {
+  const deadline = Date.now() + waitMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openPostgres(url, keys);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code !== 'string' || !NOT_UP_YET.has(code) || Date.now() >= deadline) throw error;
+      if (attempt === 1)
+        warn(
+          { code, waitSeconds: waitMs / 1000 },
+          `the database does not answer yet (${(error as Error).message}); trying again for up to ${waitMs / 1000} s (ACS_DATABASE_WAIT_SECONDS)`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 200 * attempt)));
+    }
+  }
 }
 
 /** PostgreSQL at DATABASE_URL, with its live-event notifier; its client is loaded only for it. */

@@ -2,9 +2,19 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { allEvents, call, exampleDir, freshDataDir, startServer, type Running } from './process.js';
+import {
+  allEvents,
+  call,
+  exampleDir,
+  freshDataDir,
+  startServer,
+  waitForOutput,
+  spawnServer,
+  type Running,
+} from './process.js';
 import { scratchDatabase } from './databases.js';
 
 const KEY = 'persist-key-0123456789abcdef';
@@ -263,6 +273,44 @@ describe('the example server keeps its data across restarts', () => {
       await expectEverything(second, ids);
       await kill(second);
     } finally {
+      await database.drop();
+    }
+  });
+
+  it('waits for a PostgreSQL server that is not up yet (ACS_DATABASE_WAIT_SECONDS), and not for one that refuses it', async () => {
+    const database = await scratchDatabase('acs_wait');
+    const target = new URL(database.url);
+    // A port nothing listens on yet; later a relay to the real server opens on it.
+    const relay = createServer((client) => {
+      const upstream = createConnection(Number(target.port), target.hostname);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const { port } = relay.address() as { port: number };
+    await new Promise((resolve) => relay.close(resolve));
+    const late = new URL(database.url);
+    late.port = String(port);
+    try {
+      const server = spawnServer({ SESSION_API_KEY: KEY, DATABASE_URL: late.toString() });
+      const waiting = await waitForOutput(server, 'trying again for up to 60 s', 'its waiting line');
+      expect(waiting).toContain('ECONNREFUSED');
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(server.child.exitCode).toBeNull();
+      await new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
+      await waitForOutput(server, '"agent conversation service listening"', 'its listening line');
+      await kill(server);
+
+      // A wrong password is an answer: no waiting.
+      const refused = new URL(database.url);
+      refused.password = 'not-the-password';
+      const wrong = await startServer({ SESSION_API_KEY: KEY, DATABASE_URL: refused.toString() }, { expectExit: true });
+      expect(await wrong.exited).toBe(1);
+      expect(wrong.stderr()).toContain('password authentication failed');
+      expect(`${wrong.stdout()}${wrong.stderr()}`).not.toContain('trying again');
+    } finally {
+      if (relay.listening) relay.close();
       await database.drop();
     }
   });

@@ -83,6 +83,11 @@ export interface FakeOpenAiOptions {
   keepRequests?: boolean;
   /** A request with `stream: true` gets its completion in chunks; this long a wait before each one after the first. Default 0. */
   streamPieceDelayMs?: number;
+  /**
+   * The address it listens on. Default 127.0.0.1; a test whose server runs in a cluster's pod
+   * gives the node's address on the pods' bridge (its baseUrl then names that address).
+   */
+  host?: string;
 }
 
 /** The text of a message's content (string or text parts). */
@@ -146,7 +151,7 @@ export const errorBody = (message: string, type: string | null, code: string | n
 });
 
 /**
- * A real HTTP server on 127.0.0.1 speaking `POST /v1/chat/completions`, scripted per test: a
+ * A real HTTP server on 127.0.0.1 (or `host`) speaking `POST /v1/chat/completions`, scripted per test: a
  * handler for every request, or a script per conversation (a chat-completions request carries
  * no conversation id, so a conversation is known by the marker in its first user message, and
  * a script is given the turn, so a retried request gets the same answer). A request that no
@@ -168,9 +173,10 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
   };
   const server: Server = createServer((req, res) => receive(state, req, res));
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
-  const root = `http://127.0.0.1:${port}`;
+  const root = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     baseUrl: `${root}/v1`,
     root,
