@@ -165,7 +165,7 @@ async function applyPolicy(deps: SandboxNetworkPoliciesDeps, installationId: str
     deps.logger.warn(
       { namespace: deps.namespace, policy: name, installation: installationId, reason: reasonOf(error) },
       forbidden
-        ? `the service may not create or patch NetworkPolicies in namespace ${deps.namespace}, so its sandbox pods are not kept apart on the network; grant networkpolicies (get, create, patch) in its Role (see examples/kubernetes/acs.yaml); tried again in ${POLICY_RETRY_MS / 60_000} minutes`
+        ? `the service may not create or patch NetworkPolicies in namespace ${deps.namespace}, so its sandbox pods are not kept apart on the network; grant networkpolicies (get, create, patch) in its Role (as the Helm chart deploy/helm/acs does); tried again in ${POLICY_RETRY_MS / 60_000} minutes`
         : `could not apply the NetworkPolicy ${name} of the sandbox pods in namespace ${deps.namespace}; they start without it (tried again in ${POLICY_RETRY_MS / 60_000} minutes)`,
     );
     return false;

@@ -71,6 +71,12 @@ export function onCluster(name: string, register: (kubeConfig: KubeConfig) => vo
 export async function testNamespace(kc: KubeConfig): Promise<string> {
   const name = `acs-test-${randomBytes(4).toString('hex')}`;
   const core = kc.makeApiClient(CoreV1Api);
+  // Registered before the first await: callers make the namespace while their file is collected,
+  // and a hook registered after collection ends is never run (the namespaces stayed behind).
+  afterAll(async () => {
+    // Background: the namespace controller removes what is left (pods, claims) after the file.
+    await core.deleteNamespace({ name, propagationPolicy: 'Background' }).catch(() => undefined);
+  });
   await core.createNamespace({ body: { metadata: { name, labels: { 'io.acs.test': 'true' } } } });
   // The default service account appears a moment later; pods cannot be created before it.
   const deadline = Date.now() + 60_000;
@@ -83,10 +89,6 @@ export async function testNamespace(kc: KubeConfig): Promise<string> {
       );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  afterAll(async () => {
-    // Background: the namespace controller removes what is left (pods, claims) after the file.
-    await core.deleteNamespace({ name, propagationPolicy: 'Background' }).catch(() => undefined);
-  });
   return name;
 }
 

@@ -10,7 +10,7 @@
  * Without helm the suite fails in CI and is skipped elsewhere, saying how to build it; without a
  * cluster, its cluster part does the same (cluster.ts).
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,13 +35,12 @@ import {
   type V1Service,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { expectOk, fixtureId } from '@acs/core/testing';
 import type { Logger } from '@acs/core/ports';
 import { bookworm, clients, KUBECONFIG_PATH, kubernetesRuntime, onCluster, testNamespace } from './cluster.js';
+import { CHART, onHelm, runHelm, type HelmRun } from './helm.js';
 
-const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const CHART = `${REPO}deploy/helm/acs`;
 const SOURCES = fileURLToPath(new URL('../src/', import.meta.url));
 
 /** A rendered object; `one` gives it the type of its kind. */
@@ -58,56 +57,17 @@ interface Kinds {
   Job: V1Job;
 }
 
-/** The helm of scripts/helm.sh, if it is built. */
-function findHelm(): { ok: true; path: string } | { ok: false; why: string } {
-  const found = spawnSync('bash', [`${REPO}scripts/helm.sh`, 'path'], { encoding: 'utf8' });
-  return found.status === 0 ? { ok: true, path: found.stdout.trim() } : { ok: false, why: found.stderr.trim() };
-}
-
-const helmFound = findHelm();
-const HOW_TO = 'build it with `bash scripts/helm.sh` (from the Go module proxy, once per machine, 3–5 minutes)';
-
-function onHelm(name: string, register: (helm: string) => void): void {
-  if (helmFound.ok) {
-    register(helmFound.path);
-    return;
-  }
-  if (process.env.CI === 'true' || process.env.CI === '1') {
-    describe(name, () => {
-      it('needs helm', () => {
-        throw new Error(`These tests need helm (${helmFound.why}): ${HOW_TO}`);
-      });
-    });
-    return;
-  }
-  console.warn(`[helm-chart] ${name}: NOT RUN, no helm (${helmFound.why}); ${HOW_TO}`);
-  describe.skip(`${name} — NOT RUN: no helm; ${HOW_TO}`, () => {
-    it('needs helm', () => undefined);
-  });
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** helm with these arguments, ended after 120 s at most. */
-function run(helm: string, args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      helm,
-      args,
-      { timeout: 120_000, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
 /** `helm template` of the chart as release `t` in namespace `acs`, with these --set pairs; fails with helm's words. */
 async function render(helm: string, sets: string[] = [], extra: string[] = []): Promise<Manifest[]> {
-  const result = await run(helm, ['template', 't', CHART, '-n', 'acs', ...sets.flatMap((s) => ['--set', s]), ...extra]);
+  const result = await runHelm(helm, [
+    'template',
+    't',
+    CHART,
+    '-n',
+    'acs',
+    ...sets.flatMap((s) => ['--set', s]),
+    ...extra,
+  ]);
   if (result.code !== 0) throw new Error(`helm template failed: ${result.stderr}`);
   return (loadAllYaml(result.stdout) as (Manifest | null)[]).filter((d): d is Manifest => d !== null);
 }
@@ -199,7 +159,7 @@ interface SchemaNode {
 onHelm('the Helm chart deploy/helm/acs', (helm) => {
   it('passes helm lint --strict with its defaults and without the in-cluster PostgreSQL', async () => {
     for (const sets of [[], ['postgresql.enabled=false', 'database.existingSecret=acs-database']]) {
-      const lint = await run(helm, ['lint', '--strict', CHART, ...sets.flatMap((s) => ['--set', s])]);
+      const lint = await runHelm(helm, ['lint', '--strict', CHART, ...sets.flatMap((s) => ['--set', s])]);
       expect(lint.code, lint.stdout + lint.stderr).toBe(0);
       expect(lint.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
     }
@@ -266,7 +226,7 @@ onHelm('the Helm chart deploy/helm/acs', (helm) => {
     expect(env.get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'acs-database', key: 'url' });
     expect(env.has('POSTGRESQL_PASSWORD')).toBe(false);
 
-    const refused = await run(helm, ['template', 't', CHART, '--set', 'postgresql.enabled=false']);
+    const refused = await runHelm(helm, ['template', 't', CHART, '--set', 'postgresql.enabled=false']);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('The service needs PostgreSQL');
   });
@@ -319,7 +279,7 @@ onHelm('the Helm chart deploy/helm/acs', (helm) => {
       ['postgresql.enabeld=false', "additional properties 'enabeld' not allowed"],
       ['kubernetes.imagePullPolicy=Sometimes', "at '/kubernetes/imagePullPolicy'"],
     ] as const) {
-      const refused = await run(helm, ['template', 't', CHART, '--set', set]);
+      const refused = await runHelm(helm, ['template', 't', CHART, '--set', set]);
       expect(refused.code, set).not.toBe(0);
       expect(refused.stderr).toContain(words);
     }
@@ -338,7 +298,7 @@ onHelm('the Helm chart deploy/helm/acs', (helm) => {
       const ns = await namespace;
       const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
       for (const sets of [[], ['postgresql.enabled=false', 'database.existingSecret=acs-database']]) {
-        const install = await run(helm, [
+        const install = await runHelm(helm, [
           'install',
           't',
           CHART,
@@ -472,7 +432,7 @@ onHelm('the Helm chart deploy/helm/acs', (helm) => {
 });
 
 /** Runs the uninstall hook's scale-down script (its first container) from this machine, as the given account. */
-async function runScaleDown(job: V1Job, kubeConfig: KubeConfig, token: string): Promise<Run> {
+async function runScaleDown(job: V1Job, kubeConfig: KubeConfig, token: string): Promise<HelmRun> {
   const container = job.spec!.template.spec!.initContainers![0]!;
   const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
   const cluster = kubeConfig.getCurrentCluster()!;
@@ -484,7 +444,7 @@ async function runScaleDown(job: V1Job, kubeConfig: KubeConfig, token: string): 
       join(dir, 'ca.crt'),
       cluster.caData ? Buffer.from(cluster.caData, 'base64') : readFileSync(cluster.caFile!),
     );
-    return await new Promise<Run>((resolve) => {
+    return await new Promise<HelmRun>((resolve) => {
       execFile(
         process.execPath,
         container.command!.slice(1),
