@@ -1,7 +1,14 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import {
+  pageOf,
+  type Page,
+  type PageRequest,
+  type ConversationFilter,
+  type ConversationStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
-import { keyset, likeEscape, Params, run, toPage } from './query-helpers.js';
+import { keyset, likeEscape, Params, run } from './query-helpers.js';
 import type { RecordCache } from './record-cache.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
@@ -83,7 +90,7 @@ export class PostgresConversationStore implements ConversationStore {
         `SELECT record FROM ${this.t.conversations} WHERE ${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(
+      return pageOf(
         rows.rows.map((r) => r.record),
         page.limit,
       );

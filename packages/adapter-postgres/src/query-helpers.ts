@@ -1,5 +1,5 @@
 import { ResultAsync } from 'neverthrow';
-import { type Page, type PageRequest, encodeCursor, storeUnavailable, type StoreFailure } from '@acs/core/ports';
+import { type PageRequest, storeUnavailable, type StoreFailure } from '@acs/core/ports';
 
 /** Runs database work as a ResultAsync: a failing query is a StoreUnavailable, never a throw. */
 export function run<T>(operation: string, work: () => Promise<T>): ResultAsync<T, StoreFailure> {
@@ -29,16 +29,6 @@ export function keyset(
     ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(page.after.created_at)}::timestamptz, ${params.add(page.after.id)})`
     : 'TRUE';
   return { where, orderBy: desc ? 'created_at DESC, id DESC' : 'created_at ASC, id ASC' };
-}
-
-/** Turns `limit + 1` fetched records into a page. */
-export function toPage<R extends { created_at: string; id: string }>(records: R[], limit: number): Page<R> {
-  const items = records.slice(0, limit);
-  const last = items.at(-1);
-  return {
-    items,
-    next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
-  };
 }
 
 /** `%`, `_` and `\` taken literally inside ILIKE. */

@@ -1,7 +1,7 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, SandboxStore, StoreFailure } from '@acs/core/ports';
+import { pageOf, type Page, type PageRequest, type SandboxStore, type StoreFailure } from '@acs/core/ports';
 import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
-import { keyset, Params, run, toPage } from './query-helpers.js';
+import { keyset, Params, run } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -92,7 +92,7 @@ export class PostgresSandboxStore implements SandboxStore {
         `SELECT record FROM ${this.t.sandboxes} WHERE user_id = ${user} AND status <> 'DELETED' AND ${where} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(
+      return pageOf(
         rows.rows.map((r) => r.record),
         page.limit,
       );

@@ -1,7 +1,14 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import {
+  pageOf,
+  type Page,
+  type PageRequest,
+  type StartTaskFilter,
+  type StartTaskStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { StartTaskRecord } from '@acs/core/schemas';
-import { keyset, Params, run, toPage } from './query-helpers.js';
+import { keyset, Params, run } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 import type { SqlExecutor } from './sql.js';
 import type { Tables } from './tables.js';
@@ -56,7 +63,7 @@ export class PostgresStartTaskStore implements StartTaskStore {
         `SELECT record FROM ${this.t.startTasks} WHERE ${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(
+      return pageOf(
         rows.rows.map((r) => r.record),
         page.limit,
       );

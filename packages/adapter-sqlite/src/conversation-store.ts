@@ -1,8 +1,15 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, ConversationFilter, ConversationStore, StoreFailure } from '@acs/core/ports';
+import {
+  pageOf,
+  type Page,
+  type PageRequest,
+  type ConversationFilter,
+  type ConversationStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { ConversationRecord, ExecutionStatus } from '@acs/core/schemas';
 import type { Sqlite } from './driver.js';
-import { instant, jsonList, keyset, Params, run, toPage } from './query-helpers.js';
+import { instant, jsonList, keyset, Params, run } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 
 /** The conversations table: the record and the columns filtered and sorted on. */
@@ -81,7 +88,7 @@ export class SqliteConversationStore implements ConversationStore {
         `${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
         params.values,
       );
-      return toPage(records, page.limit);
+      return pageOf(records, page.limit);
     });
   }
 

@@ -1,5 +1,5 @@
 import { ResultAsync } from 'neverthrow';
-import { type Page, type PageRequest, encodeCursor, storeUnavailable, type StoreFailure } from '@acs/core/ports';
+import { type PageRequest, storeUnavailable, type StoreFailure } from '@acs/core/ports';
 import type { Sqlite, SqliteValue } from './driver.js';
 
 /**
@@ -42,16 +42,6 @@ export function keyset(
     ? `(created_at, id) ${desc ? '<' : '>'} (${params.add(instant(page.after.created_at))}, ${params.add(page.after.id)})`
     : '1';
   return { where, orderBy: desc ? 'created_at DESC, id DESC' : 'created_at ASC, id ASC' };
-}
-
-/** Turns `limit + 1` fetched records into a page. */
-export function toPage<R extends { created_at: string; id: string }>(records: R[], limit: number): Page<R> {
-  const items = records.slice(0, limit);
-  const last = items.at(-1);
-  return {
-    items,
-    next_page_id: records.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
-  };
 }
 
 /** A list as one parameter: `column IN (SELECT value FROM json_each(?))` with this. */

@@ -1,8 +1,8 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, SandboxStore, StoreFailure } from '@acs/core/ports';
+import { pageOf, type Page, type PageRequest, type SandboxStore, type StoreFailure } from '@acs/core/ports';
 import { POOLED_SANDBOX_OWNER, type SandboxLifecycleStatus, type SandboxRecord } from '@acs/core/schemas';
 import type { Sqlite } from './driver.js';
-import { instant, jsonList, keyset, Params, run, toPage } from './query-helpers.js';
+import { instant, jsonList, keyset, Params, run } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 
 /** The sandboxes table: the record and the columns filtered and sorted on. */
@@ -94,7 +94,7 @@ export class SqliteSandboxStore implements SandboxStore {
       const params = new Params();
       const user = params.add(userId);
       const { where, orderBy } = keyset(page, params);
-      return toPage(
+      return pageOf(
         this.table.select(
           `user_id = ${user} AND status <> 'DELETED' AND ${where} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
           params.values,

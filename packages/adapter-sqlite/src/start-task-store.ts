@@ -1,8 +1,15 @@
 import type { Result, ResultAsync } from 'neverthrow';
-import type { Page, PageRequest, StartTaskFilter, StartTaskStore, StoreFailure } from '@acs/core/ports';
+import {
+  pageOf,
+  type Page,
+  type PageRequest,
+  type StartTaskFilter,
+  type StartTaskStore,
+  type StoreFailure,
+} from '@acs/core/ports';
 import type { StartTaskRecord } from '@acs/core/schemas';
 import type { Sqlite } from './driver.js';
-import { instant, keyset, Params, run, toPage } from './query-helpers.js';
+import { instant, keyset, Params, run } from './query-helpers.js';
 import { RecordTable } from './record-table.js';
 
 /** The start tasks table: the record and the columns filtered and sorted on. */
@@ -52,7 +59,7 @@ export class SqliteStartTaskStore implements StartTaskStore {
       const params = new Params();
       const where = this.filterSql(userId, filter, params);
       const { where: after, orderBy } = keyset(page, params, order);
-      return toPage(
+      return pageOf(
         this.table.select(
           `${where} AND ${after} ORDER BY ${orderBy} LIMIT ${params.add(page.limit + 1)}`,
           params.values,

@@ -79,8 +79,16 @@ export function pageInMemory<T extends PageCursor>(
   const sorted = [...all].sort(compare);
   const after = request.after;
   const start = after ? sorted.filter((item) => compare(item, after) > 0) : sorted;
-  const items = start.slice(0, request.limit);
+  return pageOf(start, request.limit);
+}
+
+/**
+ * A page of the first `limit` of `records`, in their order, with a next page id when there are
+ * more: SQL stores fetch `limit + 1` rows in page order and pass them here.
+ */
+export function pageOf<R extends PageCursor>(records: readonly R[], limit: number): Page<R> {
+  const items = records.slice(0, limit);
   const last = items.at(-1);
-  const more = start.length > request.limit && last !== undefined;
+  const more = records.length > limit && last !== undefined;
   return { items, next_page_id: more ? encodeCursor({ created_at: last.created_at, id: last.id }) : null };
 }

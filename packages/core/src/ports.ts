@@ -87,6 +87,7 @@ export {
   MAX_PAGE_SIZE,
   PAGE_ID_PATTERN,
   pageInMemory,
+  pageOf,
   type Page,
   type PageCursor,
   type PageRequest,
