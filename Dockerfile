@@ -92,7 +92,7 @@ COPY --from=build /app /app
 # DATA_DIR: the volume. ACS_SANDBOX_IMAGE_BUILD=off: the image has neither the build scripts nor
 # the docker CLI and debootstrap they need; build the sandbox images on the host first, and a
 # missing one fails its sandbox saying which and how. Every other variable keeps the default of
-# the README's table: HOST stays 127.0.0.1, which with --network host is the host's loopback.
+# the table of docs/configuration.md: HOST stays 127.0.0.1, which with --network host is the host's loopback.
 ENV DATA_DIR=/data \
     ACS_SANDBOX_IMAGE_BUILD=off
 LABEL org.opencontainers.image.title="acs-server" \

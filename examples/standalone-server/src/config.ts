@@ -223,7 +223,7 @@ const EnvSchema = z.object({
   ACS_SANDBOX_LOOPBACK_PORTS: z.enum(['true', 'false', '1', '0']).optional(),
   ACS_STORAGE: z.enum(['sqlite', 'pglite', 'postgres', 'memory']).optional(),
   // `normal` by default: an acknowledged write survives the server's crash or SIGKILL (what the
-  // embedded default promises), at no fsync per commit; see the README's table.
+  // embedded default promises), at no fsync per commit; see docs/configuration.md.
   ACS_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('normal'),
   DATABASE_URL: z
     .string()

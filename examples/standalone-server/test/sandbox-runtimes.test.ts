@@ -23,7 +23,7 @@ describe('the sandbox runtimes of the example server', () => {
     );
   });
 
-  it('each read variables of their own, which are the server’s (and so in the README’s table); a mistake in any is refused', () => {
+  it('each read variables of their own, which are the server’s (and so in the table of docs/configuration.md); a mistake in any is refused', () => {
     for (const runtime of SANDBOX_RUNTIMES)
       for (const name of Object.keys(runtime.env.shape)) expect(CONFIG_VARIABLES).toContain(name);
     expect(() => loadConfig({ ...base, ACS_SANDBOXES: 'fake', ACS_SANDBOX_IMAGE_BUILD: 'sometimes' })).toThrow(

@@ -38,7 +38,7 @@ export interface DefaultTransportOptions {
  * CONNECT). Why not undici, which the issue named: in `bench:steps` the adapter alone cost
  * 0.48 ms of CPU per call over its `request` against 0.46 ms over node:http, the whole step 1.04
  * against 0.77 ms (its `fetch`: 1.40 ms), and loading it took 17 MiB more RSS than node:http
- * (README, Benchmark), for nothing a chat completion needs. Connections are kept per origin and reused, and an idle one never keeps the process
+ * (docs/benchmark-history.md), for nothing a chat completion needs. Connections are kept per origin and reused, and an idle one never keeps the process
  * alive; node:http never sends a POST again by itself on a connection found closed (a retry is
  * the adapter's, counted and logged). TLS trusts Node's bundled roots, `NODE_EXTRA_CA_CERTS` and
  * the system's store, plus `ca` (node:tls is used only to list those roots). An answer is read

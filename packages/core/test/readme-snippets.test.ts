@@ -1,11 +1,12 @@
 /**
- * Every TypeScript block in the packages' and examples' READMEs compiles against the workspace
+ * Every TypeScript block in the READMEs (the root's, the packages' and the examples') and in the
+ * pages of docs/ compiles against the workspace
  * sources, as `npm run typecheck` compiles the code: the options of the root tsconfig.json, so
  * `@acs/*` imports resolve through the npm workspace links in node_modules to each package's
  * `exports`, with the `@acs/source` condition picking `src/` (no build needed).
  *
  * One program for all blocks; each block is its own ES module, a file that exists only in memory
- * next to its README (so the package's package.json and node_modules apply to it).
+ * next to its document (so the package's package.json and node_modules apply to it).
  *
  * A block that uses something the reader's program already has (their store, their session
  * lookup) may declare it in an HTML comment right above the fence, which GitHub does not show:
@@ -16,7 +17,7 @@
  * Only `declare` statements are accepted there, so the context can name things, never run code.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -66,7 +67,16 @@ function readmes(): string[] {
         .filter((path) => statSync(path, { throwIfNoEntry: false })?.isFile() ?? false)
         .sort(),
     ),
+    ...docsPages(),
   ];
+}
+
+/** The pages of docs/, its folders included: what moved out of the root README is held to the same check. */
+function docsPages(): string[] {
+  return readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => join(root, 'docs', name))
+    .sort();
 }
 
 /** The fenced blocks of a README; throws on an unclosed fence or a language this test does not know. */
@@ -100,7 +110,7 @@ function extract(path: string): Snippet[] {
       code: body.join('\n'),
       context,
       contextLine,
-      fileName: resolve(path, '..', `README.md.line-${start + 1}.snippet.ts`),
+      fileName: resolve(path, '..', `${basename(path)}.line-${start + 1}.snippet.ts`),
     });
   }
   return snippets;

@@ -38,7 +38,7 @@ interface SandboxRuntimeForCli {
 export interface SandboxRuntimeModule<Shape extends z.ZodRawShape, Options> {
   /** Its value of ACS_SANDBOXES. */
   readonly name: string;
-  /** The environment variables it reads besides the common ones (each a row of the README's configuration table). */
+  /** The environment variables it reads besides the common ones (each a row of the configuration table, docs/configuration.md). */
   readonly env: z.ZodObject<Shape>;
   /** Its options, from its variables as `env` parsed them; throws an Error saying what to fix. */
   options(variables: z.output<z.ZodObject<Shape>>): Options;
