@@ -341,7 +341,7 @@ describe('a body written as it is made (sendBodyStream)', () => {
       respond: () =>
         okAsync({
           chunks: (async function* () {
-            yield 'first ';
+            yield await Promise.resolve('first ');
             throw new Error('the store went away');
           })(),
         }),

@@ -41,11 +41,11 @@ export function collectProcessOutput(child: SandboxProcess) {
 /** What the spawn cases take from the runtime contract around them. */
 interface SpawnCaseContext {
   /** A new runtime with one sandbox of the spec, running. */
-  runningSandbox(): Promise<{ runtime: SandboxRuntime; id: string }>;
+  runningSandbox: () => Promise<{ runtime: SandboxRuntime; id: string }>;
   /** An id no sandbox has yet. */
-  nextId(): string;
+  nextId: () => string;
   /** The sandbox's state once it is no longer starting. */
-  untilStarted(runtime: SandboxRuntime, id: string): Promise<RuntimeObservation>;
+  untilStarted: (runtime: SandboxRuntime, id: string) => Promise<RuntimeObservation>;
 }
 
 /** The runtime contract's spawned-process cases, in one sandbox (programs: `SPAWN_CONTRACT_PROGRAMS`). */
