@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clippedOutputNote, splitClippedOutput, type SandboxRuntime } from '../sandbox/runtime.js';
-import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
-import { untilNot, type SandboxRuntimeContractOptions } from './runtime.js';
+import { contractSandboxes, type SandboxRuntimeContractOptions } from './runtime.js';
 
 /**
  * Contract for runtimes that run real commands (Docker and the like; the memory fake
@@ -13,11 +12,7 @@ export function describeSandboxExecContract(
   make: StoreFactory<SandboxRuntime>,
   options: SandboxRuntimeContractOptions = {},
 ): void {
-  const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
-  let n = 0;
-  const nextId = () =>
-    `exec${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  const { spec, nextId, untilStarted, startSandbox } = contractSandboxes('exec', options);
 
   describe(`SandboxRuntime exec contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
@@ -28,16 +23,7 @@ export function describeSandboxExecContract(
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(
-        runtime.create({
-          sandbox_id: id,
-          user_id: 'alice',
-          installation_id: 'acs-tests',
-          spec,
-          env: { ...spec.initial_env, FROM_SPEC: 'spec-value' },
-        }),
-      );
-      expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+      await startSandbox(runtime, id, { FROM_SPEC: 'spec-value' });
     });
     afterAll(async () => {
       await runtime.delete(id);
@@ -116,7 +102,7 @@ export function describeSandboxExecContract(
         expect((await expectOk(runtime.pause(id))).state).toBe('paused');
         expect((await expectOk(runtime.inspect(id))).state).toBe('paused');
         expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        expect((await untilStarted(runtime, id)).state).toBe('running');
         expect((await bash('cat kept-over-pause.txt')).stdout).toBe('kept');
         expect((await expectOk(runtime.readFile(id, 'kept-over-pause.txt'))).bytes).toEqual(
           new TextEncoder().encode('kept'),

@@ -26,7 +26,7 @@ export interface SandboxRuntimeContractOptions {
 }
 
 /** Inspects the sandbox until it leaves `state` or the time is up; the last observation. */
-export async function untilNot(
+async function untilNot(
   runtime: SandboxRuntime,
   id: string,
   state: RuntimeObservation['state'],
@@ -41,6 +41,35 @@ export async function untilNot(
 }
 
 /**
+ * What each sandbox contract suite starts from: the spec, ids for its sandboxes (`options.ids`,
+ * else made from `prefix`, the process and the time), and how it waits for a sandbox to start.
+ */
+export function contractSandboxes(prefix: string, options: SandboxRuntimeContractOptions) {
+  const spec = options.spec ?? specFixture();
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  let n = 0;
+  const nextId = () =>
+    options.ids?.next() ??
+    `${prefix}${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  /** The sandbox's state once it is no longer starting (or the start timeout passed). */
+  const untilStarted = (runtime: SandboxRuntime, id: string) => untilNot(runtime, id, 'starting', startTimeoutMs);
+  /** Creates a sandbox of the spec, its environment with `env` added, and waits until it runs. */
+  const startSandbox = async (runtime: SandboxRuntime, id: string, env: Record<string, string> = {}) => {
+    await expectOk(
+      runtime.create({
+        sandbox_id: id,
+        user_id: 'alice',
+        installation_id: 'acs-tests',
+        spec,
+        env: { ...spec.initial_env, ...env },
+      }),
+    );
+    expect((await untilStarted(runtime, id)).state).toBe('running');
+  };
+  return { spec, nextId, untilStarted, startSandbox };
+}
+
+/**
  * Contract every SandboxRuntime must meet: lifecycle, idempotence, unknown ids, files (a read
  * limit, directories, symbolic links), and spawned processes. The file cases make symbolic links
  * with the argv `ln -s TARGET LINK` through exec: a fake must play it (FakeSandboxRuntime does).
@@ -50,28 +79,12 @@ export function describeSandboxRuntimeContract(
   make: StoreFactory<SandboxRuntime>,
   options: SandboxRuntimeContractOptions = {},
 ): void {
-  const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
-  let n = 0;
-  const nextId = () =>
-    options.ids?.next() ??
-    `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
-
+  const { spec, nextId, untilStarted, startSandbox } = contractSandboxes('contract', options);
   /** A new runtime with one sandbox of the spec, running. */
-  const untilStarted = (runtime: SandboxRuntime, id: string) => untilNot(runtime, id, 'starting', startTimeoutMs);
   const runningSandbox = async (): Promise<{ runtime: SandboxRuntime; id: string }> => {
     const runtime = await make();
     const id = nextId();
-    await expectOk(
-      runtime.create({
-        sandbox_id: id,
-        user_id: 'alice',
-        installation_id: 'acs-tests',
-        spec,
-        env: { ...spec.initial_env },
-      }),
-    );
-    expect((await untilStarted(runtime, id)).state).toBe('running');
+    await startSandbox(runtime, id);
     return { runtime, id };
   };
 
@@ -173,16 +186,7 @@ export function describeSandboxRuntimeContract(
       const runtime = await make();
       const id = nextId();
       try {
-        await expectOk(
-          runtime.create({
-            sandbox_id: id,
-            user_id: 'alice',
-            installation_id: 'acs-tests',
-            spec,
-            env: { ...spec.initial_env },
-          }),
-        );
-        expect((await untilStarted(runtime, id)).state).toBe('running');
+        await startSandbox(runtime, id);
         const bytes = new Uint8Array(256 * 4).map((_, i) => i % 256);
         await expectOk(runtime.writeFile(id, 'nested/deeper/all-bytes.bin', bytes));
         const read = await expectOk(runtime.readFile(id, `${spec.working_dir}/nested/deeper/all-bytes.bin`));
