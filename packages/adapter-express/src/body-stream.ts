@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream/promises';
 import type { NextFunction, Request, Response } from 'express';
 import type { DomainError } from '@acs/core';
 import type { Logger } from '@acs/core/ports';
@@ -13,30 +14,33 @@ export interface BodyStreamOptions {
 /** Lets the event loop run (other requests, timers) between two chunks: a body made of memory-fast reads would otherwise hold it until the socket is full. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Resolves when the response can take more (`drain`), or false when the client went away first. */
-function roomFor(res: Response): Promise<boolean> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
-  if (!res.writableNeedDrain) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => () => {
-      res.off('drain', drained);
-      res.off('close', closed);
-      resolve(ok);
-    };
-    const drained = done(true);
-    const closed = done(false);
-    res.once('drain', drained);
-    res.once('close', closed);
-  });
+/**
+ * The body's chunks as bytes, the event loop let run between two. A failure of the body
+ * destroys the response before the pipeline sees it: the pipeline would destroy it with the
+ * error, which reaches the host's HTTP server as a `clientError` although the client did
+ * nothing wrong.
+ */
+async function* paced(chunks: AsyncIterable<Uint8Array | string>, res: Response, failed: { error?: unknown }) {
+  try {
+    for await (const chunk of chunks) {
+      yield typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      await yieldToEventLoop();
+    }
+  } catch (error: unknown) {
+    failed.error = error;
+    res.destroy();
+    throw error;
+  }
 }
 
 /**
  * Answers a body-stream route: its refusal while opening is a JSON error; then the status and
- * headers go out and the body's chunks are pulled one at a time, the next only once the client
- * has taken the last (so the route holds at most one chunk per client, however slow it reads),
- * until the body ends or the client leaves (the body's iterator is then ended). A failure after
- * the headers can only cut the body short: the connection is closed without the body's end.
- * Between chunks the event loop runs, so a long body never holds up other requests.
+ * headers go out and the body goes through `stream.pipeline`, which pulls the next chunk only
+ * once the client has taken the last (so the route holds at most one chunk per client, however
+ * slow it reads), ends the response with the body, and ends the body's iterator when the client
+ * leaves. A failure after the headers can only cut the body short: the connection is closed
+ * without the body's end. Between chunks the event loop runs, so a long body never holds up
+ * other requests.
  */
 export function sendBodyStream(options: BodyStreamOptions) {
   return (
@@ -55,31 +59,24 @@ export function sendBodyStream(options: BodyStreamOptions) {
             'Content-Type': route.success.contentType,
             'Cache-Control': 'no-store',
           });
-          const chunks = body.chunks[Symbol.asyncIterator]();
-          try {
-            if (req.method === 'HEAD') return;
-            for (;;) {
-              if (!(await roomFor(res))) return;
-              const next = await chunks.next();
-              if (next.done) break;
-              res.write(typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value);
-              await yieldToEventLoop();
-            }
+          if (req.method === 'HEAD') {
             res.end();
-          } catch (error: unknown) {
+            await body.chunks[Symbol.asyncIterator]().return?.();
+            return;
+          }
+          const failed: { error?: unknown } = {};
+          // Rejects too when the client leaves first; only a failure of the body is logged.
+          await pipeline(paced(body.chunks, res, failed), res).catch(() => {
+            if (!('error' in failed)) return;
             options.logger.error(
               {
                 path: req.baseUrl + req.path,
                 route: route.operationId,
-                err: error instanceof Error ? error.message : String(error),
+                err: failed.error instanceof Error ? failed.error.message : String(failed.error),
               },
               'a streamed body failed; the response was cut',
             );
-            res.destroy();
-          } finally {
-            if (!res.writableEnded && !res.destroyed) res.end();
-            await chunks.return?.();
-          }
+          });
         },
         (error) => {
           options.onBackendFailure(req, route, error);

@@ -5,7 +5,8 @@
  * app.use(createAcsRouter(service, { apiKeys: { [process.env.SESSION_API_KEY!]: 'default' } }));
  * ```
  */
-export { createAcsRouter, type AcsRouter, type AcsRouterOptions } from './router.js';
+export { createAcsRouter, type AcsRouter } from './router.js';
+export type { AcsRouterOptions } from './router-options.js';
 export { serveUi, type UiHandlerOptions } from './ui.js';
 export { answerClientErrors } from './client-errors.js';
 export {

@@ -332,6 +332,36 @@ describe('a body written as it is made (sendBodyStream)', () => {
     expect(state.ended, 'the body is ended when the client leaves').toBe(true);
   });
 
+  it('a body that fails after its first chunk is cut (the connection closes without its end) and logged once; the server sees no client error', async () => {
+    const logged: unknown[] = [];
+    const logger = { ...silentLogger, error: (fields: unknown) => void logged.push(fields) };
+    const route = {
+      operationId: 'failing',
+      success: { status: 200, contentType: 'text/plain' },
+      respond: () =>
+        okAsync({
+          chunks: (async function* () {
+            yield await Promise.resolve('first ');
+            throw new Error('the store went away');
+          })(),
+        }),
+    } as unknown as BodyStreamRouteDefinition;
+    const send = sendBodyStream({ logger, onBackendFailure: () => {} });
+    const app = express();
+    app.get('/body', (req, res, next) => send(route, {} as never, req, res, next));
+    const server = app.listen(0, '127.0.0.1');
+    const clientErrors: Error[] = [];
+    server.on('clientError', (error: Error) => clientErrors.push(error));
+    await new Promise((resolve) => server.once('listening', resolve));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    closers.push(() => server.closeAllConnections());
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/body`);
+    expect(response.status).toBe(200);
+    await expect(response.text()).rejects.toThrow();
+    expect(logged).toEqual([expect.objectContaining({ route: 'failing', err: 'the store went away' })]);
+    expect(clientErrors).toEqual([]);
+  });
+
   it('the trajectory zip reads one page of events at a time, and only when the next file is wanted', async () => {
     let reads = 0;
     const event = (id: number): ConversationEvent => ({

@@ -131,7 +131,7 @@ export {
   type ReplayUserMessage,
 } from './conversation/replay-trajectory.js';
 export { applySettingsInput } from './settings/merge.js';
-export { splitShellWords } from './mcp/shell-words.js';
+export { lexShell, splitShellWords, type ShellToken } from './shell-lexer.js';
 export { cloneData } from './clone.js';
 export { KeyedQueue } from './keyed-queue.js';
 export { KeyedSemaphore } from './keyed-semaphore.js';

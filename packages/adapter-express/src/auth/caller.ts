@@ -116,6 +116,20 @@ export function crossSiteRefusal(req: Request, proxy: ProxyTrust): string | null
 }
 
 /**
+ * A realtime upgrade from another origin riding on the session cookie (a page elsewhere opening a
+ * socket to us). Without a trusted proxy the scheme of an upgrade is not known (TLS may end in
+ * front), so either scheme with this host counts as this origin.
+ */
+export function crossSiteUpgrade(req: IncomingMessage, proxy: ProxyTrust): boolean {
+  const origin = req.headers.origin;
+  if (typeof origin !== 'string') return false;
+  const ours = requestOrigin(req, proxy);
+  if (proxy.trustProxy) return origin !== ours.origin;
+  const host = ours.origin.slice(ours.origin.indexOf('://') + 3);
+  return origin !== `http://${host}` && origin !== `https://${host}`;
+}
+
+/**
  * A raw request (a realtime channel's upgrade) seen as an Express request, so the host's
  * `authenticate(req)` can call `req.get()` on it as on any other.
  */

@@ -7,7 +7,7 @@
  * and it never executes or expands anything beyond `~`/`$HOME`.
  *
  * This file is the entry: one action in, its risk and the reasons out. The pieces are one idea
- * per file: `shell-lexer` → `shell-commands` (with `shell-arguments`) → `bash-rules`, which use
+ * per file: core's `lexShell` → `shell-commands` (with `shell-arguments`) → `bash-rules`, which use
  * `paths` and `hosts`; `editor-rules` and `mcp-rules` for the other tools; `risk` for the rules'
  * ids and how findings combine.
  */

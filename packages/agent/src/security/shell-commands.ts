@@ -1,10 +1,10 @@
 /**
- * From tokens to simple commands: pipelines split, assignments, keywords and wrappers (`sudo`,
- * `env`, `timeout`…) stripped, `sh -c`/`python -c` bodies parsed in turn, and `cd` tracked so each
- * command knows its working directory.
+ * From the tokens of core's shell lexer (`lexShell`) to simple commands: pipelines split,
+ * assignments, keywords and wrappers (`sudo`, `env`, `timeout`…) stripped, `sh -c`/`python -c`
+ * bodies parsed in turn, and `cd` tracked so each command knows its working directory.
  */
+import { lexShell, type ShellToken } from '@acs/core';
 import { baseName, HOME, resolvePath } from './paths.js';
-import { Lexer, MAX_NESTING, type Token } from './shell-lexer.js';
 
 interface Redirect {
   op: string;
@@ -27,6 +27,9 @@ export interface SimpleCommand {
   /** Working directory when it runs, as far as `cd` in the same command line tells. */
   cwd: string;
 }
+
+/** How deep `sh -c`, `eval` and substitutions inside one another are read; deeper ones are not. */
+const MAX_NESTING = 6;
 
 export const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash', 'fish', 'csh', 'tcsh', 'mksh']);
 export const INTERPRETERS = new Set(['python', 'perl', 'ruby', 'node', 'php', 'deno', 'bun', 'lua', 'pwsh']);
@@ -136,10 +139,10 @@ export function inlineCode(cmd: { program: string; words: string[] }): string | 
   return null;
 }
 
-function splitPipelines(tokens: readonly Token[]): Token[][][] {
-  const pipelines: Token[][][] = [];
-  let pipeline: Token[][] = [];
-  let command: Token[] = [];
+function splitPipelines(tokens: readonly ShellToken[]): ShellToken[][][] {
+  const pipelines: ShellToken[][][] = [];
+  let pipeline: ShellToken[][] = [];
+  let command: ShellToken[] = [];
   const endCommand = () => {
     if (command.length > 0) pipeline.push(command);
     command = [];
@@ -168,7 +171,7 @@ export interface ParseState {
 export function parseLine(text: string, state: ParseState, depth: number): SimpleCommand[][] {
   if (depth > MAX_NESTING) return [];
   const out: SimpleCommand[][] = [];
-  for (const raw of splitPipelines(new Lexer(text).run())) {
+  for (const raw of splitPipelines(lexShell(text))) {
     const pipeline: SimpleCommand[] = [];
     raw.forEach((tokens, stage) => {
       const cmd = buildCommand(tokens, stage, pipeline, state, depth);
@@ -180,7 +183,7 @@ export function parseLine(text: string, state: ParseState, depth: number): Simpl
 }
 
 function buildCommand(
-  tokens: readonly Token[],
+  tokens: readonly ShellToken[],
   stage: number,
   pipeline: SimpleCommand[],
   state: ParseState,
@@ -190,7 +193,7 @@ function buildCommand(
   const redirects: Redirect[] = [];
   const subs: string[] = [];
   for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i] as Token;
+    const token = tokens[i] as ShellToken;
     if (token.kind === 'word') {
       words.push(token.text);
       subs.push(...token.subs);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { splitShellWords } from './shell-words.js';
+import { splitShellWords } from '../shell-lexer.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SERVER_NAME = /^[A-Za-z0-9_-]+$/;

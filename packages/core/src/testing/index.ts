@@ -22,20 +22,15 @@ export {
   expectOk,
   type StoreFactory,
 } from './stores.js';
-export {
-  collectProcessOutput,
-  describeClockContract,
-  describeIdGeneratorContract,
-  describeSandboxExecContract,
-  describeSandboxRuntimeContract,
-  SPAWN_CONTRACT_PROGRAMS,
-  waitUntil,
-  type SandboxRuntimeContractOptions,
-} from './runtime.js';
+export { describeSandboxRuntimeContract, type SandboxRuntimeContractOptions } from './runtime.js';
+export { collectProcessOutput, SPAWN_CONTRACT_PROGRAMS } from './runtime-spawn.js';
+export { describeSandboxExecContract } from './runtime-exec.js';
+export { describeClockContract } from './clock.js';
+export { describeIdGeneratorContract } from './ids.js';
 export { describeEventStoreContract } from './events.js';
 export { describeInstallationStoreContract, type InstallationStoreFixture } from './installation.js';
 export { describeSandboxShellContract } from './shell.js';
-export { settlesWithin } from './waits.js';
+export { settlesWithin, waitUntil } from './waits.js';
 export { describeSecretCipherContract, type SecretCipherFixture } from './cipher.js';
 export { describeLlmClientContract, type LlmClientFixture, type LlmContractTurn } from './llm.js';
 export { describeMcpConnectorContract, type McpConnectorFixture } from './mcp.js';

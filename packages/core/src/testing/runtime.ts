@@ -1,17 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
-import {
-  clippedOutputNote,
-  DEFAULT_READ_FILE_MAX_BYTES,
-  splitClippedOutput,
-  type RuntimeObservation,
-  type SandboxProcess,
-  type SandboxRuntime,
-} from '../sandbox/runtime.js';
+import { DEFAULT_READ_FILE_MAX_BYTES, type RuntimeObservation, type SandboxRuntime } from '../sandbox/runtime.js';
 import type { SandboxSpec } from '../sandbox/schema.js';
 import { specFixture } from './fixtures.js';
 import { expectOk, type StoreFactory } from './stores.js';
+import { describeSpawnCases } from './runtime-spawn.js';
+import { sleep } from './waits.js';
 
 export interface SandboxRuntimeContractOptions {
   /** The spec sandboxes are created from (a real runtime needs an image it has). */
@@ -31,8 +25,7 @@ export interface SandboxRuntimeContractOptions {
   pauseKeeps?: 'processes' | 'workspace';
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
+/** Inspects the sandbox until it leaves `state` or the time is up; the last observation. */
 async function untilNot(
   runtime: SandboxRuntime,
   id: string,
@@ -48,44 +41,32 @@ async function untilNot(
 }
 
 /**
- * The programs the spawn cases of the runtime contract start. A runtime that runs real
- * programs needs `sh`, `cat` and `sleep` in the spec's image; a fake must play these argvs
- * as described (the memory adapter's tests show how).
+ * What each sandbox contract suite starts from: the spec, ids for its sandboxes (`options.ids`,
+ * else made from `prefix`, the process and the time), and how it waits for a sandbox to start.
  */
-export const SPAWN_CONTRACT_PROGRAMS = {
-  /** Copies stdin to stdout until killed. */
-  echo: ['cat'],
-  /** Writes `to-out` to stdout and `to-err` to stderr, then exits with code 3. */
-  split: ['sh', '-c', 'printf to-out; printf to-err >&2; exit 3'],
-  /** Prints `ready` and a newline, then ignores stdin and SIGTERM until killed. */
-  deaf: ['sh', '-c', 'trap "" TERM INT HUP; echo ready; exec sleep 600'],
-  /** A program that does not exist. */
-  missing: ['acs-contract-no-such-program'],
-  /**
-   * Run on a terminal (`tty: true`): turns echo off, prints `ready`, reads a line and prints
-   * `got <line>`, then `to-err` on stderr; on SIGINT (Ctrl-C at the terminal) prints
-   * `interrupted` and exits with code 7.
-   */
-  terminal: [
-    'sh',
-    '-c',
-    'stty -echo; echo ready; read line; echo "got $line"; trap "echo interrupted; exit 7" INT; echo to-err >&2; while :; do sleep 1; done',
-  ],
-} as const satisfies Record<string, readonly string[]>;
-
-/** Collects a process's output from the moment it is called (right after spawn resolves). */
-export function collectProcessOutput(child: SandboxProcess) {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.onStdout((chunk) => out.push(Buffer.from(chunk)));
-  child.onStderr((chunk) => err.push(Buffer.from(chunk)));
-  return { stdout: () => Buffer.concat(out).toString('utf8'), stderr: () => Buffer.concat(err).toString('utf8') };
-}
-
-/** Polls every 10 ms until the condition holds or the time is up (the caller then asserts). */
-export async function waitUntil(condition: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await sleep(10);
+export function contractSandboxes(prefix: string, options: SandboxRuntimeContractOptions) {
+  const spec = options.spec ?? specFixture();
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  let n = 0;
+  const nextId = () =>
+    options.ids?.next() ??
+    `${prefix}${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  /** The sandbox's state once it is no longer starting (or the start timeout passed). */
+  const untilStarted = (runtime: SandboxRuntime, id: string) => untilNot(runtime, id, 'starting', startTimeoutMs);
+  /** Creates a sandbox of the spec, its environment with `env` added, and waits until it runs. */
+  const startSandbox = async (runtime: SandboxRuntime, id: string, env: Record<string, string> = {}) => {
+    await expectOk(
+      runtime.create({
+        sandbox_id: id,
+        user_id: 'alice',
+        installation_id: 'acs-tests',
+        spec,
+        env: { ...spec.initial_env, ...env },
+      }),
+    );
+    expect((await untilStarted(runtime, id)).state).toBe('running');
+  };
+  return { spec, nextId, untilStarted, startSandbox };
 }
 
 /**
@@ -98,27 +79,12 @@ export function describeSandboxRuntimeContract(
   make: StoreFactory<SandboxRuntime>,
   options: SandboxRuntimeContractOptions = {},
 ): void {
-  const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
-  let n = 0;
-  const nextId = () =>
-    options.ids?.next() ??
-    `contract${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
-
+  const { spec, nextId, untilStarted, startSandbox } = contractSandboxes('contract', options);
   /** A new runtime with one sandbox of the spec, running. */
   const runningSandbox = async (): Promise<{ runtime: SandboxRuntime; id: string }> => {
     const runtime = await make();
     const id = nextId();
-    await expectOk(
-      runtime.create({
-        sandbox_id: id,
-        user_id: 'alice',
-        installation_id: 'acs-tests',
-        spec,
-        env: { ...spec.initial_env },
-      }),
-    );
-    expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+    await startSandbox(runtime, id);
     return { runtime, id };
   };
 
@@ -142,14 +108,14 @@ export function describeSandboxRuntimeContract(
           }),
         );
         expect(['starting', 'running']).toContain(created.state);
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        expect((await untilStarted(runtime, id)).state).toBe('running');
 
         expect((await expectOk(runtime.pause(id))).state).toBe('paused');
         expect((await expectOk(runtime.inspect(id))).state).toBe('paused');
         expect((await expectOk(runtime.pause(id))).state).toBe('paused');
 
         expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        expect((await untilStarted(runtime, id)).state).toBe('running');
         expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
 
         await expectOk(runtime.delete(id));
@@ -220,16 +186,7 @@ export function describeSandboxRuntimeContract(
       const runtime = await make();
       const id = nextId();
       try {
-        await expectOk(
-          runtime.create({
-            sandbox_id: id,
-            user_id: 'alice',
-            installation_id: 'acs-tests',
-            spec,
-            env: { ...spec.initial_env },
-          }),
-        );
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
+        await startSandbox(runtime, id);
         const bytes = new Uint8Array(256 * 4).map((_, i) => i % 256);
         await expectOk(runtime.writeFile(id, 'nested/deeper/all-bytes.bin', bytes));
         const read = await expectOk(runtime.readFile(id, `${spec.working_dir}/nested/deeper/all-bytes.bin`));
@@ -350,271 +307,6 @@ export function describeSandboxRuntimeContract(
       expect(resumed.isErr() && resumed.error.message.length > 0).toBe(true);
     });
 
-    describe('spawn (programs: SPAWN_CONTRACT_PROGRAMS)', () => {
-      let runtime: SandboxRuntime;
-      let id: string;
-      const started: SandboxProcess[] = [];
-      const spawn = async (command: readonly string[], tty = false) => {
-        const child = await expectOk(runtime.spawn(id, { command, ...(tty ? { tty } : {}) }));
-        started.push(child);
-        return child;
-      };
-
-      beforeAll(async () => {
-        ({ runtime, id } = await runningSandbox());
-      });
-      afterAll(async () => {
-        await Promise.all(started.map((child) => child.kill()));
-        await runtime.delete(id);
-      });
-
-      it('echoes what is written to stdin on stdout, in order', async () => {
-        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.echo);
-        const output = collectProcessOutput(child);
-        await child.write('hello\n');
-        await child.write(new TextEncoder().encode('ünïcode wörld\n'));
-        for (let i = 0; i < 20; i++) await child.write(`line ${i}\n`);
-        const expected = `hello\nünïcode wörld\n${Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('')}`;
-        await waitUntil(() => output.stdout() === expected);
-        expect(output.stdout()).toBe(expected);
-        expect(output.stderr()).toBe('');
-        await child.kill();
-        expect(await child.exited).toHaveProperty('exit_code');
-      });
-
-      it('keeps stderr apart from stdout and reports the exit code; a process that has ended takes no input', async () => {
-        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.split);
-        const output = collectProcessOutput(child);
-        expect(await child.exited).toEqual({ exit_code: 3 });
-        expect(output.stdout()).toBe('to-out');
-        expect(output.stderr()).toBe('to-err');
-        await expect(child.write('too late\n')).rejects.toThrow();
-        await child.kill();
-      });
-
-      it('kill() ends a process that ignores stdin and SIGTERM; kill is idempotent', async () => {
-        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.deaf);
-        const output = collectProcessOutput(child);
-        await waitUntil(() => output.stdout() === 'ready\n');
-        expect(output.stdout()).toBe('ready\n');
-        // It would sleep 10 minutes: ending within 60 s means kill() ended it.
-        await Promise.all([child.kill(), child.kill()]);
-        const ended = await Promise.race([
-          child.exited.then(() => 'exited'),
-          new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref()),
-        ]);
-        expect(ended).toBe('exited');
-        await child.kill();
-        await expect(child.write('anyone?\n')).rejects.toThrow();
-      });
-
-      it('runs a process on a terminal: one merged stream, input through the line discipline, Ctrl-C as SIGINT', async () => {
-        const child = await spawn(SPAWN_CONTRACT_PROGRAMS.terminal, true);
-        const output = collectProcessOutput(child);
-        // A terminal ends lines with \r\n; what matters here is what was said, and where.
-        const said = () => output.stdout().replace(/\r/g, '');
-        await waitUntil(() => said() === 'ready\n');
-        expect(said()).toBe('ready\n');
-        await child.write('hello\n');
-        await waitUntil(() => said().endsWith('to-err\n'));
-        expect(said()).toBe('ready\ngot hello\nto-err\n');
-        await child.write('\x03');
-        expect(await child.exited).toEqual({ exit_code: 7 });
-        expect(said()).toBe('ready\ngot hello\nto-err\ninterrupted\n');
-        expect(output.stderr()).toBe('');
-      });
-
-      it('refuses to start a program that does not exist, saying so', async () => {
-        const result = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.missing });
-        expect(result.isErr() && result.error.type).toBe('failed');
-        expect(result.isErr() && result.error.message).toMatch(/not found/i);
-      });
-
-      it('refuses to spawn in a paused sandbox or one it does not have', async () => {
-        await expectOk(runtime.pause(id));
-        try {
-          const paused = await runtime.spawn(id, { command: SPAWN_CONTRACT_PROGRAMS.echo });
-          expect(paused.isErr() && paused.error.type).toBe('failed');
-          expect(paused.isErr() && paused.error.message).toMatch(/paused/);
-        } finally {
-          await expectOk(runtime.resume(id));
-          expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
-        }
-        const missing = await runtime.spawn(nextId(), { command: SPAWN_CONTRACT_PROGRAMS.echo });
-        expect(missing.isErr() && missing.error.type).toBe('not_found');
-      });
-    });
+    describeSpawnCases({ runningSandbox, nextId, untilStarted });
   });
-}
-
-/** Contract for Clock implementations. */
-export function describeClockContract(name: string, make: StoreFactory<Clock>): void {
-  describe(`Clock contract: ${name}`, () => {
-    it('tells time as ISO-8601 UTC with milliseconds, never going back', async () => {
-      const clock = await make();
-      let previous = '';
-      for (let i = 0; i < 50; i++) {
-        const now = clock.now();
-        expect(now).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-        expect(now >= previous).toBe(true);
-        previous = now;
-      }
-    });
-
-    it('sleeps and can be woken by an abort signal', async () => {
-      const clock = await make();
-      await clock.sleep(1);
-      const abort = new AbortController();
-      const sleeping = clock.sleep(60_000, abort.signal);
-      abort.abort();
-      await expect(sleeping).resolves.toBeUndefined();
-    });
-  });
-}
-
-/** Contract for IdGenerator implementations. */
-export function describeIdGeneratorContract(name: string, make: StoreFactory<IdGenerator>): void {
-  describe(`IdGenerator contract: ${name}`, () => {
-    it('produces distinct 32-character lowercase hex ids', async () => {
-      const ids = await make();
-      const seen = new Set<string>();
-      for (let i = 0; i < 2000; i++) {
-        const id = ids.next();
-        expect(id).toMatch(/^[0-9a-f]{32}$/);
-        seen.add(id);
-      }
-      expect(seen.size).toBe(2000);
-    });
-  });
-}
-
-/**
- * Contract for runtimes that run real commands (Docker and the like; the memory fake
- * answers from registered handlers instead). `spec` must name an image with bash and coreutils.
- */
-export function describeSandboxExecContract(
-  name: string,
-  make: StoreFactory<SandboxRuntime>,
-  options: SandboxRuntimeContractOptions = {},
-): void {
-  const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
-  let n = 0;
-  const nextId = () =>
-    `exec${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
-
-  describe(`SandboxRuntime exec contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
-    let runtime: SandboxRuntime;
-    let id: string;
-    const bash = (script: string, extra: Partial<Parameters<SandboxRuntime['exec']>[1]> = {}) =>
-      expectOk(runtime.exec(id, { command: ['bash', '-c', script], ...extra }));
-
-    beforeAll(async () => {
-      runtime = await make();
-      id = nextId();
-      await expectOk(
-        runtime.create({
-          sandbox_id: id,
-          user_id: 'alice',
-          installation_id: 'acs-tests',
-          spec,
-          env: { ...spec.initial_env, FROM_SPEC: 'spec-value' },
-        }),
-      );
-      expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
-    });
-    afterAll(async () => {
-      await runtime.delete(id);
-    });
-
-    it('returns the exit code and keeps stdout and stderr apart', async () => {
-      const result = await bash('echo to-out; echo to-err >&2; printf "ünïcode"; exit 3');
-      expect(result).toMatchObject({ exit_code: 3, stdout: 'to-out\nünïcode', stderr: 'to-err\n', timed_out: false });
-      expect((await expectOk(runtime.exec(id, { command: ['true'] }))).exit_code).toBe(0);
-    });
-
-    it('runs in the working directory by default, or in cwd, with the sandbox and request environment', async () => {
-      expect((await bash('pwd')).stdout.trim()).toBe(spec.working_dir);
-      await bash('mkdir -p sub/dir');
-      expect((await bash('pwd', { cwd: 'sub/dir' })).stdout.trim()).toBe(`${spec.working_dir}/sub/dir`);
-      expect(
-        (await bash('echo "$FROM_SPEC $FROM_REQUEST"', { env: { FROM_REQUEST: 'request-value' } })).stdout.trim(),
-      ).toBe('spec-value request-value');
-    });
-
-    it('kills the whole process group on timeout and says so', async () => {
-      const result = await bash('(sleep 300; echo late > /tmp/child-survived) & echo started; sleep 300', {
-        timeoutMs: 1_500,
-      });
-      expect(result.timed_out).toBe(true);
-      expect(result.exit_code).toBeNull();
-      expect(result.stdout).toBe('started\n');
-      const survivors = await bash('ps -eo pid,args | grep "[s]leep 300" || true');
-      expect(survivors.stdout).toBe('');
-    });
-
-    it('reports a command that does not exist', async () => {
-      const result = await expectOk(runtime.exec(id, { command: ['definitely-not-a-command-xyz'] }));
-      expect(result.exit_code).not.toBe(0);
-      expect(result.exit_code).not.toBeNull();
-    });
-
-    it('sees files written through the file API, and the file API sees files made by commands', async () => {
-      await expectOk(runtime.writeFile(id, 'from-api.txt', new TextEncoder().encode('api')));
-      expect((await bash('cat from-api.txt')).stdout).toBe('api');
-      await bash('printf "\\x00\\x01\\xff" > from-cmd.bin');
-      expect([...(await expectOk(runtime.readFile(id, 'from-cmd.bin'))).bytes]).toEqual([0, 1, 255]);
-    });
-
-    it("keeps at most maxOutputBytes of stdout and of stderr, ending a cut stream with the port's note", async () => {
-      const result = await bash('head -c 5000 /dev/zero | tr "\\0" a; head -c 30 /dev/zero | tr "\\0" e >&2', {
-        maxOutputBytes: 1000,
-      });
-      expect(result).toMatchObject({
-        exit_code: 0,
-        stdout: `${'a'.repeat(1000)}${clippedOutputNote(4000)}`,
-        stderr: 'e'.repeat(30),
-      });
-      expect(splitClippedOutput(result.stdout)).toEqual({ text: 'a'.repeat(1000), droppedBytes: 4000 });
-    });
-
-    if ((options.pauseKeeps ?? 'processes') === 'processes') {
-      it('freezes a paused sandbox and carries on after resume', async () => {
-        await bash(
-          "nohup bash -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done' >/dev/null 2>&1 &",
-        );
-        await new Promise((r) => setTimeout(r, 500));
-        await expectOk(runtime.pause(id));
-        const frozen = new TextDecoder().decode(await readWhenRunning(runtime, id, '/tmp/counter'));
-        await new Promise((r) => setTimeout(r, 1_000));
-        await expectOk(runtime.resume(id));
-        const afterResume = Number((await bash('cat /tmp/counter')).stdout);
-        expect(afterResume - Number(frozen)).toBeLessThanOrEqual(3);
-        await new Promise((r) => setTimeout(r, 600));
-        expect(Number((await bash('cat /tmp/counter')).stdout)).toBeGreaterThan(afterResume);
-      });
-    } else {
-      it('keeps the working directory over a pause and resume; the processes end with the pause', async () => {
-        await bash('printf kept > kept-over-pause.txt; nohup sleep 600 >/dev/null 2>&1 &');
-        expect((await bash('ps -eo args | grep -c "[s]leep 600"')).stdout.trim()).toBe('1');
-        expect((await expectOk(runtime.pause(id))).state).toBe('paused');
-        expect((await expectOk(runtime.inspect(id))).state).toBe('paused');
-        expect(['starting', 'running']).toContain((await expectOk(runtime.resume(id))).state);
-        expect((await untilNot(runtime, id, 'starting', startTimeoutMs)).state).toBe('running');
-        expect((await bash('cat kept-over-pause.txt')).stdout).toBe('kept');
-        expect((await expectOk(runtime.readFile(id, 'kept-over-pause.txt'))).bytes).toEqual(
-          new TextEncoder().encode('kept'),
-        );
-        expect((await bash('ps -eo args | grep "[s]leep 600" || true')).stdout).toBe('');
-      });
-    }
-  });
-}
-
-/** Reads a file right after resuming (a paused sandbox cannot be read), then pauses again. */
-async function readWhenRunning(runtime: SandboxRuntime, id: string, path: string): Promise<Uint8Array> {
-  await expectOk(runtime.resume(id));
-  const content = await expectOk(runtime.readFile(id, path));
-  await expectOk(runtime.pause(id));
-  return content.bytes;
 }

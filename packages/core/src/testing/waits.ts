@@ -14,3 +14,11 @@ export async function settlesWithin<T>(work: PromiseLike<T>, what: string, ms = 
     clearTimeout(timer);
   }
 }
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls every 10 ms until the condition holds or the time is up (the caller then asserts). */
+export async function waitUntil(condition: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < deadline) await sleep(10);
+}

@@ -1,6 +1,20 @@
 /**
- * A small tolerant shell lexer: words (quotes, escapes, `$(…)`, backticks, process substitution),
- * control operators, redirects and heredocs. It never executes or expands anything.
+ * The one shell lexer of the project. It never executes or expands anything. It reads a command
+ * line in one of two ways, which share the quoting rules (single quotes literal, double quotes
+ * with backslash escapes, a backslash outside quotes escaping the next character):
+ *
+ * - `splitShellWords`: words only, as Python's `shlex.split` reads them, which is how OpenHands
+ *   splits an MCP stdio server's `args` string: whitespace separates, nothing else is special (so
+ *   `--url=http://h/?a=1&b=2` stays one word), and an unterminated quote is refused.
+ * - `lexShell`: as bash reads it, for the security analyser: words with the bodies of `$(…)`,
+ *   backticks and `<(…)` they hold, control operators, redirects (a file descriptor before one is
+ *   dropped) and heredocs with their bodies; comments are dropped and a newline is a `;`. It is
+ *   tolerant: what an agent wrote is read however broken (an open quote runs to the end).
+ *
+ * Not shell-quote's `parse`: it expands `$VAR`, splits `&`, `|` and `;` out of a word, keeps
+ * neither the bodies of substitutions nor heredocs, drops a file descriptor's digits into a word
+ * of their own and reads an unterminated quote as closed; and core imports no package beyond
+ * zod, neverthrow and ts-pattern (`.dependency-cruiser.cjs`).
  */
 
 interface WordToken {
@@ -18,9 +32,24 @@ interface RedirectToken {
   text: string;
   heredoc?: string;
 }
-export type Token = WordToken | OpToken | RedirectToken;
+export type ShellToken = WordToken | OpToken | RedirectToken;
 
-export const MAX_NESTING = 6;
+/** Bash's reading of a command line: its operators, redirects, substitutions and heredocs (see the file's comment). */
+export function lexShell(text: string): ShellToken[] {
+  return new Lexer(text, true).run();
+}
+
+/**
+ * Splits a command line into words as `shlex.split` does: whitespace separates, single quotes
+ * are literal, double quotes allow \" and \\, a backslash outside quotes escapes the next
+ * character. Null on an unterminated quote, so the caller can report it.
+ */
+export function splitShellWords(input: string): string[] | null {
+  const lexer = new Lexer(input, false);
+  const words = lexer.run().map((token) => token.text);
+  return lexer.unterminated ? null : words;
+}
+
 const REDIRECT_OPS = ['&>>', '<<<', '<<-', '>>', '>|', '>&', '<&', '<>', '&>', '<<', '>', '<'];
 const CONTROL_OPS = ['&&', '||', '|&', ';;', '|', ';', '&', '(', ')'];
 
@@ -49,24 +78,33 @@ function closingBacktick(text: string, start: number): number {
   return text.length;
 }
 
-export class Lexer {
-  readonly tokens: Token[] = [];
+/** One pass over a command line; `bash` adds operators, substitutions, heredocs and comments to the words. */
+class Lexer {
+  readonly tokens: ShellToken[] = [];
+  /** A quote was still open at the end of the text. */
+  unterminated = false;
   private word = '';
   private inWord = false;
   private subs: string[] = [];
   private pendingHeredocs: { token: RedirectToken; delimiter: string; strip: boolean }[] = [];
   private i = 0;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly bash: boolean,
+  ) {}
 
-  run(): Token[] {
+  run(): ShellToken[] {
     const t = this.text;
     while (this.i < t.length) {
       const ch = t[this.i] as string;
       if (ch === "'") this.singleQuoted();
       else if (ch === '"') this.doubleQuoted();
       else if (ch === '\\') this.escaped();
-      else if (this.substitution()) continue;
+      else if (!this.bash) {
+        if (/\s/.test(ch)) this.endWord();
+        else this.addChar(ch);
+      } else if (this.substitution()) continue;
       else if (ch === '\n') this.newline();
       else if (ch === ' ' || ch === '\t' || ch === '\r') this.endWord();
       else if (ch === '#' && !this.inWord) this.comment();
@@ -85,6 +123,10 @@ export class Lexer {
 
   private endWord() {
     if (this.inWord) this.tokens.push({ kind: 'word', text: this.word, subs: this.subs });
+    this.resetWord();
+  }
+
+  private resetWord() {
     this.word = '';
     this.inWord = false;
     this.subs = [];
@@ -92,33 +134,41 @@ export class Lexer {
 
   private singleQuoted() {
     const end = this.text.indexOf("'", this.i + 1);
+    if (end < 0) this.unterminated = true;
     const stop = end < 0 ? this.text.length : end;
     this.word += this.text.slice(this.i + 1, stop);
     this.inWord = true;
     this.i = stop;
   }
 
+  /** Inside double quotes a backslash escapes `"` and `\` (bash: also `$` and a backtick); bash also substitutes. */
   private doubleQuoted() {
     const t = this.text;
+    const escapes = this.bash ? '"\\$`' : '"\\';
     this.inWord = true;
     this.i++;
     while (this.i < t.length && t[this.i] !== '"') {
       const ch = t[this.i] as string;
-      if (ch === '\\' && this.i + 1 < t.length && '"\\$`'.includes(t[this.i + 1] as string)) {
+      if (ch === '\\' && this.i + 1 < t.length && escapes.includes(t[this.i + 1] as string)) {
         this.word += t[++this.i];
         this.i++;
-      } else if (!this.substitution()) {
+      } else if (!(this.bash && this.substitution())) {
         this.word += ch;
         this.i++;
       }
     }
+    if (this.i >= t.length) this.unterminated = true;
   }
 
+  /** A backslash outside quotes: the next character, literal. To bash a backslash-newline joins lines, and a last backslash is nothing; to shlex both are kept. */
   private escaped() {
     const next = this.text[this.i + 1];
-    if (next === undefined) return;
+    if (next === undefined) {
+      if (!this.bash) this.addChar('\\');
+      return;
+    }
     this.i++;
-    if (next !== '\n') this.addChar(next);
+    if (next !== '\n' || !this.bash) this.addChar(next);
   }
 
   /** `$(…)`, `` `…` ``, `<(…)`, `>(…)`: records the body and leaves the index after it. */
@@ -189,12 +239,6 @@ export class Lexer {
     this.tokens.push({ kind: 'op', text: control });
     this.i += control.length;
     return true;
-  }
-
-  private resetWord() {
-    this.word = '';
-    this.inWord = false;
-    this.subs = [];
   }
 
   private heredocDelimiter(token: RedirectToken, strip: boolean) {
