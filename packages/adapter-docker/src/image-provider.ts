@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import type Docker from 'dockerode';
+import { RuntimeFailure } from '@acs/core/ports';
+import { missingImage, type DockerError } from './docker-errors.js';
 
 /**
  * Makes sandbox images that are not on the engine yet (builds them, loads them). The runtime
@@ -75,5 +78,63 @@ export function commandImageProvider(options: {
             );
         });
       }),
+  };
+}
+
+/** A build in progress, with everyone waiting for it and the last line it said (for who comes late). */
+interface Build {
+  done: Promise<void>;
+  listeners: Set<(line: string) => void>;
+  last: string | null;
+}
+
+/**
+ * Makes sure the engine has the image, making it through the provider when it is missing.
+ * Resolves to what it found or did; rejects, saying why, when the image is missing and cannot be made.
+ */
+export type EnsureImage = (image: string, onProgress?: (line: string) => void) => Promise<'present' | 'provided'>;
+
+/** Ensures images on `docker` through `images` (none: a missing image fails), one build per image however many callers wait. */
+export function imageEnsurer(docker: Docker, images: SandboxImageProvider | undefined): EnsureImage {
+  const building = new Map<string, Build>();
+  const start = (provider: SandboxImageProvider, image: string): Build => {
+    const entry: Build = { done: Promise.resolve(), listeners: new Set(), last: null };
+    entry.done = provider
+      .provide(image, (line) => {
+        entry.last = line;
+        for (const listener of entry.listeners) listener(line);
+      })
+      .finally(() => building.delete(image));
+    building.set(image, entry);
+    return entry;
+  };
+  return async (image, onProgress) => {
+    const present = await docker
+      .getImage(image)
+      .inspect()
+      .then(
+        () => true,
+        (error: DockerError) => {
+          if (error.statusCode === 404) return false;
+          throw error;
+        },
+      );
+    if (present) return 'present';
+    if (!images?.provides(image)) throw missingImage(image);
+    const build = building.get(image) ?? start(images, image);
+    if (onProgress) {
+      build.listeners.add(onProgress);
+      if (build.last) onProgress(build.last);
+    }
+    try {
+      await build.done;
+    } catch (error) {
+      throw new RuntimeFailure(
+        `the sandbox image ${image} is missing and could not be built: ${(error as Error).message}`,
+      );
+    } finally {
+      if (onProgress) build.listeners.delete(onProgress);
+    }
+    return 'provided';
   };
 }

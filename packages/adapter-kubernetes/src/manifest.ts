@@ -1,16 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { V1StatefulSet } from '@kubernetes/client-node';
-import type { RuntimeCreateRequest } from '@acs/core/ports';
+import { SANDBOX_CAPABILITIES, SANDBOX_LABELS, type RuntimeCreateRequest } from '@acs/core/ports';
 
-/** Labels on every object this runtime creates (StatefulSet, pod, claim), as on Docker's containers. */
-export const LABELS = {
-  managed: 'io.acs.managed',
-  /** The installation that owns the sandbox; `list` sees only its own. */
-  installation: 'io.acs.installation-id',
-  sandbox: 'io.acs.sandbox-id',
-  user: 'io.acs.user-id',
-  spec: 'io.acs.sandbox-spec-id',
-} as const;
+/** What a dev shell needs (core's list, the same as on Docker); everything else is dropped. */
+export { SANDBOX_CAPABILITIES } from '@acs/core/ports';
+
+/** Labels on every object this runtime creates (StatefulSet, pod, claim): core's, as on Docker's containers. */
+export const LABELS = SANDBOX_LABELS;
 
 /** Annotations keep what a label cannot hold (any user id, the working directory, the image). */
 export const ANNOTATIONS = {
@@ -24,20 +20,6 @@ export const ANNOTATIONS = {
 export const CONTAINER = 'sandbox';
 /** The claim template's name; the claim of sandbox pod `<set>-0` is `workspace-<set>-0`. */
 export const WORKSPACE_VOLUME = 'workspace';
-
-/** What a dev shell needs; everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped, as on Docker. */
-export const SANDBOX_CAPABILITIES = [
-  'CHOWN',
-  'DAC_OVERRIDE',
-  'FOWNER',
-  'FSETID',
-  'KILL',
-  'SETGID',
-  'SETUID',
-  'NET_BIND_SERVICE',
-  'SYS_CHROOT',
-  'AUDIT_WRITE',
-] as const;
 
 export interface KubernetesResources {
   /** CPUs a sandbox may use (its limit; default 1). */

@@ -52,11 +52,32 @@ export {
   DEFAULT_READ_FILE_MAX_BYTES,
   MAX_SYMLINK_HOPS,
   resolveSandboxPath,
+  SANDBOX_CAPABILITIES,
+  SANDBOX_LABELS,
   splitClippedOutput,
   unavailableSandboxRuntime,
 } from './sandbox/runtime.js';
 export { createSandboxRuntimePool, type PooledRuntime } from './sandbox/runtime-pool.js';
 export { DEFAULT_MAX_UNHEARD_BYTES, ProcessOutputChannel } from './sandbox/process-output.js';
+// For runtime adapters: what is the same on every engine (failures, exec's bounds, paths and files, spawned processes).
+export { attemptRuntime, RuntimeFailure, unreachableCode } from './sandbox/runtime-error.js';
+export { BoundedOutput, execOutputs, execResult, type ExecEnding } from './sandbox/exec-output.js';
+export { createWorkingDirectories, missingFile, type WorkingDirectories } from './sandbox/runtime-files.js';
+export {
+  engineMethods,
+  type EngineMethods,
+  type EngineRunOptions,
+  type RuntimeAttempt,
+  type SandboxEngine,
+} from './sandbox/engine-methods.js';
+export {
+  checkSpawnCommand,
+  startSpawnedProcess,
+  type SpawnEnd,
+  type SpawnFeed,
+  type SpawnSession,
+  type StartSpawnedOptions,
+} from './sandbox/spawned-process.js';
 export type * from './llm/client.js';
 export type * from './mcp/port.js';
 export type * from './git/port.js';

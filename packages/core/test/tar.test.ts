@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { manualClock } from '../src/clock.js';
 import { readFirstTarEntry, tarOneFile } from '../src/sandbox/tar.js';
 
 /**
@@ -74,14 +75,19 @@ function endless(head: Buffer, fill = 0x61) {
 
 describe('readFirstTarEntry', () => {
   it('reads a whole small file, with its size', async () => {
-    expect(await readFirstTarEntry(Readable.from([tarOneFile('workspace/a.txt', Buffer.from('hello'))]), 1024)).toEqual(
-      {
-        type: 'file',
-        path: 'workspace/a.txt',
-        size: 5,
-        content: Buffer.from('hello'),
-      },
-    );
+    const archive = tarOneFile('workspace/a.txt', Buffer.from('hello'), manualClock());
+    expect(await readFirstTarEntry(Readable.from([archive]), 1024)).toEqual({
+      type: 'file',
+      path: 'workspace/a.txt',
+      size: 5,
+      content: Buffer.from('hello'),
+    });
+  });
+
+  it("dates the file by the clock it is given (the header's mtime, seconds since the epoch)", () => {
+    const archive = tarOneFile('a.txt', Buffer.from('x'), manualClock('2026-03-04T05:06:07.890Z'));
+    const mtime = Number.parseInt(archive.subarray(136, 148).toString('utf8'), 8);
+    expect(mtime).toBe(Date.parse('2026-03-04T05:06:07.000Z') / 1000);
   });
 
   it('reads no more of a huge file than asked, then ends the stream', async () => {

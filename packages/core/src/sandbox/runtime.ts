@@ -231,6 +231,36 @@ export const runtimeFailure =
       : { type: 'SandboxRuntimeFailed', sandboxId, operation, message: e.message };
 
 /**
+ * The labels every runtime puts on what it makes for a sandbox (container, StatefulSet, pod,
+ * volume), so a restarted service finds its sandboxes and an installation sees only its own.
+ */
+export const SANDBOX_LABELS = {
+  managed: 'io.acs.managed',
+  /** The installation that owns the sandbox; `list` sees only its own. */
+  installation: 'io.acs.installation-id',
+  sandbox: 'io.acs.sandbox-id',
+  user: 'io.acs.user-id',
+  spec: 'io.acs.sandbox-spec-id',
+} as const;
+
+/**
+ * The Linux capabilities a sandbox's process keeps, on every engine: what a dev shell needs;
+ * everything else (NET_RAW, MKNOD, SYS_ADMIN, …) is dropped.
+ */
+export const SANDBOX_CAPABILITIES = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'NET_BIND_SERVICE',
+  'SYS_CHROOT',
+  'AUDIT_WRITE',
+] as const;
+
+/**
  * A path inside a sandbox, resolved against its working directory and normalised.
  * Paths always name the sandbox's own filesystem; null for what cannot be a path.
  */

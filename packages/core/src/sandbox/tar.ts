@@ -5,6 +5,8 @@
  * speaks it, and so does `tar` in a Kubernetes pod through exec (what `kubectl cp` does): one
  * reader and writer here, for every runtime adapter.
  */
+import { millisOf, type Clock } from '../clock.js';
+
 const BLOCK = 512;
 
 function field(header: Buffer, offset: number, length: number, value: string): void {
@@ -13,8 +15,8 @@ function field(header: Buffer, offset: number, length: number, value: string): v
 
 const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
 
-/** A tar archive holding one regular file at `path` (relative, no leading slash). */
-export function tarOneFile(path: string, content: Uint8Array, mode = 0o644): Buffer {
+/** A tar archive holding one regular file at `path` (relative, no leading slash), modified now by `clock`. */
+export function tarOneFile(path: string, content: Uint8Array, clock: Clock, mode = 0o644): Buffer {
   const name = Buffer.byteLength(path) <= 100 ? { name: path, prefix: '' } : splitLongPath(path);
   const header = Buffer.alloc(BLOCK, 0);
   field(header, 0, 100, name.name);
@@ -22,7 +24,7 @@ export function tarOneFile(path: string, content: Uint8Array, mode = 0o644): Buf
   field(header, 108, 8, octal(0, 8));
   field(header, 116, 8, octal(0, 8));
   field(header, 124, 12, octal(content.length, 12));
-  field(header, 136, 12, octal(Math.floor(Date.now() / 1000), 12));
+  field(header, 136, 12, octal(Math.floor(millisOf(clock) / 1000), 12));
   header.fill(' ', 148, 156);
   header.write('0', 156);
   field(header, 257, 6, 'ustar');
