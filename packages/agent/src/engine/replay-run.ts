@@ -48,7 +48,7 @@ async function replay(
   sandboxId: string,
   workingDir: string,
 ): Promise<StepEnd> {
-  const { append, catchUp, now, setStatus, fail } = deps.recording;
+  const { append, catchUp, now, fail } = deps.recording;
   const { toolContext, runActions } = deps.actions;
   const plan = parseReplayTrajectory(json);
   if (plan.isErr()) {
