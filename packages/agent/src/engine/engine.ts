@@ -29,7 +29,7 @@ interface EngineContext {
   runners: RunnerRegistry;
   recording: Recording;
   confirmation: Confirmation;
-  /** What a run of a conversation's loop is made of. */
+  /** What a conversation's run (its one loop, loop.ts) is made of. */
   loop: LoopDeps;
   recovery: RecoveryDeps;
   state: { shuttingDown: boolean; scan: { cancel(): void } | null; scanning: boolean };
@@ -40,7 +40,8 @@ interface EngineContext {
  * the parts it names in its deps:
  *
  *   recording (log appends, status) → actions (tools, MCP, observations) → step (model call,
- *   condenser, limits) · confirmation · replay-run → loop (one conversation's runs) · recovery
+ *   condenser, limits) · confirmation · replay-run → loop (a conversation's run: the lease and
+ *   its turns) · recovery
  *
  * and answers the `AgentPort`: wake starts a conversation's loop (at most one at a time), pause
  * and forget stop it, shutdown stops them all, leaving their status `running` for the next

@@ -48,9 +48,10 @@ type OpeningShell = Promise<Result<SandboxShell, SandboxRuntimeError>>;
  *                        │
  *                      stop(why) ──▶ stopped: the signal is aborted; the next begin starts afresh
  *
- * beside it the lease (held, given up, lost), the run's working state (the log copy, a forced
- * condensation) that the end of a run clears, and the shell and MCP connections, which the
- * runner opens on first use and closes (`release`) when the engine says their time is up.
+ * beside it the lease (held, given up, lost), the run's working state (its copy of the log,
+ * which the end of a run empties; a forced condensation), and the shell and MCP connections,
+ * which the runner opens on first use and closes (`release`) when the engine says their time is
+ * up. What the agent has answered is not here: it is the run's loop's own (loop.ts).
  */
 export class Runner {
   readonly editHistory = new Map<string, string[]>();
