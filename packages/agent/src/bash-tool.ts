@@ -1,4 +1,4 @@
-import type { ShellOutput } from '@acs/core/ports';
+import { isShellEnded, type ShellOutput } from '@acs/core/ports';
 import { z } from 'zod';
 import { failure, outcome, runtimeFailure, type AgentTool, type ToolOutcome } from './tool.js';
 
@@ -113,8 +113,8 @@ export const executeBashTool: AgentTool<typeof BashArguments> = {
       return render(result.value, wait);
     }
     let result = await sh.run(args.command, { softTimeoutMs: wait * 1000 });
-    if (result.isErr() && result.error.type === 'failed' && /open a new one/.test(result.error.message)) {
-      // The shell died (e.g. the model ran `exit`): start a fresh one and run the command there.
+    if (result.isErr() && isShellEnded(result.error)) {
+      // The shell ended (e.g. the model ran `exit`): start a fresh one and run the command there.
       await context.resetShell();
       const fresh = await context.shell();
       if (fresh.isErr()) return runtimeFailure('could not reopen the shell', fresh.error);

@@ -102,6 +102,21 @@ describe('agent engine: tools', () => {
     ]);
   });
 
+  it('opens a new shell for the next command after the model ended its shell', async () => {
+    const { service, runtime } = await setup({}, [
+      call('execute_bash', { command: 'exit 3' }),
+      call('execute_bash', { command: 'pwd' }),
+      call('finish', { message: 'ok' }),
+    ]);
+    const spawn = vi.spyOn(runtime, 'spawn');
+    const id = await converse(service);
+    const [exited, ran] = observations(await eventsOf(service, id));
+    expect(exited).toMatchObject({ tool_name: 'execute_bash', exit_code: 3 });
+    expect(ran).toMatchObject({ tool_name: 'execute_bash', is_error: false, exit_code: 0 });
+    expect(ran!.kind === 'observation' && ran!.content).toContain(WORKDIR);
+    expect(spawn).toHaveBeenCalledTimes(2);
+  });
+
   it('edits with str_replace, insert, view and undo_edit', async () => {
     const path = `${WORKDIR}/app.py`;
     const { service, runtime } = await setup({}, [

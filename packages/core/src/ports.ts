@@ -43,7 +43,13 @@ export { InProcessLocks, type Locks } from './locks.js';
 export { resultAsync } from './result.js';
 export type { StoreFailure } from './store-failure.js';
 export type * from './sandbox/runtime.js';
-export type { OpenShellOptions, SandboxShell, ShellOutput } from './sandbox/shell.js';
+export {
+  isShellEnded,
+  type OpenShellOptions,
+  type SandboxShell,
+  type ShellEnded,
+  type ShellOutput,
+} from './sandbox/shell.js';
 // For runtimes that play bash rather than run it (test doubles): what the persistent shell types, and what it reads back.
 export { parseShellLine, shellMarker, type ShellLine } from './sandbox/shell-protocol.js';
 export {

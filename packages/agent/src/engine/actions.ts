@@ -99,7 +99,7 @@ async function ensureMcp(
   // Reused while the servers, the sandbox and every connection are as they were; else connected afresh.
   const fingerprint = `${sandboxId}\u0000${JSON.stringify(config)}`;
   if (r.mcp && r.mcp.fingerprint === fingerprint && r.mcp.session.healthy()) return;
-  await r.takeMcp()?.session.close();
+  await r.closeMcp();
   if (!hasMcpServers(config)) return;
   if (!host.mcp) {
     await recording.append(r, [
@@ -175,7 +175,7 @@ function toolContext(deps: ActionsDeps, r: Runner, sandboxId: string, workingDir
     editHistory: r.editHistory,
     signal: r.signal,
     shell: () => new ResultAsync(r.shell(async () => openSandboxShell(runtime, sandboxId, { cwd: workingDir }))),
-    resetShell: () => deps.recording.closeShell(r),
+    resetShell: () => r.closeShell(),
   };
 }
 
@@ -300,12 +300,11 @@ async function afterActions(
   deps.host.sandboxes.touch(r.userId, sandboxId);
   if (outcome === 'paused') return 'stop';
   if (outcome === 'sandbox_lost') {
-    await deps.recording.fail(
+    return deps.recording.fail(
       r,
       'sandbox_unavailable',
       `The sandbox ${sandboxId} stopped answering, so the agent cannot go on. Start the conversation again.`,
     );
-    return 'stop';
   }
   if (outcome === 'finished') {
     await deps.recording.setStatus(r, 'finish', 'the agent called finish');

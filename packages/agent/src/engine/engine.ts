@@ -29,7 +29,7 @@ interface EngineContext {
   runners: RunnerRegistry;
   recording: Recording;
   confirmation: Confirmation;
-  /** What a run of a conversation's loop is made of. */
+  /** What a conversation's run (its one loop, loop.ts) is made of. */
   loop: LoopDeps;
   recovery: RecoveryDeps;
   state: { shuttingDown: boolean; scan: { cancel(): void } | null; scanning: boolean };
@@ -40,7 +40,8 @@ interface EngineContext {
  * the parts it names in its deps:
  *
  *   recording (log appends, status) → actions (tools, MCP, observations) → step (model call,
- *   condenser, limits) · confirmation · replay-run → loop (one conversation's runs) · recovery
+ *   condenser, limits) · confirmation · replay-run → loop (a conversation's run: the lease and
+ *   its turns) · recovery
  *
  * and answers the `AgentPort`: wake starts a conversation's loop (at most one at a time), pause
  * and forget stop it, shutdown stops them all, leaving their status `running` for the next
@@ -72,7 +73,7 @@ export function createAgentEngine(host: AgentEngineDeps): AgentEngine {
     runners: new RunnerRegistry(),
     recording,
     confirmation,
-    loop: { host, recording, actions, stepper, confirmation, replayer },
+    loop: { host, recording, actions, stepper, confirmation, replayer, accepting: () => accepting(ctx) },
     recovery: { recording, actions },
     state: { shuttingDown: false, scan: null, scanning: false },
   };
@@ -111,7 +112,7 @@ function watchLeases(ctx: EngineContext): void {
       const r = runnerOf(lease);
       if (!r) return;
       r.loseLease();
-      background.spawn(`release ${r.conversationId} after its lease was lost`, () => ctx.recording.release(r));
+      background.spawn(`release ${r.conversationId} after its lease was lost`, () => r.release());
     },
     stopRequested: (lease) => {
       const r = runnerOf(lease);
@@ -127,8 +128,12 @@ function watchLeases(ctx: EngineContext): void {
   });
 }
 
+/** Whether the engine starts runs: not once it shuts down or its host's background tasks are closed. */
+const accepting = (ctx: EngineContext): boolean => !ctx.host.background.closed && !ctx.state.shuttingDown;
+
+/** Something for the conversation's agent: its loop runs (it looks again before it ends, if it runs already). */
 function wake(ctx: EngineContext, userId: string, conversationId: string): void {
-  if (ctx.host.background.closed || ctx.state.shuttingDown) return;
+  if (!accepting(ctx)) return;
   const r = ctx.runners.runnerFor(userId, conversationId);
   if (r.running) {
     r.requestWake();
@@ -137,65 +142,17 @@ function wake(ctx: EngineContext, userId: string, conversationId: string): void 
   start(ctx, r, null);
 }
 
-/** Starts the conversation's loop under its lease (`taken`: already taken by a recovery); a wake that came in while it ended runs it again. */
+/** Starts the conversation's loop (`taken`: its lease, already taken by a recovery). */
 function start(ctx: EngineContext, r: Runner, taken: OwnedLease | null): void {
-  const running = r.begin(
-    () => own(ctx, r, taken),
-    () => {
-      if (r.settle() === 'again') wake(ctx, r.userId, r.conversationId);
-    },
-  );
+  const running = r.begin(() => runLoop(ctx.loop, r, taken));
   ctx.host.background.spawn(`agent ${r.conversationId}`, () => running);
 }
 
-/**
- * Runs a conversation's loop under its lease: takes it (or, held by another process, asks
- * that one for another run and leaves), runs, and gives it up, unless another process asked
- * for a run meanwhile.
- */
-async function own(ctx: EngineContext, r: Runner, taken: OwnedLease | null): Promise<void> {
-  const { ownership } = ctx.host;
-  const lease = taken ?? (await leaseToRun(ctx, r));
-  if (lease === null) return;
-  r.hold(lease);
-  try {
-    for (;;) {
-      r.takeWake();
-      await runLoop(ctx.loop, r);
-      if (r.stopped) break;
-      if (r.wakeRequested) continue;
-      if ((await ownership.release(lease)) === 'again') continue;
-      r.letGo();
-      return;
-    }
-  } finally {
-    // A lost lease is gone already (Runner.loseLease); a pause or a delete gives the lease up
-    // itself, after it has written the status.
-    if (r.lease === lease && r.stopReason !== 'paused') {
-      r.letGo();
-      await ownership.release(lease);
-    }
-  }
-}
-
-/** The lease to run a conversation under; null when another process holds it, or when the lease store failed (logged: the next wake tries again). */
-async function leaseToRun(ctx: EngineContext, r: Runner): Promise<OwnedLease | null> {
-  const acquired = await ctx.host.ownership.acquire(r.userId, r.conversationId);
-  if (acquired.isErr()) {
-    ctx.host.logger.warn(
-      { conversationId: r.conversationId, reason: acquired.error.message },
-      'could not take the lease of a conversation to run it',
-    );
-    return null;
-  }
-  return acquired.value === 'elsewhere' ? null : acquired.value;
-}
-
-/** Stops a local loop and waits for it; the lease stays held (the caller writes a status, then gives it up). */
-async function halt(ctx: EngineContext, r: Runner, why: StopReason): Promise<void> {
+/** Stops a local loop and waits for it, and closes what it holds in the sandbox; the lease stays held (the caller writes a status, then gives it up). */
+async function halt(r: Runner, why: StopReason): Promise<void> {
   r.stop(why);
   await r.running;
-  await ctx.recording.release(r);
+  await r.release();
 }
 
 /** Gives up the lease a halted runner still holds. */
@@ -210,7 +167,7 @@ async function shutdown(ctx: EngineContext): Promise<void> {
   const running = ctx.runners.all().filter((r) => r.running !== null);
   for (const r of running) r.stop('shutting down');
   await Promise.all(running.map((r) => r.running ?? Promise.resolve()));
-  await Promise.all(ctx.runners.all().map((r) => ctx.recording.release(r)));
+  await Promise.all(ctx.runners.all().map((r) => r.release()));
   ctx.host.ownership.stop();
 }
 
@@ -228,26 +185,30 @@ async function pause(ctx: EngineContext, userId: string, conversationId: string,
   }
   if (r) {
     // Also at rest: the shell and MCP connections it keeps between runs are closed.
-    await halt(ctx, r, 'paused');
-    await ctx.recording
-      .setStatus(r, 'pause', reason)
-      .catch((error: unknown) => logger.warn({ conversationId, err: String(error) }, 'could not record the pause'));
+    await halt(r, 'paused');
+    await recordPause(ctx, r, reason);
     await letGo(ctx, r);
     return;
   }
   // Only a record left "running" (by a crash, or a holder that did not write it) needs changing.
   const record = await conversations.get(userId, conversationId);
-  if (record.isOk() && record.value?.execution_status === 'running') {
-    await ctx.recording
-      .setStatus(ctx.runners.runnerFor(userId, conversationId), 'pause', reason)
-      .catch(() => undefined);
-  }
+  if (record.isOk() && record.value?.execution_status === 'running')
+    await recordPause(ctx, ctx.runners.runnerFor(userId, conversationId), reason);
+}
+
+/** The status `paused`; a store that refuses it is logged (the pause itself has happened, and nobody waits for an answer). */
+async function recordPause(ctx: EngineContext, r: Runner, reason: string): Promise<void> {
+  await ctx.recording
+    .setStatus(r, 'pause', reason)
+    .catch((error: unknown) =>
+      ctx.host.logger.warn({ conversationId: r.conversationId, err: String(error) }, 'could not record the pause'),
+    );
 }
 
 async function forget(ctx: EngineContext, userId: string, conversationId: string): Promise<void> {
   const r = ctx.runners.get(userId, conversationId);
   if (r) {
-    await halt(ctx, r, 'paused');
+    await halt(r, 'paused');
     await letGo(ctx, r);
     ctx.runners.delete(userId, conversationId);
   }

@@ -9,26 +9,24 @@ import type {
   ExecutionStatus,
 } from '@acs/core/schemas';
 import { ok, type Result } from 'neverthrow';
-import { lastHandledId } from './log-reading.js';
-import type { Runner } from './runner.js';
+import type { Answered, Runner } from './runner.js';
 
 /** What recording needs from the host: the record, the log, the time, the logger and the leases. */
 export type RecordingDeps = Pick<AgentHost, 'conversations' | 'log' | 'clock' | 'logger' | 'ownership'>;
 
 /**
  * How the agent writes what it does: appends that keep the runner's copy of the log complete
- * and in order, status moves through the state machine, errors, and closing what a
- * conversation holds in its sandbox.
+ * and in order, status moves through the state machine, metrics, errors.
  *
  * A runner whose lease another process holds now writes nothing: its first refused write stops
  * the run (`Runner.loseLease`), and every write after is skipped, so the loop ends at its next
- * look at `r.stopped` without anything thrown.
+ * look at `r.stopped` without anything thrown. A store that refuses a read or a write is thrown
+ * (`refused`), each the same way, and caught in one place, the loop's turn (loop.ts), which
+ * records it as an internal error: the record and the log would part if the agent went on.
  */
 export interface Recording {
   /** Appends (under the runner's lease) and keeps the runner's copy of the log complete and in order; nothing once the lease is lost. */
   append: (r: Runner, drafts: ConversationEventDraft[]) => Promise<ConversationEvent[]>;
-  /** A user message the agent has not seen yet. */
-  hasUnseenMessage: (r: Runner) => boolean;
   /** Brings the runner's copy of the log up to date (messages may have been appended by requests). */
   catchUp: (r: Runner) => Promise<void>;
   now: () => string;
@@ -39,25 +37,22 @@ export interface Recording {
     reason: string | null,
     extra?: Partial<Pick<ConversationRecord, 'metrics'>>,
   ) => Promise<ExecutionStatus | null>;
+  /** Writes the conversation's metrics to its record. */
   saveMetrics: (r: Runner, metrics: ConversationMetrics) => Promise<void>;
   /** An error event: fatal when the agent stops because of it, else a warning. */
   errorEvent: (code: ConversationErrorCode, message: string, fatal?: boolean) => ConversationEventDraft;
-  /** The agent stops on an error: a fatal error event, then the status `error`. */
-  fail: (r: Runner, code: ConversationErrorCode, message: string) => Promise<void>;
+  /** The agent stops on an error: a fatal error event, then the status `error`; it has answered what it read. */
+  fail: (r: Runner, code: ConversationErrorCode, message: string) => Promise<Answered>;
   /**
    * The agent stops short of its task at a limit a message lifts (max_iterations): a fatal
    * error event says why, and it waits for the user (idle), whose next message runs it again.
    */
-  stopUntilMessage: (r: Runner, code: ConversationErrorCode, message: string) => Promise<void>;
-  closeShell: (r: Runner) => Promise<void>;
-  /** Closes what a conversation holds in its sandbox: the shell and the MCP connections (and their processes). */
-  release: (r: Runner) => Promise<void>;
+  stopUntilMessage: (r: Runner, code: ConversationErrorCode, message: string) => Promise<Answered>;
 }
 
 export function createRecording(deps: RecordingDeps): Recording {
   return {
     append: (r, drafts) => append(deps, r, drafts),
-    hasUnseenMessage,
     catchUp: (r) => catchUp(deps, r),
     now: () => deps.clock.now(),
     setStatus: (r, event, reason, extra = {}) => setStatus(deps, r, event, reason, extra),
@@ -65,8 +60,6 @@ export function createRecording(deps: RecordingDeps): Recording {
     errorEvent: (code, message, fatal = false) => errorEvent(deps, code, message, fatal),
     fail: (r, code, message) => stopWithError(deps, r, code, message, 'fail'),
     stopUntilMessage: (r, code, message) => stopWithError(deps, r, code, message, 'await_message'),
-    closeShell,
-    release,
   };
 }
 
@@ -97,7 +90,7 @@ async function append(deps: RecordingDeps, r: Runner, drafts: ConversationEventD
       r.loseLease();
       return [];
     }
-    throw new Error(`could not append to the event log: ${appended.error.message}`);
+    refused('append to the event log', appended.error);
   }
   const events = appended.value;
   if (events.length > 0 && events[0]!.id === r.log.lastId + 1) {
@@ -108,15 +101,9 @@ async function append(deps: RecordingDeps, r: Runner, drafts: ConversationEventD
   return events;
 }
 
-function hasUnseenMessage(r: Runner): boolean {
-  const handled = r.handledUpTo ?? lastHandledId(r.log.events);
-  r.handled(handled);
-  return r.log.lastUserMessageId > handled;
-}
-
 async function catchUp(deps: RecordingDeps, r: Runner): Promise<void> {
   const fresh = await deps.log.readAll(r.userId, r.conversationId, r.log.lastId);
-  if (fresh.isErr()) throw new Error(`could not read the event log: ${fresh.error.message}`);
+  if (fresh.isErr()) refused('read the event log', fresh.error);
   r.log.add(fresh.value);
 }
 
@@ -146,7 +133,7 @@ async function setStatus(
       return ok({ ...current, ...extra, execution_status: next.value, updated_at: deps.clock.now() });
     },
   );
-  if (updated.isErr()) throw new Error(`could not record the execution status: ${updated.error.message}`);
+  if (updated.isErr()) refused('record the execution status', updated.error);
   const move = changed as { from: ExecutionStatus | null; to: ExecutionStatus } | null;
   if (move)
     await append(deps, r, [
@@ -157,9 +144,10 @@ async function setStatus(
 
 async function saveMetrics(deps: RecordingDeps, r: Runner, metrics: ConversationMetrics): Promise<void> {
   if (!holds(deps, r)) return;
-  await deps.conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> =>
+  const updated = await deps.conversations.update(r.userId, r.conversationId, (c): Result<ConversationRecord, never> =>
     ok({ ...c, metrics, updated_at: deps.clock.now() }),
   );
+  if (updated.isErr()) refused('record the metrics', updated.error);
 }
 
 function errorEvent(
@@ -178,20 +166,15 @@ async function stopWithError(
   code: ConversationErrorCode,
   message: string,
   move: 'fail' | 'await_message',
-): Promise<void> {
-  r.handled(r.log.lastId);
+): Promise<Answered> {
+  // The error answers what the agent has read: a message that comes in as it is written still gets a turn.
+  const upTo = r.log.lastId;
   await append(deps, r, [errorEvent(deps, code, message, true)]);
   await setStatus(deps, r, move, message, {});
+  return { upTo, then: 'stop' };
 }
 
-async function closeShell(r: Runner): Promise<void> {
-  const pending = r.takeShell();
-  if (!pending) return;
-  const shell = await pending;
-  if (shell.isOk()) await shell.value.close().catch(() => undefined);
-}
-
-async function release(r: Runner): Promise<void> {
-  await closeShell(r);
-  await r.takeMcp()?.session.close();
+/** A store refused a read or a write in the middle of a run: thrown, for the loop's turn to record (see Recording). */
+export function refused(what: string, failure: { message: string }): never {
+  throw new Error(`could not ${what}: ${failure.message}`);
 }

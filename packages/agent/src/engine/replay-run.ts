@@ -6,7 +6,7 @@ import type { AgentHost } from '@acs/core/ports';
 import type { Toolset } from '../toolset.js';
 import type { Actions } from './actions.js';
 import type { Recording } from './recording.js';
-import type { Runner, StepEnd } from './runner.js';
+import type { Answered, Runner, StepEnd } from './runner.js';
 
 /** What a replay needs: the sandboxes (to mark them used), the tools every conversation has, recording and actions. */
 export interface ReplayerDeps {
@@ -21,7 +21,7 @@ export interface Replayer {
   /**
    * A `replay_json` conversation: runs the trajectory's remaining steps (the log shows which ran,
    * by `replay_step`) instead of calling the model, each tool call exactly as a model's call would
-   * run, with no llm_call event (so no cost). 'stop' when the run ends here (the trajectory
+   * run, with no llm_call event (so no cost). A stop when the turn ends here (the trajectory
    * finished, the agent was paused, or there is no model to go on with); 'continue' when the
    * model takes over.
    */
@@ -48,16 +48,15 @@ async function replay(
   sandboxId: string,
   workingDir: string,
 ): Promise<StepEnd> {
-  const { append, catchUp, now, setStatus, fail } = deps.recording;
+  const { append, catchUp, now, fail } = deps.recording;
   const { toolContext, runActions } = deps.actions;
   const plan = parseReplayTrajectory(json);
   if (plan.isErr()) {
-    await fail(
+    return fail(
       r,
       'internal_error',
       `The stored replay_json cannot be replayed: ${plan.error.type === 'ValidationFailed' ? plan.error.message : plan.error.type}`,
     );
-    return 'stop';
   }
   const { steps } = plan.value;
   const context = toolContext(r, sandboxId, workingDir);
@@ -106,18 +105,13 @@ async function replay(
     deps.host.sandboxes.touch(r.userId, sandboxId);
     if (outcome === 'paused') return 'stop';
     if (outcome === 'sandbox_lost') {
-      await fail(
+      return fail(
         r,
         'sandbox_unavailable',
         `The sandbox ${sandboxId} stopped answering during the replay, so it cannot go on. Start the conversation again.`,
       );
-      return 'stop';
     }
-    if (outcome === 'finished') {
-      r.handled(r.log.lastId);
-      await setStatus(r, 'finish', 'the replayed trajectory called finish');
-      return 'stop';
-    }
+    if (outcome === 'finished') return finished(deps, r, 'the replayed trajectory called finish');
   }
   // The user wrote after the replay: the model answers (or the usual error says that none is configured).
   const end = replayEndIndex(r.log.events);
@@ -126,15 +120,20 @@ async function replay(
   // Ending on the agent's message: it waits for the user, as a model's reply without tools does.
   const awaitsUser = last?.kind === 'message' && last.source === 'agent';
   if (credentials && !awaitsUser && !plan.value.endsWithFinish) return 'continue';
-  r.handled(r.log.lastId);
-  await setStatus(
+  return finished(
+    deps,
     r,
-    'finish',
     plan.value.endsWithFinish
       ? 'the replayed trajectory called finish'
       : awaitsUser
         ? 'the replayed trajectory ended with a message from the agent, which waits for the user'
         : 'the trajectory was replayed; no model is configured, so the agent stops here',
   );
-  return 'stop';
+}
+
+/** The replay has finished the conversation: it answers everything the agent has read. */
+async function finished(deps: ReplayerDeps, r: Runner, reason: string): Promise<Answered> {
+  const upTo = r.log.lastId;
+  await deps.recording.setStatus(r, 'finish', reason);
+  return { upTo, then: 'stop' };
 }

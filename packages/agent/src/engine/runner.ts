@@ -3,8 +3,28 @@ import type { Result } from 'neverthrow';
 import type { McpSession } from '../mcp-session.js';
 import { RunnerLog } from './runner-log.js';
 
-/** Whether the loop goes on after a step. */
-export type StepEnd = 'continue' | 'stop';
+/**
+ * How a step (or a replay, or settling a decision) ends: the turn goes on ('continue') or ends
+ * ('stop'). An `Answered` end also says up to which event the agent has answered the log; the
+ * loop keeps that mark (loop.ts) and gives a user message after it another turn.
+ */
+export type StepEnd = 'continue' | 'stop' | Answered;
+
+/** The agent has answered the log up to `upTo`: the prompt of a model call, the log it stopped on with an error, a finished replay, a rejection. */
+export interface Answered {
+  readonly upTo: number;
+  readonly then: 'continue' | 'stop';
+}
+
+/** Whether the turn ends with this step. */
+export const ends = (end: StepEnd): boolean => (typeof end === 'string' ? end : end.then) === 'stop';
+
+/** Up to where `end` says the agent has answered, else `upTo`. */
+export const answeredUpTo = (end: StepEnd, upTo: number): number => (typeof end === 'string' ? upTo : end.upTo);
+
+/** `end` as answered up to `upTo`, unless it says otherwise (a stop on an error that came later). */
+export const answering = (upTo: number, end: StepEnd): Answered =>
+  typeof end === 'string' ? { upTo, then: end } : end;
 
 /** Why a run is being stopped (words for the observations it leaves; none after a lost lease, whose writes are refused). */
 export type StopReason = 'paused' | 'shutting down' | 'lease lost';
@@ -24,12 +44,14 @@ type OpeningShell = Promise<Result<SandboxShell, SandboxRuntimeError>>;
  * Every field is private and changes only through the transitions below, so this file is the
  * whole state machine of a run:
  *
- *   at rest ──begin──▶ running ──(run ends)──▶ at rest (or running again when a wake came in)
+ *   at rest ──begin──▶ running ──end──▶ at rest (unless a wake came in: the loop goes on)
  *                        │
  *                      stop(why) ──▶ stopped: the signal is aborted; the next begin starts afresh
  *
- * beside it the lease (held, given up, lost) and the per-run working state (the log copy, what
- * the agent has handled, a forced condensation) that the end of a run clears.
+ * beside it the lease (held, given up, lost), the run's working state (its copy of the log,
+ * which the end of a run empties; a forced condensation), and the shell and MCP connections,
+ * which the runner opens on first use and closes (`release`) when the engine says their time is
+ * up. What the agent has answered is not here: it is the run's loop's own (loop.ts).
  */
 export class Runner {
   readonly editHistory = new Map<string, string[]>();
@@ -43,7 +65,6 @@ export class Runner {
   #shell: OpeningShell | null = null;
   #mcp: ConnectedMcp | null = null;
   #log = new RunnerLog();
-  #handledUpTo: number | null = null;
   #forcedCondensation = false;
 
   constructor(
@@ -71,8 +92,12 @@ export class Runner {
     return this.#stopReason;
   }
 
-  /** Starts a run (afresh after a stop); `run` is called before anything awaits, so a second begin cannot start a second run. */
-  begin(run: () => Promise<void>, ended: () => void): Promise<void> {
+  /**
+   * Starts a run (afresh after a stop); `run` is called before anything awaits, so a second
+   * begin cannot start a second run. The run ends itself (`end`); one that threw (a defect,
+   * logged by the background tasks) is put at rest here.
+   */
+  begin(run: () => Promise<void>): Promise<void> {
     if (this.stopped) {
       this.#abort = new AbortController();
       this.#stopReason = 'paused';
@@ -80,26 +105,31 @@ export class Runner {
     const running: Promise<void> = Promise.resolve()
       .then(run)
       .finally(() => {
-        this.#running = null;
-        ended();
+        if (this.#running === running) this.#rest();
       });
     this.#running = running;
     return running;
   }
 
   /**
-   * After a run ended: 'again' when a wake came in while it was ending (and it was not stopped);
-   * else the run's working state is cleared ('rest': an agent at rest keeps no copy of its log,
-   * it is read again on the next run; the shell and MCP connections stay).
+   * The run ends, unless a wake came in (and the run was not stopped, and `mayGoOn`): then the
+   * wake is taken and false says the loop goes on. Ending puts the runner at rest in the same
+   * step as that look at the wake, so a wake is either seen here or starts a new run: an agent at
+   * rest keeps no copy of its log (it is read again on the next run); the shell and MCP
+   * connections stay.
    */
-  settle(): 'again' | 'rest' {
-    if (this.#wakeRequested && !this.stopped) {
+  end(mayGoOn: boolean): boolean {
+    if (this.#wakeRequested && !this.stopped && mayGoOn) {
       this.#wakeRequested = false;
-      return 'again';
+      return false;
     }
+    this.#rest();
+    return true;
+  }
+
+  #rest(): void {
+    this.#running = null;
     this.#log = new RunnerLog();
-    this.#handledUpTo = null;
-    return 'rest';
   }
 
   /** Stops the run: aborts its signal and says why. */
@@ -108,7 +138,7 @@ export class Runner {
     this.#abort.abort();
   }
 
-  /** Something arrived while the loop ran; it looks again before it exits. */
+  /** Something arrived while the loop ran; it looks again before it ends. */
   requestWake(): void {
     this.#wakeRequested = true;
   }
@@ -173,15 +203,6 @@ export class Runner {
     return this.#log;
   }
 
-  /** The last event id the agent has acted on (shown to the model, or stopped with an error after); null until read from the log. */
-  get handledUpTo(): number | null {
-    return this.#handledUpTo;
-  }
-
-  handled(upTo: number): void {
-    this.#handledUpTo = upTo;
-  }
-
   /** The last model call said the prompt was too long and a forced condensation followed: a second refusal is final. */
   get forcedCondensation(): boolean {
     return this.#forcedCondensation;
@@ -204,11 +225,13 @@ export class Runner {
     return opening;
   }
 
-  /** The shell's opening, if any, forgotten here (the caller closes it). */
-  takeShell(): OpeningShell | null {
-    const shell = this.#shell;
+  /** Closes the shell, if one is open (it died, or the conversation lets go of its sandbox); the next `shell` opens a new one. */
+  async closeShell(): Promise<void> {
+    const opening = this.#shell;
     this.#shell = null;
-    return shell;
+    if (!opening) return;
+    const shell = await opening;
+    if (shell.isOk()) await shell.value.close().catch(() => undefined);
   }
 
   /** The conversation's MCP servers, connected for its sandbox; null until a run that has servers. */
@@ -220,11 +243,17 @@ export class Runner {
     this.#mcp = mcp;
   }
 
-  /** The MCP connections, if any, forgotten here (the caller closes them). */
-  takeMcp(): ConnectedMcp | null {
+  /** Closes the MCP connections (and their processes), if any. */
+  async closeMcp(): Promise<void> {
     const mcp = this.#mcp;
     this.#mcp = null;
-    return mcp;
+    await mcp?.session.close();
+  }
+
+  /** Closes what the conversation holds in its sandbox: the shell and the MCP connections. */
+  async release(): Promise<void> {
+    await this.closeShell();
+    await this.closeMcp();
   }
 }
 

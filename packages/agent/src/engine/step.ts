@@ -19,7 +19,7 @@ import { errorCodeOf } from './log-reading.js';
 import { coalescingSink, DELTA_WINDOW_MS, deltaPublisher } from './deltas.js';
 import type { AgentEngineOptions } from './options.js';
 import type { Recording } from './recording.js';
-import type { Runner, StepEnd } from './runner.js';
+import { answering, ends, type Answered, type Runner, type StepEnd } from './runner.js';
 
 /** What a step needs: the model, the sandboxes and the log (for the answer's deltas), the engine's options and step limit, recording and actions. */
 export interface StepperDeps {
@@ -78,13 +78,26 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
   await recording.catchUp(r);
   if (r.stopped) return 'stop';
   await actions.reportLostMcp(r);
-  if ((await checkLimits(deps, r, input)) === 'stop') return 'stop';
+  const limits = await checkLimits(deps, r, input);
+  if (ends(limits)) return limits;
   const condenserOn = input.stored?.enable_default_condenser ?? true;
-  if (condenserOn && (await condense(deps, r, input, false)) === 'stop') return 'stop';
-
-  const toolset = actions.toolsetOf(r, input.workingDir);
+  const condensed = condenserOn ? await condense(deps, r, input, false) : 'none';
+  if (condensed !== 'none' && condensed !== 'condensed') return condensed;
+  // The model is shown the log up to here: whatever the step does next answers it up to here.
   const seenUpTo = r.log.lastId;
-  r.handled(seenUpTo);
+  return answering(seenUpTo, await ask(deps, r, input, condenserOn, seenUpTo));
+}
+
+/** The model call of a step and what follows its answer. */
+async function ask(
+  deps: StepperDeps,
+  r: Runner,
+  input: StepInput,
+  condenserOn: boolean,
+  seenUpTo: number,
+): Promise<StepEnd> {
+  const { recording, actions } = deps;
+  const toolset = actions.toolsetOf(r, input.workingDir);
   const deltas = input.stream ? coalescingSink(deps.host.log, deps.options.deltaWindowMs ?? DELTA_WINDOW_MS) : null;
   const response = await callModel(deps, r, {
     credentials: input.credentials,
@@ -102,16 +115,15 @@ async function step(deps: StepperDeps, r: Runner, input: StepInput): Promise<Ste
     if (response.error.type === 'context_too_long' && condenserOn && !r.forcedCondensation) {
       r.setForcedCondensation(true);
       const condensed = await condense(deps, r, input, true);
-      if (condensed === 'stop') return 'stop';
       if (condensed === 'condensed') return 'continue';
+      if (condensed !== 'none') return condensed;
     }
     const { type, status, message } = response.error;
-    await recording.fail(
+    return recording.fail(
       r,
       errorCodeOf(response.error),
       `The model call failed (${type}${status ? `, HTTP ${status}` : ''}): ${message}`,
     );
-    return 'stop';
   }
   r.setForcedCondensation(false);
   return answer(deps, r, input, toolset, response.value, seenUpTo);
@@ -141,12 +153,11 @@ async function checkLimits(deps: StepperDeps, r: Runner, input: StepInput): Prom
   const iterations = r.log.agentCallsSinceUserMessage;
   const maxIterations = input.stored?.max_iterations ?? deps.defaultMaxIterations;
   if (iterations >= maxIterations) {
-    await recording.stopUntilMessage(
+    return recording.stopUntilMessage(
       r,
       'max_iterations_reached',
       `The agent took ${iterations} steps for the last message, the limit (max_iterations = ${maxIterations}), and stopped. Send a message to let it continue: each message allows ${maxIterations} more.`,
     );
-    return 'stop';
   }
   return checkBudget(deps, r, input);
 }
@@ -164,12 +175,11 @@ async function checkBudget(deps: StepperDeps, r: Runner, input: StepInput): Prom
     return 'continue';
   }
   if (metrics.accumulated_cost + r.log.lastKnownCost > budget) {
-    await recording.fail(
+    return recording.fail(
       r,
       'budget_exceeded',
       `The conversation has cost ${metrics.accumulated_cost.toFixed(4)} USD; the next model call would likely take it past max_budget_per_task (${budget} USD), so the agent stopped.`,
     );
-    return 'stop';
   }
   return 'continue';
 }
@@ -228,14 +238,15 @@ function llmCallDraft(
 
 /**
  * Summarises older events when the view is past the condenser's bounds (or, forced, because
- * the model said the prompt was too long). 'none' when nothing needed condensing.
+ * the model said the prompt was too long). 'none' when nothing needed condensing; a stop when
+ * the summary could not be made.
  */
 async function condense(
   deps: StepperDeps,
   r: Runner,
   input: StepInput,
   force: boolean,
-): Promise<'none' | 'condensed' | 'stop'> {
+): Promise<'none' | 'condensed' | 'stop' | Answered> {
   const { recording } = deps;
   const options = condenserOptions(deps, input.stored);
   // Within bounds (most steps), planning would find nothing: skip its reading of the whole log.
@@ -250,12 +261,11 @@ async function condense(
   });
   if (response.isErr()) {
     if (response.error.type === 'cancelled' || r.stopped) return 'stop';
-    await recording.fail(
+    return recording.fail(
       r,
       errorCodeOf(response.error),
       `Summarising older events to keep the prompt bounded failed (${response.error.type}): ${response.error.message}`,
     );
-    return 'stop';
   }
   const answer = response.value;
   const call = llmCallDraft(

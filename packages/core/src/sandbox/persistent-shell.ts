@@ -1,13 +1,14 @@
 // Why this file is over 400 lines: it is the persistent shell, one state machine (typing lines,
-// reading markers out of a terminal's output, soft timeouts, input while a command runs, the
-// interrupt races, output bounds and spill files) whose parts share the command in flight.
-// What it types and reads is in shell-protocol.ts; the output buffer in shell-capture.ts.
+// soft timeouts, input while a command runs, the interrupt races, output bounds and spill files)
+// whose parts share the command in flight. What it types and reads is in shell-protocol.ts, how
+// it reads the terminal in shell-terminal.ts, the output buffer in shell-capture.ts, the probes
+// it runs beside itself in shell-probes.ts, and how its calls fail in shell-failures.ts.
 // Why its timers are real time and not the Clock port: they bound waits for a real process's
 // output (a command's soft timeout, the shell's answer to Ctrl-C). A manual clock's sleep ends at
 // once, which would make every command "still running" the moment it starts; the domain's own
 // time (records, ages, idle pausing) goes through the Clock.
 import { randomBytes } from 'node:crypto';
-import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { resultAsync } from '../result.js';
 import type { SandboxProcess, SandboxRuntime, SandboxRuntimeError } from './runtime.js';
 import {
@@ -19,14 +20,10 @@ import {
   type ShellOutput,
 } from './shell.js';
 import { ShellCapture } from './shell-capture.js';
-import {
-  fromBase64,
-  shellCommandLine,
-  shellFileCommandLine,
-  shellMarkerPattern,
-  shellSetupLine,
-  shellSyncLine,
-} from './shell-protocol.js';
+import { closedShell, fail, notRunning, refusal, ShellFailure, toRuntimeError, whyEnded } from './shell-failures.js';
+import { ShellProbes } from './shell-probes.js';
+import { shellCommandLine, shellFileCommandLine, shellSetupLine, shellSyncLine } from './shell-protocol.js';
+import { ESCAPE_SEQUENCE, ShellTerminal } from './shell-terminal.js';
 
 /** How long the shell may take to answer its set-up line. */
 const READY_TIMEOUT_MS = 15_000;
@@ -104,26 +101,6 @@ async function openShell(
   return err(failed);
 }
 
-// Terminal control sequences: the escape character is what they are about.
-// eslint-disable-next-line no-control-regex
-const BRACKETED_PASTE = /\x1b\[\?2004[hl]/g;
-// eslint-disable-next-line no-control-regex
-const ESCAPE_SEQUENCE = /\x1b\[[0-9;?]*[A-Za-z]/g;
-
-/** Thrown inside the shell to end a call with this runtime error. */
-class ShellFailure extends Error {
-  constructor(readonly error: SandboxRuntimeError) {
-    super(error.message);
-  }
-}
-
-const fail = (message: string) => new ShellFailure({ type: 'failed', message });
-
-function toRuntimeError(error: unknown): SandboxRuntimeError {
-  if (error instanceof ShellFailure) return error.error;
-  return { type: 'failed', message: error instanceof Error ? error.message : String(error) };
-}
-
 interface Command {
   id: number;
   line: string;
@@ -142,13 +119,9 @@ interface Command {
 
 class PersistentShell implements SandboxShell {
   readonly #nonce = randomBytes(12).toString('hex');
-  readonly #decoder = new TextDecoder('utf-8');
-  readonly #marker: RegExp;
-  readonly #markerHead: string;
+  readonly #terminal: ShellTerminal;
+  readonly #probes: ShellProbes;
   readonly #maxOutput: number;
-  #scan = '';
-  /** How many characters at the start of #scan were already given out (a held-back newline, see #report). */
-  #released = 0;
   #isReady = false;
   #readyCwd: string | null = null;
   #pid: number | null = null;
@@ -179,8 +152,12 @@ class PersistentShell implements SandboxShell {
     options: OpenShellOptions,
   ) {
     this.#maxOutput = Math.max(200, options.maxOutputChars ?? DEFAULT_SHELL_MAX_OUTPUT_CHARS);
-    this.#marker = shellMarkerPattern(this.#nonce);
-    this.#markerHead = `\n__ACS_${this.#nonce}_`;
+    this.#terminal = new ShellTerminal(this.#nonce, {
+      text: (text) => this.#onText(text),
+      marker: (id, exitCode, cwd) => this.#onMarker(id, exitCode, cwd),
+      pid: (pid) => (this.#pid = pid),
+    });
+    this.#probes = new ShellProbes(runtime, sandboxId);
     // A terminal merges the two; a runtime that kept them apart gets them in arrival order.
     process.onStdout((chunk) => this.#onData(chunk));
     process.onStderr((chunk) => this.#onData(chunk));
@@ -205,10 +182,10 @@ class PersistentShell implements SandboxShell {
     const explaining = this.#explaining;
     if (explaining) return ResultAsync.fromSafePromise(explaining).andThen(() => this.run(command, options));
     const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
-    if (refused) return failed(refused);
+    if (refused) return refusal(refused);
     const running = this.#current && !this.#current.done ? this.#current : null;
     if (running) {
-      return failed(
+      return refusal(
         `a command is still running (${abbreviate(running.line)}); wait for it, send it input, or interrupt it before running another`,
       );
     }
@@ -254,8 +231,8 @@ class PersistentShell implements SandboxShell {
 
   wait(ms: number): ResultAsync<ShellOutput, SandboxRuntimeError> {
     const cmd = this.#current;
-    if (!cmd || cmd.doneReported) return failed(this.#nothingRunning());
-    if (this.#busy) return failed('another call on this shell is still in progress');
+    if (!cmd || cmd.doneReported) return refusal(this.#nothingRunning());
+    if (this.#busy) return refusal('another call on this shell is still in progress');
     return this.#exclusive(async () => {
       await this.#waitFor(cmd, ms);
       return this.#report(cmd);
@@ -264,9 +241,9 @@ class PersistentShell implements SandboxShell {
 
   sendInput(text: string, waitMs = 1_000): ResultAsync<ShellOutput, SandboxRuntimeError> {
     const cmd = this.#current;
-    if (!cmd || cmd.done) return failed(this.#nothingRunning());
+    if (!cmd || cmd.done) return refusal(this.#nothingRunning());
     const refused = this.#refuseIfUnusable() ?? (this.#busy ? 'another call on this shell is still in progress' : null);
-    if (refused) return failed(refused);
+    if (refused) return refusal(refused);
     return this.#exclusive(async () => {
       // Input the command leaves unread is read by bash once the command ends: sync before the next one.
       this.#unsettled = true;
@@ -280,7 +257,7 @@ class PersistentShell implements SandboxShell {
     const cmd = this.#current;
     if (!cmd || cmd.doneReported) {
       const refused = this.#refuseIfUnusable();
-      if (refused) return failed(refused);
+      if (refused) return refusal(refused);
       // Nothing to interrupt: say how the shell stands.
       return ResultAsync.fromSafePromise(
         Promise.resolve({ output: '', ...this.#last, still_running: false, spilled_to: null }),
@@ -296,7 +273,7 @@ class PersistentShell implements SandboxShell {
           this.#notify();
         } else if (!cmd.done && this.#ended === null) {
           const deadline = Date.now() + INTERRUPT_WAIT_MS;
-          if (cmd.interrupted) await this.#killForeground();
+          if (cmd.interrupted) await this.#probes.killForeground(this.#pid);
           else {
             cmd.interrupted = true;
             this.#unsettled = true;
@@ -311,7 +288,7 @@ class PersistentShell implements SandboxShell {
             while (!cmd.done && Date.now() + REPAIR_EVERY_MS < deadline) {
               await this.#waitFor(cmd, REPAIR_EVERY_MS);
               if (cmd.done || this.#ended !== null) break;
-              const foreground = await this.#repairInterrupt().catch(() => null);
+              const foreground = await this.#probes.repairInterrupt(this.#pid).catch(() => null);
               if (foreground === 'shell' && !cmd.done) await this.#write('\x03');
             }
           }
@@ -355,48 +332,12 @@ class PersistentShell implements SandboxShell {
     }
   }
 
-  /**
-   * Looks at the terminal's foreground process group: `shell` when bash itself is there;
-   * otherwise, when its leader would die of SIGINT (neither ignores nor handles it), sends the
-   * group SIGINT and says `signalled`; else `waiting`.
-   */
-  async #repairInterrupt(): Promise<'shell' | 'signalled' | 'waiting'> {
-    if (this.#pid === null) return 'waiting';
-    const pid = this.#pid;
-    const script = [
-      `read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat || exit 1`,
-      `[ "$fg" = ${pid} ] && { echo shell; exit 0; }`,
-      '[ "$fg" -gt 0 ] 2>/dev/null || { echo waiting; exit 0; }',
-      // The last hex digit of the ignored and the caught masks; bit 2 of each is SIGINT.
-      'mask=; while read -r key value; do case "$key" in SigIgn:|SigCgt:) mask="$mask${value#"${value%?}"}";; esac; done < /proc/"$fg"/status',
-      'case "$mask" in ""|*[2367abefABEF]*) echo waiting; exit 0;; esac',
-      'kill -INT -"$fg" 2>/dev/null && echo signalled || echo waiting',
-    ].join('\n');
-    const said = (await this.#beside(script)).trim();
-    return said === 'shell' || said === 'signalled' ? said : 'waiting';
-  }
-
-  /** SIGKILL to the terminal's foreground process group, for a command that ignored Ctrl-C (never the shell itself). */
-  async #killForeground(): Promise<void> {
-    if (this.#pid === null) return;
-    const pid = this.#pid;
-    await this.#beside(
-      `read -r _ _ _ _ _ _ _ fg _ < /proc/${pid}/stat && [ "$fg" -gt 0 ] && [ "$fg" != ${pid} ] && kill -KILL -"$fg"`,
-    );
-  }
-
-  /** Runs a small sh script in the sandbox beside the shell (not through it); what it printed. */
-  async #beside(script: string): Promise<string> {
-    const result = await this.runtime.exec(this.sandboxId, { command: ['sh', '-c', script], timeoutMs: 5_000 });
-    return result.isOk() ? result.value.stdout : '';
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#ended === null && this.#pid !== null) {
       // SIGHUP makes bash hang up its jobs and exit; the kill runs beside the shell, so it works while a command runs.
-      await this.#beside(`kill -HUP ${this.#pid}`);
+      await this.#probes.hangUp(this.#pid);
     }
     // Whatever is left of the shell and its jobs.
     await Promise.race([this.process.kill(), new Promise((resolve) => setTimeout(resolve, HANGUP_WAIT_MS + 5_000))]);
@@ -421,7 +362,7 @@ class PersistentShell implements SandboxShell {
   }
 
   #refuseIfUnusable(): SandboxRuntimeError | null {
-    if (this.#closed) return { type: 'failed', message: 'this shell is closed; open a new one' };
+    if (this.#closed) return closedShell();
     if (this.#ended !== null) return this.#ended;
     return null;
   }
@@ -438,23 +379,13 @@ class PersistentShell implements SandboxShell {
   /** A paused or vanished sandbox is an error up front, rather than a command that silently never starts. */
   async #checkSandbox(): Promise<void> {
     const observed = await this.runtime.inspect(this.sandboxId);
-    if (observed.isErr()) throw new ShellFailure(observed.error);
-    const { state, detail } = observed.value;
-    if (state === 'running') return;
-    if (state === 'paused') throw fail(`sandbox ${this.sandboxId} is paused; resume it before running commands`);
-    if (state === 'missing')
-      throw new ShellFailure({ type: 'not_found', message: `sandbox ${this.sandboxId} does not exist` });
-    throw fail(`sandbox ${this.sandboxId} is not running (it is ${state}${detail ? `: ${detail}` : ''})`);
+    const refused = observed.isErr() ? observed.error : notRunning(this.sandboxId, observed.value);
+    if (refused) throw new ShellFailure(refused);
   }
 
   async #report(cmd: Command): Promise<ShellOutput> {
     const done = cmd.done;
-    if (!done && this.#current === cmd && this.#scan === '\n' && this.#released === 0) {
-      // A final newline is held back in case it starts the marker; a running command's caller
-      // gets it now (should the marker follow, the command's output just gains that newline).
-      cmd.capture.append('\n');
-      this.#released = 1;
-    }
+    if (!done && this.#current === cmd && this.#terminal.releaseHeldNewline()) cmd.capture.append('\n');
     let output = cmd.capture.since(cmd.taken);
     cmd.taken = cmd.capture.total;
     if (done) {
@@ -502,50 +433,12 @@ class PersistentShell implements SandboxShell {
   }
 
   #onData(chunk: Uint8Array) {
-    this.#scan += this.#decoder.decode(chunk, { stream: true }).replace(/\r/g, '');
-    this.#drain();
-  }
-
-  /** Splits what the terminal printed into command output and markers. */
-  #drain() {
-    for (;;) {
-      const match = this.#marker.exec(this.#scan);
-      if (match) {
-        this.#emit(this.#scan.slice(Math.min(this.#released, match.index), match.index));
-        this.#scan = this.#scan.slice(match.index + match[0].length);
-        this.#released = 0;
-        if (match[4] !== undefined) this.#pid = Number(match[4]);
-        else this.#onMarker(Number(match[1]), Number(match[2]), fromBase64(match[3] ?? ''));
-        continue;
-      }
-      // Hold back what may be the start of a marker or of an escape sequence cut in two.
-      let keep = this.#scan.length;
-      const newline = this.#scan.lastIndexOf('\n');
-      if (newline >= 0 && this.#couldBeMarker(this.#scan.slice(newline))) keep = newline;
-      const escape = this.#scan.lastIndexOf('\x1b');
-      if (escape >= 0 && escape >= this.#scan.length - 8 && escape < keep) keep = escape;
-      if (keep > 0) {
-        this.#emit(this.#scan.slice(Math.min(this.#released, keep), keep));
-        this.#scan = this.#scan.slice(keep);
-        this.#released = 0;
-      }
-      break;
-    }
+    this.#terminal.push(chunk);
     this.#notify();
   }
 
-  #couldBeMarker(text: string): boolean {
-    if (text.length <= this.#markerHead.length) return this.#markerHead.startsWith(text);
-    return (
-      text.length < 16_384 &&
-      text.startsWith(this.#markerHead) &&
-      /^[A-Za-z0-9+/=_]*$/.test(text.slice(this.#markerHead.length))
-    );
-  }
-
-  #emit(raw: string) {
-    if (raw === '') return;
-    const text = raw.replace(BRACKETED_PASTE, '');
+  /** Output goes to the command it belongs to: before the shell is ready, to the reason it may not become so; between commands, to the next one. */
+  #onText(text: string) {
     if (!this.#isReady) this.#preReady = (this.#preReady + text).slice(-4_000);
     else if (this.#current && !this.#current.done && this.#current.typed) this.#current.capture.append(text);
     else this.#idle = (this.#idle + text).slice(-this.#maxOutput);
@@ -575,50 +468,21 @@ class PersistentShell implements SandboxShell {
 
   /** The shell's process ended: says why from now on, and ends the command in flight. */
   async #onEnd(exitCode: number | null) {
-    this.#scan += this.#decoder.decode().replace(/\r/g, '');
-    this.#emit(this.#scan.slice(this.#released));
-    this.#scan = '';
-    this.#released = 0;
+    this.#terminal.end();
     const cmd = this.#current && !this.#current.done ? this.#current : null;
     this.#ended = { type: 'failed', message: this.#closed ? 'this shell is closed' : 'the shell has exited' };
     if (!this.#closed) {
-      // The usual reason a shell ends by itself: its sandbox went away, stopped or was paused
-      // (a pause that stops the processes, as Kubernetes' scale to zero does).
       let explained = () => {};
       this.#explaining = new Promise<void>((resolve) => (explained = resolve));
       const observed = await this.runtime.inspect(this.sandboxId);
       this.#explaining = null;
       explained();
-      if (observed.isErr()) this.#ended = observed.error;
-      else if (observed.value.state === 'paused')
-        this.#ended = {
-          type: 'failed',
-          message: `sandbox ${this.sandboxId} was paused, which ended this shell; open a new one once it runs again`,
-        };
-      else if (observed.value.state === 'missing')
-        this.#ended = {
-          type: 'not_found',
-          message: `sandbox ${this.sandboxId} does not exist any more; the shell ended with it`,
-        };
-      else if (observed.value.state === 'error')
-        this.#ended = {
-          type: 'failed',
-          message: `sandbox ${this.sandboxId} failed${observed.value.detail ? `: ${observed.value.detail}` : ''}; the shell ended with it`,
-        };
-      else
-        this.#ended = {
-          type: 'failed',
-          message: `the shell has exited${exitCode !== null ? ` (exit code ${exitCode})` : ''}; open a new one`,
-        };
+      this.#ended = whyEnded(this.sandboxId, observed, exitCode);
     }
     this.#last = { exit_code: exitCode, cwd: null };
     if (cmd) cmd.done = { exit_code: exitCode, cwd: null };
     this.#notify();
   }
-}
-
-function failed(error: SandboxRuntimeError | string): ResultAsync<ShellOutput, SandboxRuntimeError> {
-  return errAsync(typeof error === 'string' ? { type: 'failed', message: error } : error);
 }
 
 function abbreviate(command: string): string {

@@ -40,6 +40,21 @@ export interface SandboxShell {
   close(): Promise<void>;
 }
 
+/**
+ * What a call fails with on a shell that has ended while its sandbox is still there (it exited,
+ * it was closed, or a pause of the sandbox ended its process): a new shell can run commands (once
+ * the sandbox runs). A shell that ended with its sandbox fails as the runtime does (`not_found`).
+ */
+export interface ShellEnded extends SandboxRuntimeError {
+  readonly type: 'failed';
+  readonly shellEnded: true;
+}
+
+/** Whether a shell call failed because the shell has ended (see ShellEnded): open a new one. */
+export function isShellEnded(error: SandboxRuntimeError): error is ShellEnded {
+  return (error as Partial<ShellEnded>).shellEnded === true;
+}
+
 export const DEFAULT_SHELL_MAX_OUTPUT_CHARS = 30_000;
 export const DEFAULT_SHELL_SOFT_TIMEOUT_MS = 10_000;
 

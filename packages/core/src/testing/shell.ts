@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxRuntime } from '../sandbox/runtime.js';
-import type { OpenShellOptions, SandboxShell, ShellOutput } from '../sandbox/shell.js';
+import { isShellEnded, type OpenShellOptions, type SandboxShell, type ShellOutput } from '../sandbox/shell.js';
 import { openSandboxShell } from '../sandbox/persistent-shell.js';
 import { specFixture } from './fixtures.js';
 import type { SandboxRuntimeContractOptions } from './runtime.js';
@@ -256,12 +256,14 @@ export function describeSandboxShellContract(
       expect(await finished(exiting, 'exit 3')).toMatchObject({ exit_code: 3, still_running: false });
       const dead = await exiting.run('echo anyone');
       expect(dead.isErr() && dead.error.message).toMatch(/exited/);
+      expect(dead.isErr() && isShellEnded(dead.error)).toBe(true);
 
       const closing = await open();
       expect((await expectOk(closing.run('sleep 321', { softTimeoutMs: 200 }))).still_running).toBe(true);
       await closing.close();
       const closed = await closing.run('echo anyone');
       expect(closed.isErr() && closed.error.message).toMatch(/closed/);
+      expect(closed.isErr() && isShellEnded(closed.error)).toBe(true);
       let survivors = '';
       for (let i = 0; i < 20; i++) {
         survivors = (
@@ -294,6 +296,7 @@ export function describeSandboxShellContract(
         while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
         const stale = await shell.run('echo resumed');
         expect(stale.isErr() && stale.error.message).toMatch(/open a new one/);
+        expect(stale.isErr() && isShellEnded(stale.error)).toBe(true);
         expect(await finished(await open(), 'echo resumed')).toMatchObject({ output: 'resumed\n' });
       }
     });
