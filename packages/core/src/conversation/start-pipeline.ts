@@ -1,21 +1,14 @@
 import { err, ok, type Result, type ResultAsync } from 'neverthrow';
-import type { BackgroundTasks } from '../background.js';
 import type { Clock } from '../clock.js';
 import type { DomainError, DomainErrorOf } from '../errors.js';
-import type { EventLog } from '../events/log.js';
-import type { IdGenerator } from '../ids.js';
-import type { Logger } from '../logger.js';
 import { resultAsync } from '../result.js';
 import type { SandboxRecord, SandboxSpec } from '../sandbox/schema.js';
-import type { SandboxService, SandboxServiceError } from '../sandbox/service.js';
-import type { SandboxStore } from '../sandbox/store.js';
-import type { SettingsService } from '../settings/service.js';
+import type { SandboxServiceError } from '../sandbox/service.js';
 import type { StoreFailure } from '../store-failure.js';
-import type { AgentPort } from './agent-port.js';
 import type { ConversationRecords } from './records.js';
+import type { ConversationServiceDeps } from './service-contract.js';
 import { userMessageOf } from './requests.js';
 import type { AppConversationStartRequest, ConversationRecord, StartTaskRecord } from './schema.js';
-import type { ConversationStore, StartTaskStore } from './store.js';
 
 export type Plan = { kind: 'existing'; sandbox: SandboxRecord } | { kind: 'new'; spec: SandboxSpec };
 
@@ -34,19 +27,8 @@ interface ConversationStep<E> {
   readonly appendsInitialMessage: boolean;
 }
 
-export interface StartPipelineDeps {
-  conversations: ConversationStore;
-  startTasks: StartTaskStore;
-  log: EventLog;
-  agent: AgentPort;
-  /** Sandbox records as stored (read without refreshing them from the runtime). */
-  sandboxStore: SandboxStore;
-  sandboxes: SandboxService;
-  settings: SettingsService;
-  clock: Clock;
-  ids: IdGenerator;
-  logger: Logger;
-  background: BackgroundTasks;
+/** The conversation service's own deps (without its options), and the records' transitions. */
+export interface StartPipelineDeps extends Omit<ConversationServiceDeps, 'options'> {
   /** Transitions, start-task updates, appending the first message. */
   records: ConversationRecords;
 }
