@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxRuntime } from '../sandbox/runtime.js';
 import { isShellEnded, type OpenShellOptions, type SandboxShell, type ShellOutput } from '../sandbox/shell.js';
 import { openSandboxShell } from '../sandbox/persistent-shell.js';
-import { specFixture } from './fixtures.js';
-import type { SandboxRuntimeContractOptions } from './runtime.js';
+import { contractSandboxes, type SandboxRuntimeContractOptions } from './runtime.js';
 import { expectOk, type StoreFactory } from './stores.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -19,11 +18,7 @@ export function describeSandboxShellContract(
   make: StoreFactory<SandboxRuntime>,
   options: SandboxRuntimeContractOptions = {},
 ): void {
-  const spec = options.spec ?? specFixture();
-  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
-  let n = 0;
-  const nextId = () =>
-    `shell${process.pid.toString(16)}${Date.now().toString(16)}${(n++).toString(16)}`.padEnd(32, '0').slice(0, 32);
+  const { spec, nextId, untilStarted, startSandbox } = contractSandboxes('shell', options);
 
   describe(`SandboxShell contract: ${name}`, { timeout: options.testTimeoutMs ?? 180_000 }, () => {
     let runtime: SandboxRuntime;
@@ -44,18 +39,7 @@ export function describeSandboxShellContract(
     beforeAll(async () => {
       runtime = await make();
       id = nextId();
-      await expectOk(
-        runtime.create({
-          sandbox_id: id,
-          user_id: 'alice',
-          installation_id: 'acs-tests',
-          spec,
-          env: { ...spec.initial_env, FROM_SPEC: 'spec-value' },
-        }),
-      );
-      const deadline = Date.now() + startTimeoutMs;
-      while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
-      expect((await expectOk(runtime.inspect(id))).state).toBe('running');
+      await startSandbox(runtime, id, { FROM_SPEC: 'spec-value' });
     });
     afterAll(async () => {
       await Promise.all(shells.map((shell) => shell.close()));
@@ -292,8 +276,7 @@ export function describeSandboxShellContract(
         expect(await finished(shell, 'echo resumed')).toMatchObject({ output: 'resumed\n' });
       } else {
         // The pause ended the shell's process; the shell says so, and a new one works once the sandbox is back.
-        const deadline = Date.now() + startTimeoutMs;
-        while ((await expectOk(runtime.inspect(id))).state === 'starting' && Date.now() < deadline) await sleep(50);
+        await untilStarted(runtime, id);
         const stale = await shell.run('echo resumed');
         expect(stale.isErr() && stale.error.message).toMatch(/open a new one/);
         expect(stale.isErr() && isShellEnded(stale.error)).toBe(true);
