@@ -9,10 +9,10 @@
  * sandbox pod, StatefulSet or claim behind: the chart's pre-delete hook stops the replicas and
  * prunes them.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { PortForward, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -55,7 +55,11 @@ async function loadImages(docker: Docker): Promise<void> {
   }
 }
 
-/** A port of 127.0.0.1 forwarded to `port` of a pod (each connection one port-forward stream through the API server). */
+/**
+ * A port of 127.0.0.1 forwarded to `port` of a pod. The port-forward protocol is client-node's
+ * `PortForward` (one stream through the API server per connection); only the local listener that
+ * hands it each connection is here.
+ */
 async function forward(kc: KubeConfig, namespace: string, pod: string, port: number) {
   const forwarder = new PortForward(kc);
   const sockets = new Set<Socket>();
@@ -164,10 +168,12 @@ onHelm('the Helm chart installed on the test cluster', (helm) => {
         const ns = await namespace;
         const { core, apps } = clients(kubeConfig);
         const helmArgs = ['-n', ns, '--kubeconfig', KUBECONFIG_PATH];
+        const values = valuesFile();
+        closers.push(() => rmSync(dirname(values), { recursive: true, force: true }));
         const startedAt = Date.now();
         const install = await runHelm(
           helm,
-          ['install', RELEASE, CHART, ...helmArgs, '-f', valuesFile(), '--wait', '--timeout', '5m'],
+          ['install', RELEASE, CHART, ...helmArgs, '-f', values, '--wait', '--timeout', '5m'],
           400_000,
         );
         if (install.code !== 0)

@@ -280,7 +280,9 @@ describe('the example server keeps its data across restarts', () => {
   it('waits for a PostgreSQL server that is not up yet (ACS_DATABASE_WAIT_SECONDS), and not for one that refuses it', async () => {
     const database = await scratchDatabase('acs_wait');
     const target = new URL(database.url);
-    // A port nothing listens on yet; later a relay to the real server opens on it.
+    // A port nothing listens on yet (a refused connection, as from a database not started); later a
+    // relay to the real server opens on it. drop-proxy.ts does not serve: it accepts and then closes,
+    // which pg reports without an error code, as a database that answered.
     const relay = createServer((client) => {
       const upstream = createConnection(Number(target.port), target.hostname);
       client.pipe(upstream).pipe(client);
