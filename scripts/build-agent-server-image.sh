@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Builds the local image of an OpenHands agent-server sandbox spec,
 # acs-openhands-agent-server:<version>, for any version pinned in scripts/agent-server-image/:
 # Debian trixie (Python 3.13; the agent-server needs Python >= 3.12, which bookworm lacks) with
@@ -51,65 +52,18 @@ PINNED=(openhands-agent-server openhands-sdk openhands-tools)
 CONTENT_VERSION="2"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PINS_DIR="$HERE/agent-server-image"
-# shellcheck source=lib/debian-sources.sh
-source "$HERE/lib/debian-sources.sh"
-
-exec 7>&1 8>&2
-log() { printf '%s: %s\n' "$NAME" "$*" >&7; }
-details() {
-  LC_ALL=C sed -E -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's#(://)[^/@[:space:]]*@#\1***@#g' -e "s/^/$NAME:   | /" >&8
-}
-fail_msg=""
-die() { fail_msg="$*"; exit 1; }
-redact() { printf '%s' "$1" | sed -E 's#^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@#\1***@#'; }
-
-workdir=""
-child=""
-built_id=""
-check_name=""
-signal=""
-
-# Never rm -rf through a live mount (proc inside the chroot).
-unmount_under() {
-  local m
-  awk -v r="$1/" 'index($2, r) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r |
-    while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
-cleanup() {
-  if [ -n "$child" ]; then
-    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-    child=""
-  fi
-  if [ -n "$check_name" ]; then docker rm -f "$check_name" >/dev/null 2>&1 || true; fi
-  if [ -n "$built_id" ]; then docker image rm "$built_id" >/dev/null 2>&1 || true; fi
-  if [ -n "$workdir" ] && [ -d "$workdir" ]; then
-    unmount_under "$workdir"
-    rm -rf --one-file-system "$workdir" 2>/dev/null || true
-  fi
-}
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  set +e
-  cleanup
-  if [ "$rc" != 0 ]; then
-    if [ -n "$signal" ]; then fail_msg="stopped by SIG$signal; temporary files and images removed"; fi
-    printf '%s: error: %s\n' "$NAME" "${fail_msg:-failed (exit status $rc)}" >&8
-  fi
-  exit "$rc"
-}
-trap on_exit EXIT
-trap 'signal=INT; exit 130' INT
-trap 'signal=TERM; exit 143' TERM
-trap 'signal=HUP; exit 129' HUP
+# log, details, die, usage, run, cleanup on exit, and the docker helpers: lib/script-base.sh.
+# shellcheck source=lib/script-base.sh
+source "$HERE/lib/script-base.sh"
+# shellcheck source=lib/debootstrap.sh
+source "$HERE/lib/debootstrap.sh"
 
 image="${ACS_AGENT_SERVER_IMAGE:-}"
 version=""
 resolve=""
 lock_timeout="${ACS_SANDBOX_LOCK_TIMEOUT:-900}"
 force=0
-case "${ACS_AGENT_SERVER_IMAGE_FORCE:-0}" in 1|true|yes|on) force=1 ;; esac
+truthy "${ACS_AGENT_SERVER_IMAGE_FORCE:-0}" && force=1
 usage_line="usage: $0 [--force] [--tag IMAGE] [--version VERSION] | --resolve VERSION [--force]"
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -121,7 +75,7 @@ while [ "$#" -gt 0 ]; do
     --tag=*) image="${1#--tag=}" ;;
     --version=*) version="${1#--version=}" ;;
     --resolve=*) resolve="${1#--resolve=}" ;;
-    -h|--help) sed -n '/^# Usage:/,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) die "unknown argument: $1 ($usage_line)" ;;
   esac
   shift
@@ -174,18 +128,6 @@ else
   REQUIREMENTS=$(requirements_of "$version")
 fi
 
-if command -v setsid >/dev/null 2>&1; then setsid=(setsid); else setsid=(); fi
-run() {
-  local rc=0
-  "${setsid[@]}" "$@" 7>&- 8>&- &
-  child=$!
-  wait "$child" || rc=$?
-  child=""
-  return "$rc"
-}
-image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null; }
-megabytes() { echo "$(( ($(docker image inspect --format '{{.Size}}' "$1") + 500000) / 1000000 )) MB"; }
-
 if [ -n "$resolve" ]; then
   if [ "$force" = 0 ] && [ -f "$REQUIREMENTS" ]; then
     log "openhands-agent-server $version is already pinned (scripts/agent-server-image/${REQUIREMENTS##*/}, $(grep -c '==' "$REQUIREMENTS") packages); nothing to do (--force resolves it again)"
@@ -193,11 +135,7 @@ if [ -n "$resolve" ]; then
   fi
   [ "$(id -u)" = 0 ] || die "resolving $version needs root (debootstrap and chroot): run this script with sudo"
 else
-  command -v docker >/dev/null 2>&1 || die "the docker CLI is not installed (apt-get install docker.io)"
-  if ! docker_err=$(docker info 2>&1 >/dev/null); then
-    printf '%s\n' "$docker_err" | details
-    die "the Docker engine is not reachable (is dockerd running, and may this user use it?)"
-  fi
+  require_docker
   if [ "$force" = 0 ] && found=$(image_id "$image"); then
     log "$image already exists (${found:0:19}, $(megabytes "$image")); nothing to do (--force rebuilds it)"
     exit 0
@@ -207,18 +145,10 @@ else
   [ "$(id -u)" = 0 ] || die "building $image needs root (debootstrap and chroot): run this script with sudo"
 fi
 
-if command -v flock >/dev/null 2>&1; then
-  lock_file="/tmp/acs-build-agent-server-image.lock"
-  [ -e "$lock_file" ] || { : >>"$lock_file"; chmod 0666 "$lock_file"; } 2>/dev/null || true
-  exec 9<"$lock_file" || die "cannot open the lock file $lock_file"
-  if ! flock -n 9; then
-    log "another agent-server image build is under way; waiting for it (at most $lock_timeout s)"
-    run flock -w "$lock_timeout" 9 || die "another agent-server image build still holds $lock_file after $lock_timeout s"
-    if [ -z "$resolve" ] && [ "$force" = 0 ] && found=$(image_id "$image"); then
-      log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
-      exit 0
-    fi
-  fi
+build_lock "$NAME" "agent-server image" "$lock_timeout"
+if [ "$lock_waited" = 1 ] && [ -z "$resolve" ] && [ "$force" = 0 ] && found=$(image_id "$image"); then
+  log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
+  exit 0
 fi
 
 SECONDS=0
@@ -227,29 +157,10 @@ root="$workdir/rootfs"
 if [ -n "$resolve" ]; then steps=2; else steps=5; fi
 
 # --- step 1: the mirror and debootstrap ------------------------------------------------------
-mirror="${ACS_DEBIAN_MIRROR:-}"
-mirror_from="ACS_DEBIAN_MIRROR"
-if [ -z "$mirror" ]; then
-  while IFS=$'\t' read -r kind uri suite file; do
-    if [ "$kind" = main ]; then mirror="$uri"; mirror_from="$file ($suite)"; break; fi
-  done <<<"$(apt_debian_sources 2>/dev/null || true)"
-fi
-mirror="${mirror%/}"
-[ -n "$mirror" ] || die "no Debian mirror found in the apt sources: set ACS_DEBIAN_MIRROR to the URL of a Debian mirror (the directory holding dists/$SUITE)"
-[[ "$mirror" =~ ^https?://[^[:space:]]+$ ]] || die "the Debian mirror must be an http:// or https:// URL without spaces, not '$(redact "$mirror")'"
-if ! command -v debootstrap >/dev/null 2>&1; then
-  log "installing debootstrap"
-  DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >"$workdir/apt.log" 2>&1 ||
-    { run apt-get update -qq >>"$workdir/apt.log" 2>&1 || true; DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >>"$workdir/apt.log" 2>&1; } ||
-    { tail -n 20 "$workdir/apt.log" | details; die "apt-get install debootstrap failed (the end of its output is above)"; }
-fi
+find_debian_mirrors
+need_debian_mirror
 log "step 1/$steps: debootstrap $SUITE from $(redact "$mirror") ($mirror_from; a minute or two)"
-mkdir "$root"
-if ! run debootstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" "$SUITE" "$root" "$mirror" >"$workdir/debootstrap.log" 2>&1; then
-  tail -n 20 "$workdir/debootstrap.log" | details
-  if [ -f "$root/debootstrap/debootstrap.log" ]; then tail -n 20 "$root/debootstrap/debootstrap.log" | details; fi
-  die "debootstrap $SUITE failed (mirror $(redact "$mirror"); the end of its log is above)"
-fi
+debootstrap_root "$root" "${PACKAGES[@]}"
 
 # --- step 2: the agent-server from PyPI, in a chroot ------------------------------------------
 # The machine's resolver and certificate authorities, for pip only; both are removed below.
@@ -335,13 +246,8 @@ SH
 chmod 0755 "$root/usr/local/bin/acs-agent-server"
 mkdir -p "$root/workspace"
 chmod 0777 "$root/workspace"
-rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-  "$root"/var/cache/apt/archives/partial/* "$root"/var/cache/debconf/*-old "$root"/var/log/apt/* \
-  "$root"/var/log/dpkg.log "$root"/var/log/bootstrap.log "$root"/debootstrap "$root"/root/.cache
-find "$root/tmp" -mindepth 1 -delete
-# Docker bind-mounts its own resolv.conf here at run time: a plain empty file, no host resolver.
-rm -f "$root/etc/resolv.conf"
-: >"$root/etc/resolv.conf"
+# The machine's resolver and certificate authorities go too.
+strip_rootfs "$root"
 
 log "step 4/5: importing into docker"
 labels=(
@@ -364,13 +270,8 @@ changes=(
   --change "LABEL ${labels[*]}"
   --message "acs OpenHands agent-server image: debootstrap $SUITE + openhands-agent-server $version, by scripts/build-agent-server-image.sh"
 )
-# shellcheck disable=SC2016
-if ! run bash -c 'set -o pipefail; tar --numeric-owner -C "$1" -c . | docker import "${@:3}" - >"$2"' \
-    _ "$root" "$workdir/import.id" "${changes[@]}" 2>"$workdir/import.log"; then
-  details <"$workdir/import.log"
-  die "docker import failed (its output is above)"
-fi
-built_id=$(cat "$workdir/import.id")
+import_rootfs "$root" "${changes[@]}"
+built_id="$imported_id"
 rm -rf --one-file-system "$root"
 
 # --- step 5: the agent-server answers ---------------------------------------------------------
@@ -399,9 +300,5 @@ for path in ("/health", "/ready"):
 fi
 docker rm -f "$check_name" >/dev/null 2>&1 || true
 check_name=""
-old_id=$(image_id "$image" || true)
-docker tag "$built_id" "$image" || die "docker tag $built_id $image failed"
-new_id="$built_id"
-built_id=""
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ] && docker image rm "$old_id" >/dev/null 2>&1; then log "removed the previous image ${old_id:0:19}"; fi
+tag_built "$image"
 log "done: $image ($(megabytes "$image"), Debian $SUITE, Python $(docker run --rm --network none "$image" python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo '?'), openhands-agent-server $version) in $SECONDS s"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Builds the local sandbox image acs-sandbox:bookworm (Debian bookworm with bash, git, python3 and
 # python-is-python3 (`python`, as OpenHands' own images answer), ca-certificates, procps; working
 # directory /workspace). Skipped when the image exists, unless this script built it with an older
@@ -39,70 +40,11 @@ CONTENT_VERSION="3"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DOCKERFILE="$HERE/sandbox-image/Dockerfile"
 
-# The script's own stdout and stderr, also for the last line, which may be printed while a
-# step's output goes to a log file.
-exec 7>&1 8>&2
-log() { printf '%s: %s\n' "$NAME" "$*" >&7; }
-# Lines of detail for a failure (e.g. the end of a log), on stderr, each with the prefix and
-# without colour codes or any user:password@ in URLs.
-details() {
-  LC_ALL=C sed -E -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's#(://)[^/@[:space:]]*@#\1***@#g' \
-    -e "s#^(The command '/bin/sh -c).{80,}(' returned)#\1 …\2#" -e "s/^/$NAME:   | /" >&8
-}
-fail_msg=""
-die() { fail_msg="$*"; exit 1; }
-
-usage() {
-  sed -n '/^# Usage:/,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
-truthy() { case "${1,,}" in 1|true|yes|on) return 0 ;; *) return 1 ;; esac; }
-
-# --- cleanup, signals, failures ----------------------------------------------------------
-workdir=""        # temporary directory: logs, and the rootfs of the debootstrap way
-child=""          # the long-running command now under way (its own process group)
-built_id=""       # the new image until it is tagged
-check_name=""     # the container of the final check
-err_line=""
-err_cmd=""
-signal=""
-trap 'err_line=$LINENO; err_cmd=$BASH_COMMAND' ERR
-
-cleanup() {
-  if [ -n "$child" ]; then
-    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-    child=""
-  fi
-  if [ -n "$check_name" ]; then docker rm -f "$check_name" >/dev/null 2>&1 || true; fi
-  if [ -n "$built_id" ]; then docker image rm "$built_id" >/dev/null 2>&1 || true; fi
-  if [ -n "$workdir" ] && [ -d "$workdir" ]; then
-    # debootstrap mounts proc and sys inside the target: never rm -rf through a live mount.
-    local m
-    awk -v r="$workdir/" 'index($2, r) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r |
-      while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done
-    rm -rf --one-file-system "$workdir" 2>/dev/null || true
-  fi
-}
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM HUP ERR
-  set +e
-  cleanup
-  if [ "$rc" != 0 ]; then
-    if [ -n "$signal" ]; then
-      fail_msg="stopped by SIG$signal; temporary files and images removed"
-    elif [ -z "$fail_msg" ]; then
-      fail_msg="failed (exit status $rc${err_line:+ at line $err_line: $err_cmd})"
-    fi
-    printf '%s: error: %s\n' "$NAME" "$fail_msg" >&8
-  fi
-  exit "$rc"
-}
-trap on_exit EXIT
-trap 'signal=INT; exit 130' INT
-trap 'signal=TERM; exit 143' TERM
-trap 'signal=HUP; exit 129' HUP
+# log, details, die, usage, run, cleanup on exit, and the docker helpers: lib/script-base.sh.
+# shellcheck source=lib/script-base.sh
+source "$HERE/lib/script-base.sh"
+# shellcheck source=lib/debootstrap.sh
+source "$HERE/lib/debootstrap.sh"
 
 image="${ACS_SANDBOX_IMAGE:-acs-sandbox:$SUITE}"
 method="${ACS_SANDBOX_IMAGE_METHOD:-auto}"
@@ -111,9 +53,8 @@ pull_timeout="${ACS_SANDBOX_PULL_TIMEOUT:-60}"
 lock_timeout="${ACS_SANDBOX_LOCK_TIMEOUT:-900}"
 force=0
 truthy "${ACS_SANDBOX_IMAGE_FORCE:-0}" && force=1
-# SANDBOX_MIRROR: the name this override had before.
-mirror_override="${ACS_DEBIAN_MIRROR:-${SANDBOX_MIRROR:-}}"
-security_override="${ACS_DEBIAN_SECURITY_MIRROR:-}"
+# SANDBOX_MIRROR: the name ACS_DEBIAN_MIRROR had before.
+ACS_DEBIAN_MIRROR="${ACS_DEBIAN_MIRROR:-${SANDBOX_MIRROR:-}}"
 
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -135,33 +76,8 @@ case "$method" in auto|dockerfile|debootstrap) ;; *) die "unknown method '$metho
 [[ "$pull_timeout" =~ ^[0-9]+$ ]] || die "ACS_SANDBOX_PULL_TIMEOUT must be a number of seconds, not '$pull_timeout'"
 [[ "$lock_timeout" =~ ^[0-9]+$ ]] || die "ACS_SANDBOX_LOCK_TIMEOUT must be a number of seconds, not '$lock_timeout'"
 
-# Runs "$@" in its own process group and waits for it in a way a signal interrupts, so that
-# stopping this script stops the command and everything it started, then cleans up.
-if command -v setsid >/dev/null 2>&1; then setsid=(setsid); else setsid=(); fi
-run() {
-  local rc=0
-  "${setsid[@]}" "$@" 7>&- 8>&- &
-  child=$!
-  wait "$child" || rc=$?
-  child=""
-  return "$rc"
-}
-
-# The last non-empty line of a log, for a one-line reason.
-last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1 | tr -s '[:space:]' ' ' | sed 's/ $//'; }
-
-# A URL fit for a log line: without user:password@.
-redact() { printf '%s' "$1" | sed -E 's#^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@#\1***@#'; }
-
-image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null; }
-megabytes() { echo "$(( ($(docker image inspect --format '{{.Size}}' "$1") + 500000) / 1000000 )) MB"; }
-
 # --- the engine, and the image already there ---------------------------------------------
-command -v docker >/dev/null 2>&1 || die "the docker CLI is not installed (apt-get install docker.io)"
-if ! docker_err=$(docker info 2>&1 >/dev/null); then
-  printf '%s\n' "$docker_err" | details
-  die "the Docker engine is not reachable (is dockerd running, and may this user use it?)"
-fi
+require_docker
 
 # Whether the image exists and needs no new build: not one of this script's (no io.acs.sandbox-image
 # label: someone's own image, kept), or one of its current content version. Sets found and outdated.
@@ -188,73 +104,30 @@ if [ "$force" = 0 ] && [ -n "$outdated" ]; then
 fi
 
 # One build at a time on this machine: a second run waits here, then finds the image.
-if command -v flock >/dev/null 2>&1; then
-  lock_file="/tmp/acs-build-sandbox-image.lock"
-  # Opened read-only (flock does not need more), so another user's lock file works too.
-  [ -e "$lock_file" ] || { : >>"$lock_file"; chmod 0666 "$lock_file"; } 2>/dev/null || true
-  exec 9<"$lock_file" || die "cannot open the lock file $lock_file"
-  if ! flock -n 9; then
-    log "another sandbox image build is under way; waiting for it (at most $lock_timeout s)"
-    run flock -w "$lock_timeout" 9 || die "another sandbox image build still holds $lock_file after $lock_timeout s"
-    if [ "$force" = 0 ] && current "$image"; then
-      log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
-      exit 0
-    fi
-  fi
+build_lock "$NAME" "sandbox image" "$lock_timeout"
+if [ "$lock_waited" = 1 ] && [ "$force" = 0 ] && current "$image"; then
+  log "$image was built meanwhile (${found:0:19}, $(megabytes "$image")); nothing to do"
+  exit 0
 fi
 
 SECONDS=0
 workdir=$(mktemp -d /var/tmp/acs-sandbox-build.XXXXXX)
 
-# --- the Debian mirror, from the apt sources ---------------------------------------------
-# apt_debian_sources: see lib/debian-sources.sh.
-# shellcheck source=lib/debian-sources.sh
-source "$HERE/lib/debian-sources.sh"
-
-# Sets mirror / mirror_from and security_mirror / security_from.
-find_mirrors() {
-  local sources kind uri suite file
-  sources=$(apt_debian_sources 2>/dev/null || true)
-  mirror="" mirror_from="" security_mirror="" security_from=""
-  while IFS=$'\t' read -r kind uri suite file; do
-    if [ "$kind" = main ] && [ -z "$mirror" ]; then mirror="$uri"; mirror_from="$file ($suite)"; fi
-    if [ "$kind" = security ] && [ -z "$security_mirror" ]; then security_mirror="$uri"; security_from="$file ($suite)"; fi
-  done <<<"$sources"
-  if [ -n "$mirror_override" ]; then mirror="${mirror_override%/}"; mirror_from="ACS_DEBIAN_MIRROR"; fi
-  if [ -n "$security_override" ]; then security_mirror="${security_override%/}"; security_from="ACS_DEBIAN_SECURITY_MIRROR"; fi
-  local u
-  for u in "$mirror" "$security_mirror"; do
-    [ -z "$u" ] || [[ "$u" =~ ^https?://[^[:space:]]+$ ]] || die "the Debian mirror must be an http:// or https:// URL without spaces, not '$(redact "$u")'"
-  done
-}
-mirror_help="set ACS_DEBIAN_MIRROR to the URL of a Debian mirror (the directory holding dists/$SUITE)"
-
-# apt's own proxy (Acquire::http::Proxy), for debootstrap and the build, unless one is set.
-apt_proxy() {
-  local proto="$1" value=""
-  command -v apt-config >/dev/null 2>&1 || return 0
-  eval "$(apt-config shell value "Acquire::$proto::Proxy" 2>/dev/null)" || true
-  case "$value" in ""|DIRECT|false) ;; *) printf '%s' "$value" ;; esac
-}
-
 # --- step 1: the method ------------------------------------------------------------------
 log "step 1/4: choosing the build method…"
-find_mirrors
+find_debian_mirrors
 why=""
 if [ "$method" = auto ]; then
   if found=$(image_id "$base_image"); then
     method=dockerfile; why="the base image $base_image is on this engine"
   else
     log "trying docker pull $base_image (at most $pull_timeout s)"
-    rc=0
-    run timeout -k 5 "$pull_timeout" docker pull "$base_image" >"$workdir/pull.log" 2>&1 || rc=$?
-    if [ "$rc" = 0 ] && image_id "$base_image" >/dev/null; then
+    if pull_within "$base_image" "$pull_timeout"; then
       method=dockerfile; why="pulled $base_image"
     else
-      if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then reason="no answer within $pull_timeout s"; else reason=$(last_line "$workdir/pull.log"); fi
-      method=debootstrap; why="cannot pull $base_image: ${reason:-docker pull failed}"
+      method=debootstrap; why="cannot pull $base_image: $pull_reason"
       if [ "$(id -u)" != 0 ]; then
-        die "cannot pull $base_image (${reason:-docker pull failed}), and the debootstrap way needs root: run this script with sudo, or make a Debian $SUITE image available to docker (docker pull/load it, or set ACS_SANDBOX_BASE_IMAGE to one you have) and it builds from the Dockerfile"
+        die "cannot pull $base_image ($pull_reason), and the debootstrap way needs root: run this script with sudo, or make a Debian $SUITE image available to docker (docker pull/load it, or set ACS_SANDBOX_BASE_IMAGE to one you have) and it builds from the Dockerfile"
       fi
     fi
   fi
@@ -263,7 +136,7 @@ else
 fi
 if [ "$method" = debootstrap ]; then
   [ "$(id -u)" = 0 ] || die "debootstrap needs root: run this script with sudo, or build from the Dockerfile (ACS_SANDBOX_IMAGE_METHOD=dockerfile) on a machine that can pull $base_image"
-  [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list, /etc/apt/sources.list.d/*.list or *.sources: $mirror_help, or add one to the apt sources"
+  need_debian_mirror
 fi
 if [ -n "$mirror" ]; then mirror_note="Debian mirror $(redact "$mirror") from $mirror_from"; else mirror_note="no Debian mirror in the apt sources: the base image's own"; fi
 if [ "$method" = dockerfile ] && [ -n "$mirror" ] && [ -n "$security_mirror" ]; then
@@ -286,40 +159,10 @@ https_proxy_apt=$(apt_proxy https)
 build_debootstrap() {
   local root="$workdir/rootfs"
   log "step 2/4: debootstrap $SUITE from $(redact "$mirror") (a minute or two)"
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    log "installing debootstrap"
-    # Refresh the package lists first only when apt does not know debootstrap at all; stale
-    # lists can name versions the mirror no longer has, so refresh once and retry on failure.
-    if ! apt-cache policy debootstrap 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-      run apt-get update -qq >"$workdir/apt.log" 2>&1 || true
-    fi
-    if ! DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >>"$workdir/apt.log" 2>&1; then
-      run apt-get update -qq >>"$workdir/apt.log" 2>&1 || true
-      if ! DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >>"$workdir/apt.log" 2>&1; then
-        tail -n 20 "$workdir/apt.log" | details
-        die "apt-get install debootstrap failed (the end of its output is above)"
-      fi
-    fi
-  fi
-  mkdir "$root"
-  local include
-  include=$(IFS=,; echo "${PACKAGES[*]}")
-  if ! http_proxy="${http_proxy:-$http_proxy_apt}" https_proxy="${https_proxy:-$https_proxy_apt}" \
-      run debootstrap --variant=minbase --include="$include" "$SUITE" "$root" "$mirror" >"$workdir/debootstrap.log" 2>&1; then
-    tail -n 20 "$workdir/debootstrap.log" | details
-    if [ -f "$root/debootstrap/debootstrap.log" ]; then tail -n 20 "$root/debootstrap/debootstrap.log" | details; fi
-    die "debootstrap failed (mirror $(redact "$mirror") from $mirror_from; the end of its log is above); to use another mirror, $mirror_help"
-  fi
-
+  debootstrap_root "$root" "${PACKAGES[@]}"
   mkdir -p "$root/workspace"
   chmod 0777 "$root/workspace"
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-    "$root"/var/cache/apt/archives/partial/* "$root"/var/cache/debconf/*-old "$root"/var/log/apt/* \
-    "$root"/var/log/dpkg.log "$root"/var/log/bootstrap.log "$root"/tmp/* "$root"/debootstrap
-  # Docker bind-mounts its own resolv.conf here at run time; it must be a plain file (not a
-  # symlink), and the build host's resolvers should not be baked into the image.
-  rm -f "$root/etc/resolv.conf"
-  : >"$root/etc/resolv.conf"
+  strip_rootfs "$root"
 
   log "step 3/4: importing into docker"
   local changes=(
@@ -331,13 +174,8 @@ build_debootstrap() {
     --message "acs sandbox image: debootstrap --variant=minbase $SUITE, by scripts/build-sandbox-image.sh"
   )
   # Imported without a tag: the image gets its name only once it answers (step 4).
-  # shellcheck disable=SC2016
-  if ! run bash -c 'set -o pipefail; tar --numeric-owner -C "$1" -c . | docker import "${@:3}" - >"$2"' \
-      _ "$root" "$workdir/import.id" "${changes[@]}" 2>"$workdir/import.log"; then
-    details <"$workdir/import.log"
-    die "docker import failed (its output is above)"
-  fi
-  built_id=$(cat "$workdir/import.id")
+  import_rootfs "$root" "${changes[@]}"
+  built_id="$imported_id"
   rm -rf --one-file-system "$root"
 }
 
@@ -347,11 +185,8 @@ build_dockerfile() {
     log "step 2/4: base image $base_image: on this engine (${found:0:19})"
   else
     log "step 2/4: pulling the base image $base_image (at most $pull_timeout s)"
-    rc=0
-    run timeout -k 5 "$pull_timeout" docker pull "$base_image" >"$workdir/pull.log" 2>&1 || rc=$?
-    if [ "$rc" != 0 ] || ! image_id "$base_image" >/dev/null; then
-      if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then reason="no answer within $pull_timeout s"; else reason=$(last_line "$workdir/pull.log"); fi
-      die "cannot pull $base_image (${reason:-docker pull failed}): load it (docker load), set ACS_SANDBOX_BASE_IMAGE to a Debian $SUITE image you have, or use ACS_SANDBOX_IMAGE_METHOD=debootstrap (as root)"
+    if ! pull_within "$base_image" "$pull_timeout"; then
+      die "cannot pull $base_image ($pull_reason): load it (docker load), set ACS_SANDBOX_BASE_IMAGE to a Debian $SUITE image you have, or use ACS_SANDBOX_IMAGE_METHOD=debootstrap (as root)"
     fi
   fi
 
@@ -399,12 +234,5 @@ fi
 check_name=""
 versions=$(sed -E -e 's/^git version /git /' "$workdir/check.log" | paste -sd, - | sed 's/,/, /g')
 
-old_id=$(image_id "$image" || true)
-docker tag "$built_id" "$image" || die "docker tag $built_id $image failed"
-new_id="$built_id"
-built_id=""
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
-  # Without -f: an image still used by a container, or tagged with another name, stays.
-  if docker image rm "$old_id" >/dev/null 2>&1; then log "removed the previous image ${old_id:0:19}"; fi
-fi
+tag_built "$image"
 log "done: $image ($(megabytes "$image"), $method; $versions) in $SECONDS s"

@@ -48,75 +48,9 @@ BASE_PACKAGES=(tini ca-certificates)
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 
-exec 7>&1 8>&2
-log() { printf '%s: %s\n' "$NAME" "$*" >&7; }
-details() {
-  LC_ALL=C sed -E -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's#(://)[^/@[:space:]]*@#\1***@#g' -e "s/^/$NAME:   | /" >&8
-}
-fail_msg=""
-die() { fail_msg="$*"; exit 1; }
-usage() { sed -n '/^# Usage:/,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-redact() { printf '%s' "$1" | sed -E 's#^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@#\1***@#'; }
-last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1 | tr -s '[:space:]' ' ' | sed 's/ $//'; }
-image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null; }
-megabytes() { echo "$(( ($(docker image inspect --format '{{.Size}}' "$1") + 500000) / 1000000 )) MB"; }
-
-# --- cleanup, signals, failures ----------------------------------------------------------
-workdir=""
-child=""
-built_id=""
-check_name=""
-err_line=""
-err_cmd=""
-signal=""
-trap 'err_line=$LINENO; err_cmd=$BASH_COMMAND' ERR
-
-cleanup() {
-  if [ -n "$child" ]; then
-    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-    child=""
-  fi
-  if [ -n "$check_name" ]; then docker rm -f -v "$check_name" >/dev/null 2>&1 || true; fi
-  if [ -n "$built_id" ]; then docker image rm "$built_id" >/dev/null 2>&1 || true; fi
-  if [ -n "$workdir" ] && [ -d "$workdir" ]; then
-    # debootstrap mounts proc and sys inside the target: never rm -rf through a live mount.
-    local m
-    awk -v r="$workdir/" 'index($2, r) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r |
-      while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done
-    rm -rf --one-file-system "$workdir" 2>/dev/null || true
-  fi
-}
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM HUP ERR
-  set +e
-  cleanup
-  if [ "$rc" != 0 ]; then
-    if [ -n "$signal" ]; then
-      fail_msg="stopped by SIG$signal; temporary files and images removed"
-    elif [ -z "$fail_msg" ]; then
-      fail_msg="failed (exit status $rc${err_line:+ at line $err_line: $err_cmd})"
-    fi
-    printf '%s: error: %s\n' "$NAME" "$fail_msg" >&8
-  fi
-  exit "$rc"
-}
-trap on_exit EXIT
-trap 'signal=INT; exit 130' INT
-trap 'signal=TERM; exit 143' TERM
-trap 'signal=HUP; exit 129' HUP
-
-# Runs "$@" in its own process group, so that stopping this script stops it and what it started.
-if command -v setsid >/dev/null 2>&1; then setsid=(setsid); else setsid=(); fi
-run() {
-  local rc=0
-  "${setsid[@]}" "$@" 7>&- 8>&- &
-  child=$!
-  wait "$child" || rc=$?
-  child=""
-  return "$rc"
-}
+# log, details, die, usage, run, cleanup on exit, and the docker helpers: lib/script-base.sh.
+# shellcheck source=lib/script-base.sh
+source "$HERE/lib/script-base.sh"
 
 # --- arguments -----------------------------------------------------------------------------
 base="${ACS_SERVER_IMAGE_BASE:-auto}"
@@ -124,7 +58,6 @@ name="${ACS_SERVER_IMAGE:-acs-server}"
 registry_base="${ACS_SERVER_BASE_IMAGE:-node:22-$SUITE-slim}"
 pull_timeout="${ACS_SERVER_PULL_TIMEOUT:-60}"
 lock_timeout="${ACS_SERVER_IMAGE_LOCK_TIMEOUT:-1800}"
-mirror_override="${ACS_DEBIAN_MIRROR:-}"
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --base|--tag)
@@ -151,27 +84,15 @@ version=$(sed -nE 's/^  "version": "([^"]+)".*/\1/p' "$ROOT/examples/standalone-
 image="$name:$version"
 [ -f "$ROOT/Dockerfile" ] || die "$ROOT/Dockerfile is missing"
 
-command -v docker >/dev/null 2>&1 || die "the docker CLI is not installed (apt-get install docker.io)"
+require_docker
 # Node, for small JSON and certificate work: the one on PATH, else the repository's pinned one.
 if command -v node >/dev/null 2>&1; then NODE=node
 elif [ -x "$ROOT/node_modules/node/bin/node" ]; then NODE="$ROOT/node_modules/node/bin/node"
 else die "node is not on PATH and node_modules/node is missing: run npm install first"
 fi
-if ! docker_err=$(docker info 2>&1 >/dev/null); then
-  printf '%s\n' "$docker_err" | details
-  die "the Docker engine is not reachable (is dockerd running, and may this user use it?)"
-fi
 
 # One build at a time on this machine: a second run waits here.
-if command -v flock >/dev/null 2>&1; then
-  lock_file="/tmp/acs-build-server-image.lock"
-  [ -e "$lock_file" ] || { : >>"$lock_file"; chmod 0666 "$lock_file"; } 2>/dev/null || true
-  exec 9<"$lock_file" || die "cannot open the lock file $lock_file"
-  if ! flock -n 9; then
-    log "another server image build is under way; waiting for it (at most $lock_timeout s)"
-    run flock -w "$lock_timeout" 9 || die "another server image build still holds $lock_file after $lock_timeout s"
-  fi
-fi
+build_lock "$NAME" "server image" "$lock_timeout"
 
 SECONDS=0
 workdir=$(mktemp -d /var/tmp/acs-server-image.XXXXXX)
@@ -184,24 +105,18 @@ if [ "$base" = auto ]; then
     base=registry; why="$registry_base is on this engine"
   else
     log "trying docker pull $registry_base (at most $pull_timeout s)"
-    rc=0
-    run timeout -k 5 "$pull_timeout" docker pull "$registry_base" >"$workdir/pull.log" 2>&1 || rc=$?
-    if [ "$rc" = 0 ] && image_id "$registry_base" >/dev/null; then
+    if pull_within "$registry_base" "$pull_timeout"; then
       base=registry; why="pulled $registry_base"
     else
-      if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then reason="no answer within $pull_timeout s"; else reason=$(last_line "$workdir/pull.log"); fi
-      base=debootstrap; why="cannot pull $registry_base: ${reason:-docker pull failed}"
+      base=debootstrap; why="cannot pull $registry_base: $pull_reason"
     fi
   fi
 elif [ "$base" = registry ]; then
   why="forced by --base or ACS_SERVER_IMAGE_BASE"
   if ! image_id "$registry_base" >/dev/null; then
     log "pulling $registry_base (at most $pull_timeout s)"
-    rc=0
-    run timeout -k 5 "$pull_timeout" docker pull "$registry_base" >"$workdir/pull.log" 2>&1 || rc=$?
-    if [ "$rc" != 0 ] || ! image_id "$registry_base" >/dev/null; then
-      if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then reason="no answer within $pull_timeout s"; else reason=$(last_line "$workdir/pull.log"); fi
-      die "cannot pull $registry_base (${reason:-docker pull failed}): load it (docker load), set ACS_SERVER_BASE_IMAGE to a Debian $SUITE image with Node 22 and npm, or use --base debootstrap (as root)"
+    if ! pull_within "$registry_base" "$pull_timeout"; then
+      die "cannot pull $registry_base ($pull_reason): load it (docker load), set ACS_SERVER_BASE_IMAGE to a Debian $SUITE image with Node 22 and npm, or use --base debootstrap (as root)"
     fi
   fi
 else
@@ -210,8 +125,8 @@ fi
 log "base: $base ($why)"
 
 # --- step 2: the debootstrap bases ---------------------------------------------------------
-# shellcheck source=lib/debian-sources.sh
-source "$HERE/lib/debian-sources.sh"
+# shellcheck source=lib/debootstrap.sh
+source "$HERE/lib/debootstrap.sh"
 # shellcheck source=lib/server-image.sh
 source "$HERE/lib/server-image.sh"
 
@@ -277,7 +192,6 @@ fi
 for p in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
   if [ -n "${!p:-}" ]; then args+=(--build-arg "$p=${!p}"); fi
 done
-old_id=$(image_id "$image" || true)
 log "step 3/4: docker build from $base_image ($note; a few minutes the first time, the install layers are reused after that)"
 rc=0
 run docker build "${args[@]}" "$ROOT" >"$workdir/build.log" 2>&1 || rc=$?
@@ -291,12 +205,5 @@ prune_build_stages "$workdir/build.log"
 # --- step 4: check, then tag ----------------------------------------------------------------
 log "step 4/4: checking that the image starts (fake sandboxes, memory storage, no network) and answers its health check"
 check_server_image "$built_id"
-docker tag "$built_id" "$image" || die "docker tag $built_id $image failed"
-docker tag "$built_id" "$name:latest" || die "docker tag $built_id $name:latest failed"
-new_id="$built_id"
-built_id=""
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
-  # Without -f: an image still used by a container, or tagged with another name, stays.
-  if docker image rm "$old_id" >/dev/null 2>&1; then log "removed the previous image ${old_id:0:19}"; fi
-fi
+tag_built "$image" "$name:latest"
 log "done: $image and $name:latest (${new_id:0:19}, $(megabytes "$image"), base $base_image) in $SECONDS s"

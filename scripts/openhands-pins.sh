@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Moves the OpenHands pins to the newest release on PyPI, in one go: the agent-server image
 # (openhands-agent-server, openhands-sdk and openhands-tools, resolved on the image's Python 3.13:
 # scripts/agent-server-image/requirements-<version>.txt, written by build-agent-server-image.sh
@@ -44,43 +45,16 @@ SDK_TESTS=(test/openhands-sdk-docker.test.ts test/openhands-sdk-deltas-docker.te
 PACKAGES=(openhands-agent-server openhands-sdk openhands-tools openhands-workspace)
 SDK_PACKAGES=(openhands-sdk openhands-workspace openhands-tools openhands-agent-server)
 
-exec 7>&1 8>&2
-log() { printf '%s: %s\n' "$NAME" "$*" >&7; }
-details() {
-  LC_ALL=C sed -E -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's#(://)[^/@[:space:]]*@#\1***@#g' -e "s/^/$NAME:   | /" >&8
-}
-fail_msg=""
-die() { fail_msg="$*"; exit 1; }
-
-workdir=""
-child=""
-signal=""
+# log, details, die, usage, run, and cleanup on exit: lib/script-base.sh.
+# shellcheck source=lib/script-base.sh
+source "$HERE/lib/script-base.sh"
+# --check's "PyPI has a newer release" is an answer, not a failure.
+answer_status=3
 venv_backup=""
-cleanup() {
-  if [ -n "$child" ]; then
-    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-    child=""
-  fi
-  # The venv's pins go back if the move stopped before the sources were pointed at them.
+# The venv's pins go back if the move stopped before the sources were pointed at them.
+cleanup_more() {
   if [ -n "$venv_backup" ] && [ -f "$venv_backup" ]; then cp -f "$venv_backup" "$VENV_PINS"; fi
-  if [ -n "$workdir" ] && [ -d "$workdir" ]; then rm -rf "$workdir"; fi
 }
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  set +e
-  cleanup
-  if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
-    if [ -n "$signal" ]; then fail_msg="stopped by SIG$signal"; fi
-    printf '%s: error: %s\n' "$NAME" "${fail_msg:-failed (exit status $rc)}" >&8
-  fi
-  exit "$rc"
-}
-trap on_exit EXIT
-trap 'signal=INT; exit 130' INT
-trap 'signal=TERM; exit 143' TERM
-trap 'signal=HUP; exit 129' HUP
 
 check=0
 skip_tests=0
@@ -93,7 +67,7 @@ while [ "$#" -gt 0 ]; do
       if [ "$#" -lt 2 ] || [ -z "$2" ]; then die "--version needs a value (a release on PyPI)"; fi
       target="$2"; shift ;;
     --version=*) target="${1#--version=}" ;;
-    -h|--help) sed -n '/^# Usage:/,/^set -Eeuo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) die "unknown argument: $1 (usage: $0 [--check] [--version VERSION] [--skip-tests])" ;;
   esac
   shift
@@ -101,16 +75,6 @@ done
 if [ -n "$target" ] && ! [[ "$target" =~ ^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$ ]]; then die "'$target' is not a version"; fi
 if [ "$check" = 1 ] && [ -n "$target" ]; then die "--check says whether PyPI has a newer release; --version moves the pins: give one of them"; fi
 
-if command -v setsid >/dev/null 2>&1; then setsid=(setsid); else setsid=(); fi
-# Runs "$@" in its own process group, so that stopping this script stops it too.
-run() {
-  local rc=0
-  "${setsid[@]}" "$@" 7>&- 8>&- &
-  child=$!
-  wait "$child" || rc=$?
-  child=""
-  return "$rc"
-}
 newest_of() { sort -V | tail -n 1; }
 workdir=$(mktemp -d /var/tmp/acs-openhands-pins.XXXXXX)
 

@@ -1,39 +1,14 @@
 # shellcheck shell=bash disable=SC2153,SC2154
 # Parts of scripts/build-server-image.sh (sourced, not run): the debootstrap bases, the check of
-# a built image, and the pruning of earlier builds' stages. They use that script's globals and
-# helpers (ROOT, NODE, SUITE, NPM_VERSION, BASE_PACKAGES, BASE_CONTENT_VERSION, workdir, log, details,
-# die, run, redact, image_id, megabytes, check_name) and apt_debian_sources (debian-sources.sh).
+# a built image, and the pruning of earlier builds' stages. They use that script's globals (ROOT,
+# NODE, SUITE, NPM_VERSION, BASE_PACKAGES, BASE_CONTENT_VERSION) and the helpers of
+# script-base.sh and debootstrap.sh.
 
 # Whether IMAGE is one of this script's bases at its current content version.
 base_current() {
   local has
   has=$(docker image inspect --format '{{index .Config.Labels "io.acs.base-image.version"}}' "$1" 2>/dev/null) || return 1
   [[ "$has" =~ ^[0-9]+$ ]] && [ "$has" -ge "$BASE_CONTENT_VERSION" ]
-}
-
-# Sets mirror, mirror_from and security_mirror from the apt sources (ACS_DEBIAN_MIRROR wins).
-find_mirror() {
-  local kind uri suite file
-  mirror="" mirror_from="" security_mirror=""
-  while IFS=$'\t' read -r kind uri suite file; do
-    if [ "$kind" = main ] && [ -z "$mirror" ]; then mirror="$uri"; mirror_from="$file ($suite)"; fi
-    if [ "$kind" = security ] && [ -z "$security_mirror" ]; then security_mirror="$uri"; fi
-  done < <(apt_debian_sources 2>/dev/null || true)
-  if [ -n "${mirror_override:-}" ]; then mirror="${mirror_override%/}"; mirror_from="ACS_DEBIAN_MIRROR"; fi
-  [ -n "$mirror" ] || die "no Debian mirror found in the apt sources: set ACS_DEBIAN_MIRROR to the URL of a Debian mirror (the directory holding dists/$SUITE)"
-  [[ "$mirror" =~ ^https?://[^[:space:]]+$ ]] || die "the Debian mirror must be an http:// or https:// URL without spaces, not '$(redact "$mirror")'"
-}
-
-install_debootstrap() {
-  command -v debootstrap >/dev/null 2>&1 && return 0
-  log "installing debootstrap"
-  if ! DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >"$workdir/apt.log" 2>&1; then
-    run apt-get update -qq >>"$workdir/apt.log" 2>&1 || true
-    if ! DEBIAN_FRONTEND=noninteractive run apt-get install -y -qq debootstrap >>"$workdir/apt.log" 2>&1; then
-      tail -n 20 "$workdir/apt.log" | details
-      die "apt-get install debootstrap failed (the end of its output is above)"
-    fi
-  fi
 }
 
 # Slims a debootstrap root as Debian's own slim images are: no documentation, manual pages or
@@ -62,9 +37,7 @@ EOF
   find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete 2>/dev/null || true
   rm -rf "$root"/usr/share/man/* "$root"/usr/share/groff/* "$root"/usr/share/info/* \
     "$root"/usr/share/lintian/* "$root"/usr/share/linda/* "$root"/usr/share/locale/*
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-    "$root"/var/cache/apt/archives/partial/* "$root"/var/cache/debconf/*-old "$root"/var/log/apt/* \
-    "$root"/var/log/dpkg.log "$root"/var/log/bootstrap.log "$root"/tmp/* "$root"/debootstrap
+  strip_rootfs "$root"
   # The image's apt sources: the mirror it was made from, with the updates and security suites.
   if [ -f "$root/usr/share/keyrings/debian-archive-keyring.gpg" ]; then keyring=" [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"; fi
   {
@@ -72,22 +45,14 @@ EOF
     echo "deb$keyring $mirror $SUITE-updates main"
     if [ -n "$security_mirror" ]; then echo "deb$keyring $security_mirror $SUITE-security main"; fi
   } >"$root/etc/apt/sources.list"
-  # Docker bind-mounts its own resolv.conf here; the build host's resolvers stay out.
-  rm -f "$root/etc/resolv.conf"
-  : >"$root/etc/resolv.conf"
 }
 
-# docker import of a root directory as IMAGE, with the given --change options.
-import_rootfs() {
+# A root directory as the base image IMAGE (docker import with the given options, then tagged).
+import_base() {
   local root="$1" image="$2"
   shift 2
-  # shellcheck disable=SC2016
-  if ! run bash -c 'set -o pipefail; tar --numeric-owner -C "$1" -c . | docker import "${@:3}" - >"$2"' \
-      _ "$root" "$workdir/import.id" "$@" 2>"$workdir/import.log"; then
-    details <"$workdir/import.log"
-    die "docker import of $image failed (its output is above)"
-  fi
-  docker tag "$(cat "$workdir/import.id")" "$image" || die "docker tag $image failed"
+  import_rootfs "$root" "$@"
+  docker tag "$imported_id" "$image" || die "docker tag $image failed"
 }
 
 # Makes (once) acs-debian:bookworm-slim and acs-node:<node>-bookworm-slim; sets base_image.
@@ -102,20 +67,15 @@ ensure_node_base() {
     log "step 2/4: base images $debian_image ($(megabytes "$debian_image")) and $base_image ($(megabytes "$base_image")) are there"
     return 0
   fi
-  find_mirror
-  install_debootstrap
+  find_debian_mirrors
+  need_debian_mirror
   command -v npm >/dev/null 2>&1 || die "npm is needed to fetch npm $NPM_VERSION for the base image"
   root="$workdir/rootfs"
-  mkdir "$root"
   log "step 2/4: debootstrap $SUITE (minbase, ${BASE_PACKAGES[*]}) from $(redact "$mirror") ($mirror_from), then Node $node_version from node_modules/node and npm $NPM_VERSION (a minute or two, once per machine)"
-  if ! run debootstrap --variant=minbase --include="$(IFS=,; echo "${BASE_PACKAGES[*]}")" "$SUITE" "$root" "$mirror" >"$workdir/debootstrap.log" 2>&1; then
-    tail -n 20 "$workdir/debootstrap.log" | details
-    if [ -f "$root/debootstrap/debootstrap.log" ]; then tail -n 20 "$root/debootstrap/debootstrap.log" | details; fi
-    die "debootstrap failed (mirror $(redact "$mirror"); the end of its log is above); another mirror: ACS_DEBIAN_MIRROR=…"
-  fi
+  debootstrap_root "$root" "${BASE_PACKAGES[@]}"
   slim_rootfs "$root"
   local common=(--change 'ENV LANG=C.UTF-8' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin')
-  import_rootfs "$root" "$debian_image" "${common[@]}" --change 'CMD ["bash"]' \
+  import_base "$root" "$debian_image" "${common[@]}" --change 'CMD ["bash"]' \
     --change "LABEL io.acs.base-image=debian io.acs.base-image.version=$BASE_CONTENT_VERSION" \
     --message "debootstrap --variant=minbase $SUITE (slim, ${BASE_PACKAGES[*]}), by scripts/build-server-image.sh"
 
@@ -129,7 +89,7 @@ ensure_node_base() {
   tar -xzf "$workdir/npm-$NPM_VERSION.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
-  import_rootfs "$root" "$base_image" "${common[@]}" --change 'ENV NODE_VERSION='"$node_version" --change 'CMD ["node"]' \
+  import_base "$root" "$base_image" "${common[@]}" --change 'ENV NODE_VERSION='"$node_version" --change 'CMD ["node"]' \
     --change "LABEL io.acs.base-image=node io.acs.base-image.version=$BASE_CONTENT_VERSION io.acs.base-image.node=$node_version" \
     --message "$debian_image with Node $node_version (the node npm package) and npm $NPM_VERSION, by scripts/build-server-image.sh"
   rm -rf --one-file-system "$root"
