@@ -6,6 +6,6 @@ export default defineConfig({
   resolve: { conditions: ['@acs/source'] },
   ssr: { resolve: { conditions: ['@acs/source'] } },
   test: {
-    projects: ['packages/*', 'examples/*'],
+    projects: ['packages/*', 'examples/*', 'bench'],
   },
 });
