@@ -24,12 +24,12 @@
  * in a temporary directory until the end, and printed in part when a run fails. A run of the
  * base that the tree after no longer has (a bench added since) fails at once.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compareRuns, formatComparison } from './compare-rows.js';
+import { compareRuns, formatComparison, type RowComparison } from './compare-rows.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -77,20 +77,34 @@ function must(command: string, args: string[], cwd: string, what: string): strin
   return done.stdout.trim();
 }
 
+/**
+ * The run under way, and the signal that stopped this comparison: from the first step to the last,
+ * a signal stops the run and the comparison, and the worktree is still removed (a signal during
+ * the worktree's `npm ci` is seen when it returns).
+ */
+let running: ChildProcess | null = null;
+let stoppedBy: NodeJS.Signals | null = null;
+const stop = (signal: NodeJS.Signals) => {
+  stoppedBy = signal;
+  running?.kill('SIGTERM');
+};
+function throwIfStopped(): void {
+  if (stoppedBy) throw new Error(`stopped by ${stoppedBy}`);
+}
+
 /** One run of `npm run SCRIPT` in a tree, its output kept in a file; throws with its end when it fails. */
 async function runOnce(tree: string, script: string, file: string): Promise<string> {
+  throwIfStopped();
   const out = createWriteStream(file);
   const child = spawn('npm', ['run', '--silent', script], { cwd: tree, env: process.env });
   child.stdout.pipe(out, { end: false });
   child.stderr.pipe(out, { end: false });
-  const stop = () => child.kill('SIGTERM');
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  running = child;
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  process.off('SIGINT', stop);
-  process.off('SIGTERM', stop);
+  running = null;
   await new Promise((resolve) => out.end(resolve));
   const text = readFileSync(file, 'utf8');
+  throwIfStopped();
   if (code !== 0)
     throw new Error(`npm run ${script} in ${tree} exited ${code}; its output ends:\n${text.slice(-4000)}`);
   return text;
@@ -98,6 +112,8 @@ async function runOnce(tree: string, script: string, file: string): Promise<stri
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   const commit = must(
     'git',
     ['rev-parse', '--verify', `${options.base}^{commit}`],
@@ -114,6 +130,7 @@ async function main(): Promise<void> {
     must('git', ['worktree', 'add', '--detach', baseTree, commit], root, 'git worktree add');
     console.log('  npm ci in the tree before …');
     must('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], baseTree, 'npm ci in the tree before');
+    throwIfStopped();
     const before: string[] = [];
     const after: string[] = [];
     for (let round = 1; round <= options.runs; round++) {
@@ -140,7 +157,7 @@ async function main(): Promise<void> {
   process.exitCode = failed ? 1 : 0;
 }
 
-function report(options: Options, rows: ReturnType<typeof compareRuns>): void {
+function report(options: Options, rows: readonly RowComparison[]): void {
   const called = rows.filter((row) => row.figures.some((f) => f.changed));
   console.log();
   console.log(
